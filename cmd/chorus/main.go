@@ -1,0 +1,133 @@
+// Command chorus runs the Chorus server: the REST API, the WebSocket stream
+// and the browser client, on Redis (or, with no Redis configured, on an
+// embedded in-memory store for trying it out).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"chorus/social"
+	"chorus/web"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintln(os.Stderr, "chorus:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+// run serves until ctx ends, then shuts down gracefully. When listening is
+// not nil it receives the address the server listens on.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, listening chan<- string) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "chorus:", err)
+		return errUsage
+	}
+	log := newLogger(cfg.LogFormat, stderr)
+
+	redisURL := cfg.RedisURL
+	if redisURL == "" {
+		m, err := startEmbedded()
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		redisURL = "redis://" + m.Addr()
+		log.Warn("NO REDIS CONFIGURED: running on the embedded in-memory store. " +
+			"It is for trying Chorus out: one instance only, and every user, status and session is lost on exit. " +
+			"Set REDIS_URL or -redis-url for real use.")
+	}
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return fmt.Errorf("redis url: %w", err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		// Not fatal: /readyz says so, and the client reconnects when
+		// Redis comes up.
+		log.Warn("redis does not answer yet", "addr", opt.Addr, "err", err)
+	}
+
+	instance := hostname() + "-" + uuid.NewString()[:8]
+	soc := social.New(rdb, social.Options{Prefix: cfg.KeyPrefix})
+	srv := web.NewServer(web.Config{Social: soc, AllowedOrigins: cfg.AllowedOrigins, Logger: log})
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	httpSrv := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	workerDone := make(chan struct{})
+	go func() {
+		defer close(workerDone)
+		soc.NewWorker(instance, log.With("component", "fanout")).Run(workCtx)
+	}()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	log.Info("chorus listening", "addr", ln.Addr().String(), "instance", instance, "redis", opt.Addr, "key_prefix", cfg.KeyPrefix)
+	if listening != nil {
+		listening <- ln.Addr().String()
+	}
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("shutdown did not finish in time", "err", err)
+	}
+	stopWork()
+	<-workerDone
+	log.Info("stopped")
+	return nil
+}
+
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "chorus"
+	}
+	return h
+}

@@ -1,0 +1,180 @@
+// Package redistest gives tests a real redis-server.
+//
+// Tests use the server named by CHORUS_TEST_REDIS_URL (the test script starts
+// one on a free port); without it, the first test to ask starts its own from
+// redis-server on PATH. A test that cannot have a server fails: it never
+// skips.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	sharedOnce sync.Once
+	sharedURL  string
+	sharedErr  error
+)
+
+// URL returns the address of the shared test server.
+func URL(tb testing.TB) string {
+	tb.Helper()
+	sharedOnce.Do(func() {
+		if u := os.Getenv("CHORUS_TEST_REDIS_URL"); u != "" {
+			sharedURL = u
+			return
+		}
+		var srv *Server
+		srv, sharedErr = start()
+		if sharedErr == nil {
+			sharedURL = srv.URL
+		}
+	})
+	if sharedErr != nil {
+		tb.Fatalf("redistest: no redis-server (run the tests with scripts/test.sh): %v", sharedErr)
+	}
+	return sharedURL
+}
+
+// Client returns a client of the shared server and a key prefix unique to
+// the test; the client is closed when the test ends.
+func Client(tb testing.TB) (*redis.Client, string) {
+	tb.Helper()
+	return ClientOf(tb, URL(tb)), Prefix()
+}
+
+// ClientOf returns a client of the server at url, closed when the test ends.
+func ClientOf(tb testing.TB, url string) *redis.Client {
+	tb.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	rdb := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		tb.Fatalf("redistest: ping %s: %v", url, err)
+	}
+	tb.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// Prefix returns a key prefix no other test uses.
+func Prefix() string { return "test:" + uuid.NewString()[:8] + ":" }
+
+// Server is a redis-server process of a test's own, for tests that stop and
+// restart Redis.
+type Server struct {
+	URL  string
+	Port int
+	cmd  *exec.Cmd
+}
+
+// Start starts a redis-server of the test's own, stopped when the test ends.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	srv, err := start()
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	tb.Cleanup(srv.Stop)
+	return srv
+}
+
+// StartOnPort starts a redis-server on a given port (to restart one where
+// clients expect it).
+func StartOnPort(tb testing.TB, port int) *Server {
+	tb.Helper()
+	srv, err := startOn(port)
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	tb.Cleanup(srv.Stop)
+	return srv
+}
+
+// Stop kills the server.
+func (s *Server) Stop() {
+	if s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+	}
+}
+
+func start() (*Server, error) {
+	var lastErr error
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		srv, err := startOn(port)
+		if err == nil {
+			return srv, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+func startOn(port int) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server not on PATH: %w", err)
+	}
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
+	// The server dies with the test binary, however that ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { // drain the log so the server never blocks on it
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+		}
+	}()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return &Server{URL: "redis://" + addr, Port: port, cmd: cmd}, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	return nil, fmt.Errorf("redis-server on %s did not start", addr)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	addr := l.Addr().String()
+	_, p, _ := strings.Cut(addr, ":")
+	return strconv.Atoi(p)
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs every test of Chorus on a fresh machine: installs what the tests need
+# (redis-server; Chromium for the browser tests), starts a redis-server of its
+# own on a free port, then vets, checks formatting and runs the tests under
+# the race detector. Extra arguments go to `go test` (e.g. -run TestFollow).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "test.sh: installing ${need[*]}"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# A redis-server of our own on a free port; it goes when this script ends.
+workdir=$(mktemp -d)
+redis_pid=
+cleanup() {
+  [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+  rm -rf "$workdir"
+}
+trap cleanup EXIT
+for _ in $(seq 1 20); do
+  port=$((20000 + RANDOM % 20000))
+  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$workdir" --loglevel warning >"$workdir/redis.log" 2>&1 &
+  redis_pid=$!
+  for _ in $(seq 1 50); do
+    if redis-cli -p "$port" ping >/dev/null 2>&1; then break 2; fi
+    kill -0 "$redis_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null || true
+  redis_pid=
+done
+if [ -z "$redis_pid" ]; then
+  echo "test.sh: could not start redis-server" >&2
+  cat "$workdir/redis.log" >&2
+  exit 1
+fi
+export CHORUS_TEST_REDIS_URL="redis://127.0.0.1:$port"
+export CI="${CI:-true}"
+echo "test.sh: redis-server $(redis-server --version | grep -o 'v=[^ ]*') on port $port"
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "test.sh: gofmt would change: $unformatted" >&2
+  exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 20m "$@" ./...

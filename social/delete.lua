@@ -1,0 +1,39 @@
+-- Deletes a status at once from everywhere its author owns (the status hash,
+-- profile, home and global timelines, the post count) and queues a durable
+-- job that takes it out of every follower's home timeline.
+--
+-- KEYS[1] the status hash
+-- KEYS[2] author's user hash
+-- KEYS[3] author's profile timeline
+-- KEYS[4] author's home timeline
+-- KEYS[5] global timeline
+-- KEYS[6] author's followers set
+-- KEYS[7] fan-out job stream
+-- KEYS[8] the cleanup job hash
+-- ARGV[1] status id
+-- ARGV[2] uid asking for the deletion
+-- ARGV[3] live event to publish (JSON)
+-- ARGV[4] author's event channel
+-- Returns 1 with a job queued, 0 without one, -1 when the status does not
+-- exist, -2 when it belongs to someone else.
+local owner = redis.call('HGET', KEYS[1], 'uid')
+if not owner then
+  return -1
+end
+if owner ~= ARGV[2] then
+  return -2
+end
+local id = ARGV[1]
+redis.call('DEL', KEYS[1])
+redis.call('HINCRBY', KEYS[2], 'posts', -1)
+redis.call('ZREM', KEYS[3], id)
+redis.call('ZREM', KEYS[4], id)
+redis.call('ZREM', KEYS[5], id)
+redis.call('PUBLISH', ARGV[4], ARGV[3])
+if redis.call('ZCARD', KEYS[6]) == 0 then
+  return 0
+end
+local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[8])
+redis.call('HSET', KEYS[8], 'kind', 'delete', 'uid', ARGV[2], 'sid', id,
+  'cursor', 0, 'payload', ARGV[3], 'entry', entry)
+return 1

@@ -1,0 +1,173 @@
+package social
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// jobGroup is the consumer group every instance's worker reads jobs through.
+const jobGroup = "fanout"
+
+var (
+	//go:embed fanout_pass.lua
+	passSource string
+	passScript = redis.NewScript(passSource)
+)
+
+func postJobID(sid int64) string   { return "post:" + itoa(sid) }
+func deleteJobID(sid int64) string { return "delete:" + itoa(sid) }
+func refillJobID(uid int64) string { return "refill:" + itoa(uid) }
+
+// pass runs one pass of the job whose hash is at key and reports whether the
+// job is finished.
+func (s *Service) pass(ctx context.Context, key string) (finished bool, reached int64, err error) {
+	k := s.keys
+	res, err := passScript.Run(ctx, s.rdb, []string{key, k.jobs()},
+		s.opts.FanoutPassSize, s.opts.HomeSize, jobGroup,
+		k.homePrefix(), k.followersPrefix(), k.followingPrefix(), k.profilePrefix(),
+		k.statusPrefix(), k.channelPrefix(), s.opts.RefillStep,
+	).Int64Slice()
+	if err != nil {
+		return false, 0, fmt.Errorf("job %s: %w", key, err)
+	}
+	return res[0] == 1, res[1], nil
+}
+
+// inlinePass runs the first pass of a job for the caller. Its failure is not
+// the caller's: the job is durable and a worker carries it on.
+func (s *Service) inlinePass(ctx context.Context, key string) {
+	if _, _, err := s.pass(ctx, key); err != nil {
+		slog.WarnContext(ctx, "inline fan-out pass failed; a worker will retry", "job", key, "err", err)
+	}
+}
+
+// Worker runs fan-out jobs from the job stream until its context ends. Every
+// instance runs one; a job whose worker stops (or dies) part way is taken
+// over by another worker once it has been idle for JobClaimIdle.
+type Worker struct {
+	s        *Service
+	consumer string
+	log      *slog.Logger
+
+	// afterPass, when set, runs after every pass that did not finish a job;
+	// tests use it to stop a worker part way.
+	afterPass func()
+}
+
+// NewWorker returns a worker reading as consumer, a name unique to the
+// instance.
+func (s *Service) NewWorker(consumer string, log *slog.Logger) *Worker {
+	return &Worker{s: s, consumer: consumer, log: log}
+}
+
+// Run works until ctx ends, returning nil then.
+func (w *Worker) Run(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := w.round(ctx)
+		if err == nil {
+			backoff = 100 * time.Millisecond
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		w.log.Warn("fan-out worker", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	return nil
+}
+
+// round takes over jobs left idle by other workers, then waits briefly for
+// new ones, and runs what it got.
+func (w *Worker) round(ctx context.Context) error {
+	s := w.s
+	stream := s.keys.jobs()
+	err := s.rdb.XGroupCreateMkStream(ctx, stream, jobGroup, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("create job group: %w", err)
+	}
+	claimed, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+		Stream: stream, Group: jobGroup, Consumer: w.consumer,
+		MinIdle: s.opts.JobClaimIdle, Start: "0-0", Count: 10,
+	}).Result()
+	if err != nil {
+		return fmt.Errorf("claim idle jobs: %w", err)
+	}
+	for _, m := range claimed {
+		w.log.Info("took over an idle fan-out job", "entry", m.ID, "job", m.Values["job"])
+		if err := w.run(ctx, m); err != nil {
+			return err
+		}
+	}
+	block := min(time.Second, s.opts.JobClaimIdle/2)
+	streams, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: jobGroup, Consumer: w.consumer, Streams: []string{stream, ">"},
+		Count: 10, Block: block,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read jobs: %w", err)
+	}
+	for _, st := range streams {
+		for _, m := range st.Messages {
+			if err := w.run(ctx, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// run carries one job to its end, or returns when ctx ends, leaving the job
+// pending for whoever claims it next.
+func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
+	s := w.s
+	stream := s.keys.jobs()
+	key, _ := m.Values["job"].(string)
+	for key != "" {
+		finished, _, err := s.pass(ctx, key)
+		if err != nil {
+			return err
+		}
+		if finished {
+			break
+		}
+		if w.afterPass != nil {
+			w.afterPass()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Claiming our own entry again resets its idle time, so no other
+		// worker takes over a job that is moving.
+		err = s.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
+			Stream: stream, Group: jobGroup, Consumer: w.consumer, Messages: []string{m.ID},
+		}).Err()
+		if err != nil {
+			return fmt.Errorf("keep job %s: %w", key, err)
+		}
+	}
+	// The last pass acknowledges the entry it was queued with; this covers
+	// an entry whose job another worker finished, or one with no job.
+	pipe := s.rdb.Pipeline()
+	pipe.XAck(ctx, stream, jobGroup, m.ID)
+	pipe.XDel(ctx, stream, m.ID)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("acknowledge job %s: %w", key, err)
+	}
+	return nil
+}

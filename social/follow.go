@@ -1,0 +1,146 @@
+package social
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed follow.lua
+	followSource string
+	followScript = redis.NewScript(followSource)
+
+	//go:embed unfollow.lua
+	unfollowSource string
+	unfollowScript = redis.NewScript(unfollowSource)
+)
+
+
+// Follow makes uid follow the user with login (idempotent) and backfills
+// uid's home timeline with that user's latest statuses. It returns the
+// followee as it is afterwards.
+func (s *Service) Follow(ctx context.Context, uid int64, login string) (User, error) {
+	other, err := s.UID(ctx, login)
+	if err != nil {
+		return User{}, err
+	}
+	if other == uid {
+		return User{}, ErrSelfFollow
+	}
+	now, err := s.now(ctx)
+	if err != nil {
+		return User{}, fmt.Errorf("follow %d->%d: %w", uid, other, err)
+	}
+	k := s.keys
+	res, err := followScript.Run(ctx, s.rdb, []string{
+		k.following(uid), k.followers(other), k.user(uid), k.user(other),
+		k.following(other), k.friends(uid), k.friends(other),
+		k.home(uid), k.profile(other), k.followSeq(),
+	}, uid, other, s.opts.HomeSize, now.UnixMilli()).Int()
+	if err != nil {
+		return User{}, fmt.Errorf("follow %d->%d: %w", uid, other, err)
+	}
+	if res < 0 {
+		return User{}, ErrNotFound
+	}
+	return s.UserByID(ctx, other)
+}
+
+// Unfollow makes uid stop following the user with login (idempotent) and
+// takes that user's statuses out of uid's home timeline.
+func (s *Service) Unfollow(ctx context.Context, uid int64, login string) error {
+	other, err := s.UID(ctx, login)
+	if err != nil {
+		return err
+	}
+	if other == uid {
+		return ErrSelfFollow
+	}
+	k := s.keys
+	refill := refillJobID(uid)
+	err = unfollowScript.Run(ctx, s.rdb, []string{
+		k.following(uid), k.followers(other), k.user(uid), k.user(other),
+		k.friends(uid), k.friends(other), k.home(uid), k.profile(other),
+		k.jobs(), k.job(refill),
+	}, uid, other, s.opts.RefillBelow).Err()
+	if err != nil {
+		return fmt.Errorf("unfollow %d->%d: %w", uid, other, err)
+	}
+	return nil
+}
+
+// Page selects part of a list: Limit items from Offset on.
+type Page struct {
+	Limit  int
+	Offset int
+}
+
+// Followers lists those who follow the user with login, newest follow first.
+func (s *Service) Followers(ctx context.Context, login string, p Page) ([]User, error) {
+	uid, err := s.UID(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	return s.userList(ctx, s.keys.followers(uid), p)
+}
+
+// Following lists those whom the user with login follows, newest first.
+func (s *Service) Following(ctx context.Context, login string, p Page) ([]User, error) {
+	uid, err := s.UID(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	return s.userList(ctx, s.keys.following(uid), p)
+}
+
+// Friends lists uid's friends (mutual follows), newest friendship first.
+func (s *Service) Friends(ctx context.Context, uid int64, p Page) ([]User, error) {
+	return s.userList(ctx, s.keys.friends(uid), p)
+}
+
+// AreFriends reports whether a and b follow each other.
+func (s *Service) AreFriends(ctx context.Context, a, b int64) (bool, error) {
+	_, err := s.rdb.ZScore(ctx, s.keys.friends(a), itoa(b)).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("friends %d,%d: %w", a, b, err)
+	}
+	return true, nil
+}
+
+// IsFollowing reports whether a follows b.
+func (s *Service) IsFollowing(ctx context.Context, a, b int64) (bool, error) {
+	_, err := s.rdb.ZScore(ctx, s.keys.following(a), itoa(b)).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("following %d,%d: %w", a, b, err)
+	}
+	return true, nil
+}
+
+func (s *Service) userList(ctx context.Context, key string, p Page) ([]User, error) {
+	members, err := s.rdb.ZRevRange(ctx, key, int64(p.Offset), int64(p.Offset+p.Limit-1)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", key, err)
+	}
+	ids := make([]int64, 0, len(members))
+	for _, m := range members {
+		if id, err := strconv.ParseInt(m, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	users, err := s.usersByID(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", key, err)
+	}
+	return users, nil
+}

@@ -1,0 +1,49 @@
+-- Makes ARGV[1] follow ARGV[2], keeping counters, friend sets and the home
+-- timeline consistent in one step. Following twice changes nothing.
+--
+-- KEYS[1] following set of the follower
+-- KEYS[2] followers set of the followee
+-- KEYS[3] follower's user hash
+-- KEYS[4] followee's user hash
+-- KEYS[5] following set of the followee (to see whether the follow is mutual)
+-- KEYS[6] friends set of the follower
+-- KEYS[7] friends set of the followee
+-- KEYS[8] follower's home timeline
+-- KEYS[9] followee's profile timeline
+-- KEYS[10] follow sequence counter
+-- ARGV[1] follower uid
+-- ARGV[2] followee uid
+-- ARGV[3] home timeline size
+-- ARGV[4] now, unix ms (friend-since score)
+-- Returns 1 when a follow was added, 0 when it was there already, -1 when a
+-- user does not exist.
+if redis.call('EXISTS', KEYS[3]) == 0 or redis.call('EXISTS', KEYS[4]) == 0 then
+  return -1
+end
+if redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+  return 0
+end
+-- Scores come from one counter so that they are unique and ordered: fan-out
+-- jobs page through followers with them as an exact cursor.
+local seq = redis.call('INCR', KEYS[10])
+redis.call('ZADD', KEYS[1], seq, ARGV[2])
+redis.call('ZADD', KEYS[2], seq, ARGV[1])
+redis.call('HINCRBY', KEYS[3], 'following', 1)
+redis.call('HINCRBY', KEYS[4], 'followers', 1)
+if redis.call('ZSCORE', KEYS[5], ARGV[1]) then
+  redis.call('ZADD', KEYS[6], ARGV[4], ARGV[2])
+  redis.call('ZADD', KEYS[7], ARGV[4], ARGV[1])
+end
+
+local size = tonumber(ARGV[3])
+local latest = redis.call('ZREVRANGE', KEYS[9], 0, size - 1, 'WITHSCORES')
+for i = 1, #latest, 1000 do
+  local args = {}
+  for j = i, math.min(i + 999, #latest), 2 do
+    args[#args + 1] = latest[j + 1]
+    args[#args + 1] = latest[j]
+  end
+  redis.call('ZADD', KEYS[8], unpack(args))
+end
+redis.call('ZREMRANGEBYRANK', KEYS[8], 0, -size - 1)
+return 1

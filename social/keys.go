@@ -1,0 +1,38 @@
+package social
+
+import "strconv"
+
+// keys builds every Redis key and channel name the social package uses, under
+// one prefix, so the layout can be read in one place.
+type keys struct{ prefix string }
+
+func (k keys) userSeq() string            { return k.prefix + "user:id" }
+func (k keys) statusSeq() string          { return k.prefix + "status:id" }
+func (k keys) followSeq() string          { return k.prefix + "follow:seq" }
+func (k keys) loginIndex() string         { return k.prefix + "users:by_login" }
+func (k keys) user(uid int64) string      { return k.prefix + "user:" + itoa(uid) }
+func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
+func (k keys) loginFailures(lower string) string {
+	return k.prefix + "login_failures:" + lower
+}
+func (k keys) status(id int64) string       { return k.prefix + "status:" + itoa(id) }
+func (k keys) home(uid int64) string        { return k.prefix + "home:" + itoa(uid) }
+func (k keys) profile(uid int64) string     { return k.prefix + "profile:" + itoa(uid) }
+func (k keys) global() string               { return k.prefix + "global" }
+func (k keys) followers(uid int64) string   { return k.prefix + "followers:" + itoa(uid) }
+func (k keys) following(uid int64) string   { return k.prefix + "following:" + itoa(uid) }
+func (k keys) friends(uid int64) string     { return k.prefix + "friends:" + itoa(uid) }
+func (k keys) jobs() string                 { return k.prefix + "fanout:jobs" }
+func (k keys) job(id string) string         { return k.prefix + "fanout:job:" + id }
+func (k keys) userChannel(uid int64) string { return k.prefix + "events:user:" + itoa(uid) }
+
+// Scripts that touch keys they only learn while running (a follower's home,
+// a followee's profile) build them from these prefixes.
+func (k keys) homePrefix() string      { return k.prefix + "home:" }
+func (k keys) profilePrefix() string   { return k.prefix + "profile:" }
+func (k keys) channelPrefix() string   { return k.prefix + "events:user:" }
+func (k keys) statusPrefix() string    { return k.prefix + "status:" }
+func (k keys) followersPrefix() string { return k.prefix + "followers:" }
+func (k keys) followingPrefix() string { return k.prefix + "following:" }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,22 @@
+-- Creates a user and its first session in one step, so that a login is
+-- unique ignoring case without any lock, and no user exists without a way in.
+--
+-- KEYS[1] login index hash (lower-case login -> uid)
+-- KEYS[2] the new user's hash
+-- KEYS[3] the first session's key
+-- ARGV[1] lower-case login
+-- ARGV[2] uid (from INCR; an id lost to a taken login is harmless)
+-- ARGV[3] login as typed
+-- ARGV[4] name
+-- ARGV[5] bcrypt password hash
+-- ARGV[6] signup time, unix ms
+-- ARGV[7] session lifetime, ms
+-- Returns 1, or 0 when the login is taken.
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[2],
+  'id', ARGV[2], 'login', ARGV[3], 'name', ARGV[4], 'password', ARGV[5],
+  'followers', 0, 'following', 0, 'posts', 0, 'signup', ARGV[6])
+redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[7])
+return 1

@@ -1,0 +1,162 @@
+package social
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"chorus/internal/redistest"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func newService(tb testing.TB, opts Options) (*Service, *redis.Client) {
+	tb.Helper()
+	rdb, prefix := redistest.Client(tb)
+	opts.Prefix = prefix
+	opts.BcryptCost = 4 // the minimum: tests sign up many users
+	return New(rdb, opts), rdb
+}
+
+func ctxT(tb testing.TB) context.Context {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+func signUp(tb testing.TB, s *Service, login string) User {
+	tb.Helper()
+	u, _, err := s.SignUp(ctxT(tb), login, "Name of "+login, "password-"+login)
+	if err != nil {
+		tb.Fatalf("sign up %s: %v", login, err)
+	}
+	return u
+}
+
+func TestSignUpUniqueUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins, taken := 0, 0
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			login := "Racer"
+			if i%2 == 1 {
+				login = "racer"
+			}
+			_, _, err := s.SignUp(ctx, login, "R", "password1")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, ErrLoginTaken):
+				taken++
+			default:
+				t.Errorf("sign up: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins != 1 || taken != 39 {
+		t.Fatalf("wins=%d taken=%d, want 1 and 39", wins, taken)
+	}
+}
+
+func TestFanoutWorkerTakesOverDeadWorker(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{FanoutPassSize: 10, JobClaimIdle: 200 * time.Millisecond})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	const n = 55
+	followers := make([]User, n)
+	channels := make([]string, n)
+	for i := range followers {
+		followers[i] = signUp(t, s, fmt.Sprintf("f%02d", i))
+		if _, err := s.Follow(ctx, followers[i].ID, "author"); err != nil {
+			t.Fatal(err)
+		}
+		channels[i] = s.UserChannel(followers[i].ID)
+	}
+	sub := rdb.Subscribe(ctx, channels...)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // wait for the subscription
+		t.Fatal(err)
+	}
+	for range n - 1 {
+		sub.Receive(ctx)
+	}
+
+	st, err := s.Post(ctx, author.ID, "hello followers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	// Worker A dies after two passes of its own, leaving the job pending.
+	ctxA, killA := context.WithCancel(ctx)
+	a := s.NewWorker("a", discard)
+	passes := 0
+	a.afterPass = func() {
+		passes++
+		if passes == 2 {
+			killA()
+		}
+	}
+	a.Run(ctxA)
+	if passes != 2 {
+		t.Fatalf("worker A ran %d passes, want 2", passes)
+	}
+	reached := 0
+	for _, f := range followers {
+		if _, err := rdb.ZScore(ctx, s.keys.home(f.ID), itoa(st.ID)).Result(); err == nil {
+			reached++
+		}
+	}
+	if reached != 30 {
+		t.Fatalf("after the inline pass and two of A's, %d followers have it, want 30", reached)
+	}
+
+	ctxB, stopB := context.WithCancel(ctx)
+	defer stopB()
+	go s.NewWorker("b", discard).Run(ctxB)
+
+	got := map[string]int{}
+	deadline := time.After(10 * time.Second)
+	for len(got) < n {
+		select {
+		case m := <-sub.Channel():
+			got[m.Channel]++
+		case <-deadline:
+			t.Fatalf("only %d of %d followers got the status", len(got), n)
+		}
+	}
+	// Anything published twice would arrive right behind the first copy.
+	select {
+	case m := <-sub.Channel():
+		t.Fatalf("second delivery on %s", m.Channel)
+	case <-time.After(300 * time.Millisecond):
+	}
+	for _, f := range followers {
+		page, err := s.HomeTimeline(ctx, f.ID, Cursor{Limit: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Statuses) != 1 || page.Statuses[0].ID != st.ID {
+			t.Fatalf("home of %s = %+v, want the one status", f.Login, page.Statuses)
+		}
+	}
+	if n, _ := rdb.XLen(ctx, s.keys.jobs()).Result(); n != 0 {
+		t.Fatalf("job stream holds %d entries after the job, want 0", n)
+	}
+}

@@ -1,0 +1,177 @@
+package social
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MaxMessageRunes is the longest status message, counted after trimming.
+const MaxMessageRunes = 500
+
+// Status is one posted message.
+type Status struct {
+	ID      int64     `json:"id"`
+	UID     int64     `json:"uid"`
+	Login   string    `json:"login"`
+	Message string    `json:"message"`
+	Posted  time.Time `json:"posted"`
+}
+
+// Event is a live event published on a user's channel. Its JSON is the
+// stream frame the user's connections receive, as the API defines it.
+type Event struct {
+	Type   string  `json:"type"`
+	Status *Status `json:"status,omitempty"`
+	ID     int64   `json:"id,omitempty"`
+}
+
+// Event types.
+const (
+	EventStatus        = "status"
+	EventStatusDeleted = "status_deleted"
+)
+
+var (
+	//go:embed post.lua
+	postSource string
+	postScript = redis.NewScript(postSource)
+
+	//go:embed delete.lua
+	deleteSource string
+	deleteScript = redis.NewScript(deleteSource)
+)
+
+var statusFields = []string{"id", "uid", "login", "message", "posted"}
+
+// ValidateMessage trims message and checks it against the API's rules.
+func ValidateMessage(message string) (string, error) {
+	if !utf8.ValidString(message) {
+		return "", invalid("message", "must be valid UTF-8")
+	}
+	message = strings.TrimSpace(message)
+	if n := utf8.RuneCountInString(message); n == 0 || n > MaxMessageRunes {
+		return "", invalid("message", "must be 1 to %d characters after trimming", MaxMessageRunes)
+	}
+	return message, nil
+}
+
+// Post publishes a status by uid: it is in the author's timelines and the
+// global one when Post returns, and in followers' home timelines after the
+// fan-out job, whose first pass runs before Post returns.
+func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, error) {
+	message, err := ValidateMessage(message)
+	if err != nil {
+		return Status{}, err
+	}
+	pipe := s.rdb.Pipeline()
+	login := pipe.HGet(ctx, s.keys.user(uid), "login")
+	sid := pipe.Incr(ctx, s.keys.statusSeq())
+	now := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); errors.Is(err, redis.Nil) {
+		return Status{}, ErrNotFound
+	} else if err != nil {
+		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+	}
+	st := Status{
+		ID: sid.Val(), UID: uid, Login: login.Val(), Message: message,
+		Posted: now.Val().UTC().Truncate(time.Millisecond),
+	}
+	payload, err := json.Marshal(Event{Type: EventStatus, Status: &st})
+	if err != nil {
+		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+	}
+	k := s.keys
+	job := k.job(postJobID(st.ID))
+	res, err := postScript.Run(ctx, s.rdb, []string{
+		k.user(uid), k.status(st.ID), k.profile(uid), k.home(uid), k.global(),
+		k.followers(uid), k.jobs(), job, k.followSeq(),
+	}, st.ID, uid, st.Login, st.Message, st.Posted.UnixMilli(),
+		s.opts.HomeSize, s.opts.GlobalSize, payload, k.userChannel(uid)).Int()
+	if err != nil {
+		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+	}
+	if res < 0 {
+		return Status{}, ErrNotFound
+	}
+	if res == 1 {
+		s.inlinePass(ctx, job)
+	}
+	return st, nil
+}
+
+// Status returns one status.
+func (s *Service) Status(ctx context.Context, id int64) (Status, error) {
+	sts, err := s.statusesByID(ctx, []int64{id})
+	if err != nil {
+		return Status{}, fmt.Errorf("status %d: %w", id, err)
+	}
+	if len(sts) == 0 {
+		return Status{}, ErrNotFound
+	}
+	return sts[0], nil
+}
+
+// DeleteStatus deletes status id, which uid must own. It is gone from every
+// read when DeleteStatus returns; followers' home timelines are cleaned by a
+// background job whose first pass runs before it returns.
+func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
+	payload, err := json.Marshal(Event{Type: EventStatusDeleted, ID: id})
+	if err != nil {
+		return fmt.Errorf("delete status %d: %w", id, err)
+	}
+	k := s.keys
+	job := k.job(deleteJobID(id))
+	res, err := deleteScript.Run(ctx, s.rdb, []string{
+		k.status(id), k.user(uid), k.profile(uid), k.home(uid), k.global(),
+		k.followers(uid), k.jobs(), job,
+	}, id, uid, payload, k.userChannel(uid)).Int()
+	if err != nil {
+		return fmt.Errorf("delete status %d: %w", id, err)
+	}
+	switch res {
+	case -1:
+		return ErrNotFound
+	case -2:
+		return ErrNotOwner
+	case 1:
+		s.inlinePass(ctx, job)
+	}
+	return nil
+}
+
+// statusesByID reads statuses in one round trip, in the order given, leaving
+// out those deleted.
+func (s *Service) statusesByID(ctx context.Context, ids []int64) ([]Status, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, s.keys.status(id), statusFields...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]Status, 0, len(ids))
+	for _, c := range cmds {
+		v := c.Val()
+		str := func(i int) string { s, _ := v[i].(string); return s }
+		if str(0) == "" {
+			continue
+		}
+		id, _ := strconv.ParseInt(str(0), 10, 64)
+		uid, _ := strconv.ParseInt(str(1), 10, 64)
+		out = append(out, Status{ID: id, UID: uid, Login: str(2), Message: str(3), Posted: unixMilli(str(4))})
+	}
+	return out, nil
+}

@@ -1,0 +1,118 @@
+package social
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cursor selects a page of a timeline: the Limit newest statuses older than
+// Before (or the newest ones when Before is 0), or, when Forward is set, the
+// Limit oldest statuses newer than After.
+type Cursor struct {
+	Limit   int
+	Before  int64
+	After   int64
+	Forward bool
+}
+
+// TimelinePage is one page of a timeline. NextBefore (newest-first pages) or
+// NextAfter (catch-up pages) is the cursor for the next page, nil at the end.
+type TimelinePage struct {
+	Statuses   []Status
+	NextBefore *int64
+	NextAfter  *int64
+}
+
+// HomeTimeline pages through uid's home timeline: their own statuses and
+// those of whom they follow.
+func (s *Service) HomeTimeline(ctx context.Context, uid int64, c Cursor) (TimelinePage, error) {
+	return s.timeline(ctx, s.keys.home(uid), c)
+}
+
+// ProfileTimeline pages through the statuses of the user with login.
+func (s *Service) ProfileTimeline(ctx context.Context, login string, c Cursor) (TimelinePage, error) {
+	uid, err := s.UID(ctx, login)
+	if err != nil {
+		return TimelinePage{}, err
+	}
+	return s.timeline(ctx, s.keys.profile(uid), c)
+}
+
+// GlobalTimeline pages through the latest statuses site-wide.
+func (s *Service) GlobalTimeline(ctx context.Context, c Cursor) (TimelinePage, error) {
+	return s.timeline(ctx, s.keys.global(), c)
+}
+
+// maxTimelineRounds bounds the reads one page may take when statuses were
+// deleted from under their ids (the cleanup job has not reached them yet).
+const maxTimelineRounds = 4
+
+func (s *Service) timeline(ctx context.Context, key string, c Cursor) (TimelinePage, error) {
+	newestFirst := !c.Forward
+	cursor := c.Before
+	if !newestFirst {
+		cursor = c.After
+	}
+	var page TimelinePage
+	more := false
+	for round := 0; round < maxTimelineRounds; round++ {
+		want := c.Limit - len(page.Statuses)
+		ids, err := s.timelineIDs(ctx, key, newestFirst, cursor, want+1)
+		if err != nil {
+			return TimelinePage{}, fmt.Errorf("timeline %s: %w", key, err)
+		}
+		more = len(ids) > want
+		if more {
+			ids = ids[:want]
+		}
+		sts, err := s.statusesByID(ctx, ids)
+		if err != nil {
+			return TimelinePage{}, fmt.Errorf("timeline %s: %w", key, err)
+		}
+		page.Statuses = append(page.Statuses, sts...)
+		if len(ids) > 0 {
+			cursor = ids[len(ids)-1]
+		}
+		if !more || len(page.Statuses) == c.Limit {
+			break
+		}
+	}
+	if more {
+		if newestFirst {
+			page.NextBefore = &cursor
+		} else {
+			page.NextAfter = &cursor
+		}
+	}
+	if page.Statuses == nil {
+		page.Statuses = []Status{}
+	}
+	return page, nil
+}
+
+func (s *Service) timelineIDs(ctx context.Context, key string, newestFirst bool, cursor int64, n int) ([]int64, error) {
+	var members []string
+	var err error
+	if newestFirst {
+		max := "+inf"
+		if cursor > 0 {
+			max = "(" + itoa(cursor)
+		}
+		members, err = s.rdb.ZRevRangeByScore(ctx, key, &redis.ZRangeBy{Max: max, Min: "-inf", Count: int64(n)}).Result()
+	} else {
+		members, err = s.rdb.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "(" + itoa(cursor), Max: "+inf", Count: int64(n)}).Result()
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, len(members))
+	for _, m := range members {
+		if id, err := strconv.ParseInt(m, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}

@@ -1,0 +1,49 @@
+-- Makes ARGV[1] stop following ARGV[2] in one step: sets, counters, friend
+-- sets, and the followee's statuses out of the follower's home timeline.
+-- When the home timeline falls under the refill mark, a refill job is queued
+-- in the same step. Unfollowing twice changes nothing.
+--
+-- KEYS[1] following set of the follower
+-- KEYS[2] followers set of the followee
+-- KEYS[3] follower's user hash
+-- KEYS[4] followee's user hash
+-- KEYS[5] friends set of the follower
+-- KEYS[6] friends set of the followee
+-- KEYS[7] follower's home timeline
+-- KEYS[8] followee's profile timeline
+-- KEYS[9] fan-out job stream
+-- KEYS[10] the follower's refill job hash
+-- ARGV[1] follower uid
+-- ARGV[2] followee uid
+-- ARGV[3] refill when the home timeline holds fewer statuses than this
+-- Returns 1 when a follow was removed, 0 when there was none.
+if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+  return 0
+end
+redis.call('ZREM', KEYS[1], ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HINCRBY', KEYS[3], 'following', -1)
+redis.call('HINCRBY', KEYS[4], 'followers', -1)
+redis.call('ZREM', KEYS[5], ARGV[2])
+redis.call('ZREM', KEYS[6], ARGV[1])
+
+-- The home timeline is small (capped), the profile may be large: walk the
+-- home timeline and drop what the followee wrote.
+local home = redis.call('ZRANGE', KEYS[7], 0, -1)
+local drop = {}
+for _, id in ipairs(home) do
+  if redis.call('ZSCORE', KEYS[8], id) then
+    drop[#drop + 1] = id
+  end
+end
+for i = 1, #drop, 1000 do
+  redis.call('ZREM', KEYS[7], unpack(drop, i, math.min(i + 999, #drop)))
+end
+
+if redis.call('ZCARD', KEYS[7]) < tonumber(ARGV[3])
+    and redis.call('ZCARD', KEYS[1]) > 0
+    and redis.call('EXISTS', KEYS[10]) == 0 then
+  local entry = redis.call('XADD', KEYS[9], '*', 'job', KEYS[10])
+  redis.call('HSET', KEYS[10], 'kind', 'refill', 'uid', ARGV[1], 'cursor', 0, 'entry', entry)
+end
+return 1

@@ -1,0 +1,116 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// SessionCookie is the name of the session cookie.
+const SessionCookie = "chorus_session"
+
+// Viewer is the signed-in user of a request.
+type Viewer struct {
+	UID      int64
+	Token    string
+	ByCookie bool // authenticated by the cookie rather than a header
+}
+
+type viewerKey struct{}
+
+func viewerFrom(ctx context.Context) (Viewer, bool) {
+	v, ok := ctx.Value(viewerKey{}).(Viewer)
+	return v, ok
+}
+
+// credentials returns the token a request carries: the Authorization header
+// first, else the session cookie. A malformed header counts as a bad token.
+func credentials(r *http.Request) (token string, byCookie, present bool) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, _ := strings.Cut(h, " ")
+		if !strings.EqualFold(scheme, "Bearer") {
+			return "", false, true
+		}
+		return strings.TrimSpace(tok), false, true
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		return c.Value, true, true
+	}
+	return "", false, false
+}
+
+// authenticate resolves the request's credentials, if any, into a Viewer in
+// the context. With required set, a request without a valid session gets 401;
+// otherwise only a request with bad credentials does. Cookie-authenticated
+// writes from an origin that is not allowed get 403.
+func (s *Server) authenticate(required bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			token, byCookie, present := credentials(r)
+			if !present {
+				if required {
+					s.writeError(w, r, errNotSignedIn)
+					return
+				}
+				next.ServeHTTP(w, r)
+				return
+			}
+			uid, err := s.social.Authenticate(r.Context(), token)
+			if err != nil {
+				if byCookie {
+					clearSessionCookie(w, r)
+				}
+				s.writeError(w, r, err)
+				return
+			}
+			if byCookie && isWrite(r.Method) && !s.originAllowed(r) {
+				s.writeError(w, r, errBadOrigin)
+				return
+			}
+			v := Viewer{UID: uid, Token: token, ByCookie: byCookie}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
+		})
+	}
+}
+
+func isWrite(method string) bool {
+	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
+}
+
+// originAllowed reports whether the request comes from this host or from an
+// origin allowed by configuration. A request with no Origin header is a
+// same-origin or non-browser one unless Sec-Fetch-Site says otherwise.
+func (s *Server) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		site := r.Header.Get("Sec-Fetch-Site")
+		return site == "" || site == "same-origin" || site == "none"
+	}
+	if _, ok := s.allowedOrigins[strings.ToLower(origin)]; ok {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+func setSessionCookie(w http.ResponseWriter, r *http.Request, token string, ttl time.Duration) {
+	http.SetCookie(w, &http.Cookie{
+		Name: SessionCookie, Value: token, Path: "/", MaxAge: int(ttl.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(r),
+	})
+}
+
+func clearSessionCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{
+		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(r),
+	})
+}
+
+// isTLS reports whether the browser reached us over TLS, directly or through
+// a proxy that says so.
+func isTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}

@@ -1,0 +1,89 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"syscall"
+
+	"chorus/social"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// apiError is the one error shape of the API.
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func newError(status int, code, message string) *apiError {
+	return &apiError{Status: status, Code: code, Message: message}
+}
+
+var (
+	errNotSignedIn   = newError(http.StatusUnauthorized, "not_signed_in", "Sign in first.")
+	errBadOrigin     = newError(http.StatusForbidden, "forbidden_origin", "This origin may not act for a signed-in user.")
+	errTooLarge      = newError(http.StatusRequestEntityTooLarge, "too_large", "The request body is over 64 KiB.")
+	errNotFound      = newError(http.StatusNotFound, "not_found", "There is nothing here.")
+	errNoRedis       = newError(http.StatusServiceUnavailable, "redis_unavailable", "The data store is unavailable; try again shortly.")
+	errInternal      = newError(http.StatusInternalServerError, "internal_error", "Something went wrong on our side.")
+	errNotAllowed    = newError(http.StatusMethodNotAllowed, "method_not_allowed", "This method is not allowed here.")
+	errBothCursors   = newError(http.StatusBadRequest, "invalid_cursor", "Give before or after, not both.")
+	errUnknownStatus = newError(http.StatusNotFound, "status_not_found", "No such status.")
+)
+
+// writeError answers err in the API's error shape. Errors of the domain map
+// to their status; anything else is logged and answered 503 when Redis is
+// unreachable, else 500.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	var inv *social.InvalidError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &inv):
+		ae = newError(http.StatusBadRequest, "invalid_"+inv.Field, "The "+inv.Field+" "+inv.Message+".")
+	case errors.Is(err, social.ErrNotFound):
+		ae = newError(http.StatusNotFound, "not_found", "No such user.")
+	case errors.Is(err, social.ErrLoginTaken):
+		ae = newError(http.StatusConflict, "login_taken", "That login is taken.")
+	case errors.Is(err, social.ErrInvalidCredentials):
+		ae = newError(http.StatusUnauthorized, "invalid_credentials", "The login or password is wrong.")
+	case errors.Is(err, social.ErrRateLimited):
+		w.Header().Set("Retry-After", "600")
+		ae = newError(http.StatusTooManyRequests, "rate_limited", "Too many failed sign-ins for this login; try again in 10 minutes.")
+	case errors.Is(err, social.ErrNotOwner):
+		ae = newError(http.StatusForbidden, "not_owner", "Only its author can delete a status.")
+	case errors.Is(err, social.ErrSelfFollow):
+		ae = newError(http.StatusBadRequest, "cannot_follow_self", "You cannot follow yourself.")
+	case errors.Is(err, social.ErrUnauthenticated):
+		ae = errNotSignedIn
+	case isUnavailable(err):
+		s.log.WarnContext(r.Context(), "redis unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = errNoRedis
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		return // the client went away; nobody reads an answer
+	default:
+		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = errInternal
+	}
+	writeJSON(w, ae.Status, map[string]*apiError{"error": ae})
+}
+
+// isUnavailable reports whether err means Redis could not be reached.
+func isUnavailable(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) ||
+		errors.Is(err, redis.ErrClosed) ||
+		errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,112 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"chorus/social"
+)
+
+// MaxBodyBytes is the largest request body accepted.
+const MaxBodyBytes = 64 << 10
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// decode reads one JSON object from the request body into v.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	if err == nil {
+		return nil
+	}
+	var maxErr *http.MaxBytesError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &maxErr):
+		return errTooLarge
+	case errors.Is(err, io.EOF):
+		return newError(http.StatusBadRequest, "invalid_json", "The request body must be a JSON object.")
+	case errors.As(err, &typeErr):
+		return newError(http.StatusBadRequest, "invalid_json",
+			fmt.Sprintf("The field %q must be a %s.", typeErr.Field, typeErr.Type))
+	default:
+		return newError(http.StatusBadRequest, "invalid_json", "The request body is not valid JSON: "+err.Error()+".")
+	}
+}
+
+// limitBody refuses bodies over MaxBodyBytes: at once when the length is
+// declared, else when reading passes it.
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBodyBytes {
+			writeJSON(w, errTooLarge.Status, map[string]*apiError{"error": errTooLarge})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Limits of list queries.
+const (
+	defaultLimit = 30
+	maxLimit     = 100
+	maxOffset    = 1 << 30
+)
+
+func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, newError(http.StatusBadRequest, "invalid_"+name,
+			fmt.Sprintf("The %s must be a whole number from %d to %d.", name, lo, hi))
+	}
+	return n, nil
+}
+
+func pageParams(r *http.Request) (social.Page, error) {
+	limit, err := intParam(r, "limit", defaultLimit, 1, maxLimit)
+	if err != nil {
+		return social.Page{}, err
+	}
+	offset, err := intParam(r, "offset", 0, 0, maxOffset)
+	if err != nil {
+		return social.Page{}, err
+	}
+	return social.Page{Limit: int(limit), Offset: int(offset)}, nil
+}
+
+func cursorParams(r *http.Request) (social.Cursor, error) {
+	limit, err := intParam(r, "limit", defaultLimit, 1, maxLimit)
+	if err != nil {
+		return social.Cursor{}, err
+	}
+	q := r.URL.Query()
+	if q.Has("before") && q.Has("after") {
+		return social.Cursor{}, errBothCursors
+	}
+	before, err := intParam(r, "before", 0, 1, 1<<53)
+	if err != nil {
+		return social.Cursor{}, err
+	}
+	after, err := intParam(r, "after", 0, 0, 1<<53)
+	if err != nil {
+		return social.Cursor{}, err
+	}
+	return social.Cursor{Limit: int(limit), Before: before, After: after, Forward: q.Has("after")}, nil
+}

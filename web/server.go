@@ -1,0 +1,154 @@
+// Package web is Chorus's HTTP edge: the REST API under /api/v1, the
+// WebSocket stream endpoint, health checks and the embedded browser client.
+// It turns HTTP into calls on the social, presence and realtime packages and
+// maps their errors to the API's error shape.
+package web
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"chorus/social"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+// Social is what the edge calls on the social core.
+type Social interface {
+	SignUp(ctx context.Context, login, name, password string) (social.User, string, error)
+	SignIn(ctx context.Context, login, password string) (social.User, string, error)
+	SignOut(ctx context.Context, token string) error
+	Authenticate(ctx context.Context, token string) (int64, error)
+	UserByID(ctx context.Context, uid int64) (social.User, error)
+	UserByLogin(ctx context.Context, login string) (social.User, error)
+	Follow(ctx context.Context, uid int64, login string) (social.User, error)
+	Unfollow(ctx context.Context, uid int64, login string) error
+	Followers(ctx context.Context, login string, p social.Page) ([]social.User, error)
+	Following(ctx context.Context, login string, p social.Page) ([]social.User, error)
+	Friends(ctx context.Context, uid int64, p social.Page) ([]social.User, error)
+	AreFriends(ctx context.Context, a, b int64) (bool, error)
+	IsFollowing(ctx context.Context, a, b int64) (bool, error)
+	Post(ctx context.Context, uid int64, message string) (social.Status, error)
+	Status(ctx context.Context, id int64) (social.Status, error)
+	DeleteStatus(ctx context.Context, uid, id int64) error
+	HomeTimeline(ctx context.Context, uid int64, c social.Cursor) (social.TimelinePage, error)
+	ProfileTimeline(ctx context.Context, login string, c social.Cursor) (social.TimelinePage, error)
+	GlobalTimeline(ctx context.Context, c social.Cursor) (social.TimelinePage, error)
+	Ping(ctx context.Context) error
+}
+
+var _ Social = (*social.Service)(nil)
+
+// Config is what a Server is built from.
+type Config struct {
+	Social         Social
+	SessionTTL     time.Duration // lifetime of the session cookie
+	AllowedOrigins []string      // origins besides the server's own, e.g. "https://app.example.com"
+	Logger         *slog.Logger
+}
+
+// Server serves Chorus over HTTP.
+type Server struct {
+	social         Social
+	sessionTTL     time.Duration
+	allowedOrigins map[string]struct{}
+	log            *slog.Logger
+	router         chi.Router
+}
+
+// NewServer builds the HTTP handler of Chorus.
+func NewServer(cfg Config) *Server {
+	s := &Server{
+		social:         cfg.Social,
+		sessionTTL:     cfg.SessionTTL,
+		allowedOrigins: map[string]struct{}{},
+		log:            cfg.Logger,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.sessionTTL <= 0 {
+		s.sessionTTL = social.DefaultSessionTTL
+	}
+	for _, o := range cfg.AllowedOrigins {
+		s.allowedOrigins[strings.ToLower(strings.TrimRight(o, "/"))] = struct{}{}
+	}
+	s.router = s.routes()
+	return s
+}
+
+// ServeHTTP makes Server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, s.logRequests, middleware.Recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotAllowed) })
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+
+	r.Route("/api/v1", func(r chi.Router) {
+		r.Use(limitBody)
+		// Open to anyone; a signed-in viewer sees more (presence of friends).
+		r.Group(func(r chi.Router) {
+			r.Use(s.authenticate(false))
+			r.Post("/users", s.signUp)
+			r.Post("/sessions", s.signIn)
+			r.Get("/users/{login}", s.profile)
+			r.Get("/users/{login}/statuses", s.profileTimeline)
+			r.Get("/users/{login}/followers", s.followers)
+			r.Get("/users/{login}/following", s.following)
+			r.Get("/statuses/{id}", s.status)
+			r.Get("/timelines/global", s.globalTimeline)
+		})
+		r.Group(func(r chi.Router) {
+			r.Use(s.authenticate(true))
+			r.Delete("/sessions/current", s.signOut)
+			r.Get("/me", s.me)
+			r.Put("/following/{login}", s.follow)
+			r.Delete("/following/{login}", s.unfollow)
+			r.Get("/friends", s.friends)
+			r.Post("/statuses", s.post)
+			r.Delete("/statuses/{id}", s.deleteStatus)
+			r.Get("/timelines/home", s.homeTimeline)
+		})
+	})
+	return r
+}
+
+// logRequests writes one line per request, with its request id.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		start := time.Now()
+		next.ServeHTTP(ww, r)
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("request_id", middleware.GetReqID(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", ww.Status()),
+			slog.Int("bytes", ww.BytesWritten()),
+			slog.Duration("duration", time.Since(start)),
+		)
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.social.Ping(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "redis unavailable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}

@@ -1,0 +1,103 @@
+// DOM helpers. Everything that shows data goes through createElement and
+// text nodes, never innerHTML, so a status reading "<script>" stays text.
+
+/**
+ * h creates an element. attrs: `class`, `text`, `dataset` (object), `on<event>`
+ * handlers, booleans (true sets an empty attribute, false/null skips),
+ * anything else as a string attribute. Children may be nodes, strings
+ * (added as text), arrays, or null/false (skipped).
+ */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : String(c));
+  }
+}
+
+/** profileHref is the hash route of a user's profile. */
+export function profileHref(login, rest = '') {
+  return `#/u/${encodeURIComponent(login)}${rest}`;
+}
+
+/** loginEl shows a login; CSS adds the "@" so textContent is the bare login. */
+export function loginEl(login, attrs = {}) {
+  return h('span', { class: 'login', ...attrs }, login);
+}
+
+// A stable hue per user so avatars tell people apart at a glance.
+function hueOf(key) {
+  let x = 0;
+  for (const ch of String(key)) x = (x * 31 + ch.codePointAt(0)) >>> 0;
+  return x % 360;
+}
+
+/** avatar is a coloured circle with the first letter of the name or login. */
+export function avatar(user, size = 'md') {
+  const label = (user.name || user.login || '?').trim();
+  const first = [...label][0] || '?';
+  const el = h('span', { class: `avatar avatar-${size}`, 'aria-hidden': 'true' }, first.toUpperCase());
+  // CSSOM, not a style attribute, so a strict CSP without unsafe-inline holds.
+  el.style.setProperty('--hue', String(hueOf(user.login || user.id)));
+  return el;
+}
+
+let announceTimer = 0;
+
+/** announce reads a short message to screen readers via the polite live region. */
+export function announce(text) {
+  const region = document.getElementById('announcer');
+  if (!region) return;
+  // Clearing first makes a repeated identical message be read again.
+  region.textContent = '';
+  clearTimeout(announceTimer);
+  announceTimer = setTimeout(() => {
+    region.textContent = text;
+  }, 50);
+}
+
+let toastTimer = 0;
+
+/** toast shows a short message at the bottom of the screen for a few seconds. */
+export function toast(text, kind = 'info') {
+  const el = document.getElementById('toast');
+  if (!el) return;
+  el.textContent = text;
+  el.dataset.kind = kind;
+  el.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => {
+    el.hidden = true;
+  }, 6000);
+}
+
+/** plural picks "1 post" / "2 posts". */
+export function plural(n, one, many = `${one}s`) {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** formatCount shortens big numbers: 1234 → "1.2K". */
+export function formatCount(n) {
+  const v = Number(n) || 0;
+  if (v < 10000) return v.toLocaleString();
+  return new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 }).format(v);
+}
+
+/** sameLogin compares logins the way the server does: ignoring case. */
+export function sameLogin(a, b) {
+  return typeof a === 'string' && typeof b === 'string' && a.toLowerCase() === b.toLowerCase();
+}

@@ -1,0 +1,114 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"chorus/social"
+
+	"github.com/go-chi/chi/v5"
+)
+
+type statusPage struct {
+	Statuses   []social.Status `json:"statuses"`
+	NextBefore *int64          `json:"next_before"`
+	NextAfter  *int64          `json:"next_after,omitempty"`
+}
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	var body struct {
+		Message *string `json:"message"`
+	}
+	if err := decode(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Message == nil {
+		s.writeError(w, r, &social.InvalidError{Field: "message", Message: "is required"})
+		return
+	}
+	st, err := s.social.Post(r.Context(), viewer.UID, *body.Message)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"status": st})
+}
+
+// statusID parses the {id} of the path; an id that is not a positive number
+// names no status.
+func statusID(r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	return id, err == nil && id > 0
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	id, ok := statusID(r)
+	if !ok {
+		s.writeError(w, r, errUnknownStatus)
+		return
+	}
+	st, err := s.social.Status(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, statusErr(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": st})
+}
+
+func (s *Server) deleteStatus(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	id, ok := statusID(r)
+	if !ok {
+		s.writeError(w, r, errUnknownStatus)
+		return
+	}
+	if err := s.social.DeleteStatus(r.Context(), viewer.UID, id); err != nil {
+		s.writeError(w, r, statusErr(err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// statusErr names the missing thing: a status, not a user.
+func statusErr(err error) error {
+	if errors.Is(err, social.ErrNotFound) {
+		return errUnknownStatus
+	}
+	return err
+}
+
+func (s *Server) homeTimeline(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	s.timeline(w, r, func(c social.Cursor) (social.TimelinePage, error) {
+		return s.social.HomeTimeline(r.Context(), viewer.UID, c)
+	})
+}
+
+func (s *Server) profileTimeline(w http.ResponseWriter, r *http.Request) {
+	s.timeline(w, r, func(c social.Cursor) (social.TimelinePage, error) {
+		return s.social.ProfileTimeline(r.Context(), chi.URLParam(r, "login"), c)
+	})
+}
+
+func (s *Server) globalTimeline(w http.ResponseWriter, r *http.Request) {
+	s.timeline(w, r, func(c social.Cursor) (social.TimelinePage, error) {
+		return s.social.GlobalTimeline(r.Context(), c)
+	})
+}
+
+func (s *Server) timeline(w http.ResponseWriter, r *http.Request, read func(social.Cursor) (social.TimelinePage, error)) {
+	c, err := cursorParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := read(c)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, statusPage{Statuses: page.Statuses, NextBefore: page.NextBefore, NextAfter: page.NextAfter})
+}

@@ -1,0 +1,174 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"chorus/social"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// userView is a user as the API shows it to one viewer.
+type userView struct {
+	social.User
+	Online    *bool      `json:"online,omitempty"`
+	LastSeen  *time.Time `json:"last_seen,omitempty"`
+	YouFollow *bool      `json:"you_follow,omitempty"`
+}
+
+// view shows u to the request's viewer: whether the viewer follows u when
+// someone is signed in.
+func (s *Server) view(r *http.Request, u social.User) (userView, error) {
+	v := userView{User: u}
+	viewer, ok := viewerFrom(r.Context())
+	if !ok || viewer.UID == u.ID {
+		return v, nil
+	}
+	follows, err := s.social.IsFollowing(r.Context(), viewer.UID, u.ID)
+	if err != nil {
+		return v, err
+	}
+	v.YouFollow = &follows
+	return v, nil
+}
+
+type credentialsBody struct {
+	Login    string `json:"login"`
+	Name     string `json:"name"`
+	Password string `json:"password"`
+}
+
+func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
+	var body credentialsBody
+	if err := decode(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	u, token, err := s.social.SignUp(r.Context(), body.Login, body.Name, body.Password)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "signed up", "uid", u.ID, "login", u.Login)
+	setSessionCookie(w, r, token, s.sessionTTL)
+	writeJSON(w, http.StatusCreated, map[string]any{"user": userView{User: u}, "token": token})
+}
+
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
+	var body credentialsBody
+	if err := decode(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	u, token, err := s.social.SignIn(r.Context(), body.Login, body.Password)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	setSessionCookie(w, r, token, s.sessionTTL)
+	writeJSON(w, http.StatusOK, map[string]any{"user": userView{User: u}, "token": token})
+}
+
+func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	if err := s.social.SignOut(r.Context(), viewer.Token); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	clearSessionCookie(w, r)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	u, err := s.social.UserByID(r.Context(), viewer.UID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeUser(w, r, http.StatusOK, u)
+}
+
+func (s *Server) profile(w http.ResponseWriter, r *http.Request) {
+	u, err := s.social.UserByLogin(r.Context(), chi.URLParam(r, "login"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeUser(w, r, http.StatusOK, u)
+}
+
+func (s *Server) writeUser(w http.ResponseWriter, r *http.Request, status int, u social.User) {
+	v, err := s.view(r, u)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, status, map[string]any{"user": v})
+}
+
+func (s *Server) follow(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	u, err := s.social.Follow(r.Context(), viewer.UID, chi.URLParam(r, "login"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeUser(w, r, http.StatusOK, u)
+}
+
+func (s *Server) unfollow(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	if err := s.social.Unfollow(r.Context(), viewer.UID, chi.URLParam(r, "login")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) followers(w http.ResponseWriter, r *http.Request) {
+	s.userList(w, r, s.social.Followers)
+}
+
+func (s *Server) following(w http.ResponseWriter, r *http.Request) {
+	s.userList(w, r, s.social.Following)
+}
+
+func (s *Server) userList(w http.ResponseWriter, r *http.Request, list func(ctx context.Context, login string, p social.Page) ([]social.User, error)) {
+	p, err := pageParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	users, err := list(r.Context(), chi.URLParam(r, "login"), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeUsers(w, r, users)
+}
+
+func (s *Server) friends(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	p, err := pageParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	users, err := s.social.Friends(r.Context(), viewer.UID, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeUsers(w, r, users)
+}
+
+func (s *Server) writeUsers(w http.ResponseWriter, r *http.Request, users []social.User) {
+	views := make([]userView, len(users))
+	for i, u := range users {
+		views[i] = userView{User: u}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"users": views})
+}
