@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // Defaults for Options fields left zero.
@@ -61,15 +62,20 @@ func (o *Options) fill() {
 
 // Service is the social core on one Redis.
 type Service struct {
-	rdb  redis.UniversalClient
-	opts Options
-	keys keys
+	rdb       redis.UniversalClient
+	opts      Options
+	keys      keys
+	dummyHash []byte // compared against for unknown logins
 }
 
 // New returns a Service using rdb under the options' key prefix.
 func New(rdb redis.UniversalClient, opts Options) *Service {
 	opts.fill()
-	return &Service{rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix}}
+	dummy, err := bcrypt.GenerateFromPassword([]byte("no such user"), opts.BcryptCost)
+	if err != nil {
+		panic(fmt.Sprintf("social: bcrypt cost %d: %v", opts.BcryptCost, err))
+	}
+	return &Service{rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix}, dummyHash: dummy}
 }
 
 // UserChannel is the pub/sub channel that carries live events for one user:

@@ -131,6 +131,11 @@ func (s *Service) SignIn(ctx context.Context, login, password string) (User, str
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 	}
+	if err != nil {
+		// Spend the time a real check takes, so that answers do not tell
+		// which logins exist.
+		hash = s.dummyHash
+	}
 	if err != nil || bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil {
 		pipe := s.rdb.TxPipeline()
 		pipe.Incr(ctx, failKey)

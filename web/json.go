@@ -1,12 +1,14 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"chorus/social"
 )
@@ -21,21 +23,30 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// decode reads one JSON object from the request body into v.
+// decode reads one JSON object from the request body into v. The body must
+// be UTF-8: the JSON decoder would quietly turn bad bytes into U+FFFD.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	err := dec.Decode(v)
+	raw, err := io.ReadAll(r.Body)
+	var maxErr *http.MaxBytesError
+	if errors.As(err, &maxErr) {
+		return errTooLarge
+	}
+	if err != nil {
+		return newError(http.StatusBadRequest, "invalid_json", "The request body could not be read.")
+	}
+	if !utf8.Valid(raw) {
+		return newError(http.StatusBadRequest, "invalid_json", "The request body must be UTF-8.")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	err = dec.Decode(v)
 	if err == nil && dec.More() {
 		err = errors.New("more than one JSON value")
 	}
 	if err == nil {
 		return nil
 	}
-	var maxErr *http.MaxBytesError
 	var typeErr *json.UnmarshalTypeError
 	switch {
-	case errors.As(err, &maxErr):
-		return errTooLarge
 	case errors.Is(err, io.EOF):
 		return newError(http.StatusBadRequest, "invalid_json", "The request body must be a JSON object.")
 	case errors.As(err, &typeErr):

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"chorus/internal/redistest"
+)
+
+// syncBuffer is a log sink the server and the test may touch at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// start runs the server on a free port and returns its base URL; the server
+// stops, and must stop cleanly, when the test ends.
+func start(t *testing.T, env map[string]string, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	listening := make(chan string, 1)
+	done := make(chan error, 1)
+	getenv := func(k string) string { return env[k] }
+	go func() { done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), getenv, logs, listening) }()
+	var addr string
+	select {
+	case addr = <-listening:
+	case err := <-done:
+		t.Fatalf("run: %v\n%s", err, logs)
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not start")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run returned %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("server did not stop")
+		}
+	})
+	return "http://" + addr, logs
+}
+
+func post(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var out map[string]any
+	json.Unmarshal(raw, &out)
+	return res.StatusCode, out
+}
+
+func TestRunEmbedded(t *testing.T) {
+	base, logs := start(t, nil)
+	if !strings.Contains(logs.String(), "embedded in-memory store") {
+		t.Fatalf("no loud warning about the embedded store in:\n%s", logs)
+	}
+	status, out := post(t, base+"/api/v1/users", `{"login":"embedded","name":"E","password":"password1"}`)
+	if status != http.StatusCreated || out["token"] == "" {
+		t.Fatalf("sign up on the embedded store: %d %v", status, out)
+	}
+	res, err := http.Get(base + "/readyz")
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("readyz: %v %v", res, err)
+	}
+}
+
+func TestRunOnRedis(t *testing.T) {
+	prefix := redistest.Prefix()
+	base, logs := start(t, map[string]string{"REDIS_URL": redistest.URL(t), "CHORUS_KEY_PREFIX": prefix}, "-log-format", "json")
+	status, _ := post(t, base+"/api/v1/users", `{"login":"onredis","name":"R","password":"password1"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("sign up: %d", status)
+	}
+	rdb, _ := redistest.Client(t)
+	if n, err := rdb.Exists(context.Background(), prefix+"user:1").Result(); err != nil || n != 1 {
+		t.Fatalf("user not under the prefix %q: %v %v", prefix, n, err)
+	}
+	first := strings.SplitN(logs.String(), "\n", 2)[0]
+	var line map[string]any
+	if err := json.Unmarshal([]byte(first), &line); err != nil {
+		t.Fatalf("log line is not JSON: %q", first)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    func(config) bool
+		wantErr bool
+	}{
+		{"defaults", nil, nil, func(c config) bool {
+			return c.Addr == ":8080" && c.RedisURL == "" && c.KeyPrefix == "chorus:" &&
+				c.OnlineWindow == 30*time.Second && c.HeartbeatInterval == 10*time.Second && c.AllowedOrigins == nil
+		}, false},
+		{"environment", nil, map[string]string{
+			"CHORUS_ADDR": ":9000", "REDIS_URL": "redis://r:6379/1", "CHORUS_KEY_PREFIX": "x:",
+			"CHORUS_ONLINE_WINDOW": "1m", "CHORUS_HEARTBEAT_INTERVAL": "5s",
+			"CHORUS_ALLOWED_ORIGINS": "https://a.example, https://b.example",
+		}, func(c config) bool {
+			return c.Addr == ":9000" && c.RedisURL == "redis://r:6379/1" && c.KeyPrefix == "x:" &&
+				c.OnlineWindow == time.Minute && c.HeartbeatInterval == 5*time.Second &&
+				len(c.AllowedOrigins) == 2 && c.AllowedOrigins[1] == "https://b.example"
+		}, false},
+		{"flags beat environment", []string{"-addr", ":7000", "-online-window", "20s"},
+			map[string]string{"CHORUS_ADDR": ":9000"}, func(c config) bool {
+				return c.Addr == ":7000" && c.OnlineWindow == 20*time.Second
+			}, false},
+		{"bad duration in env", nil, map[string]string{"CHORUS_ONLINE_WINDOW": "soon"}, nil, true},
+		{"heartbeat not shorter than window", []string{"-heartbeat-interval", "30s"}, nil, nil, true},
+		{"negative window", []string{"-online-window", "-1s"}, nil, nil, true},
+		{"bad log format", []string{"-log-format", "xml"}, nil, nil, true},
+		{"unknown flag", []string{"-nope"}, nil, nil, true},
+		{"stray argument", []string{"extra"}, nil, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if !tc.wantErr && !tc.want(c) {
+				t.Fatalf("config = %+v", c)
+			}
+		})
+	}
+}

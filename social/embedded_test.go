@@ -1,0 +1,96 @@
+package social
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// The embedded store runs the same scripts: a whole life of statuses on it.
+func TestScriptsOnEmbeddedStore(t *testing.T) {
+	t.Parallel()
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	s := New(rdb, Options{Prefix: "e:", BcryptCost: 4, FanoutPassSize: 2, RefillBelow: 5, JobClaimIdle: 100 * time.Millisecond})
+	ctx := ctxT(t)
+	go s.NewWorker("embedded", slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx)
+
+	author := signUp(t, s, "author")
+	var fans []User
+	for i := range 5 {
+		f := signUp(t, s, fmt.Sprintf("fan%d", i))
+		if _, err := s.Follow(ctx, f.ID, "author"); err != nil {
+			t.Fatal(err)
+		}
+		fans = append(fans, f)
+	}
+	st, err := s.Post(ctx, author.ID, "on the embedded store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	homeIDs := func(uid int64) []int64 {
+		page, err := s.HomeTimeline(ctx, uid, Cursor{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, st := range page.Statuses {
+			ids = append(ids, st.ID)
+		}
+		return ids
+	}
+	waitFor(t, func() bool {
+		for _, f := range fans {
+			if h := homeIDs(f.ID); len(h) != 1 || h[0] != st.ID {
+				return false
+			}
+		}
+		return true
+	})
+	if err := s.DeleteStatus(ctx, author.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		for _, f := range fans {
+			if n, _ := rdb.ZCard(ctx, s.keys.home(f.ID)).Result(); n != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	// Unfollow leaves fan0's home short: refilled from the other followee.
+	other := signUp(t, s, "other")
+	kept, err := s.Post(ctx, other.ID, "still here")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Follow(ctx, fans[0].ID, "other")
+	s.Post(ctx, author.ID, "soon gone from fan0")
+	if err := s.Unfollow(ctx, fans[0].ID, "author"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { h := homeIDs(fans[0].ID); return len(h) == 1 && h[0] == kept.ID })
+	waitFor(t, func() bool { n, _ := rdb.XLen(ctx, s.keys.jobs()).Result(); return n == 0 })
+}
+
+func waitFor(tb testing.TB, ok func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			tb.Fatal("condition not met within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

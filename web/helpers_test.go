@@ -1,0 +1,271 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"chorus/internal/redistest"
+	"chorus/social"
+	"chorus/web"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// instance is one Chorus HTTP server on a test's Redis, with its fan-out
+// worker running.
+type instance struct {
+	srv    *httptest.Server
+	social *social.Service
+	rdb    *redis.Client
+	prefix string
+}
+
+type env struct {
+	tb     testing.TB
+	rdb    *redis.Client
+	prefix string
+	opts   social.Options
+}
+
+func newEnv(tb testing.TB, opts social.Options) *env {
+	tb.Helper()
+	rdb, prefix := redistest.Client(tb)
+	opts.Prefix = prefix
+	opts.BcryptCost = 4
+	return &env{tb: tb, rdb: rdb, prefix: prefix, opts: opts}
+}
+
+// start runs one more instance on the env's Redis and key prefix.
+func (e *env) start() *instance {
+	e.tb.Helper()
+	soc := social.New(e.rdb, e.opts)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := httptest.NewServer(web.NewServer(web.Config{Social: soc, Logger: log}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		soc.NewWorker(fmt.Sprintf("w-%p", soc), log).Run(ctx)
+	}()
+	e.tb.Cleanup(func() {
+		cancel()
+		<-done
+		srv.Close()
+	})
+	return &instance{srv: srv, social: soc, rdb: e.rdb, prefix: e.prefix}
+}
+
+// client speaks to one instance as one user (or nobody).
+type client struct {
+	tb    testing.TB
+	base  string
+	token string
+	login string
+	id    int64
+}
+
+func (in *instance) anon(tb testing.TB) *client {
+	return &client{tb: tb, base: in.srv.URL}
+}
+
+// as returns a client of this instance with c's session.
+func (in *instance) as(c *client) *client {
+	cc := *c
+	cc.base = in.srv.URL
+	return &cc
+}
+
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r response) decode(tb testing.TB, v any) {
+	tb.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		tb.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// errorCode returns the API error code of the answer, failing the test if
+// it is not in the API's error shape.
+func (r response) errorCode(tb testing.TB) string {
+	tb.Helper()
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	r.decode(tb, &e)
+	if e.Error.Code == "" || e.Error.Message == "" {
+		tb.Fatalf("answer %d %s is not an API error", r.Status, r.Body)
+	}
+	return e.Error.Code
+}
+
+func (c *client) do(method, path string, body any, header ...string) response {
+	c.tb.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			c.tb.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	return response{Status: res.StatusCode, Header: res.Header, Body: raw}
+}
+
+// must does a request that must answer want, and decodes the answer into v.
+func (c *client) must(want int, method, path string, body, v any) response {
+	c.tb.Helper()
+	res := c.do(method, path, body)
+	if res.Status != want {
+		c.tb.Fatalf("%s %s: got %d %s, want %d", method, path, res.Status, res.Body, want)
+	}
+	if v != nil {
+		res.decode(c.tb, v)
+	}
+	return res
+}
+
+type userJSON struct {
+	ID        int64      `json:"id"`
+	Login     string     `json:"login"`
+	Name      string     `json:"name"`
+	Followers int64      `json:"followers"`
+	Following int64      `json:"following"`
+	Posts     int64      `json:"posts"`
+	Signup    time.Time  `json:"signup"`
+	Online    *bool      `json:"online"`
+	LastSeen  *time.Time `json:"last_seen"`
+}
+
+type statusJSON struct {
+	ID      int64     `json:"id"`
+	UID     int64     `json:"uid"`
+	Login   string    `json:"login"`
+	Message string    `json:"message"`
+	Posted  time.Time `json:"posted"`
+}
+
+type pageJSON struct {
+	Statuses   []statusJSON `json:"statuses"`
+	NextBefore *int64       `json:"next_before"`
+	NextAfter  *int64       `json:"next_after"`
+}
+
+// signUp creates a user and returns a client signed in as them.
+func (in *instance) signUp(tb testing.TB, login string) *client {
+	tb.Helper()
+	c := in.anon(tb)
+	var out struct {
+		User  userJSON `json:"user"`
+		Token string   `json:"token"`
+	}
+	c.must(http.StatusCreated, "POST", "/api/v1/users",
+		map[string]string{"login": login, "name": "Name " + login, "password": "password-" + login}, &out)
+	c.token, c.login, c.id = out.Token, out.User.Login, out.User.ID
+	return c
+}
+
+func (c *client) user(login string) userJSON {
+	c.tb.Helper()
+	var out struct{ User userJSON }
+	c.must(http.StatusOK, "GET", "/api/v1/users/"+login, nil, &out)
+	return out.User
+}
+
+func (c *client) follow(login string) {
+	c.tb.Helper()
+	c.must(http.StatusOK, "PUT", "/api/v1/following/"+login, nil, nil)
+}
+
+func (c *client) unfollow(login string) {
+	c.tb.Helper()
+	c.must(http.StatusNoContent, "DELETE", "/api/v1/following/"+login, nil, nil)
+}
+
+func (c *client) post(message string) statusJSON {
+	c.tb.Helper()
+	var out struct{ Status statusJSON }
+	c.must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": message}, &out)
+	return out.Status
+}
+
+func (c *client) timeline(path string) pageJSON {
+	c.tb.Helper()
+	var out pageJSON
+	c.must(http.StatusOK, "GET", path, nil, &out)
+	return out
+}
+
+func ids(sts []statusJSON) []int64 {
+	out := make([]int64, len(sts))
+	for i, s := range sts {
+		out[i] = s.ID
+	}
+	return out
+}
+
+// eventually retries check until it returns "" or the deadline passes.
+func eventually(tb testing.TB, within time.Duration, check func() string) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		msg := check()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("after %s: %s", within, msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type counts struct{ followers, following, posts int64 }
+
+func (c *client) counts(login string) counts {
+	c.tb.Helper()
+	u := c.user(login)
+	return counts{u.Followers, u.Following, u.Posts}
+}

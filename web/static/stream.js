@@ -1,0 +1,175 @@
+// The one WebSocket to /api/v1/stream: heartbeats, reconnects with
+// exponential backoff and jitter, and `resume` so a reconnect misses nothing.
+
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_CAP_MS = 30000;
+// A connection must stay up this long before a drop counts as a fresh
+// failure; otherwise a server that accepts and at once closes (1013) would
+// be redialled in a tight loop.
+const STABLE_MS = 10000;
+
+/**
+ * backoffDelay is the wait before reconnect attempt n (0-based): the
+ * exponential step, capped, with "equal jitter" (half fixed, half random)
+ * so a restarted server is not hit by every client at the same instant.
+ */
+export function backoffDelay(attempt, random = Math.random) {
+  const step = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.min(attempt, 16));
+  return Math.round(step / 2 + random() * (step / 2));
+}
+
+/** streamURL is ws(s)://<this host>/api/v1/stream, matching the page's scheme. */
+export function streamURL(loc = location) {
+  const scheme = loc.protocol === 'https:' ? 'wss:' : 'ws:';
+  return `${scheme}//${loc.host}/api/v1/stream`;
+}
+
+/**
+ * Stream keeps one connection open while started.
+ *
+ * handlers:
+ *  onReady(frame)      the `ready` frame of each (re)connection
+ *  onFrame(frame)      every later frame
+ *  onState(state, i)   'connecting' | 'live' | 'offline'; i = {attempt, retryAt}
+ *  resumeAfter()       highest home status id seen, or null to skip resume
+ *  onSignedOut()       the server closed with 1008 or the session is gone
+ *  checkSession()      resolves true/false (signed in?) or rejects if unknown
+ */
+export class Stream {
+  constructor(handlers) {
+    this.h = handlers;
+    this.ws = null;
+    this.stopped = true;
+    this.attempt = 0;
+    this.retryTimer = 0;
+    this.heartbeatTimer = 0;
+    this.retryAt = 0;
+    this.state = 'offline';
+    this.onOnline = () => this.retryNow();
+    this.onOffline = () => {
+      if (this.state !== 'live') this.setState('offline');
+    };
+  }
+
+  start() {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.attempt = 0;
+    window.addEventListener('online', this.onOnline);
+    window.addEventListener('offline', this.onOffline);
+    this.connect();
+  }
+
+  /** stop closes the connection on purpose; nothing reconnects afterwards. */
+  stop() {
+    this.stopped = true;
+    window.removeEventListener('online', this.onOnline);
+    window.removeEventListener('offline', this.onOffline);
+    clearTimeout(this.retryTimer);
+    clearInterval(this.heartbeatTimer);
+    const ws = this.ws;
+    this.ws = null;
+    if (ws) ws.close(1000, 'bye');
+    this.setState('offline');
+  }
+
+  /** retryNow skips the rest of a backoff wait. */
+  retryNow() {
+    if (this.stopped || this.ws) return;
+    clearTimeout(this.retryTimer);
+    this.connect();
+  }
+
+  send(frame) {
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(frame));
+  }
+
+  setState(state) {
+    this.state = state;
+    if (this.h.onState) this.h.onState(state, { attempt: this.attempt, retryAt: this.retryAt });
+  }
+
+  connect() {
+    this.retryAt = 0;
+    this.setState('connecting');
+    let ws;
+    try {
+      ws = new WebSocket(streamURL());
+    } catch (err) {
+      // Only a malformed URL throws here; treat it like a failed dial.
+      console.warn('stream: cannot open', err);
+      this.scheduleRetry(false);
+      return;
+    }
+    this.ws = ws;
+    let readyAt = 0;
+
+    ws.onmessage = (ev) => {
+      if (this.ws !== ws) return;
+      let frame;
+      try {
+        frame = JSON.parse(ev.data);
+      } catch {
+        console.warn('stream: not JSON', ev.data);
+        return;
+      }
+      if (!frame || typeof frame.type !== 'string') return;
+      if (frame.type === 'ready') {
+        readyAt = Date.now();
+        this.startHeartbeat(frame.heartbeat_interval_ms);
+        this.setState('live');
+        this.h.onReady(frame);
+        // After ready, so the server knows who we are; the feed dedupes
+        // anything that also arrives live.
+        const after = this.h.resumeAfter();
+        if (after !== null && after !== undefined) this.send({ type: 'resume', after });
+        return;
+      }
+      this.h.onFrame(frame);
+    };
+
+    ws.onclose = (ev) => {
+      if (this.ws !== ws) return; // a socket we already gave up on
+      this.ws = null;
+      clearInterval(this.heartbeatTimer);
+      if (this.stopped) return;
+      if (ev.code === 1008) {
+        this.stop();
+        this.h.onSignedOut();
+        return;
+      }
+      if (readyAt && Date.now() - readyAt >= STABLE_MS) this.attempt = 0;
+      this.scheduleRetry(readyAt === 0);
+    };
+    // An error is always followed by close, which does the work.
+    ws.onerror = () => {};
+  }
+
+  startHeartbeat(ms) {
+    clearInterval(this.heartbeatTimer);
+    const every = Number.isFinite(ms) && ms >= 1000 ? ms : 10000;
+    this.heartbeatTimer = setInterval(() => this.send({ type: 'heartbeat' }), every);
+  }
+
+  // neverReady: the dial failed before `ready`. A browser cannot see the
+  // HTTP status of a refused upgrade, so ask /me whether we were signed out
+  // rather than redialling a 401 forever.
+  scheduleRetry(neverReady) {
+    const delay = backoffDelay(this.attempt);
+    this.attempt++;
+    this.retryAt = Date.now() + delay;
+    this.setState(navigator.onLine === false ? 'offline' : 'connecting');
+    this.retryTimer = setTimeout(() => this.connect(), delay);
+    if (neverReady && this.h.checkSession) {
+      this.h.checkSession().then(
+        (signedIn) => {
+          if (!signedIn && !this.stopped) {
+            this.stop();
+            this.h.onSignedOut();
+          }
+        },
+        () => {}, // unreachable server: keep backing off
+      );
+    }
+  }
+}
