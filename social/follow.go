@@ -20,7 +20,6 @@ var (
 	unfollowScript = redis.NewScript(unfollowSource)
 )
 
-
 // Follow makes uid follow the user with login (idempotent) and backfills
 // uid's home timeline with that user's latest statuses. It returns the
 // followee as it is afterwards.
