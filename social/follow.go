@@ -143,3 +143,24 @@ func (s *Service) userList(ctx context.Context, key string, p Page) ([]User, err
 	}
 	return users, nil
 }
+
+// FriendsAmong reports, for each of ids, whether that user is uid's friend,
+// in one round trip.
+func (s *Service) FriendsAmong(ctx context.Context, uid int64, ids []int64) ([]bool, error) {
+	out := make([]bool, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	members := make([]string, len(ids))
+	for i, id := range ids {
+		members[i] = itoa(id)
+	}
+	scores, err := s.rdb.ZMScore(ctx, s.keys.friends(uid), members...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("friends of %d among %d: %w", uid, len(ids), err)
+	}
+	for i, sc := range scores {
+		out[i] = sc != 0 // scores are friend-since times; a missing member reads 0
+	}
+	return out, nil
+}

@@ -282,3 +282,21 @@ func hashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
 }
+
+// Users returns the users with the given ids that exist, in the order given.
+func (s *Service) Users(ctx context.Context, ids []int64) ([]User, error) {
+	users, err := s.usersByID(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("users: %w", err)
+	}
+	return users, nil
+}
+
+// Profile returns the login and name of uid, as presence events show them.
+func (s *Service) Profile(ctx context.Context, uid int64) (login, name string, err error) {
+	u, err := s.UserByID(ctx, uid)
+	if err != nil {
+		return "", "", err
+	}
+	return u.Login, u.Name, nil
+}

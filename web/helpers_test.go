@@ -10,10 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/presence"
+	"chorus/realtime"
 	"chorus/social"
 	"chorus/web"
 
@@ -23,17 +26,21 @@ import (
 // instance is one Chorus HTTP server on a test's Redis, with its fan-out
 // worker running.
 type instance struct {
-	srv    *httptest.Server
-	social *social.Service
-	rdb    *redis.Client
-	prefix string
+	srv      *httptest.Server
+	social   *social.Service
+	presence *presence.Tracker
+	hub      *realtime.Hub
+	rdb      *redis.Client
+	prefix   string
 }
 
 type env struct {
-	tb     testing.TB
-	rdb    *redis.Client
-	prefix string
-	opts   social.Options
+	tb       testing.TB
+	rdb      *redis.Client
+	prefix   string
+	opts     social.Options
+	presence presence.Options
+	realtime realtime.Options
 }
 
 func newEnv(tb testing.TB, opts social.Options) *env {
@@ -47,21 +54,38 @@ func newEnv(tb testing.TB, opts social.Options) *env {
 // start runs one more instance on the env's Redis and key prefix.
 func (e *env) start() *instance {
 	e.tb.Helper()
-	soc := social.New(e.rdb, e.opts)
+	return e.startOn(e.rdb)
+}
+
+// startOn runs one more instance whose Redis client is rdb.
+func (e *env) startOn(rdb *redis.Client) *instance {
+	e.tb.Helper()
+	soc := social.New(rdb, e.opts)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httptest.NewServer(web.NewServer(web.Config{Social: soc, Logger: log}))
+	popts := e.presence
+	popts.Prefix, popts.FriendsKey, popts.Channel, popts.Profile = e.prefix, soc.FriendsKey, soc.UserChannel, soc.Profile
+	popts.Logger = log
+	pres := presence.New(rdb, popts)
+	ropts := e.realtime
+	ropts.Logger = log
+	if ropts.HeartbeatInterval == 0 {
+		ropts.HeartbeatInterval = pres.HeartbeatInterval()
+	}
+	hub := realtime.New(rdb, soc, pres, ropts)
+	srv := httptest.NewServer(web.NewServer(web.Config{Social: soc, Presence: pres, Stream: hub, Logger: log}))
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		soc.NewWorker(fmt.Sprintf("w-%p", soc), log).Run(ctx)
-	}()
+	var work sync.WaitGroup
+	work.Go(func() { soc.NewWorker(fmt.Sprintf("w-%p", soc), log).Run(ctx) })
+	work.Go(func() { pres.RunSweeper(ctx) })
 	e.tb.Cleanup(func() {
+		shut, done := context.WithTimeout(context.Background(), 5*time.Second)
+		defer done()
+		hub.Shutdown(shut)
 		cancel()
-		<-done
+		work.Wait()
 		srv.Close()
 	})
-	return &instance{srv: srv, social: soc, rdb: e.rdb, prefix: e.prefix}
+	return &instance{srv: srv, social: soc, presence: pres, hub: hub, rdb: rdb, prefix: e.prefix}
 }
 
 // client speaks to one instance as one user (or nobody).

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"chorus/presence"
+	"chorus/realtime"
 	"chorus/social"
 
 	"github.com/go-chi/chi/v5"
@@ -31,6 +33,8 @@ type Social interface {
 	Following(ctx context.Context, login string, p social.Page) ([]social.User, error)
 	Friends(ctx context.Context, uid int64, p social.Page) ([]social.User, error)
 	AreFriends(ctx context.Context, a, b int64) (bool, error)
+	FriendsAmong(ctx context.Context, uid int64, ids []int64) ([]bool, error)
+	Users(ctx context.Context, ids []int64) ([]social.User, error)
 	IsFollowing(ctx context.Context, a, b int64) (bool, error)
 	Post(ctx context.Context, uid int64, message string) (social.Status, error)
 	Status(ctx context.Context, id int64) (social.Status, error)
@@ -41,11 +45,32 @@ type Social interface {
 	Ping(ctx context.Context) error
 }
 
-var _ Social = (*social.Service)(nil)
+// Presence is what the edge asks of presence.
+type Presence interface {
+	UserPresence(ctx context.Context, uid int64) (online bool, lastSeen *time.Time, err error)
+	Presences(ctx context.Context, uids []int64) ([]presence.Presence, error)
+	OnlineFriends(ctx context.Context, uid int64) ([]presence.OnlineFriend, error)
+	Counts(ctx context.Context) (presence.Counts, error)
+}
 
-// Config is what a Server is built from.
+// Stream serves the live WebSocket stream.
+type Stream interface {
+	Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string)
+	EndSession(ctx context.Context, uid int64, sessionID string) error
+}
+
+var (
+	_ Social   = (*social.Service)(nil)
+	_ Presence = (*presence.Tracker)(nil)
+	_ Stream   = (*realtime.Hub)(nil)
+)
+
+// Config is what a Server is built from. Social, Presence and Stream are
+// required.
 type Config struct {
 	Social         Social
+	Presence       Presence
+	Stream         Stream
 	SessionTTL     time.Duration // lifetime of the session cookie
 	AllowedOrigins []string      // origins besides the server's own, e.g. "https://app.example.com"
 	Logger         *slog.Logger
@@ -54,6 +79,8 @@ type Config struct {
 // Server serves Chorus over HTTP.
 type Server struct {
 	social         Social
+	presence       Presence
+	stream         Stream
 	sessionTTL     time.Duration
 	allowedOrigins map[string]struct{}
 	log            *slog.Logger
@@ -64,6 +91,8 @@ type Server struct {
 func NewServer(cfg Config) *Server {
 	s := &Server{
 		social:         cfg.Social,
+		presence:       cfg.Presence,
+		stream:         cfg.Stream,
 		sessionTTL:     cfg.SessionTTL,
 		allowedOrigins: map[string]struct{}{},
 		log:            cfg.Logger,
@@ -114,6 +143,9 @@ func (s *Server) routes() chi.Router {
 			r.Put("/following/{login}", s.follow)
 			r.Delete("/following/{login}", s.unfollow)
 			r.Get("/friends", s.friends)
+			r.Get("/friends/online", s.onlineFriends)
+			r.Get("/presence", s.sitePresence)
+			r.Get("/stream", s.serveStream)
 			r.Post("/statuses", s.post)
 			r.Delete("/statuses/{id}", s.deleteStatus)
 			r.Get("/timelines/home", s.homeTimeline)

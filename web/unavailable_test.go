@@ -1,25 +1,21 @@
 package web_test
 
 import (
-	"io"
-	"log/slog"
+	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
+	"time"
 
 	"chorus/internal/redistest"
 	"chorus/social"
-	"chorus/web"
 )
 
 func TestRedisUnavailable(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	rdb := redistest.ClientOf(t, srv.URL)
-	soc := social.New(rdb, social.Options{Prefix: redistest.Prefix(), BcryptCost: 4})
-	h := httptest.NewServer(web.NewServer(web.Config{Social: soc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-	defer h.Close()
-	c := &client{tb: t, base: h.URL}
+	e := newEnv(t, social.Options{})
+	in := e.startOn(redistest.ClientOf(t, srv.URL))
+	c := in.anon(t)
 	c.must(http.StatusOK, "GET", "/readyz", nil, nil)
 	c.must(http.StatusCreated, "POST", "/api/v1/users", map[string]string{"login": "early", "name": "E", "password": "password1"}, nil)
 
@@ -39,5 +35,10 @@ func TestRedisUnavailable(t *testing.T) {
 		}
 	}
 	redistest.StartOnPort(t, srv.Port)
-	c.must(http.StatusOK, "GET", "/readyz", nil, nil)
+	eventually(t, 15*time.Second, func() string {
+		if res := c.do("GET", "/readyz", nil); res.Status != http.StatusOK {
+			return fmt.Sprintf("readyz after Redis came back: %d", res.Status)
+		}
+		return ""
+	})
 }

@@ -18,20 +18,73 @@ type userView struct {
 	YouFollow *bool      `json:"you_follow,omitempty"`
 }
 
-// view shows u to the request's viewer: whether the viewer follows u when
-// someone is signed in.
+// view shows u to the request's viewer: whether the viewer follows u, and,
+// to u and u's friends only, u's presence.
 func (s *Server) view(r *http.Request, u social.User) (userView, error) {
 	v := userView{User: u}
 	viewer, ok := viewerFrom(r.Context())
-	if !ok || viewer.UID == u.ID {
+	if !ok {
 		return v, nil
 	}
-	follows, err := s.social.IsFollowing(r.Context(), viewer.UID, u.ID)
-	if err != nil {
-		return v, err
+	ctx := r.Context()
+	private := viewer.UID == u.ID
+	if !private {
+		follows, err := s.social.IsFollowing(ctx, viewer.UID, u.ID)
+		if err != nil {
+			return v, err
+		}
+		v.YouFollow = &follows
+		if private, err = s.social.AreFriends(ctx, viewer.UID, u.ID); err != nil {
+			return v, err
+		}
 	}
-	v.YouFollow = &follows
+	if private {
+		online, lastSeen, err := s.presence.UserPresence(ctx, u.ID)
+		if err != nil {
+			return v, err
+		}
+		v.Online, v.LastSeen = &online, lastSeen
+	}
 	return v, nil
+}
+
+// views shows a list of users to the request's viewer: with presence for
+// the viewer and the viewer's friends, in two round trips whatever the
+// length of the list.
+func (s *Server) views(r *http.Request, users []social.User) ([]userView, error) {
+	out := make([]userView, len(users))
+	for i, u := range users {
+		out[i] = userView{User: u}
+	}
+	viewer, ok := viewerFrom(r.Context())
+	if !ok || len(users) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(users))
+	for i, u := range users {
+		ids[i] = u.ID
+	}
+	friends, err := s.social.FriendsAmong(r.Context(), viewer.UID, ids)
+	if err != nil {
+		return nil, err
+	}
+	var shown []int
+	var shownIDs []int64
+	for i, u := range users {
+		if friends[i] || u.ID == viewer.UID {
+			shown = append(shown, i)
+			shownIDs = append(shownIDs, u.ID)
+		}
+	}
+	ps, err := s.presence.Presences(r.Context(), shownIDs)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range shown {
+		online := ps[j].Online
+		out[i].Online, out[i].LastSeen = &online, ps[j].LastSeen
+	}
+	return out, nil
 }
 
 type credentialsBody struct {
@@ -76,6 +129,11 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	if err := s.social.SignOut(r.Context(), viewer.Token); err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	// The session is gone; closing its live connections is a courtesy
+	// that may fail without undoing the sign-out.
+	if err := s.stream.EndSession(r.Context(), viewer.UID, social.SessionID(viewer.Token)); err != nil {
+		s.log.WarnContext(r.Context(), "could not close the signed-out session's streams", "uid", viewer.UID, "err", err)
 	}
 	clearSessionCookie(w, r)
 	w.WriteHeader(http.StatusNoContent)
@@ -166,9 +224,10 @@ func (s *Server) friends(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) writeUsers(w http.ResponseWriter, r *http.Request, users []social.User) {
-	views := make([]userView, len(users))
-	for i, u := range users {
-		views[i] = userView{User: u}
+	views, err := s.views(r, users)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"users": views})
 }

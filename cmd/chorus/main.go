@@ -11,11 +11,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
+	"chorus/presence"
+	"chorus/realtime"
 	"chorus/social"
 	"chorus/web"
 
@@ -72,7 +76,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	instance := hostname() + "-" + uuid.NewString()[:8]
 	soc := social.New(rdb, social.Options{Prefix: cfg.KeyPrefix})
-	srv := web.NewServer(web.Config{Social: soc, AllowedOrigins: cfg.AllowedOrigins, Logger: log})
+	pres := presence.New(rdb, presence.Options{
+		Prefix: cfg.KeyPrefix, Window: cfg.OnlineWindow, HeartbeatInterval: cfg.HeartbeatInterval,
+		FriendsKey: soc.FriendsKey, Channel: soc.UserChannel, Profile: soc.Profile,
+		Logger: log.With("component", "presence"),
+	})
+	hub := realtime.New(rdb, soc, pres, realtime.Options{
+		HeartbeatInterval: cfg.HeartbeatInterval, OriginPatterns: originPatterns(cfg.AllowedOrigins),
+		Logger: log.With("component", "realtime"),
+	})
+	srv := web.NewServer(web.Config{
+		Social: soc, Presence: pres, Stream: hub,
+		AllowedOrigins: cfg.AllowedOrigins, Logger: log,
+	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -85,13 +101,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 
+	// Background work outlives ctx until the server has shut down.
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
-	workerDone := make(chan struct{})
-	go func() {
-		defer close(workerDone)
-		soc.NewWorker(instance, log.With("component", "fanout")).Run(workCtx)
-	}()
+	var work sync.WaitGroup
+	work.Go(func() { soc.NewWorker(instance, log.With("component", "fanout")).Run(workCtx) })
+	work.Go(func() { pres.RunSweeper(workCtx) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
@@ -108,11 +123,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	// Streams are hijacked connections, which http.Server.Shutdown does
+	// not wait for: the hub closes them (1001) alongside.
+	var closing sync.WaitGroup
+	closing.Go(func() {
+		streamCtx, cancel := context.WithTimeout(shutdownCtx, 5*time.Second)
+		defer cancel()
+		if err := hub.Shutdown(streamCtx); err != nil {
+			log.Warn("streams did not all close in time", "err", err)
+		}
+	})
 	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("shutdown did not finish in time", "err", err)
 	}
+	closing.Wait()
 	stopWork()
-	<-workerDone
+	work.Wait()
 	log.Info("stopped")
 	return nil
 }
@@ -122,6 +148,20 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, nil))
 	}
 	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// originPatterns turns allowed origins ("https://app.example.com") into the
+// host patterns the WebSocket library matches ("app.example.com").
+func originPatterns(origins []string) []string {
+	var out []string
+	for _, o := range origins {
+		if u, err := url.Parse(o); err == nil && u.Host != "" {
+			out = append(out, u.Host)
+		} else {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func hostname() string {

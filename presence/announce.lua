@@ -1,0 +1,23 @@
+-- Publishes a presence frame to friends' channels, but only while it is still
+-- true. Announcements are sent after the change they report, from whichever
+-- instance made it, so an "offline" can come after a newer "online" (a tab
+-- reloaded onto another instance); checking connected here, in the same step
+-- as the publish, means the last frame each friend gets is the true state.
+--
+-- KEYS[1] connected (uid -> expiry of the user's freshest connection, unix ms)
+-- ARGV[1] uid
+-- ARGV[2] 1 to announce "online", 0 to announce "offline"
+-- ARGV[3] the frame (JSON)
+-- ARGV[4..] the channels to publish on
+-- Returns the number of channels published on, or -1 when the frame is stale.
+local told = 0
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  told = 1
+end
+if told ~= tonumber(ARGV[2]) then
+  return -1
+end
+for i = 4, #ARGV do
+  redis.call('PUBLISH', ARGV[i], ARGV[3])
+end
+return #ARGV - 3

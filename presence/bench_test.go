@@ -1,0 +1,246 @@
+package presence
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The population of the benchmarks: users ever seen, users online now, and
+// the friends of the user whose online friends are read.
+const (
+	benchUsers   = 100_000
+	benchOnline  = 50_000
+	benchFriends = 500
+	benchMe      = benchUsers + 1
+	benchWindow  = 10 * time.Minute // long enough that the population stays online
+)
+
+// benchEnv fills a fresh prefix with benchUsers in last.seen, every second one
+// of them online (connected, seen within W), and benchFriends friends of
+// benchMe picked at random among them.
+func benchEnv(b *testing.B) env {
+	b.Helper()
+	e := newEnv(b)
+	ctx := context.Background()
+	k := keys{prefix: e.prefix}
+	now := e.now(b)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var seen, connected []redis.Z
+	flush := func() {
+		pipe := e.rdb.Pipeline()
+		if len(seen) > 0 {
+			pipe.ZAdd(ctx, k.lastSeen(), seen...)
+		}
+		if len(connected) > 0 {
+			pipe.ZAdd(ctx, k.connected(), connected...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatalf("fill: %v", err)
+		}
+		seen, connected = seen[:0], connected[:0]
+	}
+	for uid := int64(1); uid <= benchUsers; uid++ {
+		if uid%2 == 0 { // online: seen in the last minute
+			at := now.Add(-time.Duration(rng.Int64N(int64(time.Minute))))
+			seen = append(seen, redisZ(at, uid))
+			connected = append(connected, redisZ(now.Add(benchWindow), uid))
+		} else { // seen hours to weeks ago
+			at := now.Add(-time.Hour - time.Duration(rng.Int64N(int64(30*24*time.Hour))))
+			seen = append(seen, redisZ(at, uid))
+		}
+		if len(seen) == 1000 {
+			flush()
+		}
+	}
+	flush()
+	var friends []redis.Z
+	for _, i := range rng.Perm(benchUsers)[:benchFriends] {
+		friends = append(friends, redisZ(now, int64(i+1)))
+	}
+	if err := e.rdb.ZAdd(ctx, e.friendsKey(benchMe), friends...).Err(); err != nil {
+		b.Fatalf("fill friends: %v", err)
+	}
+	b.Cleanup(func() { dropPrefix(e) })
+	return e
+}
+
+// dropPrefix deletes the benchmark's keys, for a shared server.
+func dropPrefix(e env) {
+	ctx := context.Background()
+	iter := e.rdb.Scan(ctx, 0, e.prefix+"*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 1000 {
+			e.rdb.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		e.rdb.Unlink(ctx, batch...)
+	}
+}
+
+// BenchmarkHeartbeat measures heartbeats per second through one instance
+// (one Tracker, one client pool), from many goroutines at once.
+func BenchmarkHeartbeat(b *testing.B) {
+	e := benchEnv(b)
+	tr := e.tracker(b, Options{Window: benchWindow})
+	var seed atomic.Uint64
+	b.SetParallelism(16)
+	scripts := []string{"evalsha", "eval"}
+	before := serverMicros(b, e, scripts)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(seed.Add(1), 0))
+		ctx := context.Background()
+		for pb.Next() {
+			uid := 2 * (1 + rng.Int64N(benchOnline)) // an online user
+			if err := tr.Heartbeat(ctx, uid, "c"+strconv.FormatInt(uid, 10)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "heartbeats/s")
+	b.ReportMetric((serverMicros(b, e, scripts)-before)/float64(b.N), "redis-µs/op")
+}
+
+// BenchmarkOnlineFriends measures the latency of one user's online friends
+// with benchUsers in last.seen, benchOnline online and benchFriends friends.
+func BenchmarkOnlineFriends(b *testing.B) {
+	e := benchEnv(b)
+	shared := e.tracker(b, Options{Window: benchWindow})
+	rebuilt := e.tracker(b, Options{Window: benchWindow, CopyTTL: -1})
+	ctx := context.Background()
+
+	check := func(b *testing.B, n int) {
+		if n < benchFriends/4 || n > benchFriends*3/4 {
+			b.Fatalf("%d friends online, want about half of %d", n, benchFriends)
+		}
+	}
+	scripts := []string{"evalsha", "eval"}
+	b.Run("shared-copy", func(b *testing.B) {
+		latency(b, e, scripts, func() int {
+			fs, err := shared.OnlineFriends(ctx, benchMe)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return len(fs)
+		}, check)
+	})
+	b.Run("rebuild-every-call", func(b *testing.B) {
+		latency(b, e, scripts, func() int {
+			fs, err := rebuilt.OnlineFriends(ctx, benchMe)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return len(fs)
+		}, check)
+	})
+	b.Run("zmscore-reference", func(b *testing.B) {
+		latency(b, e, []string{"time", "zrange", "zmscore"}, func() int {
+			fs, err := zmscoreOnlineFriends(ctx, e, benchMe, benchWindow)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return len(fs)
+		}, check)
+	})
+}
+
+// latency runs call b.N times, one after another, and reports the median,
+// 99th percentile and maximum of its duration, and the time Redis spent in
+// the given top-level commands per call (from INFO commandstats), which the
+// load on a small machine disturbs less. check sees the last call's result.
+func latency(b *testing.B, e env, cmds []string, call func() int, check func(*testing.B, int)) {
+	b.Helper()
+	check(b, call()) // warm up: the first shared copy, the script cache
+	durs := make([]time.Duration, 0, b.N)
+	before := serverMicros(b, e, cmds)
+	b.ResetTimer()
+	var n int
+	for range b.N {
+		start := time.Now()
+		n = call()
+		durs = append(durs, time.Since(start))
+	}
+	b.StopTimer()
+	b.ReportMetric((serverMicros(b, e, cmds)-before)/float64(b.N), "redis-µs/op")
+	check(b, n)
+	slices.Sort(durs)
+	at := func(q float64) float64 {
+		return float64(durs[int(q*float64(len(durs)-1))].Microseconds())
+	}
+	b.ReportMetric(at(0.50), "p50-µs")
+	b.ReportMetric(at(0.99), "p99-µs")
+	b.ReportMetric(float64(durs[len(durs)-1].Microseconds()), "max-µs")
+}
+
+// zmscoreOnlineFriends is the reference without Lua or a copy: read the
+// friend set, then look every friend up in last.seen and connected with
+// ZMSCORE, and filter and sort here. Two round trips.
+func zmscoreOnlineFriends(ctx context.Context, e env, uid int64, w time.Duration) ([]OnlineFriend, error) {
+	k := keys{prefix: e.prefix}
+	pipe := e.rdb.Pipeline()
+	clock := pipe.Time(ctx)
+	members := pipe.ZRange(ctx, e.friendsKey(uid), 0, -1)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	friends := members.Val()
+	if len(friends) == 0 {
+		return nil, nil
+	}
+	pipe = e.rdb.Pipeline()
+	seen := pipe.ZMScore(ctx, k.lastSeen(), friends...)
+	expiries := pipe.ZMScore(ctx, k.connected(), friends...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	now := clock.Val().UnixMilli()
+	cutoff := now - w.Milliseconds()
+	var out []OnlineFriend
+	for i, f := range friends {
+		ls, exp := int64(seen.Val()[i]), int64(expiries.Val()[i])
+		if ls >= cutoff && exp >= now {
+			fid, _ := strconv.ParseInt(f, 10, 64)
+			out = append(out, OnlineFriend{UID: fid, LastSeen: unixMilli(ls)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LastSeen.After(out[j].LastSeen) })
+	return out, nil
+}
+
+// serverMicros sums the microseconds Redis reports having spent in cmds.
+func serverMicros(b *testing.B, e env, cmds []string) float64 {
+	b.Helper()
+	info, err := e.rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatalf("info: %v", err)
+	}
+	total := 0.0
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !slices.Contains(cmds, strings.TrimPrefix(name, "cmdstat_")) {
+			continue
+		}
+		for _, f := range strings.Split(stats, ",") {
+			if v, ok := strings.CutPrefix(f, "usec="); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				total += n
+			}
+		}
+	}
+	return total
+}

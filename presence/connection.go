@@ -1,0 +1,111 @@
+package presence
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed heartbeat.lua
+	heartbeatSource string
+	heartbeatScript = redis.NewScript(heartbeatSource)
+
+	//go:embed disconnect.lua
+	disconnectSource string
+	disconnectScript = redis.NewScript(disconnectSource)
+)
+
+// Connect registers connection connID of uid (an id unique to the
+// connection, such as a UUID) and records activity as a heartbeat does. It
+// reports whether this is the user's first connection (none other is
+// registered; one of a vanished instance counts until it is swept), in which
+// case it tells the user's connected friends that the user is online.
+//
+// For a client to miss no change, read its OnlineFriends after both
+// subscribing to its channel and Connect: a friend's change either is in
+// that list or is published after the subscription.
+func (t *Tracker) Connect(ctx context.Context, uid int64, connID string) (first bool, err error) {
+	first, now, err := t.beat(ctx, uid, connID)
+	if err != nil {
+		return false, fmt.Errorf("connect %d: %w", uid, err)
+	}
+	if first {
+		t.announce(ctx, uid, true, now)
+	}
+	return first, nil
+}
+
+// Heartbeat records activity on connection connID of uid in one round trip
+// and keeps the connection alive for another W. A heartbeat on a connection
+// that had expired (a long pause, a Redis restart) registers it again, and
+// tells friends when that brings the user back online; so never send one
+// after Disconnect of the same connection.
+func (t *Tracker) Heartbeat(ctx context.Context, uid int64, connID string) error {
+	first, now, err := t.beat(ctx, uid, connID)
+	if err != nil {
+		return fmt.Errorf("heartbeat %d: %w", uid, err)
+	}
+	if first {
+		t.announce(ctx, uid, true, now)
+	}
+	return nil
+}
+
+// Disconnect removes connection connID of uid and reports whether it was the
+// user's last live one, in which case it tells the user's connected friends
+// that the user is offline. Pass a context that outlives a shutdown (see
+// context.WithoutCancel), or the user stays online until swept.
+func (t *Tracker) Disconnect(ctx context.Context, uid int64, connID string) (last bool, err error) {
+	if err := checkConn(uid, connID); err != nil {
+		return false, fmt.Errorf("disconnect %d: %w", uid, err)
+	}
+	k := t.keys
+	res, err := disconnectScript.Run(ctx, t.rdb,
+		[]string{k.conns(uid), k.connected(), k.lastSeen(), k.onlineCopy()},
+		uid, connID,
+	).Slice()
+	if err != nil {
+		return false, fmt.Errorf("disconnect %d: %w", uid, err)
+	}
+	last = toInt(res, 0) == 1
+	if last {
+		seen := time.Time{}
+		if n := toInt(res, 1); n > 0 {
+			seen = unixMilli(n)
+		}
+		t.announce(ctx, uid, false, seen)
+	}
+	return last, nil
+}
+
+// beat runs the heartbeat script and returns whether the user was not
+// connected before, and Redis's time.
+func (t *Tracker) beat(ctx context.Context, uid int64, connID string) (bool, time.Time, error) {
+	if err := checkConn(uid, connID); err != nil {
+		return false, time.Time{}, err
+	}
+	k := t.keys
+	res, err := heartbeatScript.Run(ctx, t.rdb,
+		[]string{k.lastSeen(), k.connected(), k.conns(uid), k.onlineCopy()},
+		uid, connID, ms(t.opts.Window), k.activePrefix(),
+		int64(activeKeyTTL/time.Second), ms(t.opts.Window+connsKeyExtra),
+	).Slice()
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	return toInt(res, 0) == 1, unixMilli(toInt(res, 1)), nil
+}
+
+func checkConn(uid int64, connID string) error {
+	switch {
+	case uid <= 0:
+		return fmt.Errorf("%w: user id %d", ErrInvalid, uid)
+	case connID == "":
+		return fmt.Errorf("%w: empty connection id", ErrInvalid)
+	}
+	return nil
+}

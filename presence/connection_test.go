@@ -1,0 +1,215 @@
+package presence
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestTwoConnectionsOfOneUser(t *testing.T) {
+	t.Parallel()
+	twoConnections(t, newEnv(t))
+}
+
+// twoConnections runs on any backend: a user with two connections is one
+// presence, online until both are gone, and a clean sign-off is seen at once.
+func twoConnections(t *testing.T, e env) {
+	tr := e.tracker(t, Options{})
+	const alice, bob = 1, 2
+	e.befriend(t, alice, bob)
+	mustConnect(t, tr, bob, "bob-1")
+	events := e.subscribe(t, bob)
+
+	if first := mustConnect(t, tr, alice, "tab-1"); !first {
+		t.Fatalf("first connection: first = false")
+	}
+	checkEvent(t, nextEvent(t, events, 2*time.Second), alice, true)
+	if first := mustConnect(t, tr, alice, "tab-2"); first {
+		t.Fatalf("second connection: first = true")
+	}
+	if got := onlineFriends(t, tr, bob); !slices.Equal(got, []int64{alice}) {
+		t.Fatalf("online friends of bob = %v, want [alice]", got)
+	}
+
+	if last := mustDisconnect(t, tr, alice, "tab-1"); last {
+		t.Fatalf("closing one of two tabs: last = true")
+	}
+	noEvent(t, events, 200*time.Millisecond)
+	if online, _ := presenceOf(t, tr, alice); !online {
+		t.Fatalf("alice offline with a tab still open")
+	}
+	if got := onlineFriends(t, tr, bob); !slices.Equal(got, []int64{alice}) {
+		t.Fatalf("online friends of bob with one tab = %v, want [alice]", got)
+	}
+	if err := tr.Heartbeat(ctxT(t), alice, "tab-2"); err != nil {
+		t.Fatalf("heartbeat: %v", err)
+	}
+	_, seenBefore := presenceOf(t, tr, alice)
+
+	signOff := time.Now()
+	if last := mustDisconnect(t, tr, alice, "tab-2"); !last {
+		t.Fatalf("closing the last tab: last = false")
+	}
+	ev := nextEvent(t, events, 5*time.Second)
+	checkEvent(t, ev, alice, false)
+	if !ev.LastSeen.Equal(*seenBefore) {
+		t.Fatalf("offline event last_seen = %v, want the last heartbeat %v", ev.LastSeen, *seenBefore)
+	}
+	// The shared copy is current: no wait for a rebuild.
+	if got := onlineFriends(t, tr, bob); len(got) != 0 {
+		t.Fatalf("online friends of bob after sign-off = %v, want none", got)
+	}
+	if d := time.Since(signOff); d > 5*time.Second {
+		t.Fatalf("sign-off seen after %s, want within 5s", d)
+	}
+	online, seen := presenceOf(t, tr, alice)
+	if online || seen == nil || !seen.Equal(*seenBefore) {
+		t.Fatalf("alice after sign-off: online=%v last_seen=%v, want offline, %v", online, seen, *seenBefore)
+	}
+
+	// Closing again, or a connection never opened, changes nothing.
+	if last := mustDisconnect(t, tr, alice, "tab-2"); last {
+		t.Fatalf("second disconnect: last = true")
+	}
+	if last := mustDisconnect(t, tr, alice, "never"); last {
+		t.Fatalf("unknown connection: last = true")
+	}
+	noEvent(t, events, 200*time.Millisecond)
+
+	if c := counts(t, tr); c.Online != 1 || c.ActiveLast10m != 2 {
+		t.Fatalf("counts = %+v, want 1 online (bob), 2 active", c)
+	}
+}
+
+func TestVanishedInstance(t *testing.T) {
+	t.Parallel()
+	vanishedInstance(t, newEnv(t))
+}
+
+// vanishedInstance runs on any backend: a user whose instance dies (no
+// disconnect) drops out of online friends after W and is announced offline,
+// once, within W and one heartbeat interval.
+func vanishedInstance(t *testing.T, e env) {
+	const w, hb = time.Second, 200 * time.Millisecond
+	opts := Options{Window: w, HeartbeatInterval: hb}
+	dying, b, c := e.tracker(t, opts), e.tracker(t, opts), e.tracker(t, opts)
+	const alice, bob = 1, 2
+	e.befriend(t, alice, bob)
+
+	mustConnect(t, b, bob, "bob")
+	ctx := ctxT(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // bob's connection lives on
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(hb):
+				if err := b.Heartbeat(ctx, bob, "bob"); err != nil {
+					t.Errorf("heartbeat: %v", err)
+					return
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	events := e.subscribe(t, bob)
+	runSweeper(t, b)
+	runSweeper(t, c) // two sweepers: still one announcement
+
+	mustConnect(t, dying, alice, "alice")
+	vanished := time.Now()
+	checkEvent(t, nextEvent(t, events, 2*time.Second), alice, true)
+	_, seen := presenceOf(t, b, alice)
+
+	waitFor(t, w+hb, "alice out of online friends", func() bool {
+		return len(onlineFriends(t, b, bob)) == 0
+	})
+	ev := nextEvent(t, events, w+hb+time.Second)
+	checkEvent(t, ev, alice, false)
+	if d := time.Since(vanished); d > w+hb+200*time.Millisecond {
+		t.Errorf("offline announced %s after the instance vanished, want within W+heartbeat (%s)", d, w+hb)
+	}
+	if !ev.LastSeen.Equal(*seen) {
+		t.Errorf("offline last_seen = %v, want the last activity %v", ev.LastSeen, *seen)
+	}
+	noEvent(t, events, 3*hb)
+
+	// The instance comes back and closes its connection: nothing to tell.
+	if last := mustDisconnect(t, dying, alice, "alice"); last {
+		t.Errorf("disconnect after the sweep: last = true")
+	}
+	noEvent(t, events, 2*hb)
+	if online, _ := presenceOf(t, b, alice); online {
+		t.Errorf("alice online after the sweep")
+	}
+	if online, _ := presenceOf(t, b, bob); !online {
+		t.Errorf("bob, still heartbeating, swept")
+	}
+}
+
+func TestHeartbeatRevivesSweptConnection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tr := e.tracker(t, Options{Window: 300 * time.Millisecond})
+	const alice, bob = 1, 2
+	e.befriend(t, alice, bob)
+	mustConnect(t, tr, bob, "bob")
+	events := e.subscribe(t, bob)
+	mustConnect(t, tr, alice, "a")
+	checkEvent(t, nextEvent(t, events, 2*time.Second), alice, true)
+
+	time.Sleep(400 * time.Millisecond) // a long pause: both expire
+	if n, err := tr.Sweep(ctxT(t)); err != nil || n != 2 {
+		t.Fatalf("sweep = %d, %v; want 2 users", n, err)
+	}
+	mustConnect(t, tr, bob, "bob")
+	if err := tr.Heartbeat(ctxT(t), alice, "a"); err != nil {
+		t.Fatal(err)
+	}
+	checkEvent(t, nextEvent(t, events, 2*time.Second), alice, true)
+	if online, _ := presenceOf(t, tr, alice); !online {
+		t.Fatalf("alice offline after a heartbeat")
+	}
+}
+
+func TestStaleAnnouncementIsDropped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tr := e.tracker(t, Options{})
+	const alice, bob = 1, 2
+	e.befriend(t, alice, bob)
+	mustConnect(t, tr, bob, "bob")
+	events := e.subscribe(t, bob)
+	mustConnect(t, tr, alice, "a")
+	checkEvent(t, nextEvent(t, events, 2*time.Second), alice, true)
+
+	// An "offline" that reaches Redis after alice is back (a tab reloaded
+	// onto another instance) is not published.
+	if err := tr.publish(ctxT(t), alice, false, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	noEvent(t, events, 200*time.Millisecond)
+}
+
+func TestEventFrame(t *testing.T) {
+	ev := Event{
+		Type:     "presence",
+		User:     EventUser{ID: 7, Login: "alice", Name: "Alice"},
+		Online:   true,
+		LastSeen: time.Date(2030, 1, 2, 3, 4, 5, 6e6, time.UTC),
+	}
+	got, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"presence","user":{"id":7,"login":"alice","name":"Alice"},"online":true,"last_seen":"2030-01-02T03:04:05.006Z"}`
+	if string(got) != want {
+		t.Fatalf("frame = %s, want %s", got, want)
+	}
+}

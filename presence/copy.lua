@@ -1,0 +1,34 @@
+-- Shared by online_friends.lua and counts.lua, which run with this text
+-- prepended (one script each). It keeps the shared online copy, seed 003's
+-- "temp.last.seen": last.seen limited to users with a registered connection
+-- (ZINTERSTORE with connected weighted 0 copies last.seen, as the seed's
+-- ZUNIONSTORE does, and keeps last-seen times as scores), less those seen
+-- before now - W (ZREMRANGEBYSCORE), less those whose every connection
+-- expired and who await the sweep.
+--
+-- Copying is O(users connected) and blocks Redis for it (about 0.1 to 0.7 s
+-- for 50,000 online on a small machine; see docs/BENCHMARKS-presence.md), so
+-- the copy is made only when it is missing. The heartbeat, disconnect and
+-- sweep scripts add and remove users in it as they come and go, and readers
+-- cut it at now - W, so it is never behind a new connection or a clean
+-- sign-off. At most once per copy TTL, the first caller trims it, at the
+-- cost of what it removes. A copy TTL <= 0 copies afresh on every call, as
+-- the seed does (for comparison in benchmarks).
+
+-- refresh_copy makes copy from last_seen and connected when it is missing,
+-- and trims it unless the marker says it was trimmed within ttl.
+local function refresh_copy(last_seen, connected, copy, marker, now, window, ttl)
+  if ttl <= 0 or redis.call('EXISTS', copy) == 0 then
+    redis.call('ZINTERSTORE', copy, 2, last_seen, connected, 'WEIGHTS', 1, 0)
+  elseif redis.call('EXISTS', marker) == 1 then
+    return
+  end
+  redis.call('ZREMRANGEBYSCORE', copy, '-inf', '(' .. (now - window))
+  local expired = redis.call('ZRANGEBYSCORE', connected, '-inf', '(' .. now)
+  for i = 1, #expired, 1000 do
+    redis.call('ZREM', copy, unpack(expired, i, math.min(i + 999, #expired)))
+  end
+  if ttl > 0 then
+    redis.call('SET', marker, 1, 'PX', ttl)
+  end
+end

@@ -1,0 +1,95 @@
+package presence
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"chorus/internal/redistest"
+
+	"github.com/alicebob/miniredis/v2"
+)
+
+// newEmbeddedEnv starts the embedded store Chorus runs on without Redis,
+// with TTLs passing in real time as in cmd/chorus.
+func newEmbeddedEnv(tb testing.TB) (env, *miniredis.Miniredis) {
+	tb.Helper()
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.Start(); err != nil {
+		tb.Fatalf("miniredis: %v", err)
+	}
+	tb.Cleanup(m.Close)
+	return env{rdb: redistest.ClientOf(tb, "redis://"+m.Addr()), prefix: "chorus:"}, m
+}
+
+func TestEmbeddedTwoConnections(t *testing.T) {
+	t.Parallel()
+	e, _ := newEmbeddedEnv(t)
+	twoConnections(t, e)
+}
+
+func TestEmbeddedVanishedInstance(t *testing.T) {
+	t.Parallel()
+	e, _ := newEmbeddedEnv(t)
+	vanishedInstance(t, e)
+}
+
+// On the embedded store the clock can be set, so the window's edges are
+// tested to the millisecond: seen exactly W ago is online, a millisecond
+// more is not.
+func TestEmbeddedExactWindowEdges(t *testing.T) {
+	t.Parallel()
+	e, m := newEmbeddedEnv(t)
+	const w = 2 * time.Second
+	tr := e.tracker(t, Options{Window: w, HeartbeatInterval: time.Second})
+	const alice, bob = 1, 2
+	e.befriend(t, alice, bob)
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	m.SetTime(start)
+	mustConnect(t, tr, alice, "a")
+
+	for _, tc := range []struct {
+		after  time.Duration
+		online bool
+	}{
+		{0, true},
+		{w - time.Millisecond, true},
+		{w, true},
+		{w + time.Millisecond, false},
+		{w + time.Minute, false},
+	} {
+		m.SetTime(start.Add(tc.after))
+		if got := onlineFriends(t, tr, bob); (len(got) == 1) != tc.online {
+			t.Errorf("%s after the heartbeat: online friends %v, want online=%v", tc.after, got, tc.online)
+		}
+		online, seen := presenceOf(t, tr, alice)
+		if online != tc.online || seen == nil || !seen.Equal(start) {
+			t.Errorf("%s after the heartbeat: presence %v %v, want online=%v seen %v", tc.after, online, seen, tc.online, start)
+		}
+		if c := counts(t, tr); (c.Online == 1) != tc.online || c.ActiveLast10m != 1 {
+			t.Errorf("%s after the heartbeat: counts %+v", tc.after, c)
+		}
+	}
+
+	// Nine minutes on, the heartbeat's minute is still counted; eleven
+	// minutes on, its set has expired.
+	key := keys{prefix: e.prefix}.activeUsers(start.Unix() / 60)
+	m.SetTime(start.Add(9 * time.Minute))
+	if c := counts(t, tr); c.ActiveLast10m != 1 {
+		t.Errorf("nine minutes on: %d active, want 1", c.ActiveLast10m)
+	}
+	m.SetTime(start.Add(11*time.Minute + time.Second))
+	if c := counts(t, tr); c.ActiveLast10m != 0 {
+		t.Errorf("eleven minutes on: %d active, want 0", c.ActiveLast10m)
+	}
+	if m.Exists(key) {
+		t.Errorf("eleven minutes on: %s still exists", key)
+	}
+	if n, err := tr.Sweep(ctxT(t)); err != nil || n != 1 {
+		t.Errorf("sweep = %d, %v; want alice", n, err)
+	}
+	if got := onlineFriends(t, tr, bob); !slices.Equal(got, []int64{}) {
+		t.Errorf("after the sweep: %v", got)
+	}
+}

@@ -1,0 +1,237 @@
+package presence
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"chorus/internal/redistest"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// env is one presence deployment under test: a Redis, a key prefix, and the
+// friend sets and channels the social package would own.
+type env struct {
+	rdb    *redis.Client
+	prefix string
+}
+
+func newEnv(tb testing.TB) env {
+	tb.Helper()
+	rdb, prefix := redistest.Client(tb)
+	return env{rdb: rdb, prefix: prefix}
+}
+
+func (e env) friendsKey(uid int64) string { return e.prefix + "friends:" + itoa(uid) }
+func (e env) channel(uid int64) string    { return e.prefix + "events:user:" + itoa(uid) }
+
+// tracker returns a Tracker of this deployment (one per instance); opts'
+// FriendsKey, Channel, Profile and Prefix are filled in.
+func (e env) tracker(tb testing.TB, opts Options) *Tracker {
+	tb.Helper()
+	opts.Prefix = e.prefix
+	opts.FriendsKey = e.friendsKey
+	opts.Channel = e.channel
+	opts.Profile = func(_ context.Context, uid int64) (string, string, error) {
+		return fmt.Sprintf("user%d", uid), fmt.Sprintf("User %d", uid), nil
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return New(e.rdb, opts)
+}
+
+// befriend makes a and b friends as the social package does.
+func (e env) befriend(tb testing.TB, a, b int64) {
+	tb.Helper()
+	ctx := ctxT(tb)
+	now := float64(time.Now().UnixMilli())
+	pipe := e.rdb.Pipeline()
+	pipe.ZAdd(ctx, e.friendsKey(a), redis.Z{Score: now, Member: itoa(b)})
+	pipe.ZAdd(ctx, e.friendsKey(b), redis.Z{Score: now, Member: itoa(a)})
+	if _, err := pipe.Exec(ctx); err != nil {
+		tb.Fatalf("befriend %d %d: %v", a, b, err)
+	}
+}
+
+// subscribe listens on uid's channel, returning once the subscription holds.
+func (e env) subscribe(tb testing.TB, uid int64) <-chan *redis.Message {
+	tb.Helper()
+	ctx := ctxT(tb)
+	ps := e.rdb.Subscribe(ctx, e.channel(uid))
+	if _, err := ps.Receive(ctx); err != nil {
+		tb.Fatalf("subscribe %d: %v", uid, err)
+	}
+	tb.Cleanup(func() { ps.Close() })
+	return ps.Channel()
+}
+
+// now is Redis's clock.
+func (e env) now(tb testing.TB) time.Time {
+	tb.Helper()
+	now, err := e.rdb.Time(ctxT(tb)).Result()
+	if err != nil {
+		tb.Fatalf("redis time: %v", err)
+	}
+	return now
+}
+
+func ctxT(tb testing.TB) context.Context {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// nextEvent returns the next presence event on ch, failing after within.
+func nextEvent(tb testing.TB, ch <-chan *redis.Message, within time.Duration) Event {
+	tb.Helper()
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			tb.Fatalf("subscription closed")
+		}
+		var ev Event
+		if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
+			tb.Fatalf("event %q: %v", m.Payload, err)
+		}
+		return ev
+	case <-time.After(within):
+		tb.Fatalf("no event within %s", within)
+	}
+	return Event{}
+}
+
+// noEvent fails if an event comes on ch during d.
+func noEvent(tb testing.TB, ch <-chan *redis.Message, d time.Duration) {
+	tb.Helper()
+	select {
+	case m := <-ch:
+		tb.Fatalf("unexpected event %s", m.Payload)
+	case <-time.After(d):
+	}
+}
+
+// checkEvent fails unless ev says uid went online (or offline).
+func checkEvent(tb testing.TB, ev Event, uid int64, online bool) {
+	tb.Helper()
+	want := EventUser{ID: uid, Login: fmt.Sprintf("user%d", uid), Name: fmt.Sprintf("User %d", uid)}
+	if ev.Type != "presence" || ev.User != want || ev.Online != online {
+		tb.Fatalf("event %+v, want presence of %+v online=%v", ev, want, online)
+	}
+	if ev.LastSeen.IsZero() || ev.LastSeen.Location() != time.UTC {
+		tb.Fatalf("event last_seen %v, want a UTC time", ev.LastSeen)
+	}
+}
+
+// waitFor polls cond until it holds, failing after within.
+func waitFor(tb testing.TB, within time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not within %s", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func uids(fs []OnlineFriend) []int64 {
+	out := make([]int64, len(fs))
+	for i, f := range fs {
+		out[i] = f.UID
+	}
+	return out
+}
+
+func onlineFriends(tb testing.TB, tr *Tracker, uid int64) []int64 {
+	tb.Helper()
+	fs, err := tr.OnlineFriends(ctxT(tb), uid)
+	if err != nil {
+		tb.Fatalf("online friends of %d: %v", uid, err)
+	}
+	return uids(fs)
+}
+
+func mustConnect(tb testing.TB, tr *Tracker, uid int64, conn string) bool {
+	tb.Helper()
+	first, err := tr.Connect(ctxT(tb), uid, conn)
+	if err != nil {
+		tb.Fatalf("connect %d %s: %v", uid, conn, err)
+	}
+	return first
+}
+
+func mustDisconnect(tb testing.TB, tr *Tracker, uid int64, conn string) bool {
+	tb.Helper()
+	last, err := tr.Disconnect(ctxT(tb), uid, conn)
+	if err != nil {
+		tb.Fatalf("disconnect %d %s: %v", uid, conn, err)
+	}
+	return last
+}
+
+func presenceOf(tb testing.TB, tr *Tracker, uid int64) (bool, *time.Time) {
+	tb.Helper()
+	online, seen, err := tr.UserPresence(ctxT(tb), uid)
+	if err != nil {
+		tb.Fatalf("presence of %d: %v", uid, err)
+	}
+	return online, seen
+}
+
+func counts(tb testing.TB, tr *Tracker) Counts {
+	tb.Helper()
+	c, err := tr.Counts(ctxT(tb))
+	if err != nil {
+		tb.Fatalf("counts: %v", err)
+	}
+	return c
+}
+
+// runSweeper runs tr's sweeper until the test ends.
+func runSweeper(tb testing.TB, tr *Tracker) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tr.RunSweeper(ctx)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// plant puts users in last.seen at the given times and in connected until
+// expiry (none when zero), as heartbeats would have, to set up edges and
+// large populations exactly.
+func plant(tb testing.TB, e env, seen map[int64]time.Time, expiry time.Time) {
+	tb.Helper()
+	k := keys{prefix: e.prefix}
+	ctx := ctxT(tb)
+	pipe := e.rdb.Pipeline()
+	for uid, at := range seen {
+		pipe.ZAdd(ctx, k.lastSeen(), redis.Z{Score: float64(at.UnixMilli()), Member: itoa(uid)})
+		if !expiry.IsZero() {
+			pipe.ZAdd(ctx, k.connected(), redis.Z{Score: float64(expiry.UnixMilli()), Member: itoa(uid)})
+			pipe.ZAdd(ctx, k.conns(uid), redis.Z{Score: float64(expiry.UnixMilli()), Member: "planted"})
+		}
+		if expiry.After(at) { // a heartbeat at that time would have left it here
+			pipe.ZAdd(ctx, k.onlineCopy(), redis.Z{Score: float64(at.UnixMilli()), Member: itoa(uid)})
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		tb.Fatalf("plant: %v", err)
+	}
+}
+
+func redisZ(at time.Time, uid int64) redis.Z {
+	return redis.Z{Score: float64(at.UnixMilli()), Member: itoa(uid)}
+}

@@ -1,0 +1,125 @@
+package presence
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed copy.lua
+	copySource string
+
+	//go:embed online_friends.lua
+	onlineFriendsSource string
+	onlineFriendsScript = redis.NewScript(copySource + "\n" + onlineFriendsSource)
+
+	//go:embed counts.lua
+	countsSource string
+	countsScript = redis.NewScript(copySource + "\n" + countsSource)
+)
+
+// OnlineFriend is a friend online now and the time of their last activity.
+type OnlineFriend struct {
+	UID      int64
+	LastSeen time.Time
+}
+
+// OnlineFriends lists uid's friends who are online now, most recent activity
+// first, at most Options.MaxOnlineFriends of them. A user who is unknown or
+// has no friends has none online. One script call; see online_friends.lua.
+func (t *Tracker) OnlineFriends(ctx context.Context, uid int64) ([]OnlineFriend, error) {
+	if uid <= 0 {
+		return []OnlineFriend{}, nil
+	}
+	k := t.keys
+	res, err := onlineFriendsScript.Run(ctx, t.rdb, []string{
+		k.lastSeen(), k.connected(), k.onlineCopy(), k.onlineCopyFresh(),
+		t.opts.FriendsKey(uid), k.scratch(),
+	}, ms(t.opts.Window), ms(t.opts.CopyTTL), t.opts.MaxOnlineFriends).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("online friends of %d: %w", uid, err)
+	}
+	friends := make([]OnlineFriend, 0, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		fid, err := strconv.ParseInt(fmt.Sprint(res[i]), 10, 64)
+		if err != nil {
+			continue // not a user id
+		}
+		friends = append(friends, OnlineFriend{UID: fid, LastSeen: unixMilli(toInt(res, i+1))})
+	}
+	return friends, nil
+}
+
+// Counts are the site-wide presence figures.
+type Counts struct {
+	Online        int64 `json:"online"`          // seen within W and still connected
+	ActiveLast10m int64 `json:"active_last_10m"` // active in the last ten minutes
+}
+
+// Counts returns the site-wide presence figures in one script call.
+func (t *Tracker) Counts(ctx context.Context) (Counts, error) {
+	k := t.keys
+	res, err := countsScript.Run(ctx, t.rdb, []string{
+		k.lastSeen(), k.connected(), k.onlineCopy(), k.onlineCopyFresh(),
+	}, ms(t.opts.Window), ms(t.opts.CopyTTL), k.activePrefix(), activeMinutes).Slice()
+	if err != nil {
+		return Counts{}, fmt.Errorf("presence counts: %w", err)
+	}
+	return Counts{Online: toInt(res, 0), ActiveLast10m: toInt(res, 1)}, nil
+}
+
+// Presence is one user's presence as friends see it.
+type Presence struct {
+	Online   bool
+	LastSeen *time.Time // nil when the user was never seen
+}
+
+// UserPresence reports whether uid is online (seen within W and still
+// connected) and when they were last active (nil if never). Presence is for
+// the user and their friends only; the caller must check who is asking.
+func (t *Tracker) UserPresence(ctx context.Context, uid int64) (online bool, lastSeen *time.Time, err error) {
+	ps, err := t.Presences(ctx, []int64{uid})
+	if err != nil {
+		return false, nil, err
+	}
+	return ps[0].Online, ps[0].LastSeen, nil
+}
+
+// Presences is UserPresence for many users in one round trip, in the order
+// given. The same privacy rule holds: the caller checks who may see each.
+func (t *Tracker) Presences(ctx context.Context, uids []int64) ([]Presence, error) {
+	out := make([]Presence, len(uids))
+	if len(uids) == 0 {
+		return out, nil
+	}
+	members := make([]string, len(uids))
+	for i, uid := range uids {
+		members[i] = itoa(uid)
+	}
+	k := t.keys
+	pipe := t.rdb.Pipeline()
+	clock := pipe.Time(ctx)
+	expiries := pipe.ZMScore(ctx, k.connected(), members...)
+	seen := pipe.ZMScore(ctx, k.lastSeen(), members...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("presence of %d users: %w", len(uids), err)
+	}
+	now := clock.Val().UnixMilli()
+	cutoff := now - ms(t.opts.Window)
+	for i := range uids {
+		// A score of 0 is a missing member: real scores are unix ms.
+		ls := int64(seen.Val()[i])
+		if ls == 0 {
+			continue
+		}
+		at := unixMilli(ls)
+		out[i].LastSeen = &at
+		out[i].Online = ls >= cutoff && int64(expiries.Val()[i]) >= now
+	}
+	return out, nil
+}

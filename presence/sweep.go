@@ -1,0 +1,72 @@
+package presence
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed sweep.lua
+	sweepSource string
+	sweepScript = redis.NewScript(sweepSource)
+)
+
+// Sweep takes out of the registry the users whose every connection expired
+// (their instance died or lost Redis without disconnecting them) and tells
+// their connected friends they are offline. Each such user is taken by one
+// sweeping instance only. It returns how many users it took out.
+func (t *Tracker) Sweep(ctx context.Context) (int, error) {
+	k := t.keys
+	total := 0
+	for {
+		res, err := sweepScript.Run(ctx, t.rdb,
+			[]string{k.connected(), k.lastSeen(), k.onlineCopy()},
+			k.connsPrefix(), sweepBatch,
+		).Slice()
+		if err != nil {
+			return total, fmt.Errorf("sweep: %w", err)
+		}
+		for i := 1; i+1 < len(res); i += 2 {
+			uid, err := strconv.ParseInt(fmt.Sprint(res[i]), 10, 64)
+			if err != nil {
+				continue // not a user id; nobody to tell
+			}
+			seen := time.Time{}
+			if n := toInt(res, i+1); n > 0 {
+				seen = unixMilli(n)
+			}
+			total++
+			t.announce(ctx, uid, false, seen)
+		}
+		if toInt(res, 0) < sweepBatch {
+			return total, nil
+		}
+	}
+}
+
+// RunSweeper sweeps every half heartbeat interval until ctx ends, then
+// returns nil. Every instance runs one, so friends learn that a user's
+// instance vanished within W and one heartbeat interval of its last word.
+func (t *Tracker) RunSweeper(ctx context.Context) error {
+	tick := time.NewTicker(max(t.opts.HeartbeatInterval/2, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		n, err := t.Sweep(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			t.log.WarnContext(ctx, "presence sweep failed", "err", err)
+		case n > 0:
+			t.log.InfoContext(ctx, "swept users whose connections expired", "users", n)
+		}
+	}
+}

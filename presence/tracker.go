@@ -1,0 +1,118 @@
+// Package presence knows who is online, after seed 003 and the design card:
+// each heartbeat puts the user in a per-minute active set and in last.seen
+// (uid -> last activity) in one script, using Redis's clock; online friends
+// is one Lua script over a shared, trimmed copy of last.seen; a registry of
+// live connections with expiry tells a user's first connection and last
+// disconnect apart from the others, and presence events go to friends over
+// Redis pub/sub. It knows nothing of HTTP or WebSockets.
+//
+// Presence is private to a user and their friends. This package does not
+// check who asks: its caller (the web layer) does.
+package presence
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultWindow            = 30 * time.Second
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultCopyTTL           = time.Second
+	DefaultMaxOnlineFriends  = 1000
+)
+
+const (
+	activeMinutes = 10               // active_last_10m counts this many per-minute sets
+	activeKeyTTL  = 11 * time.Minute // a minute's set outlives the ten minutes it is read in
+	connsKeyExtra = time.Minute      // a connections key outlives its last expiry by this
+	sweepBatch    = 500              // users the sweep script looks at per call
+	announceBatch = 1000             // channels per publishing script call
+)
+
+// ErrInvalid reports input no call can act on, such as an empty connection id.
+var ErrInvalid = errors.New("invalid presence input")
+
+// Options tune a Tracker. The zero value of every duration and count means
+// its default; FriendsKey and Channel are required.
+type Options struct {
+	// Prefix goes before every key, as the social package's does ("chorus:"
+	// in production); it is used as given.
+	Prefix string
+	// Window is W: a user counts as online while seen within W and still
+	// connected, and a connection counts for W after its last heartbeat.
+	Window time.Duration
+	// HeartbeatInterval is how often clients send heartbeats; RunSweeper
+	// sweeps every half of it. It should be well under Window.
+	HeartbeatInterval time.Duration
+	// CopyTTL is how long callers share the online copy between trims (see
+	// copy.lua). Negative copies last.seen afresh on every call, as seed 003
+	// does (for comparison in benchmarks).
+	CopyTTL time.Duration
+	// MaxOnlineFriends caps the list OnlineFriends returns (most recent kept).
+	MaxOnlineFriends int
+
+	// FriendsKey names the sorted set of uid's friends (member: friend uid in
+	// decimal, score: friend since, unix ms). The social package owns it.
+	FriendsKey func(uid int64) string
+	// Channel names the pub/sub channel carrying uid's live events.
+	Channel func(uid int64) string
+	// Profile gives the login and name shown in presence events. When nil,
+	// or when it fails, events carry the id alone.
+	Profile func(ctx context.Context, uid int64) (login, name string, err error)
+	// Logger takes the failures of announcements nobody waits for; nil
+	// means slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) fill() {
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.CopyTTL == 0 {
+		o.CopyTTL = DefaultCopyTTL
+	}
+	if o.MaxOnlineFriends <= 0 {
+		o.MaxOnlineFriends = DefaultMaxOnlineFriends
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Tracker records presence in one Redis. Every instance of Chorus has one;
+// they agree through Redis alone.
+type Tracker struct {
+	rdb  redis.UniversalClient
+	opts Options
+	keys keys
+	log  *slog.Logger
+}
+
+// New returns a Tracker using rdb under the options' key prefix. It panics
+// when FriendsKey or Channel is missing, a wiring mistake.
+func New(rdb redis.UniversalClient, opts Options) *Tracker {
+	if opts.FriendsKey == nil || opts.Channel == nil {
+		panic("presence: Options.FriendsKey and Options.Channel are required")
+	}
+	opts.fill()
+	return &Tracker{rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix}, log: opts.Logger}
+}
+
+// Window is the online window W the tracker was built with.
+func (t *Tracker) Window() time.Duration { return t.opts.Window }
+
+// HeartbeatInterval is how often clients are expected to send heartbeats.
+func (t *Tracker) HeartbeatInterval() time.Duration { return t.opts.HeartbeatInterval }
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+func unixMilli(n int64) time.Time { return time.UnixMilli(n).UTC() }

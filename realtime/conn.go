@@ -1,0 +1,387 @@
+package realtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"chorus/presence"
+	"chorus/social"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+)
+
+const (
+	statusGoingAway = websocket.StatusGoingAway
+	statusPolicy    = websocket.StatusPolicyViolation
+	statusTryLater  = websocket.StatusTryAgainLater
+)
+
+// sentMemory is how many status ids a connection remembers having sent, to
+// send none twice across resume, catch-up and live delivery.
+const sentMemory = 2048
+
+// outgoing is one item of a connection's queue: a frame to send, or a
+// request to catch up on the home timeline.
+type outgoing struct {
+	frame    []byte
+	statusID int64 // set for status frames, which are sent once each
+	resume   bool  // send the home timeline after `after`, oldest first
+	catchUp  bool  // resume after the newest status sent so far
+	after    int64
+}
+
+// conn is one live WebSocket. Its queue is filled by the router without
+// blocking and drained by its writer, the only goroutine that writes.
+type conn struct {
+	hub     *Hub
+	ws      *websocket.Conn
+	uid     int64
+	session string
+	id      string
+	queue   chan outgoing
+
+	mu           sync.Mutex // guards ws, set after the upgrade
+	closeOnce    sync.Once
+	closed       chan struct{}
+	closeCode    websocket.StatusCode
+	shuttingDown atomic.Bool
+
+	// Owned by the writer.
+	sent     map[int64]struct{}
+	sentFIFO []int64
+	newest   int64
+}
+
+// Serve runs one stream connection of uid, authenticated before the call
+// with the session sessionID, until it ends. Before upgrading it subscribes
+// to the user's channel and registers the connection's presence, answering
+// 503 in the API's error shape when Redis cannot be reached.
+func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string) {
+	c := &conn{
+		hub: h, uid: uid, session: sessionID, id: uuid.NewString(),
+		queue:  make(chan outgoing, h.opts.QueueSize),
+		closed: make(chan struct{}),
+		sent:   map[int64]struct{}{},
+	}
+	ctx := r.Context()
+	h.conns.Add(1)
+	defer h.conns.Done()
+	if err := h.join(ctx, c); err != nil {
+		unavailable(w, err)
+		return
+	}
+	defer h.leave(c)
+	ready, err := h.readyFrame(ctx, c)
+	if err != nil {
+		unavailable(w, err)
+		return
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.opts.OriginPatterns})
+	if err != nil {
+		h.log.InfoContext(ctx, "websocket refused", "uid", uid, "err", err)
+		h.presence.Disconnect(context.WithoutCancel(ctx), uid, c.id)
+		return // Accept has answered
+	}
+	if !c.attach(ws) {
+		return
+	}
+	ws.SetReadLimit(MaxFrameBytes)
+	h.Stats.Open.Add(1)
+	defer h.Stats.Open.Add(-1)
+	h.log.InfoContext(ctx, "stream opened", "uid", uid, "conn", c.id)
+
+	connCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.write(connCtx, ready)
+	}()
+	code := c.read(connCtx)
+	cancel()
+	<-writerDone
+	c.close(code, "")
+
+	if !c.shuttingDown.Load() {
+		// A clean end, or one this instance saw: tell friends now rather
+		// than when the registration expires.
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if _, err := h.presence.Disconnect(dctx, uid, c.id); err != nil {
+			h.log.Warn("presence disconnect failed; it expires instead", "uid", uid, "err", err)
+		}
+		dcancel()
+	}
+	h.log.InfoContext(ctx, "stream closed", "uid", uid, "conn", c.id)
+}
+
+func unavailable(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{
+		"code": "redis_unavailable", "message": "Live updates are unavailable right now (" + err.Error() + "); try again shortly.",
+	}})
+}
+
+// readyFrame registers the connection's presence and builds its first frame.
+func (h *Hub) readyFrame(ctx context.Context, c *conn) ([]byte, error) {
+	if _, err := h.presence.Connect(ctx, c.uid, c.id); err != nil {
+		return nil, err
+	}
+	u, err := h.feed.UserByID(ctx, c.uid)
+	if err != nil {
+		return nil, err
+	}
+	online, lastSeen, err := h.presence.UserPresence(ctx, c.uid)
+	if err != nil {
+		return nil, err
+	}
+	friends, err := OnlineFriends(ctx, h.feed, h.presence, c.uid)
+	if err != nil {
+		return nil, err
+	}
+	user := struct {
+		social.User
+		Online   bool       `json:"online"`
+		LastSeen *time.Time `json:"last_seen"`
+	}{u, online, lastSeen}
+	return json.Marshal(readyFrame{
+		Type: "ready", User: user,
+		HeartbeatIntervalMS: h.opts.HeartbeatInterval.Milliseconds(),
+		OnlineFriends:       friends,
+	})
+}
+
+// FriendLister lists a user's friends online now.
+type FriendLister interface {
+	OnlineFriends(ctx context.Context, uid int64) ([]presence.OnlineFriend, error)
+}
+
+// UserLister reads users by id.
+type UserLister interface {
+	Users(ctx context.Context, ids []int64) ([]social.User, error)
+}
+
+// OnlineFriends lists uid's friends online now, most recent first, with
+// their logins and names: the ready frame's list and GET /friends/online.
+func OnlineFriends(ctx context.Context, feed UserLister, pres FriendLister, uid int64) ([]OnlineFriend, error) {
+	online, err := pres.OnlineFriends(ctx, uid)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(online))
+	for i, f := range online {
+		ids[i] = f.UID
+	}
+	users, err := feed.Users(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]social.User, len(users))
+	for _, u := range users {
+		byID[u.ID] = u
+	}
+	out := make([]OnlineFriend, 0, len(online))
+	for _, f := range online {
+		if u, ok := byID[f.UID]; ok {
+			out = append(out, OnlineFriend{User: FriendUser{ID: u.ID, Login: u.Login, Name: u.Name}, LastSeen: f.LastSeen})
+		}
+	}
+	return out, nil
+}
+
+// enqueue hands the writer an item without blocking. A connection whose
+// queue is full is too slow for its own stream: it is closed with 1013.
+func (c *conn) enqueue(o outgoing) {
+	select {
+	case <-c.closed:
+		c.hub.Stats.FramesDropped.Add(1)
+		return
+	default:
+	}
+	select {
+	case c.queue <- o:
+	default:
+		c.hub.Stats.FramesDropped.Add(1)
+		c.hub.Stats.SlowClosed.Add(1)
+		go c.close(statusTryLater, "too slow: reconnect and resume")
+	}
+}
+
+// close closes the WebSocket once, with code. Before the upgrade it marks
+// the connection so that attach closes it.
+func (c *conn) close(code websocket.StatusCode, reason string) {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		close(c.closed)
+		c.closeCode = code
+		ws := c.ws
+		c.mu.Unlock()
+		if ws != nil {
+			ws.Close(code, reason)
+		}
+	})
+}
+
+// attach gives the connection its upgraded WebSocket, unless it was closed
+// meanwhile (shutdown, or its queue overflowed), when it closes the socket.
+func (c *conn) attach(ws *websocket.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.closed:
+		ws.Close(c.closeCode, "")
+		return false
+	default:
+		c.ws = ws
+		return true
+	}
+}
+
+// read handles the client's frames until the connection ends, and returns
+// the code to close it with.
+func (c *conn) read(ctx context.Context) websocket.StatusCode {
+	h := c.hub
+	idle := 3 * h.opts.HeartbeatInterval
+	timer := time.AfterFunc(idle, func() { c.close(StatusHeartbeatTimeout, "no heartbeat") })
+	defer timer.Stop()
+	for {
+		typ, data, err := c.ws.Read(ctx)
+		if err != nil {
+			if code := websocket.CloseStatus(err); code != -1 {
+				return code
+			}
+			return websocket.StatusNormalClosure
+		}
+		timer.Reset(idle)
+		if typ != websocket.MessageText {
+			c.enqueue(outgoing{frame: errorFrameJSON("invalid_frame", "Frames must be text, one JSON object each.")})
+			continue
+		}
+		var f clientFrame
+		if err := json.Unmarshal(data, &f); err != nil {
+			c.enqueue(outgoing{frame: errorFrameJSON("invalid_json", "The frame is not a JSON object.")})
+			continue
+		}
+		switch f.Type {
+		case "heartbeat":
+			h.Stats.Heartbeats.Add(1)
+			if err := h.presence.Heartbeat(ctx, c.uid, c.id); err != nil {
+				h.log.Warn("heartbeat not recorded", "uid", c.uid, "err", err)
+			}
+		case "resume":
+			after, ok := parseAfter(f.After)
+			if !ok {
+				c.enqueue(outgoing{frame: errorFrameJSON("invalid_resume", `"after" must be a status id, a whole number from 0.`)})
+				continue
+			}
+			c.enqueue(outgoing{resume: true, after: after})
+		default:
+			c.enqueue(outgoing{frame: errorFrameJSON("unknown_type", "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat or resume.")})
+		}
+	}
+}
+
+func parseAfter(raw *json.RawMessage) (int64, bool) {
+	if raw == nil {
+		return 0, false
+	}
+	var n int64
+	if err := json.Unmarshal(*raw, &n); err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// write sends the ready frame, then the queue, until ctx ends or a write
+// fails.
+func (c *conn) write(ctx context.Context, ready []byte) {
+	if !c.send(ctx, ready) {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.closed:
+			return
+		case o := <-c.queue:
+			var ok bool
+			switch {
+			case o.resume:
+				ok = c.sendTimeline(ctx, o.after)
+			case o.catchUp:
+				ok = c.sendTimeline(ctx, c.newest)
+			default:
+				ok = c.sendOnce(ctx, o.statusID, o.frame)
+			}
+			if !ok {
+				return
+			}
+		}
+	}
+}
+
+// sendTimeline sends every status of the home timeline newer than after,
+// oldest first, leaving out those already sent. Statuses that arrive live
+// meanwhile wait in the queue and are left out there if this sent them.
+func (c *conn) sendTimeline(ctx context.Context, after int64) bool {
+	for {
+		page, err := c.hub.feed.HomeTimeline(ctx, c.uid, social.Cursor{Limit: 100, After: after, Forward: true})
+		if err != nil {
+			if ctx.Err() == nil {
+				c.hub.log.Warn("resume failed", "uid", c.uid, "err", err)
+				c.enqueue(outgoing{frame: errorFrameJSON("resume_failed", "The timeline could not be read; resume again.")})
+			}
+			return ctx.Err() == nil
+		}
+		for _, st := range page.Statuses {
+			if !c.sendOnce(ctx, st.ID, statusFrameJSON(st)) {
+				return false
+			}
+		}
+		if page.NextAfter == nil {
+			return true
+		}
+		after = *page.NextAfter
+	}
+}
+
+// sendOnce sends a frame; a status frame only if this connection has not
+// sent that status before.
+func (c *conn) sendOnce(ctx context.Context, statusID int64, frame []byte) bool {
+	if statusID > 0 {
+		if _, dup := c.sent[statusID]; dup {
+			return true
+		}
+		c.sent[statusID] = struct{}{}
+		c.sentFIFO = append(c.sentFIFO, statusID)
+		if len(c.sentFIFO) > sentMemory {
+			delete(c.sent, c.sentFIFO[0])
+			c.sentFIFO = c.sentFIFO[1:]
+		}
+		c.newest = max(c.newest, statusID)
+	}
+	return c.send(ctx, frame)
+}
+
+func (c *conn) send(ctx context.Context, frame []byte) bool {
+	wctx, cancel := context.WithTimeout(ctx, c.hub.opts.WriteTimeout)
+	defer cancel()
+	if err := c.ws.Write(wctx, websocket.MessageText, frame); err != nil {
+		if !errors.Is(err, context.Canceled) {
+			c.hub.log.Info("write failed; closing", "uid", c.uid, "conn", c.id, "err", err)
+		}
+		c.hub.Stats.FramesDropped.Add(1)
+		go c.close(statusTryLater, "write failed")
+		return false
+	}
+	c.hub.Stats.FramesSent.Add(1)
+	return true
+}

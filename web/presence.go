@@ -1,0 +1,34 @@
+package web
+
+import (
+	"net/http"
+
+	"chorus/realtime"
+	"chorus/social"
+)
+
+func (s *Server) onlineFriends(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	friends, err := realtime.OnlineFriends(r.Context(), s.social, s.presence, viewer.UID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"friends": friends})
+}
+
+func (s *Server) sitePresence(w http.ResponseWriter, r *http.Request) {
+	counts, err := s.presence.Counts(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, counts)
+}
+
+// serveStream hands an authenticated request to the live stream, which
+// checks the browser's Origin and upgrades it.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	s.stream.Serve(w, r, viewer.UID, social.SessionID(viewer.Token))
+}
