@@ -119,6 +119,9 @@ func (s *Server) routes() chi.Router {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotAllowed) })
 
+	index, files := clientHandlers()
+	r.Get("/", index)
+	r.Get("/static/*", files.ServeHTTP)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 
