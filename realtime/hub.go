@@ -86,6 +86,9 @@ type Hub struct {
 	Stats Stats
 }
 
+// Counters returns the hub's live counters.
+func (h *Hub) Counters() *Stats { return &h.Stats }
+
 // Stats are counters of a hub's life, read by the metrics endpoint.
 type Stats struct {
 	Open           atomic.Int64 // connections open now

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,8 +72,18 @@ func (s *Service) NewWorker(consumer string, log *slog.Logger) *Worker {
 // Run works until ctx ends, returning nil then.
 func (w *Worker) Run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
+	needGroup := true
 	for ctx.Err() == nil {
-		err := w.round(ctx)
+		var err error
+		if needGroup {
+			err = w.createGroup(ctx)
+			needGroup = err != nil
+		}
+		if err == nil {
+			err = w.round(ctx)
+			// The stream (and its group) goes when someone deletes it.
+			needGroup = err != nil && strings.Contains(err.Error(), "NOGROUP")
+		}
 		if err == nil {
 			backoff = 100 * time.Millisecond
 			continue
@@ -89,15 +101,28 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
+// createGroup makes the job stream's consumer group, unless it exists.
+func (w *Worker) createGroup(ctx context.Context) error {
+	s := w.s
+	exists, err := s.rdb.Exists(ctx, s.keys.jobs()).Result()
+	if err == nil && exists == 1 {
+		groups, gerr := s.rdb.XInfoGroups(ctx, s.keys.jobs()).Result()
+		if gerr == nil && slices.ContainsFunc(groups, func(g redis.XInfoGroup) bool { return g.Name == jobGroup }) {
+			return nil
+		}
+	}
+	err = s.rdb.XGroupCreateMkStream(ctx, s.keys.jobs(), jobGroup, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("create job group: %w", err)
+	}
+	return nil
+}
+
 // round takes over jobs left idle by other workers, then waits briefly for
 // new ones, and runs what it got.
 func (w *Worker) round(ctx context.Context) error {
 	s := w.s
 	stream := s.keys.jobs()
-	err := s.rdb.XGroupCreateMkStream(ctx, stream, jobGroup, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-		return fmt.Errorf("create job group: %w", err)
-	}
 	claimed, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: stream, Group: jobGroup, Consumer: w.consumer,
 		MinIdle: s.opts.JobClaimIdle, Start: "0-0", Count: 10,
@@ -170,4 +195,23 @@ func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 		return fmt.Errorf("acknowledge job %s: %w", key, err)
 	}
 	return nil
+}
+
+// JobBacklog reports how many fan-out jobs are queued or under way
+// site-wide, and how long ago the oldest was queued (by Redis's clock).
+func (s *Service) JobBacklog(ctx context.Context) (jobs int64, oldest time.Duration, err error) {
+	pipe := s.rdb.Pipeline()
+	n := pipe.XLen(ctx, s.keys.jobs())
+	first := pipe.XRangeN(ctx, s.keys.jobs(), "-", "+", 1)
+	now := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, 0, fmt.Errorf("job backlog: %w", err)
+	}
+	if msgs := first.Val(); len(msgs) > 0 {
+		ms, _, _ := strings.Cut(msgs[0].ID, "-")
+		if at, err := strconv.ParseInt(ms, 10, 64); err == nil {
+			oldest = max(0, now.Val().Sub(time.UnixMilli(at)))
+		}
+	}
+	return n.Val(), oldest, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"chorus/social"
 
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -64,12 +65,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, social.ErrUnauthenticated):
 		ae = errNotSignedIn
 	case isUnavailable(err):
-		s.log.WarnContext(r.Context(), "redis unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.WarnContext(r.Context(), "redis unavailable", "request_id", middleware.GetReqID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = errNoRedis
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return // the client went away; nobody reads an answer
 	default:
-		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.ErrorContext(r.Context(), "internal error", "request_id", middleware.GetReqID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = errInternal
 	}
 	writeJSON(w, ae.Status, map[string]*apiError{"error": ae})

@@ -41,6 +41,7 @@ type env struct {
 	opts     social.Options
 	presence presence.Options
 	realtime realtime.Options
+	noWorker bool // run no fan-out worker: jobs wait past their first pass
 }
 
 func newEnv(tb testing.TB, opts social.Options) *env {
@@ -72,10 +73,14 @@ func (e *env) startOn(rdb *redis.Client) *instance {
 		ropts.HeartbeatInterval = pres.HeartbeatInterval()
 	}
 	hub := realtime.New(rdb, soc, pres, ropts)
-	srv := httptest.NewServer(web.NewServer(web.Config{Social: soc, Presence: pres, Stream: hub, Logger: log}))
+	metrics := web.NewMetrics()
+	rdb.AddHook(metrics.RedisHook())
+	srv := httptest.NewServer(web.NewServer(web.Config{Social: soc, Presence: pres, Stream: hub, Metrics: metrics, Logger: log}))
 	ctx, cancel := context.WithCancel(context.Background())
 	var work sync.WaitGroup
-	work.Go(func() { soc.NewWorker(fmt.Sprintf("w-%p", soc), log).Run(ctx) })
+	if !e.noWorker {
+		work.Go(func() { soc.NewWorker(fmt.Sprintf("w-%p", soc), log).Run(ctx) })
+	}
 	work.Go(func() { pres.RunSweeper(ctx) })
 	e.tb.Cleanup(func() {
 		shut, done := context.WithTimeout(context.Background(), 5*time.Second)

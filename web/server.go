@@ -43,6 +43,7 @@ type Social interface {
 	ProfileTimeline(ctx context.Context, login string, c social.Cursor) (social.TimelinePage, error)
 	GlobalTimeline(ctx context.Context, c social.Cursor) (social.TimelinePage, error)
 	Ping(ctx context.Context) error
+	JobStats
 }
 
 // Presence is what the edge asks of presence.
@@ -57,6 +58,7 @@ type Presence interface {
 type Stream interface {
 	Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string)
 	EndSession(ctx context.Context, uid int64, sessionID string) error
+	StreamStats
 }
 
 var (
@@ -71,6 +73,7 @@ type Config struct {
 	Social         Social
 	Presence       Presence
 	Stream         Stream
+	Metrics        *Metrics      // nil: a fresh set
 	SessionTTL     time.Duration // lifetime of the session cookie
 	AllowedOrigins []string      // origins besides the server's own, e.g. "https://app.example.com"
 	Logger         *slog.Logger
@@ -81,6 +84,8 @@ type Server struct {
 	social         Social
 	presence       Presence
 	stream         Stream
+	jobs           JobStats
+	metrics        *Metrics
 	sessionTTL     time.Duration
 	allowedOrigins map[string]struct{}
 	log            *slog.Logger
@@ -93,6 +98,8 @@ func NewServer(cfg Config) *Server {
 		social:         cfg.Social,
 		presence:       cfg.Presence,
 		stream:         cfg.Stream,
+		jobs:           cfg.Social,
+		metrics:        cfg.Metrics,
 		sessionTTL:     cfg.SessionTTL,
 		allowedOrigins: map[string]struct{}{},
 		log:            cfg.Logger,
@@ -103,6 +110,10 @@ func NewServer(cfg Config) *Server {
 	if s.sessionTTL <= 0 {
 		s.sessionTTL = social.DefaultSessionTTL
 	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	s.metrics.register(s)
 	for _, o := range cfg.AllowedOrigins {
 		s.allowedOrigins[strings.ToLower(strings.TrimRight(o, "/"))] = struct{}{}
 	}
@@ -115,7 +126,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.logRequests, middleware.Recoverer)
+	r.Use(middleware.RequestID, s.logRequests, s.metrics.instrument, middleware.Recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotAllowed) })
 
@@ -124,6 +135,7 @@ func (s *Server) routes() chi.Router {
 	r.Get("/static/*", files.ServeHTTP)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
+	r.Method(http.MethodGet, "/metrics", s.metrics.handler())
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(limitBody)
@@ -157,9 +169,11 @@ func (s *Server) routes() chi.Router {
 	return r
 }
 
-// logRequests writes one line per request, with its request id.
+// logRequests writes one line per request, with its request id, which the
+// answer carries too (X-Request-Id).
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(middleware.RequestIDHeader, middleware.GetReqID(r.Context()))
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		start := time.Now()
 		next.ServeHTTP(ww, r)

@@ -34,6 +34,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.metrics.posted.Inc()
 	writeJSON(w, http.StatusCreated, map[string]any{"status": st})
 }
 

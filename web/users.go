@@ -8,6 +8,7 @@ import (
 	"chorus/social"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // userView is a user as the API shows it to one viewer.
@@ -104,7 +105,7 @@ func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.log.InfoContext(r.Context(), "signed up", "uid", u.ID, "login", u.Login)
+	s.log.InfoContext(r.Context(), "signed up", "request_id", middleware.GetReqID(r.Context()), "uid", u.ID, "login", u.Login)
 	setSessionCookie(w, r, token, s.sessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": userView{User: u}, "token": token})
 }

@@ -68,6 +68,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
+	metrics := web.NewMetrics()
+	rdb.AddHook(metrics.RedisHook())
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		// Not fatal: /readyz says so, and the client reconnects when
 		// Redis comes up.
@@ -86,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Logger: log.With("component", "realtime"),
 	})
 	srv := web.NewServer(web.Config{
-		Social: soc, Presence: pres, Stream: hub,
+		Social: soc, Presence: pres, Stream: hub, Metrics: metrics,
 		AllowedOrigins: cfg.AllowedOrigins, Logger: log,
 	})
 

@@ -69,8 +69,9 @@ function enterApp(user, { fromForm }) {
   const ctx = {
     me: () => app && app.me,
     timelines: app.timelines,
-    homeStale: false,
+    homeStale: false, // set after a follow: reload the feed on the next visit
     homeFeed: null,
+    draft: '', // the composer's text, kept across pages
     deleteStatus,
     followChanged,
   };
@@ -83,6 +84,13 @@ function enterApp(user, { fromForm }) {
     me: ctx.me,
     onDelete: deleteStatus,
     fetchPage: (before, signal) => api('GET', '/timelines/home' + query({ limit: 30, before }), undefined, { signal }),
+    // The page and the stream race: a page read just before the stream
+    // subscribed would leave a gap that the `ready` resume (sent while the
+    // page was still loading) could not cover. Asking again closes it;
+    // anything sent twice is dropped by id.
+    onLoaded: () => {
+      if (app && app.stream.state === 'live') app.stream.send({ type: 'resume', after: ctx.homeFeed.maxId });
+    },
   });
   app.timelines.add(ctx.homeFeed);
 
@@ -167,10 +175,11 @@ function showConnState(state, info) {
 }
 
 function updateNav() {
+  const r = app.route;
+  // "Profile" is your own; someone else's profile is no tab of the header.
+  const name = r.name === 'profile' && !sameLogin(r.login, app.me.login) ? '' : r.name;
   for (const a of nav.querySelectorAll('a')) {
-    const r = app.route;
-    const current = a.dataset.route === r.name || (a.dataset.route === 'profile' && r.login && sameLogin(r.login, app.me.login) && r.name === 'profile');
-    if (current) a.setAttribute('aria-current', 'page');
+    if (a.dataset.route === name) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   app.badge.hidden = app.unseen === 0;

@@ -53,8 +53,11 @@ export function renderAuth(root, { mode = 'signin', notice = '', login = '', onS
 
   // novalidate: the server's rules and messages are the ones that count,
   // and they should appear in form-error rather than a browser bubble.
+  // method post: should anything submit the form without its submit event
+  // (form.submit() skips it), the password still stays out of the URL.
   const form = h('form', {
     class: 'auth-form',
+    method: 'post',
     novalidate: true,
     'aria-labelledby': 'auth-heading',
     dataset: { testid: signup ? 'signup-form' : 'signin-form' },

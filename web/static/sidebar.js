@@ -86,9 +86,10 @@ export class Sidebar {
   }
 
   /**
-   * setFriends merges GET /friends. Online state from the stream wins: once
-   * a snapshot arrived, a friend is online only if a frame said so. With
-   * `complete`, friends missing from the list (unfriended) are dropped.
+   * setFriends merges GET /friends. For friends the stream already spoke of,
+   * its frames stay the word on who is online; the list adds the rest (and
+   * when they were last seen). With `complete`, people missing from the
+   * list are no longer friends and leave the panel.
    */
   setFriends(users, complete) {
     const seen = new Set();
@@ -96,12 +97,14 @@ export class Sidebar {
       seen.add(key(u.login));
       const known = this.friends.has(key(u.login));
       const e = this.entry(u);
-      if (!known && !this.snapshotSeen) e.online = u.online === true;
+      // Fresh from the server, so it is the best word on a friend the
+      // stream has not mentioned yet (say, one made a moment ago).
+      if (!known && typeof u.online === 'boolean') e.online = u.online;
       if (u.last_seen && (!e.lastSeen || !e.online)) e.lastSeen = u.last_seen;
     }
     if (complete) {
-      for (const [k, e] of this.friends) {
-        if (!seen.has(k) && !e.online) this.friends.delete(k);
+      for (const k of [...this.friends.keys()]) {
+        if (!seen.has(k)) this.friends.delete(k);
       }
     }
     this.render();

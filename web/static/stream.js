@@ -25,6 +25,52 @@ export function streamURL(loc = location) {
 }
 
 /**
+ * Ticker calls fn every `ms` from a worker (see ticker.js), falling back
+ * to setInterval where a worker cannot be had.
+ */
+class Ticker {
+  constructor(fn) {
+    this.fn = fn;
+    this.worker = null;
+    this.interval = 0;
+    this.every = 0;
+    try {
+      this.worker = new Worker('/static/ticker.js');
+      this.worker.onmessage = () => this.fn();
+      this.worker.onerror = () => this.fallBack();
+    } catch {
+      this.worker = null;
+    }
+  }
+
+  start(ms) {
+    this.stop();
+    this.every = ms;
+    if (this.worker) this.worker.postMessage({ every: ms });
+    else this.interval = setInterval(this.fn, ms);
+  }
+
+  stop() {
+    this.every = 0;
+    clearInterval(this.interval);
+    if (this.worker) this.worker.postMessage({ every: 0 });
+  }
+
+  // The worker script failed to load: tick from this page instead.
+  fallBack() {
+    if (this.worker) this.worker.terminate();
+    this.worker = null;
+    if (this.every) this.interval = setInterval(this.fn, this.every);
+  }
+
+  close() {
+    this.stop();
+    if (this.worker) this.worker.terminate();
+    this.worker = null;
+  }
+}
+
+/**
  * Stream keeps one connection open while started.
  *
  * handlers:
@@ -42,7 +88,7 @@ export class Stream {
     this.stopped = true;
     this.attempt = 0;
     this.retryTimer = 0;
-    this.heartbeatTimer = 0;
+    this.heartbeat = null; // a Ticker while started
     this.retryAt = 0;
     this.state = 'offline';
     this.onOnline = () => this.retryNow();
@@ -55,6 +101,7 @@ export class Stream {
     if (!this.stopped) return;
     this.stopped = false;
     this.attempt = 0;
+    this.heartbeat = new Ticker(() => this.send({ type: 'heartbeat' }));
     window.addEventListener('online', this.onOnline);
     window.addEventListener('offline', this.onOffline);
     this.connect();
@@ -66,7 +113,8 @@ export class Stream {
     window.removeEventListener('online', this.onOnline);
     window.removeEventListener('offline', this.onOffline);
     clearTimeout(this.retryTimer);
-    clearInterval(this.heartbeatTimer);
+    if (this.heartbeat) this.heartbeat.close();
+    this.heartbeat = null;
     const ws = this.ws;
     this.ws = null;
     if (ws) ws.close(1000, 'bye');
@@ -131,8 +179,8 @@ export class Stream {
     ws.onclose = (ev) => {
       if (this.ws !== ws) return; // a socket we already gave up on
       this.ws = null;
-      clearInterval(this.heartbeatTimer);
       if (this.stopped) return;
+      this.heartbeat.stop();
       if (ev.code === 1008) {
         this.stop();
         this.h.onSignedOut();
@@ -146,9 +194,7 @@ export class Stream {
   }
 
   startHeartbeat(ms) {
-    clearInterval(this.heartbeatTimer);
-    const every = Number.isFinite(ms) && ms >= 1000 ? ms : 10000;
-    this.heartbeatTimer = setInterval(() => this.send({ type: 'heartbeat' }), every);
+    this.heartbeat.start(Number.isFinite(ms) && ms >= 1000 ? ms : 10000);
   }
 
   // neverReady: the dial failed before `ready`. A browser cannot see the

@@ -30,7 +30,7 @@ export function relativeTime(date, now = serverNow(), locale = undefined) {
   if (!(date instanceof Date) || Number.isNaN(date.getTime())) return 'unknown';
   const secs = Math.floor((now.getTime() - date.getTime()) / 1000);
   if (secs < 45) return 'just now';
-  if (secs < HOUR) return `${Math.max(1, Math.round(secs / MINUTE))} min ago`;
+  if (secs < HOUR) return `${Math.max(1, Math.floor(secs / MINUTE))} min ago`;
   if (secs < DAY) return `${Math.floor(secs / HOUR)} h ago`;
   const opts = { month: 'short', day: 'numeric' };
   if (date.getFullYear() !== now.getFullYear()) opts.year = 'numeric';

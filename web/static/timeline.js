@@ -68,6 +68,7 @@ export function statusEl(status, { mine, onDelete }) {
  *  me         () => the signed-in user, to know which statuses are ours
  *  onDelete   (status, li, button, errorEl) => void
  *  empty      node or text shown when there is nothing
+ *  onLoaded   () => void, after each successful first page (optional)
  */
 export class Timeline {
   constructor(opts) {
@@ -130,6 +131,8 @@ export class Timeline {
       for (const s of this.pending.values()) this.insert(s, false);
       this.pending.clear();
       this.setPaging(page.next_before);
+      this.rearm();
+      if (this.opts.onLoaded) this.opts.onLoaded();
     } catch (err) {
       if (isAbort(err)) return;
       this.failed = true;
@@ -173,12 +176,16 @@ export class Timeline {
         this.loading = false;
       }
     }
-    // The observer only reports changes; if the end is still in view (a
-    // short page on a tall screen) re-observing makes it report again.
-    if (this.observer && this.hasMore && !this.failed) {
-      this.observer.unobserve(this.foot);
-      this.observer.observe(this.foot);
-    }
+    if (!this.failed) this.rearm();
+  }
+
+  // rearm re-observes the end of the list. The observer only reports
+  // changes, so if the end is still in view after a page (a short page on a
+  // tall screen, or the list was off-screen) it would never fire again.
+  rearm() {
+    if (!this.observer || !this.hasMore) return;
+    this.observer.unobserve(this.foot);
+    this.observer.observe(this.foot);
   }
 
   setPaging(nextBefore) {
@@ -187,7 +194,7 @@ export class Timeline {
     this.more.textContent = 'Load more';
     this.more.onclick = () => this.loadMore(true);
     this.more.hidden = !this.hasMore;
-    this.setNote(this.hasMore || this.byId.size === 0 ? '' : 'You’re all caught up.');
+    this.setNote(this.hasMore || this.byId.size === 0 ? '' : 'You’ve reached the end.');
     this.updateEmpty();
   }
 

@@ -51,7 +51,7 @@ function composer(ctx) {
     h('label', { class: 'visually-hidden', for: 'composer-input' }, 'Your status'),
     input,
     h('div', { class: 'composer-bar' },
-      h('span', { class: 'hint' }, 'Ctrl+Enter to post'),
+      h('span', { class: 'hint' }, /Mac|iPhone|iPad/.test(navigator.platform) ? '⌘ Enter to post' : 'Ctrl+Enter to post'),
       counter,
       submit,
     ),
@@ -79,6 +79,7 @@ function composer(ctx) {
     try {
       const res = await api('POST', '/statuses', { message: input.value });
       input.value = '';
+      ctx.draft = '';
       update();
       ctx.homeFeed.add(res.status);
       announce('Posted.');
@@ -92,7 +93,13 @@ function composer(ctx) {
     }
   };
 
-  input.addEventListener('input', update);
+  // A draft survives a look at someone's profile and back.
+  input.value = ctx.draft || '';
+  update();
+  input.addEventListener('input', () => {
+    ctx.draft = input.value;
+    update();
+  });
   input.addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
       ev.preventDefault();
@@ -119,13 +126,7 @@ export function homeView(ctx) {
     el,
     title: 'Home',
     heading: h1,
-    mounted() {
-      // Re-observe: the observer stopped seeing the end while detached.
-      if (feed.observer) {
-        feed.observer.unobserve(feed.foot);
-        feed.observer.observe(feed.foot);
-      }
-    },
+    mounted: () => feed.rearm(),
     destroy() {}, // the feed keeps living (and receiving frames) off-screen
   };
 }
@@ -184,17 +185,23 @@ async function followState(ctx, user, signal) {
   return false;
 }
 
-function countLink(href, n, label) {
-  const num = h('strong', {}, formatCount(n));
-  const el = href ? h('a', { href, class: 'count-item' }, num, ` ${label}`) : h('span', { class: 'count-item' }, num, ` ${label}`);
-  return { el, set: (v) => { num.textContent = formatCount(v); } };
+function countLink(href, n, one, many) {
+  const num = h('strong', {}, '');
+  const word = h('span', {}, '');
+  const el = h(href ? 'a' : 'span', { href, class: 'count-item' }, num, ' ', word);
+  const set = (v) => {
+    num.textContent = formatCount(v);
+    word.textContent = Number(v) === 1 ? one : many;
+  };
+  set(n);
+  return { el, set };
 }
 
 function profileCard(ctx, user, signal) {
   const self = sameLogin(ctx.me().login, user.login);
-  const posts = countLink(null, user.posts, 'posts');
-  const followers = countLink(profileHref(user.login, '/followers'), user.followers, 'followers');
-  const following = countLink(profileHref(user.login, '/following'), user.following, 'following');
+  const posts = countLink(null, user.posts, 'post', 'posts');
+  const followers = countLink(profileHref(user.login, '/followers'), user.followers, 'follower', 'followers');
+  const following = countLink(profileHref(user.login, '/following'), user.following, 'following', 'following');
   const error = h('p', { class: 'form-error', role: 'alert', hidden: true, dataset: { testid: 'profile-error' } });
   const setCounts = (u) => {
     posts.set(u.posts);
@@ -328,7 +335,8 @@ function userItem(u) {
         loginEl(u.login),
       ),
     ),
-    h('span', { class: 'muted small user-stats' }, `${formatCount(u.followers)} followers · ${formatCount(u.posts)} posts`),
+    h('span', { class: 'muted small user-stats' },
+      `${formatCount(u.followers)} ${u.followers === 1 ? 'follower' : 'followers'} · ${formatCount(u.posts)} ${u.posts === 1 ? 'post' : 'posts'}`),
   );
 }
 

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits on the command line, so that no typo starts a run that cannot end.
+const (
+	maxConns         = 1_000_000
+	maxPosts         = 1_000_000
+	defaultPerWorker = 8000
+)
+
+// usageError is a command line the tool cannot run: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// config is one run of the tool, from its flags.
+type config struct {
+	URLs               []string      // base URLs of the instances, connections spread over them
+	Conns              int           // WebSocket connections to hold, one user each
+	Authors            int           // users who post, never connected
+	FollowersPerAuthor int           // connected users following each author
+	Rate               float64       // posts per second, over all authors
+	Duration           time.Duration // how long to post
+	Workers            int           // processes holding connections; 0 in this process, -1 automatic
+	PerWorker          int           // connections per worker when automatic
+	SourceIPs          []net.IP      // local addresses to dial from, in turn
+	UsersFile          string        // users kept between runs
+	ServerPIDs         []int         // local server processes whose RSS to read
+	JSON               bool          // report as JSON
+	Hold               time.Duration // idle time after connecting, before measuring memory
+	Grace              time.Duration // wait for late deliveries after the last post
+	SignupConcurrency  int
+	FollowConcurrency  int
+	DialConcurrency    int
+	DialTimeout        time.Duration // one connection, until its ready frame
+	MaxInFlight        int           // posts awaiting their answer
+	MaxTime            time.Duration // the whole run
+}
+
+// listFlag is a flag that may be repeated, each value comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// parseConfig reads the command line. Errors are *usageError, or
+// flag.ErrHelp when help was asked for.
+func parseConfig(args []string, stderr io.Writer) (config, error) {
+	var c config
+	var urls, ips, pids listFlag
+	fs := flag.NewFlagSet("chorus-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: chorus-bench -url http://host:port [flags]")
+		fmt.Fprintln(fs.Output(), "Holds WebSocket connections to a Chorus deployment, posts at a rate and measures delivery.")
+		fs.PrintDefaults()
+	}
+	fs.Var(&urls, "url", "base URL of a Chorus instance; repeat or comma-separate to spread connections and posts over several")
+	fs.IntVar(&c.Conns, "conns", 100, "WebSocket connections to hold, one user each")
+	fs.IntVar(&c.Authors, "authors", 10, "users who post (not connected)")
+	fs.IntVar(&c.FollowersPerAuthor, "followers-per-author", 10, "connected users following each author")
+	fs.Float64Var(&c.Rate, "rate", 10, "posts per second, spread over the authors")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to post")
+	fs.IntVar(&c.Workers, "workers", -1, "worker processes holding connections: 0 holds them in this process, -1 one per -conns-per-worker")
+	fs.IntVar(&c.PerWorker, "conns-per-worker", defaultPerWorker, "connections per worker process when -workers is -1")
+	fs.Var(&ips, "source-ips", "local addresses to dial WebSockets from, in turn (e.g. 127.0.0.2,127.0.0.3)")
+	fs.StringVar(&c.UsersFile, "users-file", "", "JSON file of users: reused when it exists, written after signing up")
+	fs.Var(&pids, "server-pid", "pid of a local server process whose RSS to report; repeat or comma-separate")
+	fs.BoolVar(&c.JSON, "json", false, "print the report as JSON")
+	fs.DurationVar(&c.Hold, "hold", 2*time.Second, "hold the connections idle this long before measuring memory")
+	fs.DurationVar(&c.Grace, "grace", 5*time.Second, "wait up to this long after the last post for deliveries")
+	fs.IntVar(&c.SignupConcurrency, "signup-concurrency", 8, "sign-ups in flight (each costs the server a bcrypt hash)")
+	fs.IntVar(&c.FollowConcurrency, "follow-concurrency", 16, "follow requests in flight")
+	fs.IntVar(&c.DialConcurrency, "dial-concurrency", 64, "WebSocket handshakes in flight, per process")
+	fs.DurationVar(&c.DialTimeout, "dial-timeout", 30*time.Second, "limit for one connection to get its ready frame")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", 256, "posts awaiting their answer before the schedule waits")
+	fs.DurationVar(&c.MaxTime, "max-time", time.Hour, "limit of the whole run")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, &usageError{msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return c, usagef("unexpected arguments: %q", fs.Args())
+	}
+	c.URLs = urls
+	for _, s := range ips {
+		ip := net.ParseIP(s)
+		if ip == nil {
+			return c, usagef("-source-ips: %q is not an IP address", s)
+		}
+		c.SourceIPs = append(c.SourceIPs, ip)
+	}
+	for _, s := range pids {
+		pid, err := strconv.Atoi(s)
+		if err != nil || pid <= 0 {
+			return c, usagef("-server-pid: %q is not a process id", s)
+		}
+		c.ServerPIDs = append(c.ServerPIDs, pid)
+	}
+	return c, c.validate()
+}
+
+// validate checks the values together.
+func (c *config) validate() error {
+	if len(c.URLs) == 0 {
+		return usagef("-url is required")
+	}
+	for i, raw := range c.URLs {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("-url: %q is not an http:// or https:// URL", raw)
+		}
+		c.URLs[i] = strings.TrimRight(raw, "/")
+	}
+	posts := c.Rate * c.Duration.Seconds()
+	positive := []struct {
+		name string
+		v    int
+	}{
+		{"-signup-concurrency", c.SignupConcurrency}, {"-follow-concurrency", c.FollowConcurrency},
+		{"-dial-concurrency", c.DialConcurrency}, {"-max-in-flight", c.MaxInFlight}, {"-conns-per-worker", c.PerWorker},
+	}
+	for _, p := range positive {
+		if p.v <= 0 {
+			return usagef("%s must be positive, got %d", p.name, p.v)
+		}
+	}
+	switch {
+	case c.Conns < 1 || c.Conns > maxConns:
+		return usagef("-conns must be 1..%d, got %d", maxConns, c.Conns)
+	case c.Authors < 0 || c.Authors > maxConns:
+		return usagef("-authors must be 0..%d, got %d", maxConns, c.Authors)
+	case c.FollowersPerAuthor < 0 || c.FollowersPerAuthor > c.Conns:
+		return usagef("-followers-per-author must be 0..-conns (%d), got %d", c.Conns, c.FollowersPerAuthor)
+	case math.IsNaN(c.Rate) || c.Rate < 0 || math.IsInf(c.Rate, 0):
+		return usagef("-rate must be a number of posts per second, 0 or more")
+	case c.Duration < 0:
+		return usagef("-duration must not be negative")
+	case posts > maxPosts:
+		return usagef("-rate × -duration is %.0f posts; at most %d", posts, maxPosts)
+	case c.Rate > 0 && c.Duration > 0 && c.Authors == 0:
+		return usagef("posting needs -authors of 1 or more (or -rate 0)")
+	case c.Workers < -1 || c.Workers > c.Conns:
+		return usagef("-workers must be -1 (automatic), 0 (in this process) or up to -conns, got %d", c.Workers)
+	case c.Hold < 0 || c.Grace < 0:
+		return usagef("-hold and -grace must not be negative")
+	case c.DialTimeout <= 0 || c.MaxTime <= 0:
+		return usagef("-dial-timeout and -max-time must be positive")
+	}
+	return nil
+}
+
+// workerCount is how many worker processes hold the connections; 0 means
+// this process holds them.
+func (c *config) workerCount() int {
+	if c.Workers >= 0 {
+		return c.Workers
+	}
+	if c.Conns <= c.PerWorker {
+		return 0
+	}
+	return (c.Conns + c.PerWorker - 1) / c.PerWorker
+}
+
+// postCount is how many posts the run makes.
+func (c *config) postCount() int {
+	if c.Authors == 0 {
+		return 0
+	}
+	return int(math.Round(c.Rate * c.Duration.Seconds()))
+}

@@ -1,0 +1,188 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"chorus/realtime"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+)
+
+// Metrics are the Prometheus metrics of one instance, served at /metrics.
+// Counters the other packages keep (the hub's, the job stream's, presence)
+// are read when Prometheus scrapes.
+type Metrics struct {
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	redisErrors prometheus.Counter
+	posted      prometheus.Counter
+}
+
+// NewMetrics returns a fresh set of metrics with the Go runtime's and the
+// process's own.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chorus_http_requests_total", Help: "HTTP requests answered, by route pattern, method and status.",
+		}, []string{"route", "method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "chorus_http_request_duration_seconds", Help: "Time to answer HTTP requests, by route pattern and method (streams excluded).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route", "method"}),
+		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "chorus_redis_errors_total", Help: "Redis commands and dials that failed (not counting empty replies).",
+		}),
+		posted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "chorus_statuses_posted_total", Help: "Statuses posted through this instance.",
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.redisErrors, m.posted,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// RedisHook counts failed Redis commands; add it to the Redis client.
+func (m *Metrics) RedisHook() redis.Hook { return redisErrorHook{m.redisErrors} }
+
+// StreamStats is what the metrics read of the live stream.
+type StreamStats interface {
+	Counters() *realtime.Stats
+}
+
+// JobStats is what the metrics read of the fan-out job stream.
+type JobStats interface {
+	JobBacklog(ctx context.Context) (jobs int64, oldest time.Duration, err error)
+}
+
+// register adds the metrics read from the server's parts at scrape time.
+func (m *Metrics) register(s *Server) {
+	st := s.stream.Counters()
+	counter := func(name, help string, v interface{ Load() int64 }) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_connections_open", Help: "WebSocket streams open on this instance."},
+			func() float64 { return float64(st.Open.Load()) }),
+		counter("chorus_frames_sent_total", "Frames written to streams.", &st.FramesSent),
+		counter("chorus_frames_dropped_total", "Frames not written: the stream was closing, too slow, or its write failed.", &st.FramesDropped),
+		counter("chorus_slow_clients_closed_total", "Streams closed with 1013 because their queue overflowed.", &st.SlowClosed),
+		counter("chorus_heartbeats_total", "Heartbeat frames received.", &st.Heartbeats),
+		counter("chorus_pubsub_resubscribes_total", "Channels subscribed again after the pub/sub connection to Redis was lost.", &st.PubSubRestarts),
+		&scrapeCollector{s: s},
+	)
+}
+
+// scrapeCollector reads Redis-held figures when Prometheus scrapes: users
+// online site-wide, and the fan-out job backlog and its lag.
+type scrapeCollector struct{ s *Server }
+
+var (
+	onlineDesc  = prometheus.NewDesc("chorus_users_online", "Users online site-wide (seen within the online window and connected).", nil, nil)
+	activeDesc  = prometheus.NewDesc("chorus_users_active_10m", "Users active site-wide in the last ten minutes.", nil, nil)
+	backlogDesc = prometheus.NewDesc("chorus_fanout_jobs_backlog", "Fan-out jobs (post, delete, refill) queued or under way, site-wide.", nil, nil)
+	lagDesc     = prometheus.NewDesc("chorus_fanout_oldest_job_age_seconds", "Age of the oldest unfinished fan-out job; 0 when there is none.", nil, nil)
+)
+
+func (c *scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- onlineDesc
+	ch <- activeDesc
+	ch <- backlogDesc
+	ch <- lagDesc
+}
+
+func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if counts, err := c.s.presence.Counts(ctx); err == nil {
+		ch <- prometheus.MustNewConstMetric(onlineDesc, prometheus.GaugeValue, float64(counts.Online))
+		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(counts.ActiveLast10m))
+	}
+	if jobs, oldest, err := c.s.jobs.JobBacklog(ctx); err == nil {
+		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(jobs))
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, oldest.Seconds())
+	}
+}
+
+// instrument counts and times every request under its route pattern.
+func (m *Metrics) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		start := time.Now()
+		next.ServeHTTP(ww, r)
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
+		if status != http.StatusSwitchingProtocols {
+			m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+		}
+	})
+}
+
+func (m *Metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+type redisErrorHook struct{ errors prometheus.Counter }
+
+// failed tells real failures from what the client reports as errors but
+// is not one: an empty reply, a script not cached yet (retried with EVAL),
+// a caller that went away.
+func failed(err error) bool {
+	return err != nil && !errors.Is(err, redis.Nil) && !errors.Is(err, context.Canceled) &&
+		!strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// setup tells the commands a new connection starts with, whose errors the
+// client ignores (CLIENT SETINFO is unknown before Redis 7.2).
+func setup(cmd redis.Cmder) bool { return cmd.Name() == "client" }
+
+func (h redisErrorHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		if failed(err) {
+			h.errors.Inc()
+		}
+		return c, err
+	}
+}
+
+func (h redisErrorHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if failed(err) && !setup(cmd) {
+			h.errors.Inc()
+		}
+		return err
+	}
+}
+
+func (h redisErrorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if failed(c.Err()) && !setup(c) {
+				h.errors.Inc()
+			}
+		}
+		return err
+	}
+}
