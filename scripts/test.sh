@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Runs every test of Chorus on a fresh machine: installs what the tests need
-# (redis-server; Chromium for the browser tests), starts a redis-server of its
-# own on a free port, then vets, checks formatting and runs the tests under
-# the race detector. Extra arguments go to `go test` (e.g. -run TestFollow).
+# (redis-server; nginx for the load-balancer test; Chromium for the browser
+# tests), starts a redis-server of its own on a free port, then vets, checks
+# formatting and runs the tests under the race detector. Extra arguments go
+# to `go test` (e.g. -run TestFollow).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-cli >/dev/null || need+=(redis-tools)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test.sh: installing ${need[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
