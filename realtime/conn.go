@@ -52,6 +52,7 @@ type conn struct {
 	closed       chan struct{}
 	closeCode    websocket.StatusCode
 	shuttingDown atomic.Bool
+	overflowed   atomic.Bool
 
 	// Owned by the writer.
 	sent     map[int64]struct{}
@@ -209,8 +210,10 @@ func (c *conn) enqueue(o outgoing) {
 	case c.queue <- o:
 	default:
 		c.hub.Stats.FramesDropped.Add(1)
-		c.hub.Stats.SlowClosed.Add(1)
-		go c.close(statusTryLater, "too slow: reconnect and resume")
+		if c.overflowed.CompareAndSwap(false, true) {
+			c.hub.Stats.SlowClosed.Add(1)
+			go c.close(statusTryLater, "too slow: reconnect and resume")
+		}
 	}
 }
 
