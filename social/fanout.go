@@ -20,7 +20,7 @@ const jobGroup = "fanout"
 var (
 	//go:embed fanout_pass.lua
 	passSource string
-	passScript = redis.NewScript(passSource)
+	passScript = redis.NewScript(copyLatestSource + passSource)
 )
 
 func postJobID(sid int64) string   { return "post:" + itoa(sid) }

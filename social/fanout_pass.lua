@@ -13,7 +13,7 @@
 --           home timeline (after an unfollow left it short).
 --
 -- The keys of followers' timelines are only known while running, so they are
--- built here from prefixes.
+-- built here from prefixes. Runs after copy_latest.lua.
 --
 -- KEYS[1] the job hash
 -- KEYS[2] fan-out job stream
@@ -74,16 +74,7 @@ elseif j.kind == 'refill' then
   page = redis.call('ZRANGEBYSCORE', ARGV[6] .. j.uid, '(' .. j.cursor, '+inf',
     'WITHSCORES', 'LIMIT', 0, size)
   for i = 1, #page, 2 do
-    local latest = redis.call('ZREVRANGE', ARGV[7] .. page[i], 0, homeSize - 1, 'WITHSCORES')
-    for a = 1, #latest, 1000 do
-      local args = {}
-      for b = a, math.min(a + 999, #latest), 2 do
-        args[#args + 1] = latest[b + 1]
-        args[#args + 1] = latest[b]
-      end
-      redis.call('ZADD', home, unpack(args))
-    end
-    redis.call('ZREMRANGEBYRANK', home, 0, -homeSize - 1)
+    copy_latest(home, ARGV[7] .. page[i], homeSize)
   end
 else
   return finish(0)

@@ -11,9 +11,12 @@ import (
 )
 
 var (
+	//go:embed copy_latest.lua
+	copyLatestSource string
+
 	//go:embed follow.lua
 	followSource string
-	followScript = redis.NewScript(followSource)
+	followScript = redis.NewScript(copyLatestSource + followSource)
 
 	//go:embed unfollow.lua
 	unfollowSource string
@@ -104,24 +107,21 @@ func (s *Service) Friends(ctx context.Context, uid int64, p Page) ([]User, error
 
 // AreFriends reports whether a and b follow each other.
 func (s *Service) AreFriends(ctx context.Context, a, b int64) (bool, error) {
-	_, err := s.rdb.ZScore(ctx, s.keys.friends(a), itoa(b)).Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("friends %d,%d: %w", a, b, err)
-	}
-	return true, nil
+	return s.inSet(ctx, s.keys.friends(a), b)
 }
 
 // IsFollowing reports whether a follows b.
 func (s *Service) IsFollowing(ctx context.Context, a, b int64) (bool, error) {
-	_, err := s.rdb.ZScore(ctx, s.keys.following(a), itoa(b)).Result()
+	return s.inSet(ctx, s.keys.following(a), b)
+}
+
+func (s *Service) inSet(ctx context.Context, key string, uid int64) (bool, error) {
+	_, err := s.rdb.ZScore(ctx, key, itoa(uid)).Result()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("following %d,%d: %w", a, b, err)
+		return false, fmt.Errorf("is %d in %s: %w", uid, key, err)
 	}
 	return true, nil
 }

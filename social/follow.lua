@@ -1,5 +1,6 @@
 -- Makes ARGV[1] follow ARGV[2], keeping counters, friend sets and the home
 -- timeline consistent in one step. Following twice changes nothing.
+-- Runs after copy_latest.lua.
 --
 -- KEYS[1] following set of the follower
 -- KEYS[2] followers set of the followee
@@ -35,15 +36,5 @@ if redis.call('ZSCORE', KEYS[5], ARGV[1]) then
   redis.call('ZADD', KEYS[7], ARGV[4], ARGV[1])
 end
 
-local size = tonumber(ARGV[3])
-local latest = redis.call('ZREVRANGE', KEYS[9], 0, size - 1, 'WITHSCORES')
-for i = 1, #latest, 1000 do
-  local args = {}
-  for j = i, math.min(i + 999, #latest), 2 do
-    args[#args + 1] = latest[j + 1]
-    args[#args + 1] = latest[j]
-  end
-  redis.call('ZADD', KEYS[8], unpack(args))
-end
-redis.call('ZREMRANGEBYRANK', KEYS[8], 0, -size - 1)
+copy_latest(KEYS[8], KEYS[9], tonumber(ARGV[3]))
 return 1
