@@ -86,6 +86,9 @@ func TestRunEmbedded(t *testing.T) {
 	if status != http.StatusCreated || out["token"] == "" {
 		t.Fatalf("sign up on the embedded store: %d %v", status, out)
 	}
+	if status, out := post(t, base+"/api/v1/sessions", `{"login":"embedded","password":"wrong-one"}`); status != http.StatusUnauthorized {
+		t.Fatalf("wrong password on the embedded store: %d %v", status, out)
+	}
 	res, err := http.Get(base + "/readyz")
 	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("readyz: %v %v", res, err)
