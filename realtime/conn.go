@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
+	"path"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +75,16 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 		sent:   map[int64]struct{}{},
 	}
 	ctx := r.Context()
+	// Refuse what the upgrade would refuse before telling anyone the user
+	// is online.
+	if !isUpgrade(r) {
+		refuse(w, http.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks WebSocket only.")
+		return
+	}
+	if !h.originAllowed(r) {
+		refuse(w, http.StatusForbidden, "forbidden_origin", "This origin may not open a stream.")
+		return
+	}
 	h.conns.Add(1)
 	defer h.conns.Done()
 	if err := h.join(ctx, c); err != nil {
@@ -81,6 +94,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 	defer h.leave(c)
 	ready, err := h.readyFrame(ctx, c)
 	if err != nil {
+		h.presence.Disconnect(context.WithoutCancel(ctx), uid, c.id)
 		unavailable(w, err)
 		return
 	}
@@ -123,11 +137,46 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 }
 
 func unavailable(w http.ResponseWriter, err error) {
+	if errors.Is(err, errClosing) {
+		refuse(w, http.StatusServiceUnavailable, "shutting_down", "This instance is shutting down; connect again.")
+		return
+	}
+	refuse(w, http.StatusServiceUnavailable, "redis_unavailable", "Live updates are unavailable right now; try again shortly.")
+}
+
+// refuse answers a stream request that is not upgraded, in the API's error
+// shape.
+func refuse(w http.ResponseWriter, status int, code, message string) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{
-		"code": "redis_unavailable", "message": "Live updates are unavailable right now (" + err.Error() + "); try again shortly.",
-	}})
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": message}})
+}
+
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") &&
+		strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
+}
+
+// originAllowed applies the rule websocket.Accept applies: no Origin (not a
+// browser), the request's own host, or a host matching an allowed pattern.
+func (h *Hub) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, p := range h.opts.OriginPatterns {
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(u.Host)); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // readyFrame registers the connection's presence and builds its first frame.

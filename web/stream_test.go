@@ -28,10 +28,17 @@ func TestStreamAuthAndOrigin(t *testing.T) {
 	if _, res, err := bad.dial(nil); err == nil || res == nil || res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("dial with a bad token: %v %v, want 401", err, res)
 	}
-	a := in.signUp(t, "streamer")
+	a, friend := in.signUp(t, "streamer"), in.signUp(t, "watcher")
+	befriend(a, friend)
+	watch := friend.connect()
 	if _, res, err := a.dial(http.Header{"Origin": {"https://evil.example"}}); err == nil || res == nil || res.StatusCode != http.StatusForbidden {
 		t.Fatalf("dial from a foreign origin: %v %v, want 403", err, res)
 	}
+	if res := a.do("GET", "/api/v1/stream", nil); res.Status != http.StatusUpgradeRequired || res.errorCode(t) != "upgrade_required" {
+		t.Fatalf("GET without an upgrade: %d %s, want 426", res.Status, res.Body)
+	}
+	// Refused attempts never made the user online for a moment.
+	watch.quiet("presence", 300*time.Millisecond)
 	ws, _, err := a.dial(http.Header{"Origin": {in.srv.URL}})
 	if err != nil {
 		t.Fatalf("dial from our own origin: %v", err)
