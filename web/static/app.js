@@ -113,6 +113,11 @@ function enterApp(user, { fromForm }) {
   refreshSiteCounts();
   app.timers.push(setInterval(() => refreshTimes(document), 30000));
   app.timers.push(setInterval(refreshSiteCounts, 60000));
+  // No frame says "someone you follow followed you back", so a friendship
+  // the other side made shows up here only through GET /friends.
+  app.timers.push(setInterval(() => {
+    if (!document.hidden) refreshFriends();
+  }, 60000));
 
   route({ moveFocus: fromForm });
 }
@@ -133,6 +138,7 @@ function leaveApp(notice) {
   session.hidden = true;
   aside.replaceChildren();
   aside.hidden = true;
+  delete document.body.dataset.route;
   if (notice !== '') showAuth({ notice, focus: true });
 }
 
@@ -223,6 +229,7 @@ function route({ moveFocus = true } = {}) {
   }
   app.view = view;
   app.route = r;
+  document.body.dataset.route = r.name;
   main.replaceChildren(view.el);
   if (view.mounted) view.mounted();
   refreshTimes(main);
@@ -253,6 +260,8 @@ function onReady(frame) {
     app.meName.textContent = app.me.name || '';
   }
   app.sidebar.setSnapshot(frame.online_friends);
+  // The counts fetched at sign-in predate this connection, so they left you out.
+  refreshSiteCounts();
 }
 
 function onFrame(frame) {

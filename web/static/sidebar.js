@@ -24,8 +24,18 @@ export class Sidebar {
     this.count = h('span', { class: 'count', dataset: { testid: 'online-count' } }, '0');
     this.onlineList = h('ul', { class: 'friend-list', 'aria-label': 'Online now' });
     this.noneOnline = h('p', { class: 'muted small' }, 'None of your friends are online right now.');
-    this.awayHeading = h('h3', { class: 'group-heading', id: 'away-heading' }, 'Away');
+    this.awayCount = h('span', { class: 'group-count' }, '0');
     this.awayList = h('ul', { class: 'friend-list', 'aria-labelledby': 'away-heading' });
+    // A disclosure, open beside the feed but closed on a phone, where the
+    // panel sits above the feed and every line of it pushes the feed down.
+    this.awayGroup = h('details', { class: 'away-group' },
+      h('summary', { class: 'group-summary' },
+        h('h3', { class: 'group-heading', id: 'away-heading' }, 'Away'), ' ', this.awayCount),
+      this.awayList,
+    );
+    const wide = window.matchMedia('(min-width: 821px)');
+    this.awayGroup.open = wide.matches;
+    wide.addEventListener('change', () => { this.awayGroup.open = wide.matches; });
     this.hint = h('p', { class: 'muted small', hidden: true },
       'Friends are people you follow who follow you back. ',
       h('a', { href: '#/global' }, 'Find people'), ' on the global timeline.');
@@ -38,8 +48,7 @@ export class Sidebar {
         this.staleNote,
         this.onlineList,
         this.noneOnline,
-        this.awayHeading,
-        this.awayList,
+        this.awayGroup,
         this.hint,
       ),
       this.site,
@@ -122,7 +131,12 @@ export class Sidebar {
       this.site.hidden = true;
       return;
     }
-    this.site.textContent = `${plural(counts.online, 'person', 'people')} online · ${counts.active_last_10m} active in the last 10 min`;
+    // Two unbreakable halves, so a narrow panel wraps at the separator.
+    this.site.replaceChildren(
+      h('span', { class: 'nowrap' }, `${plural(counts.online, 'person', 'people')} on Chorus now`),
+      ' · ',
+      h('span', { class: 'nowrap' }, `${counts.active_last_10m} active in the last 10 min`),
+    );
     this.site.hidden = false;
   }
 
@@ -133,8 +147,10 @@ export class Sidebar {
     this.sync(this.onlineList, online, 'online-friend');
     this.sync(this.awayList, away, 'away-friend');
     this.count.textContent = String(online.length);
+    this.count.dataset.zero = String(online.length === 0);
+    this.awayCount.textContent = String(away.length);
     this.noneOnline.hidden = online.length > 0 || all.length === 0;
-    this.awayHeading.hidden = away.length === 0;
+    this.awayGroup.hidden = away.length === 0;
     this.hint.hidden = all.length > 0;
   }
 

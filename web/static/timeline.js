@@ -39,21 +39,23 @@ export function statusEl(status, { mine, onDelete }) {
   const li = h('li', { class: 'status', tabindex: '-1', dataset: { testid: 'status', id: String(status.id), login: status.login } },
     h('a', { class: 'status-avatar', href, tabindex: '-1', 'aria-hidden': 'true' }, avatar(author)),
     h('div', { class: 'status-body' },
-      h('p', { class: 'status-meta' },
-        h('a', { class: 'status-author', href }, loginEl(status.login)),
-        h('span', { class: 'sep', 'aria-hidden': 'true' }, '·'),
-        timeEl(status.posted),
-      ),
-      h('p', { class: 'status-message', dataset: { testid: 'status-message' } }, messageNodes(String(status.message ?? ''))),
-      mine && h('div', { class: 'status-actions' },
-        h('button', {
+      // The actions share the author's line so a status of yours is no
+      // taller than anyone else's.
+      h('div', { class: 'status-head' },
+        h('p', { class: 'status-meta' },
+          h('a', { class: 'status-author', href }, loginEl(status.login)),
+          h('span', { class: 'sep', 'aria-hidden': 'true' }, '·'),
+          timeEl(status.posted),
+        ),
+        mine && h('button', {
           type: 'button',
-          class: 'btn btn-quiet btn-small',
+          class: 'btn btn-quiet btn-small status-action',
           dataset: { testid: 'status-delete' },
           'aria-label': 'Delete this status',
           onclick: (ev) => onDelete(status, li, ev.currentTarget, error),
         }, 'Delete'),
       ),
+      h('p', { class: 'status-message', dataset: { testid: 'status-message' } }, messageNodes(String(status.message ?? ''))),
       error,
     ),
   );

@@ -278,7 +278,9 @@ function profileCard(ctx, user, signal) {
       h('div', { class: 'profile-id' },
         h1,
         h('p', { class: 'profile-login' }, loginEl(user.login)),
-        h('p', { class: 'muted small' }, meta.join(' · '), meta.length && presence ? ' · ' : '', presence),
+        // Flex items with a gap rather than " · " text, so a wrap on a phone
+        // leaves no separator dangling at the end of a line.
+        h('p', { class: 'muted small profile-meta' }, meta.map((m) => h('span', {}, m)), presence),
       ),
       h('div', { class: 'profile-action' }, action),
     ),
