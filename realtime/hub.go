@@ -355,3 +355,38 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	h.routerWG.Wait()
 	return err
 }
+
+// presenceFrame is the presence frame as the hub sends it about a user who
+// may never have been seen (LastSeen nil).
+type presenceFrame struct {
+	Type     string     `json:"type"`
+	User     FriendUser `json:"user"`
+	Online   bool       `json:"online"`
+	LastSeen *time.Time `json:"last_seen"`
+}
+
+// AnnounceFriendship tells a and b, on every instance, each other's
+// presence: a follow has just made them friends, and their friends lists
+// would otherwise learn of it only at the other's next coming or going.
+func (h *Hub) AnnounceFriendship(ctx context.Context, a, b int64) error {
+	users, err := h.feed.Users(ctx, []int64{a, b})
+	if err != nil || len(users) != 2 {
+		return fmt.Errorf("announce friendship %d,%d: %w", a, b, errors.Join(err, social.ErrNotFound))
+	}
+	pipe := h.rdb.Pipeline()
+	for i, u := range users {
+		online, lastSeen, err := h.presence.UserPresence(ctx, u.ID)
+		if err != nil {
+			return fmt.Errorf("announce friendship %d,%d: %w", a, b, err)
+		}
+		frame, _ := json.Marshal(presenceFrame{
+			Type: "presence", User: FriendUser{ID: u.ID, Login: u.Login, Name: u.Name},
+			Online: online, LastSeen: lastSeen,
+		})
+		pipe.Publish(ctx, h.feed.UserChannel(users[1-i].ID), frame)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("announce friendship %d,%d: %w", a, b, err)
+	}
+	return nil
+}

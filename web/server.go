@@ -58,6 +58,7 @@ type Presence interface {
 type Stream interface {
 	Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string)
 	EndSession(ctx context.Context, uid int64, sessionID string) error
+	AnnounceFriendship(ctx context.Context, a, b int64) error
 	StreamStats
 }
 

@@ -100,6 +100,25 @@ func TestStreamReadyAndLiveAcrossInstances(t *testing.T) {
 	t.Logf("offline seen after %s", time.Since(start))
 }
 
+func TestStreamNewFriendship(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	one, two := e.start(), e.start()
+	alice, bob := one.signUp(t, "alice"), two.signUp(t, "bob")
+	alice.follow("bob")
+	as := one.as(alice).connect()
+	bs := two.as(bob).connect()
+	as.quiet("presence", 200*time.Millisecond) // not friends yet
+	bob.follow("alice")
+	p := as.nextOf("presence", 2*time.Second)
+	if p.login(t) != "bob" || !p.Online {
+		t.Fatalf("alice got %+v, want bob online", p)
+	}
+	if p := bs.nextOf("presence", 2*time.Second); p.login(t) != "alice" || !p.Online {
+		t.Fatalf("bob got %+v, want alice online", p)
+	}
+}
+
 func TestStreamSameUserOnTwoInstances(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, social.Options{})

@@ -170,10 +170,18 @@ func (s *Server) writeUser(w http.ResponseWriter, r *http.Request, status int, u
 
 func (s *Server) follow(w http.ResponseWriter, r *http.Request) {
 	viewer, _ := viewerFrom(r.Context())
-	u, err := s.social.Follow(r.Context(), viewer.UID, chi.URLParam(r, "login"))
+	ctx := r.Context()
+	u, err := s.social.Follow(ctx, viewer.UID, chi.URLParam(r, "login"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	// The follow stands; telling open streams of a new friendship is a
+	// courtesy that may fail.
+	if friends, err := s.social.AreFriends(ctx, viewer.UID, u.ID); err == nil && friends {
+		if err := s.stream.AnnounceFriendship(ctx, viewer.UID, u.ID); err != nil {
+			s.log.WarnContext(ctx, "could not announce a friendship", "request_id", middleware.GetReqID(ctx), "err", err)
+		}
 	}
 	s.writeUser(w, r, http.StatusOK, u)
 }
