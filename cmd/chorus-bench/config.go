@@ -82,7 +82,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.Var(&urls, "url", "base URL of a Chorus instance; repeat or comma-separate to spread connections and posts over several")
 	fs.IntVar(&c.Conns, "conns", 100, "WebSocket connections to hold, one user each")
 	fs.IntVar(&c.Authors, "authors", 10, "users who post (not connected)")
-	fs.IntVar(&c.FollowersPerAuthor, "followers-per-author", 10, "connected users following each author")
+	fs.IntVar(&c.FollowersPerAuthor, "followers-per-author", 0, "connected users following each author; 0: -conns / -authors, so that each connection follows one author")
 	fs.Float64Var(&c.Rate, "rate", 10, "posts per second, spread over the authors")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to post")
 	fs.IntVar(&c.Workers, "workers", -1, "worker processes holding connections: 0 holds them in this process, -1 one per -conns-per-worker")
@@ -138,6 +138,9 @@ func (c *config) validate() error {
 		}
 		c.URLs[i] = strings.TrimRight(raw, "/")
 	}
+	if c.FollowersPerAuthor == 0 && c.Authors > 0 {
+		c.FollowersPerAuthor = max(1, c.Conns/c.Authors)
+	}
 	posts := c.Rate * c.Duration.Seconds()
 	positive := []struct {
 		name string
@@ -157,7 +160,7 @@ func (c *config) validate() error {
 	case c.Authors < 0 || c.Authors > maxConns:
 		return usagef("-authors must be 0..%d, got %d", maxConns, c.Authors)
 	case c.FollowersPerAuthor < 0 || c.FollowersPerAuthor > c.Conns:
-		return usagef("-followers-per-author must be 0..-conns (%d), got %d", c.Conns, c.FollowersPerAuthor)
+		return usagef("-followers-per-author must be 1..-conns (%d), got %d", c.Conns, c.FollowersPerAuthor)
 	case math.IsNaN(c.Rate) || c.Rate < 0 || math.IsInf(c.Rate, 0):
 		return usagef("-rate must be a number of posts per second, 0 or more")
 	case c.Duration < 0:

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// bench runs the whole measurement: users and follows, connections, idle
+// memory, posts, deliveries. It returns the result so far with an error
+// when a phase fails. exe is the program to run as worker processes.
+func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr io.Writer) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.MaxTime)
+	defer cancel()
+	res := &Result{RunID: newRunID(), Started: time.Now().UTC(), URLs: cfg.URLs, Params: Params{
+		Conns: cfg.Conns, Authors: cfg.Authors, FollowersPerAuthor: cfg.FollowersPerAuthor,
+		Rate: cfg.Rate, DurationSeconds: cfg.Duration.Seconds(), SourceIPs: len(cfg.SourceIPs),
+	}}
+	api := newAPIClient(cfg.MaxInFlight + cfg.SignupConcurrency + cfg.FollowConcurrency)
+	defer api.close()
+
+	// Users: authors first, then one user per connection.
+	store, err := loadUsers(cfg.UsersFile)
+	if err != nil {
+		return res, err
+	}
+	need := cfg.Authors + cfg.Conns
+	res.Users.Total, res.Users.Reused = need, min(len(store.Users), need)
+	t := time.Now()
+	signedUp, err := ensureUsers(ctx, api, &cfg, store, need, log)
+	res.Users.SignedUp, res.Users.SignupSeconds = signedUp, time.Since(t).Seconds()
+	if signedUp > 0 {
+		if serr := saveUsers(cfg.UsersFile, store); serr != nil {
+			return res, errors.Join(err, serr)
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	users := store.Users[:need]
+	g := buildGraph(cfg.Authors, cfg.Conns, cfg.FollowersPerAuthor)
+	added, removed, err := syncFollows(ctx, api, &cfg, store, g.edges(users), log)
+	res.Users.FollowsAdded, res.Users.FollowsRemoved = added, removed
+	if added+removed > 0 {
+		if serr := saveUsers(cfg.UsersFile, store); serr != nil {
+			return res, errors.Join(err, serr)
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+
+	// Connections, spread over instances, source addresses and shards.
+	for _, pid := range cfg.ServerPIDs {
+		before, err := readRSS(pid)
+		if err != nil {
+			return res, err
+		}
+		res.Memory = append(res.Memory, ServerMemory{PID: pid, BeforeKiB: before})
+	}
+	for _, u := range cfg.URLs {
+		res.Metrics = append(res.Metrics, InstanceMetrics{URL: u})
+	}
+	scrapeAll(ctx, api, res.Metrics, func(m *InstanceMetrics) *map[string]float64 { return &m.Before })
+	specs := make([]connSpec, cfg.Conns)
+	for i := range specs {
+		u, err := streamURL(cfg.URLs[i%len(cfg.URLs)])
+		if err != nil {
+			return res, err
+		}
+		specs[i] = connSpec{Index: i, URL: u, Token: users[cfg.Authors+i].Token}
+		if len(cfg.SourceIPs) > 0 {
+			specs[i].Source = cfg.SourceIPs[i%len(cfg.SourceIPs)].String()
+		}
+	}
+	col := newCollector(cfg.Conns)
+	workers := cfg.workerCount()
+	res.Client.Workers = workers
+	deadline, _ := ctx.Deadline()
+	opts := shardOptions{RunID: res.RunID, DialConcurrency: cfg.DialConcurrency, DialTimeout: cfg.DialTimeout, Lifetime: time.Until(deadline)}
+	log.Info("connecting", "conns", cfg.Conns, "workers", workers, "urls", len(cfg.URLs), "source_ips", len(cfg.SourceIPs))
+	hs, err := startHolders(ctx, workers, exe, specs, opts, col, stderr)
+	if err != nil {
+		return res, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			hs.stop(15 * time.Second)
+		}
+	}()
+	if err := awaitShards(ctx, hs, col, func(dialed, _ int) bool { return dialed == hs.count }); err != nil {
+		return res, fmt.Errorf("connecting: %w", err)
+	}
+	col.mu.Lock()
+	for _, d := range col.dialed {
+		res.Conns.Attempted += d.Attempted
+		res.Conns.Held += d.Held
+		res.Conns.Failed += d.Failed
+		res.Conns.ConnectSeconds = max(res.Conns.ConnectSeconds, d.Seconds)
+		for k, v := range d.Reasons {
+			if res.Conns.FailReasons == nil {
+				res.Conns.FailReasons = map[string]int{}
+			}
+			res.Conns.FailReasons[k] += v
+		}
+	}
+	col.mu.Unlock()
+	log.Info("connected", "held", res.Conns.Held, "failed", res.Conns.Failed, "seconds", res.Conns.ConnectSeconds)
+
+	if err := sleep(ctx, cfg.Hold); err != nil {
+		return res, err
+	}
+	idleHeld := col.heldAt(time.Now().UnixNano())
+	res.Conns.HeldIdle = idleHeld
+	for i := range res.Memory {
+		if res.Memory[i].IdleKiB, err = readRSS(res.Memory[i].PID); err != nil {
+			return res, err
+		}
+	}
+
+	scrapeAll(ctx, api, res.Metrics, func(m *InstanceMetrics) *map[string]float64 { return &m.Idle })
+	res.MetricsPerConn = perConn(res.Metrics, idleHeld)
+
+	// Posts, then a grace period for the last deliveries.
+	posts, sched := runPosts(ctx, api, &cfg, users[:cfg.Authors], res.RunID, log)
+	graceEnd := time.Now().Add(cfg.Grace)
+	for time.Now().Before(graceEnd) && ctx.Err() == nil {
+		if col.missing(posts, g) == 0 {
+			break
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+	res.Conns.HeldAtEnd = col.heldAt(time.Now().UnixNano())
+	for i := range res.Memory {
+		if res.Memory[i].AfterKiB, err = readRSS(res.Memory[i].PID); err != nil {
+			return res, err
+		}
+	}
+	scrapeAll(ctx, api, res.Metrics, func(m *InstanceMetrics) *map[string]float64 { return &m.After })
+	stopped = true
+	stopErr := hs.stop(30 * time.Second)
+	fill(res, col, posts, sched, g, idleHeld)
+	if stopErr != nil {
+		return res, stopErr
+	}
+	select {
+	case err := <-hs.errs:
+		return res, err
+	default:
+	}
+	if _, finals := col.counts(); finals != hs.count {
+		return res, fmt.Errorf("%d of %d shards sent their final report", finals, hs.count)
+	}
+	return res, nil
+}
+
+// awaitShards waits until done says the shards' reports are in, a worker
+// fails, or ctx ends.
+func awaitShards(ctx context.Context, hs *holders, col *collector, done func(dialed, finals int) bool) error {
+	for {
+		if done(col.counts()) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-hs.errs:
+			return err
+		case <-col.notify:
+		}
+	}
+}
+
+// fill completes the result from the collector and the posts.
+func fill(res *Result, col *collector, posts []postRecord, sched postSchedule, g graph, idleHeld int) {
+	o := col.outcome(posts, g)
+	res.Deliveries.Expected, res.Deliveries.Delivered, res.Deliveries.Lost = o.Expected, o.Delivered, o.Lost
+	res.Deliveries.LostOnClosed, res.Deliveries.Early, res.Deliveries.Unexpected = o.LostOnClosed, o.Early, o.Unexpected
+	res.Posts.LostExamples = o.LostExamples
+	res.Latency = summarize(o.Latencies)
+
+	col.mu.Lock()
+	res.Deliveries.Duplicated, res.Deliveries.Foreign = col.dupes, col.foreign
+	for _, at := range col.closedAt {
+		if at != 0 {
+			res.Conns.Dropped++
+		}
+	}
+	if len(col.closedBy) > 0 {
+		res.Conns.DropReasons = col.closedBy
+	}
+	res.Frames.ByType = map[string]int64{}
+	for _, f := range col.finals {
+		for k, v := range f.Frames {
+			res.Frames.ByType[k] += v
+			res.Frames.Total += v
+		}
+		res.Frames.HeartbeatsSent += f.Heartbeats
+		res.Frames.HeartbeatErrors += f.HeartbeatErrors
+		res.Client.RSSKiB = append(res.Client.RSSKiB, f.RSSKiB)
+	}
+	col.mu.Unlock()
+
+	res.Posts.Planned = len(posts)
+	for _, p := range posts {
+		switch {
+		case p.Sent == 0:
+		case p.Err != nil:
+			res.Posts.Sent++
+			res.Posts.Failed++
+			if res.Posts.FirstError == "" {
+				res.Posts.FirstError = p.Err.Error()
+			}
+		default:
+			res.Posts.Sent++
+		}
+	}
+	res.Posts.Seconds = sched.Seconds
+	if sched.Seconds > 0 {
+		res.Posts.AchievedRate = float64(res.Posts.Sent) / sched.Seconds
+	}
+	res.Posts.MaxLagMS = float64(sched.MaxLag) / 1e6
+	res.Posts.AnswerLatency = summarize(sched.Answered)
+
+	kept := res.Metrics[:0]
+	for _, m := range res.Metrics {
+		if m.Before != nil || m.Idle != nil || m.After != nil {
+			kept = append(kept, m)
+		}
+	}
+	res.Metrics = kept
+
+	var grown int64
+	for _, m := range res.Memory {
+		grown += m.IdleKiB - m.BeforeKiB
+	}
+	if len(res.Memory) > 0 && idleHeld > 0 {
+		res.MemoryPerConnKiB = float64(grown) / float64(idleHeld)
+	}
+}
+
+// sleep waits d, or less if ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

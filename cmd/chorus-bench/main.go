@@ -1,0 +1,95 @@
+// Command chorus-bench is a load client for a Chorus deployment. It speaks
+// only the public API: it signs up users and makes a follow graph over
+// REST, holds WebSocket connections to /api/v1/stream with heartbeats, posts
+// at a rate, and reports what reached whom and how fast: connections held,
+// frames, deliveries expected, lost and duplicated, post-to-delivery
+// latency, and, for a local server, its memory per connection.
+//
+// Large runs spread connections over worker processes (the tool runs
+// itself with the hidden -worker argument) and over local source addresses.
+//
+//	chorus-bench -url http://127.0.0.1:8080 -conns 10000 -authors 100 \
+//	    -followers-per-author 100 -rate 100 -duration 30s -users-file users.json
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	var code int
+	if os.Getenv(workerEnv) == "1" || (len(os.Args) > 1 && os.Args[1] == "-worker") {
+		code = workerMain(ctx, os.Stdin, os.Stdout, os.Stderr)
+	} else {
+		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
+	stop()
+	os.Exit(code)
+}
+
+// Exit statuses of run.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the run failed, or found lost, duplicated or failed work
+	exitUsage   = 2
+	progName    = "chorus-bench"
+	usageSuffix = "run chorus-bench -h for the flags"
+)
+
+// run does one run of the tool and returns its exit status. The report goes
+// to stdout, progress and errors to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseConfig(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "%s: %v (%s)\n", progName, err, usageSuffix)
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if before, after, err := raiseFileLimit(); err != nil {
+		log.Warn("could not raise the open-file limit", "limit", before, "err", err)
+	} else if after < uint64(cfg.Conns)+256 && cfg.workerCount() == 0 {
+		log.Warn("the open-file limit may be too low for this many connections in one process; use -workers", "limit", after, "conns", cfg.Conns)
+	}
+	exe, err := os.Executable()
+	if err != nil && cfg.workerCount() > 0 {
+		fmt.Fprintf(stderr, "%s: cannot find this program to run workers: %v\n", progName, err)
+		return exitFailed
+	}
+
+	res, err := bench(ctx, cfg, exe, log, stderr)
+	if res != nil && res.Conns.Attempted > 0 {
+		var werr error
+		if cfg.JSON {
+			werr = writeJSON(stdout, res)
+		} else {
+			werr = writeTable(stdout, res)
+		}
+		if werr != nil {
+			fmt.Fprintf(stderr, "%s: write report: %v\n", progName, werr)
+			return exitFailed
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
+		return exitFailed
+	}
+	if p := res.Problems(); len(p) > 0 {
+		fmt.Fprintf(stderr, "%s: FAIL: %s\n", progName, strings.Join(p, "; "))
+		return exitFailed
+	}
+	return exitOK
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// scrapedMetrics are the unlabelled series of an instance's /metrics the
+// report uses: the Go runtime's memory, and the stream's counters.
+var scrapedMetrics = []string{
+	"go_goroutines",
+	"go_gc_gogc_percent",
+	"go_memstats_heap_alloc_bytes",
+	"go_memstats_heap_objects",
+	"go_memstats_next_gc_bytes",
+	"go_memstats_heap_inuse_bytes",
+	"go_memstats_stack_inuse_bytes",
+	"go_memstats_sys_bytes",
+	"process_resident_memory_bytes",
+	"chorus_connections_open",
+	"chorus_frames_sent_total",
+	"chorus_frames_dropped_total",
+	"chorus_slow_clients_closed_total",
+	"chorus_heartbeats_total",
+	"chorus_pubsub_resubscribes_total",
+}
+
+// InstanceMetrics is what one instance's /metrics said at three moments:
+// before connecting, idle with every connection held, after the posts.
+type InstanceMetrics struct {
+	URL    string             `json:"url"`
+	Before map[string]float64 `json:"before,omitempty"`
+	Idle   map[string]float64 `json:"idle,omitempty"`
+	After  map[string]float64 `json:"after,omitempty"`
+}
+
+// PerConnMetrics divide the growth of the instances' Go runtime figures,
+// from before connecting to idle, by the connections held.
+type PerConnMetrics struct {
+	HeapInuseKiB float64 `json:"heap_inuse_kib"` // spans in use: live objects, garbage not yet swept, free slots
+	HeapAllocKiB float64 `json:"heap_alloc_kib"` // objects: live, and garbage since the last GC
+	LiveKiB      float64 `json:"live_kib_estimate"`
+	Objects      float64 `json:"objects"`
+	StackKiB     float64 `json:"stack_inuse_kib"`
+	Goroutines   float64 `json:"goroutines"`
+}
+
+// liveHeap estimates the heap live at the last GC from the next GC's goal,
+// which the runtime sets at live + (live + stacks) × GOGC/100.
+func liveHeap(m map[string]float64) float64 {
+	g := 1.0
+	if v, ok := m["go_gc_gogc_percent"]; ok && v > 0 {
+		g = v / 100
+	}
+	return (m["go_memstats_next_gc_bytes"] - g*m["go_memstats_stack_inuse_bytes"]) / (1 + g)
+}
+
+// scrapeMetrics reads the series named in scrapedMetrics from base's
+// /metrics. A deployment without /metrics, or without some series, gives
+// fewer figures, never an error that stops the run.
+func scrapeMetrics(ctx context.Context, api *apiClient, base string) map[string]float64 {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/metrics", nil)
+	if err != nil {
+		return nil
+	}
+	res, err := api.http.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil
+	}
+	return parseMetrics(io.LimitReader(res.Body, 8<<20))
+}
+
+// parseMetrics picks the wanted unlabelled samples out of the Prometheus
+// text format.
+func parseMetrics(r io.Reader) map[string]float64 {
+	want := map[string]bool{}
+	for _, n := range scrapedMetrics {
+		want[n] = true
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || !want[f[0]] {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			out[f[0]] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// scrapeAll reads every instance's metrics into the moment that pick
+// selects.
+func scrapeAll(ctx context.Context, api *apiClient, ms []InstanceMetrics, pick func(*InstanceMetrics) *map[string]float64) {
+	for i := range ms {
+		*pick(&ms[i]) = scrapeMetrics(ctx, api, ms[i].URL)
+	}
+}
+
+// perConn works out PerConnMetrics over held connections; nil when any
+// instance lacks the figures.
+func perConn(ms []InstanceMetrics, held int) *PerConnMetrics {
+	if len(ms) == 0 || held == 0 {
+		return nil
+	}
+	names := []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes", "go_memstats_heap_objects",
+		"go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes", "go_goroutines"}
+	var sum [6]float64
+	var live float64
+	for _, m := range ms {
+		for i, n := range names {
+			b, okB := m.Before[n]
+			a, okA := m.Idle[n]
+			if !okA || !okB {
+				return nil
+			}
+			sum[i] += a - b
+		}
+		live += liveHeap(m.Idle) - liveHeap(m.Before)
+	}
+	n := float64(held)
+	return &PerConnMetrics{
+		HeapInuseKiB: sum[0] / 1024 / n, HeapAllocKiB: sum[1] / 1024 / n, Objects: sum[2] / n,
+		LiveKiB: live / 1024 / n, StackKiB: sum[4] / 1024 / n, Goroutines: sum[5] / n,
+	}
+}
+
+// counterGrowth sums, over the instances, how much a counter grew from
+// before connecting to after the posts; ok is false when none reports it.
+func counterGrowth(ms []InstanceMetrics, name string) (v float64, ok bool) {
+	for _, m := range ms {
+		a, okA := m.After[name]
+		b, okB := m.Before[name]
+		if okA && okB {
+			v += a - b
+			ok = true
+		}
+	}
+	return v, ok
+}
+
+// metricsLine is the report's line about the servers' own counters.
+func metricsLine(ms []InstanceMetrics) string {
+	var parts []string
+	for _, n := range []string{"chorus_frames_sent_total", "chorus_frames_dropped_total", "chorus_slow_clients_closed_total", "chorus_heartbeats_total", "chorus_pubsub_resubscribes_total"} {
+		if v, ok := counterGrowth(ms, n); ok {
+			parts = append(parts, fmt.Sprintf("%s +%.0f", strings.TrimSuffix(strings.TrimPrefix(n, "chorus_"), "_total"), v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

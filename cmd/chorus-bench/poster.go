@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// postSchedule is how the posting went against its schedule.
+type postSchedule struct {
+	Seconds  float64       // from the first post due to the last answer
+	MaxLag   time.Duration // the latest a post was sent after its due time
+	Answered []int64       // nanoseconds from send to answer, sorted later
+}
+
+// runPosts posts cfg.postCount() statuses at cfg.Rate, author after author
+// and instance after instance, each message carrying its marker. A post
+// waits when cfg.MaxInFlight posts await their answers. The record of each
+// post has its send time, taken just before the request.
+func runPosts(ctx context.Context, api *apiClient, cfg *config, authors []benchUser, runID string, log *slog.Logger) ([]postRecord, postSchedule) {
+	n := cfg.postCount()
+	recs := make([]postRecord, n)
+	var sched postSchedule
+	if n == 0 {
+		return recs, sched
+	}
+	log.Info("posting", "posts", n, "rate", cfg.Rate, "authors", len(authors))
+	sem := make(chan struct{}, cfg.MaxInFlight)
+	var wg sync.WaitGroup
+	start := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for k := range n {
+		due := start.Add(time.Duration(float64(k) / cfg.Rate * float64(time.Second)))
+		if wait := time.Until(due); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+			case <-timer.C:
+			}
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		sched.MaxLag = max(sched.MaxLag, time.Since(due))
+		a := k % len(authors)
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var out struct {
+				Status struct {
+					ID int64 `json:"id"`
+				} `json:"status"`
+			}
+			rec := &recs[k]
+			rec.Author = a
+			body := map[string]string{"message": marker(runID, k)}
+			rec.Sent = time.Now().UnixNano()
+			rec.Err = api.do(ctx, http.MethodPost, cfg.URLs[k%len(cfg.URLs)], "/api/v1/statuses", authors[a].Token, body, &out)
+			rec.Answered = time.Now().UnixNano()
+			rec.StatusID = out.Status.ID
+		})
+	}
+	wg.Wait()
+	sched.Seconds = time.Since(start).Seconds()
+	for _, r := range recs {
+		if r.Sent != 0 && r.Err == nil {
+			sched.Answered = append(sched.Answered, r.Answered-r.Sent)
+		}
+	}
+	return recs, sched
+}
