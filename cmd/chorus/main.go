@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return errUsage
 	}
 	log := newLogger(cfg.LogFormat, stderr)
+	redis.SetLogger(redisLogger{log.With("component", "redis")})
 
 	redisURL := cfg.RedisURL
 	if redisURL == "" {
