@@ -7,7 +7,7 @@
 -- expired and who await the sweep.
 --
 -- Copying is O(users connected) and blocks Redis for it (about 0.1 to 0.7 s
--- for 50,000 online on a small machine; see docs/BENCHMARKS-presence.md), so
+-- for 50,000 online on a small machine; see docs/BENCHMARKS.md), so
 -- the copy is made only when it is missing. The heartbeat, disconnect and
 -- sweep scripts add and remove users in it as they come and go, and readers
 -- cut it at now - W, so it is never behind a new connection or a clean
