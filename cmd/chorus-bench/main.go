@@ -39,9 +39,12 @@ func main() {
 
 // Exit statuses of run.
 const (
-	exitOK      = 0
-	exitFailed  = 1 // the run failed, or found lost, duplicated or failed work
-	exitUsage   = 2
+	exitOK     = 0
+	exitFailed = 1 // the run failed, or found lost, duplicated or failed work
+	exitUsage  = 2
+)
+
+const (
 	progName    = "chorus-bench"
 	usageSuffix = "run chorus-bench -h for the flags"
 )
