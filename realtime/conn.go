@@ -26,10 +26,6 @@ const (
 	statusTryLater  = websocket.StatusTryAgainLater
 )
 
-// sentMemory is how many status ids a connection remembers having sent, to
-// send none twice across resume, catch-up and live delivery.
-const sentMemory = 2048
-
 // outgoing is one item of a connection's queue: a frame to send, or a
 // request to catch up on the home timeline.
 type outgoing struct {
@@ -48,7 +44,7 @@ type conn struct {
 	uid     int64
 	session string
 	id      string
-	queue   chan outgoing
+	queue   *queue
 
 	mu           sync.Mutex // guards ws, set after the upgrade
 	closeOnce    sync.Once
@@ -58,9 +54,8 @@ type conn struct {
 	overflowed   atomic.Bool
 
 	// Owned by the writer.
-	sent     map[int64]struct{}
-	sentFIFO []int64
-	newest   int64
+	sent   sentIDs
+	newest int64
 }
 
 // Serve runs one stream connection of uid, authenticated before the call
@@ -70,11 +65,9 @@ type conn struct {
 func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string) {
 	c := &conn{
 		hub: h, uid: uid, session: sessionID, id: uuid.NewString(),
-		queue:  make(chan outgoing, h.opts.QueueSize),
+		queue:  newQueue(h.opts.QueueSize),
 		closed: make(chan struct{}),
-		sent:   map[int64]struct{}{},
 	}
-	ctx := r.Context()
 	// Refuse what the upgrade would refuse before telling anyone the user
 	// is online.
 	if !isUpgrade(r) {
@@ -86,40 +79,69 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 		return
 	}
 	h.conns.Add(1)
-	defer h.conns.Done()
-	if err := h.join(ctx, c); err != nil {
-		unavailable(w, err)
+	ready, ok := h.open(w, r, c)
+	if !ok {
+		h.conns.Done()
 		return
 	}
-	defer h.leave(c)
+	// The stream lives on in two goroutines of its own. This one, whose
+	// stack grew deep in the setup, ends here, as a hijacked connection
+	// allows, so that an idle stream holds only two shallow stacks.
+	go c.run(ready)
+}
+
+// open subscribes, registers presence, builds the ready frame and upgrades.
+// When any step fails it answers the request, undoes the steps before, and
+// reports false.
+func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byte, ok bool) {
+	ctx := r.Context()
+	if err := h.join(ctx, c); err != nil {
+		unavailable(w, err)
+		return nil, false
+	}
+	undo := func() {
+		h.leave(c)
+		if !c.shuttingDown.Load() {
+			h.presence.Disconnect(context.WithoutCancel(ctx), c.uid, c.id)
+		}
+	}
 	ready, err := h.readyFrame(ctx, c)
 	if err != nil {
-		h.presence.Disconnect(context.WithoutCancel(ctx), uid, c.id)
+		undo()
 		unavailable(w, err)
-		return
+		return nil, false
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.opts.OriginPatterns})
 	if err != nil {
-		h.log.InfoContext(ctx, "websocket refused", "uid", uid, "err", err)
-		h.presence.Disconnect(context.WithoutCancel(ctx), uid, c.id)
-		return // Accept has answered
+		h.log.InfoContext(ctx, "websocket refused", "uid", c.uid, "err", err)
+		undo()
+		return nil, false // Accept has answered
 	}
 	if !c.attach(ws) {
-		return
+		undo()
+		return nil, false
 	}
 	ws.SetReadLimit(MaxFrameBytes)
+	return ready, true
+}
+
+// run serves an open stream until it ends, then unregisters it.
+func (c *conn) run(ready []byte) {
+	h := c.hub
+	defer h.conns.Done()
+	defer h.leave(c)
 	h.Stats.Open.Add(1)
 	defer h.Stats.Open.Add(-1)
-	h.log.InfoContext(ctx, "stream opened", "uid", uid, "conn", c.id)
+	h.log.Info("stream opened", "uid", c.uid, "conn", c.id)
 
-	connCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		c.write(connCtx, ready)
+		c.write(ctx, ready)
 	}()
-	code := c.read(connCtx)
+	code := c.read(ctx)
 	cancel()
 	<-writerDone
 	c.close(code, "")
@@ -127,13 +149,13 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 	if !c.shuttingDown.Load() {
 		// A clean end, or one this instance saw: tell friends now rather
 		// than when the registration expires.
-		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if _, err := h.presence.Disconnect(dctx, uid, c.id); err != nil {
-			h.log.Warn("presence disconnect failed; it expires instead", "uid", uid, "err", err)
+		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := h.presence.Disconnect(dctx, c.uid, c.id); err != nil {
+			h.log.Warn("presence disconnect failed; it expires instead", "uid", c.uid, "err", err)
 		}
 		dcancel()
 	}
-	h.log.InfoContext(ctx, "stream closed", "uid", uid, "conn", c.id)
+	h.log.Info("stream closed", "uid", c.uid, "conn", c.id)
 }
 
 func unavailable(w http.ResponseWriter, err error) {
@@ -255,9 +277,7 @@ func (c *conn) enqueue(o outgoing) {
 		return
 	default:
 	}
-	select {
-	case c.queue <- o:
-	default:
+	if !c.queue.push(o) {
 		c.hub.Stats.FramesDropped.Add(1)
 		if c.overflowed.CompareAndSwap(false, true) {
 			c.hub.Stats.SlowClosed.Add(1)
@@ -363,7 +383,9 @@ func (c *conn) write(ctx context.Context, ready []byte) {
 			return
 		case <-c.closed:
 			return
-		case o := <-c.queue:
+		case <-c.queue.ready:
+		}
+		for _, o := range c.queue.take() {
 			var ok bool
 			switch {
 			case o.resume:
@@ -409,15 +431,10 @@ func (c *conn) sendTimeline(ctx context.Context, after int64) bool {
 // sent that status before.
 func (c *conn) sendOnce(ctx context.Context, statusID int64, frame []byte) bool {
 	if statusID > 0 {
-		if _, dup := c.sent[statusID]; dup {
+		if c.sent.has(statusID) {
 			return true
 		}
-		c.sent[statusID] = struct{}{}
-		c.sentFIFO = append(c.sentFIFO, statusID)
-		if len(c.sentFIFO) > sentMemory {
-			delete(c.sent, c.sentFIFO[0])
-			c.sentFIFO = c.sentFIFO[1:]
-		}
+		c.sent.add(statusID)
 		c.newest = max(c.newest, statusID)
 	}
 	return c.send(ctx, frame)
