@@ -78,9 +78,16 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 		refuse(w, http.StatusForbidden, "forbidden_origin", "This origin may not open a stream.")
 		return
 	}
+	if n := h.admitted.Add(1); h.opts.MaxStreams > 0 && n > int64(h.opts.MaxStreams) {
+		h.admitted.Add(-1)
+		w.Header().Set("Retry-After", "5")
+		refuse(w, http.StatusServiceUnavailable, "too_many_streams", "This instance holds all the streams it can; connect again shortly.")
+		return
+	}
 	h.conns.Add(1)
 	ready, ok := h.open(w, r, c)
 	if !ok {
+		h.admitted.Add(-1)
 		h.conns.Done()
 		return
 	}
@@ -129,6 +136,7 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byt
 func (c *conn) run(ready []byte) {
 	h := c.hub
 	defer h.conns.Done()
+	defer h.admitted.Add(-1)
 	defer h.leave(c)
 	h.Stats.Open.Add(1)
 	defer h.Stats.Open.Add(-1)

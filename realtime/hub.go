@@ -60,6 +60,7 @@ type Options struct {
 	WriteTimeout      time.Duration // limit of one frame's write
 	SubscribeWait     time.Duration // how long a new connection waits for its subscription
 	OriginPatterns    []string      // extra browser origins allowed, as coder/websocket patterns
+	MaxStreams        int           // most streams held at once; 0: no limit
 	Logger            *slog.Logger
 }
 
@@ -79,6 +80,7 @@ type Hub struct {
 	live     map[string]bool   // channels whose subscription Redis confirmed
 	closing  bool
 	conns    sync.WaitGroup // every connection's Serve
+	admitted atomic.Int64   // streams being opened or open
 	routerWG sync.WaitGroup
 	cancel   context.CancelFunc
 	stopped  <-chan struct{} // closed when the hub stops

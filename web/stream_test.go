@@ -260,6 +260,30 @@ func TestStreamSlowReaderDoesNotDelayOthers(t *testing.T) {
 	}
 }
 
+func TestStreamLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.realtime.MaxStreams = 2
+	in := e.start()
+	a := in.signUp(t, "many_tabs")
+	first := a.connect()
+	a.connect()
+	_, res, err := a.dial(nil)
+	if err == nil || res == nil || res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("third stream over a limit of 2: %v %v, want 503 with Retry-After", err, res)
+	}
+	a.must(http.StatusOK, "GET", "/api/v1/me", nil, nil) // the API still answers
+	first.close()
+	eventually(t, 5*time.Second, func() string {
+		ws, _, err := a.dial(nil)
+		if err != nil {
+			return "no stream after one closed: " + err.Error()
+		}
+		ws.CloseNow()
+		return ""
+	})
+}
+
 func TestStreamBadFrames(t *testing.T) {
 	t.Parallel()
 	in := newEnv(t, social.Options{}).start()

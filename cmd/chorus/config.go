@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -18,6 +19,7 @@ type config struct {
 	AllowedOrigins    []string
 	LogFormat         string
 	ShutdownTimeout   time.Duration
+	MaxStreams        int
 }
 
 // parseConfig reads flags, each defaulting to its environment variable, then
@@ -38,6 +40,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&c.KeyPrefix, "key-prefix", env("CHORUS_KEY_PREFIX", "chorus:"), "prefix of every Redis key (CHORUS_KEY_PREFIX)")
 	fs.StringVar(&origins, "allowed-origins", env("CHORUS_ALLOWED_ORIGINS", ""), "comma-separated extra origins allowed for WebSockets and cookie writes (CHORUS_ALLOWED_ORIGINS)")
 	fs.StringVar(&c.LogFormat, "log-format", env("CHORUS_LOG_FORMAT", "text"), "log format: text or json (CHORUS_LOG_FORMAT)")
+	maxStreams, err := strconv.Atoi(env("CHORUS_MAX_STREAMS", "0"))
+	if err != nil || maxStreams < 0 {
+		return c, fmt.Errorf("CHORUS_MAX_STREAMS: want a whole number from 0, got %q", getenv("CHORUS_MAX_STREAMS"))
+	}
+	fs.IntVar(&c.MaxStreams, "max-streams", maxStreams, "most WebSocket streams this instance holds; 0: the open-file limit less 1024 (CHORUS_MAX_STREAMS)")
 	durations := []struct {
 		p         *time.Duration
 		name, env string
@@ -77,6 +84,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, fmt.Errorf("-heartbeat-interval must be positive, got %s", c.HeartbeatInterval)
 	case c.HeartbeatInterval >= c.OnlineWindow:
 		return c, fmt.Errorf("-heartbeat-interval (%s) must be shorter than -online-window (%s)", c.HeartbeatInterval, c.OnlineWindow)
+	case c.MaxStreams < 0:
+		return c, fmt.Errorf("-max-streams must be 0 or more, got %d", c.MaxStreams)
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return c, fmt.Errorf("-log-format must be text or json, got %q", c.LogFormat)
 	}

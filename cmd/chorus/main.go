@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	})
 	hub := realtime.New(rdb, soc, pres, realtime.Options{
 		HeartbeatInterval: cfg.HeartbeatInterval, OriginPatterns: originPatterns(cfg.AllowedOrigins),
-		Logger: log.With("component", "realtime"),
+		MaxStreams: maxStreams(cfg.MaxStreams), Logger: log.With("component", "realtime"),
 	})
 	srv := web.NewServer(web.Config{
 		Social: soc, Presence: pres, Stream: hub, Metrics: metrics,
@@ -113,7 +113,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
-	log.Info("chorus listening", "addr", ln.Addr().String(), "instance", instance, "redis", opt.Addr, "key_prefix", cfg.KeyPrefix)
+	log.Info("chorus listening", "addr", ln.Addr().String(), "instance", instance, "redis", opt.Addr,
+		"key_prefix", cfg.KeyPrefix, "max_streams", maxStreams(cfg.MaxStreams))
 	if listening != nil {
 		listening <- ln.Addr().String()
 	}
@@ -151,6 +152,18 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, nil))
 	}
 	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// maxStreams caps the streams an instance holds below its open-file limit,
+// so that a flood of streams never leaves it unable to accept a request.
+func maxStreams(configured int) int {
+	if configured > 0 {
+		return configured
+	}
+	if limit := fileLimit(); limit > 0 {
+		return max(100, int(min(limit, 1<<30))-1024)
+	}
+	return 0
 }
 
 // originPatterns turns allowed origins ("https://app.example.com") into the

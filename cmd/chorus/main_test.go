@@ -142,6 +142,9 @@ func TestConfig(t *testing.T) {
 		{"heartbeat not shorter than window", []string{"-heartbeat-interval", "30s"}, nil, nil, true},
 		{"negative window", []string{"-online-window", "-1s"}, nil, nil, true},
 		{"bad log format", []string{"-log-format", "xml"}, nil, nil, true},
+		{"max streams", nil, map[string]string{"CHORUS_MAX_STREAMS": "500"}, func(c config) bool { return c.MaxStreams == 500 }, false},
+		{"bad max streams", nil, map[string]string{"CHORUS_MAX_STREAMS": "many"}, nil, true},
+		{"negative max streams", []string{"-max-streams", "-3"}, nil, nil, true},
 		{"unknown flag", []string{"-nope"}, nil, nil, true},
 		{"stray argument", []string{"extra"}, nil, nil, true},
 	}
