@@ -1,0 +1,236 @@
+package realtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"chorus/presence"
+	"chorus/social"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+)
+
+// Serve runs one stream connection of uid, authenticated before the call
+// with the session sessionID, until it ends. Before upgrading it subscribes
+// to the user's channel and registers the connection's presence, answering
+// 503 in the API's error shape when Redis cannot be reached.
+func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string) {
+	c := &conn{
+		hub: h, uid: uid, session: sessionID, id: uuid.NewString(),
+		queue:  newQueue(h.opts.QueueSize),
+		closed: make(chan struct{}),
+	}
+	// Refuse what the upgrade would refuse before telling anyone the user
+	// is online.
+	if !isUpgrade(r) {
+		refuse(w, http.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks WebSocket only.")
+		return
+	}
+	if !h.originAllowed(r) {
+		refuse(w, http.StatusForbidden, "forbidden_origin", "This origin may not open a stream.")
+		return
+	}
+	if n := h.admitted.Add(1); h.opts.MaxStreams > 0 && n > int64(h.opts.MaxStreams) {
+		h.admitted.Add(-1)
+		w.Header().Set("Retry-After", "5")
+		refuse(w, http.StatusServiceUnavailable, "too_many_streams", "This instance holds all the streams it can; connect again shortly.")
+		return
+	}
+	h.conns.Add(1)
+	ready, ok := h.open(w, r, c)
+	if !ok {
+		h.admitted.Add(-1)
+		h.conns.Done()
+		return
+	}
+	// The stream lives on in two goroutines of its own. This one, whose
+	// stack grew deep in the setup, ends here, as a hijacked connection
+	// allows, so that an idle stream holds only two shallow stacks.
+	go c.run(ready)
+}
+
+// open subscribes, registers presence, builds the ready frame and upgrades.
+// When any step fails it answers the request, undoes the steps before, and
+// reports false.
+func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byte, ok bool) {
+	ctx := r.Context()
+	if err := h.join(ctx, c); err != nil {
+		unavailable(w, err)
+		return nil, false
+	}
+	undo := func() {
+		h.leave(c)
+		if !c.shuttingDown.Load() {
+			h.presence.Disconnect(context.WithoutCancel(ctx), c.uid, c.id)
+		}
+	}
+	ready, err := h.readyFrame(ctx, c)
+	if err != nil {
+		undo()
+		unavailable(w, err)
+		return nil, false
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.opts.OriginPatterns})
+	if err != nil {
+		h.log.InfoContext(ctx, "websocket refused", "uid", c.uid, "err", err)
+		undo()
+		return nil, false // Accept has answered
+	}
+	if !c.attach(ws) {
+		undo()
+		return nil, false
+	}
+	ws.SetReadLimit(MaxFrameBytes)
+	return ready, true
+}
+
+// run serves an open stream until it ends, then unregisters it.
+func (c *conn) run(ready []byte) {
+	h := c.hub
+	defer h.conns.Done()
+	defer h.admitted.Add(-1)
+	defer h.leave(c)
+	h.Stats.Open.Add(1)
+	defer h.Stats.Open.Add(-1)
+	h.log.Info("stream opened", "uid", c.uid, "conn", c.id)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.write(ctx, ready)
+	}()
+	code := c.read(ctx)
+	cancel()
+	<-writerDone
+	c.close(code, "")
+
+	if !c.shuttingDown.Load() {
+		// A clean end, or one this instance saw: tell friends now rather
+		// than when the registration expires.
+		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := h.presence.Disconnect(dctx, c.uid, c.id); err != nil {
+			h.log.Warn("presence disconnect failed; it expires instead", "uid", c.uid, "err", err)
+		}
+		dcancel()
+	}
+	h.log.Info("stream closed", "uid", c.uid, "conn", c.id)
+}
+
+func unavailable(w http.ResponseWriter, err error) {
+	if errors.Is(err, errClosing) {
+		refuse(w, http.StatusServiceUnavailable, "shutting_down", "This instance is shutting down; connect again.")
+		return
+	}
+	refuse(w, http.StatusServiceUnavailable, "redis_unavailable", "Live updates are unavailable right now; try again shortly.")
+}
+
+// refuse answers a stream request that is not upgraded, in the API's error
+// shape.
+func refuse(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": message}})
+}
+
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") &&
+		strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
+}
+
+// originAllowed applies the rule websocket.Accept applies: no Origin (not a
+// browser), the request's own host, or a host matching an allowed pattern.
+func (h *Hub) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, p := range h.opts.OriginPatterns {
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(u.Host)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// readyFrame registers the connection's presence and builds its first frame.
+func (h *Hub) readyFrame(ctx context.Context, c *conn) ([]byte, error) {
+	if _, err := h.presence.Connect(ctx, c.uid, c.id); err != nil {
+		return nil, err
+	}
+	u, err := h.feed.UserByID(ctx, c.uid)
+	if err != nil {
+		return nil, err
+	}
+	online, lastSeen, err := h.presence.UserPresence(ctx, c.uid)
+	if err != nil {
+		return nil, err
+	}
+	friends, err := OnlineFriends(ctx, h.feed, h.presence, c.uid)
+	if err != nil {
+		return nil, err
+	}
+	user := struct {
+		social.User
+		Online   bool       `json:"online"`
+		LastSeen *time.Time `json:"last_seen"`
+	}{u, online, lastSeen}
+	return json.Marshal(readyFrame{
+		Type: "ready", User: user,
+		HeartbeatIntervalMS: h.opts.HeartbeatInterval.Milliseconds(),
+		OnlineFriends:       friends,
+	})
+}
+
+// FriendLister lists a user's friends online now.
+type FriendLister interface {
+	OnlineFriends(ctx context.Context, uid int64) ([]presence.OnlineFriend, error)
+}
+
+// UserLister reads users by id.
+type UserLister interface {
+	Users(ctx context.Context, ids []int64) ([]social.User, error)
+}
+
+// OnlineFriends lists uid's friends online now, most recent first, with
+// their logins and names: the ready frame's list and GET /friends/online.
+func OnlineFriends(ctx context.Context, feed UserLister, pres FriendLister, uid int64) ([]OnlineFriend, error) {
+	online, err := pres.OnlineFriends(ctx, uid)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(online))
+	for i, f := range online {
+		ids[i] = f.UID
+	}
+	users, err := feed.Users(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]social.User, len(users))
+	for _, u := range users {
+		byID[u.ID] = u
+	}
+	out := make([]OnlineFriend, 0, len(online))
+	for _, f := range online {
+		if u, ok := byID[f.UID]; ok {
+			out = append(out, OnlineFriend{User: FriendUser{ID: u.ID, Login: u.Login, Name: u.Name}, LastSeen: f.LastSeen})
+		}
+	}
+	return out, nil
+}
