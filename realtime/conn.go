@@ -3,7 +3,6 @@ package realtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,9 @@ import (
 
 	"github.com/coder/websocket"
 )
+
+// resumeReadTimeout bounds one page read of a resume or catch-up.
+const resumeReadTimeout = 10 * time.Second
 
 const (
 	statusGoingAway = websocket.StatusGoingAway
@@ -61,12 +63,16 @@ func (c *conn) enqueue(o outgoing) {
 		return
 	default:
 	}
-	if !c.queue.push(o) {
+	ok, start := c.queue.push(o)
+	if !ok {
 		c.hub.Stats.FramesDropped.Add(1)
 		if c.overflowed.CompareAndSwap(false, true) {
 			c.hub.Stats.SlowClosed.Add(1)
 			go c.close(statusTryLater, "too slow: reconnect and resume")
 		}
+	}
+	if start {
+		go c.drain()
 	}
 }
 
@@ -155,32 +161,27 @@ func parseAfter(raw *json.RawMessage) (int64, bool) {
 	return n, true
 }
 
-// write sends the ready frame, then the queue, until ctx ends or a write
-// fails.
-func (c *conn) write(ctx context.Context, ready []byte) {
-	if !c.send(ctx, ready) {
-		return
-	}
+// drain sends what waits in the queue until it is empty, then ends; the
+// next push starts another. Only one runs at a time.
+func (c *conn) drain() {
+	defer c.queue.drainers.Done()
 	for {
-		select {
-		case <-ctx.Done():
+		items := c.queue.next()
+		if items == nil {
 			return
-		case <-c.closed:
-			return
-		case <-c.queue.ready:
 		}
-		for _, o := range c.queue.take() {
+		for _, o := range items {
 			var ok bool
 			switch {
 			case o.resume:
-				ok = c.sendTimeline(ctx, o.after)
+				ok = c.sendTimeline(o.after)
 			case o.catchUp:
-				ok = c.sendTimeline(ctx, c.newest)
+				ok = c.sendTimeline(c.newest)
 			default:
-				ok = c.sendOnce(ctx, o.statusID, o.frame)
+				ok = c.sendOnce(o.statusID, o.frame)
 			}
 			if !ok {
-				return
+				return // the connection is closing: nothing more goes out
 			}
 		}
 	}
@@ -189,18 +190,18 @@ func (c *conn) write(ctx context.Context, ready []byte) {
 // sendTimeline sends every status of the home timeline newer than after,
 // oldest first, leaving out those already sent. Statuses that arrive live
 // meanwhile wait in the queue and are left out there if this sent them.
-func (c *conn) sendTimeline(ctx context.Context, after int64) bool {
+func (c *conn) sendTimeline(after int64) bool {
 	for {
+		ctx, cancel := context.WithTimeout(context.Background(), resumeReadTimeout)
 		page, err := c.hub.feed.HomeTimeline(ctx, c.uid, social.Cursor{Limit: 100, After: after, Forward: true})
+		cancel()
 		if err != nil {
-			if ctx.Err() == nil {
-				c.hub.log.Warn("resume failed", "uid", c.uid, "err", err)
-				c.enqueue(outgoing{frame: errorFrameJSON("resume_failed", "The timeline could not be read; resume again.")})
-			}
-			return ctx.Err() == nil
+			c.hub.log.Warn("resume failed", "uid", c.uid, "err", err)
+			c.enqueue(outgoing{frame: errorFrameJSON("resume_failed", "The timeline could not be read; resume again.")})
+			return true
 		}
 		for _, st := range page.Statuses {
-			if !c.sendOnce(ctx, st.ID, statusFrameJSON(st)) {
+			if !c.sendOnce(st.ID, statusFrameJSON(st)) {
 				return false
 			}
 		}
@@ -213,7 +214,7 @@ func (c *conn) sendTimeline(ctx context.Context, after int64) bool {
 
 // sendOnce sends a frame; a status frame only if this connection has not
 // sent that status before.
-func (c *conn) sendOnce(ctx context.Context, statusID int64, frame []byte) bool {
+func (c *conn) sendOnce(statusID int64, frame []byte) bool {
 	if statusID > 0 {
 		if c.sent.has(statusID) {
 			return true
@@ -221,14 +222,18 @@ func (c *conn) sendOnce(ctx context.Context, statusID int64, frame []byte) bool 
 		c.sent.add(statusID)
 		c.newest = max(c.newest, statusID)
 	}
-	return c.send(ctx, frame)
+	return c.send(frame)
 }
 
-func (c *conn) send(ctx context.Context, frame []byte) bool {
-	wctx, cancel := context.WithTimeout(ctx, c.hub.opts.WriteTimeout)
+// send writes one frame within the write timeout. Closing the connection
+// makes a write under way fail at once.
+func (c *conn) send(frame []byte) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), c.hub.opts.WriteTimeout)
 	defer cancel()
-	if err := c.ws.Write(wctx, websocket.MessageText, frame); err != nil {
-		if !errors.Is(err, context.Canceled) {
+	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
+		select {
+		case <-c.closed:
+		default:
 			c.hub.log.Info("write failed; closing", "uid", c.uid, "conn", c.id, "err", err)
 		}
 		c.hub.Stats.FramesDropped.Add(1)

@@ -2,44 +2,85 @@ package realtime
 
 import "sync"
 
-// queue is a connection's bounded FIFO of outgoing items. Pushing never
-// blocks, and an empty queue holds no buffer, so that an idle connection
-// costs little: a channel of the same bound would hold its whole buffer
+// queue is a connection's bounded FIFO of outgoing items, drained by a
+// goroutine that runs only while items wait. Pushing never blocks. An idle
+// connection holds neither a buffer nor a writer goroutine: a channel of the
+// same bound would hold its whole buffer, and a standing writer its stack,
 // for the connection's life.
 type queue struct {
-	mu    sync.Mutex
-	items []outgoing
-	limit int
-	ready chan struct{} // holds a token while items wait
+	mu       sync.Mutex
+	items    []outgoing
+	limit    int
+	state    drainState
+	drainers sync.WaitGroup // the drainer running, if any
 }
 
-func newQueue(limit int) *queue {
-	return &queue{limit: limit, ready: make(chan struct{}, 1)}
-}
+type drainState int
 
-// push adds o unless limit items already wait, and reports whether it did.
-func (q *queue) push(o outgoing) bool {
+const (
+	held     drainState = iota // no drainer may start: before the stream opens, and once it ends
+	idle                       // no drainer runs; the next push starts one
+	draining                   // a drainer runs and takes what is pushed
+)
+
+func newQueue(limit int) *queue { return &queue{limit: limit} }
+
+// push adds o unless limit items already wait, and reports whether it did
+// and whether the caller must start a drainer (counted in q.drainers).
+func (q *queue) push(o outgoing) (ok, start bool) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if len(q.items) >= q.limit {
-		q.mu.Unlock()
-		return false
+		return false, false
 	}
 	q.items = append(q.items, o)
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default: // a token is there already
+	return true, q.startLocked()
+}
+
+// release lets drainers start, and reports whether the caller must start
+// one for items pushed meanwhile.
+func (q *queue) release() (start bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.state != held {
+		return false
 	}
+	q.state = idle
+	return q.startLocked()
+}
+
+func (q *queue) startLocked() bool {
+	if q.state != idle || len(q.items) == 0 {
+		return false
+	}
+	q.state = draining
+	q.drainers.Add(1)
 	return true
 }
 
-// take removes and returns every waiting item, oldest first.
-func (q *queue) take() []outgoing {
+// next removes and returns every waiting item, oldest first. With none
+// waiting (or the queue held) it returns nil, and the drainer must end.
+func (q *queue) next() []outgoing {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.state != draining {
+		return nil
+	}
+	if len(q.items) == 0 {
+		q.state = idle
+		return nil
+	}
 	items := q.items
 	q.items = nil
 	return items
+}
+
+// hold stops drainers from starting and waits for the one running.
+func (q *queue) hold() {
+	q.mu.Lock()
+	q.state = held
+	q.mu.Unlock()
+	q.drainers.Wait()
 }
 
 // sentIDs remembers the last sentMemory status ids a connection sent. It

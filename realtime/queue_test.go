@@ -2,64 +2,100 @@ package realtime
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
-func TestQueueBoundAndOrder(t *testing.T) {
+func TestQueueBoundOrderAndDrainers(t *testing.T) {
 	q := newQueue(3)
 	for i := range 3 {
-		if !q.push(outgoing{statusID: int64(i)}) {
-			t.Fatalf("push %d refused under the bound", i)
+		ok, start := q.push(outgoing{statusID: int64(i)})
+		if !ok || start {
+			t.Fatalf("push %d while held: ok=%v start=%v, want queued with no drainer", i, ok, start)
 		}
 	}
-	if q.push(outgoing{statusID: 99}) {
+	if ok, _ := q.push(outgoing{statusID: 99}); ok {
 		t.Fatal("push over the bound accepted")
 	}
-	select {
-	case <-q.ready:
-	default:
-		t.Fatal("no ready token with items waiting")
+	if !q.release() {
+		t.Fatal("release with items waiting starts no drainer")
 	}
-	got := q.take()
+	got := q.next()
 	if len(got) != 3 || got[0].statusID != 0 || got[2].statusID != 2 {
-		t.Fatalf("take = %+v, want 0,1,2 in order", got)
+		t.Fatalf("next = %+v, want 0,1,2 in order", got)
 	}
-	if len(q.take()) != 0 {
-		t.Fatal("items left after take")
+	if _, start := q.push(outgoing{statusID: 5}); start {
+		t.Fatal("a second drainer started while one drains")
 	}
-	if !q.push(outgoing{statusID: 5}) {
-		t.Fatal("push refused after take emptied the queue")
+	if got := q.next(); len(got) != 1 {
+		t.Fatalf("next = %+v, want the one pushed meanwhile", got)
+	}
+	if q.next() != nil {
+		t.Fatal("next of an empty queue is not nil")
+	}
+	q.drainers.Done() // the drainer ends
+	if _, start := q.push(outgoing{statusID: 6}); !start {
+		t.Fatal("push to an idle queue starts no drainer")
+	}
+	q.drainers.Done()
+	q.hold()
+	if _, start := q.push(outgoing{statusID: 7}); start {
+		t.Fatal("push to a held queue starts a drainer")
 	}
 }
 
-// Pushes from many goroutines all arrive, each once, and the reader is
-// woken for every batch.
+// Pushes from many goroutines all arrive, each once, through drainers that
+// start and end as the queue fills and empties, never two at a time.
 func TestQueueConcurrentPushes(t *testing.T) {
 	q := newQueue(1 << 20)
+	q.release()
 	const writers, each = 8, 1000
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	var running atomic.Int32
+	drain := func() {
+		defer q.drainers.Done()
+		if running.Add(1) != 1 {
+			t.Error("two drainers at once")
+		}
+		defer running.Add(-1)
+		for items := q.next(); items != nil; items = q.next() {
+			mu.Lock()
+			for _, o := range items {
+				if seen[o.statusID] {
+					t.Errorf("status %d drained twice", o.statusID)
+				}
+				seen[o.statusID] = true
+			}
+			mu.Unlock()
+		}
+	}
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
-				q.push(outgoing{statusID: int64(w*each + i + 1)})
+				if _, start := q.push(outgoing{statusID: int64(w*each + i + 1)}); start {
+					go drain()
+				}
 			}
 		})
 	}
-	seen := map[int64]bool{}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	for len(seen) < writers*each {
-		select {
-		case <-q.ready:
-		case <-done:
+	wg.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n == writers*each {
+			break
 		}
-		for _, o := range q.take() {
-			if seen[o.statusID] {
-				t.Fatalf("status %d taken twice", o.statusID)
-			}
-			seen[o.statusID] = true
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d items drained: a push found no drainer", n, writers*each)
 		}
+		time.Sleep(time.Millisecond)
 	}
+	q.hold()
 }
 
 func TestSentIDsRemembersTheLatest(t *testing.T) {

@@ -91,7 +91,8 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byt
 	return ready, true
 }
 
-// run serves an open stream until it ends, then unregisters it.
+// run reads an open stream until it ends, then unregisters it. Frames go
+// out through drain, which runs only while frames wait.
 func (c *conn) run(ready []byte) {
 	h := c.hub
 	defer h.conns.Done()
@@ -101,17 +102,13 @@ func (c *conn) run(ready []byte) {
 	defer h.Stats.Open.Add(-1)
 	h.log.Info("stream opened", "uid", c.uid, "conn", c.id)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		c.write(ctx, ready)
-	}()
-	code := c.read(ctx)
-	cancel()
-	<-writerDone
+	// The ready frame goes first; what waited meanwhile follows it.
+	if c.send(ready) && c.queue.release() {
+		go c.drain()
+	}
+	code := c.read(context.Background())
 	c.close(code, "")
+	c.queue.hold()
 
 	if !c.shuttingDown.Load() {
 		// A clean end, or one this instance saw: tell friends now rather
