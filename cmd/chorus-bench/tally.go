@@ -161,6 +161,18 @@ func (c *collector) missing(posts []postRecord, g graph) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
+	c.eachExpected(posts, g, func(seq, conn int, _ postRecord) {
+		if _, ok := c.first[pairKey{conn, int64(seq)}]; !ok {
+			n++
+		}
+	})
+	return n
+}
+
+// eachExpected calls f for each delivery the run expects: each post on each
+// connection of a follower of its author that was ready before the post was
+// sent and not closed by then. The caller holds c.mu.
+func (c *collector) eachExpected(posts []postRecord, g graph, f func(seq, conn int, p postRecord)) {
 	for seq, p := range posts {
 		if p.Sent == 0 || p.Err != nil {
 			continue
@@ -170,12 +182,9 @@ func (c *collector) missing(posts []postRecord, g graph) int {
 			if r == 0 || r > p.Sent || (cl != 0 && cl <= p.Sent) {
 				continue
 			}
-			if _, ok := c.first[pairKey{conn, int64(seq)}]; !ok {
-				n++
-			}
+			f(seq, conn, p)
 		}
 	}
-	return n
 }
 
 // outcome is what the deliveries of a run came to.
@@ -196,32 +205,23 @@ func (c *collector) outcome(posts []postRecord, g graph) outcome {
 	defer c.mu.Unlock()
 	var o outcome
 	expected := map[pairKey]bool{}
-	for seq, p := range posts {
-		if p.Sent == 0 || p.Err != nil {
-			continue
+	c.eachExpected(posts, g, func(seq, conn int, p postRecord) {
+		k := pairKey{conn, int64(seq)}
+		expected[k] = true
+		o.Expected++
+		if at, ok := c.first[k]; ok {
+			o.Delivered++
+			o.Latencies = append(o.Latencies, at-p.Sent)
+			return
 		}
-		for _, conn := range g.followers[p.Author] {
-			r, cl := c.readyAt[conn], c.closedAt[conn]
-			if r == 0 || r > p.Sent || (cl != 0 && cl <= p.Sent) {
-				continue
-			}
-			k := pairKey{conn, int64(seq)}
-			expected[k] = true
-			o.Expected++
-			if at, ok := c.first[k]; ok {
-				o.Delivered++
-				o.Latencies = append(o.Latencies, at-p.Sent)
-				continue
-			}
-			o.Lost++
-			if cl != 0 {
-				o.LostOnClosed++
-			}
-			if len(o.LostExamples) < 10 {
-				o.LostExamples = append(o.LostExamples, fmt.Sprintf("post %d (status %d) on connection %d", seq, p.StatusID, conn))
-			}
+		o.Lost++
+		if c.closedAt[conn] != 0 {
+			o.LostOnClosed++
 		}
-	}
+		if len(o.LostExamples) < 10 {
+			o.LostExamples = append(o.LostExamples, fmt.Sprintf("post %d (status %d) on connection %d", seq, p.StatusID, conn))
+		}
+	})
 	follows := make([]map[int]bool, len(g.followers))
 	for a, fs := range g.followers {
 		follows[a] = make(map[int]bool, len(fs))
