@@ -21,10 +21,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"chorus/internal/testio"
 )
 
 // binDir holds the binaries built once for every test of the package.
@@ -66,29 +67,11 @@ func readRepoFile(tb testing.TB, name string) string {
 	return string(raw)
 }
 
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // process is a child process that dies with the test.
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testio.Buffer
 	done chan struct{} // closed once the process has exited
 	err  error         // its exit, valid once done is closed
 }
@@ -97,7 +80,7 @@ type process struct {
 // ends it gets SIGTERM, then SIGKILL if it has not exited within grace.
 func startProcess(t *testing.T, name string, env []string, grace time.Duration, path string, args ...string) *process {
 	t.Helper()
-	p := &process{name: name, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{name: name, out: &testio.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(path, args...)
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out

@@ -1,43 +1,24 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/testio"
 )
-
-// syncBuffer is a log sink the server and the test may touch at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // start runs the server on a free port and returns its base URL; the server
 // stops, and must stop cleanly, when the test ends.
-func start(t *testing.T, env map[string]string, args ...string) (string, *syncBuffer) {
+func start(t *testing.T, env map[string]string, args ...string) (string, *testio.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &testio.Buffer{}
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
