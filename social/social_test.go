@@ -160,3 +160,27 @@ func TestFanoutWorkerTakesOverDeadWorker(t *testing.T) {
 		t.Fatalf("job stream holds %d entries after the job, want 0", n)
 	}
 }
+
+// A session used within its lifetime lives on; one left unused ends.
+func TestSessionsSlide(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{SessionTTL: 2 * time.Second})
+	ctx := ctxT(t)
+	_, used, err := s.SignUp(ctx, "slider", "S", "password1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, unused, err := s.SignIn(ctx, "slider", "password1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		time.Sleep(1200 * time.Millisecond)
+		if _, err := s.Authenticate(ctx, used); err != nil {
+			t.Fatalf("a session in use ended: %v", err)
+		}
+	}
+	if _, err := s.Authenticate(ctx, unused); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("a session unused for 2.4 s of a 2 s lifetime: %v, want ErrUnauthenticated", err)
+	}
+}

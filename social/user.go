@@ -164,11 +164,13 @@ func (s *Service) SignOut(ctx context.Context, token string) error {
 }
 
 // Authenticate returns the uid that token belongs to, or ErrUnauthenticated.
+// Each use renews the session for another SessionTTL, in the same round
+// trip: a session ends after SessionTTL unused.
 func (s *Service) Authenticate(ctx context.Context, token string) (int64, error) {
 	if token == "" || len(token) > 128 {
 		return 0, ErrUnauthenticated
 	}
-	uid, err := s.rdb.Get(ctx, s.keys.session(hashToken(token))).Int64()
+	uid, err := s.rdb.GetEx(ctx, s.keys.session(hashToken(token)), s.opts.SessionTTL).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, ErrUnauthenticated
 	}

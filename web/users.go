@@ -147,6 +147,11 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if viewer.ByCookie {
+		// The session was just renewed; so is the browser's cookie, which
+		// the client reads /me with on every page load.
+		setSessionCookie(w, r, viewer.Token, s.sessionTTL)
+	}
 	s.writeUser(w, r, http.StatusOK, u)
 }
 
