@@ -106,6 +106,19 @@ func TestBrowserFriendsLive(t *testing.T) {
 		return '';
 	})()`)
 	t.Logf("bob saw alice away %s after her tab began to close", time.Since(closed).Round(time.Millisecond))
+
+	// Alice, elsewhere (through the API), unfollows Bob: she is no friend
+	// any more and leaves his panel, told by the stream.
+	api := in.anon(t)
+	var session struct{ Token string }
+	api.must(http.StatusOK, "POST", "/api/v1/sessions", map[string]string{"login": "alice", "password": "password-alice"}, &session)
+	api.token = session.Token
+	api.unfollow("bob")
+	bob.waitUntil("alice gone from the friends panel", 5*time.Second, `(() => {
+		if (document.querySelector(`+js(onlineAlice)+`) || document.querySelector(`+js(awayAlice)+`))
+			return 'alice still listed: ' + document.querySelector('[data-testid="online-friends"]').innerText.replace(/\s+/g, ' ');
+		return '';
+	})()`)
 }
 
 // A wrong password shows the API's own message in the form; the right one

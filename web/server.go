@@ -27,6 +27,7 @@ type Social interface {
 	Authenticate(ctx context.Context, token string) (int64, error)
 	UserByID(ctx context.Context, uid int64) (social.User, error)
 	UserByLogin(ctx context.Context, login string) (social.User, error)
+	UID(ctx context.Context, login string) (int64, error)
 	Follow(ctx context.Context, uid int64, login string) (social.User, error)
 	Unfollow(ctx context.Context, uid int64, login string) error
 	Followers(ctx context.Context, login string, p social.Page) ([]social.User, error)
@@ -59,6 +60,7 @@ type Stream interface {
 	Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string)
 	EndSession(ctx context.Context, uid int64, sessionID string) error
 	AnnounceFriendship(ctx context.Context, a, b int64) error
+	AnnounceFriendshipEnded(ctx context.Context, a, b int64) error
 	StreamStats
 }
 

@@ -117,6 +117,17 @@ func TestStreamNewFriendship(t *testing.T) {
 	if p := bs.nextOf("presence", 2*time.Second); p.login(t) != "alice" || !p.Online {
 		t.Fatalf("bob got %+v, want alice online", p)
 	}
+
+	// An unfollow ends it: each leaves the other's friends list.
+	alice.unfollow("bob")
+	if f := as.nextOf("friend_removed", 2*time.Second); f.login(t) != "bob" {
+		t.Fatalf("alice got %+v, want bob removed", f)
+	}
+	if f := bs.nextOf("friend_removed", 2*time.Second); f.login(t) != "alice" {
+		t.Fatalf("bob got %+v, want alice removed", f)
+	}
+	alice.unfollow("bob") // no friendship left to end: no frame
+	as.quiet("friend_removed", 300*time.Millisecond)
 }
 
 func TestStreamSameUserOnTwoInstances(t *testing.T) {

@@ -193,9 +193,24 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) unfollow(w http.ResponseWriter, r *http.Request) {
 	viewer, _ := viewerFrom(r.Context())
-	if err := s.social.Unfollow(r.Context(), viewer.UID, chi.URLParam(r, "login")); err != nil {
+	ctx := r.Context()
+	login := chi.URLParam(r, "login")
+	// Whether this unfollow ends a friendship, for the streams; a lookup
+	// that fails here fails again in Unfollow, which answers for it.
+	var friend int64
+	if uid, err := s.social.UID(ctx, login); err == nil {
+		if ok, err := s.social.AreFriends(ctx, viewer.UID, uid); err == nil && ok {
+			friend = uid
+		}
+	}
+	if err := s.social.Unfollow(ctx, viewer.UID, login); err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if friend != 0 {
+		if err := s.stream.AnnounceFriendshipEnded(ctx, viewer.UID, friend); err != nil {
+			s.log.WarnContext(ctx, "could not announce the end of a friendship", "request_id", middleware.GetReqID(ctx), "err", err)
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

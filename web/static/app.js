@@ -280,6 +280,9 @@ function onFrame(frame) {
     case 'presence':
       app.sidebar.presence(frame);
       break;
+    case 'friend_removed':
+      app.sidebar.removeFriend(frame.user);
+      break;
     case 'error':
       console.warn('stream error frame', frame.code, frame.message);
       break;

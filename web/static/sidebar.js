@@ -94,6 +94,12 @@ export class Sidebar {
     }
   }
 
+  /** removeFriend applies a `friend_removed` frame: an unfollow ended the friendship. */
+  removeFriend(user) {
+    if (!user || !user.login) return;
+    if (this.friends.delete(key(user.login))) this.render();
+  }
+
   /**
    * setFriends merges GET /friends. For friends the stream already spoke of,
    * its frames stay the word on who is online; the list adds the rest (and
