@@ -30,7 +30,7 @@ func TestScriptsOnEmbeddedStore(t *testing.T) {
 	var fans []User
 	for i := range 5 {
 		f := signUp(t, s, fmt.Sprintf("fan%d", i))
-		if _, err := s.Follow(ctx, f.ID, "author"); err != nil {
+		if _, _, err := s.Follow(ctx, f.ID, "author"); err != nil {
 			t.Fatal(err)
 		}
 		fans = append(fans, f)
@@ -77,7 +77,7 @@ func TestScriptsOnEmbeddedStore(t *testing.T) {
 	}
 	s.Follow(ctx, fans[0].ID, "other")
 	s.Post(ctx, author.ID, "soon gone from fan0")
-	if err := s.Unfollow(ctx, fans[0].ID, "author"); err != nil {
+	if _, err := s.Unfollow(ctx, fans[0].ID, "author"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { h := homeIDs(fans[0].ID); return len(h) == 1 && h[0] == kept.ID })

@@ -25,18 +25,18 @@ var (
 
 // Follow makes uid follow the user with login (idempotent) and backfills
 // uid's home timeline with that user's latest statuses. It returns the
-// followee as it is afterwards.
-func (s *Service) Follow(ctx context.Context, uid int64, login string) (User, error) {
+// followee as it is afterwards, and whether this follow made them friends.
+func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee User, madeFriends bool, err error) {
 	other, err := s.UID(ctx, login)
 	if err != nil {
-		return User{}, err
+		return User{}, false, err
 	}
 	if other == uid {
-		return User{}, ErrSelfFollow
+		return User{}, false, ErrSelfFollow
 	}
 	now, err := s.now(ctx)
 	if err != nil {
-		return User{}, fmt.Errorf("follow %d->%d: %w", uid, other, err)
+		return User{}, false, fmt.Errorf("follow %d->%d: %w", uid, other, err)
 	}
 	k := s.keys
 	res, err := followScript.Run(ctx, s.rdb, []string{
@@ -45,35 +45,40 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (User, er
 		k.home(uid), k.profile(other), k.followSeq(),
 	}, uid, other, s.opts.HomeSize, now.UnixMilli()).Int()
 	if err != nil {
-		return User{}, fmt.Errorf("follow %d->%d: %w", uid, other, err)
+		return User{}, false, fmt.Errorf("follow %d->%d: %w", uid, other, err)
 	}
 	if res < 0 {
-		return User{}, ErrNotFound
+		return User{}, false, ErrNotFound
 	}
-	return s.UserByID(ctx, other)
+	followee, err = s.UserByID(ctx, other)
+	return followee, res == 2, err
 }
 
 // Unfollow makes uid stop following the user with login (idempotent) and
-// takes that user's statuses out of uid's home timeline.
-func (s *Service) Unfollow(ctx context.Context, uid int64, login string) error {
+// takes that user's statuses out of uid's home timeline. It returns the id
+// of the user it ended a friendship with, or 0 when it ended none.
+func (s *Service) Unfollow(ctx context.Context, uid int64, login string) (exFriend int64, err error) {
 	other, err := s.UID(ctx, login)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if other == uid {
-		return ErrSelfFollow
+		return 0, ErrSelfFollow
 	}
 	k := s.keys
 	refill := refillJobID(uid)
-	err = unfollowScript.Run(ctx, s.rdb, []string{
+	res, err := unfollowScript.Run(ctx, s.rdb, []string{
 		k.following(uid), k.followers(other), k.user(uid), k.user(other),
 		k.friends(uid), k.friends(other), k.home(uid), k.profile(other),
 		k.jobs(), k.job(refill),
-	}, uid, other, s.opts.RefillBelow).Err()
+	}, uid, other, s.opts.RefillBelow).Int()
 	if err != nil {
-		return fmt.Errorf("unfollow %d->%d: %w", uid, other, err)
+		return 0, fmt.Errorf("unfollow %d->%d: %w", uid, other, err)
 	}
-	return nil
+	if res == 2 {
+		return other, nil
+	}
+	return 0, nil
 }
 
 // Page selects part of a list: Limit items from Offset on.

@@ -16,8 +16,9 @@
 -- ARGV[2] followee uid
 -- ARGV[3] home timeline size
 -- ARGV[4] now, unix ms (friend-since score)
--- Returns 1 when a follow was added, 0 when it was there already, -1 when a
--- user does not exist.
+-- Returns 2 when a follow was added and made the two friends, 1 when a
+-- follow was added, 0 when it was there already, -1 when a user does not
+-- exist.
 if redis.call('EXISTS', KEYS[3]) == 0 or redis.call('EXISTS', KEYS[4]) == 0 then
   return -1
 end
@@ -31,10 +32,12 @@ redis.call('ZADD', KEYS[1], seq, ARGV[2])
 redis.call('ZADD', KEYS[2], seq, ARGV[1])
 redis.call('HINCRBY', KEYS[3], 'following', 1)
 redis.call('HINCRBY', KEYS[4], 'followers', 1)
+local added = 1
 if redis.call('ZSCORE', KEYS[5], ARGV[1]) then
   redis.call('ZADD', KEYS[6], ARGV[4], ARGV[2])
   redis.call('ZADD', KEYS[7], ARGV[4], ARGV[1])
+  added = 2
 end
 
 copy_latest(KEYS[8], KEYS[9], tonumber(ARGV[3]))
-return 1
+return added

@@ -83,7 +83,7 @@ func TestFanoutWorkerTakesOverDeadWorker(t *testing.T) {
 	channels := make([]string, n)
 	for i := range followers {
 		followers[i] = signUp(t, s, fmt.Sprintf("f%02d", i))
-		if _, err := s.Follow(ctx, followers[i].ID, "author"); err != nil {
+		if _, _, err := s.Follow(ctx, followers[i].ID, "author"); err != nil {
 			t.Fatal(err)
 		}
 		channels[i] = s.UserChannel(followers[i].ID)

@@ -16,7 +16,8 @@
 -- ARGV[1] follower uid
 -- ARGV[2] followee uid
 -- ARGV[3] refill when the home timeline holds fewer statuses than this
--- Returns 1 when a follow was removed, 0 when there was none.
+-- Returns 2 when a follow was removed and that ended a friendship, 1 when a
+-- follow was removed, 0 when there was none.
 if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
   return 0
 end
@@ -24,7 +25,7 @@ redis.call('ZREM', KEYS[1], ARGV[2])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HINCRBY', KEYS[3], 'following', -1)
 redis.call('HINCRBY', KEYS[4], 'followers', -1)
-redis.call('ZREM', KEYS[5], ARGV[2])
+local ended = redis.call('ZREM', KEYS[5], ARGV[2]) == 1
 redis.call('ZREM', KEYS[6], ARGV[1])
 
 -- The home timeline is small (capped), the profile may be large: walk the
@@ -45,5 +46,8 @@ if redis.call('ZCARD', KEYS[7]) < tonumber(ARGV[3])
     and redis.call('EXISTS', KEYS[10]) == 0 then
   local entry = redis.call('XADD', KEYS[9], '*', 'job', KEYS[10])
   redis.call('HSET', KEYS[10], 'kind', 'refill', 'uid', ARGV[1], 'cursor', 0, 'entry', entry)
+end
+if ended then
+  return 2
 end
 return 1

@@ -27,9 +27,8 @@ type Social interface {
 	Authenticate(ctx context.Context, token string) (int64, error)
 	UserByID(ctx context.Context, uid int64) (social.User, error)
 	UserByLogin(ctx context.Context, login string) (social.User, error)
-	UID(ctx context.Context, login string) (int64, error)
-	Follow(ctx context.Context, uid int64, login string) (social.User, error)
-	Unfollow(ctx context.Context, uid int64, login string) error
+	Follow(ctx context.Context, uid int64, login string) (followee social.User, madeFriends bool, err error)
+	Unfollow(ctx context.Context, uid int64, login string) (exFriend int64, err error)
 	Followers(ctx context.Context, login string, p social.Page) ([]social.User, error)
 	Following(ctx context.Context, login string, p social.Page) ([]social.User, error)
 	Friends(ctx context.Context, uid int64, p social.Page) ([]social.User, error)

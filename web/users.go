@@ -176,14 +176,14 @@ func (s *Server) writeUser(w http.ResponseWriter, r *http.Request, status int, u
 func (s *Server) follow(w http.ResponseWriter, r *http.Request) {
 	viewer, _ := viewerFrom(r.Context())
 	ctx := r.Context()
-	u, err := s.social.Follow(ctx, viewer.UID, chi.URLParam(r, "login"))
+	u, madeFriends, err := s.social.Follow(ctx, viewer.UID, chi.URLParam(r, "login"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	// The follow stands; telling open streams of a new friendship is a
 	// courtesy that may fail.
-	if friends, err := s.social.AreFriends(ctx, viewer.UID, u.ID); err == nil && friends {
+	if madeFriends {
 		if err := s.stream.AnnounceFriendship(ctx, viewer.UID, u.ID); err != nil {
 			s.log.WarnContext(ctx, "could not announce a friendship", "request_id", middleware.GetReqID(ctx), "err", err)
 		}
@@ -194,21 +194,13 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request) {
 func (s *Server) unfollow(w http.ResponseWriter, r *http.Request) {
 	viewer, _ := viewerFrom(r.Context())
 	ctx := r.Context()
-	login := chi.URLParam(r, "login")
-	// Whether this unfollow ends a friendship, for the streams; a lookup
-	// that fails here fails again in Unfollow, which answers for it.
-	var friend int64
-	if uid, err := s.social.UID(ctx, login); err == nil {
-		if ok, err := s.social.AreFriends(ctx, viewer.UID, uid); err == nil && ok {
-			friend = uid
-		}
-	}
-	if err := s.social.Unfollow(ctx, viewer.UID, login); err != nil {
+	exFriend, err := s.social.Unfollow(ctx, viewer.UID, chi.URLParam(r, "login"))
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if friend != 0 {
-		if err := s.stream.AnnounceFriendshipEnded(ctx, viewer.UID, friend); err != nil {
+	if exFriend != 0 {
+		if err := s.stream.AnnounceFriendshipEnded(ctx, viewer.UID, exFriend); err != nil {
 			s.log.WarnContext(ctx, "could not announce the end of a friendship", "request_id", middleware.GetReqID(ctx), "err", err)
 		}
 	}
