@@ -174,9 +174,11 @@ func checkClean(t *testing.T, res *Result, conns, posts, followers int) {
 	if len(res.Memory) != 1 || res.Memory[0].BeforeKiB <= 0 || res.Memory[0].IdleKiB <= 0 || res.Memory[0].AfterKiB <= 0 {
 		t.Errorf("server memory = %+v, want one process's RSS at three moments", res.Memory)
 	}
-	// The server has /metrics: its own counts agree with the client's.
-	if res.MetricsPerConn == nil || res.MetricsPerConn.Goroutines < 1 {
-		t.Errorf("metrics per connection = %+v, want at least a goroutine each", res.MetricsPerConn)
+	// The server has /metrics: its own counts agree with the client's. An
+	// idle stream holds one goroutine; other goroutines of the server come
+	// and go between the readings, so the figure is about one.
+	if res.MetricsPerConn == nil || res.MetricsPerConn.Goroutines < 0.5 || res.MetricsPerConn.Goroutines > 3 {
+		t.Errorf("metrics per connection = %+v, want about a goroutine each", res.MetricsPerConn)
 	}
 	if v, ok := counterGrowth(res.Metrics, "chorus_frames_dropped_total"); !ok || v != 0 {
 		t.Errorf("server frames dropped = %v (reported %v), want 0", v, ok)
