@@ -35,8 +35,13 @@ const (
 	announceBatch = 1000             // channels per publishing script call
 )
 
-// ErrInvalid reports input no call can act on, such as an empty connection id.
-var ErrInvalid = errors.New("invalid presence input")
+var (
+	// ErrInvalid reports input no call can act on, such as an empty connection id.
+	ErrInvalid = errors.New("invalid presence input")
+	// ErrTooManyConnections refuses a connection of a user who holds
+	// Options.MaxConnsPerUser live connections already, on any instance.
+	ErrTooManyConnections = errors.New("too many connections for one user")
+)
 
 // Options tune a Tracker. The zero value of every duration and count means
 // its default; FriendsKey and Channel are required.

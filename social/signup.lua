@@ -11,6 +11,8 @@
 -- ARGV[5] bcrypt password hash
 -- ARGV[6] signup time, unix ms
 -- ARGV[7] session lifetime, ms
+-- ARGV[8] the new user's event channel
+-- ARGV[9] the user_created event (JSON)
 -- Returns 1, or 0 when the login is taken.
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then
   return 0
@@ -19,4 +21,8 @@ redis.call('HSET', KEYS[2],
   'id', ARGV[2], 'login', ARGV[3], 'name', ARGV[4], 'password', ARGV[5],
   'followers', 0, 'following', 0, 'posts', 0, 'signup', ARGV[6])
 redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[7])
+-- A stream still open under this uid belongs to a user Redis has lost (a
+-- restart without persistence, a failover to a lagging replica): every
+-- instance closes it before this user's first frame can reach it.
+redis.call('PUBLISH', ARGV[8], ARGV[9])
 return 1

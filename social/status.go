@@ -38,7 +38,12 @@ type Event struct {
 const (
 	EventStatus        = "status"
 	EventStatusDeleted = "status_deleted"
+	// EventUserCreated is published on a new user's channel at sign-up, for
+	// the stream hubs alone: a stream open under that uid predates the user.
+	EventUserCreated = "user_created"
 )
+
+var userCreatedEvent, _ = json.Marshal(Event{Type: EventUserCreated})
 
 var (
 	//go:embed post.lua

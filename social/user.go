@@ -100,6 +100,7 @@ func (s *Service) SignUp(ctx context.Context, login, name, password string) (Use
 	ok, err := signupScript.Run(ctx, s.rdb,
 		[]string{s.keys.loginIndex(), s.keys.user(uid), s.keys.session(tokenHash)},
 		lower, uid, login, name, hash, now.UnixMilli(), s.opts.SessionTTL.Milliseconds(),
+		s.keys.userChannel(uid), userCreatedEvent,
 	).Int()
 	if err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
@@ -178,6 +179,28 @@ func (s *Service) Authenticate(ctx context.Context, token string) (int64, error)
 		return 0, fmt.Errorf("authenticate: %w", err)
 	}
 	return uid, nil
+}
+
+// SessionOwners returns, for each session id (see SessionID), the uid that
+// session belongs to, or 0 when it has ended, in one round trip. It does not
+// renew the sessions: checking a session is not using it.
+func (s *Service) SessionOwners(ctx context.Context, sessionIDs []string) ([]int64, error) {
+	out := make([]int64, len(sessionIDs))
+	if len(sessionIDs) == 0 {
+		return out, nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(sessionIDs))
+	for i, id := range sessionIDs {
+		cmds[i] = pipe.Get(ctx, s.keys.session(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("session owners: %w", err)
+	}
+	for i, c := range cmds {
+		out[i], _ = c.Int64()
+	}
+	return out, nil
 }
 
 // SessionID names a session without revealing its token: the SHA-256 of the
