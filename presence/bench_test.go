@@ -2,6 +2,7 @@ package presence
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -243,4 +244,132 @@ func serverMicros(b *testing.B, e env, cmds []string) float64 {
 		}
 	}
 	return total
+}
+
+// seedCounts is seed 003's way of counting the users active in the last ten
+// minutes, the union of the ten per-minute sets, kept here only to compare
+// counts.lua with. KEYS and ARGV are counts.lua's, but ARGV[3] is the prefix
+// of the per-minute sets.
+var seedCounts = redis.NewScript(copySource + "\n" + `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
+refresh_copy(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, window, tonumber(ARGV[2]))
+local online = redis.call('ZCOUNT', KEYS[3], now - window, '+inf')
+local minute = math.floor(tonumber(t[1]) / 60)
+local sets = {}
+for i = 0, tonumber(ARGV[4]) - 1 do
+  sets[#sets + 1] = ARGV[3] .. (minute - i)
+end
+local active = #redis.call('SUNION', unpack(sets))
+return {online, active}
+`)
+
+// BenchmarkCounts compares the site-wide counts of counts.lua (ten
+// per-minute HyperLogLogs merged) with seed 003's union of the ten
+// per-minute sets, for 20,000 and 200,000 users active in the last ten
+// minutes, each in a run of minutes ending anywhere in them; those active
+// this minute are online. The Tracker's cache is off: each op runs the
+// script.
+func BenchmarkCounts(b *testing.B) {
+	for _, users := range []int{20_000, 200_000} {
+		b.Run(fmt.Sprintf("users=%d", users), func(b *testing.B) {
+			e := newEnv(b)
+			b.Cleanup(func() { dropPrefix(e) })
+			// The population is planted for this minute; counting must not
+			// run into the next.
+			if now := e.now(b); now.Second() >= 45 {
+				time.Sleep(time.Duration(61-now.Second()) * time.Second)
+			}
+			online := plantActivePopulation(b, e, users)
+			tr := e.tracker(b, Options{Window: benchWindow, CountsTTL: -1})
+			k := tr.keys
+			ctx := context.Background()
+			scripts := []string{"evalsha", "eval"}
+			b.Run("sunion-seed", func(b *testing.B) {
+				latency(b, e, scripts, func() int {
+					res, err := seedCounts.Run(ctx, e.rdb, []string{
+						k.lastSeen(), k.connected(), k.onlineCopy(), k.onlineCopyFresh(),
+					}, ms(benchWindow), ms(DefaultCopyTTL), k.activePrefix(), activeMinutes).Slice()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got := toInt(res, 0); got != int64(online) {
+						b.Fatalf("%d online, want %d", got, online)
+					}
+					return int(toInt(res, 1))
+				}, func(b *testing.B, n int) {
+					if n != users {
+						b.Fatalf("%d active, want %d", n, users)
+					}
+				})
+			})
+			b.Run("hll", func(b *testing.B) {
+				var last Counts
+				latency(b, e, scripts, func() int {
+					c, err := tr.Counts(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if c.Online != int64(online) {
+						b.Fatalf("%d online, want %d", c.Online, online)
+					}
+					last = c
+					return int(c.ActiveLast10m)
+				}, func(b *testing.B, n int) {
+					if d := n - users; d < -users/50 || d > users/50 {
+						b.Fatalf("%d active, want %d within 2%%", n, users)
+					}
+				})
+				b.ReportMetric(100*float64(last.ActiveLast10m-int64(users))/float64(users), "error-%")
+			})
+		})
+	}
+}
+
+// plantActivePopulation makes users 1 to n active in the last ten minutes,
+// as heartbeats would have: each in the per-minute sets and HyperLogLogs of
+// a run of one to ten minutes; those whose run includes this minute are
+// also in last.seen and connected. It returns how many are online.
+func plantActivePopulation(b *testing.B, e env, n int) int {
+	b.Helper()
+	ctx := context.Background()
+	k := keys{prefix: e.prefix}
+	now := e.now(b)
+	minute := now.Unix() / 60
+	rng := rand.New(rand.NewPCG(3, 4))
+	const batch = 10_000
+	online := 0
+	for lo := 1; lo <= n; lo += batch {
+		var members [activeMinutes][]any
+		var seen, connected []redis.Z
+		for uid := int64(lo); uid < int64(min(lo+batch, n+1)); uid++ {
+			last := rng.IntN(activeMinutes) // minutes ago the run ends
+			first := last + rng.IntN(activeMinutes-last)
+			for ago := last; ago <= first; ago++ {
+				members[ago] = append(members[ago], itoa(uid))
+			}
+			if last == 0 {
+				online++
+				seen = append(seen, redisZ(now.Add(-time.Duration(rng.Int64N(int64(time.Minute)))), uid))
+				connected = append(connected, redisZ(now.Add(benchWindow), uid))
+			}
+		}
+		pipe := e.rdb.Pipeline()
+		for ago, uids := range members {
+			if len(uids) == 0 {
+				continue
+			}
+			pipe.SAdd(ctx, k.activeUsers(minute-int64(ago)), uids...)
+			pipe.PFAdd(ctx, k.activeHLL(minute-int64(ago)), uids...)
+		}
+		if len(seen) > 0 {
+			pipe.ZAdd(ctx, k.lastSeen(), seen...)
+			pipe.ZAdd(ctx, k.connected(), connected...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatalf("plant active users: %v", err)
+		}
+	}
+	return online
 }

@@ -25,11 +25,15 @@ var (
 // registered; one of a vanished instance counts until it is swept), in which
 // case it tells the user's connected friends that the user is online.
 //
+// A new connection of a user who holds Options.MaxConnsPerUser unexpired
+// ones already, on any instance, is refused with ErrTooManyConnections, and
+// nothing is recorded: the user is not seen, nor shown online, by it.
+//
 // For a client to miss no change, read its OnlineFriends after both
 // subscribing to its channel and Connect: a friend's change either is in
 // that list or is published after the subscription.
 func (t *Tracker) Connect(ctx context.Context, uid int64, connID string) (first bool, err error) {
-	first, now, err := t.beat(ctx, uid, connID)
+	first, now, err := t.beat(ctx, uid, connID, max(t.opts.MaxConnsPerUser, 0))
 	if err != nil {
 		return false, fmt.Errorf("connect %d: %w", uid, err)
 	}
@@ -43,9 +47,10 @@ func (t *Tracker) Connect(ctx context.Context, uid int64, connID string) (first 
 // and keeps the connection alive for another W. A heartbeat on a connection
 // that had expired (a long pause, a Redis restart) registers it again, and
 // tells friends when that brings the user back online; so never send one
-// after Disconnect of the same connection.
+// after Disconnect of the same connection. Options.MaxConnsPerUser never
+// refuses a heartbeat, not even one that registers a connection again.
 func (t *Tracker) Heartbeat(ctx context.Context, uid int64, connID string) error {
-	first, now, err := t.beat(ctx, uid, connID)
+	first, now, err := t.beat(ctx, uid, connID, 0)
 	if err != nil {
 		return fmt.Errorf("heartbeat %d: %w", uid, err)
 	}
@@ -83,8 +88,10 @@ func (t *Tracker) Disconnect(ctx context.Context, uid int64, connID string) (las
 }
 
 // beat runs the heartbeat script and returns whether the user was not
-// connected before, and Redis's time.
-func (t *Tracker) beat(ctx context.Context, uid int64, connID string) (bool, time.Time, error) {
+// connected before, and Redis's time. With maxConns > 0, a connection not
+// registered yet is refused (ErrTooManyConnections, nothing written) when
+// the user holds maxConns unexpired ones already.
+func (t *Tracker) beat(ctx context.Context, uid int64, connID string, maxConns int) (bool, time.Time, error) {
 	if err := checkConn(uid, connID); err != nil {
 		return false, time.Time{}, err
 	}
@@ -93,9 +100,13 @@ func (t *Tracker) beat(ctx context.Context, uid int64, connID string) (bool, tim
 		[]string{k.lastSeen(), k.connected(), k.conns(uid), k.onlineCopy()},
 		uid, connID, ms(t.opts.Window), k.activePrefix(),
 		int64(activeKeyTTL/time.Second), ms(t.opts.Window+connsKeyExtra),
+		k.activeHLLPrefix(), maxConns,
 	).Slice()
 	if err != nil {
 		return false, time.Time{}, err
+	}
+	if toInt(res, 0) == -1 {
+		return false, time.Time{}, ErrTooManyConnections
 	}
 	return toInt(res, 0) == 1, unixMilli(toInt(res, 1)), nil
 }

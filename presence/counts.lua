@@ -1,7 +1,16 @@
 -- Site-wide counts in one step: users online now (the shared online copy,
 -- made or trimmed here when due, see copy.lua, counted from now - W) and
--- users active in the last ten minutes (the union of the last ten per-minute
--- active sets, counted in the script, as seed 003 does with SUNION).
+-- users active in the last ten minutes, estimated from the per-minute
+-- HyperLogLogs the heartbeat script keeps beside the per-minute sets.
+--
+-- Seed 003 counts the union of the ten per-minute sets (SUNION), which
+-- blocks Redis for time that grows with the users active (33 ms at 19,000,
+-- 420 ms at 190,000). Merging ten HyperLogLogs costs the same whatever the
+-- population (a fraction of a millisecond), for a standard error of 0.81%
+-- (exact in practice for a few hundred users). They are merged into a work
+-- key with PFMERGE and counted there, rather than counted with one
+-- multi-key PFCOUNT, because the embedded store (miniredis) answers a
+-- multi-key PFCOUNT with the sum of the keys' counts, not their union's.
 --
 -- The per-minute keys depend on Redis's clock, so they are built here from
 -- a prefix.
@@ -10,9 +19,10 @@
 -- KEYS[2] connected (uid -> expiry of the user's freshest connection, unix ms)
 -- KEYS[3] the shared online copy (uid -> last activity)
 -- KEYS[4] the copy's freshness marker
+-- KEYS[5] a work key for the merged HyperLogLog, deleted before returning
 -- ARGV[1] online window W, ms
 -- ARGV[2] copy TTL, ms (<= 0: rebuild on every call)
--- ARGV[3] prefix of the per-minute active sets (the minute number is appended)
+-- ARGV[3] prefix of the per-minute active HyperLogLogs (the minute number is appended)
 -- ARGV[4] number of minutes to count, the current one included
 -- Returns {online, active in the last minutes}.
 local t = redis.call('TIME')
@@ -23,9 +33,13 @@ refresh_copy(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, window, tonumber(ARGV[2]))
 local online = redis.call('ZCOUNT', KEYS[3], now - window, '+inf')
 
 local minute = math.floor(tonumber(t[1]) / 60)
-local sets = {}
+local hlls = {}
 for i = 0, tonumber(ARGV[4]) - 1 do
-  sets[#sets + 1] = ARGV[3] .. (minute - i)
+  hlls[#hlls + 1] = ARGV[3] .. (minute - i)
 end
-local active = #redis.call('SUNION', unpack(sets))
+-- PFMERGE folds the destination in too: start from nothing.
+redis.call('DEL', KEYS[5])
+redis.call('PFMERGE', KEYS[5], unpack(hlls))
+local active = redis.call('PFCOUNT', KEYS[5])
+redis.call('DEL', KEYS[5])
 return {online, active}

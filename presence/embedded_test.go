@@ -42,7 +42,7 @@ func TestEmbeddedExactWindowEdges(t *testing.T) {
 	t.Parallel()
 	e, m := newEmbeddedEnv(t)
 	const w = 2 * time.Second
-	tr := e.tracker(t, Options{Window: w, HeartbeatInterval: time.Second})
+	tr := e.tracker(t, Options{Window: w, HeartbeatInterval: time.Second, CountsTTL: -1})
 	const alice, bob = 1, 2
 	e.befriend(t, alice, bob)
 	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -74,7 +74,8 @@ func TestEmbeddedExactWindowEdges(t *testing.T) {
 
 	// Nine minutes on, the heartbeat's minute is still counted; eleven
 	// minutes on, its set has expired.
-	key := keys{prefix: e.prefix}.activeUsers(start.Unix() / 60)
+	k := keys{prefix: e.prefix}
+	minute := start.Unix() / 60
 	m.SetTime(start.Add(9 * time.Minute))
 	if c := counts(t, tr); c.ActiveLast10m != 1 {
 		t.Errorf("nine minutes on: %d active, want 1", c.ActiveLast10m)
@@ -83,8 +84,10 @@ func TestEmbeddedExactWindowEdges(t *testing.T) {
 	if c := counts(t, tr); c.ActiveLast10m != 0 {
 		t.Errorf("eleven minutes on: %d active, want 0", c.ActiveLast10m)
 	}
-	if m.Exists(key) {
-		t.Errorf("eleven minutes on: %s still exists", key)
+	for _, key := range []string{k.activeUsers(minute), k.activeHLL(minute)} {
+		if m.Exists(key) {
+			t.Errorf("eleven minutes on: %s still exists", key)
+		}
 	}
 	if n, err := tr.Sweep(ctxT(t)); err != nil || n != 1 {
 		t.Errorf("sweep = %d, %v; want alice", n, err)
@@ -92,4 +95,34 @@ func TestEmbeddedExactWindowEdges(t *testing.T) {
 	if got := onlineFriends(t, tr, bob); !slices.Equal(got, []int64{}) {
 		t.Errorf("after the sweep: %v", got)
 	}
+}
+
+// A user active in several of the ten minutes counts once on the embedded
+// store too, whose HyperLogLogs are its own.
+func TestEmbeddedActiveAcrossMinutes(t *testing.T) {
+	t.Parallel()
+	e, m := newEmbeddedEnv(t)
+	tr := e.tracker(t, Options{Window: time.Hour, CountsTTL: -1})
+	k := keys{prefix: e.prefix}
+	const alice, bob = 1, 2
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i := range 3 {
+		m.SetTime(start.Add(time.Duration(i) * time.Minute))
+		if err := tr.Heartbeat(ctxT(t), alice, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if minute := start.Unix()/60 + int64(i); !m.Exists(k.activeHLL(minute)) {
+			t.Fatalf("no %s after a heartbeat", k.activeHLL(minute))
+		}
+	}
+	mustConnect(t, tr, bob, "b")
+	if got, want := counts(t, tr), (Counts{Online: 2, ActiveLast10m: 2}); got != want {
+		t.Fatalf("counts = %+v, want %+v", got, want)
+	}
+}
+
+func TestEmbeddedConnectionCap(t *testing.T) {
+	t.Parallel()
+	e, _ := newEmbeddedEnv(t)
+	connectionCap(t, e)
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -234,4 +237,70 @@ func plant(tb testing.TB, e env, seen map[int64]time.Time, expiry time.Time) {
 
 func redisZ(at time.Time, uid int64) redis.Z {
 	return redis.Z{Score: float64(at.UnixMilli()), Member: itoa(uid)}
+}
+
+// plantActive records uids as active in one minute, in the set and the
+// HyperLogLog, as heartbeats then would have.
+func plantActive(tb testing.TB, e env, minute int64, uids ...int64) {
+	tb.Helper()
+	k := keys{prefix: e.prefix}
+	ctx := ctxT(tb)
+	members := make([]any, len(uids))
+	for i, uid := range uids {
+		members[i] = itoa(uid)
+	}
+	pipe := e.rdb.Pipeline()
+	pipe.SAdd(ctx, k.activeUsers(minute), members...)
+	pipe.PFAdd(ctx, k.activeHLL(minute), members...)
+	pipe.Expire(ctx, k.activeUsers(minute), activeKeyTTL)
+	pipe.Expire(ctx, k.activeHLL(minute), activeKeyTTL)
+	if _, err := pipe.Exec(ctx); err != nil {
+		tb.Fatalf("plant active users of minute %d: %v", minute, err)
+	}
+}
+
+// clearOfMinuteEdge waits, when Redis's clock is in the last seconds of a
+// minute, for the next one, so that planting and counting fall in one
+// minute; it returns that minute (unix time / 60).
+func clearOfMinuteEdge(tb testing.TB, e env) int64 {
+	tb.Helper()
+	if now := e.now(tb); now.Second() >= 55 {
+		time.Sleep(time.Duration(61-now.Second()) * time.Second)
+	}
+	return e.now(tb).Unix() / 60
+}
+
+// newPrivateEnv is a deployment on a redis-server of the test's own, whose
+// command statistics no other test disturbs.
+func newPrivateEnv(tb testing.TB) env {
+	tb.Helper()
+	srv := redistest.Start(tb)
+	return env{rdb: redistest.ClientOf(tb, srv.URL), prefix: redistest.Prefix()}
+}
+
+// commandCalls sums the calls Redis counted of the given commands (lower
+// case, as INFO commandstats names them), scripts' own calls included.
+func commandCalls(tb testing.TB, e env, cmds ...string) int64 {
+	tb.Helper()
+	info, err := e.rdb.Info(ctxT(tb), "commandstats").Result()
+	if err != nil {
+		tb.Fatalf("info commandstats: %v", err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !slices.Contains(cmds, strings.TrimPrefix(name, "cmdstat_")) {
+			continue
+		}
+		for _, f := range strings.Split(stats, ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					tb.Fatalf("commandstats %q: %v", line, err)
+				}
+				total += n
+			}
+		}
+	}
+	return total
 }

@@ -13,6 +13,14 @@ func (k keys) lastSeen() string { return k.prefix + "last.seen" }
 // activeUsers is the set of uids active in one minute (unix seconds / 60).
 func (k keys) activeUsers(minute int64) string { return k.activePrefix() + itoa(minute) }
 
+// activeHLL is the HyperLogLog of the uids active in one minute, beside
+// activeUsers: counting ten of these costs the same whatever the population.
+func (k keys) activeHLL(minute int64) string { return k.activeHLLPrefix() + itoa(minute) }
+
+// activeUnion is a work key the counts script merges the minutes' HyperLogLogs
+// into and deletes before it returns.
+func (k keys) activeUnion() string { return k.prefix + "active.hll.tmp" }
+
 // connected is the sorted set uid -> expiry of the user's freshest live
 // connection (unix ms): the users whose friends have been told "online".
 func (k keys) connected() string { return k.prefix + "connected" }
@@ -33,7 +41,8 @@ func (k keys) scratch() string { return k.prefix + "online.tmp" }
 
 // Scripts that touch keys they only learn while running (the minute, the
 // users being swept) build them from these prefixes.
-func (k keys) activePrefix() string { return k.prefix + "active.users:" }
-func (k keys) connsPrefix() string  { return k.prefix + "conns:" }
+func (k keys) activePrefix() string    { return k.prefix + "active.users:" }
+func (k keys) activeHLLPrefix() string { return k.prefix + "active.hll:" }
+func (k keys) connsPrefix() string     { return k.prefix + "conns:" }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -17,10 +17,6 @@ var (
 	//go:embed online_friends.lua
 	onlineFriendsSource string
 	onlineFriendsScript = redis.NewScript(copySource + "\n" + onlineFriendsSource)
-
-	//go:embed counts.lua
-	countsSource string
-	countsScript = redis.NewScript(copySource + "\n" + countsSource)
 )
 
 // OnlineFriend is a friend online now and the time of their last activity.
@@ -53,24 +49,6 @@ func (t *Tracker) OnlineFriends(ctx context.Context, uid int64) ([]OnlineFriend,
 		friends = append(friends, OnlineFriend{UID: fid, LastSeen: unixMilli(toInt(res, i+1))})
 	}
 	return friends, nil
-}
-
-// Counts are the site-wide presence figures.
-type Counts struct {
-	Online        int64 `json:"online"`          // seen within W and still connected
-	ActiveLast10m int64 `json:"active_last_10m"` // active in the last ten minutes
-}
-
-// Counts returns the site-wide presence figures in one script call.
-func (t *Tracker) Counts(ctx context.Context) (Counts, error) {
-	k := t.keys
-	res, err := countsScript.Run(ctx, t.rdb, []string{
-		k.lastSeen(), k.connected(), k.onlineCopy(), k.onlineCopyFresh(),
-	}, ms(t.opts.Window), ms(t.opts.CopyTTL), k.activePrefix(), activeMinutes).Slice()
-	if err != nil {
-		return Counts{}, fmt.Errorf("presence counts: %w", err)
-	}
-	return Counts{Online: toInt(res, 0), ActiveLast10m: toInt(res, 1)}, nil
 }
 
 // Presence is one user's presence as friends see it.

@@ -107,23 +107,21 @@ func TestActiveMinutes(t *testing.T) {
 	k := keys{prefix: e.prefix}
 	ctx := ctxT(t)
 
-	// Stay clear of a minute boundary between planting and counting.
-	if now := e.now(t); now.Second() >= 55 {
-		time.Sleep(time.Duration(61-now.Second()) * time.Second)
-	}
-	minute := e.now(t).Unix() / 60
+	minute := clearOfMinuteEdge(t, e)
 	mustConnect(t, tr, 1, "c")
 	mustConnect(t, tr, 2, "c")
 
-	ttl, err := e.rdb.TTL(ctx, k.activeUsers(minute)).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ttl <= 10*time.Minute || ttl > activeKeyTTL {
-		t.Fatalf("TTL of this minute's set = %s, want a little over 10 minutes", ttl)
+	for _, key := range []string{k.activeUsers(minute), k.activeHLL(minute)} {
+		ttl, err := e.rdb.TTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= 10*time.Minute || ttl > activeKeyTTL {
+			t.Fatalf("TTL of this minute's %s = %s, want a little over 10 minutes", key, ttl)
+		}
 	}
 	for ago, uid := range map[int64]int64{1: 1, 9: 3, 10: 4, 60: 5, -1: 6} {
-		e.rdb.SAdd(ctx, k.activeUsers(minute-ago), itoa(uid))
+		plantActive(t, e, minute-ago, uid)
 	}
 	// 1 and 2 now, 1 again a minute ago, 3 nine minutes ago; not 4 (ten
 	// minutes ago), 5 (an hour ago) or 6 (a minute not begun).
@@ -238,7 +236,7 @@ func TestConcurrentHeartbeatsAndOnlineFriends(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	// A short copy TTL: trims race with heartbeats and sign-offs.
-	tr := e.tracker(t, Options{Window: 5 * time.Second, CopyTTL: 20 * time.Millisecond})
+	tr := e.tracker(t, Options{Window: 5 * time.Second, CopyTTL: 20 * time.Millisecond, CountsTTL: -1})
 	const me, n = 1, 60
 	for i := range int64(n) {
 		e.befriend(t, me, 100+i)

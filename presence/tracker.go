@@ -1,10 +1,11 @@
 // Package presence knows who is online, after seed 003 and the design card:
-// each heartbeat puts the user in a per-minute active set and in last.seen
-// (uid -> last activity) in one script, using Redis's clock; online friends
-// is one Lua script over a shared, trimmed copy of last.seen; a registry of
-// live connections with expiry tells a user's first connection and last
-// disconnect apart from the others, and presence events go to friends over
-// Redis pub/sub. It knows nothing of HTTP or WebSockets.
+// each heartbeat puts the user in a per-minute active set (and HyperLogLog)
+// and in last.seen (uid -> last activity) in one script, using Redis's
+// clock; online friends is one Lua script over a shared, trimmed copy of
+// last.seen; a registry of live connections with expiry tells a user's
+// first connection and last disconnect apart from the others, and caps how
+// many one user holds; presence events go to friends over Redis pub/sub. It
+// knows nothing of HTTP or WebSockets.
 //
 // Presence is private to a user and their friends. This package does not
 // check who asks: its caller (the web layer) does.
@@ -25,11 +26,12 @@ const (
 	DefaultHeartbeatInterval = 10 * time.Second
 	DefaultCopyTTL           = time.Second
 	DefaultMaxOnlineFriends  = 1000
+	DefaultMaxConnsPerUser   = 10
 )
 
 const (
-	activeMinutes = 10               // active_last_10m counts this many per-minute sets
-	activeKeyTTL  = 11 * time.Minute // a minute's set outlives the ten minutes it is read in
+	activeMinutes = 10               // active_last_10m counts this many minutes
+	activeKeyTTL  = 11 * time.Minute // a minute's keys outlive the ten minutes they are read in
 	connsKeyExtra = time.Minute      // a connections key outlives its last expiry by this
 	sweepBatch    = 500              // users the sweep script looks at per call
 	announceBatch = 1000             // channels per publishing script call
@@ -61,6 +63,13 @@ type Options struct {
 	CopyTTL time.Duration
 	// MaxOnlineFriends caps the list OnlineFriends returns (most recent kept).
 	MaxOnlineFriends int
+	// MaxConnsPerUser is the most live connections one user may hold, on
+	// all instances together: Connect refuses more. Negative: no cap.
+	MaxConnsPerUser int
+	// CountsTTL is how long a Tracker serves the site-wide Counts it last
+	// computed; zero means HeartbeatInterval. Negative computes them on
+	// every call (for tests).
+	CountsTTL time.Duration
 
 	// FriendsKey names the sorted set of uid's friends (member: friend uid in
 	// decimal, score: friend since, unix ms). The social package owns it.
@@ -88,6 +97,12 @@ func (o *Options) fill() {
 	if o.MaxOnlineFriends <= 0 {
 		o.MaxOnlineFriends = DefaultMaxOnlineFriends
 	}
+	if o.MaxConnsPerUser == 0 {
+		o.MaxConnsPerUser = DefaultMaxConnsPerUser
+	}
+	if o.CountsTTL == 0 {
+		o.CountsTTL = o.HeartbeatInterval
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -96,10 +111,12 @@ func (o *Options) fill() {
 // Tracker records presence in one Redis. Every instance of Chorus has one;
 // they agree through Redis alone.
 type Tracker struct {
-	rdb  redis.UniversalClient
-	opts Options
-	keys keys
-	log  *slog.Logger
+	rdb    redis.UniversalClient
+	opts   Options
+	keys   keys
+	log    *slog.Logger
+	counts countsCache
+	now    func() time.Time // the local clock, for the counts cache alone
 }
 
 // New returns a Tracker using rdb under the options' key prefix. It panics
@@ -109,7 +126,7 @@ func New(rdb redis.UniversalClient, opts Options) *Tracker {
 		panic("presence: Options.FriendsKey and Options.Channel are required")
 	}
 	opts.fill()
-	return &Tracker{rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix}, log: opts.Logger}
+	return &Tracker{rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix}, log: opts.Logger, now: time.Now}
 }
 
 // Window is the online window W the tracker was built with.

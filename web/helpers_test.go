@@ -66,6 +66,9 @@ func (e *env) startOn(rdb *redis.Client) *instance {
 	popts := e.presence
 	popts.Prefix, popts.FriendsKey, popts.Channel, popts.Profile = e.prefix, soc.FriendsKey, soc.UserChannel, soc.Profile
 	popts.Logger = log
+	if popts.CountsTTL == 0 {
+		popts.CountsTTL = -1 // tests read counts right after changing them
+	}
 	pres := presence.New(rdb, popts)
 	ropts := e.realtime
 	ropts.Logger = log
