@@ -2,8 +2,10 @@ package social
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -46,11 +48,11 @@ func BenchmarkPost(b *testing.B) {
 				}
 				job := s.keys.job(postJobID(st.ID))
 				for {
-					finished, _, err := s.pass(ctx, job)
+					res, err := s.pass(ctx, job)
 					if err != nil {
 						b.Fatal(err)
 					}
-					if finished {
+					if res.finished {
 						break
 					}
 				}
@@ -86,6 +88,91 @@ func BenchmarkHomeTimeline(b *testing.B) {
 		}
 		if len(page.Statuses) != 30 {
 			b.Fatalf("page of %d", len(page.Statuses))
+		}
+	}
+}
+
+//go:embed testdata/fanout_pass_unbounded.lua
+var unboundedPassSource string
+
+// BenchmarkRefillPass measures the refill job an unfollow queues for a reader
+// who still follows 50 users of 1000 statuses each: the whole job per op (as
+// Go sees it, round trips included), and its passes: how many, and the
+// longest and the average time Redis spent running one (from its slow log,
+// which is what blocks every other client). "unbounded" runs the pass script
+// as it was before passes were bounded by RefillPassStatuses and by the home
+// timeline's floor, for comparison.
+func BenchmarkRefillPass(b *testing.B) {
+	for _, script := range []struct {
+		name   string
+		script *redis.Script
+	}{
+		{"unbounded", redis.NewScript(unboundedPassSource)},
+		{"bounded", passScript},
+	} {
+		for _, layout := range refillLayouts {
+			b.Run(script.name+"/"+layout.name, func(b *testing.B) {
+				s, rdb := newPrivateService(b, Options{})
+				ctx := context.Background()
+				w := seedRefill(b, s, layout.ids, layout.goneIDs)
+				job := s.keys.job(refillJobID(w.reader.ID))
+				if err := rdb.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err(); err != nil {
+					b.Fatal(err)
+				}
+				rdb.ConfigSet(ctx, "slowlog-max-len", "100000")
+				if err := script.script.Load(ctx, rdb).Err(); err != nil { // no NOSCRIPT round in the log
+					b.Fatal(err)
+				}
+				var passes, copied int64
+				var longest, total time.Duration
+				for b.Loop() {
+					b.StopTimer()
+					if _, _, err := s.Follow(ctx, w.reader.ID, "gone"); err != nil {
+						b.Fatal(err)
+					}
+					w.resetHome(b, s)
+					if _, err := s.Unfollow(ctx, w.reader.ID, "gone"); err != nil {
+						b.Fatal(err)
+					}
+					rdb.SlowLogReset(ctx)
+					b.StartTimer()
+					for {
+						res, err := script.script.Run(ctx, rdb, []string{job, s.keys.jobs()}, s.passArgs()...).Int64Slice()
+						if err != nil {
+							b.Fatal(err)
+						}
+						if len(res) > 2 {
+							copied += res[2]
+						}
+						if res[0] == 1 {
+							break
+						}
+					}
+					b.StopTimer()
+					log, err := rdb.SlowLogGet(ctx, -1).Result()
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, e := range log {
+						if len(e.Args) > 0 && (e.Args[0] == "evalsha" || e.Args[0] == "eval") {
+							passes++
+							total += e.Duration
+							longest = max(longest, e.Duration)
+						}
+					}
+					b.StartTimer()
+				}
+				b.StopTimer()
+				if got, want := homeIDs(b, s, w.reader.ID), w.newest(s.opts.HomeSize, false); len(got) != len(want) || got[0] != want[0] {
+					b.Fatalf("home holds %d statuses from %d, want %d from %d", len(got), got[0], len(want), want[0])
+				}
+				b.ReportMetric(float64(passes)/float64(b.N), "passes/op")
+				b.ReportMetric(float64(longest.Microseconds())/1000, "longest-pass-ms")
+				b.ReportMetric(float64(total.Microseconds())/1000/float64(passes), "avg-pass-ms")
+				if copied > 0 {
+					b.ReportMetric(float64(copied)/float64(b.N), "copied/op")
+				}
+			})
 		}
 	}
 }

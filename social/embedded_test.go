@@ -1,6 +1,7 @@
 package social
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,6 +28,12 @@ func TestScriptsOnEmbeddedStore(t *testing.T) {
 	go s.NewWorker("embedded", slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx)
 
 	author := signUp(t, s, "author")
+	if _, _, err := s.SignIn(ctx, "author", "not-the-password", "192.0.2.1"); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("sign in with a wrong password: %v", err)
+	}
+	if _, _, err := s.SignIn(ctx, "author", "password-author", "192.0.2.1"); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
 	var fans []User
 	for i := range 5 {
 		f := signUp(t, s, fmt.Sprintf("fan%d", i))

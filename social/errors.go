@@ -3,6 +3,7 @@ package social
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors the edge maps to API error codes.
@@ -11,6 +12,7 @@ var (
 	ErrLoginTaken         = errors.New("login taken")
 	ErrInvalidCredentials = errors.New("invalid credentials")
 	ErrRateLimited        = errors.New("too many failed sign-ins")
+	ErrBusy               = errors.New("busy checking passwords; try again shortly")
 	ErrNotOwner           = errors.New("not the owner")
 	ErrUnauthenticated    = errors.New("unknown or expired session")
 	ErrSelfFollow         = errors.New("cannot follow yourself")
@@ -27,3 +29,16 @@ func (e *InvalidError) Error() string { return fmt.Sprintf("invalid %s: %s", e.F
 func invalid(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Message: fmt.Sprintf(format, args...)}
 }
+
+// RateLimitError refuses a sign-in after too many attempts for one user from
+// one address; errors.Is(err, ErrRateLimited) matches it.
+type RateLimitError struct {
+	RetryAfter time.Duration // until the attempts' window ends
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("%v: retry after %v", ErrRateLimited, e.RetryAfter)
+}
+
+// Unwrap makes errors.Is(err, ErrRateLimited) hold.
+func (e *RateLimitError) Unwrap() error { return ErrRateLimited }

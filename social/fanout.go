@@ -17,35 +17,57 @@ import (
 // jobGroup is the consumer group every instance's worker reads jobs through.
 const jobGroup = "fanout"
 
+// consumerReapEvery is how often, at most, a worker removes the consumers
+// of dead instances from the job group.
+const consumerReapEvery = time.Minute
+
 var (
 	//go:embed fanout_pass.lua
 	passSource string
 	passScript = redis.NewScript(copyLatestSource + passSource)
+
+	//go:embed reap_consumers.lua
+	reapSource string
+	reapScript = redis.NewScript(reapSource)
 )
 
 func postJobID(sid int64) string   { return "post:" + itoa(sid) }
 func deleteJobID(sid int64) string { return "delete:" + itoa(sid) }
 func refillJobID(uid int64) string { return "refill:" + itoa(uid) }
 
-// pass runs one pass of the job whose hash is at key and reports whether the
-// job is finished.
-func (s *Service) pass(ctx context.Context, key string) (finished bool, reached int64, err error) {
+// passResult is what one pass of a job did.
+type passResult struct {
+	finished bool  // the job is done (and gone)
+	reached  int64 // followers reached (post, delete) or followees looked at (refill)
+	copied   int64 // statuses copied into a home timeline (refill)
+}
+
+// pass runs one pass of the job whose hash is at key.
+func (s *Service) pass(ctx context.Context, key string) (passResult, error) {
+	res, err := passScript.Run(ctx, s.rdb, []string{key, s.keys.jobs()}, s.passArgs()...).Int64Slice()
+	if err != nil {
+		return passResult{}, fmt.Errorf("job %s: %w", key, err)
+	}
+	if len(res) != 3 {
+		return passResult{}, fmt.Errorf("job %s: pass answered %v", key, res)
+	}
+	return passResult{finished: res[0] == 1, reached: res[1], copied: res[2]}, nil
+}
+
+// passArgs are the pass script's ARGV.
+func (s *Service) passArgs() []any {
 	k := s.keys
-	res, err := passScript.Run(ctx, s.rdb, []string{key, k.jobs()},
+	return []any{
 		s.opts.FanoutPassSize, s.opts.HomeSize, jobGroup,
 		k.homePrefix(), k.followersPrefix(), k.followingPrefix(), k.profilePrefix(),
-		k.statusPrefix(), k.channelPrefix(), s.opts.RefillStep,
-	).Int64Slice()
-	if err != nil {
-		return false, 0, fmt.Errorf("job %s: %w", key, err)
+		k.statusPrefix(), k.channelPrefix(), s.opts.RefillStep, s.opts.RefillPassStatuses,
 	}
-	return res[0] == 1, res[1], nil
 }
 
 // inlinePass runs the first pass of a job for the caller. Its failure is not
 // the caller's: the job is durable and a worker carries it on.
 func (s *Service) inlinePass(ctx context.Context, key string) {
-	if _, _, err := s.pass(ctx, key); err != nil {
+	if _, err := s.pass(ctx, key); err != nil {
 		slog.WarnContext(ctx, "inline fan-out pass failed; a worker will retry", "job", key, "err", err)
 	}
 }
@@ -61,6 +83,8 @@ type Worker struct {
 	// afterPass, when set, runs after every pass that did not finish a job;
 	// tests use it to stop a worker part way.
 	afterPass func()
+
+	lastReap time.Time // when this worker last removed dead consumers
 }
 
 // NewWorker returns a worker reading as consumer, a name unique to the
@@ -123,6 +147,7 @@ func (w *Worker) createGroup(ctx context.Context) error {
 func (w *Worker) round(ctx context.Context) error {
 	s := w.s
 	stream := s.keys.jobs()
+	w.reapConsumers(ctx)
 	claimed, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: stream, Group: jobGroup, Consumer: w.consumer,
 		MinIdle: s.opts.JobClaimIdle, Start: "0-0", Count: 10,
@@ -157,6 +182,29 @@ func (w *Worker) round(ctx context.Context) error {
 	return nil
 }
 
+// reapConsumers removes, at most once every consumerReapEvery, the consumers
+// of the job group that have nothing pending and have been idle longer than
+// ConsumerIdle: each instance that ever ran leaves one behind. A failure is
+// only logged; the next try comes a minute later.
+func (w *Worker) reapConsumers(ctx context.Context) {
+	if !w.lastReap.IsZero() && time.Since(w.lastReap) < consumerReapEvery {
+		return
+	}
+	w.lastReap = time.Now()
+	s := w.s
+	removed, err := reapScript.Run(ctx, s.rdb, []string{s.keys.jobs()},
+		jobGroup, s.opts.ConsumerIdle.Milliseconds(), w.consumer).StringSlice()
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("remove idle fan-out consumers", "err", err)
+		}
+		return
+	}
+	if len(removed) > 0 {
+		w.log.Info("removed idle fan-out consumers", "consumers", removed)
+	}
+}
+
 // run carries one job to its end, or returns when ctx ends, leaving the job
 // pending for whoever claims it next.
 func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
@@ -164,11 +212,11 @@ func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 	stream := s.keys.jobs()
 	key, _ := m.Values["job"].(string)
 	for key != "" {
-		finished, _, err := s.pass(ctx, key)
+		res, err := s.pass(ctx, key)
 		if err != nil {
 			return err
 		}
-		if finished {
+		if res.finished {
 			break
 		}
 		if w.afterPass != nil {

@@ -9,8 +9,15 @@
 --           to each; stops early once the status is deleted.
 --   delete  remove status "sid" from the home timeline of each follower of
 --           "uid", publishing "payload" to those who had it.
---   refill  copy the latest statuses of each followee of "uid" into uid's
---           home timeline (after an unfollow left it short).
+--   refill  copy into uid's home timeline (after an unfollow left it short)
+--           the statuses of each followee of "uid" older than "floor" (the
+--           lowest id home held when the job was queued, or +inf when it was
+--           empty: everything newer is there already), newest first, and
+--           once home is full only those newer than its lowest. A pass looks
+--           at up to ARGV[10] followees and copies up to ARGV[11] statuses;
+--           a followee cut short is resumed below "below", the lowest id
+--           copied from it ("part" names it), and "cursor" is the follow
+--           score of the last followee done.
 --
 -- The keys of followers' timelines are only known while running, so they are
 -- built here from prefixes. Runs after copy_latest.lua.
@@ -26,11 +33,13 @@
 -- ARGV[7] prefix of profile timelines
 -- ARGV[8] prefix of status hashes
 -- ARGV[9] prefix of user event channels
--- ARGV[10] pass size of refill jobs (followees per pass)
--- Returns {finished (0 or 1), members reached in this pass}.
+-- ARGV[10] most followees a refill pass looks at
+-- ARGV[11] most statuses a refill pass copies
+-- Returns {finished (0 or 1), members reached in this pass (followers, or
+-- followees looked at), statuses copied in this pass (refill jobs)}.
 local job = redis.call('HGETALL', KEYS[1])
 if #job == 0 then
-  return {1, 0}
+  return {1, 0, 0}
 end
 local j = {}
 for i = 1, #job, 2 do
@@ -40,11 +49,11 @@ end
 local size = tonumber(ARGV[1])
 local homeSize = tonumber(ARGV[2])
 
-local function finish(n)
+local function finish(n, copied)
   redis.call('XACK', KEYS[2], ARGV[3], j.entry)
   redis.call('XDEL', KEYS[2], j.entry)
   redis.call('DEL', KEYS[1])
-  return {1, n}
+  return {1, n, copied or 0}
 end
 
 local page
@@ -69,13 +78,43 @@ elseif j.kind == 'delete' then
     end
   end
 elseif j.kind == 'refill' then
-  size = tonumber(ARGV[10])
+  local step = tonumber(ARGV[10])
+  local budget = tonumber(ARGV[11])
   local home = ARGV[4] .. j.uid
-  page = redis.call('ZRANGEBYSCORE', ARGV[6] .. j.uid, '(' .. j.cursor, '+inf',
-    'WITHSCORES', 'LIMIT', 0, size)
-  for i = 1, #page, 2 do
-    copy_latest(home, ARGV[7] .. page[i], homeSize)
+  local floor = '+inf'
+  if j.floor and j.floor ~= '+inf' then
+    floor = '(' .. j.floor
   end
+  -- One followee more than a pass looks at tells whether any remain.
+  local followees = redis.call('ZRANGEBYSCORE', ARGV[6] .. j.uid, '(' .. j.cursor, '+inf',
+    'WITHSCORES', 'LIMIT', 0, step + 1)
+  local cursor, looked, copied = j.cursor, 0, 0
+  for i = 1, math.min(#followees, 2 * step), 2 do
+    local followee = followees[i]
+    if copied >= budget then
+      redis.call('HSET', KEYS[1], 'cursor', cursor)
+      redis.call('HDEL', KEYS[1], 'part', 'below')
+      return {0, looked, copied}
+    end
+    local below = floor
+    if i == 1 and j.part == followee then
+      below = '(' .. j.below
+    end
+    looked = looked + 1
+    local n, last, done = copy_below(home, ARGV[7] .. followee, below, homeSize, budget - copied)
+    copied = copied + n
+    if not done then
+      redis.call('HSET', KEYS[1], 'cursor', cursor, 'part', followee, 'below', last)
+      return {0, looked, copied}
+    end
+    cursor = followees[i + 1]
+  end
+  if #followees <= 2 * step then
+    return finish(looked, copied)
+  end
+  redis.call('HSET', KEYS[1], 'cursor', cursor)
+  redis.call('HDEL', KEYS[1], 'part', 'below')
+  return {0, looked, copied}
 else
   return finish(0)
 end
@@ -85,4 +124,4 @@ if n < size then
   return finish(n)
 end
 redis.call('HSET', KEYS[1], 'cursor', page[#page])
-return {0, n}
+return {0, n, 0}

@@ -12,8 +12,8 @@ func (k keys) followSeq() string          { return k.prefix + "follow:seq" }
 func (k keys) loginIndex() string         { return k.prefix + "users:by_login" }
 func (k keys) user(uid int64) string      { return k.prefix + "user:" + itoa(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
-func (k keys) loginFailures(lower string) string {
-	return k.prefix + "login_failures:" + lower
+func (k keys) signInFailures(uid int64, addr string) string {
+	return k.signInFailuresPrefix() + itoa(uid) + ":" + addr
 }
 func (k keys) status(id int64) string       { return k.prefix + "status:" + itoa(id) }
 func (k keys) home(uid int64) string        { return k.prefix + "home:" + itoa(uid) }
@@ -28,11 +28,13 @@ func (k keys) userChannel(uid int64) string { return k.prefix + "events:user:" +
 
 // Scripts that touch keys they only learn while running (a follower's home,
 // a followee's profile) build them from these prefixes.
-func (k keys) homePrefix() string      { return k.prefix + "home:" }
-func (k keys) profilePrefix() string   { return k.prefix + "profile:" }
-func (k keys) channelPrefix() string   { return k.prefix + "events:user:" }
-func (k keys) statusPrefix() string    { return k.prefix + "status:" }
-func (k keys) followersPrefix() string { return k.prefix + "followers:" }
-func (k keys) followingPrefix() string { return k.prefix + "following:" }
+func (k keys) userPrefix() string           { return k.prefix + "user:" }
+func (k keys) signInFailuresPrefix() string { return k.prefix + "signin_failures:" }
+func (k keys) homePrefix() string           { return k.prefix + "home:" }
+func (k keys) profilePrefix() string        { return k.prefix + "profile:" }
+func (k keys) channelPrefix() string        { return k.prefix + "events:user:" }
+func (k keys) statusPrefix() string         { return k.prefix + "status:" }
+func (k keys) followersPrefix() string      { return k.prefix + "followers:" }
+func (k keys) followingPrefix() string      { return k.prefix + "following:" }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -6,7 +6,9 @@ package social
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,29 +17,51 @@ import (
 
 // Defaults for Options fields left zero.
 const (
-	DefaultHomeSize       = 1000
-	DefaultGlobalSize     = 1000
-	DefaultFanoutPassSize = 1000
-	DefaultRefillBelow    = 750
-	DefaultRefillStep     = 50
-	DefaultSessionTTL     = 30 * 24 * time.Hour
-	DefaultJobClaimIdle   = 30 * time.Second
-	DefaultBcryptCost     = 10
-	maxLoginFailures      = 10
-	loginFailureWindow    = 10 * time.Minute
+	DefaultHomeSize            = 1000
+	DefaultGlobalSize          = 1000
+	DefaultFanoutPassSize      = 1000
+	DefaultRefillBelow         = 750
+	DefaultRefillStep          = 50
+	DefaultRefillPassStatuses  = 250
+	DefaultSessionTTL          = 30 * 24 * time.Hour
+	DefaultJobClaimIdle        = 30 * time.Second
+	DefaultConsumerIdle        = 10 * time.Minute
+	DefaultBcryptCost          = 10
+	DefaultSignInFailures      = 10
+	DefaultSignInFailureWindow = 10 * time.Minute
+	DefaultHashWait            = 2 * time.Second
 )
+
+// DefaultPasswordHashers is the default of Options.PasswordHashers: half the
+// processors, so that password hashing cannot take them all.
+func DefaultPasswordHashers() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // Options tune a Service. The zero value of every field means its default.
 type Options struct {
-	Prefix         string        // key prefix, "chorus:" in production
-	HomeSize       int           // statuses kept in a home timeline
-	GlobalSize     int           // statuses kept in the global timeline
-	FanoutPassSize int           // followers reached per fan-out pass
-	RefillBelow    int           // a home timeline smaller than this after an unfollow is refilled
-	RefillStep     int           // followees read per refill pass
-	SessionTTL     time.Duration // lifetime of a session token
-	JobClaimIdle   time.Duration // a job untouched this long is taken over by another worker
-	BcryptCost     int           // cost of password hashes
+	Prefix             string        // key prefix, "chorus:" in production
+	HomeSize           int           // statuses kept in a home timeline
+	GlobalSize         int           // statuses kept in the global timeline
+	FanoutPassSize     int           // followers reached per fan-out pass
+	RefillBelow        int           // a home timeline smaller than this after an unfollow is refilled
+	RefillStep         int           // most followees one refill pass looks at
+	RefillPassStatuses int           // most statuses one refill pass copies
+	SessionTTL         time.Duration // lifetime of a session token
+	JobClaimIdle       time.Duration // a job untouched this long is taken over by another worker
+	ConsumerIdle       time.Duration // a job-group consumer idle this long, with nothing pending, is removed
+	BcryptCost         int           // cost of password hashes
+
+	// SignInFailures is how many sign-ins for one user from one address
+	// have their password checked within SignInFailureWindow, counted from
+	// the first; later ones are refused with a *RateLimitError until the
+	// window ends, and a right password starts the count again.
+	SignInFailures      int
+	SignInFailureWindow time.Duration
+
+	// PasswordHashers is how many bcrypt hashes or comparisons run at once
+	// (default DefaultPasswordHashers()); a request waits up to HashWait for
+	// a turn, then gets ErrBusy.
+	PasswordHashers int
+	HashWait        time.Duration
 }
 
 func (o *Options) fill() {
@@ -51,13 +75,20 @@ func (o *Options) fill() {
 	def(&o.FanoutPassSize, DefaultFanoutPassSize)
 	def(&o.RefillBelow, DefaultRefillBelow)
 	def(&o.RefillStep, DefaultRefillStep)
+	def(&o.RefillPassStatuses, DefaultRefillPassStatuses)
 	def(&o.BcryptCost, DefaultBcryptCost)
-	if o.SessionTTL <= 0 {
-		o.SessionTTL = DefaultSessionTTL
+	def(&o.SignInFailures, DefaultSignInFailures)
+	def(&o.PasswordHashers, DefaultPasswordHashers())
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
 	}
-	if o.JobClaimIdle <= 0 {
-		o.JobClaimIdle = DefaultJobClaimIdle
-	}
+	defDur(&o.SessionTTL, DefaultSessionTTL)
+	defDur(&o.JobClaimIdle, DefaultJobClaimIdle)
+	defDur(&o.ConsumerIdle, DefaultConsumerIdle)
+	defDur(&o.SignInFailureWindow, DefaultSignInFailureWindow)
+	defDur(&o.HashWait, DefaultHashWait)
 }
 
 // Service is the social core on one Redis.
@@ -66,6 +97,8 @@ type Service struct {
 	opts      Options
 	keys      keys
 	dummyHash []byte // compared against for unknown logins
+	hashers   hashers
+	stats     Stats
 }
 
 // New returns a Service using rdb under the options' key prefix.
@@ -75,8 +108,22 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 	if err != nil {
 		panic(fmt.Sprintf("social: bcrypt cost %d: %v", opts.BcryptCost, err))
 	}
-	return &Service{rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix}, dummyHash: dummy}
+	return &Service{
+		rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix}, dummyHash: dummy,
+		hashers: newHashers(opts.PasswordHashers, opts.HashWait),
+	}
 }
+
+// Stats are counters a Service keeps for the edge to export as metrics.
+type Stats struct {
+	PasswordChecks   atomic.Int64 // bcrypt comparisons run (sign-ins, unknown logins included)
+	PasswordHashes   atomic.Int64 // bcrypt hashes made (sign-ups)
+	HashesRefused    atomic.Int64 // sign-ups and sign-ins answered ErrBusy
+	SignInsThrottled atomic.Int64 // sign-ins answered with a *RateLimitError
+}
+
+// Counters returns the service's live counters.
+func (s *Service) Counters() *Stats { return &s.stats }
 
 // UserChannel is the pub/sub channel that carries live events for one user:
 // every frame published there goes to each of that user's open connections.

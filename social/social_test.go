@@ -170,7 +170,7 @@ func TestSessionsSlide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, unused, err := s.SignIn(ctx, "slider", "password1")
+	_, unused, err := s.SignIn(ctx, "slider", "password1", "")
 	if err != nil {
 		t.Fatal(err)
 	}

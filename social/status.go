@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
@@ -66,7 +67,16 @@ func ValidateMessage(message string) (string, error) {
 	if n := utf8.RuneCountInString(message); n == 0 || n > MaxMessageRunes {
 		return "", invalid("message", "must be 1 to %d characters after trimming", MaxMessageRunes)
 	}
+	if strings.ContainsFunc(message, forbiddenInMessage) {
+		return "", invalid("message", "must not contain control characters other than tab, newline and carriage return")
+	}
 	return message, nil
+}
+
+// forbiddenInMessage reports whether r may not appear in a message: a control
+// character (C0, DEL, C1) other than tab, newline and carriage return.
+func forbiddenInMessage(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r'
 }
 
 // Post publishes a status by uid: it is in the author's timelines and the

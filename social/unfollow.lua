@@ -1,7 +1,8 @@
 -- Makes ARGV[1] stop following ARGV[2] in one step: sets, counters, friend
 -- sets, and the followee's statuses out of the follower's home timeline.
 -- When the home timeline falls under the refill mark, a refill job is queued
--- in the same step. Unfollowing twice changes nothing.
+-- in the same step, bounded below home's lowest id then (its "floor").
+-- Unfollowing twice changes nothing.
 --
 -- KEYS[1] following set of the follower
 -- KEYS[2] followers set of the followee
@@ -44,8 +45,14 @@ end
 if redis.call('ZCARD', KEYS[7]) < tonumber(ARGV[3])
     and redis.call('ZCARD', KEYS[1]) > 0
     and redis.call('EXISTS', KEYS[10]) == 0 then
+  -- Every status of the remaining followees newer than home's lowest is in
+  -- home already: the job copies only older ones. An empty home has no
+  -- such bound.
+  local lowest = redis.call('ZRANGE', KEYS[7], 0, 0, 'WITHSCORES')
+  local floor = lowest[2] or '+inf'
   local entry = redis.call('XADD', KEYS[9], '*', 'job', KEYS[10])
-  redis.call('HSET', KEYS[10], 'kind', 'refill', 'uid', ARGV[1], 'cursor', 0, 'entry', entry)
+  redis.call('HSET', KEYS[10], 'kind', 'refill', 'uid', ARGV[1], 'cursor', 0,
+    'floor', floor, 'entry', entry)
 end
 if ended then
   return 2

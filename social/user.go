@@ -13,10 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // User is a public profile.
@@ -43,6 +43,10 @@ var (
 	//go:embed signup.lua
 	signupSource string
 	signupScript = redis.NewScript(signupSource)
+
+	//go:embed signin.lua
+	signinSource string
+	signinScript = redis.NewScript(signinSource)
 )
 
 var userFields = []string{"id", "login", "name", "followers", "following", "posts", "signup"}
@@ -60,15 +64,20 @@ func validateSignUp(login, name, password string) (string, error) {
 		return "", invalid("name", "must be valid UTF-8")
 	case name == "" || utf8.RuneCountInString(name) > MaxNameRunes:
 		return "", invalid("name", "must be 1 to %d characters", MaxNameRunes)
-	case strings.ContainsFunc(name, isControl):
-		return "", invalid("name", "must not contain control characters")
+	case strings.ContainsFunc(name, forbiddenInName):
+		return "", invalid("name", "must not contain control characters or bidirectional formatting characters")
 	case len(password) < MinPasswordBytes || len(password) > MaxPasswordBytes:
 		return "", invalid("password", "must be %d to %d bytes", MinPasswordBytes, MaxPasswordBytes)
 	}
 	return name, nil
 }
 
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+// forbiddenInName reports whether r may not appear in a name: a control
+// character (C0, DEL, C1), or a bidirectional embedding, override or isolate,
+// which would reorder the text shown around the name.
+func forbiddenInName(r rune) bool {
+	return unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
 
 // SignUp creates a user and a first session, returning both.
 func (s *Service) SignUp(ctx context.Context, login, name, password string) (User, string, error) {
@@ -84,9 +93,9 @@ func (s *Service) SignUp(ctx context.Context, login, name, password string) (Use
 	} else if taken {
 		return User{}, "", ErrLoginTaken
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.opts.BcryptCost)
+	hash, err := s.hashPassword(ctx, password)
 	if err != nil {
-		return User{}, "", fmt.Errorf("sign up %q: hash password: %w", login, err)
+		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	}
 	uid, err := s.rdb.Incr(ctx, s.keys.userSeq()).Result()
 	if err != nil {
@@ -112,44 +121,57 @@ func (s *Service) SignUp(ctx context.Context, login, name, password string) (Use
 	return u, token, nil
 }
 
-// SignIn checks a login and password and opens a new session. After
-// maxLoginFailures failures for one login within loginFailureWindow it
-// answers ErrRateLimited without looking at the password.
-func (s *Service) SignIn(ctx context.Context, login, password string) (User, string, error) {
+// SignIn checks a login and password, given from the client address addr
+// ("" when unknown), and opens a new session. Every attempt on an existing
+// login is counted, before its password is checked, against that user and
+// address: past SignInFailures attempts within SignInFailureWindow it
+// answers a *RateLimitError without checking the password, and a right
+// password clears the count. An attack from one address leaves sign-ins from
+// others alone. An unknown login costs the same bcrypt comparison as a known
+// one and writes nothing.
+func (s *Service) SignIn(ctx context.Context, login, password, addr string) (User, string, error) {
 	if !ValidLogin(login) || len(password) > MaxPasswordBytes {
 		return User{}, "", ErrInvalidCredentials
 	}
-	lower := strings.ToLower(login)
-	failKey := s.keys.loginFailures(lower)
-	fails, err := s.rdb.Get(ctx, failKey).Int()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+	k := s.keys
+	args := []any{strings.ToLower(login), k.userPrefix(), k.signInFailuresPrefix(), addr,
+		s.opts.SignInFailureWindow.Milliseconds()}
+	for _, f := range userFields {
+		args = append(args, f)
 	}
-	if fails >= maxLoginFailures {
-		return User{}, "", ErrRateLimited
-	}
-	u, hash, err := s.userByLoginWithPassword(ctx, lower)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
-	}
+	res, err := signinScript.Run(ctx, s.rdb, []string{k.loginIndex()}, append(args, "password")...).Slice()
 	if err != nil {
-		// Spend the time a real check takes, so that answers do not tell
-		// which logins exist.
-		hash = s.dummyHash
+		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 	}
-	if err != nil || bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil {
-		pipe := s.rdb.TxPipeline()
-		pipe.Incr(ctx, failKey)
-		pipe.ExpireNX(ctx, failKey, loginFailureWindow)
-		if _, err := pipe.Exec(ctx); err != nil {
-			return User{}, "", fmt.Errorf("sign in %q: count failure: %w", login, err)
+	var (
+		u    User
+		hash = s.dummyHash // spends the time a real check takes, so answers do not tell which logins exist
+		ok   = len(res) == 2+len(userFields)+1
+	)
+	if ok {
+		attempts, _ := res[0].(int64)
+		ttl, _ := res[1].(int64)
+		if attempts > int64(s.opts.SignInFailures) {
+			s.stats.SignInsThrottled.Add(1)
+			return User{}, "", &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond}
 		}
+		fields := res[2:]
+		if u, ok = parseUser(fields[:len(userFields)]); ok {
+			h, _ := fields[len(userFields)].(string)
+			hash = []byte(h)
+		}
+	}
+	match, err := s.passwordMatches(ctx, hash, password)
+	if err != nil {
+		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+	}
+	if !ok || !match {
 		return User{}, "", ErrInvalidCredentials
 	}
 	token, tokenHash := newToken()
 	pipe := s.rdb.TxPipeline()
-	pipe.Set(ctx, s.keys.session(tokenHash), u.ID, s.opts.SessionTTL)
-	pipe.Del(ctx, failKey)
+	pipe.Set(ctx, k.session(tokenHash), u.ID, s.opts.SessionTTL)
+	pipe.Del(ctx, k.signInFailures(u.ID, addr))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 	}
@@ -241,23 +263,6 @@ func (s *Service) UID(ctx context.Context, login string) (int64, error) {
 		return 0, fmt.Errorf("look up %q: %w", login, err)
 	}
 	return uid, nil
-}
-
-func (s *Service) userByLoginWithPassword(ctx context.Context, lower string) (User, []byte, error) {
-	uid, err := s.UID(ctx, lower)
-	if err != nil {
-		return User{}, nil, err
-	}
-	vals, err := s.rdb.HMGet(ctx, s.keys.user(uid), append(userFields, "password")...).Result()
-	if err != nil {
-		return User{}, nil, err
-	}
-	u, ok := parseUser(vals)
-	if !ok {
-		return User{}, nil, ErrNotFound
-	}
-	hash, _ := vals[len(userFields)].(string)
-	return u, []byte(hash), nil
 }
 
 // usersByID reads users in one round trip, in the order given, leaving out

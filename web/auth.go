@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -79,9 +80,10 @@ func isWrite(method string) bool {
 	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
 }
 
-// originAllowed reports whether the request comes from this host or from an
-// origin allowed by configuration. A request with no Origin header is a
-// same-origin or non-browser one unless Sec-Fetch-Site says otherwise.
+// originAllowed reports whether the request comes from this server's own
+// origin (scheme and host) or from an origin allowed by configuration. A
+// request with no Origin header is a same-origin or non-browser one unless
+// Sec-Fetch-Site says otherwise.
 func (s *Server) originAllowed(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -92,7 +94,39 @@ func (s *Server) originAllowed(r *http.Request) bool {
 		return true
 	}
 	u, err := url.Parse(origin)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+	if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+		return false
+	}
+	scheme := "http"
+	if isTLS(r) {
+		scheme = "https"
+	}
+	return strings.EqualFold(u.Scheme, scheme)
+}
+
+// cookieSetter guards a route that signs a browser in (sets the session
+// cookie) against login CSRF: a form on another site could otherwise sign a
+// victim's browser into the attacker's account. The request must come from
+// an allowed origin and carry JSON, which a cross-site form cannot send
+// without a preflight this server never grants.
+func (s *Server) cookieSetter(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.originAllowed(r) {
+			s.writeError(w, r, errBadOrigin)
+			return
+		}
+		if !isJSON(r) {
+			s.writeError(w, r, errNotJSON)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isJSON reports whether the request body is declared as JSON.
+func isJSON(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
 }
 
 func setSessionCookie(w http.ResponseWriter, r *http.Request, token string, ttl time.Duration) {

@@ -21,19 +21,24 @@ func clientHandlers() (index http.HandlerFunc, files http.Handler) {
 		panic(err)
 	}
 	index = func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; frame-ancestors 'none'")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
+		setClientHeaders(w.Header())
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Write(page)
 	}
 	fileServer := http.StripPrefix("/static/", http.FileServer(http.FS(sub)))
 	files = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		setClientHeaders(w.Header())
 		fileServer.ServeHTTP(w, r)
 	})
 	return index, files
+}
+
+// setClientHeaders sets the security headers of every file of the client:
+// the page and what it loads alike, since any of them may be opened alone.
+func setClientHeaders(h http.Header) {
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
 }

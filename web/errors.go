@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"syscall"
+	"time"
 
 	"chorus/social"
 
@@ -28,15 +31,17 @@ func newError(status int, code, message string) *apiError {
 }
 
 var (
-	errNotSignedIn   = newError(http.StatusUnauthorized, "not_signed_in", "Sign in first.")
-	errBadOrigin     = newError(http.StatusForbidden, "forbidden_origin", "This origin may not act for a signed-in user.")
-	errTooLarge      = newError(http.StatusRequestEntityTooLarge, "too_large", "The request body is over 64 KiB.")
-	errNotFound      = newError(http.StatusNotFound, "not_found", "There is nothing here.")
-	errNoRedis       = newError(http.StatusServiceUnavailable, "redis_unavailable", "The data store is unavailable; try again shortly.")
-	errInternal      = newError(http.StatusInternalServerError, "internal_error", "Something went wrong on our side.")
-	errNotAllowed    = newError(http.StatusMethodNotAllowed, "method_not_allowed", "This method is not allowed here.")
-	errBothCursors   = newError(http.StatusBadRequest, "invalid_cursor", "Give before or after, not both.")
-	errUnknownStatus = newError(http.StatusNotFound, "status_not_found", "No such status.")
+	errNotSignedIn     = newError(http.StatusUnauthorized, "not_signed_in", "Sign in first.")
+	errBadOrigin       = newError(http.StatusForbidden, "forbidden_origin", "This origin may not act for a signed-in user.")
+	errBadStreamOrigin = newError(http.StatusForbidden, "forbidden_origin", "This origin may not open a stream.")
+	errTooLarge        = newError(http.StatusRequestEntityTooLarge, "too_large", "The request body is over 64 KiB.")
+	errNotFound        = newError(http.StatusNotFound, "not_found", "There is nothing here.")
+	errNoRedis         = newError(http.StatusServiceUnavailable, "redis_unavailable", "The data store is unavailable; try again shortly.")
+	errInternal        = newError(http.StatusInternalServerError, "internal_error", "Something went wrong on our side.")
+	errNotAllowed      = newError(http.StatusMethodNotAllowed, "method_not_allowed", "This method is not allowed here.")
+	errBothCursors     = newError(http.StatusBadRequest, "invalid_cursor", "Give before or after, not both.")
+	errUnknownStatus   = newError(http.StatusNotFound, "status_not_found", "No such status.")
+	errNotJSON         = newError(http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the body as JSON, with Content-Type: application/json.")
 )
 
 // writeError answers err in the API's error shape. Errors of the domain map
@@ -45,8 +50,20 @@ var (
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	var inv *social.InvalidError
+	var limited *rateLimitedError
+	var throttled *social.RateLimitError
 	switch {
 	case errors.As(err, &ae):
+	case errors.As(err, &limited):
+		w.Header().Set("Retry-After", retryAfter(limited.retryAfter))
+		ae = newError(http.StatusTooManyRequests, "rate_limited", limited.message)
+	case errors.As(err, &throttled):
+		w.Header().Set("Retry-After", retryAfter(throttled.RetryAfter))
+		ae = newError(http.StatusTooManyRequests, "rate_limited", "Too many failed sign-ins for this login from your address; try again in "+
+			humanDuration(throttled.RetryAfter)+".")
+	case errors.Is(err, social.ErrBusy):
+		w.Header().Set("Retry-After", "1")
+		ae = newError(http.StatusTooManyRequests, "server_busy", "The server is busy checking passwords; try again in a moment.")
 	case errors.As(err, &inv):
 		ae = newError(http.StatusBadRequest, "invalid_"+inv.Field, "The "+inv.Field+" "+inv.Message+".")
 	case errors.Is(err, social.ErrNotFound):
@@ -55,9 +72,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(http.StatusConflict, "login_taken", "That login is taken.")
 	case errors.Is(err, social.ErrInvalidCredentials):
 		ae = newError(http.StatusUnauthorized, "invalid_credentials", "The login or password is wrong.")
-	case errors.Is(err, social.ErrRateLimited):
-		w.Header().Set("Retry-After", "600")
-		ae = newError(http.StatusTooManyRequests, "rate_limited", "Too many failed sign-ins for this login; try again in 10 minutes.")
 	case errors.Is(err, social.ErrNotOwner):
 		ae = newError(http.StatusForbidden, "not_owner", "Only its author can delete a status.")
 	case errors.Is(err, social.ErrSelfFollow):
@@ -87,4 +101,16 @@ func isUnavailable(err error) bool {
 		errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, context.DeadlineExceeded)
+}
+
+// humanDuration says d in whole minutes, or seconds under a minute.
+func humanDuration(d time.Duration) string {
+	if d < time.Minute {
+		return retryAfter(d) + " seconds"
+	}
+	m := int(math.Ceil(d.Minutes()))
+	if m == 1 {
+		return "1 minute"
+	}
+	return strconv.Itoa(m) + " minutes"
 }

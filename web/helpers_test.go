@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"chorus/social"
 	"chorus/web"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,7 +43,9 @@ type env struct {
 	opts     social.Options
 	presence presence.Options
 	realtime realtime.Options
-	noWorker bool // run no fan-out worker: jobs wait past their first pass
+	limits   web.Limits     // none unless a test sets them
+	proxies  []netip.Prefix // trusted proxies
+	noWorker bool           // run no fan-out worker: jobs wait past their first pass
 }
 
 func newEnv(tb testing.TB, opts social.Options) *env {
@@ -78,7 +82,10 @@ func (e *env) startOn(rdb *redis.Client) *instance {
 	hub := realtime.New(rdb, soc, pres, ropts)
 	metrics := web.NewMetrics()
 	rdb.AddHook(metrics.RedisHook())
-	srv := httptest.NewServer(web.NewServer(web.Config{Social: soc, Presence: pres, Stream: hub, Metrics: metrics, Logger: log}))
+	srv := httptest.NewServer(web.NewServer(web.Config{
+		Social: soc, Presence: pres, Stream: hub, Metrics: metrics, Logger: log,
+		Limiter: redis_rate.NewLimiter(rdb), Limits: e.limits, KeyPrefix: e.prefix, TrustedProxies: e.proxies,
+	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	var work sync.WaitGroup
 	if !e.noWorker {
@@ -170,6 +177,9 @@ func (c *client) do(method, path string, body any, header ...string) response {
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])

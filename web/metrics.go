@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"chorus/realtime"
@@ -83,6 +84,28 @@ func (m *Metrics) register(s *Server) {
 		counter("chorus_pubsub_resubscribes_total", "Channels subscribed again after the pub/sub connection to Redis was lost.", &st.PubSubRestarts),
 		&scrapeCollector{s: s},
 	)
+	sc := s.social.Counters()
+	m.reg.MustRegister(
+		counter("chorus_password_checks_total", "Passwords compared with their bcrypt hash (unknown logins included).", &sc.PasswordChecks),
+		counter("chorus_password_hashes_total", "Passwords hashed with bcrypt at sign-up.", &sc.PasswordHashes),
+	)
+	for name, n := range map[string]*atomic.Int64{
+		"signup": &s.limitStats.signUp, "signin": &s.limitStats.signIn,
+		"post": &s.limitStats.posts, "follow": &s.limitStats.follows,
+		"signin_failures": &sc.SignInsThrottled, "password_hashers": &sc.HashesRefused,
+	} {
+		m.reg.MustRegister(refusals(name, n))
+	}
+}
+
+// refusals counts the requests (or frames, or streams) one limit refused,
+// as one series of chorus_rate_limited_total.
+func refusals(limit string, n interface{ Load() int64 }) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name:        "chorus_rate_limited_total",
+		Help:        "Requests, frames and streams refused by a limit, by limit.",
+		ConstLabels: prometheus.Labels{"limit": limit},
+	}, func() float64 { return float64(n.Load()) })
 }
 
 // scrapeCollector reads Redis-held figures when Prometheus scrapes: users

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"time"
 
 	"chorus/realtime"
 	"chorus/social"
@@ -26,9 +27,17 @@ func (s *Server) sitePresence(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, counts)
 }
 
-// serveStream hands an authenticated request to the live stream, which
-// checks the browser's Origin and upgrades it.
+// serveStream hands an authenticated request from an allowed origin to the
+// live stream, which upgrades it. The stream outlives the HTTP timeouts: its
+// own heartbeats and write deadlines bound it.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	viewer, _ := viewerFrom(r.Context())
+	if !s.originAllowed(r) {
+		s.writeError(w, r, errBadStreamOrigin)
+		return
+	}
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	rc.SetWriteDeadline(time.Time{})
 	s.stream.Serve(w, r, viewer.UID, social.SessionID(viewer.Token))
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 // Social is what the edge calls on the social core.
 type Social interface {
 	SignUp(ctx context.Context, login, name, password string) (social.User, string, error)
-	SignIn(ctx context.Context, login, password string) (social.User, string, error)
+	SignIn(ctx context.Context, login, password, addr string) (social.User, string, error)
 	SignOut(ctx context.Context, token string) error
 	Authenticate(ctx context.Context, token string) (int64, error)
 	UserByID(ctx context.Context, uid int64) (social.User, error)
@@ -44,6 +45,7 @@ type Social interface {
 	GlobalTimeline(ctx context.Context, c social.Cursor) (social.TimelinePage, error)
 	Ping(ctx context.Context) error
 	JobStats
+	Counters() *social.Stats
 }
 
 // Presence is what the edge asks of presence.
@@ -79,6 +81,13 @@ type Config struct {
 	SessionTTL     time.Duration // lifetime of the session cookie
 	AllowedOrigins []string      // origins besides the server's own, e.g. "https://app.example.com"
 	Logger         *slog.Logger
+
+	// Limiter and Limits rate-limit clients; with no Limiter, nothing is.
+	Limiter   Limiter
+	Limits    Limits
+	KeyPrefix string // prefix of the limiter's keys, as the other packages'
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client.
+	TrustedProxies []netip.Prefix
 }
 
 // Server serves Chorus over HTTP.
@@ -90,6 +99,11 @@ type Server struct {
 	metrics        *Metrics
 	sessionTTL     time.Duration
 	allowedOrigins map[string]struct{}
+	trustedProxies []netip.Prefix
+	limiter        Limiter
+	limits         Limits
+	limitStats     limitCounters
+	keys           keys
 	log            *slog.Logger
 	router         chi.Router
 }
@@ -104,6 +118,10 @@ func NewServer(cfg Config) *Server {
 		metrics:        cfg.Metrics,
 		sessionTTL:     cfg.SessionTTL,
 		allowedOrigins: map[string]struct{}{},
+		trustedProxies: cfg.TrustedProxies,
+		limiter:        cfg.Limiter,
+		limits:         cfg.Limits,
+		keys:           keys{prefix: cfg.KeyPrefix},
 		log:            cfg.Logger,
 	}
 	if s.log == nil {
@@ -144,8 +162,8 @@ func (s *Server) routes() chi.Router {
 		// Open to anyone; a signed-in viewer sees more (presence of friends).
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate(false))
-			r.Post("/users", s.signUp)
-			r.Post("/sessions", s.signIn)
+			r.With(s.cookieSetter, s.signUpLimit()).Post("/users", s.signUp)
+			r.With(s.cookieSetter, s.signInLimit()).Post("/sessions", s.signIn)
 			r.Get("/users/{login}", s.profile)
 			r.Get("/users/{login}/statuses", s.profileTimeline)
 			r.Get("/users/{login}/followers", s.followers)
@@ -157,13 +175,13 @@ func (s *Server) routes() chi.Router {
 			r.Use(s.authenticate(true))
 			r.Delete("/sessions/current", s.signOut)
 			r.Get("/me", s.me)
-			r.Put("/following/{login}", s.follow)
-			r.Delete("/following/{login}", s.unfollow)
+			r.With(s.followLimit()).Put("/following/{login}", s.follow)
+			r.With(s.followLimit()).Delete("/following/{login}", s.unfollow)
 			r.Get("/friends", s.friends)
 			r.Get("/friends/online", s.onlineFriends)
 			r.Get("/presence", s.sitePresence)
 			r.Get("/stream", s.serveStream)
-			r.Post("/statuses", s.post)
+			r.With(s.postLimit()).Post("/statuses", s.post)
 			r.Delete("/statuses/{id}", s.deleteStatus)
 			r.Get("/timelines/home", s.homeTimeline)
 		})

@@ -116,7 +116,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	u, token, err := s.social.SignIn(r.Context(), body.Login, body.Password)
+	u, token, err := s.social.SignIn(r.Context(), body.Login, body.Password, s.clientAddr(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -108,6 +108,18 @@ func StartOnPort(tb testing.TB, port int) *Server {
 	return srv
 }
 
+// Pause stops the server's process (SIGSTOP): it holds its connections and
+// answers nothing, as a stalled Redis does, until Resume.
+func (s *Server) Pause(tb testing.TB) {
+	tb.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		tb.Fatalf("redistest: pause: %v", err)
+	}
+}
+
+// Resume lets a paused server run again.
+func (s *Server) Resume() { s.cmd.Process.Signal(syscall.SIGCONT) }
+
 // Stop kills the server.
 func (s *Server) Stop() {
 	if s.cmd.Process != nil {

@@ -1,0 +1,89 @@
+package web
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// clientAddr is the address a request's limits are counted under: the
+// connection's peer, or, when that peer is one of the trusted proxies, the
+// nearest address in X-Forwarded-For that is not one. Nobody else's
+// X-Forwarded-For is believed: a client could name any address in it.
+//
+// An IPv6 client is counted by its /64, the block one host or site is
+// usually given, so that walking through the addresses of one block does
+// not walk around the limits.
+func (s *Server) clientAddr(r *http.Request) string {
+	peer := peerAddr(r)
+	if !peer.IsValid() {
+		return "unknown"
+	}
+	addr := peer
+	if s.trusted(peer) {
+		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+		for i := len(hops) - 1; i >= 0; i-- {
+			hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				break // a hop a trusted proxy did not write: stop believing
+			}
+			addr = hop.Unmap()
+			if !s.trusted(addr) {
+				break
+			}
+		}
+	}
+	if addr.Is6() {
+		p, _ := addr.Prefix(64)
+		return p.String()
+	}
+	return addr.String()
+}
+
+func peerAddr(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap()
+}
+
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.trustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseProxies reads a comma-separated list of proxy addresses or CIDR
+// blocks ("10.0.0.0/8, 192.0.2.7") for Config.TrustedProxies.
+func ParseProxies(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if strings.Contains(item, "/") {
+			p, err := netip.ParsePrefix(item)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
+}

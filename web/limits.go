@@ -1,0 +1,115 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+)
+
+// Limiter takes one unit of a rate limit under a key, in Redis, so that a
+// limit holds across every instance. *redis_rate.Limiter (GCRA) is one.
+type Limiter interface {
+	Allow(ctx context.Context, key string, limit redis_rate.Limit) (*redis_rate.Result, error)
+}
+
+var _ Limiter = (*redis_rate.Limiter)(nil)
+
+// Limits are the per-client rate limits the edge applies. A zero Limit
+// applies no limit.
+type Limits struct {
+	SignUpPerAddress redis_rate.Limit // POST /users per client address
+	SignInPerAddress redis_rate.Limit // POST /sessions per client address, any login
+	PostsPerUser     redis_rate.Limit // POST /statuses per signed-in user
+	FollowsPerUser   redis_rate.Limit // PUT and DELETE /following/{login} per signed-in user
+}
+
+// limitCounters count the requests each limit refused, for /metrics.
+type limitCounters struct {
+	signUp, signIn, posts, follows atomic.Int64
+}
+
+// rateLimit is one limit of the edge: what it counts and under which key.
+type rateLimit struct {
+	name    string // key part and log name
+	limit   redis_rate.Limit
+	refused *atomic.Int64
+	message string
+	key     func(r *http.Request) string // whom the request is counted for
+}
+
+// limit refuses, with 429 and Retry-After, requests over l. A limit that
+// cannot be checked because Redis is away answers as Redis being away.
+func (s *Server) limit(l rateLimit) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if l.limit.IsZero() || s.limiter == nil {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			res, err := s.limiter.Allow(r.Context(), s.keys.limit(l.name, l.key(r)), l.limit)
+			if err != nil {
+				s.writeError(w, r, fmt.Errorf("rate limit %s: %w", l.name, err))
+				return
+			}
+			if res.Allowed == 0 {
+				l.refused.Add(1)
+				s.writeError(w, r, &rateLimitedError{retryAfter: res.RetryAfter, message: l.message})
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// rateLimitedError is a request refused by a limit, answered 429.
+type rateLimitedError struct {
+	retryAfter time.Duration
+	message    string
+}
+
+func (e *rateLimitedError) Error() string { return "rate limited: " + e.message }
+
+// retryAfter is the Retry-After value for d: whole seconds, at least 1.
+func retryAfter(d time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+}
+
+func (s *Server) byAddress(r *http.Request) string { return s.clientAddr(r) }
+
+func byViewer(r *http.Request) string {
+	v, _ := viewerFrom(r.Context())
+	return strconv.FormatInt(v.UID, 10)
+}
+
+func (s *Server) signUpLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, key: s.byAddress,
+		message: "Too many sign-ups from your address; try again later.",
+	})
+}
+
+func (s *Server) signInLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, key: s.byAddress,
+		message: "Too many sign-in attempts from your address; try again later.",
+	})
+}
+
+func (s *Server) postLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "post", limit: s.limits.PostsPerUser, refused: &s.limitStats.posts, key: byViewer,
+		message: "You are posting too fast; try again later.",
+	})
+}
+
+func (s *Server) followLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "follow", limit: s.limits.FollowsPerUser, refused: &s.limitStats.follows, key: byViewer,
+		message: "You are following and unfollowing too fast; try again later.",
+	})
+}

@@ -1,0 +1,235 @@
+package web_test
+
+import (
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"chorus/social"
+	"chorus/web"
+
+	"github.com/go-redis/redis_rate/v10"
+)
+
+// refused checks that res is a 429 rate_limited answer with a Retry-After.
+func refused(tb testing.TB, what string, res response) {
+	tb.Helper()
+	if res.Status != http.StatusTooManyRequests || res.errorCode(tb) != "rate_limited" {
+		tb.Fatalf("%s: got %d %s, want 429 rate_limited", what, res.Status, res.Body)
+	}
+	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || s < 1 {
+		tb.Fatalf("%s: Retry-After %q, want whole seconds from 1", what, res.Header.Get("Retry-After"))
+	}
+}
+
+func perHour(burst int) redis_rate.Limit {
+	return redis_rate.Limit{Rate: 1, Period: time.Hour, Burst: burst}
+}
+
+func TestSignUpLimitPerAddress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{SignUpPerAddress: perHour(2)}
+	in := e.start()
+	in.signUp(t, "first")
+	in.signUp(t, "second")
+	res := in.anon(t).do("POST", "/api/v1/users", map[string]string{"login": "third", "name": "T", "password": "password-third"})
+	refused(t, "third sign-up from one address", res)
+	if res := in.anon(t).do("GET", "/api/v1/users/third", nil); res.Status != http.StatusNotFound {
+		t.Fatalf("a refused sign-up made a user: %d", res.Status)
+	}
+	if got := in.metric(t, "chorus_rate_limited_total", `limit="signup"`); got != 1 {
+		t.Fatalf("chorus_rate_limited_total{limit=signup} = %v, want 1", got)
+	}
+}
+
+func TestSignInLimitPerAddress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{SignInPerAddress: perHour(3)}
+	in := e.start()
+	in.signUp(t, "ann")
+	in.signUp(t, "bob")
+	anon := in.anon(t)
+	// Attempts count whatever their login and outcome.
+	anon.must(http.StatusOK, "POST", "/api/v1/sessions", map[string]string{"login": "ann", "password": "password-ann"}, nil)
+	anon.must(http.StatusUnauthorized, "POST", "/api/v1/sessions", map[string]string{"login": "bob", "password": "wrong-password"}, nil)
+	anon.must(http.StatusUnauthorized, "POST", "/api/v1/sessions", map[string]string{"login": "nobody", "password": "wrong-password"}, nil)
+	refused(t, "fourth sign-in from one address", anon.do("POST", "/api/v1/sessions", map[string]string{"login": "bob", "password": "password-bob"}))
+}
+
+func TestPostLimitHoldsAcrossInstances(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{PostsPerUser: perHour(3)}
+	one, two := e.start(), e.start()
+	a := one.signUp(t, "poster")
+	b := one.signUp(t, "other")
+	a.post("one")
+	a.post("two")
+	two.as(a).post("three")
+	refused(t, "fourth post, on the other instance", two.as(a).do("POST", "/api/v1/statuses", map[string]string{"message": "four"}))
+	refused(t, "fifth post", a.do("POST", "/api/v1/statuses", map[string]string{"message": "five"}))
+	if got := a.counts("poster").posts; got != 3 {
+		t.Fatalf("posts = %d, want 3: refused posts wrote nothing", got)
+	}
+	b.post("another user is not limited")
+}
+
+func TestFollowLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{FollowsPerUser: perHour(3)}
+	in := e.start()
+	a := in.signUp(t, "churner")
+	in.signUp(t, "target")
+	a.follow("target")
+	a.unfollow("target")
+	a.follow("target")
+	refused(t, "fourth follow change", a.do("DELETE", "/api/v1/following/target", nil))
+	if got := a.counts("churner").following; got != 1 {
+		t.Fatalf("following = %d, want 1: the refused unfollow changed nothing", got)
+	}
+}
+
+func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
+	signUp := func(in *instance, login, forwarded string) response {
+		return in.anon(t).do("POST", "/api/v1/users",
+			map[string]string{"login": login, "name": login, "password": "password-" + login},
+			"X-Forwarded-For", forwarded)
+	}
+
+	// Behind a trusted proxy, the client is the address it names.
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{SignUpPerAddress: perHour(1)}
+	e.proxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	in := e.start()
+	if res := signUp(in, "via1", "203.0.113.5"); res.Status != http.StatusCreated {
+		t.Fatalf("first sign-up through the proxy: %d %s", res.Status, res.Body)
+	}
+	refused(t, "second sign-up from the same client", signUp(in, "via2", "198.51.100.1, 203.0.113.5"))
+	if res := signUp(in, "via3", "203.0.113.6"); res.Status != http.StatusCreated {
+		t.Fatalf("another client through the proxy: %d %s", res.Status, res.Body)
+	}
+	// Addresses of one IPv6 /64 are one client.
+	if res := signUp(in, "six1", "2001:db8:1:2::1"); res.Status != http.StatusCreated {
+		t.Fatalf("IPv6 client: %d %s", res.Status, res.Body)
+	}
+	refused(t, "another address of the same /64", signUp(in, "six2", "2001:db8:1:2:ffff::9"))
+
+	// From anyone else, X-Forwarded-For is not believed.
+	e2 := newEnv(t, social.Options{})
+	e2.limits = web.Limits{SignUpPerAddress: perHour(1)}
+	direct := e2.start()
+	if res := signUp(direct, "direct1", "203.0.113.7"); res.Status != http.StatusCreated {
+		t.Fatalf("first direct sign-up: %d", res.Status)
+	}
+	refused(t, "a forged X-Forwarded-For", signUp(direct, "direct2", "203.0.113.8"))
+}
+
+func TestLoginCSRF(t *testing.T) {
+	t.Parallel()
+	srv := newEnv(t, social.Options{}).start()
+	srv.signUp(t, "victim")
+	host := strings.TrimPrefix(srv.srv.URL, "http://")
+	signIn := map[string]string{"login": "victim", "password": "password-victim"}
+	cases := []struct {
+		name         string
+		path         string
+		body         any
+		header       []string
+		status       int
+		code         string
+		writesCookie bool
+	}{
+		{"sign-in from another site", "/api/v1/sessions", signIn, []string{"Origin", "https://evil.example"}, 403, "forbidden_origin", false},
+		{"sign-in, cross-site without Origin", "/api/v1/sessions", signIn, []string{"Sec-Fetch-Site", "cross-site"}, 403, "forbidden_origin", false},
+		{"sign-in from this host over the other scheme", "/api/v1/sessions", signIn, []string{"Origin", "https://" + host}, 403, "forbidden_origin", false},
+		{"sign-in as a form would send it", "/api/v1/sessions", `{"login":"victim","password":"password-victim"}`, []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type", false},
+		{"sign-in without a content type", "/api/v1/sessions", `{"login":"victim","password":"password-victim"}`, []string{"Content-Type", ""}, 415, "unsupported_media_type", false},
+		{"sign-up from another site", "/api/v1/users", map[string]string{"login": "planted", "name": "P", "password": "password-planted"}, []string{"Origin", "https://evil.example"}, 403, "forbidden_origin", false},
+		{"sign-up as a form would send it", "/api/v1/users", `{"login":"planted","name":"P","password":"password-planted"}`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type", false},
+		{"sign-in from this origin", "/api/v1/sessions", signIn, []string{"Origin", "http://" + host}, 200, "", true},
+		{"sign-in with a charset", "/api/v1/sessions", `{"login":"victim","password":"password-victim"}`, []string{"Content-Type", "application/json; charset=utf-8"}, 200, "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := srv.anon(t).do("POST", c.path, c.body, c.header...)
+			if res.Status != c.status {
+				t.Fatalf("got %d %s, want %d", res.Status, res.Body, c.status)
+			}
+			if c.code != "" && res.errorCode(t) != c.code {
+				t.Fatalf("code %s, want %s", res.Body, c.code)
+			}
+			if got := res.Header.Get("Set-Cookie") != ""; got != c.writesCookie {
+				t.Fatalf("Set-Cookie present = %v, want %v", got, c.writesCookie)
+			}
+		})
+	}
+	if res := srv.anon(t).do("GET", "/api/v1/users/planted", nil); res.Status != http.StatusNotFound {
+		t.Fatalf("a refused sign-up made a user: %d", res.Status)
+	}
+}
+
+func TestOriginSchemeCounts(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	a := in.signUp(t, "schemer")
+	host := strings.TrimPrefix(in.srv.URL, "http://")
+	cookie := "chorus_session=" + a.token
+	anon := in.anon(t)
+	res := anon.do("POST", "/api/v1/statuses", map[string]string{"message": "x"}, "Cookie", cookie, "Origin", "https://"+host)
+	if res.Status != http.StatusForbidden {
+		t.Fatalf("cookie write from https://%s to an http server: %d, want 403", host, res.Status)
+	}
+	// Behind a TLS proxy that says so, https is this server's own scheme.
+	res = anon.do("POST", "/api/v1/statuses", map[string]string{"message": "y"}, "Cookie", cookie, "Origin", "https://"+host, "X-Forwarded-Proto", "https")
+	if res.Status != http.StatusCreated {
+		t.Fatalf("cookie write from https behind TLS: %d %s", res.Status, res.Body)
+	}
+	if _, res, err := a.dial(http.Header{"Origin": {"https://" + host}}); err == nil || res == nil || res.StatusCode != http.StatusForbidden {
+		t.Fatalf("stream from the other scheme: %v, want 403", res)
+	}
+}
+
+func TestStaticFilesCarrySecurityHeaders(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	for _, path := range []string{"/", "/static/app.js", "/static/style.css"} {
+		res := in.anon(t).do("GET", path, nil)
+		if res.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, res.Status)
+		}
+		for _, h := range []string{"Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy", "X-Frame-Options"} {
+			if res.Header.Get(h) == "" {
+				t.Errorf("GET %s: no %s", path, h)
+			}
+		}
+		if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("GET %s: CSP %q", path, csp)
+		}
+	}
+}
+
+func TestRateLimitRetryAfterRounds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{PostsPerUser: redis_rate.Limit{Rate: 1, Period: 90 * time.Second, Burst: 1}}
+	in := e.start()
+	a := in.signUp(t, "waiter")
+	a.post("first")
+	res := a.do("POST", "/api/v1/statuses", map[string]string{"message": "second"})
+	refused(t, "second post", res)
+	if s, _ := strconv.Atoi(res.Header.Get("Retry-After")); s < 80 || s > 90 {
+		t.Fatalf("Retry-After = %d, want about 90 s", s)
+	}
+	var e2 struct{ Error struct{ Message string } }
+	res.decode(t, &e2)
+	if !strings.Contains(e2.Error.Message, "posting too fast") {
+		t.Fatalf("message %q", e2.Error.Message)
+	}
+}
