@@ -11,10 +11,16 @@ import (
 	"chorus/social"
 
 	"github.com/coder/websocket"
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
 )
 
-// resumeReadTimeout bounds one page read of a resume or catch-up.
-const resumeReadTimeout = 10 * time.Second
+const (
+	// resumeReadTimeout bounds one page read of a resume or catch-up.
+	resumeReadTimeout = 10 * time.Second
+	// timelinePage is how many statuses one page read of a resume takes.
+	timelinePage = 100
+)
 
 const (
 	statusGoingAway = websocket.StatusGoingAway
@@ -42,33 +48,58 @@ type conn struct {
 	id      string
 	queue   *queue
 
-	mu           sync.Mutex // guards ws, set after the upgrade
-	closeOnce    sync.Once
-	closed       chan struct{}
+	// life ends when the connection closes: the Redis calls made for it
+	// (heartbeats, timeline reads) stop with it. It is the connection's own
+	// lifetime, not a caller's, which is why a struct holds it.
+	life context.Context
+	stop context.CancelFunc
+
+	mu           sync.Mutex // guards ws, set after the upgrade, and the close fields
+	ended        bool
 	closeCode    websocket.StatusCode
+	closeReason  string
+	closers      sync.WaitGroup // closing handshakes closeSoon left running
 	shuttingDown atomic.Bool
 	overflowed   atomic.Bool
 
+	// Owned by the reader (set before it starts).
+	connectedAt time.Time     // when presence registered the connection
+	beatWindow  int64         // heartbeat window of the last presence write
+	frames      *rate.Limiter // every client frame
+	resumes     *rate.Limiter // resume frames
+
 	// Owned by the writer.
-	sent   sentIDs
-	newest int64
+	sent     sentIDs
+	timeline sentRange // home-timeline ids sent in full by resumes
+	newest   int64
+}
+
+// newConn is a connection of uid, opened with session sessionID, not yet
+// upgraded.
+func newConn(h *Hub, uid int64, sessionID string) *conn {
+	life, stop := context.WithCancel(context.Background())
+	return &conn{
+		hub: h, uid: uid, session: sessionID, id: uuid.NewString(),
+		queue: newQueue(h.opts.QueueSize),
+		life:  life, stop: stop,
+		frames:  rate.NewLimiter(h.opts.FrameRate, h.opts.FrameBurst),
+		resumes: rate.NewLimiter(h.opts.ResumeRate, h.opts.ResumeBurst),
+	}
 }
 
 // enqueue hands the writer an item without blocking. A connection whose
 // queue is full is too slow for its own stream: it is closed with 1013.
 func (c *conn) enqueue(o outgoing) {
-	select {
-	case <-c.closed:
+	if c.isClosed() {
 		c.hub.Stats.FramesDropped.Add(1)
 		return
-	default:
 	}
 	ok, start := c.queue.push(o)
 	if !ok {
 		c.hub.Stats.FramesDropped.Add(1)
 		if c.overflowed.CompareAndSwap(false, true) {
 			c.hub.Stats.SlowClosed.Add(1)
-			go c.close(statusTryLater, "too slow: reconnect and resume")
+			c.closeSoon(statusTryLater, "too slow: reconnect and resume")
 		}
 	}
 	if start {
@@ -76,50 +107,101 @@ func (c *conn) enqueue(o outgoing) {
 	}
 }
 
-// close closes the WebSocket once, with code. Before the upgrade it marks
-// the connection so that attach closes it.
-func (c *conn) close(code websocket.StatusCode, reason string) {
-	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		close(c.closed)
-		c.closeCode = code
-		ws := c.ws
+// isClosed reports whether the connection was closed: nothing more is
+// queued, sent or acted on.
+func (c *conn) isClosed() bool { return c.life.Err() != nil }
+
+// close closes the connection once, with code, and waits for the closing
+// handshake. Before the upgrade it marks the connection so that attach
+// closes it. It reports whether this call closed it.
+func (c *conn) close(code websocket.StatusCode, reason string) bool {
+	return c.end(code, reason, false)
+}
+
+// closeSoon closes the connection as close does, at once, but leaves the
+// closing handshake to a goroutine that run waits for: for callers that
+// must not block (the router, the session checker, the writer).
+func (c *conn) closeSoon(code websocket.StatusCode, reason string) bool {
+	return c.end(code, reason, true)
+}
+
+func (c *conn) end(code websocket.StatusCode, reason string, async bool) bool {
+	c.mu.Lock()
+	if c.ended {
 		c.mu.Unlock()
-		if ws != nil {
+		return false
+	}
+	c.ended, c.closeCode, c.closeReason = true, code, reason
+	c.stop()
+	ws := c.ws
+	if ws != nil && async {
+		// Under mu: run, whose own close then finds the connection ended,
+		// cannot reach closers.Wait before this.
+		c.closers.Add(1)
+	}
+	c.mu.Unlock()
+	switch {
+	case ws == nil: // attach closes it
+	case async:
+		go func() {
+			defer c.closers.Done()
 			ws.Close(code, reason)
-		}
-	})
+		}()
+	default:
+		ws.Close(code, reason)
+	}
+	return true
+}
+
+// closeStatus is the code the connection was closed with.
+func (c *conn) closeStatus() websocket.StatusCode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeCode
 }
 
 // attach gives the connection its upgraded WebSocket, unless it was closed
-// meanwhile (shutdown, or its queue overflowed), when it closes the socket.
+// meanwhile (shutdown, sign-out, its queue overflowed), when it closes the
+// socket.
 func (c *conn) attach(ws *websocket.Conn) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	select {
-	case <-c.closed:
-		ws.Close(c.closeCode, "")
+	if c.ended {
+		code, reason := c.closeCode, c.closeReason
+		c.mu.Unlock()
+		ws.Close(code, reason)
 		return false
-	default:
-		c.ws = ws
-		return true
 	}
+	c.ws = ws
+	c.mu.Unlock()
+	return true
 }
 
 // read handles the client's frames until the connection ends, and returns
-// the code to close it with.
+// the code to close it with. ctx ends when the connection closes.
 func (c *conn) read(ctx context.Context) websocket.StatusCode {
 	h := c.hub
 	idle := 3 * h.opts.HeartbeatInterval
-	timer := time.AfterFunc(idle, func() { c.close(StatusHeartbeatTimeout, "no heartbeat") })
+	timer := time.AfterFunc(idle, func() { c.closeSoon(StatusHeartbeatTimeout, "no heartbeat") })
 	defer timer.Stop()
 	for {
-		typ, data, err := c.ws.Read(ctx)
+		// Not ctx: a read cut short by a context closes the socket at once,
+		// without the closing handshake the close under way is doing.
+		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			if code := websocket.CloseStatus(err); code != -1 {
 				return code
 			}
 			return websocket.StatusNormalClosure
+		}
+		if c.isClosed() {
+			// Frames the client sent before the close are not acted on.
+			return c.closeStatus()
+		}
+		now := time.Now()
+		if !c.frames.AllowN(now, 1) {
+			h.Stats.FloodClosed.Add(1)
+			c.close(statusPolicy, "too many frames")
+			return statusPolicy
 		}
 		timer.Reset(idle)
 		if typ != websocket.MessageText {
@@ -134,13 +216,17 @@ func (c *conn) read(ctx context.Context) websocket.StatusCode {
 		switch f.Type {
 		case "heartbeat":
 			h.Stats.Heartbeats.Add(1)
-			if err := h.presence.Heartbeat(ctx, c.uid, c.id); err != nil {
-				h.log.Warn("heartbeat not recorded", "uid", c.uid, "err", err)
-			}
+			c.heartbeat(ctx, now)
 		case "resume":
 			after, ok := parseAfter(f.After)
 			if !ok {
 				c.enqueue(outgoing{frame: errorFrameJSON("invalid_resume", `"after" must be a status id, a whole number from 0.`)})
+				continue
+			}
+			if !c.resumes.AllowN(now, 1) {
+				h.Stats.ResumesLimited.Add(1)
+				c.enqueue(outgoing{frame: errorFrameJSON("rate_limited",
+					"Too many resumes on this stream; send resume again in "+retryIn(c.resumes, now).String()+".")})
 				continue
 			}
 			c.enqueue(outgoing{resume: true, after: after})
@@ -148,6 +234,40 @@ func (c *conn) read(ctx context.Context) websocket.StatusCode {
 			c.enqueue(outgoing{frame: errorFrameJSON("unknown_type", "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat or resume.")})
 		}
 	}
+}
+
+// heartbeat records the connection's activity in presence, at most once per
+// heartbeat window: window k of the connection's own schedule spans k
+// intervals after it connected, give or take half an interval, so that a
+// client timer a little early or late still lands in a window of its own,
+// and the extra heartbeats of a window cost Redis nothing. Connecting
+// counts as window 0.
+func (c *conn) heartbeat(ctx context.Context, now time.Time) {
+	h := c.hub
+	w := heartbeatWindow(now.Sub(c.connectedAt), h.opts.HeartbeatInterval)
+	if w <= c.beatWindow {
+		return
+	}
+	c.beatWindow = w
+	h.Stats.HeartbeatsRecorded.Add(1)
+	if err := h.presence.Heartbeat(ctx, c.uid, c.id); err != nil && ctx.Err() == nil {
+		h.log.Warn("heartbeat not recorded", "uid", c.uid, "err", err)
+	}
+}
+
+// heartbeatWindow is the window a heartbeat elapsed after connecting falls
+// in, for heartbeats every interval.
+func heartbeatWindow(elapsed, interval time.Duration) int64 {
+	return int64((elapsed + interval/2) / interval)
+}
+
+// retryIn is how long until l allows one more event, in whole seconds
+// rounded up.
+func retryIn(l *rate.Limiter, now time.Time) time.Duration {
+	r := l.ReserveN(now, 1)
+	defer r.CancelAt(now)
+	d := r.DelayFrom(now)
+	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
 }
 
 func parseAfter(raw *json.RawMessage) (int64, bool) {
@@ -188,24 +308,49 @@ func (c *conn) drain() {
 }
 
 // sendTimeline sends every status of the home timeline newer than after,
-// oldest first, leaving out those already sent. Statuses that arrive live
-// meanwhile wait in the queue and are left out there if this sent them.
+// oldest first, leaving out those already sent: the run of the timeline
+// earlier resumes sent in full is skipped without being read again.
+// Statuses that arrive live meanwhile wait in the queue and are left out
+// there if this sent them.
 func (c *conn) sendTimeline(after int64) bool {
+	// run is what this call has sent in full, with the part of c.timeline
+	// it skipped.
+	run := sentRange{lo: after, hi: after}
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), resumeReadTimeout)
-		page, err := c.hub.feed.HomeTimeline(ctx, c.uid, social.Cursor{Limit: 100, After: after, Forward: true})
+		after = c.timeline.skip(after)
+		ctx, cancel := context.WithTimeout(c.life, resumeReadTimeout)
+		page, err := c.hub.feed.HomeTimeline(ctx, c.uid, social.Cursor{Limit: timelinePage, After: after, Forward: true})
 		cancel()
 		if err != nil {
+			if c.isClosed() {
+				return false
+			}
 			c.hub.log.Warn("resume failed", "uid", c.uid, "err", err)
 			c.enqueue(outgoing{frame: errorFrameJSON("resume_failed", "The timeline could not be read; resume again.")})
 			return true
 		}
 		for _, st := range page.Statuses {
+			if c.timeline.has(st.ID) {
+				continue
+			}
 			if !c.sendOnce(st.ID, statusFrameJSON(st)) {
 				return false
 			}
 		}
+		run.hi = after
+		switch {
+		case page.NextAfter != nil:
+			run.hi = *page.NextAfter
+		case len(page.Statuses) > 0:
+			run.hi = max(after, page.Statuses[len(page.Statuses)-1].ID)
+		}
+		if c.timeline.touches(run) {
+			c.timeline = c.timeline.union(run)
+		}
 		if page.NextAfter == nil {
+			if !c.timeline.touches(run) {
+				c.timeline = run // the newest run, rather than an older one apart from it
+			}
 			return true
 		}
 		after = *page.NextAfter
@@ -228,16 +373,18 @@ func (c *conn) sendOnce(statusID int64, frame []byte) bool {
 // send writes one frame within the write timeout. Closing the connection
 // makes a write under way fail at once.
 func (c *conn) send(frame []byte) bool {
+	if c.isClosed() {
+		c.hub.Stats.FramesDropped.Add(1)
+		return false
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.hub.opts.WriteTimeout)
 	defer cancel()
 	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
-		select {
-		case <-c.closed:
-		default:
+		if !c.isClosed() {
 			c.hub.log.Info("write failed; closing", "uid", c.uid, "conn", c.id, "err", err)
 		}
 		c.hub.Stats.FramesDropped.Add(1)
-		go c.close(statusTryLater, "write failed")
+		c.closeSoon(statusTryLater, "write failed")
 		return false
 	}
 	c.hub.Stats.FramesSent.Add(1)

@@ -20,6 +20,7 @@ import (
 	"chorus/social"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
 )
 
 // Feed is what the hub reads from the social core.
@@ -28,6 +29,7 @@ type Feed interface {
 	UserByID(ctx context.Context, uid int64) (social.User, error)
 	Users(ctx context.Context, ids []int64) ([]social.User, error)
 	UserChannel(uid int64) string
+	SessionOwners(ctx context.Context, sessionIDs []string) ([]int64, error)
 }
 
 // Presence is what the hub tells of connections, and asks of friends.
@@ -46,11 +48,16 @@ var (
 
 // Defaults for Options fields left zero.
 const (
-	DefaultQueueSize      = 256
-	DefaultWriteTimeout   = 5 * time.Second
-	DefaultSubscribeWait  = 5 * time.Second
-	DefaultShutdownCloses = 5 * time.Second
-	MaxFrameBytes         = 64 << 10
+	DefaultQueueSize            = 256
+	DefaultWriteTimeout         = 5 * time.Second
+	DefaultSubscribeWait        = 5 * time.Second
+	DefaultShutdownCloses       = 5 * time.Second
+	DefaultFrameRate            = rate.Limit(5)
+	DefaultFrameBurst           = 20
+	DefaultResumeRate           = rate.Limit(0.1) // one every 10 s
+	DefaultResumeBurst          = 3
+	DefaultSessionCheckInterval = time.Minute
+	MaxFrameBytes               = 64 << 10
 )
 
 // Options tune a Hub.
@@ -59,9 +66,19 @@ type Options struct {
 	QueueSize         int           // frames waiting for one slow connection before it is closed
 	WriteTimeout      time.Duration // limit of one frame's write
 	SubscribeWait     time.Duration // how long a new connection waits for its subscription
-	OriginPatterns    []string      // extra browser origins allowed, as coder/websocket patterns
 	MaxStreams        int           // most streams held at once; 0: no limit
-	Logger            *slog.Logger
+	// FrameRate and FrameBurst bound the frames one client sends, of every
+	// type: past them the stream is closed with 1008. rate.Inf: no limit.
+	FrameRate  rate.Limit
+	FrameBurst int
+	// ResumeRate and ResumeBurst bound one stream's resumes: past them a
+	// resume is answered with a rate_limited error frame. rate.Inf: no limit.
+	ResumeRate  rate.Limit
+	ResumeBurst int
+	// SessionCheckInterval is how often the sessions of every local stream
+	// are checked, closing those that ended without the hub being told.
+	SessionCheckInterval time.Duration
+	Logger               *slog.Logger
 }
 
 // Hub routes live events to this instance's connections.
@@ -72,18 +89,20 @@ type Hub struct {
 	opts     Options
 	log      *slog.Logger
 
-	ps     *redis.PubSub
-	syncCh chan string // channels whose subscription may need to change
+	ps      *redis.PubSub
+	syncCh  chan string   // channels whose subscription may need to change
+	recheck chan struct{} // wakes the session checker for channels in h.unchecked
 
-	mu       sync.RWMutex
-	users    map[string]*local // by channel
-	live     map[string]bool   // channels whose subscription Redis confirmed
-	closing  bool
-	conns    sync.WaitGroup // every connection's Serve
-	admitted atomic.Int64   // streams being opened or open
-	routerWG sync.WaitGroup
-	cancel   context.CancelFunc
-	stopped  <-chan struct{} // closed when the hub stops
+	mu        sync.RWMutex
+	users     map[string]*local   // by channel
+	live      map[string]bool     // channels whose subscription Redis confirmed
+	unchecked map[string]struct{} // channels confirmed again, their sessions still to check
+	closing   bool
+	conns     sync.WaitGroup // every connection's Serve
+	admitted  atomic.Int64   // streams being opened or open
+	routerWG  sync.WaitGroup // the router, the subscriber and the session checker
+	cancel    context.CancelFunc
+	stopped   <-chan struct{} // closed when the hub stops
 
 	Stats Stats
 }
@@ -97,8 +116,27 @@ type Stats struct {
 	FramesSent     atomic.Int64
 	FramesDropped  atomic.Int64 // frames not sent because the connection was closing or too slow
 	SlowClosed     atomic.Int64 // connections closed because their queue overflowed
-	Heartbeats     atomic.Int64
+	Heartbeats     atomic.Int64 // heartbeat frames received, recorded or not
 	PubSubRestarts atomic.Int64 // resubscriptions after the pub/sub connection was lost
+
+	// HeartbeatsRecorded counts heartbeats written to presence: at most one
+	// per connection per heartbeat interval, however many frames come.
+	HeartbeatsRecorded atomic.Int64
+	// FloodClosed counts connections closed with 1008 for sending frames
+	// faster than Options.FrameRate allows.
+	FloodClosed atomic.Int64
+	// ResumesLimited counts resume frames answered rate_limited.
+	ResumesLimited atomic.Int64
+	// SessionClosed counts connections closed with 1008 because their
+	// session ended: signed out, found gone by a check, or predating a user
+	// created anew under their uid.
+	SessionClosed atomic.Int64
+	// SessionRefused counts streams refused with 401 before the upgrade
+	// because their session ended while they were being opened.
+	SessionRefused atomic.Int64
+	// UserStreamsRefused counts streams refused with 429 because their user
+	// held the most connections presence allows one user.
+	UserStreamsRefused atomic.Int64
 }
 
 // local is the set of this instance's connections of one user.
@@ -106,37 +144,49 @@ type local struct {
 	uid   int64
 	conns map[*conn]struct{}
 	ready chan struct{} // closed once the user's channel is live
+	// checking holds back the channel's frames while its sessions are
+	// checked after the pub/sub connection was made again; checkRound tells
+	// a check from a later one asked for meanwhile.
+	checking   bool
+	checkRound uint64
 }
 
-// New starts a hub; Close stops it.
+// orDefault sets an option left zero (or negative) to its default.
+func orDefault[T ~int | ~int64 | ~float64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// New starts a hub; Shutdown stops it.
 func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub {
-	if opts.HeartbeatInterval <= 0 {
-		opts.HeartbeatInterval = presence.DefaultHeartbeatInterval
-	}
-	if opts.QueueSize <= 0 {
-		opts.QueueSize = DefaultQueueSize
-	}
-	if opts.WriteTimeout <= 0 {
-		opts.WriteTimeout = DefaultWriteTimeout
-	}
-	if opts.SubscribeWait <= 0 {
-		opts.SubscribeWait = DefaultSubscribeWait
-	}
+	orDefault(&opts.HeartbeatInterval, presence.DefaultHeartbeatInterval)
+	orDefault(&opts.QueueSize, DefaultQueueSize)
+	orDefault(&opts.WriteTimeout, DefaultWriteTimeout)
+	orDefault(&opts.SubscribeWait, DefaultSubscribeWait)
+	orDefault(&opts.FrameRate, DefaultFrameRate)
+	orDefault(&opts.FrameBurst, DefaultFrameBurst)
+	orDefault(&opts.ResumeRate, DefaultResumeRate)
+	orDefault(&opts.ResumeBurst, DefaultResumeBurst)
+	orDefault(&opts.SessionCheckInterval, DefaultSessionCheckInterval)
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
 		rdb: rdb, feed: feed, presence: pres, opts: opts, log: opts.Logger,
-		ps:     rdb.Subscribe(ctx),
-		syncCh: make(chan string, 1024),
-		users:  map[string]*local{},
-		live:   map[string]bool{},
-		cancel: cancel, stopped: ctx.Done(),
+		ps:        rdb.Subscribe(ctx),
+		syncCh:    make(chan string, 1024),
+		recheck:   make(chan struct{}, 1),
+		users:     map[string]*local{},
+		live:      map[string]bool{},
+		unchecked: map[string]struct{}{},
+		cancel:    cancel, stopped: ctx.Done(),
 	}
-	h.routerWG.Add(2)
+	h.routerWG.Add(3)
 	go h.route(ctx)
 	go h.subscriber(ctx)
+	go h.checkSessions(ctx)
 	return h
 }
 
@@ -164,8 +214,11 @@ func (h *Hub) route(ctx context.Context) {
 }
 
 // confirmed marks a channel's subscription as live. A confirmation for a
-// channel already live means the pub/sub connection was lost and made again:
-// its connections catch up on what they may have missed meanwhile.
+// channel already live means the pub/sub connection was lost and made
+// again, and Redis may have lost its data meanwhile (a restart without
+// persistence, a failover to a lagging replica): the channel's frames are
+// held back until the session checker has closed the connections whose
+// session is gone, and the others have caught up on what they missed.
 func (h *Hub) confirmed(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -179,8 +232,12 @@ func (h *Hub) confirmed(channel string) {
 	}
 	h.Stats.PubSubRestarts.Add(1)
 	if u != nil {
-		for c := range u.conns {
-			c.enqueue(outgoing{catchUp: true})
+		u.checking = true
+		u.checkRound++
+		h.unchecked[channel] = struct{}{}
+		select {
+		case h.recheck <- struct{}{}:
+		default: // the checker is woken already
 		}
 	}
 }
@@ -197,13 +254,28 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 	if u == nil {
 		return
 	}
-	for c := range u.conns {
-		if ev.Type == eventSessionEnded {
+	switch ev.Type {
+	case eventSessionEnded:
+		for c := range u.conns {
 			if c.session == ev.Session {
-				go c.close(statusPolicy, "signed out")
+				h.endSession(c, "signed out")
 			}
-			continue
 		}
+		return
+	case social.EventUserCreated:
+		// Every connection under this uid predates the user: it was opened
+		// by a user Redis has since lost. Closed before this event is done,
+		// none is sent a frame of the new user.
+		for c := range u.conns {
+			h.endSession(c, "session ended")
+		}
+		return
+	}
+	if u.checking {
+		h.Stats.FramesDropped.Add(int64(len(u.conns)))
+		return
+	}
+	for c := range u.conns {
 		out := outgoing{frame: payload}
 		if ev.Type == social.EventStatus && ev.Status != nil {
 			out.statusID = ev.Status.ID
@@ -342,7 +414,7 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	h.mu.Unlock()
 	for _, c := range all {
 		c.shuttingDown.Store(true)
-		go c.close(statusGoingAway, "server shutting down")
+		c.closeSoon(statusGoingAway, "server shutting down")
 	}
 	done := make(chan struct{})
 	go func() { h.conns.Wait(); close(done) }()
@@ -356,65 +428,4 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	h.ps.Close()
 	h.routerWG.Wait()
 	return err
-}
-
-// presenceFrame is the presence frame as the hub sends it about a user who
-// may never have been seen (LastSeen nil).
-type presenceFrame struct {
-	Type     string     `json:"type"`
-	User     FriendUser `json:"user"`
-	Online   bool       `json:"online"`
-	LastSeen *time.Time `json:"last_seen"`
-}
-
-// AnnounceFriendship tells a and b, on every instance, each other's
-// presence: a follow has just made them friends, and their friends lists
-// would otherwise learn of it only at the other's next coming or going.
-func (h *Hub) AnnounceFriendship(ctx context.Context, a, b int64) error {
-	return h.announcePair(ctx, a, b, func(u social.User) (any, error) {
-		online, lastSeen, err := h.presence.UserPresence(ctx, u.ID)
-		if err != nil {
-			return nil, err
-		}
-		return presenceFrame{Type: "presence", User: friendUser(u), Online: online, LastSeen: lastSeen}, nil
-	})
-}
-
-// AnnounceFriendshipEnded tells a and b, on every instance, that an
-// unfollow has ended their friendship: each leaves the other's friends list.
-func (h *Hub) AnnounceFriendshipEnded(ctx context.Context, a, b int64) error {
-	return h.announcePair(ctx, a, b, func(u social.User) (any, error) {
-		return friendRemovedFrame{Type: "friend_removed", User: friendUser(u)}, nil
-	})
-}
-
-type friendRemovedFrame struct {
-	Type string     `json:"type"`
-	User FriendUser `json:"user"`
-}
-
-func friendUser(u social.User) FriendUser { return FriendUser{ID: u.ID, Login: u.Login, Name: u.Name} }
-
-// announcePair publishes to each of a and b the frame about the other.
-func (h *Hub) announcePair(ctx context.Context, a, b int64, about func(social.User) (any, error)) error {
-	users, err := h.feed.Users(ctx, []int64{a, b})
-	if err != nil || len(users) != 2 {
-		return fmt.Errorf("announce to %d and %d: %w", a, b, errors.Join(err, social.ErrNotFound))
-	}
-	pipe := h.rdb.Pipeline()
-	for i, u := range users {
-		frame, err := about(u)
-		if err != nil {
-			return fmt.Errorf("announce to %d and %d: %w", a, b, err)
-		}
-		raw, err := json.Marshal(frame)
-		if err != nil {
-			return fmt.Errorf("announce to %d and %d: %w", a, b, err)
-		}
-		pipe.Publish(ctx, h.feed.UserChannel(users[1-i].ID), raw)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("announce to %d and %d: %w", a, b, err)
-	}
-	return nil
 }

@@ -82,34 +82,3 @@ func (q *queue) hold() {
 	q.mu.Unlock()
 	q.drainers.Wait()
 }
-
-// sentIDs remembers the last sentMemory status ids a connection sent. It
-// grows with use: a connection that was sent few statuses holds few ids.
-type sentIDs struct {
-	ids  []int64
-	next int // where the next id goes once ids is full
-}
-
-// sentMemory is how many status ids a connection remembers having sent, so
-// that resume, catch-up and live delivery never send one twice. The
-// duplicates it catches are recent statuses (those posted around a resume),
-// so a short memory, scanned in a few hundred nanoseconds, is enough.
-const sentMemory = 512
-
-func (s *sentIDs) has(id int64) bool {
-	for _, x := range s.ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *sentIDs) add(id int64) {
-	if len(s.ids) < sentMemory {
-		s.ids = append(s.ids, id)
-		return
-	}
-	s.ids[s.next] = id
-	s.next = (s.next + 1) % sentMemory
-}

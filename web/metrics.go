@@ -82,6 +82,9 @@ func (m *Metrics) register(s *Server) {
 		counter("chorus_slow_clients_closed_total", "Streams closed with 1013 because their queue overflowed.", &st.SlowClosed),
 		counter("chorus_heartbeats_total", "Heartbeat frames received.", &st.Heartbeats),
 		counter("chorus_pubsub_resubscribes_total", "Channels subscribed again after the pub/sub connection to Redis was lost.", &st.PubSubRestarts),
+		counter("chorus_heartbeats_recorded_total", "Heartbeats written to presence (at most one per stream per heartbeat interval).", &st.HeartbeatsRecorded),
+		counter("chorus_stream_sessions_closed_total", "Streams closed with 1008 because their session ended (sign-out, expiry, or lost by Redis).", &st.SessionClosed),
+		counter("chorus_stream_sessions_refused_total", "Streams refused with 401 because their session ended while they were being opened.", &st.SessionRefused),
 		&scrapeCollector{s: s},
 	)
 	sc := s.social.Counters()
@@ -93,6 +96,7 @@ func (m *Metrics) register(s *Server) {
 		"signup": &s.limitStats.signUp, "signin": &s.limitStats.signIn,
 		"post": &s.limitStats.posts, "follow": &s.limitStats.follows,
 		"signin_failures": &sc.SignInsThrottled, "password_hashers": &sc.HashesRefused,
+		"user_streams": &st.UserStreamsRefused, "stream_frames": &st.FloodClosed, "resume": &st.ResumesLimited,
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}

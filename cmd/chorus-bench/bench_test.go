@@ -56,7 +56,10 @@ func startServer(t *testing.T) (string, int) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	args := []string{"-addr", addr, "-heartbeat-interval", "1s", "-online-window", "5s"}
+	// A load test is one address signing many users up and posting fast:
+	// the per-client limits a real site wants are off.
+	args := []string{"-addr", addr, "-heartbeat-interval", "1s", "-online-window", "5s",
+		"-signup-limit", "off", "-signin-limit", "off", "-post-limit", "off", "-follow-limit", "off"}
 	if u := os.Getenv("CHORUS_TEST_REDIS_URL"); u != "" {
 		args = append(args, "-redis-url", u, "-key-prefix", "benchtest:"+newRunID()+":")
 	}

@@ -4,9 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
+
+	"chorus/web"
+
+	"github.com/go-redis/redis_rate/v10"
 )
 
 // config is every setting of the server, from flags and the environment.
@@ -17,16 +22,52 @@ type config struct {
 	OnlineWindow      time.Duration
 	HeartbeatInterval time.Duration
 	AllowedOrigins    []string
+	TrustedProxies    []netip.Prefix
 	LogFormat         string
 	ShutdownTimeout   time.Duration
 	MaxStreams        int
+	MaxConnections    int
+
+	// HTTP timeouts; a stream is exempt from the read and write ones once
+	// it is upgraded.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+
+	// Limits on one client.
+	SignUpLimit       redis_rate.Limit // per address
+	SignInLimit       redis_rate.Limit // per address
+	SignInFailures    redis_rate.Limit // per login and address: Rate failures per Period
+	PostLimit         redis_rate.Limit // per user
+	FollowLimit       redis_rate.Limit // per user
+	MaxStreamsPerUser int
+	StreamFrameLimit  redis_rate.Limit // per stream, counted in memory
+	ResumeLimit       redis_rate.Limit // per stream, counted in memory
+	PasswordHashers   int
+	PasswordHashWait  time.Duration
 }
+
+// Defaults of the limits a real site can run with.
+var (
+	defaultSignUpLimit      = redis_rate.Limit{Rate: 20, Period: time.Hour, Burst: 5}
+	defaultSignInLimit      = redis_rate.Limit{Rate: 60, Period: 10 * time.Minute, Burst: 20}
+	defaultSignInFailures   = redis_rate.Limit{Rate: 10, Period: 10 * time.Minute, Burst: 10}
+	defaultPostLimit        = redis_rate.Limit{Rate: 300, Period: 3 * time.Hour, Burst: 10}
+	defaultFollowLimit      = redis_rate.Limit{Rate: 400, Period: 24 * time.Hour, Burst: 50}
+	defaultStreamFrameLimit = redis_rate.Limit{Rate: 5, Period: time.Second, Burst: 20}
+	defaultResumeLimit      = redis_rate.Limit{Rate: 6, Period: time.Minute, Burst: 3}
+)
 
 // parseConfig reads flags, each defaulting to its environment variable, then
 // to the built-in default. A flag given on the command line wins.
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	var c config
-	var origins string
+	c := config{
+		SignUpLimit: defaultSignUpLimit, SignInLimit: defaultSignInLimit, SignInFailures: defaultSignInFailures,
+		PostLimit: defaultPostLimit, FollowLimit: defaultFollowLimit,
+		StreamFrameLimit: defaultStreamFrameLimit, ResumeLimit: defaultResumeLimit,
+	}
+	var origins, proxies string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	env := func(name, def string) string {
@@ -39,12 +80,32 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&c.RedisURL, "redis-url", env("REDIS_URL", ""), "Redis URL, redis://[:password@]host:port/db; empty runs the embedded store (REDIS_URL)")
 	fs.StringVar(&c.KeyPrefix, "key-prefix", env("CHORUS_KEY_PREFIX", "chorus:"), "prefix of every Redis key (CHORUS_KEY_PREFIX)")
 	fs.StringVar(&origins, "allowed-origins", env("CHORUS_ALLOWED_ORIGINS", ""), "comma-separated extra origins allowed for WebSockets and cookie writes (CHORUS_ALLOWED_ORIGINS)")
+	fs.StringVar(&proxies, "trusted-proxies", env("CHORUS_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR blocks of proxies whose X-Forwarded-For names the client (CHORUS_TRUSTED_PROXIES)")
 	fs.StringVar(&c.LogFormat, "log-format", env("CHORUS_LOG_FORMAT", "text"), "log format: text or json (CHORUS_LOG_FORMAT)")
-	maxStreams, err := strconv.Atoi(env("CHORUS_MAX_STREAMS", "0"))
-	if err != nil || maxStreams < 0 {
-		return c, fmt.Errorf("CHORUS_MAX_STREAMS: want a whole number from 0, got %q", getenv("CHORUS_MAX_STREAMS"))
+
+	ints := []struct {
+		p         *int
+		name, env string
+		def       int
+		usage     string
+	}{
+		{&c.MaxStreams, "max-streams", "CHORUS_MAX_STREAMS", 0, "most WebSocket streams this instance holds; 0: the open-file limit less 1024"},
+		{&c.MaxConnections, "max-connections", "CHORUS_MAX_CONNECTIONS", 0, "most client connections (streams included) this instance accepts at once; 0: the open-file limit less 256"},
+		{&c.MaxStreamsPerUser, "max-streams-per-user", "CHORUS_MAX_STREAMS_PER_USER", 10, "most streams one user holds at once, on all instances together"},
+		{&c.PasswordHashers, "password-hashers", "CHORUS_PASSWORD_HASHERS", 0, "passwords hashed or checked at once; 0: half the CPUs, at least 1"},
 	}
-	fs.IntVar(&c.MaxStreams, "max-streams", maxStreams, "most WebSocket streams this instance holds; 0: the open-file limit less 1024 (CHORUS_MAX_STREAMS)")
+	for _, n := range ints {
+		def := n.def
+		if raw := getenv(n.env); raw != "" {
+			v, err := strconv.Atoi(raw)
+			if err != nil || v < 0 {
+				return c, fmt.Errorf("%s: want a whole number from 0, got %q", n.env, raw)
+			}
+			def = v
+		}
+		fs.IntVar(n.p, n.name, def, n.usage+" ("+n.env+")")
+	}
+
 	durations := []struct {
 		p         *time.Duration
 		name, env string
@@ -54,6 +115,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{&c.OnlineWindow, "online-window", "CHORUS_ONLINE_WINDOW", 30 * time.Second, "how long after their last activity a user counts as online"},
 		{&c.HeartbeatInterval, "heartbeat-interval", "CHORUS_HEARTBEAT_INTERVAL", 10 * time.Second, "how often clients send heartbeats"},
 		{&c.ShutdownTimeout, "shutdown-timeout", "CHORUS_SHUTDOWN_TIMEOUT", 10 * time.Second, "how long shutdown waits for requests to finish"},
+		{&c.ReadHeaderTimeout, "read-header-timeout", "CHORUS_READ_HEADER_TIMEOUT", 10 * time.Second, "how long a client may take to send a request's headers"},
+		{&c.ReadTimeout, "read-timeout", "CHORUS_READ_TIMEOUT", 20 * time.Second, "how long a client may take to send a whole request (streams exempt once upgraded)"},
+		{&c.WriteTimeout, "write-timeout", "CHORUS_WRITE_TIMEOUT", 30 * time.Second, "how long an answer may take from the end of its request's headers (streams exempt)"},
+		{&c.IdleTimeout, "idle-timeout", "CHORUS_IDLE_TIMEOUT", 60 * time.Second, "how long an idle keep-alive connection stays open"},
+		{&c.PasswordHashWait, "password-hash-wait", "CHORUS_PASSWORD_HASH_WAIT", 2 * time.Second, "how long a sign-up or sign-in waits for a password hasher before 429 server_busy"},
 	}
 	for _, d := range durations {
 		def := d.def
@@ -66,6 +132,29 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		fs.DurationVar(d.p, d.name, def, d.usage+" ("+d.env+")")
 	}
+
+	rates := []struct {
+		p         *redis_rate.Limit
+		name, env string
+		usage     string
+	}{
+		{&c.SignUpLimit, "signup-limit", "CHORUS_SIGNUP_LIMIT", "sign-ups per client address"},
+		{&c.SignInLimit, "signin-limit", "CHORUS_SIGNIN_LIMIT", "sign-in attempts per client address, any login"},
+		{&c.SignInFailures, "signin-failures", "CHORUS_SIGNIN_FAILURES", "failed sign-ins per login and client address before 429 (N/window; burst ignored)"},
+		{&c.PostLimit, "post-limit", "CHORUS_POST_LIMIT", "statuses posted per user"},
+		{&c.FollowLimit, "follow-limit", "CHORUS_FOLLOW_LIMIT", "follows and unfollows per user"},
+		{&c.StreamFrameLimit, "stream-frame-limit", "CHORUS_STREAM_FRAME_LIMIT", "frames a client may send on one stream; over it the stream is closed (1008)"},
+		{&c.ResumeLimit, "resume-limit", "CHORUS_RESUME_LIMIT", "resume frames per stream; over it the client gets an error frame"},
+	}
+	for _, r := range rates {
+		if raw := getenv(r.env); raw != "" {
+			if err := (rateValue{r.p}).Set(raw); err != nil {
+				return c, fmt.Errorf("%s: %w", r.env, err)
+			}
+		}
+		fs.Var(rateValue{r.p}, r.name, r.usage+`, as N/PERIOD[,burst=B] or "off" (`+r.env+")")
+	}
+
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -77,6 +166,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			c.AllowedOrigins = append(c.AllowedOrigins, o)
 		}
 	}
+	var err error
+	if c.TrustedProxies, err = web.ParseProxies(proxies); err != nil {
+		return c, fmt.Errorf("-trusted-proxies: %w", err)
+	}
 	switch {
 	case c.OnlineWindow <= 0:
 		return c, fmt.Errorf("-online-window must be positive, got %s", c.OnlineWindow)
@@ -86,8 +179,24 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, fmt.Errorf("-heartbeat-interval (%s) must be shorter than -online-window (%s)", c.HeartbeatInterval, c.OnlineWindow)
 	case c.MaxStreams < 0:
 		return c, fmt.Errorf("-max-streams must be 0 or more, got %d", c.MaxStreams)
+	case c.MaxConnections < 0:
+		return c, fmt.Errorf("-max-connections must be 0 or more, got %d", c.MaxConnections)
+	case c.MaxStreamsPerUser <= 0:
+		return c, fmt.Errorf("-max-streams-per-user must be positive, got %d", c.MaxStreamsPerUser)
+	case c.PasswordHashers < 0:
+		return c, fmt.Errorf("-password-hashers must be 0 or more, got %d", c.PasswordHashers)
+	case c.SignInFailures.IsZero():
+		return c, fmt.Errorf("-signin-failures cannot be off: it is what stops password guessing")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return c, fmt.Errorf("-log-format must be text or json, got %q", c.LogFormat)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"-read-header-timeout", c.ReadHeaderTimeout}, {"-read-timeout", c.ReadTimeout}, {"-write-timeout", c.WriteTimeout}, {"-idle-timeout", c.IdleTimeout}, {"-password-hash-wait", c.PasswordHashWait}} {
+		if d.v <= 0 {
+			return c, fmt.Errorf("%s must be positive, got %s", d.name, d.v)
+		}
 	}
 	return c, nil
 }

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"sync"
@@ -23,8 +22,11 @@ import (
 	"chorus/social"
 	"chorus/web"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/net/netutil"
+	"golang.org/x/time/rate"
 )
 
 func main() {
@@ -67,39 +69,73 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fmt.Errorf("redis url: %w", err)
 	}
+	// A request's own deadline bounds its Redis calls (/readyz's 2 s, say),
+	// not only the client's read and write timeouts.
+	opt.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	metrics := web.NewMetrics()
 	rdb.AddHook(metrics.RedisHook())
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	pingCtx, cancelPing := context.WithTimeout(ctx, 5*time.Second)
+	err = rdb.Ping(pingCtx).Err()
+	cancelPing()
+	if err != nil {
+		why := unworkable(err)
+		if why == "" && opt.TLSConfig != nil && speaksPlainRedis(opt.Addr) {
+			why = "the server at -redis-url does not speak TLS: use redis:// rather than rediss://"
+		}
+		if why != "" {
+			return fmt.Errorf("redis at %s: %s: %w", opt.Addr, why, err)
+		}
 		// Not fatal: /readyz says so, and the client reconnects when
 		// Redis comes up.
 		log.Warn("redis does not answer yet", "addr", opt.Addr, "err", err)
 	}
 
 	instance := hostname() + "-" + uuid.NewString()[:8]
-	soc := social.New(rdb, social.Options{Prefix: cfg.KeyPrefix})
+	soc := social.New(rdb, social.Options{
+		Prefix:              cfg.KeyPrefix,
+		SignInFailures:      cfg.SignInFailures.Rate,
+		SignInFailureWindow: cfg.SignInFailures.Period,
+		PasswordHashers:     cfg.PasswordHashers,
+		HashWait:            cfg.PasswordHashWait,
+	})
 	pres := presence.New(rdb, presence.Options{
 		Prefix: cfg.KeyPrefix, Window: cfg.OnlineWindow, HeartbeatInterval: cfg.HeartbeatInterval,
-		FriendsKey: soc.FriendsKey, Channel: soc.UserChannel, Profile: soc.Profile,
+		MaxConnsPerUser: cfg.MaxStreamsPerUser,
+		FriendsKey:      soc.FriendsKey, Channel: soc.UserChannel, Profile: soc.Profile,
 		Logger: log.With("component", "presence"),
 	})
 	hub := realtime.New(rdb, soc, pres, realtime.Options{
-		HeartbeatInterval: cfg.HeartbeatInterval, OriginPatterns: originPatterns(cfg.AllowedOrigins),
-		MaxStreams: maxStreams(cfg.MaxStreams), Logger: log.With("component", "realtime"),
+		HeartbeatInterval: cfg.HeartbeatInterval, MaxStreams: maxStreams(cfg.MaxStreams),
+		FrameRate: perSecond(cfg.StreamFrameLimit), FrameBurst: cfg.StreamFrameLimit.Burst,
+		ResumeRate: perSecond(cfg.ResumeLimit), ResumeBurst: cfg.ResumeLimit.Burst,
+		Logger: log.With("component", "realtime"),
 	})
 	srv := web.NewServer(web.Config{
 		Social: soc, Presence: pres, Stream: hub, Metrics: metrics,
-		AllowedOrigins: cfg.AllowedOrigins, Logger: log,
+		AllowedOrigins: cfg.AllowedOrigins, TrustedProxies: cfg.TrustedProxies, Logger: log,
+		Limiter: redis_rate.NewLimiter(rdb), KeyPrefix: cfg.KeyPrefix,
+		Limits: web.Limits{
+			SignUpPerAddress: cfg.SignUpLimit, SignInPerAddress: cfg.SignInLimit,
+			PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit,
+		},
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	// Beyond this many connections the rest wait in the kernel's backlog
+	// rather than fail for want of a file, which would leave the instance
+	// unable to reach Redis.
+	ln = netutil.LimitListener(ln, maxConnections(cfg.MaxConnections))
 	httpSrv := &http.Server{
 		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
@@ -114,7 +150,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	log.Info("chorus listening", "addr", ln.Addr().String(), "instance", instance, "redis", opt.Addr,
-		"key_prefix", cfg.KeyPrefix, "max_streams", maxStreams(cfg.MaxStreams))
+		"key_prefix", cfg.KeyPrefix, "max_streams", maxStreams(cfg.MaxStreams),
+		"max_connections", maxConnections(cfg.MaxConnections))
 	if listening != nil {
 		listening <- ln.Addr().String()
 	}
@@ -166,18 +203,25 @@ func maxStreams(configured int) int {
 	return 0
 }
 
-// originPatterns turns allowed origins ("https://app.example.com") into the
-// host patterns the WebSocket library matches ("app.example.com").
-func originPatterns(origins []string) []string {
-	var out []string
-	for _, o := range origins {
-		if u, err := url.Parse(o); err == nil && u.Host != "" {
-			out = append(out, u.Host)
-		} else {
-			out = append(out, o)
-		}
+// maxConnections caps the client connections an instance accepts below its
+// open-file limit, leaving room for Redis connections and files.
+func maxConnections(configured int) int {
+	if configured > 0 {
+		return configured
 	}
-	return out
+	if limit := fileLimit(); limit > 0 {
+		return max(200, int(min(limit, 1<<30))-256)
+	}
+	return 1 << 20
+}
+
+// perSecond is a limit's sustained rate as the in-memory limiters take it;
+// rate.Inf (no limit) when it is off.
+func perSecond(l redis_rate.Limit) rate.Limit {
+	if l.IsZero() {
+		return rate.Inf
+	}
+	return rate.Limit(float64(l.Rate) / l.Period.Seconds())
 }
 
 func hostname() string {

@@ -11,6 +11,8 @@ import (
 
 	"chorus/internal/redistest"
 	"chorus/internal/testio"
+
+	"github.com/go-redis/redis_rate/v10"
 )
 
 // start runs the server on a free port and returns its base URL; the server
@@ -126,6 +128,25 @@ func TestConfig(t *testing.T) {
 		{"max streams", nil, map[string]string{"CHORUS_MAX_STREAMS": "500"}, func(c config) bool { return c.MaxStreams == 500 }, false},
 		{"bad max streams", nil, map[string]string{"CHORUS_MAX_STREAMS": "many"}, nil, true},
 		{"negative max streams", []string{"-max-streams", "-3"}, nil, nil, true},
+		{"limit defaults", nil, nil, func(c config) bool {
+			return c.PostLimit == redis_rate.Limit{Rate: 300, Period: 3 * time.Hour, Burst: 10} &&
+				c.SignInFailures.Rate == 10 && c.MaxStreamsPerUser == 10 && c.ReadTimeout == 20*time.Second
+		}, false},
+		{"limits", []string{"-post-limit", "5/m", "-follow-limit", "off", "-signin-limit", "100/10m,burst=7", "-trusted-proxies", "10.0.0.0/8, 192.0.2.7"},
+			map[string]string{"CHORUS_SIGNUP_LIMIT": "3/h,burst=1", "CHORUS_MAX_STREAMS_PER_USER": "4"}, func(c config) bool {
+				return c.PostLimit == redis_rate.Limit{Rate: 5, Period: time.Minute, Burst: 5} && c.FollowLimit.IsZero() &&
+					c.SignInLimit == redis_rate.Limit{Rate: 100, Period: 10 * time.Minute, Burst: 7} &&
+					c.SignUpLimit == redis_rate.Limit{Rate: 3, Period: time.Hour, Burst: 1} &&
+					c.MaxStreamsPerUser == 4 && len(c.TrustedProxies) == 2 && c.TrustedProxies[1].String() == "192.0.2.7/32"
+			}, false},
+		{"bad rate", []string{"-post-limit", "lots"}, nil, nil, true},
+		{"rate without period", []string{"-post-limit", "5"}, nil, nil, true},
+		{"bad burst", []string{"-post-limit", "5/m,burst=-1"}, nil, nil, true},
+		{"bad rate in env", nil, map[string]string{"CHORUS_POST_LIMIT": "5 per minute"}, nil, true},
+		{"sign-in failures cannot be off", []string{"-signin-failures", "off"}, nil, nil, true},
+		{"bad proxy", []string{"-trusted-proxies", "10.0.0.0/33"}, nil, nil, true},
+		{"zero idle timeout", []string{"-idle-timeout", "0s"}, nil, nil, true},
+		{"zero streams per user", []string{"-max-streams-per-user", "0"}, nil, nil, true},
 		{"unknown flag", []string{"-nope"}, nil, nil, true},
 		{"stray argument", []string{"extra"}, nil, nil, true},
 	}
@@ -139,5 +160,18 @@ func TestConfig(t *testing.T) {
 				t.Fatalf("config = %+v", c)
 			}
 		})
+	}
+}
+
+func TestRateFlagRoundTrip(t *testing.T) {
+	for _, s := range []string{"300/3h,burst=10", "5/1m", "20/10s,burst=3", "7/90m"} {
+		l, err := parseRate(s)
+		if err != nil {
+			t.Fatalf("parse %q: %v", s, err)
+		}
+		back, err := parseRate(formatRate(l))
+		if err != nil || back != l {
+			t.Fatalf("%q -> %q -> %+v, %v; want %+v", s, formatRate(l), back, err, l)
+		}
 	}
 }

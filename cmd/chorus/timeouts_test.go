@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"chorus/internal/redistest"
+	"chorus/internal/testio"
+
+	"github.com/coder/websocket"
+)
+
+// closedByServer reads c until the server closes it, failing if it is
+// still open after a generous deadline.
+func closedByServer(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("%s: the connection is still open", what)
+	}
+}
+
+func TestIdleKeepAliveIsClosed(t *testing.T) {
+	base, _ := start(t, nil, "-idle-timeout", "300ms")
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: chorus\r\n\r\n")
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || res.StatusCode != http.StatusOK || res.Close {
+		t.Fatalf("keep-alive request: %v %v", res, err)
+	}
+	res.Body.Close()
+	closedByServer(t, c, "an idle keep-alive")
+}
+
+func TestTrickledBodyIsCut(t *testing.T) {
+	base, _ := start(t, nil, "-read-timeout", "300ms")
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "POST /api/v1/users HTTP/1.1\r\nHost: chorus\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"login\":")
+	closedByServer(t, c, "a request whose body never ends")
+}
+
+func TestSlowHeadersAreCut(t *testing.T) {
+	base, _ := start(t, nil, "-read-header-timeout", "300ms")
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: chorus\r\n")
+	closedByServer(t, c, "a request whose headers never end")
+}
+
+func TestStreamOutlivesHTTPTimeouts(t *testing.T) {
+	base, _ := start(t, nil, "-read-timeout", "1s", "-write-timeout", "1s", "-idle-timeout", "1s")
+	status, out := post(t, base+"/api/v1/users", `{"login":"streamer","name":"S","password":"password1"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("sign up: %d %v", status, out)
+	}
+	token, _ := out["token"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/api/v1/stream",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if _, ready, err := ws.Read(ctx); err != nil || !strings.Contains(string(ready), `"ready"`) {
+		t.Fatalf("ready: %s %v", ready, err)
+	}
+	time.Sleep(3 * time.Second) // three times every HTTP timeout
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/api/v1/statuses", strings.NewReader(`{"message":"still here"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("post: %v %v", res, err)
+	}
+	res.Body.Close()
+	_, frame, err := ws.Read(ctx)
+	if err != nil || !strings.Contains(string(frame), "still here") {
+		t.Fatalf("after the HTTP timeouts the stream got %s, %v", frame, err)
+	}
+}
+
+func TestReadyzAnswersWithinItsBoundWhileRedisStalls(t *testing.T) {
+	srv := redistest.Start(t)
+	base, _ := start(t, map[string]string{"REDIS_URL": srv.URL, "CHORUS_KEY_PREFIX": redistest.Prefix()})
+	srv.Pause(t)
+	defer srv.Resume()
+	// /readyz gives Redis 2 s; the client's own timeouts are longer.
+	client := &http.Client{Timeout: 4 * time.Second}
+	res, err := client.Get(base + "/readyz")
+	if err != nil {
+		t.Fatalf("readyz while Redis stalls: %v (it should answer 503 after 2 s)", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("readyz while Redis stalls: %d, want 503", res.StatusCode)
+	}
+}
+
+func TestUnworkableRedisFailsStart(t *testing.T) {
+	srv := redistest.Start(t)
+	addr := strings.TrimPrefix(srv.URL, "redis://")
+	rdb := redistest.ClientOf(t, srv.URL)
+	if err := rdb.ConfigSet(context.Background(), "requirepass", "right-password").Err(); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, url, want string }{
+		{"wrong password", "redis://:wrong-password@" + addr, "credentials"},
+		{"no password", "redis://" + addr, "credentials"},
+		{"no such database", "redis://:right-password@" + addr + "/99", "no such database"},
+		{"TLS against plain Redis", "rediss://:right-password@" + addr, "does not speak TLS"},
+	}
+	if _, err := net.LookupHost("no-such-host.invalid"); isNotFound(err) {
+		cases = append(cases, struct{ name, url, want string }{"unknown host", "redis://no-such-host.invalid:6379", "does not exist"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			logs := &testio.Buffer{}
+			err := run(ctx, []string{"-addr", "127.0.0.1:0", "-redis-url", c.url}, func(string) string { return "" }, logs, nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("run = %v, want an error saying %q", err, c.want)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("run waited for a Redis that can never answer")
+			}
+		})
+	}
+	// A Redis that is merely down is waited for, not refused.
+	ctx, cancel := context.WithCancel(context.Background())
+	listening := make(chan string, 1)
+	done := make(chan error, 1)
+	down := redistest.Start(t)
+	down.Stop()
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-redis-url", down.URL}, func(string) string { return "" }, &testio.Buffer{}, listening)
+	}()
+	select {
+	case <-listening:
+	case err := <-done:
+		t.Fatalf("a Redis that is down stopped the start: %v", err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("server did not start while Redis is down")
+	}
+	cancel()
+	<-done
+}
+
+// isNotFound reports whether this machine's resolver says plainly that a
+// host does not exist (rather than failing to ask).
+func isNotFound(err error) bool {
+	var dnsErr *net.DNSError
+	return errors.As(err, &dnsErr) && dnsErr.IsNotFound
+}

@@ -1,0 +1,357 @@
+package realtime
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"chorus/internal/redistest"
+	"chorus/presence"
+	"chorus/social"
+
+	"github.com/coder/websocket"
+	"github.com/redis/go-redis/v9"
+)
+
+// tokenHeader carries a test user's session token to the test server, which
+// authenticates by it alone (the Origin, cookies and the rest are web's).
+const tokenHeader = "X-Test-Token"
+
+// env is a hub over a real social.Service and presence.Tracker under a key
+// prefix of the test's own, served by httptest.
+type env struct {
+	tb       testing.TB
+	rdb      *redis.Client
+	prefix   string
+	social   *social.Service
+	presence *presence.Tracker
+	hub      *Hub
+	url      string // ws://.../stream
+}
+
+// envOptions shape an env; the zero value is a hub with default options on
+// the shared test server.
+type envOptions struct {
+	rdb      *redis.Client // nil: the shared test server
+	hub      Options
+	presence presence.Options
+	feed     func(*social.Service) Feed       // wraps the hub's feed; nil: the service itself
+	pres     func(*presence.Tracker) Presence // wraps the hub's presence; nil: the tracker itself
+}
+
+func newEnv(tb testing.TB, o envOptions) *env {
+	tb.Helper()
+	rdb, prefix := o.rdb, redistest.Prefix()
+	if rdb == nil {
+		rdb, prefix = redistest.Client(tb)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	soc := social.New(rdb, social.Options{Prefix: prefix, BcryptCost: 4})
+	popts := o.presence
+	popts.Prefix, popts.FriendsKey, popts.Channel, popts.Profile = prefix, soc.FriendsKey, soc.UserChannel, soc.Profile
+	popts.Logger = log
+	pres := presence.New(rdb, popts)
+	var feed Feed = soc
+	if o.feed != nil {
+		feed = o.feed(soc)
+	}
+	var hubPres Presence = pres
+	if o.pres != nil {
+		hubPres = o.pres(pres)
+	}
+	hopts := o.hub
+	hopts.Logger = log
+	hub := New(rdb, feed, hubPres, hopts)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := r.Header.Get(tokenHeader)
+		uid, err := soc.Authenticate(r.Context(), token)
+		if err != nil {
+			http.Error(w, "not signed in", http.StatusUnauthorized)
+			return
+		}
+		hub.Serve(w, r, uid, social.SessionID(token))
+	}))
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := hub.Shutdown(ctx); err != nil {
+			tb.Errorf("hub shutdown: %v", err)
+		}
+		srv.Close()
+	})
+	return &env{
+		tb: tb, rdb: rdb, prefix: prefix, social: soc, presence: pres, hub: hub,
+		url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/stream",
+	}
+}
+
+// user is a signed-up test user with a session.
+type user struct {
+	id    int64
+	login string
+	token string
+}
+
+func (e *env) signUp(login string) user {
+	e.tb.Helper()
+	u, token, err := e.social.SignUp(e.tb.Context(), login, login, "password1")
+	if err != nil {
+		e.tb.Fatalf("sign up %s: %v", login, err)
+	}
+	return user{id: u.ID, login: login, token: token}
+}
+
+// signOut ends u's session as web does: the session first, then its streams.
+func (e *env) signOut(ctx context.Context, u user) {
+	e.tb.Helper()
+	if err := e.social.SignOut(ctx, u.token); err != nil {
+		e.tb.Fatalf("sign out %s: %v", u.login, err)
+	}
+	if err := e.hub.EndSession(ctx, u.id, social.SessionID(u.token)); err != nil {
+		e.tb.Fatalf("end session of %s: %v", u.login, err)
+	}
+}
+
+func (e *env) post(u user, message string) social.Status {
+	e.tb.Helper()
+	st, err := e.social.Post(e.tb.Context(), u.id, message)
+	if err != nil {
+		e.tb.Fatalf("post as %s: %v", u.login, err)
+	}
+	return st
+}
+
+func (e *env) dial(u user, header http.Header) (*websocket.Conn, *http.Response, error) {
+	if header == nil {
+		header = http.Header{}
+	}
+	header.Set(tokenHeader, u.token)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, res, err := websocket.Dial(ctx, e.url, &websocket.DialOptions{HTTPHeader: header})
+	if ws != nil {
+		ws.SetReadLimit(1 << 20)
+		e.tb.Cleanup(func() { ws.CloseNow() })
+	}
+	return ws, res, err
+}
+
+// connect opens a stream as u and waits for its ready frame.
+func (e *env) connect(u user) *stream {
+	e.tb.Helper()
+	ws, res, err := e.dial(u, nil)
+	if err != nil {
+		e.tb.Fatalf("dial as %s: %v (%v)", u.login, err, res)
+	}
+	s := newStream(e.tb, ws)
+	if f := s.next(5 * time.Second); f.Type != "ready" {
+		e.tb.Fatalf("first frame is %+v, want ready", f)
+	}
+	return s
+}
+
+// frame is any frame the server sends, as far as these tests read it.
+type frame struct {
+	Type    string         `json:"type"`
+	Status  *social.Status `json:"status"`
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+}
+
+// stream is a test's client: a goroutine reads every frame into frames
+// until the connection ends, then closeErr holds why.
+type stream struct {
+	tb       testing.TB
+	ws       *websocket.Conn
+	frames   chan frame
+	done     chan struct{}
+	closeErr error
+}
+
+func newStream(tb testing.TB, ws *websocket.Conn) *stream {
+	s := &stream{tb: tb, ws: ws, frames: make(chan frame, 10000), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for {
+			_, data, err := ws.Read(context.Background())
+			if err != nil {
+				s.closeErr = err
+				return
+			}
+			var f frame
+			if err := json.Unmarshal(data, &f); err != nil {
+				s.closeErr = err
+				return
+			}
+			s.frames <- f
+		}
+	}()
+	return s
+}
+
+// next returns the next frame, failing the test after within.
+func (s *stream) next(within time.Duration) frame {
+	s.tb.Helper()
+	select {
+	case f := <-s.frames:
+		return f
+	case <-s.done:
+		select {
+		case f := <-s.frames:
+			return f
+		default:
+		}
+		s.tb.Fatalf("stream ended: %v", s.closeErr)
+	case <-time.After(within):
+		s.tb.Fatalf("no frame within %s", within)
+	}
+	return frame{}
+}
+
+// until returns the frames that come before the first error frame with
+// code, failing the test when none comes within.
+func (s *stream) until(code string, within time.Duration) []frame {
+	s.tb.Helper()
+	deadline := time.Now().Add(within)
+	var got []frame
+	for {
+		f := s.next(time.Until(deadline))
+		if f.Type == "error" && f.Code == code {
+			return got
+		}
+		got = append(got, f)
+	}
+}
+
+// closed waits for the server to close the stream, and returns the close
+// code and every frame that came before it.
+func (s *stream) closed(within time.Duration) (websocket.StatusCode, []frame) {
+	s.tb.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(within):
+		s.tb.Fatalf("stream still open after %s", within)
+	}
+	var got []frame
+	for {
+		select {
+		case f := <-s.frames:
+			got = append(got, f)
+		default:
+			return websocket.CloseStatus(s.closeErr), got
+		}
+	}
+}
+
+func (s *stream) isOpen() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *stream) send(v any) {
+	s.tb.Helper()
+	raw, _ := json.Marshal(v)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.ws.Write(ctx, websocket.MessageText, raw); err != nil {
+		s.tb.Fatalf("write: %v", err)
+	}
+}
+
+// ping asks for a frame the server answers in order after everything sent
+// before it: an unknown_type error.
+func (s *stream) ping() { s.send(map[string]string{"type": "ping"}) }
+
+// errorBody reads the API error code of a refused request.
+func errorBody(tb testing.TB, res *http.Response) string {
+	tb.Helper()
+	if res == nil {
+		tb.Fatal("no HTTP response")
+	}
+	var body struct {
+		Error struct{ Code, Message string }
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+		tb.Fatalf("error body: %v", err)
+	}
+	if body.Error.Message == "" {
+		tb.Fatalf("error %q without a message", body.Error.Code)
+	}
+	return body.Error.Code
+}
+
+// scriptCalls is how many scripts (EVAL, EVALSHA) the Redis server behind
+// rdb has run.
+func scriptCalls(tb testing.TB, rdb *redis.Client) int64 {
+	tb.Helper()
+	info, err := rdb.Info(tb.Context(), "commandstats").Result()
+	if err != nil {
+		tb.Fatalf("info commandstats: %v", err)
+	}
+	var n int64
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		name, stats, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha") {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+		v, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			tb.Fatalf("commandstats line %q: %v", sc.Text(), err)
+		}
+		n += v
+	}
+	return n
+}
+
+// eventually retries check until it returns "", failing with its last
+// answer after within.
+func eventually(tb testing.TB, within time.Duration, check func() string) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		msg := check()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatal(msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// countingFeed counts the home-timeline pages the hub reads.
+type countingFeed struct {
+	*social.Service
+	pages atomic.Int64
+}
+
+func (f *countingFeed) HomeTimeline(ctx context.Context, uid int64, c social.Cursor) (social.TimelinePage, error) {
+	f.pages.Add(1)
+	return f.Service.HomeTimeline(ctx, uid, c)
+}
+
+func statusIDs(frames []frame) []int64 {
+	var ids []int64
+	for _, f := range frames {
+		if f.Type == "status" {
+			ids = append(ids, f.Status.ID)
+		}
+	}
+	return ids
+}

@@ -1,0 +1,114 @@
+package realtime
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"chorus/social"
+)
+
+func TestSentRange(t *testing.T) {
+	r := sentRange{lo: 10, hi: 20}
+	for _, tc := range []struct{ after, want int64 }{
+		{0, 0}, {9, 9}, {10, 20}, {15, 20}, {19, 20}, {20, 20}, {25, 25},
+	} {
+		if got := r.skip(tc.after); got != tc.want {
+			t.Errorf("(10, 20].skip(%d) = %d, want %d", tc.after, got, tc.want)
+		}
+	}
+	cases := []struct {
+		name    string
+		r, o    sentRange
+		touches bool
+		union   sentRange
+	}{
+		{"empty takes any", sentRange{}, sentRange{5, 9}, true, sentRange{5, 9}},
+		{"overlap", sentRange{10, 20}, sentRange{15, 30}, true, sentRange{10, 30}},
+		{"meet above", sentRange{10, 20}, sentRange{20, 30}, true, sentRange{10, 30}},
+		{"meet below", sentRange{10, 20}, sentRange{0, 10}, true, sentRange{0, 20}},
+		{"inside", sentRange{10, 20}, sentRange{12, 14}, true, sentRange{10, 20}},
+		{"apart", sentRange{10, 20}, sentRange{21, 30}, false, sentRange{}},
+		{"empty other", sentRange{10, 20}, sentRange{25, 25}, false, sentRange{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.r.touches(tc.o); got != tc.touches {
+				t.Fatalf("touches = %v, want %v", got, tc.touches)
+			}
+			if tc.touches {
+				if got := tc.r.union(tc.o); got != tc.union {
+					t.Fatalf("union = %v, want %v", got, tc.union)
+				}
+			}
+		})
+	}
+}
+
+// Resuming from 0 twice over a long home timeline sends each status once,
+// and the second resume reads no more than one page.
+func TestResumeTwiceSendsEachStatusOnce(t *testing.T) {
+	t.Parallel()
+	var feed *countingFeed
+	e := newEnv(t, envOptions{feed: func(s *social.Service) Feed {
+		feed = &countingFeed{Service: s}
+		return feed
+	}})
+	u := e.signUp("reader")
+	var posted []int64
+	for i := range 600 {
+		posted = append(posted, e.post(u, fmt.Sprintf("status %d", i)).ID)
+	}
+	s := e.connect(u)
+
+	s.send(map[string]any{"type": "resume", "after": 0})
+	s.ping()
+	if got := statusIDs(s.until("unknown_type", 10*time.Second)); !slices.Equal(got, posted) {
+		t.Fatalf("first resume sent %d statuses, want the %d posted, oldest first", len(got), len(posted))
+	}
+	pages := feed.pages.Load()
+
+	s.send(map[string]any{"type": "resume", "after": 0})
+	s.ping()
+	if got := statusIDs(s.until("unknown_type", 10*time.Second)); len(got) != 0 {
+		t.Fatalf("second resume sent %d statuses again, want none", len(got))
+	}
+	if n := feed.pages.Load() - pages; n > 1 {
+		t.Fatalf("second resume read %d pages, want at most 1", n)
+	}
+
+	// A resume from inside what was sent goes on after it.
+	newer := e.post(u, "newer")
+	if f := s.next(5 * time.Second); f.Type != "status" || f.Status.ID != newer.ID {
+		t.Fatalf("live frame %+v, want status %d", f, newer.ID)
+	}
+	s.send(map[string]any{"type": "resume", "after": posted[300]})
+	s.ping()
+	if got := statusIDs(s.until("unknown_type", 10*time.Second)); len(got) != 0 {
+		t.Fatalf("third resume sent %v again, want none", got)
+	}
+}
+
+// Past its burst, a resume is answered rate_limited and the stream stays
+// open.
+func TestResumeRateLimited(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	u := e.signUp("resumer")
+	s := e.connect(u)
+	for range DefaultResumeBurst + 1 {
+		s.send(map[string]any{"type": "resume", "after": 0})
+	}
+	f := s.next(5 * time.Second)
+	if f.Type != "error" || f.Code != "rate_limited" || f.Message == "" {
+		t.Fatalf("frame after %d resumes: %+v, want a rate_limited error", DefaultResumeBurst+1, f)
+	}
+	if n := e.hub.Stats.ResumesLimited.Load(); n != 1 {
+		t.Fatalf("ResumesLimited = %d, want 1", n)
+	}
+	st := e.post(u, "still here")
+	if f := s.next(5 * time.Second); f.Type != "status" || f.Status.ID != st.ID {
+		t.Fatalf("after a limited resume got %+v, want status %d", f, st.ID)
+	}
+}

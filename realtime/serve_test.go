@@ -1,0 +1,53 @@
+package realtime
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"chorus/presence"
+)
+
+// A user holding all the connections presence allows is refused another
+// stream before the upgrade, and the refused stream never counts.
+func TestUserStreamCap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{presence: presence.Options{MaxConnsPerUser: 1}})
+	u := e.signUp("many_tabs")
+	first := e.connect(u)
+
+	_, res, err := e.dial(u, nil)
+	if err == nil || res == nil || res.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("second stream over a cap of 1: %v (%v), want 429", err, res)
+	}
+	if got := res.Header.Get("Retry-After"); got != "30" {
+		t.Fatalf("Retry-After = %q, want 30", got)
+	}
+	if code := errorBody(t, res); code != "too_many_user_streams" {
+		t.Fatalf("refused with %q, want too_many_user_streams", code)
+	}
+	if n := e.hub.Stats.UserStreamsRefused.Load(); n != 1 {
+		t.Fatalf("UserStreamsRefused = %d, want 1", n)
+	}
+	// With the one stream it holds closed, the user is offline: the refused
+	// one registered nothing.
+	first.ws.Close(1000, "")
+	eventually(t, 5*time.Second, func() string {
+		if online, _, err := e.presence.UserPresence(t.Context(), u.id); err != nil || online {
+			return fmt.Sprintf("user online %v (%v) with no stream", online, err)
+		}
+		return ""
+	})
+	e.connect(u) // and may open one again
+}
+
+// The hub leaves the Origin to the edge, which checks it before Serve.
+func TestHubLeavesOriginToTheEdge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	u := e.signUp("traveller")
+	if _, res, err := e.dial(u, http.Header{"Origin": {"https://elsewhere.example"}}); err != nil {
+		t.Fatalf("dial with an Origin web let through: %v (%v)", err, res)
+	}
+}

@@ -1,0 +1,138 @@
+package realtime
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+const (
+	// sessionCheckBatch is how many sessions one SessionOwners call reads,
+	// in one pipelined round trip.
+	sessionCheckBatch = 500
+	// sessionCheckTimeout bounds one batch.
+	sessionCheckTimeout = 5 * time.Second
+	// recheckRetry is how long channels whose frames are held back wait
+	// before a failed check of their sessions is tried again.
+	recheckRetry = time.Second
+)
+
+// checkSessions closes, with 1008, the local connections whose session has
+// ended without the hub being told: a sign-out whose publish came before the
+// stream's subscription, a session lost with Redis's data, one that expired.
+// Every SessionCheckInterval it checks them all; at once, those of the
+// channels confirmed again after the pub/sub connection was lost, whose
+// frames are held back until then.
+func (h *Hub) checkSessions(ctx context.Context) {
+	defer h.routerWG.Done()
+	tick := time.NewTicker(h.opts.SessionCheckInterval)
+	defer tick.Stop()
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if err := h.closeEnded(ctx, h.allConns()); err != nil && ctx.Err() == nil {
+				h.log.Warn("session check failed; it runs again later", "err", err)
+			}
+			continue
+		case <-h.recheck:
+		case <-retry:
+		}
+		retry = nil
+		if err := h.recheckChannels(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("session check after a pub/sub reconnect failed; trying again", "err", err)
+			retry = time.After(recheckRetry)
+		}
+	}
+}
+
+// recheckChannels checks the sessions of the channels confirmed again, then
+// lets their frames through and has their remaining connections catch up.
+// On failure the channels stay held back, to be checked again.
+func (h *Hub) recheckChannels(ctx context.Context) error {
+	type round struct {
+		u     *local
+		round uint64
+	}
+	h.mu.Lock()
+	rounds := map[string]round{}
+	var conns []*conn
+	for channel := range h.unchecked {
+		u := h.users[channel]
+		if u == nil || !u.checking {
+			continue
+		}
+		rounds[channel] = round{u, u.checkRound}
+		conns = slices.AppendSeq(conns, maps.Keys(u.conns))
+	}
+	clear(h.unchecked)
+	h.mu.Unlock()
+
+	err := h.closeEnded(ctx, conns)
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for channel, r := range rounds {
+		switch {
+		case err != nil:
+			h.unchecked[channel] = struct{}{}
+		case h.users[channel] == r.u && r.u.checkRound == r.round:
+			// Else another reconnect came meanwhile and its own check is
+			// to come.
+			r.u.checking = false
+			for c := range r.u.conns {
+				c.enqueue(outgoing{catchUp: true})
+			}
+		}
+	}
+	return err
+}
+
+// closeEnded checks the sessions of conns, in batches, and closes with 1008
+// those that ended or belong to another user.
+func (h *Hub) closeEnded(ctx context.Context, conns []*conn) error {
+	for batch := range slices.Chunk(conns, sessionCheckBatch) {
+		ids := make([]string, len(batch))
+		for i, c := range batch {
+			ids[i] = c.session
+		}
+		bctx, cancel := context.WithTimeout(ctx, sessionCheckTimeout)
+		owners, err := h.feed.SessionOwners(bctx, ids)
+		cancel()
+		if err == nil && len(owners) != len(ids) {
+			err = fmt.Errorf("%d owners for %d sessions", len(owners), len(ids))
+		}
+		if err != nil {
+			return fmt.Errorf("check %d sessions: %w", len(ids), err)
+		}
+		for i, c := range batch {
+			if owners[i] != c.uid {
+				h.endSession(c, "session ended")
+			}
+		}
+	}
+	return nil
+}
+
+// endSession closes c, whose session has ended, with 1008, without waiting
+// for the closing handshake.
+func (h *Hub) endSession(c *conn, reason string) {
+	if c.closeSoon(statusPolicy, reason) {
+		h.Stats.SessionClosed.Add(1)
+	}
+}
+
+// allConns lists every local connection.
+func (h *Hub) allConns() []*conn {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var all []*conn
+	for _, u := range h.users {
+		all = slices.AppendSeq(all, maps.Keys(u.conns))
+	}
+	return all
+}
