@@ -233,3 +233,52 @@ func TestRateLimitRetryAfterRounds(t *testing.T) {
 		t.Fatalf("message %q", e2.Error.Message)
 	}
 }
+
+func TestPasswordHashersBusy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{PasswordHashers: 1, HashWait: time.Millisecond})
+	e.opts.BcryptCost = 12 // each hash holds the one hasher far longer than the wait
+	in := e.start()
+	results := make(chan response, 4)
+	for i := range 4 {
+		go func() {
+			results <- in.anon(t).do("POST", "/api/v1/users", map[string]string{
+				"login": "busy" + strconv.Itoa(i), "name": "B", "password": "password-busy"})
+		}()
+	}
+	created, busy := 0, 0
+	for range 4 {
+		res := <-results
+		switch res.Status {
+		case http.StatusCreated:
+			created++
+		case http.StatusTooManyRequests:
+			if res.errorCode(t) != "server_busy" || res.Header.Get("Retry-After") != "1" {
+				t.Fatalf("busy answer: %s %v", res.Body, res.Header)
+			}
+			busy++
+		default:
+			t.Fatalf("sign-up: %d %s", res.Status, res.Body)
+		}
+	}
+	if created < 1 || busy < 1 {
+		t.Fatalf("created %d, busy %d: want some of each with one hasher", created, busy)
+	}
+	if got := in.metric(t, "chorus_rate_limited_total", `limit="password_hashers"`); got != float64(busy) {
+		t.Fatalf("chorus_rate_limited_total{limit=password_hashers} = %v, want %d", got, busy)
+	}
+}
+
+func TestLongPasswordsCountWhole(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	long := strings.Repeat("p", 100)
+	in.anon(t).must(http.StatusCreated, "POST", "/api/v1/users", map[string]string{"login": "longpw", "name": "L", "password": long}, nil)
+	in.anon(t).must(http.StatusOK, "POST", "/api/v1/sessions", map[string]string{"login": "longpw", "password": long}, nil)
+	// The same first 72 bytes are not the password.
+	in.anon(t).must(http.StatusUnauthorized, "POST", "/api/v1/sessions", map[string]string{"login": "longpw", "password": long[:72] + strings.Repeat("q", 28)}, nil)
+	res := in.anon(t).do("POST", "/api/v1/users", map[string]string{"login": "toolong", "name": "L", "password": strings.Repeat("p", 129)})
+	if res.Status != http.StatusBadRequest || res.errorCode(t) != "invalid_password" {
+		t.Fatalf("129-byte password: %d %s", res.Status, res.Body)
+	}
+}

@@ -173,3 +173,37 @@ func isNotFound(err error) bool {
 	var dnsErr *net.DNSError
 	return errors.As(err, &dnsErr) && dnsErr.IsNotFound
 }
+
+func TestConnectionsCappedBelowFileLimit(t *testing.T) {
+	base, _ := start(t, nil, "-max-connections", "2")
+	addr := strings.TrimPrefix(base, "http://")
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: chorus\r\n\r\n")
+		if res, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("connection %d: %v %v", len(held)+1, res, err)
+		}
+		held = append(held, c)
+	}
+	third, err := net.Dial("tcp", addr) // the kernel's backlog takes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	io.WriteString(third, "GET /healthz HTTP/1.1\r\nHost: chorus\r\n\r\n")
+	third.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	br := bufio.NewReader(third)
+	if _, err := br.Peek(1); err == nil {
+		t.Fatal("a third connection was served while two are held and the cap is 2")
+	}
+	held[0].Close()
+	third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if res, err := http.ReadResponse(br, nil); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the third connection once a slot was free: %v %v", res, err)
+	}
+}
