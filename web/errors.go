@@ -56,7 +56,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &ae):
 	case errors.As(err, &limited):
 		w.Header().Set("Retry-After", retryAfter(limited.retryAfter))
-		ae = newError(http.StatusTooManyRequests, "rate_limited", limited.message)
+		ae = newError(http.StatusTooManyRequests, "rate_limited", limited.message+" Try again in "+humanDuration(limited.retryAfter)+".")
 	case errors.As(err, &throttled):
 		w.Header().Set("Retry-After", retryAfter(throttled.RetryAfter))
 		ae = newError(http.StatusTooManyRequests, "rate_limited", "Too many failed sign-ins for this login from your address; try again in "+
@@ -106,7 +106,10 @@ func isUnavailable(err error) bool {
 // humanDuration says d in whole minutes, or seconds under a minute.
 func humanDuration(d time.Duration) string {
 	if d < time.Minute {
-		return retryAfter(d) + " seconds"
+		if s := retryAfter(d); s != "1" {
+			return s + " seconds"
+		}
+		return "1 second"
 	}
 	m := int(math.Ceil(d.Minutes()))
 	if m == 1 {

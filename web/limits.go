@@ -89,27 +89,27 @@ func byViewer(r *http.Request) string {
 func (s *Server) signUpLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, key: s.byAddress,
-		message: "Too many sign-ups from your address; try again later.",
+		message: "Too many sign-ups from your address.",
 	})
 }
 
 func (s *Server) signInLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, key: s.byAddress,
-		message: "Too many sign-in attempts from your address; try again later.",
+		message: "Too many sign-in attempts from your address.",
 	})
 }
 
 func (s *Server) postLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "post", limit: s.limits.PostsPerUser, refused: &s.limitStats.posts, key: byViewer,
-		message: "You are posting too fast; try again later.",
+		message: "You are posting too fast.",
 	})
 }
 
 func (s *Server) followLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "follow", limit: s.limits.FollowsPerUser, refused: &s.limitStats.follows, key: byViewer,
-		message: "You are following and unfollowing too fast; try again later.",
+		message: "You are following and unfollowing too fast.",
 	})
 }

@@ -229,7 +229,7 @@ func TestRateLimitRetryAfterRounds(t *testing.T) {
 	}
 	var e2 struct{ Error struct{ Message string } }
 	res.decode(t, &e2)
-	if !strings.Contains(e2.Error.Message, "posting too fast") {
+	if !strings.Contains(e2.Error.Message, "posting too fast") || !strings.Contains(e2.Error.Message, "Try again in 2 minutes.") {
 		t.Fatalf("message %q", e2.Error.Message)
 	}
 }
