@@ -152,6 +152,18 @@ func (s *Service) userList(ctx context.Context, key string, p Page) ([]User, err
 // FriendsAmong reports, for each of ids, whether that user is uid's friend,
 // in one round trip.
 func (s *Service) FriendsAmong(ctx context.Context, uid int64, ids []int64) ([]bool, error) {
+	return s.membersAmong(ctx, s.keys.friends(uid), ids)
+}
+
+// FollowingAmong reports, for each of ids, whether uid follows that user, in
+// one round trip.
+func (s *Service) FollowingAmong(ctx context.Context, uid int64, ids []int64) ([]bool, error) {
+	return s.membersAmong(ctx, s.keys.following(uid), ids)
+}
+
+// membersAmong reports, for each of ids, whether it is a member of the
+// sorted set at key, whose scores are never 0 (sequence numbers and times).
+func (s *Service) membersAmong(ctx context.Context, key string, ids []int64) ([]bool, error) {
 	out := make([]bool, len(ids))
 	if len(ids) == 0 {
 		return out, nil
@@ -160,12 +172,12 @@ func (s *Service) FriendsAmong(ctx context.Context, uid int64, ids []int64) ([]b
 	for i, id := range ids {
 		members[i] = itoa(id)
 	}
-	scores, err := s.rdb.ZMScore(ctx, s.keys.friends(uid), members...).Result()
+	scores, err := s.rdb.ZMScore(ctx, key, members...).Result()
 	if err != nil {
-		return nil, fmt.Errorf("friends of %d among %d: %w", uid, len(ids), err)
+		return nil, fmt.Errorf("members of %s among %d: %w", key, len(ids), err)
 	}
 	for i, sc := range scores {
-		out[i] = sc != 0 // scores are friend-since times; a missing member reads 0
+		out[i] = sc != 0 // a missing member reads 0
 	}
 	return out, nil
 }

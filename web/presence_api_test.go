@@ -137,3 +137,62 @@ func TestOnlineFriendsAndSiteCounts(t *testing.T) {
 		t.Fatalf("online friends without auth: %d", res.Status)
 	}
 }
+
+// A user's presence fields come together: last_seen is null, not missing,
+// for a friend never seen; and every user a signed-in viewer sees, in lists
+// as alone, says whether the viewer follows them.
+func TestUserViewsNeverSeenAndYouFollow(t *testing.T) {
+	t.Parallel()
+	srv := newEnv(t, social.Options{}).start()
+	viewer, friend, followed, other := srv.signUp(t, "viewer"), srv.signUp(t, "neverseen"), srv.signUp(t, "followed"), srv.signUp(t, "other")
+	befriend(viewer, friend)
+	viewer.follow("followed")
+	other.follow("viewer")
+	followed.follow("viewer")
+
+	var one struct{ User map[string]any }
+	viewer.must(http.StatusOK, "GET", "/api/v1/users/neverseen", nil, &one)
+	if v, ok := one.User["last_seen"]; !ok || v != nil {
+		t.Fatalf("a friend never seen: last_seen = %v (present %v), want null", v, ok)
+	}
+	if one.User["online"] != false || one.User["you_follow"] != true {
+		t.Fatalf("a friend never seen: %v", one.User)
+	}
+
+	var list struct{ Users []map[string]any }
+	viewer.must(http.StatusOK, "GET", "/api/v1/users/viewer/followers", nil, &list)
+	want := map[string]any{"neverseen": true, "followed": true, "other": false}
+	if len(list.Users) != len(want) {
+		t.Fatalf("followers: %v", list.Users)
+	}
+	for _, u := range list.Users {
+		login := u["login"].(string)
+		if u["you_follow"] != want[login] {
+			t.Errorf("%s in the list: you_follow = %v, want %v", login, u["you_follow"], want[login])
+		}
+	}
+	var theirs struct{ Users []map[string]any }
+	viewer.must(http.StatusOK, "GET", "/api/v1/users/neverseen/following", nil, &theirs)
+	for _, u := range theirs.Users {
+		if _, ok := u["you_follow"]; ok && u["login"] == "viewer" {
+			t.Errorf("the viewer's own item carries you_follow: %v", u)
+		}
+	}
+	var friends struct{ Users []map[string]any }
+	viewer.must(http.StatusOK, "GET", "/api/v1/friends", nil, &friends)
+	if len(friends.Users) != 2 { // neverseen, and followed, who follows back
+		t.Fatalf("friends: %v", friends.Users)
+	}
+	for _, f := range friends.Users {
+		if v, ok := f["last_seen"]; !ok || v != nil || f["you_follow"] != true {
+			t.Fatalf("friends list item %v: want you_follow true and last_seen null", f)
+		}
+	}
+	var anon struct{ Users []map[string]any }
+	srv.anon(t).must(http.StatusOK, "GET", "/api/v1/users/viewer/followers", nil, &anon)
+	for _, u := range anon.Users {
+		if _, ok := u["you_follow"]; ok {
+			t.Fatalf("a visitor's list carries you_follow: %v", u)
+		}
+	}
+}

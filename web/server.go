@@ -33,10 +33,9 @@ type Social interface {
 	Followers(ctx context.Context, login string, p social.Page) ([]social.User, error)
 	Following(ctx context.Context, login string, p social.Page) ([]social.User, error)
 	Friends(ctx context.Context, uid int64, p social.Page) ([]social.User, error)
-	AreFriends(ctx context.Context, a, b int64) (bool, error)
 	FriendsAmong(ctx context.Context, uid int64, ids []int64) ([]bool, error)
+	FollowingAmong(ctx context.Context, uid int64, ids []int64) ([]bool, error)
 	Users(ctx context.Context, ids []int64) ([]social.User, error)
-	IsFollowing(ctx context.Context, a, b int64) (bool, error)
 	Post(ctx context.Context, uid int64, message string) (social.Status, error)
 	Status(ctx context.Context, id int64) (social.Status, error)
 	DeleteStatus(ctx context.Context, uid, id int64) error

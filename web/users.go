@@ -14,44 +14,31 @@ import (
 // userView is a user as the API shows it to one viewer.
 type userView struct {
 	social.User
-	Online    *bool      `json:"online,omitempty"`
-	LastSeen  *time.Time `json:"last_seen,omitempty"`
-	YouFollow *bool      `json:"you_follow,omitempty"`
+	*presenceView       // nil: not the viewer's to see
+	YouFollow     *bool `json:"you_follow,omitempty"`
+}
+
+// presenceView is a user's presence, shown to the user and their friends
+// only. Its fields appear together: last_seen is null for a user never
+// seen, not missing.
+type presenceView struct {
+	Online   bool       `json:"online"`
+	LastSeen *time.Time `json:"last_seen"`
 }
 
 // view shows u to the request's viewer: whether the viewer follows u, and,
 // to u and u's friends only, u's presence.
 func (s *Server) view(r *http.Request, u social.User) (userView, error) {
-	v := userView{User: u}
-	viewer, ok := viewerFrom(r.Context())
-	if !ok {
-		return v, nil
+	views, err := s.views(r, []social.User{u})
+	if err != nil {
+		return userView{}, err
 	}
-	ctx := r.Context()
-	private := viewer.UID == u.ID
-	if !private {
-		follows, err := s.social.IsFollowing(ctx, viewer.UID, u.ID)
-		if err != nil {
-			return v, err
-		}
-		v.YouFollow = &follows
-		if private, err = s.social.AreFriends(ctx, viewer.UID, u.ID); err != nil {
-			return v, err
-		}
-	}
-	if private {
-		online, lastSeen, err := s.presence.UserPresence(ctx, u.ID)
-		if err != nil {
-			return v, err
-		}
-		v.Online, v.LastSeen = &online, lastSeen
-	}
-	return v, nil
+	return views[0], nil
 }
 
-// views shows a list of users to the request's viewer: with presence for
-// the viewer and the viewer's friends, in two round trips whatever the
-// length of the list.
+// views shows a list of users to the request's viewer: whether the viewer
+// follows each, and presence for the viewer and the viewer's friends, in
+// three round trips whatever the length of the list.
 func (s *Server) views(r *http.Request, users []social.User) ([]userView, error) {
 	out := make([]userView, len(users))
 	for i, u := range users {
@@ -69,9 +56,16 @@ func (s *Server) views(r *http.Request, users []social.User) ([]userView, error)
 	if err != nil {
 		return nil, err
 	}
+	followed, err := s.social.FollowingAmong(r.Context(), viewer.UID, ids)
+	if err != nil {
+		return nil, err
+	}
 	var shown []int
 	var shownIDs []int64
 	for i, u := range users {
+		if u.ID != viewer.UID {
+			out[i].YouFollow = &followed[i]
+		}
 		if friends[i] || u.ID == viewer.UID {
 			shown = append(shown, i)
 			shownIDs = append(shownIDs, u.ID)
@@ -82,8 +76,7 @@ func (s *Server) views(r *http.Request, users []social.User) ([]userView, error)
 		return nil, err
 	}
 	for j, i := range shown {
-		online := ps[j].Online
-		out[i].Online, out[i].LastSeen = &online, ps[j].LastSeen
+		out[i].presenceView = &presenceView{Online: ps[j].Online, LastSeen: ps[j].LastSeen}
 	}
 	return out, nil
 }
