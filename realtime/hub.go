@@ -51,7 +51,6 @@ const (
 	DefaultQueueSize            = 256
 	DefaultWriteTimeout         = 5 * time.Second
 	DefaultSubscribeWait        = 5 * time.Second
-	DefaultShutdownCloses       = 5 * time.Second
 	DefaultFrameRate            = rate.Limit(5)
 	DefaultFrameBurst           = 20
 	DefaultResumeRate           = rate.Limit(0.1) // one every 10 s

@@ -79,8 +79,6 @@ func retryAfter(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }
 
-func (s *Server) byAddress(r *http.Request) string { return s.clientAddr(r) }
-
 func byViewer(r *http.Request) string {
 	v, _ := viewerFrom(r.Context())
 	return strconv.FormatInt(v.UID, 10)
@@ -88,14 +86,14 @@ func byViewer(r *http.Request) string {
 
 func (s *Server) signUpLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, key: s.byAddress,
+		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, key: s.clientAddr,
 		message: "Too many sign-ups from your address.",
 	})
 }
 
 func (s *Server) signInLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, key: s.byAddress,
+		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, key: s.clientAddr,
 		message: "Too many sign-in attempts from your address.",
 	})
 }
