@@ -11,6 +11,16 @@ import (
 //go:embed static
 var static embed.FS
 
+// clientPages are the paths the client routes itself (history routing).
+var clientPages = []string{
+	"/",
+	"/global",
+	"/u/{login}",
+	"/u/{login}/followers",
+	"/u/{login}/following",
+	"/s/{id}",
+}
+
 func clientHandlers() (index http.HandlerFunc, files http.Handler) {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {

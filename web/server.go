@@ -145,12 +145,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.logRequests, s.metrics.instrument, middleware.Recoverer)
+	r.Use(middleware.RequestID, s.logRequests, s.metrics.instrument, middleware.Recoverer, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotAllowed) })
 
 	index, files := clientHandlers()
-	r.Get("/", index)
+	// The client's own pages: each answers with the client, which reads
+	// the path, so a link to a profile or a status can be shared.
+	for _, page := range clientPages {
+		r.Get(page, index)
+	}
 	r.Get("/static/*", files.ServeHTTP)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
