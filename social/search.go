@@ -128,7 +128,7 @@ const (
 // BuildIndexes adds every user to the search index and the ranking by
 // follower count, unless that was done already. Sign-up and follows keep
 // both up to date afterwards; adding a user twice changes nothing.
-func (s *Service) BuildIndexes(ctx context.Context, log *slog.Logger) error {
+func (s *Service) BuildIndexes(ctx context.Context, log *slog.Logger) (err error) {
 	started, err := s.rdb.SetArgs(ctx, s.keys.searchIndexBuilt(), "building", redis.SetArgs{
 		Mode: "NX", TTL: indexBuildLock,
 	}).Result()
@@ -138,6 +138,11 @@ func (s *Service) BuildIndexes(ctx context.Context, log *slog.Logger) error {
 	if err != nil || started != "OK" {
 		return fmt.Errorf("build user indexes: %w", err)
 	}
+	defer func() {
+		if err != nil { // let the next start try again at once
+			s.rdb.Del(context.WithoutCancel(ctx), s.keys.searchIndexBuilt())
+		}
+	}()
 	n := 0
 	var cursor uint64
 	for {
