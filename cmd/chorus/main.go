@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"chorus/internal/version"
 	"chorus/presence"
 	"chorus/realtime"
 	"chorus/social"
@@ -32,7 +34,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil); err != nil {
 		if !errors.Is(err, errUsage) {
 			fmt.Fprintln(os.Stderr, "chorus:", err)
 		}
@@ -42,13 +44,20 @@ func main() {
 
 var errUsage = errors.New("usage")
 
-// run serves until ctx ends, then shuts down gracefully. When listening is
-// not nil it receives the address the server listens on.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, listening chan<- string) error {
-	cfg, err := parseConfig(args, getenv, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "chorus:", err)
+// run serves until ctx ends, then shuts down gracefully; asked for help or
+// the version, it prints them on stdout and returns. Logs go to stderr. When
+// listening is not nil it receives the address the server listens on.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, listening chan<- string) error {
+	cfg, err := parseConfig(args, getenv, stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil
+	case err != nil:
+		fmt.Fprintf(stderr, "chorus: %v\nRun chorus -h for the flags.\n", err)
 		return errUsage
+	case cfg.ShowVersion:
+		fmt.Fprint(stdout, version.Current())
+		return nil
 	}
 	log := newLogger(cfg.LogFormat, stderr)
 	redis.SetLogger(redisLogger{log.With("component", "redis")})

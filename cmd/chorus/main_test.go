@@ -24,7 +24,9 @@ func start(t *testing.T, env map[string]string, args ...string) (string, *testio
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
-	go func() { done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), getenv, logs, listening) }()
+	go func() {
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), getenv, io.Discard, logs, listening)
+	}()
 	var addr string
 	select {
 	case addr = <-listening:
