@@ -62,14 +62,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log := newLogger(cfg.LogFormat, stderr)
 	redis.SetLogger(redisLogger{log.With("component", "redis")})
 
-	redisURL := cfg.RedisURL
+	// store names the Redis in the start-up line: its address (never the
+	// URL, which may hold a password), or "embedded".
+	redisURL, store := cfg.RedisURL, ""
 	if redisURL == "" {
 		m, err := startEmbedded()
 		if err != nil {
 			return err
 		}
 		defer m.Close()
-		redisURL = "redis://" + m.Addr()
+		redisURL, store = "redis://"+m.Addr(), "embedded"
 		log.Warn("NO REDIS CONFIGURED: running on the embedded in-memory store. " +
 			"It is for trying Chorus out: one instance only, and every user, status and session is lost on exit. " +
 			"Set REDIS_URL or -redis-url for real use.")
@@ -81,6 +83,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// A request's own deadline bounds its Redis calls (/readyz's 2 s, say),
 	// not only the client's read and write timeouts.
 	opt.ContextTimeoutEnabled = true
+	if store == "" {
+		store = opt.Addr
+	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	metrics := web.NewMetrics()
@@ -158,7 +163,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
-	log.Info("chorus listening", "addr", ln.Addr().String(), "instance", instance, "redis", opt.Addr,
+	log.Info("chorus listening", "addr", ln.Addr().String(), "open", openURL(ln.Addr()), "instance", instance, "redis", store,
 		"key_prefix", cfg.KeyPrefix, "max_streams", maxStreams(cfg.MaxStreams),
 		"max_connections", maxConnections(cfg.MaxConnections))
 	if listening != nil {
@@ -231,6 +236,19 @@ func perSecond(l redis_rate.Limit) rate.Limit {
 		return rate.Inf
 	}
 	return rate.Limit(float64(l.Rate) / l.Period.Seconds())
+}
+
+// openURL is where a person on this machine opens the server: its listen
+// address, with localhost for one that listens on every interface.
+func openURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 func hostname() string {

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +20,15 @@ import (
 // start runs the server on a free port and returns its base URL; the server
 // stops, and must stop cleanly, when the test ends.
 func start(t *testing.T, env map[string]string, args ...string) (string, *testio.Buffer) {
+	t.Helper()
+	base, logs, _ := startStoppable(t, env, args...)
+	return base, logs
+}
+
+// startStoppable is start, with a function that stops the server as
+// SIGTERM does and reports whether run returned cleanly; the test's end
+// calls it too.
+func startStoppable(t *testing.T, env map[string]string, args ...string) (string, *testio.Buffer, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &testio.Buffer{}
@@ -35,18 +46,25 @@ func start(t *testing.T, env map[string]string, args ...string) (string, *testio
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not start")
 	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run returned %v", err)
+	var once sync.Once
+	var err error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(15 * time.Second):
+				err = errors.New("server did not stop within 15 s")
 			}
-		case <-time.After(15 * time.Second):
-			t.Error("server did not stop")
+		})
+		return err
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("run returned %v", err)
 		}
 	})
-	return "http://" + addr, logs
+	return "http://" + addr, logs, stop
 }
 
 func post(t *testing.T, url, body string) (int, map[string]any) {
