@@ -178,9 +178,10 @@ func (c *conn) attach(ws *websocket.Conn) bool {
 }
 
 // read handles the client's frames until the connection ends, and returns
-// how it ended: the client's close frame; 1006 and the error when the
-// connection ended without one; or the close already under way. ctx ends
-// when the connection closes.
+// how it ended: the client's close frame; the close this side made (a frame
+// too big, too many frames, or a close already under way); or 1006 and the
+// error when the connection ended without a close frame. ctx ends when the
+// connection closes.
 func (c *conn) read(ctx context.Context) websocket.CloseError {
 	h := c.hub
 	idle := 3 * h.opts.HeartbeatInterval
@@ -192,8 +193,13 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			var closed websocket.CloseError
-			if errors.As(err, &closed) {
+			switch {
+			case errors.As(err, &closed):
 				return closed
+			case errors.Is(err, websocket.ErrMessageTooBig):
+				// The library has sent the client 1009 already.
+				c.close(websocket.StatusMessageTooBig, "frame over the size limit")
+				return c.closedWith()
 			}
 			return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: err.Error()}
 		}

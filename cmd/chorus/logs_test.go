@@ -225,11 +225,20 @@ func TestStreamCloseLog(t *testing.T) {
 	}
 
 	ws = dialStream(t, base, token)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws.Write(ctx, websocket.MessageText, []byte(strings.Repeat("x", 70_000)))
+	line = awaitLog(t, logs, "stream closed", func(l logLine) bool { return l.number("code") == 1009 })
+	if line.number("uid") != float64(uid) || line["by"] != "server" || line["reason"] != "frame over the size limit" {
+		t.Errorf("closed by the server for a frame over 64 KiB: %v", line)
+	}
+
+	ws = dialStream(t, base, token)
 	if status := do(t, "DELETE", base+"/api/v1/sessions/current", "Authorization", "Bearer "+token); status != http.StatusNoContent {
 		t.Fatalf("sign out: %d", status)
 	}
-	line = awaitLog(t, logs, "stream closed", func(l logLine) bool { return l["by"] == "server" })
-	if line.number("uid") != float64(uid) || line.number("code") != 1008 || line["reason"] != "signed out" {
+	line = awaitLog(t, logs, "stream closed", func(l logLine) bool { return l.number("code") == 1008 })
+	if line.number("uid") != float64(uid) || line["by"] != "server" || line["reason"] != "signed out" {
 		t.Errorf("closed by the server on sign-out: %v", line)
 	}
 }
