@@ -137,12 +137,19 @@ func baseEnv(extra ...string) []string {
 // args, and returns its base URL once it listens.
 func startChorus(t *testing.T, name string, env []string, args ...string) string {
 	t.Helper()
+	base, _ := startChorusProcess(t, name, env, args...)
+	return base
+}
+
+// startChorusProcess is startChorus, with the process.
+func startChorusProcess(t *testing.T, name string, env []string, args ...string) (string, *process) {
+	t.Helper()
 	env = append(env[:len(env):len(env)], "CHORUS_ADDR=127.0.0.1:0", "CHORUS_LOG_FORMAT=json")
 	p := startProcess(t, name, env, 15*time.Second, binary(t, "chorus"), args...)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if addr := listeningAddr(p.out.String()); addr != "" {
-			return "http://" + addr
+			return "http://" + addr, p
 		}
 		if p.exited() {
 			t.Fatalf("%s exited: %v\n%s", name, p.err, p.out)
@@ -150,7 +157,7 @@ func startChorus(t *testing.T, name string, env []string, args ...string) string
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("%s did not say where it listens within 10 s:\n%s", name, p.out)
-	return ""
+	return "", nil
 }
 
 // listeningAddr finds the address in chorus's "chorus listening" log line.

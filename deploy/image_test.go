@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"debug/elf"
 	"errors"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"chorus/internal/version"
 )
 
 // TestDockerfile checks what the image promises beyond its build: the Go
@@ -168,4 +171,42 @@ func get(t *testing.T, url string) (*http.Response, string) {
 		t.Fatal(err)
 	}
 	return res, string(body)
+}
+
+// TestBinaryHelpAndVersion runs the image's binary as a person would to
+// learn what it is: -h and -version answer on stdout and exit 0, and
+// -version reports what the build recorded in the binary.
+func TestBinaryHelpAndVersion(t *testing.T) {
+	t.Parallel()
+	path := binary(t, "chorus")
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		arg  string
+		want []string
+	}{
+		{"-h", []string{"Chorus is a real-time presence and feed server", "docs/API.md", "docs/OPERATIONS.md", "  -addr"}},
+		{"-help", []string{"Chorus is a real-time presence and feed server", "  -redis-url"}},
+		{"-version", []string{version.FromBuildInfo(bi).String()}},
+	} {
+		t.Run(c.arg, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, path, c.arg)
+			cmd.Env = baseEnv()
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil || stderr.Len() > 0 {
+				t.Fatalf("chorus %s: %v, stderr %q; want exit 0 and nothing on stderr", c.arg, err, stderr.String())
+			}
+			for _, want := range c.want {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("chorus %s printed\n%s\nwant it to contain\n%s", c.arg, out, want)
+				}
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package realtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -153,11 +154,11 @@ func (c *conn) end(code websocket.StatusCode, reason string, async bool) bool {
 	return true
 }
 
-// closeStatus is the code the connection was closed with.
-func (c *conn) closeStatus() websocket.StatusCode {
+// closedWith is the code and reason the connection was closed with.
+func (c *conn) closedWith() websocket.CloseError {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.closeCode
+	return websocket.CloseError{Code: c.closeCode, Reason: c.closeReason}
 }
 
 // attach gives the connection its upgraded WebSocket, unless it was closed
@@ -177,8 +178,11 @@ func (c *conn) attach(ws *websocket.Conn) bool {
 }
 
 // read handles the client's frames until the connection ends, and returns
-// the code to close it with. ctx ends when the connection closes.
-func (c *conn) read(ctx context.Context) websocket.StatusCode {
+// how it ended: the client's close frame; the close this side made (a frame
+// too big, too many frames, or a close already under way); or 1006 and the
+// error when the connection ended without a close frame. ctx ends when the
+// connection closes.
+func (c *conn) read(ctx context.Context) websocket.CloseError {
 	h := c.hub
 	idle := 3 * h.opts.HeartbeatInterval
 	timer := time.AfterFunc(idle, func() { c.closeSoon(StatusHeartbeatTimeout, "no heartbeat") })
@@ -188,20 +192,26 @@ func (c *conn) read(ctx context.Context) websocket.StatusCode {
 		// without the closing handshake the close under way is doing.
 		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
-			if code := websocket.CloseStatus(err); code != -1 {
-				return code
+			var closed websocket.CloseError
+			switch {
+			case errors.As(err, &closed):
+				return closed
+			case errors.Is(err, websocket.ErrMessageTooBig):
+				// The library has sent the client 1009 already.
+				c.close(websocket.StatusMessageTooBig, "frame over the size limit")
+				return c.closedWith()
 			}
-			return websocket.StatusNormalClosure
+			return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: err.Error()}
 		}
 		if c.isClosed() {
 			// Frames the client sent before the close are not acted on.
-			return c.closeStatus()
+			return c.closedWith()
 		}
 		now := time.Now()
 		if !c.frames.AllowN(now, 1) {
 			h.Stats.FloodClosed.Add(1)
 			c.close(statusPolicy, "too many frames")
-			return statusPolicy
+			return c.closedWith()
 		}
 		timer.Reset(idle)
 		if typ != websocket.MessageText {

@@ -318,9 +318,10 @@ func (h *Hub) subscriber(ctx context.Context) {
 		} else {
 			err = h.ps.Unsubscribe(ctx, channel)
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			// The client keeps the channel in its list even when the
 			// command fails, and subscribes it again on reconnecting.
+			// (At shutdown the connection is closed on purpose.)
 			h.log.Warn("pub/sub change failed; it is made again on reconnect", "channel", channel, "subscribe", want, "err", err)
 		}
 		if want {

@@ -132,8 +132,16 @@ func (c *conn) run(ready []byte) {
 	if c.send(ready) && c.queue.release() {
 		go c.drain()
 	}
-	code := c.read(c.life)
-	c.close(code, "")
+	end, by := c.read(c.life), "client"
+	wire := end.Code
+	if wire == websocket.StatusAbnormalClosure {
+		wire = websocket.StatusNormalClosure // no close frame came: none to answer
+	}
+	if !c.close(wire, "") {
+		// The server closed it first; its code and reason say why.
+		end, by = c.closedWith(), "server"
+	}
+	lived := time.Since(c.connectedAt)
 	c.closers.Wait()
 	c.queue.hold()
 
@@ -146,7 +154,8 @@ func (c *conn) run(ready []byte) {
 		}
 		dcancel()
 	}
-	h.log.Info("stream closed", "uid", c.uid, "conn", c.id)
+	h.log.Info("stream closed", "uid", c.uid, "conn", c.id, "code", int(end.Code), "reason", end.Reason,
+		"by", by, "duration", lived.Round(time.Millisecond))
 }
 
 func unavailable(w http.ResponseWriter, err error) {

@@ -1,18 +1,36 @@
 #!/usr/bin/env bash
-# Runs every test of Chorus on a fresh machine: installs what the tests need
-# (redis-server; nginx for the load-balancer test; Chromium for the browser
-# tests), starts a redis-server of its own on a free port, then vets, checks
-# formatting and runs the tests under the race detector. Extra arguments go
-# to `go test` (e.g. -run TestFollow).
+# Runs every test of Chorus: installs what the tests need when it is missing
+# and apt-get is there (redis-server; nginx for the load-balancer test;
+# Chromium for the browser tests), starts a redis-server of its own on a
+# free port, then vets, checks formatting and runs the tests under the race
+# detector. Elsewhere, install them by hand first (README.md, "Test it").
+# Extra arguments go to `go test` (e.g. -run TestFollow).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The browser the tests drive: CHORUS_TEST_CHROMIUM, or one of the names
+# web/browser_helpers_test.go looks for.
+have_browser() {
+  [ -n "${CHORUS_TEST_CHROMIUM:-}" ] && return 0
+  local name
+  for name in chromium chromium-browser google-chrome google-chrome-stable; do
+    command -v "$name" >/dev/null && return 0
+  done
+  return 1
+}
 
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-command -v chromium >/dev/null || need+=(chromium)
+have_browser || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null; then
+    echo "test.sh: missing ${need[*]} (Debian package names), and there is no apt-get to install them:" >&2
+    echo "test.sh: install redis-server and redis-cli (7.0 or later), nginx, and Chromium or Chrome" >&2
+    echo "test.sh: (or set CHORUS_TEST_CHROMIUM), as README.md says under \"Test it\"" >&2
+    exit 1
+  fi
   echo "test.sh: installing ${need[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get update -qq

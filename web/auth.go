@@ -66,6 +66,7 @@ func (s *Server) authenticate(required bool) func(http.Handler) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
+			noteUser(r.Context(), uid)
 			if byCookie && isWrite(r.Method) && !s.originAllowed(r) {
 				s.writeError(w, r, errBadOrigin)
 				return

@@ -24,6 +24,13 @@ const browserLifetime = 90 * time.Second
 // stepTimeout is the default deadline of one action or wait in a tab.
 const stepTimeout = 10 * time.Second
 
+// chromiumNames are where chromiumPath looks for a browser, in order, on
+// PATH: Debian's Chromium, other distributions', Google's Chrome.
+// scripts/test.sh looks for the same names.
+var chromiumNames = []string{
+	"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
+}
+
 // chromiumPath finds the browser the tests drive. A missing browser fails
 // the test: skipping would let CI pass without ever running the client.
 func chromiumPath(tb testing.TB) string {
@@ -31,14 +38,14 @@ func chromiumPath(tb testing.TB) string {
 	if p := os.Getenv("CHORUS_TEST_CHROMIUM"); p != "" {
 		return p
 	}
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser"} {
+	for _, name := range chromiumNames {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
-	tb.Fatal("Chromium not found (looked for /usr/bin/chromium, chromium and chromium-browser on PATH): " +
-		"the browser tests need it; install it with `apt-get install chromium` (scripts/test.sh does) " +
-		"or point CHORUS_TEST_CHROMIUM at a Chrome or Chromium binary")
+	tb.Fatalf("Chromium not found (looked for %s): the browser tests need it; install it with "+
+		"`apt-get install chromium` (scripts/test.sh does) or point CHORUS_TEST_CHROMIUM at a Chrome or Chromium binary",
+		strings.Join(chromiumNames, ", "))
 	return ""
 }
 

@@ -1,9 +1,16 @@
 package web
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"io/fs"
 	"net/http"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/gzhttp"
 )
 
 // static is the browser client, served at / and /static/.
@@ -21,26 +28,104 @@ var clientPages = []string{
 	"/s/{id}",
 }
 
+// gzipSuffix is what gzhttp adds inside the ETag of an answer it
+// compresses: the gzip encoding is another representation of the file, so
+// it needs a tag of its own.
+const gzipSuffix = "-gzip"
+
+// clientHandlers serve the client: index answers its pages with index.html,
+// files answers /static/. Both give each file a strong ETag, answer a
+// client that holds the file already with 304, and compress for clients
+// that accept gzip.
 func clientHandlers() (index http.HandlerFunc, files http.Handler) {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err) // the directory is embedded above
 	}
-	page, err := fs.ReadFile(sub, "index.html")
-	if err != nil {
-		panic(err)
-	}
-	index = func(w http.ResponseWriter, r *http.Request) {
-		setClientHeaders(w.Header())
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write(page)
-	}
-	fileServer := http.StripPrefix("/static/", http.FileServer(http.FS(sub)))
-	files = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		setClientHeaders(w.Header())
-		fileServer.ServeHTTP(w, r)
+	assets := map[string]asset{}
+	err = fs.WalkDir(sub, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := fs.ReadFile(sub, path)
+		if err != nil {
+			return err
+		}
+		assets[path] = newAsset(path, body)
+		return nil
 	})
+	if err != nil {
+		panic(err) // an embedded file cannot be read: the build is broken
+	}
+	page, ok := assets["index.html"]
+	if !ok {
+		panic("web/static has no index.html")
+	}
+	compress, err := gzhttp.NewWrapper(gzhttp.EnableZstd(false), gzhttp.SuffixETag(gzipSuffix))
+	if err != nil {
+		panic(err) // the options above are valid
+	}
+	index = compress(http.HandlerFunc(page.serve))
+	files = compress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, ok := assets[strings.TrimPrefix(r.URL.Path, "/static/")]
+		if !ok {
+			setClientHeaders(w.Header())
+			http.NotFound(w, r)
+			return
+		}
+		a.serve(w, r)
+	}))
 	return index, files
+}
+
+// asset is one file of the client, read and hashed once at start.
+type asset struct {
+	name     string // its path under static/, which gives its Content-Type
+	body     []byte
+	etag     string // strong: a hash of body
+	gzipETag string // the tag of its gzip encoding, as gzhttp writes it
+}
+
+func newAsset(name string, body []byte) asset {
+	sum := sha256.Sum256(body)
+	tag := hex.EncodeToString(sum[:16])
+	return asset{name: name, body: body, etag: `"` + tag + `"`, gzipETag: `"` + tag + gzipSuffix + `"`}
+}
+
+// serve answers a GET or HEAD of the asset: 304 when the request names a
+// tag of it in If-None-Match, else the file, under its ETag (which gzhttp
+// extends when it compresses the answer). Cache-Control: no-cache has the
+// browser ask each time, so a new build is seen at once; the 304 makes
+// asking cheap.
+func (a asset) serve(w http.ResponseWriter, r *http.Request) {
+	setClientHeaders(w.Header())
+	if tag, ok := a.heldBy(r); ok {
+		w.Header().Set("ETag", tag)
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("ETag", a.etag)
+	http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(a.body))
+}
+
+// heldBy reports whether the request's If-None-Match names this file's
+// tag or its gzip encoding's (compared weakly, as If-None-Match is), and
+// which: the 304 confirms the representation the client holds, since both
+// encodings are of the same file. A list of tags is split at commas, which
+// none of ours holds.
+func (a asset) heldBy(r *http.Request) (string, bool) {
+	for _, field := range r.Header.Values("If-None-Match") {
+		for _, tag := range strings.Split(field, ",") {
+			tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+			switch tag {
+			case "*":
+				return a.etag, true
+			case a.etag, a.gzipETag:
+				return tag, true
+			}
+		}
+	}
+	return "", false
 }
 
 // setClientHeaders sets the security headers of every file of the client:

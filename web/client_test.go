@@ -1,7 +1,14 @@
 package web_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,4 +69,132 @@ func TestHeadWhereverGet(t *testing.T) {
 	if res := anon.do(http.MethodPatch, "/api/v1/users/ada", nil); res.Status != http.StatusMethodNotAllowed {
 		t.Errorf("PATCH: %d, want 405", res.Status)
 	}
+}
+
+// Every file of the client has a strong ETag made from its content, a 304
+// for a client that holds it, and a gzip encoding, with a tag of its own,
+// for a client that accepts it; the pages share index.html's.
+func TestClientFilesRevalidateAndCompress(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	c := in.anon(t)
+	index := readStatic(t, "index.html")
+	cases := []struct {
+		path string
+		body []byte
+		gzip bool // big enough to be worth compressing
+	}{
+		{"/", index, true},
+		{"/global", index, true},
+		{"/u/ada", index, true},
+		{"/u/ada/followers", index, true},
+		{"/s/42", index, true},
+		{"/static/app.js", readStatic(t, "app.js"), true},
+		{"/static/style.css", readStatic(t, "style.css"), true},
+		{"/static/ticker.js", readStatic(t, "ticker.js"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			sum := sha256.Sum256(tc.body)
+			tag := `"` + hex.EncodeToString(sum[:16]) + `"`
+			gzipTag := strings.TrimSuffix(tag, `"`) + `-gzip"`
+
+			plain := c.do("GET", tc.path, nil, "Accept-Encoding", "identity")
+			if plain.Status != http.StatusOK || !bytes.Equal(plain.Body, tc.body) {
+				t.Fatalf("GET: %d, %d bytes; want 200 and the file's %d", plain.Status, len(plain.Body), len(tc.body))
+			}
+			if got := plain.Header.Get("ETag"); got != tag {
+				t.Errorf("ETag %s, want %s (a hash of the content)", got, tag)
+			}
+			checkClientHeaders(t, "GET", plain)
+
+			for _, held := range []string{tag, "W/" + tag, `"other", ` + tag, "*"} {
+				res := c.do("GET", tc.path, nil, "Accept-Encoding", "identity", "If-None-Match", held)
+				if res.Status != http.StatusNotModified || len(res.Body) != 0 || res.Header.Get("ETag") != tag {
+					t.Errorf("If-None-Match %s: %d, %d bytes, ETag %s; want 304, none, %s",
+						held, res.Status, len(res.Body), res.Header.Get("ETag"), tag)
+				}
+				checkClientHeaders(t, "304", res)
+			}
+			if res := c.do("GET", tc.path, nil, "If-None-Match", `"an-older-build"`); res.Status != http.StatusOK {
+				t.Errorf("If-None-Match of another version: %d, want 200", res.Status)
+			}
+			if res := c.do("HEAD", tc.path, nil, "If-None-Match", tag); res.Status != http.StatusNotModified {
+				t.Errorf("HEAD with If-None-Match: %d, want 304", res.Status)
+			}
+
+			zipped := c.do("GET", tc.path, nil, "Accept-Encoding", "gzip, deflate")
+			if zipped.Status != http.StatusOK {
+				t.Fatalf("GET accepting gzip: %d", zipped.Status)
+			}
+			checkClientHeaders(t, "gzip", zipped)
+			if !tc.gzip {
+				if ce := zipped.Header.Get("Content-Encoding"); ce != "" || !bytes.Equal(zipped.Body, tc.body) {
+					t.Errorf("a file under 1 KiB was sent with Content-Encoding %q", ce)
+				}
+				return
+			}
+			if ce := zipped.Header.Get("Content-Encoding"); ce != "gzip" {
+				t.Fatalf("Content-Encoding %q, want gzip", ce)
+			}
+			if got := gunzip(t, zipped.Body); !bytes.Equal(got, tc.body) {
+				t.Errorf("the gzip answer unzips to %d bytes, not the file's %d", len(got), len(tc.body))
+			}
+			if len(zipped.Body) >= len(tc.body) {
+				t.Errorf("gzip answer of %d bytes for a file of %d", len(zipped.Body), len(tc.body))
+			}
+			if got := zipped.Header.Get("ETag"); got != gzipTag {
+				t.Errorf("ETag of the gzip answer %s, want %s: another representation, another tag", got, gzipTag)
+			}
+			res := c.do("GET", tc.path, nil, "Accept-Encoding", "gzip", "If-None-Match", gzipTag)
+			if res.Status != http.StatusNotModified || res.Header.Get("ETag") != gzipTag {
+				t.Errorf("If-None-Match of the gzip tag: %d, ETag %s; want 304 and %s", res.Status, res.Header.Get("ETag"), gzipTag)
+			}
+		})
+	}
+	if res := c.do("GET", "/static/nope.js", nil); res.Status != http.StatusNotFound {
+		t.Errorf("GET /static/nope.js: %d, want 404", res.Status)
+	}
+}
+
+// checkClientHeaders checks what every answer of the client carries: the
+// security headers, revalidation each time, and Vary for the caches.
+func checkClientHeaders(t *testing.T, what string, res response) {
+	t.Helper()
+	for name, want := range map[string]string{
+		"Cache-Control":          "no-cache",
+		"X-Content-Type-Options": "nosniff",
+		"X-Frame-Options":        "DENY",
+		"Referrer-Policy":        "same-origin",
+		"Vary":                   "Accept-Encoding",
+	} {
+		if got := res.Header.Get(name); got != want {
+			t.Errorf("%s: %s %q, want %q", what, name, got, want)
+		}
+	}
+	if !strings.Contains(res.Header.Get("Content-Security-Policy"), "default-src 'self'") {
+		t.Errorf("%s: Content-Security-Policy %q", what, res.Header.Get("Content-Security-Policy"))
+	}
+}
+
+func readStatic(t *testing.T, name string) []byte {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join("static", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("not gzip: %v", err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("bad gzip: %v", err)
+	}
+	return out
 }

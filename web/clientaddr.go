@@ -7,18 +7,31 @@ import (
 	"strings"
 )
 
-// clientAddr is the address a request's limits are counted under: the
-// connection's peer, or, when that peer is one of the trusted proxies, the
-// nearest address in X-Forwarded-For that is not one. Nobody else's
-// X-Forwarded-For is believed: a client could name any address in it.
-//
-// An IPv6 client is counted by its /64, the block one host or site is
-// usually given, so that walking through the addresses of one block does
-// not walk around the limits.
+// clientAddr is the address a request's limits are counted under: its
+// client's (clientIP), with an IPv6 client counted by its /64, the block
+// one host or site is usually given, so that walking through the addresses
+// of one block does not walk around the limits.
 func (s *Server) clientAddr(r *http.Request) string {
+	addr := s.clientIP(r)
+	if !addr.IsValid() {
+		return "unknown"
+	}
+	if addr.Is6() {
+		p, _ := addr.Prefix(64)
+		return p.String()
+	}
+	return addr.String()
+}
+
+// clientIP is the address of a request's client: the connection's peer,
+// or, when that peer is one of the trusted proxies, the nearest address in
+// X-Forwarded-For that is not one. Nobody else's X-Forwarded-For is
+// believed: a client could name any address in it. It is not valid when
+// the peer's address is not an IP address.
+func (s *Server) clientIP(r *http.Request) netip.Addr {
 	peer := peerAddr(r)
 	if !peer.IsValid() {
-		return "unknown"
+		return peer
 	}
 	addr := peer
 	if s.trusted(peer) {
@@ -34,11 +47,7 @@ func (s *Server) clientAddr(r *http.Request) string {
 			}
 		}
 	}
-	if addr.Is6() {
-		p, _ := addr.Prefix(64)
-		return p.String()
-	}
-	return addr.String()
+	return addr
 }
 
 func peerAddr(r *http.Request) netip.Addr {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"chorus/internal/version"
 	"chorus/realtime"
 
 	"github.com/go-chi/chi/v5"
@@ -50,9 +51,23 @@ func NewMetrics() *Metrics {
 			Name: "chorus_statuses_posted_total", Help: "Statuses posted through this instance.",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.redisErrors, m.posted,
+	m.reg.MustRegister(m.requests, m.latency, m.redisErrors, m.posted, buildInfo(version.Current()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// buildInfo is the chorus_build_info gauge: always 1, its labels naming the
+// build, so that a dashboard can tell which instances run which.
+func buildInfo(v version.Info) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "chorus_build_info",
+		Help: "Always 1; the labels name the build: module version, VCS revision (empty when not recorded) and Go version.",
+		ConstLabels: prometheus.Labels{
+			"version": v.Version, "revision": v.Revision, "goversion": v.GoVersion,
+		},
+	})
+	g.Set(1)
+	return g
 }
 
 // RedisHook counts failed Redis commands; add it to the Redis client.

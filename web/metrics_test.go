@@ -8,12 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/version"
 	"chorus/social"
 )
 
@@ -192,4 +194,18 @@ func TestMetricsRedisErrorsAndResubscribes(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// chorus_build_info names the running build in its labels.
+func TestMetricsBuildInfo(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	v := version.Current()
+	labels := fmt.Sprintf(`goversion=%q,revision=%q,version=%q`, v.GoVersion, v.Revision, v.Version)
+	if got := in.metric(t, "chorus_build_info", labels); got != 1 {
+		t.Fatalf("chorus_build_info{%s} = %v, want 1", labels, got)
+	}
+	if v.GoVersion != runtime.Version() {
+		t.Fatalf("goversion %q, want %q", v.GoVersion, runtime.Version())
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ type config struct {
 	ShutdownTimeout   time.Duration
 	MaxStreams        int
 	MaxConnections    int
+	ShowVersion       bool // -version: print the build and exit
 
 	// HTTP timeouts; a stream is exempt from the read and write ones once
 	// it is upgraded.
@@ -61,9 +63,20 @@ var (
 	defaultResumeLimit      = redis_rate.Limit{Rate: 6, Period: time.Minute, Burst: 3}
 )
 
+// about heads the help (-h): what Chorus is and where it is described.
+const about = `Chorus is a real-time presence and feed server: a REST API, a WebSocket stream and a browser client, on Redis.
+Docs: README.md (running and testing), docs/API.md (the API and every flag), docs/OPERATIONS.md (deploying, limits, metrics, logs).
+
+Usage: chorus [flags]
+Each flag defaults to the environment variable named in its description, then to the default shown.
+
+Flags:
+`
+
 // parseConfig reads flags, each defaulting to its environment variable, then
-// to the built-in default. A flag given on the command line wins.
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+// to the built-in default. A flag given on the command line wins. Asked for
+// help (-h, -help), it writes the help to help and returns flag.ErrHelp.
+func parseConfig(args []string, getenv func(string) string, help io.Writer) (config, error) {
 	c := config{
 		SignUpLimit: defaultSignUpLimit, SignInLimit: defaultSignInLimit, SignInFailures: defaultSignInFailures,
 		PostLimit: defaultPostLimit, FollowLimit: defaultFollowLimit, SearchLimit: defaultSearchLimit,
@@ -71,7 +84,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	var origins, proxies string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// Errors are returned, not printed; the flag list is printed when asked
+	// for.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	env := func(name, def string) string {
 		if v := getenv(name); v != "" {
 			return v
@@ -84,6 +100,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&origins, "allowed-origins", env("CHORUS_ALLOWED_ORIGINS", ""), "comma-separated extra origins allowed for WebSockets and cookie writes (CHORUS_ALLOWED_ORIGINS)")
 	fs.StringVar(&proxies, "trusted-proxies", env("CHORUS_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR blocks of proxies whose X-Forwarded-For names the client (CHORUS_TRUSTED_PROXIES)")
 	fs.StringVar(&c.LogFormat, "log-format", env("CHORUS_LOG_FORMAT", "text"), "log format: text or json (CHORUS_LOG_FORMAT)")
+	fs.BoolVar(&c.ShowVersion, "version", false, "print the version, VCS revision and Go version of this build, and exit")
 
 	ints := []struct {
 		p         *int
@@ -159,7 +176,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			io.WriteString(help, about)
+			fs.SetOutput(help)
+			fs.PrintDefaults()
+		}
 		return c, err
+	}
+	if c.ShowVersion {
+		return c, nil
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"chorus/internal/version"
 	"chorus/presence"
 	"chorus/realtime"
 	"chorus/social"
@@ -32,7 +34,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil); err != nil {
 		if !errors.Is(err, errUsage) {
 			fmt.Fprintln(os.Stderr, "chorus:", err)
 		}
@@ -42,25 +44,34 @@ func main() {
 
 var errUsage = errors.New("usage")
 
-// run serves until ctx ends, then shuts down gracefully. When listening is
-// not nil it receives the address the server listens on.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, listening chan<- string) error {
-	cfg, err := parseConfig(args, getenv, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "chorus:", err)
+// run serves until ctx ends, then shuts down gracefully; asked for help or
+// the version, it prints them on stdout and returns. Logs go to stderr. When
+// listening is not nil it receives the address the server listens on.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, listening chan<- string) error {
+	cfg, err := parseConfig(args, getenv, stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil
+	case err != nil:
+		fmt.Fprintf(stderr, "chorus: %v\nRun chorus -h for the flags.\n", err)
 		return errUsage
+	case cfg.ShowVersion:
+		fmt.Fprint(stdout, version.Current())
+		return nil
 	}
 	log := newLogger(cfg.LogFormat, stderr)
 	redis.SetLogger(redisLogger{log.With("component", "redis")})
 
-	redisURL := cfg.RedisURL
+	// store names the Redis in the start-up line: its address (never the
+	// URL, which may hold a password), or "embedded".
+	redisURL, store := cfg.RedisURL, ""
 	if redisURL == "" {
 		m, err := startEmbedded()
 		if err != nil {
 			return err
 		}
 		defer m.Close()
-		redisURL = "redis://" + m.Addr()
+		redisURL, store = "redis://"+m.Addr(), "embedded"
 		log.Warn("NO REDIS CONFIGURED: running on the embedded in-memory store. " +
 			"It is for trying Chorus out: one instance only, and every user, status and session is lost on exit. " +
 			"Set REDIS_URL or -redis-url for real use.")
@@ -72,6 +83,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// A request's own deadline bounds its Redis calls (/readyz's 2 s, say),
 	// not only the client's read and write timeouts.
 	opt.ContextTimeoutEnabled = true
+	if store == "" {
+		store = opt.Addr
+	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	metrics := web.NewMetrics()
@@ -156,7 +170,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
-	log.Info("chorus listening", "addr", ln.Addr().String(), "instance", instance, "redis", opt.Addr,
+	log.Info("chorus listening", "addr", ln.Addr().String(), "open", openURL(ln.Addr()), "instance", instance, "redis", store,
 		"key_prefix", cfg.KeyPrefix, "max_streams", maxStreams(cfg.MaxStreams),
 		"max_connections", maxConnections(cfg.MaxConnections))
 	if listening != nil {
@@ -229,6 +243,19 @@ func perSecond(l redis_rate.Limit) rate.Limit {
 		return rate.Inf
 	}
 	return rate.Limit(float64(l.Rate) / l.Period.Seconds())
+}
+
+// openURL is where a person on this machine opens the server: its listen
+// address, with localhost for one that listens on every interface.
+func openURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 func hostname() string {

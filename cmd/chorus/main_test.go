@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,12 +21,23 @@ import (
 // stops, and must stop cleanly, when the test ends.
 func start(t *testing.T, env map[string]string, args ...string) (string, *testio.Buffer) {
 	t.Helper()
+	base, logs, _ := startStoppable(t, env, args...)
+	return base, logs
+}
+
+// startStoppable is start, with a function that stops the server as
+// SIGTERM does and reports whether run returned cleanly; the test's end
+// calls it too.
+func startStoppable(t *testing.T, env map[string]string, args ...string) (string, *testio.Buffer, func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &testio.Buffer{}
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
-	go func() { done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), getenv, logs, listening) }()
+	go func() {
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), getenv, io.Discard, logs, listening)
+	}()
 	var addr string
 	select {
 	case addr = <-listening:
@@ -33,18 +46,25 @@ func start(t *testing.T, env map[string]string, args ...string) (string, *testio
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not start")
 	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run returned %v", err)
+	var once sync.Once
+	var err error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(15 * time.Second):
+				err = errors.New("server did not stop within 15 s")
 			}
-		case <-time.After(15 * time.Second):
-			t.Error("server did not stop")
+		})
+		return err
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("run returned %v", err)
 		}
 	})
-	return "http://" + addr, logs
+	return "http://" + addr, logs, stop
 }
 
 func post(t *testing.T, url, body string) (int, map[string]any) {

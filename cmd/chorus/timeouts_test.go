@@ -138,7 +138,7 @@ func TestUnworkableRedisFailsStart(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			logs := &testio.Buffer{}
-			err := run(ctx, []string{"-addr", "127.0.0.1:0", "-redis-url", c.url}, func(string) string { return "" }, logs, nil)
+			err := run(ctx, []string{"-addr", "127.0.0.1:0", "-redis-url", c.url}, func(string) string { return "" }, io.Discard, logs, nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("run = %v, want an error saying %q", err, c.want)
 			}
@@ -154,7 +154,7 @@ func TestUnworkableRedisFailsStart(t *testing.T) {
 	down := redistest.Start(t)
 	down.Stop()
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-redis-url", down.URL}, func(string) string { return "" }, &testio.Buffer{}, listening)
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-redis-url", down.URL}, func(string) string { return "" }, io.Discard, &testio.Buffer{}, listening)
 	}()
 	select {
 	case <-listening:

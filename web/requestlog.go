@@ -1,0 +1,56 @@
+package web
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+// requestLog is what the middleware and handlers inside logRequests tell
+// its line about a request: the signed-in user, once authenticate knows
+// them. One goroutine serves a request, so it needs no lock.
+type requestLog struct {
+	uid int64 // 0: not signed in
+}
+
+type requestLogKey struct{}
+
+// noteUser puts uid in the log line of the request ctx belongs to.
+func noteUser(ctx context.Context, uid int64) {
+	if l, ok := ctx.Value(requestLogKey{}).(*requestLog); ok {
+		l.uid = uid
+	}
+}
+
+// logRequests writes one line per request, with its request id, which the
+// answer carries too (X-Request-Id), the client's address (as the limits
+// count it, through trusted proxies) and the user when signed in.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(middleware.RequestIDHeader, middleware.GetReqID(r.Context()))
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		l := &requestLog{}
+		start := time.Now()
+		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), requestLogKey{}, l)))
+		client := "unknown"
+		if ip := s.clientIP(r); ip.IsValid() {
+			client = ip.String()
+		}
+		attrs := []slog.Attr{
+			slog.String("request_id", middleware.GetReqID(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", ww.Status()),
+			slog.Int("bytes", ww.BytesWritten()),
+			slog.Duration("duration", time.Since(start)),
+			slog.String("client", client),
+		}
+		if l.uid != 0 {
+			attrs = append(attrs, slog.Int64("uid", l.uid))
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	})
+}
