@@ -165,6 +165,8 @@ type frame struct {
 	Status  *social.Status `json:"status"`
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
+	// Available is the service frame's.
+	Available *bool `json:"available"`
 }
 
 // stream is a test's client: a goroutine reads every frame into frames

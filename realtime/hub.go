@@ -77,7 +77,10 @@ type Options struct {
 	// SessionCheckInterval is how often the sessions of every local stream
 	// are checked, closing those that ended without the hub being told.
 	SessionCheckInterval time.Duration
-	Logger               *slog.Logger
+	// HealthInterval is how often the hub pings Redis to tell its streams
+	// whether the instance can serve (the service frame).
+	HealthInterval time.Duration
+	Logger         *slog.Logger
 }
 
 // Hub routes live events to this instance's connections.
@@ -99,7 +102,7 @@ type Hub struct {
 	closing   bool
 	conns     sync.WaitGroup // every connection's Serve
 	admitted  atomic.Int64   // streams being opened or open
-	routerWG  sync.WaitGroup // the router, the subscriber and the session checker
+	routerWG  sync.WaitGroup // the router, the subscriber, the session checker and the health watch
 	cancel    context.CancelFunc
 	stopped   <-chan struct{} // closed when the hub stops
 
@@ -168,6 +171,7 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	orDefault(&opts.ResumeRate, DefaultResumeRate)
 	orDefault(&opts.ResumeBurst, DefaultResumeBurst)
 	orDefault(&opts.SessionCheckInterval, DefaultSessionCheckInterval)
+	orDefault(&opts.HealthInterval, DefaultHealthInterval)
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -182,10 +186,11 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 		unchecked: map[string]struct{}{},
 		cancel:    cancel, stopped: ctx.Done(),
 	}
-	h.routerWG.Add(3)
+	h.routerWG.Add(4)
 	go h.route(ctx)
 	go h.subscriber(ctx)
 	go h.checkSessions(ctx)
+	go h.watchRedis(ctx)
 	return h
 }
 

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -42,8 +41,8 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 	res, err := followScript.Run(ctx, s.rdb, []string{
 		k.following(uid), k.followers(other), k.user(uid), k.user(other),
 		k.following(other), k.friends(uid), k.friends(other),
-		k.home(uid), k.profile(other), k.followSeq(),
-	}, uid, other, s.opts.HomeSize, now.UnixMilli()).Int()
+		k.home(uid), k.profile(other), k.followSeq(), k.popular(),
+	}, uid, other, s.opts.HomeSize, now.UnixMilli(), k.userChannel(other)).Int()
 	if err != nil {
 		return User{}, false, fmt.Errorf("follow %d->%d: %w", uid, other, err)
 	}
@@ -70,7 +69,7 @@ func (s *Service) Unfollow(ctx context.Context, uid int64, login string) (exFrie
 	res, err := unfollowScript.Run(ctx, s.rdb, []string{
 		k.following(uid), k.followers(other), k.user(uid), k.user(other),
 		k.friends(uid), k.friends(other), k.home(uid), k.profile(other),
-		k.jobs(), k.job(refill),
+		k.jobs(), k.job(refill), k.popular(),
 	}, uid, other, s.opts.RefillBelow).Int()
 	if err != nil {
 		return 0, fmt.Errorf("unfollow %d->%d: %w", uid, other, err)
@@ -136,35 +135,26 @@ func (s *Service) userList(ctx context.Context, key string, p Page) ([]User, err
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", key, err)
 	}
-	ids := make([]int64, 0, len(members))
-	for _, m := range members {
-		if id, err := strconv.ParseInt(m, 10, 64); err == nil {
-			ids = append(ids, id)
-		}
-	}
-	users, err := s.usersByID(ctx, ids)
+	users, err := s.usersByID(ctx, parseIDs(members))
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", key, err)
 	}
 	return users, nil
 }
 
-// FriendsAmong reports, for each of ids, whether that user is uid's friend,
-// in one round trip.
-func (s *Service) FriendsAmong(ctx context.Context, uid int64, ids []int64) ([]bool, error) {
-	return s.membersAmong(ctx, s.keys.friends(uid), ids)
+// Relation is how one user stands to another: whether each follows the
+// other. Friends follow each other.
+type Relation struct {
+	YouFollow  bool // the asking user follows them
+	FollowsYou bool // they follow the asking user
 }
 
-// FollowingAmong reports, for each of ids, whether uid follows that user, in
-// one round trip.
-func (s *Service) FollowingAmong(ctx context.Context, uid int64, ids []int64) ([]bool, error) {
-	return s.membersAmong(ctx, s.keys.following(uid), ids)
-}
+// Friends reports whether the two follow each other.
+func (r Relation) Friends() bool { return r.YouFollow && r.FollowsYou }
 
-// membersAmong reports, for each of ids, whether it is a member of the
-// sorted set at key, whose scores are never 0 (sequence numbers and times).
-func (s *Service) membersAmong(ctx context.Context, key string, ids []int64) ([]bool, error) {
-	out := make([]bool, len(ids))
+// Relations reports how uid stands to each of ids, in one round trip.
+func (s *Service) Relations(ctx context.Context, uid int64, ids []int64) ([]Relation, error) {
+	out := make([]Relation, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -172,12 +162,16 @@ func (s *Service) membersAmong(ctx context.Context, key string, ids []int64) ([]
 	for i, id := range ids {
 		members[i] = itoa(id)
 	}
-	scores, err := s.rdb.ZMScore(ctx, key, members...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("members of %s among %d: %w", key, len(ids), err)
+	pipe := s.rdb.Pipeline()
+	following := pipe.ZMScore(ctx, s.keys.following(uid), members...)
+	followers := pipe.ZMScore(ctx, s.keys.followers(uid), members...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("relations of %d to %d users: %w", uid, len(ids), err)
 	}
-	for i, sc := range scores {
-		out[i] = sc != 0 // a missing member reads 0
+	// Follow scores come from a sequence and are never 0; a missing member
+	// reads 0.
+	for i := range ids {
+		out[i] = Relation{YouFollow: following.Val()[i] != 0, FollowsYou: followers.Val()[i] != 0}
 	}
 	return out, nil
 }

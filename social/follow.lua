@@ -12,10 +12,12 @@
 -- KEYS[8] follower's home timeline
 -- KEYS[9] followee's profile timeline
 -- KEYS[10] follow sequence counter
+-- KEYS[11] users by follower count (who to follow)
 -- ARGV[1] follower uid
 -- ARGV[2] followee uid
 -- ARGV[3] home timeline size
 -- ARGV[4] now, unix ms (friend-since score)
+-- ARGV[5] the followee's event channel, told of the new follower
 -- Returns 2 when a follow was added and made the two friends, 1 when a
 -- follow was added, 0 when it was there already, -1 when a user does not
 -- exist.
@@ -38,6 +40,13 @@ if redis.call('ZSCORE', KEYS[5], ARGV[1]) then
   redis.call('ZADD', KEYS[7], ARGV[4], ARGV[1])
   added = 2
 end
+redis.call('ZINCRBY', KEYS[11], 1, ARGV[2])
+-- The followed frame: the follower as a user reference, and whether the
+-- followee follows them (a "follow back" is then a friendship made).
+local who = redis.call('HMGET', KEYS[3], 'login', 'name')
+redis.call('PUBLISH', ARGV[5], '{"type":"followed","user":{"id":' .. ARGV[1] ..
+  ',"login":' .. cjson.encode(who[1]) .. ',"name":' .. cjson.encode(who[2]) ..
+  '},"you_follow":' .. tostring(added == 2) .. '}')
 
 copy_latest(KEYS[8], KEYS[9], tonumber(ARGV[3]))
 return added

@@ -10,6 +10,9 @@ func (k keys) userSeq() string            { return k.prefix + "user:id" }
 func (k keys) statusSeq() string          { return k.prefix + "status:id" }
 func (k keys) followSeq() string          { return k.prefix + "follow:seq" }
 func (k keys) loginIndex() string         { return k.prefix + "users:by_login" }
+func (k keys) searchIndex() string        { return k.prefix + "users:search" }
+func (k keys) searchIndexBuilt() string   { return k.prefix + "users:search:built" }
+func (k keys) popular() string            { return k.prefix + "users:by_followers" }
 func (k keys) user(uid int64) string      { return k.prefix + "user:" + itoa(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
 func (k keys) signInFailures(uid int64, addr string) string {

@@ -42,6 +42,10 @@ const (
 	// EventUserCreated is published on a new user's channel at sign-up, for
 	// the stream hubs alone: a stream open under that uid predates the user.
 	EventUserCreated = "user_created"
+	// EventFollowed is published on a user's channel when someone new
+	// follows them, by follow.lua: {"type": "followed", "user": {id, login,
+	// name}, "you_follow": bool}, sent to their streams as it is.
+	EventFollowed = "followed"
 )
 
 var userCreatedEvent, _ = json.Marshal(Event{Type: EventUserCreated})

@@ -14,6 +14,7 @@
 -- KEYS[8] followee's profile timeline
 -- KEYS[9] fan-out job stream
 -- KEYS[10] the follower's refill job hash
+-- KEYS[11] users by follower count (who to follow)
 -- ARGV[1] follower uid
 -- ARGV[2] followee uid
 -- ARGV[3] refill when the home timeline holds fewer statuses than this
@@ -26,6 +27,9 @@ redis.call('ZREM', KEYS[1], ARGV[2])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HINCRBY', KEYS[3], 'following', -1)
 redis.call('HINCRBY', KEYS[4], 'followers', -1)
+if tonumber(redis.call('ZINCRBY', KEYS[11], -1, ARGV[2])) <= 0 then
+  redis.call('ZREM', KEYS[11], ARGV[2])
+end
 local ended = redis.call('ZREM', KEYS[5], ARGV[2]) == 1
 redis.call('ZREM', KEYS[6], ARGV[1])
 

@@ -106,10 +106,14 @@ func (s *Service) SignUp(ctx context.Context, login, name, password string) (Use
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	}
 	token, tokenHash := newToken()
+	args := []any{lower, uid, login, name, hash, now.UnixMilli(), s.opts.SessionTTL.Milliseconds(),
+		s.keys.userChannel(uid), userCreatedEvent}
+	for _, e := range searchEntries(uid, login, name) {
+		args = append(args, e)
+	}
 	ok, err := signupScript.Run(ctx, s.rdb,
-		[]string{s.keys.loginIndex(), s.keys.user(uid), s.keys.session(tokenHash)},
-		lower, uid, login, name, hash, now.UnixMilli(), s.opts.SessionTTL.Milliseconds(),
-		s.keys.userChannel(uid), userCreatedEvent,
+		[]string{s.keys.loginIndex(), s.keys.user(uid), s.keys.session(tokenHash), s.keys.searchIndex()},
+		args...,
 	).Int()
 	if err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)

@@ -108,7 +108,7 @@ func (s *Server) originAllowed(r *http.Request) bool {
 // cookie) against login CSRF: a form on another site could otherwise sign a
 // victim's browser into the attacker's account. The request must come from
 // an allowed origin and carry JSON, which a cross-site form cannot send
-// without a preflight this server never grants.
+// without a preflight, which this server grants to the allowed origins only.
 func (s *Server) cookieSetter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.originAllowed(r) {

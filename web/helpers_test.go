@@ -45,6 +45,7 @@ type env struct {
 	realtime realtime.Options
 	limits   web.Limits     // none unless a test sets them
 	proxies  []netip.Prefix // trusted proxies
+	origins  []string       // allowed origins besides the server's own
 	noWorker bool           // run no fan-out worker: jobs wait past their first pass
 }
 
@@ -85,6 +86,7 @@ func (e *env) startOn(rdb *redis.Client) *instance {
 	srv := httptest.NewServer(web.NewServer(web.Config{
 		Social: soc, Presence: pres, Stream: hub, Metrics: metrics, Logger: log,
 		Limiter: redis_rate.NewLimiter(rdb), Limits: e.limits, KeyPrefix: e.prefix, TrustedProxies: e.proxies,
+		AllowedOrigins: e.origins,
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	var work sync.WaitGroup
@@ -210,15 +212,17 @@ func (c *client) must(want int, method, path string, body, v any) response {
 }
 
 type userJSON struct {
-	ID        int64      `json:"id"`
-	Login     string     `json:"login"`
-	Name      string     `json:"name"`
-	Followers int64      `json:"followers"`
-	Following int64      `json:"following"`
-	Posts     int64      `json:"posts"`
-	Signup    time.Time  `json:"signup"`
-	Online    *bool      `json:"online"`
-	LastSeen  *time.Time `json:"last_seen"`
+	ID         int64      `json:"id"`
+	Login      string     `json:"login"`
+	Name       string     `json:"name"`
+	Followers  int64      `json:"followers"`
+	Following  int64      `json:"following"`
+	Posts      int64      `json:"posts"`
+	Signup     time.Time  `json:"signup"`
+	Online     *bool      `json:"online"`
+	LastSeen   *time.Time `json:"last_seen"`
+	YouFollow  *bool      `json:"you_follow"`
+	FollowsYou *bool      `json:"follows_you"`
 }
 
 type statusJSON struct {

@@ -27,11 +27,14 @@ type Limits struct {
 	SignInPerAddress redis_rate.Limit // POST /sessions per client address, any login
 	PostsPerUser     redis_rate.Limit // POST /statuses per signed-in user
 	FollowsPerUser   redis_rate.Limit // PUT and DELETE /following/{login} per signed-in user
+	// SearchesPerClient bounds user searches and suggestions, per signed-in
+	// user, or per client address for visitors.
+	SearchesPerClient redis_rate.Limit
 }
 
 // limitCounters count the requests each limit refused, for /metrics.
 type limitCounters struct {
-	signUp, signIn, posts, follows atomic.Int64
+	signUp, signIn, posts, follows, searches atomic.Int64
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -109,5 +112,21 @@ func (s *Server) followLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "follow", limit: s.limits.FollowsPerUser, refused: &s.limitStats.follows, key: byViewer,
 		message: "You are following and unfollowing too fast.",
+	})
+}
+
+// byClient counts a signed-in request for its user and any other for its
+// client address.
+func (s *Server) byClient(r *http.Request) string {
+	if v, ok := viewerFrom(r.Context()); ok {
+		return "u" + strconv.FormatInt(v.UID, 10)
+	}
+	return "a" + s.clientAddr(r)
+}
+
+func (s *Server) searchLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "search", limit: s.limits.SearchesPerClient, refused: &s.limitStats.searches, key: s.byClient,
+		message: "You are searching too fast.",
 	})
 }

@@ -33,9 +33,10 @@ type Social interface {
 	Followers(ctx context.Context, login string, p social.Page) ([]social.User, error)
 	Following(ctx context.Context, login string, p social.Page) ([]social.User, error)
 	Friends(ctx context.Context, uid int64, p social.Page) ([]social.User, error)
-	FriendsAmong(ctx context.Context, uid int64, ids []int64) ([]bool, error)
-	FollowingAmong(ctx context.Context, uid int64, ids []int64) ([]bool, error)
+	Relations(ctx context.Context, uid int64, ids []int64) ([]social.Relation, error)
 	Users(ctx context.Context, ids []int64) ([]social.User, error)
+	SearchUsers(ctx context.Context, q string, limit int) ([]social.User, error)
+	Suggestions(ctx context.Context, uid int64, limit int) ([]social.Suggestion, error)
 	Post(ctx context.Context, uid int64, message string) (social.Status, error)
 	Status(ctx context.Context, id int64) (social.Status, error)
 	DeleteStatus(ctx context.Context, uid, id int64) error
@@ -161,12 +162,13 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, "/metrics", s.metrics.handler())
 
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Use(limitBody)
+		r.Use(s.cors(), limitBody)
 		// Open to anyone; a signed-in viewer sees more (presence of friends).
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate(false))
 			r.With(s.cookieSetter, s.signUpLimit()).Post("/users", s.signUp)
 			r.With(s.cookieSetter, s.signInLimit()).Post("/sessions", s.signIn)
+			r.With(s.searchLimit()).Get("/users", s.searchUsers)
 			r.Get("/users/{login}", s.profile)
 			r.Get("/users/{login}/statuses", s.profileTimeline)
 			r.Get("/users/{login}/followers", s.followers)
@@ -180,6 +182,7 @@ func (s *Server) routes() chi.Router {
 			r.Get("/me", s.me)
 			r.With(s.followLimit()).Put("/following/{login}", s.follow)
 			r.With(s.followLimit()).Delete("/following/{login}", s.unfollow)
+			r.With(s.searchLimit()).Get("/suggestions", s.suggestions)
 			r.Get("/friends", s.friends)
 			r.Get("/friends/online", s.onlineFriends)
 			r.Get("/presence", s.sitePresence)

@@ -29,6 +29,8 @@ type frame struct {
 	LastSeen time.Time   `json:"last_seen"`
 	Code     string      `json:"code"`
 	Message  string      `json:"message"`
+	// YouFollow is the followed frame's.
+	YouFollow *bool `json:"you_follow"`
 }
 
 func (f frame) login(tb testing.TB) string {

@@ -16,6 +16,7 @@ type userView struct {
 	social.User
 	*presenceView       // nil: not the viewer's to see
 	YouFollow     *bool `json:"you_follow,omitempty"`
+	FollowsYou    *bool `json:"follows_you,omitempty"`
 }
 
 // presenceView is a user's presence, shown to the user and their friends
@@ -37,8 +38,8 @@ func (s *Server) view(r *http.Request, u social.User) (userView, error) {
 }
 
 // views shows a list of users to the request's viewer: whether the viewer
-// follows each, and presence for the viewer and the viewer's friends, in
-// three round trips whatever the length of the list.
+// follows each and each follows the viewer, and presence for the viewer and
+// the viewer's friends, in two round trips whatever the length of the list.
 func (s *Server) views(r *http.Request, users []social.User) ([]userView, error) {
 	out := make([]userView, len(users))
 	for i, u := range users {
@@ -52,11 +53,7 @@ func (s *Server) views(r *http.Request, users []social.User) ([]userView, error)
 	for i, u := range users {
 		ids[i] = u.ID
 	}
-	friends, err := s.social.FriendsAmong(r.Context(), viewer.UID, ids)
-	if err != nil {
-		return nil, err
-	}
-	followed, err := s.social.FollowingAmong(r.Context(), viewer.UID, ids)
+	rels, err := s.social.Relations(r.Context(), viewer.UID, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -64,9 +61,10 @@ func (s *Server) views(r *http.Request, users []social.User) ([]userView, error)
 	var shownIDs []int64
 	for i, u := range users {
 		if u.ID != viewer.UID {
-			out[i].YouFollow = &followed[i]
+			out[i].YouFollow = &rels[i].YouFollow
+			out[i].FollowsYou = &rels[i].FollowsYou
 		}
-		if friends[i] || u.ID == viewer.UID {
+		if rels[i].Friends() || u.ID == viewer.UID {
 			shown = append(shown, i)
 			shownIDs = append(shownIDs, u.ID)
 		}

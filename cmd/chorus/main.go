@@ -118,7 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Limiter: redis_rate.NewLimiter(rdb), KeyPrefix: cfg.KeyPrefix,
 		Limits: web.Limits{
 			SignUpPerAddress: cfg.SignUpLimit, SignInPerAddress: cfg.SignInLimit,
-			PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit,
+			PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, SearchesPerClient: cfg.SearchLimit,
 		},
 	})
 
@@ -146,6 +146,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var work sync.WaitGroup
 	work.Go(func() { soc.NewWorker(instance, log.With("component", "fanout")).Run(workCtx) })
 	work.Go(func() { pres.RunSweeper(workCtx) })
+	work.Go(func() {
+		// Users from before the search index: once per Redis, by the first
+		// instance to start.
+		if err := soc.BuildIndexes(workCtx, log); err != nil && workCtx.Err() == nil {
+			log.Warn("user search index not built; the next start tries again", "err", err)
+		}
+	})
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()

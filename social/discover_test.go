@@ -1,0 +1,290 @@
+package social
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func signUpNamed(tb testing.TB, s *Service, login, name string) User {
+	tb.Helper()
+	u, _, err := s.SignUp(ctxT(tb), login, name, "password-"+login)
+	if err != nil {
+		tb.Fatalf("sign up %s: %v", login, err)
+	}
+	return u
+}
+
+func logins(users []User) []string {
+	out := make([]string, len(users))
+	for i, u := range users {
+		out[i] = u.Login
+	}
+	return out
+}
+
+func TestSearchUsersByLoginAndName(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	signUpNamed(t, s, "ada_l", "Ada Lovelace")
+	signUpNamed(t, s, "Adams", "John Adams")
+	signUpNamed(t, s, "grace", "Grace Brewster Hopper")
+	signUpNamed(t, s, "adl", "Émile Zola")
+	signUpNamed(t, s, "zoe", "Zoë Love")
+	signUpNamed(t, s, "love", "Some One")
+
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"ada", []string{"ada_l", "Adams"}},
+		{"ADA", []string{"ada_l", "Adams"}},
+		{"@ada", []string{"ada_l", "Adams"}},
+		{"  lovelace ", []string{"ada_l"}},
+		{"lovel", []string{"ada_l"}},               // a later word of the name
+		{"love", []string{"love", "zoe", "ada_l"}}, // the exact login first
+		{"hopper", []string{"grace"}},
+		{"brewster h", []string{"grace"}},
+		{"émile", []string{"adl"}},
+		{"zoë", []string{"zoe"}},
+		{"ad", []string{"ada_l", "Adams", "adl"}},
+		{"adamsx", nil},
+		{"q", nil},
+	} {
+		got, err := s.SearchUsers(ctx, tc.q, 10)
+		if err != nil {
+			t.Fatalf("search %q: %v", tc.q, err)
+		}
+		if !slices.Equal(logins(got), tc.want) {
+			t.Errorf("search %q = %v, want %v", tc.q, logins(got), tc.want)
+		}
+	}
+	// A user is listed once however many of their terms match.
+	if got, _ := s.SearchUsers(ctx, "a", 10); len(got) != 3 {
+		t.Errorf("search %q = %v, want ada_l, Adams and adl once each", "a", logins(got))
+	}
+	if got, _ := s.SearchUsers(ctx, "a", 2); len(got) != 2 {
+		t.Errorf("search with limit 2 gave %d users", len(got))
+	}
+}
+
+func TestSearchUsersRefusesBadQueries(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	for _, q := range []string{"", "  ", "@", "a\x00b", "a\nb", "\xff", strings.Repeat("a", MaxQueryRunes+1)} {
+		_, err := s.SearchUsers(ctxT(t), q, 10)
+		var inv *InvalidError
+		if !errors.As(err, &inv) || inv.Field != "q" {
+			t.Errorf("search %q: %v, want an invalid q", q, err)
+		}
+	}
+}
+
+// Users who signed up before the indexes existed are found once they are
+// built, and the ranking by followers is exact even for follows made while
+// it is being built.
+func TestBuildIndexes(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var users []User
+	for _, l := range []string{"old_one", "old_two", "old_three"} {
+		users = append(users, signUp(t, s, l))
+	}
+	for _, f := range users[1:] {
+		if _, _, err := s.Follow(ctx, f.ID, "old_one"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As a Redis from before the indexes: none of them.
+	if err := rdb.Del(ctx, s.keys.searchIndex(), s.keys.popular()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.SearchUsers(ctx, "old", 10); len(got) != 0 {
+		t.Fatalf("search before the build found %v", logins(got))
+	}
+	if err := s.BuildIndexes(ctx, log); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.SearchUsers(ctx, "old", 10); len(got) != 3 {
+		t.Fatalf("search after the build found %v, want the three", logins(got))
+	}
+	rank, err := rdb.ZRangeWithScores(ctx, s.keys.popular(), 0, -1).Result()
+	if err != nil || len(rank) != 1 || rank[0].Member != itoa(users[0].ID) || rank[0].Score != 2 {
+		t.Fatalf("ranking after the build = %v (%v), want old_one with 2", rank, err)
+	}
+	// Built once: a second call reads nothing.
+	if err := rdb.Del(ctx, s.keys.searchIndex()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BuildIndexes(ctx, log); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, s.keys.searchIndex()).Result(); n != 0 {
+		t.Fatal("a second build ran")
+	}
+}
+
+// Follows and unfollows keep the ranking by followers exact; a user with
+// none leaves it.
+func TestFollowerRanking(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	a, b, c := signUp(t, s, "rank_a"), signUp(t, s, "rank_b"), signUp(t, s, "rank_c")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := s.Follow(ctx, b.ID, "rank_a")
+	must(err)
+	_, _, err = s.Follow(ctx, b.ID, "rank_a") // again: no change
+	must(err)
+	_, _, err = s.Follow(ctx, c.ID, "rank_a")
+	must(err)
+	_, _, err = s.Follow(ctx, a.ID, "rank_b")
+	must(err)
+	_, err = s.Unfollow(ctx, a.ID, "rank_b")
+	must(err)
+	_, err = s.Unfollow(ctx, a.ID, "rank_b") // again: no change
+	must(err)
+	rank, err := rdb.ZRangeWithScores(ctx, s.keys.popular(), 0, -1).Result()
+	must(err)
+	if len(rank) != 1 || rank[0].Member != itoa(a.ID) || rank[0].Score != 2 {
+		t.Fatalf("ranking = %v, want only rank_a with 2", rank)
+	}
+}
+
+// A new follow is told to the followee's channel once, with the follower and
+// whether the followee follows them back.
+func TestFollowPublishesFollowed(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada, bob := signUpNamed(t, s, "ada", `Ada "A" Lovelace`), signUp(t, s, "bob")
+	sub := rdb.Subscribe(ctx, s.UserChannel(ada.ID), s.UserChannel(bob.ID))
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second follow changes nothing and tells nobody
+		if _, _, err := s.Follow(ctx, ada.ID, "bob"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.Follow(ctx, bob.ID, "ada"); err != nil {
+		t.Fatal(err)
+	}
+	type followed struct {
+		Type string `json:"type"`
+		User struct {
+			ID    int64  `json:"id"`
+			Login string `json:"login"`
+			Name  string `json:"name"`
+		} `json:"user"`
+		YouFollow *bool `json:"you_follow"`
+	}
+	read := func() (string, followed) {
+		t.Helper()
+		msg, err := sub.ReceiveTimeout(ctx, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := msg.(*redis.Message)
+		if !ok {
+			t.Fatalf("got %T, want a message", msg)
+		}
+		var f followed
+		if err := json.Unmarshal([]byte(m.Payload), &f); err != nil {
+			t.Fatalf("followed event %q: %v", m.Payload, err)
+		}
+		return m.Channel, f
+	}
+	ch, f := read()
+	if ch != s.UserChannel(bob.ID) || f.Type != EventFollowed || f.User.ID != ada.ID || f.User.Login != "ada" ||
+		f.User.Name != `Ada "A" Lovelace` || f.YouFollow == nil || *f.YouFollow {
+		t.Fatalf("first event on %s: %+v, want bob told ada follows them", ch, f)
+	}
+	ch, f = read()
+	if ch != s.UserChannel(ada.ID) || f.User.ID != bob.ID || f.YouFollow == nil || !*f.YouFollow {
+		t.Fatalf("second event on %s: %+v, want ada told bob follows back", ch, f)
+	}
+	if msg, err := sub.ReceiveTimeout(ctx, 200*time.Millisecond); err == nil {
+		t.Fatalf("a repeated follow published %v", msg)
+	}
+}
+
+func TestSuggestions(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	u := map[string]User{}
+	for _, l := range []string{"me_", "f_1", "f_2", "f_3", "fan", "fof_two", "fof_one", "star", "nobody"} {
+		u[l] = signUp(t, s, l)
+	}
+	follow := func(who, whom string) {
+		t.Helper()
+		if _, _, err := s.Follow(ctx, u[who].ID, whom); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// me_ follows f_1, f_2, f_3; f_1 and f_2 follow fof_two; f_3 follows
+	// fof_one; fan follows me_; all of them follow star.
+	follow("me_", "f_1")
+	follow("me_", "f_2")
+	follow("me_", "f_3")
+	follow("f_1", "fof_two")
+	follow("f_2", "fof_two")
+	follow("f_3", "fof_one")
+	follow("f_1", "f_2") // f2 is followed by f1, but me follows f2 already
+	follow("fan", "me_")
+	for _, l := range []string{"f_1", "f_2", "f_3", "fan", "nobody"} {
+		follow(l, "star")
+	}
+	follow("nobody", "me_")
+	follow("me_", "nobody") // a follower followed back is no suggestion
+
+	got, err := s.Suggestions(ctx, u["me_"].ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, sg := range got {
+		seen = append(seen, sg.User.Login+":"+sg.Reason+":"+strings.Join(logins(sg.FollowedBy), ","))
+	}
+	want := []string{
+		"fan:follows_you:",
+		"star:followed_by_following:nobody,f_3,f_2", // by four of mine: three named, newest follow first
+		"fof_two:followed_by_following:f_2,f_1",
+		"fof_one:followed_by_following:f_3",
+	}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("suggestions = %v, want %v", seen, want)
+	}
+	if got, _ := s.Suggestions(ctx, u["me_"].ID, 2); len(got) != 2 {
+		t.Fatalf("limit 2 gave %d", len(got))
+	}
+	// Someone who follows nobody is offered the most followed.
+	lone := signUp(t, s, "lone")
+	got, err = s.Suggestions(ctx, lone.ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].User.Login != "star" || got[0].Reason != ReasonPopular || got[1].Reason != ReasonPopular {
+		t.Fatalf("suggestions for a newcomer = %+v, want star first, both popular", got)
+	}
+}
