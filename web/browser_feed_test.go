@@ -93,6 +93,8 @@ func TestBrowserFeedLive(t *testing.T) {
 	p.waitUntil("bob's unfollow counted", stepTimeout, followers(0))
 	bob.follow("alice")
 	p.waitUntil("bob's follow counted", stepTimeout, followers(1))
+	carol.follow("alice") // no friendship: the followed frame alone tells
+	p.waitUntil("carol's follow counted", stepTimeout, followers(2))
 }
 
 // j and k move between posts, o opens one, n goes to the composer, ? lists

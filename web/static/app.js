@@ -218,9 +218,8 @@ function enterApp(user) {
   refreshFriends();
   refreshSiteCounts();
   session.timers.push(setInterval(refreshSiteCounts, 60000));
-  // No frame says "someone you follow followed you back" before the
-  // friendship's presence frame, and none when a one-way follow changes,
-  // so GET /friends now and then keeps the panel whole.
+  // Frames sent while the stream was down are not replayed, so GET
+  // /friends now and then keeps the panel whole.
   session.timers.push(setInterval(() => {
     if (!document.hidden) refreshFriends();
   }, 60000));
@@ -317,13 +316,16 @@ function onFrame(frame) {
     case 'presence': {
       const made = session.friendsKnown && frame.user && !session.sidebar.has(frame.user.login);
       session.sidebar.presence(frame);
-      if (made) friendship(frame.user, true);
+      if (made) followsChanged(frame.user);
       siteCountsSoon();
       break;
     }
     case 'friend_removed':
       session.sidebar.removeFriend(frame.user);
-      if (frame.user) friendship(frame.user, false);
+      if (frame.user) followsChanged(frame.user);
+      break;
+    case 'followed':
+      if (frame.user) followsChanged(frame.user);
       break;
     case 'error':
       console.warn('stream error frame', frame.code, frame.message);
@@ -333,10 +335,10 @@ function onFrame(frame) {
   }
 }
 
-// friendship tells the page that a follow made (or an unfollow ended) a
-// friendship with user: counts on a profile change with it.
-function friendship(user, made) {
-  if (view && view.onFriendship) view.onFriendship(user, made);
+// followsChanged tells the page that user followed you, or that a
+// friendship with them was made or ended: counts on a profile change.
+function followsChanged(user) {
+  if (view && view.onFollows) view.onFollows(user);
 }
 
 // noteNew batches arrivals (a resume can bring dozens at once) into one

@@ -16,7 +16,7 @@ export function charCount(text) {
 // failureText says what went wrong with a post, and what became of it.
 function failureText(err) {
   if (err.code === 'timeout') {
-    return `${err.message} Your post may not have been saved: your text is still here, so check your feed before posting it again.`;
+    return 'Chorus did not answer within 10 seconds, so your post may not have been saved. Your text is still here: check your feed in a moment before posting it again.';
   }
   if (err.status === 0 || err.status >= 500) return `Your post was not sent. ${err.message} Your text is still here.`;
   return err.message;

@@ -187,7 +187,7 @@ export function profileView(ctx, login) {
   view.onDeleted = (id) => {
     if (card && tl.has(id)) card.posted(-1);
   };
-  view.onFriendship = (user) => {
+  view.onFollows = (user) => {
     if (!card || !(mine() || sameLogin(user.login, login))) return;
     clearTimeout(refreshTimer);
     refreshTimer = setTimeout(card.refresh, 300);

@@ -1,6 +1,7 @@
 // The pages behind the routes. A view is {el, title, heading, destroy} and
-// may have mounted(), onFrame(frame) (stream frames while it is shown) and
-// onFriendship(user, made); app.js mounts one at a time in <main>.
+// may have mounted(), focus(), onFrame(frame) (stream frames while it is
+// shown), onDeleted(id) and onFollows(user) (someone followed you, or a
+// friendship was made or ended); app.js mounts one at a time in <main>.
 // Profiles are in profile.js, a status's own page in statuspage.js.
 
 import { h } from './dom.js';
