@@ -347,6 +347,7 @@ func (p *tab) keep(label string) {
 	if os.Getenv("CHORUS_SCREENSHOT_DIR") == "" {
 		return
 	}
+	time.Sleep(300 * time.Millisecond) // let colour transitions end
 	p.screenshot(label)
 }
 

@@ -86,7 +86,7 @@ func TestBrowserLongNames(t *testing.T) {
 	friend.follow(author.login)
 	message := "A post by someone whose login and name are both as long as Chorus allows, " +
 		"with a link https://example.com/a/rather/long/path/that/goes/on/and/on and @" + friend.login
-	author.post(message)
+	first := author.post(message)
 	author.post("Supercalifragilisticexpialidocious_and_then_some_more_letters_without_a_single_space_anywhere")
 
 	br := newBrowser(t)
@@ -100,6 +100,8 @@ func TestBrowserLongNames(t *testing.T) {
 		for _, page := range []struct{ label, path, list string }{
 			{"home", "/", "feed"},
 			{"profile", "/u/" + long, "timeline"},
+			{"global", "/global", "timeline"},
+			{"status", fmt.Sprintf("/s/%d", first.ID), "status-page"},
 		} {
 			p.goTo(page.path)
 			p.waitUntil("the post on "+page.label, stepTimeout, statusIn(page.list, message))
@@ -125,6 +127,7 @@ func TestBrowserLongNames(t *testing.T) {
 				{"home", "/", statusIn("feed", message)},
 				{"profile", "/u/" + long, statusIn("timeline", message)},
 				{"followers", "/u/" + long + "/followers", `document.querySelector('[data-testid="user"]') ? '' : 'no users'`},
+				{"status", fmt.Sprintf("/s/%d", first.ID), statusIn("status-page", message)},
 			} {
 				p.goTo(page.path)
 				p.waitUntil(page.label, stepTimeout, page.ready)

@@ -4,7 +4,7 @@
 
 import { api, query, setUnauthorizedHandler, setHealthHandler } from './api.js';
 import { h, announce, toast, sameLogin } from './dom.js';
-import { startClock } from './time.js';
+import { startClock, refreshTimes } from './time.js';
 import { Stream } from './stream.js';
 import { Timeline } from './timeline.js';
 import { Sidebar } from './sidebar.js';
@@ -103,6 +103,7 @@ function show({ pop = false, first = false } = {}) {
   document.body.dataset.route = r.name;
   main.replaceChildren(view.el);
   if (view.mounted) view.mounted();
+  refreshTimes(view.el); // a kept feed's ages stood still while it was away
   document.title = `${view.title} · Chorus`;
   header.setRoute(r);
   if (session && r.name === 'home') setUnseen(0);

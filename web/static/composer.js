@@ -3,7 +3,7 @@
 // within the request timeout, keeping the draft, when the server cannot
 // take it.
 
-import { h, announce } from './dom.js';
+import { h, announce, touchScreen } from './dom.js';
 import { api } from './api.js';
 
 export const MAX_CHARS = 500;
@@ -60,10 +60,15 @@ export function composer(ctx) {
     error,
   );
 
+  // Back to the text after a post or a failure, but on a touch screen,
+  // where focusing it would pop the keyboard up over what just happened.
+  const refocus = () => {
+    if (!touchScreen()) input.focus();
+  };
   const fail = (text) => {
     error.textContent = text;
     error.hidden = false;
-    input.focus();
+    refocus();
   };
 
   const send = async () => {
@@ -82,7 +87,7 @@ export function composer(ctx) {
       update();
       ctx.homeFeed.add(res.status, { own: true });
       announce('Posted.');
-      input.focus();
+      refocus();
     } catch (err) {
       fail(failureText(err));
     } finally {
