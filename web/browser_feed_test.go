@@ -167,6 +167,7 @@ func TestBrowserKeyboard(t *testing.T) {
 	phone.viewport(390, 800, true)
 	phone.open("/")
 	phone.waitVisible(testID("signin-form"))
+	phone.keep("signin-390-light")
 	if got := eval[string](phone, `matchMedia('(pointer: coarse)').matches ? document.activeElement.tagName : 'not a touch screen'`); got == "INPUT" || got == "not a touch screen" {
 		t.Fatalf("on a phone: %s", got)
 	}
@@ -174,4 +175,5 @@ func TestBrowserKeyboard(t *testing.T) {
 	desk := br.newTab(t, "desk", in.srv.URL)
 	desk.open("/")
 	desk.waitUntil("the login field in focus", stepTimeout, `document.activeElement.name === 'login' ? '' : 'focus on ' + document.activeElement.tagName`)
+	desk.keep("signin-1280-light")
 }

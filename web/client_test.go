@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -61,5 +62,28 @@ func TestHeadWhereverGet(t *testing.T) {
 	// A method no route has is still refused.
 	if res := anon.do(http.MethodPatch, "/api/v1/users/ada", nil); res.Status != http.StatusMethodNotAllowed {
 		t.Errorf("PATCH: %d, want 405", res.Status)
+	}
+}
+
+// index.html names every module of the client in a modulepreload, so the
+// browser fetches them at once rather than import by import; the worker
+// (ticker.js) is no module of the page.
+func TestIndexPreloadsEveryModule(t *testing.T) {
+	page, err := os.ReadFile("static/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".js") || name == "ticker.js" {
+			continue
+		}
+		if !strings.Contains(string(page), `<link rel="modulepreload" href="/static/`+name+`">`) {
+			t.Errorf("index.html does not preload %s", name)
+		}
 	}
 }
