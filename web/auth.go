@@ -2,11 +2,14 @@ package web
 
 import (
 	"context"
+	"errors"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"chorus/social"
 )
 
 // SessionCookie is the name of the session cookie.
@@ -60,7 +63,9 @@ func (s *Server) authenticate(required bool) func(http.Handler) http.Handler {
 			}
 			uid, err := s.social.Authenticate(r.Context(), token)
 			if err != nil {
-				if byCookie {
+				// Only a session that is gone ends the cookie: a Redis that
+				// does not answer says nothing about it.
+				if byCookie && errors.Is(err, social.ErrUnauthenticated) {
 					clearSessionCookie(w, r)
 				}
 				s.writeError(w, r, err)

@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // browserLifetime bounds a whole browser test: when it passes, Chromium is
@@ -277,11 +280,82 @@ func (p *tab) open(path string) {
 	p.do("open "+path, chromedp.Navigate(p.base+path))
 }
 
-// goHash moves the client's router without reloading the page, as a click
-// on a link would.
-func (p *tab) goHash(hash string) {
+// goTo moves the client to path without reloading the page, the way a
+// reader does: by clicking a link to it, which the router intercepts.
+func (p *tab) goTo(path string) {
 	p.tb.Helper()
-	eval[chromedp.Void](p, "void (location.hash = "+js(hash)+")")
+	eval[chromedp.Void](p, `void (() => {
+		const a = document.createElement('a');
+		a.href = `+js(path)+`;
+		document.body.append(a);
+		a.click();
+		a.remove();
+	})()`)
+	p.waitUntil("at "+path, stepTimeout, `location.pathname === `+js(path)+` ? '' : 'at ' + location.pathname`)
+}
+
+// press types keys into whatever has the focus, as a keyboard does: each
+// key's text rides on its keydown, so a page that cancels the keydown
+// types nothing (chromedp.KeyEvent sends the text as a separate event that
+// no keydown handler can cancel).
+func (p *tab) press(keys string) {
+	p.tb.Helper()
+	p.do("press "+keys, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		for _, r := range keys {
+			events := kb.Encode(r)
+			var text string
+			for _, ev := range events {
+				if ev.Type == kb.KeyChar {
+					text = ev.Text
+				}
+			}
+			for _, ev := range events {
+				if ev.Type == kb.KeyChar {
+					continue
+				}
+				if ev.Type == kb.KeyDown {
+					ev.Text, ev.UnmodifiedText = text, text
+				}
+				if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, *ev); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}))
+}
+
+// viewport sets the tab's window size; mobile also emulates a phone's
+// touch screen.
+func (p *tab) viewport(width, height int64, mobile bool) {
+	p.tb.Helper()
+	opts := []chromedp.EmulateViewportOption{}
+	if mobile {
+		opts = append(opts, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulateScale(2))
+	}
+	p.do(fmt.Sprintf("viewport %dx%d", width, height), chromedp.EmulateViewport(width, height, opts...))
+}
+
+// colorScheme makes the page see prefers-color-scheme: scheme ("light" or "dark").
+func (p *tab) colorScheme(scheme string) {
+	p.tb.Helper()
+	p.do("color scheme "+scheme, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return err
+	}))
+}
+
+// keep saves a screenshot of the tab for a person to look at, when
+// CHORUS_SCREENSHOT_DIR names where.
+func (p *tab) keep(label string) {
+	p.tb.Helper()
+	if os.Getenv("CHORUS_SCREENSHOT_DIR") == "" {
+		return
+	}
+	time.Sleep(300 * time.Millisecond) // let colour transitions end
+	p.screenshot(label)
 }
 
 func (p *tab) click(sel string) {
@@ -335,7 +409,7 @@ func (p *tab) signUpUI(login, name, password string) {
 // followUI opens login's profile and presses Follow.
 func (p *tab) followUI(login string) {
 	p.tb.Helper()
-	p.goHash("#/u/" + login)
+	p.goTo("/u/" + login)
 	btn := testID("follow-button")
 	p.waitUntil("Follow button for "+login, stepTimeout, `(() => {
 		const b = document.querySelector(`+js(btn)+`);
@@ -365,6 +439,16 @@ func (p *tab) postUI(message string) {
 		const v = document.querySelector(`+js(input)+`).value;
 		return v === '' ? '' : 'composer still holds ' + JSON.stringify(v);
 	})()`)
+}
+
+// deleteUI deletes the status id shown in list through its Delete button
+// and the confirmation it asks for.
+func (p *tab) deleteUI(list, id string) {
+	p.tb.Helper()
+	item := testID(list, ` [data-id="`+id+`"] `)
+	p.click(item + testID("status-delete"))
+	p.waitVisible(item + testID("status-delete-confirm"))
+	p.click(item + testID("status-delete-confirm"))
 }
 
 // statusIn is a check that list (a data-testid) shows exactly one status

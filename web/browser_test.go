@@ -45,8 +45,8 @@ func TestBrowserFriendsLive(t *testing.T) {
 	})()`)
 
 	// Both on their home pages; Bob's page is never reloaded from here on.
-	alice.goHash("#/")
-	bob.goHash("#/")
+	alice.goTo("/")
+	bob.goTo("/")
 	bob.waitVisible(testID("feed"))
 	eval[bool](bob, `window.__sameDocument = true`)
 
@@ -65,7 +65,7 @@ func TestBrowserFriendsLive(t *testing.T) {
 		t.Fatalf("bob sees %d delete buttons on alice's status", n)
 	}
 
-	alice.click(testID("feed", ` [data-id="`+id+`"] `, testID("status-delete")))
+	alice.deleteUI("feed", id)
 	gone := `(() => document.querySelector('[data-testid="feed"] [data-testid="status"][data-id="` + id + `"]') ? 'status ` + id + ` still shown' : '')()`
 	alice.waitUntil("deleted status gone from alice's feed", 5*time.Second, gone)
 	bob.waitUntil("deleted status gone from bob's feed", 5*time.Second, gone)

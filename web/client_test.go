@@ -198,3 +198,26 @@ func gunzip(t *testing.T, b []byte) []byte {
 	}
 	return out
 }
+
+// index.html names every module of the client in a modulepreload, so the
+// browser fetches them at once rather than import by import; the worker
+// (ticker.js) is no module of the page.
+func TestIndexPreloadsEveryModule(t *testing.T) {
+	page, err := os.ReadFile("static/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".js") || name == "ticker.js" {
+			continue
+		}
+		if !strings.Contains(string(page), `<link rel="modulepreload" href="/static/`+name+`">`) {
+			t.Errorf("index.html does not preload %s", name)
+		}
+	}
+}

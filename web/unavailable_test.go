@@ -3,6 +3,7 @@ package web_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,4 +42,29 @@ func TestRedisUnavailable(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// A request whose session cannot be checked because Redis is down answers
+// 503 and leaves the session cookie alone: the session may well be fine.
+// A session that is gone still clears it.
+func TestRedisUnavailableKeepsTheCookie(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	e := newEnv(t, social.Options{})
+	in := e.startOn(redistest.ClientOf(t, srv.URL))
+	ada := in.signUp(t, "ada")
+	cookie := func(token string) response {
+		return in.anon(t).do("GET", "/api/v1/me", nil, "Cookie", "chorus_session="+token)
+	}
+	if res := cookie("not-a-session"); res.Status != http.StatusUnauthorized || !strings.Contains(res.Header.Get("Set-Cookie"), "Max-Age=0") {
+		t.Fatalf("an unknown session: %d, Set-Cookie %q; want 401 and the cookie cleared", res.Status, res.Header.Get("Set-Cookie"))
+	}
+	srv.Stop()
+	res := cookie(ada.token)
+	if res.Status != http.StatusServiceUnavailable {
+		t.Fatalf("with Redis down: %d %s, want 503", res.Status, res.Body)
+	}
+	if got := res.Header.Get("Set-Cookie"); got != "" {
+		t.Fatalf("with Redis down the answer sets a cookie: %q", got)
+	}
 }

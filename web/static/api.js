@@ -16,11 +16,23 @@ export class ApiError extends Error {
   }
 }
 
+/** TIMEOUT_MS: how long any call waits for its answer before giving up. */
+const TIMEOUT_MS = 10000;
+
 let onUnauthorized = null;
+let onHealth = null;
 
 /** setUnauthorizedHandler registers what to do when any call answers 401. */
 export function setUnauthorizedHandler(fn) {
   onUnauthorized = fn;
+}
+
+/**
+ * setHealthHandler registers fn(ok): false after a call the server could
+ * not serve (503, no answer, a timeout), true after one it answered.
+ */
+export function setHealthHandler(fn) {
+  onHealth = fn;
 }
 
 // Used when a response carries no API error body (a proxy's 502, say).
@@ -33,22 +45,55 @@ function fallbackMessage(status) {
   return `The request failed (HTTP ${status}).`;
 }
 
+function report(ok) {
+  if (onHealth) onHealth(ok);
+}
+
 /**
  * api calls `method path` with an optional JSON body and resolves to the
- * decoded answer (null for 204). It rejects with an ApiError, or with the
- * AbortError when `signal` aborts.
+ * decoded answer (null for 204). It rejects with an ApiError (code
+ * "timeout" when no answer came within `timeout` ms, "network" when the
+ * server could not be reached), or with the AbortError when `signal` aborts.
  */
-export async function api(method, path, body, { signal } = {}) {
-  const init = { method, credentials: 'same-origin', signal, headers: { Accept: 'application/json' } };
+export async function api(method, path, body, { signal, timeout = TIMEOUT_MS } = {}) {
+  // One controller for both ways of giving up: the caller's signal and the clock.
+  const ctl = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ctl.abort();
+  }, timeout);
+  const forward = () => ctl.abort(signal.reason);
+  if (signal) {
+    if (signal.aborted) ctl.abort(signal.reason);
+    else signal.addEventListener('abort', forward, { once: true });
+  }
+  const init = { method, credentials: 'same-origin', signal: ctl.signal, headers: { Accept: 'application/json' } };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
+  try {
+    return await send(path, init);
+  } catch (err) {
+    if (!isAbort(err)) throw err;
+    if (!timedOut) throw err;
+    report(false);
+    const secs = Math.round(timeout / 1000);
+    throw new ApiError(0, 'timeout', `Chorus did not answer within ${secs} seconds. Please try again in a moment.`);
+  } finally {
+    clearTimeout(timer);
+    if (signal) signal.removeEventListener('abort', forward);
+  }
+}
+
+async function send(path, init) {
   let res;
   try {
     res = await fetch(BASE + path, init);
   } catch (err) {
-    if (err.name === 'AbortError') throw err;
+    if (isAbort(err)) throw err;
+    report(false);
     throw new ApiError(0, 'network', 'Could not reach the server. Check your connection and try again.');
   }
   const date = res.headers.get('Date');
@@ -59,10 +104,11 @@ export async function api(method, path, body, { signal } = {}) {
     try {
       data = await res.json();
     } catch (err) {
-      if (err.name === 'AbortError') throw err;
+      if (isAbort(err)) throw err;
       data = null; // not JSON; fall back below
     }
   }
+  report(res.status < 500);
   if (!res.ok) {
     const e = data && data.error;
     const apiErr = new ApiError(res.status, (e && e.code) || `http_${res.status}`, (e && e.message) || fallbackMessage(res.status));

@@ -1,81 +1,180 @@
-// Chorus web client: decides signed in or out (GET /me), then wires the
-// header, the router, the home feed, the friends sidebar and the stream.
+// Chorus web client: asks GET /me whether someone is signed in, then routes
+// every page (PAGES) for them or for a visitor. Signed in, it also runs the
+// home feed, the friends sidebar, the stream and the connection indicator.
 
-import { api, query, setUnauthorizedHandler } from './api.js';
-import { h, announce, toast, profileHref, loginEl, sameLogin } from './dom.js';
-import { refreshTimes } from './time.js';
+import { api, query, setUnauthorizedHandler, setHealthHandler } from './api.js';
+import { h, announce, toast, sameLogin } from './dom.js';
+import { startClock, refreshTimes } from './time.js';
 import { Stream } from './stream.js';
 import { Timeline } from './timeline.js';
 import { Sidebar } from './sidebar.js';
-import { renderAuth } from './auth.js';
-import { parseRoute } from './router.js';
-import { homeView, homeEmpty, globalView, profileView, peopleView, notFoundView } from './views.js';
+import { Header } from './header.js';
+import { Health } from './health.js';
+import { learnName } from './names.js';
+import { startShortcuts } from './keys.js';
+import { parseRoute, startRouter, navigate, savedScroll } from './router.js';
+import { homeView, homeEmpty, welcomeView, globalView, peopleView, notFoundView } from './views.js';
+import { profileView } from './profile.js';
+import { statusView } from './statuspage.js';
 
 const main = document.getElementById('main');
-const nav = document.getElementById('nav');
-const session = document.getElementById('session');
 const aside = document.getElementById('sidebar');
 
-// Everything that exists only while signed in; reset by leaveApp.
-let app = null;
+// What exists only while signed in; null for a visitor.
+let session = null;
+let view = null; // the page shown
+let route = null; // and its route
+let notice = ''; // said once by the next sign-in form
+
+// ctx is what the pages get to work with.
+const ctx = {
+  me: () => (session ? session.me : null),
+  timelines: new Set(), // every Timeline shown or kept, for deletions
+  homeFeed: null,
+  homeStale: false, // set after a follow: reload the feed on the next visit
+  draft: '', // the composer's text, kept across pages
+  deleteStatus,
+  followChanged,
+  signedIn,
+  signInLink,
+};
+
+// PAGES builds the view of each route (router.js ROUTES).
+const PAGES = {
+  home: () => (session ? homeView(ctx) : welcomeView(ctx, authOptions())),
+  global: () => globalView(ctx),
+  profile: (r) => profileView(ctx, r.login),
+  followers: (r) => peopleView(ctx, r.login, 'followers'),
+  following: (r) => peopleView(ctx, r.login, 'following'),
+  status: (r) => statusView(ctx, r.id),
+  notfound: () => notFoundView(),
+};
+
+const header = new Header({
+  nav: document.getElementById('nav'),
+  session: document.getElementById('session'),
+  onSignOut: signOut,
+  onRetry: () => session && session.stream.retryNow(),
+  signInLink,
+});
 
 // ------------------------------------------------------------ boot
+
+let started = false;
 
 async function boot() {
   main.replaceChildren(h('p', { class: 'muted boot' }, 'Loading…'));
   try {
     const res = await api('GET', '/me');
-    enterApp(res.user, { fromForm: false });
+    enterApp(res.user);
   } catch (err) {
-    if (err.status === 401) {
-      showAuth({ focus: true });
+    if (err.status !== 401) {
+      // Not "signed out": the server is unreachable or unwell. Say so.
+      main.replaceChildren(h('div', { class: 'card boot-error' },
+        h('h1', { class: 'page-title' }, 'Chorus is not answering'),
+        h('p', {}, err.message),
+        h('button', { type: 'button', class: 'btn btn-primary', onclick: boot }, 'Try again'),
+      ));
       return;
     }
-    // Not "signed out": the server is unreachable or unwell. Say so.
-    main.replaceChildren(h('div', { class: 'card boot-error' },
-      h('h1', { class: 'page-title' }, 'Chorus is not answering'),
-      h('p', {}, err.message),
-      h('button', { type: 'button', class: 'btn btn-primary', onclick: boot }, 'Try again'),
-    ));
+    header.signedOut();
   }
-}
-
-function showAuth({ notice = '', focus = false } = {}) {
-  document.body.classList.add('signed-out');
-  renderAuth(main, { mode: 'signin', notice, focus, onSignedIn: (user) => enterApp(user, { fromForm: true }) });
+  if (started) {
+    show({ first: true });
+    return;
+  }
+  started = true;
+  startRouter(show);
+  startClock(document);
+  startShortcuts({ compose, open: (path) => navigate(path) });
 }
 
 setUnauthorizedHandler(() => {
-  if (app) leaveApp('Your session has ended. Please sign in again.');
+  if (session) leaveApp('Your session has ended. Please sign in again.');
+});
+
+// ------------------------------------------------------------ pages
+
+function show({ pop = false, first = false } = {}) {
+  const r = parseRoute(location.pathname);
+  if (view) view.destroy();
+  view = (PAGES[r.name] || PAGES.notfound)(r);
+  route = r;
+  document.body.dataset.route = r.name;
+  main.replaceChildren(view.el);
+  if (view.mounted) view.mounted();
+  refreshTimes(view.el); // a kept feed's ages stood still while it was away
+  document.title = `${view.title} · Chorus`;
+  header.setRoute(r);
+  if (session && r.name === 'home') setUnseen(0);
+  window.scrollTo(0, (pop && savedScroll()) || 0);
+  // Move focus to the new page, for keyboard and screen reader users; on
+  // the first page, leave it where the browser puts it, but for the form.
+  if (!first) view.heading.focus({ preventScroll: true });
+  else if (view.focus) view.focus();
+}
+
+function authOptions() {
+  const state = history.state || {};
+  const opts = { mode: state.auth === 'signup' ? 'signup' : 'signin', notice, focus: false };
+  notice = '';
+  return opts;
+}
+
+/**
+ * signInLink is a link to the sign-in (or, with mode "signup", sign-up)
+ * form that comes back to this page once signed in.
+ */
+function signInLink(label, className, mode = 'signin') {
+  const a = h('a', { href: '/', class: className, dataset: { testid: `${mode}-link` } }, label);
+  a.addEventListener('click', (ev) => {
+    if (ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+    ev.preventDefault();
+    const here = location.pathname;
+    navigate('/', { state: { auth: mode, next: here === '/' ? null : here } });
+  });
+  return a;
+}
+
+// compose is the n shortcut: to the composer, from wherever.
+function compose() {
+  if (!session) return false;
+  if (!route || route.name !== 'home') navigate('/');
+  if (view && view.composer) view.composer.focus();
+  return true;
+}
+
+// The skip link goes to the page's heading, not to the address "#main".
+document.querySelector('.skip-link').addEventListener('click', (ev) => {
+  ev.preventDefault();
+  ((view && view.heading) || main).focus();
 });
 
 // ------------------------------------------------------------ signed in
 
-function enterApp(user, { fromForm }) {
-  if (app) leaveApp('');
-  document.body.classList.remove('signed-out');
+// signedIn: the form signed someone in. Back to the page they came from.
+function signedIn(user) {
+  enterApp(user);
+  const next = history.state && history.state.next;
+  if (next && parseRoute(next).name !== 'notfound') navigate(next, { replace: true });
+  else navigate(location.pathname, { replace: true });
+}
 
-  app = {
+function enterApp(user) {
+  if (session) leaveApp(null);
+  document.body.classList.remove('signed-out');
+  learnName(user);
+  session = {
     me: user,
-    view: null,
-    route: null,
-    timelines: new Set(),
     unseen: 0,
     newBatch: [],
     batchTimer: 0,
-    timers: [],
     friendsTimer: 0,
+    friendsKnown: false, // GET /friends answered once: unknown friends are new ones
+    countsAt: 0,
+    countsTimer: 0,
+    timers: [],
   };
-  const ctx = {
-    me: () => app && app.me,
-    timelines: app.timelines,
-    homeStale: false, // set after a follow: reload the feed on the next visit
-    homeFeed: null,
-    draft: '', // the composer's text, kept across pages
-    deleteStatus,
-    followChanged,
-  };
-  app.ctx = ctx;
 
   ctx.homeFeed = new Timeline({
     testid: 'feed',
@@ -89,199 +188,145 @@ function enterApp(user, { fromForm }) {
     // page was still loading) could not cover. Asking again closes it;
     // anything sent twice is dropped by id.
     onLoaded: () => {
-      if (app && app.stream.state === 'live') app.stream.send({ type: 'resume', after: ctx.homeFeed.maxId });
+      if (session && session.stream.state === 'live') session.stream.send({ type: 'resume', after: ctx.homeFeed.maxId });
     },
   });
-  app.timelines.add(ctx.homeFeed);
+  ctx.timelines.add(ctx.homeFeed);
 
-  app.sidebar = new Sidebar();
-  aside.replaceChildren(app.sidebar.el);
+  session.sidebar = new Sidebar();
+  aside.replaceChildren(session.sidebar.el);
   aside.hidden = false;
-  buildHeader();
+  header.signedIn(user);
 
-  app.stream = new Stream({
+  const sidebar = session.sidebar;
+  const health = new Health((v) => {
+    header.setConn(v);
+    sidebar.setLive(v.state === 'live');
+  });
+  session.health = health;
+  setHealthHandler((ok) => health.setApi(ok));
+
+  session.stream = new Stream({
     onReady,
     onFrame,
-    onState: showConnState,
+    onState: (state, info) => health.setStream(state, info),
     resumeAfter: () => ctx.homeFeed.maxId,
     onSignedOut: () => leaveApp('You were signed out.'),
     checkSession: () => api('GET', '/me').then(() => true, (err) => (err.status === 401 ? false : Promise.reject(err))),
   });
-  app.stream.start();
+  session.stream.start();
 
   refreshFriends();
   refreshSiteCounts();
-  app.timers.push(setInterval(() => refreshTimes(document), 30000));
-  app.timers.push(setInterval(refreshSiteCounts, 60000));
-  // No frame says "someone you follow followed you back", so a friendship
-  // the other side made shows up here only through GET /friends.
-  app.timers.push(setInterval(() => {
+  session.timers.push(setInterval(refreshSiteCounts, 60000));
+  // Frames sent while the stream was down are not replayed, so GET
+  // /friends now and then keeps the panel whole.
+  session.timers.push(setInterval(() => {
     if (!document.hidden) refreshFriends();
   }, 60000));
-
-  route({ moveFocus: fromForm });
 }
 
-function leaveApp(notice) {
-  if (!app) return;
-  const old = app;
-  app = null;
+// leaveApp ends the signed-in session here. The page shown stays (public
+// pages read the same to a visitor); notice, if any, is said on the
+// sign-in form, or in a toast elsewhere.
+function leaveApp(text) {
+  if (!session) return;
+  const old = session;
+  session = null;
+  old.health.stop();
   old.stream.stop();
+  setHealthHandler(null);
   for (const t of old.timers) clearInterval(t);
   clearTimeout(old.batchTimer);
   clearTimeout(old.friendsTimer);
-  if (old.view) old.view.destroy();
-  for (const tl of old.timelines) tl.destroy();
-  nav.replaceChildren();
-  nav.hidden = true;
-  session.replaceChildren();
-  session.hidden = true;
+  clearTimeout(old.countsTimer);
+  for (const tl of ctx.timelines) tl.destroy();
+  ctx.timelines.clear();
+  ctx.homeFeed = null;
+  ctx.draft = '';
   aside.replaceChildren();
   aside.hidden = true;
-  delete document.body.dataset.route;
-  if (notice !== '') showAuth({ notice, focus: true });
-}
-
-// ------------------------------------------------------------ header
-
-function buildHeader() {
-  const link = (href, label, name, extra) => h('a', { href, class: 'nav-link', dataset: { route: name } }, label, extra);
-  app.badge = h('span', { class: 'nav-badge', hidden: true });
-  nav.replaceChildren(
-    link('#/', 'Home', 'home', app.badge),
-    link('#/global', 'Global', 'global'),
-    link(profileHref(app.me.login), 'Profile', 'profile'),
-  );
-  nav.hidden = false;
-
-  app.connLabel = h('span', { class: 'conn-label' }, 'Connecting…');
-  app.conn = h('span', { class: 'conn', role: 'status', dataset: { testid: 'conn-state', state: 'connecting' } },
-    h('span', { class: 'conn-dot', 'aria-hidden': 'true' }), app.connLabel);
-  app.retry = h('button', { type: 'button', class: 'btn-link small', hidden: true, onclick: () => app.stream.retryNow() }, 'Retry now');
-  app.meName = h('span', { class: 'me-name' }, app.me.name || '');
-  const signout = h('button', { type: 'button', class: 'btn btn-quiet btn-small', dataset: { testid: 'signout' }, onclick: signOut }, 'Sign out');
-  session.replaceChildren(
-    h('span', { class: 'conn-wrap' }, app.conn, app.retry),
-    h('a', { class: 'me-link', href: profileHref(app.me.login), title: 'Your profile' },
-      app.meName, loginEl(app.me.login, { dataset: { testid: 'me' } })),
-    signout,
-  );
-  session.hidden = false;
-}
-
-function showConnState(state, info) {
-  if (!app) return;
-  const label = state === 'live' ? 'Live' : state === 'offline' ? 'Offline' : info.attempt > 0 ? 'Reconnecting…' : 'Connecting…';
-  app.conn.dataset.state = state;
-  app.connLabel.textContent = label;
-  const waiting = state !== 'live' && info.retryAt > Date.now();
-  app.conn.title = waiting ? `Next attempt in ${Math.ceil((info.retryAt - Date.now()) / 1000)} s` : '';
-  app.retry.hidden = !waiting;
-  app.sidebar.setLive(state === 'live');
-}
-
-function updateNav() {
-  const r = app.route;
-  // "Profile" is your own; someone else's profile is no tab of the header.
-  const name = r.name === 'profile' && !sameLogin(r.login, app.me.login) ? '' : r.name;
-  for (const a of nav.querySelectorAll('a')) {
-    if (a.dataset.route === name) a.setAttribute('aria-current', 'page');
-    else a.removeAttribute('aria-current');
+  document.body.classList.add('signed-out');
+  header.signedOut();
+  if (text === null) return; // another session follows at once
+  notice = text;
+  if (route && route.name !== 'home' && text) {
+    notice = '';
+    toast(text);
   }
-  app.badge.hidden = app.unseen === 0;
-  app.badge.replaceChildren(String(app.unseen), h('span', { class: 'visually-hidden' }, ' new'));
+  show();
 }
 
-async function signOut(ev) {
-  const btn = ev.currentTarget;
+async function signOut(btn) {
   btn.disabled = true;
   // Close the stream first: once the token is revoked the server closes it
   // with 1008, which would read as "you were signed out" by someone else.
-  app.stream.stop();
+  session.stream.stop();
   try {
     await api('DELETE', '/sessions/current');
   } catch (err) {
-    if (err.status !== 401 && app) {
+    if (err.status !== 401 && session) {
       btn.disabled = false;
-      app.stream.start();
+      session.stream.start();
       toast(`Could not sign out: ${err.message}`, 'error');
       return;
     }
   }
-  leaveApp('You have signed out.');
+  leaveApp(null);
+  notice = 'You have signed out.';
+  navigate('/');
 }
 
-// ------------------------------------------------------------ routing
-
-function route({ moveFocus = true } = {}) {
-  if (!app) return;
-  const r = parseRoute(location.hash);
-  if (app.view) app.view.destroy();
-  const ctx = app.ctx;
-  let view;
-  switch (r.name) {
-    case 'home': view = homeView(ctx); break;
-    case 'global': view = globalView(ctx); break;
-    case 'profile': view = profileView(ctx, r.login); break;
-    case 'followers':
-    case 'following': view = peopleView(ctx, r.login, r.name); break;
-    default: view = notFoundView();
-  }
-  app.view = view;
-  app.route = r;
-  document.body.dataset.route = r.name;
-  main.replaceChildren(view.el);
-  if (view.mounted) view.mounted();
-  refreshTimes(main);
-  document.title = `${view.title} · Chorus`;
-  if (r.name === 'home') app.unseen = 0;
-  updateNav();
-  if (moveFocus) {
-    window.scrollTo(0, 0);
-    view.heading.focus({ preventScroll: true });
-  }
+function setUnseen(n) {
+  session.unseen = n;
+  header.setUnseen(n);
 }
-
-window.addEventListener('hashchange', () => route());
-
-// The skip link must not change the hash, which is the router's.
-document.querySelector('.skip-link').addEventListener('click', (ev) => {
-  ev.preventDefault();
-  const target = (app && app.view && app.view.heading) || main;
-  target.focus();
-});
 
 // ------------------------------------------------------------ stream frames
 
 function onReady(frame) {
-  if (!app) return;
+  if (!session) return;
   if (frame.user) {
-    app.me = { ...app.me, ...frame.user };
-    app.meName.textContent = app.me.name || '';
+    session.me = { ...session.me, ...frame.user };
+    header.setName(session.me);
   }
-  app.sidebar.setSnapshot(frame.online_friends);
+  session.health.setService(true); // `ready` comes only from a server that can serve
+  session.sidebar.setSnapshot(frame.online_friends);
   // The counts fetched at sign-in predate this connection, so they left you out.
   refreshSiteCounts();
 }
 
 function onFrame(frame) {
-  if (!app) return;
+  if (!session) return;
+  if (frame.type === 'service') {
+    session.health.setService(frame.available !== false);
+    return;
+  }
+  if (frame.type !== 'status_deleted' && view && view.onFrame) view.onFrame(frame);
   switch (frame.type) {
     case 'status': {
       const s = frame.status;
       if (!s) return;
-      const added = app.ctx.homeFeed.add(s, true);
-      if (added && s.uid !== app.me.id) noteNew(s);
+      const added = ctx.homeFeed.add(s, { complete: true });
+      if (added && s.uid !== session.me.id) noteNew(s);
       break;
     }
     case 'status_deleted':
       removeStatus(frame.id);
       break;
-    case 'presence':
-      app.sidebar.presence(frame);
+    case 'presence': {
+      const made = session.friendsKnown && frame.user && !session.sidebar.has(frame.user.login);
+      session.sidebar.presence(frame);
+      if (made) followsChanged(frame.user);
+      siteCountsSoon();
       break;
+    }
     case 'friend_removed':
-      app.sidebar.removeFriend(frame.user);
+      session.sidebar.removeFriend(frame.user);
+      if (frame.user) followsChanged(frame.user);
+      break;
+    case 'followed':
+      if (frame.user) followsChanged(frame.user);
       break;
     case 'error':
       console.warn('stream error frame', frame.code, frame.message);
@@ -291,21 +336,26 @@ function onFrame(frame) {
   }
 }
 
+// followsChanged tells the page that user followed you, or that a
+// friendship with them was made or ended: counts on a profile change.
+function followsChanged(user) {
+  if (view && view.onFollows) view.onFollows(user);
+}
+
 // noteNew batches arrivals (a resume can bring dozens at once) into one
 // announcement, or a count on the Home link while you are elsewhere.
 function noteNew(status) {
-  app.newBatch.push(status);
-  clearTimeout(app.batchTimer);
-  app.batchTimer = setTimeout(() => {
-    if (!app) return;
-    const batch = app.newBatch;
-    app.newBatch = [];
-    if (app.route && app.route.name === 'home') {
+  session.newBatch.push(status);
+  clearTimeout(session.batchTimer);
+  session.batchTimer = setTimeout(() => {
+    if (!session) return;
+    const batch = session.newBatch;
+    session.newBatch = [];
+    if (route && route.name === 'home') {
       const s = batch[0];
       announce(batch.length === 1 ? `New post from ${s.login}: ${String(s.message).slice(0, 140)}` : `${batch.length} new posts`);
     } else {
-      app.unseen += batch.length;
-      updateNav();
+      setUnseen(session.unseen + batch.length);
     }
   }, 800);
 }
@@ -313,46 +363,39 @@ function noteNew(status) {
 // ------------------------------------------------------------ actions
 
 function removeStatus(id) {
-  if (!app) return;
-  for (const tl of app.timelines) tl.remove(id);
+  if (view && view.onDeleted) view.onDeleted(id);
+  for (const tl of ctx.timelines) tl.remove(id);
 }
 
-async function deleteStatus(status, li, button, errorEl) {
-  button.disabled = true;
-  errorEl.hidden = true;
+// deleteStatus deletes a status of yours; it rejects with the error to show.
+async function deleteStatus(status, li) {
   try {
     await api('DELETE', `/statuses/${encodeURIComponent(status.id)}`);
   } catch (err) {
-    // 404: it is gone already, which is what was wanted.
-    if (err.status !== 404) {
-      button.disabled = false;
-      errorEl.textContent = err.message;
-      errorEl.hidden = false;
-      return;
-    }
+    if (err.status !== 404) throw err; // 404: it is gone already, as wanted
   }
   // Keep keyboard focus near where it was rather than losing it to <body>.
   const hadFocus = li.contains(document.activeElement);
   const next = li.nextElementSibling || li.previousElementSibling;
   removeStatus(status.id);
-  if (hadFocus && app) (next || app.view.heading).focus();
-  announce('Status deleted.');
+  if (hadFocus && view) (next && next.isConnected ? next : view.heading).focus();
+  announce('Post deleted.');
 }
 
 // followChanged keeps the home feed and friends honest after (un)following.
 function followChanged(login, following) {
-  if (!app) return;
+  if (!session) return;
   if (following) {
-    app.ctx.homeStale = true; // the server backfilled their latest posts
+    ctx.homeStale = true; // the server backfilled their latest posts
   } else {
-    app.ctx.homeFeed.removeWhere((l) => sameLogin(l, login));
+    ctx.homeFeed.removeWhere((l) => sameLogin(l, login));
   }
-  clearTimeout(app.friendsTimer);
-  app.friendsTimer = setTimeout(refreshFriends, 300);
+  clearTimeout(session.friendsTimer);
+  session.friendsTimer = setTimeout(refreshFriends, 300);
 }
 
 async function refreshFriends() {
-  if (!app) return;
+  if (!session) return;
   const users = [];
   let complete = false;
   try {
@@ -368,17 +411,32 @@ async function refreshFriends() {
     console.warn('friends:', err.message);
     if (users.length === 0) return;
   }
-  if (app) app.sidebar.setFriends(users, complete);
+  if (!session) return;
+  session.sidebar.setFriends(users, complete);
+  session.friendsKnown = true;
 }
 
 async function refreshSiteCounts() {
-  if (!app || document.hidden) return;
+  if (!session || document.hidden) return;
+  session.countsAt = Date.now();
   try {
     const counts = await api('GET', '/presence');
-    if (app) app.sidebar.setSiteCounts(counts);
+    if (session) session.sidebar.setSiteCounts(counts);
   } catch {
-    if (app) app.sidebar.setSiteCounts(null);
+    if (session) session.sidebar.setSiteCounts(null);
   }
+}
+
+// siteCountsSoon refreshes the site-wide counts after a friend came or
+// went, at most every 15 s (the server recomputes them no more often).
+function siteCountsSoon() {
+  if (session.countsTimer) return;
+  const wait = Math.max(0, session.countsAt + 15000 - Date.now());
+  session.countsTimer = setTimeout(() => {
+    if (!session) return;
+    session.countsTimer = 0;
+    refreshSiteCounts();
+  }, wait);
 }
 
 boot();

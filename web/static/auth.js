@@ -1,7 +1,7 @@
 // The signed-out screen: one form at a time (sign in or sign up), so the
 // single `form-error` on the page always belongs to the visible form.
 
-import { h } from './dom.js';
+import { h, touchScreen } from './dom.js';
 import { api } from './api.js';
 
 // Which input an API error code is about, to mark it invalid and focus it.
@@ -112,7 +112,7 @@ export function renderAuth(root, { mode = 'signin', notice = '', login = '', onS
         h('p', { class: 'auth-tagline' }, 'Short posts from people you follow, as they happen — and which friends are around right now.'),
       ),
       h('div', { class: 'card auth-card' },
-        h('h1', { id: 'auth-heading', class: 'auth-heading' }, signup ? 'Create your account' : 'Sign in'),
+        h('h1', { id: 'auth-heading', class: 'auth-heading', tabindex: '-1' }, signup ? 'Create your account' : 'Sign in'),
         notice && h('p', { class: 'notice', role: 'status' }, notice),
         form,
         switcher,
@@ -120,8 +120,17 @@ export function renderAuth(root, { mode = 'signin', notice = '', login = '', onS
     ),
   );
   document.title = signup ? 'Create account · Chorus' : 'Sign in · Chorus';
-  if (focus) {
+  const heading = root.querySelector('h1');
+  // The first empty field, except on a touch screen, where focusing a field
+  // pops up a keyboard over the page the visitor has not read yet.
+  const focusFirst = () => {
+    if (touchScreen()) {
+      heading.focus();
+      return;
+    }
     const first = [...form.elements].find((el) => el.tagName === 'INPUT' && !el.value) || form.elements[0];
     first.focus();
-  }
+  };
+  if (focus) focusFirst();
+  return { heading, focus: focusFirst };
 }

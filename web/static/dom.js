@@ -29,9 +29,9 @@ function append(el, children) {
   }
 }
 
-/** profileHref is the hash route of a user's profile. */
-export function profileHref(login, rest = '') {
-  return `#/u/${encodeURIComponent(login)}${rest}`;
+/** touchScreen says whether the main pointer is a finger: no autofocus there. */
+export function touchScreen() {
+  return window.matchMedia('(pointer: coarse)').matches;
 }
 
 /** loginEl shows a login; CSS adds the "@" so textContent is the bare login. */
@@ -46,9 +46,9 @@ function hueOf(key) {
   return x % 360;
 }
 
-/** avatar is a coloured circle with the first letter of the name or login. */
+/** avatar is a coloured circle with the first letter of the login, the same wherever the user appears. */
 export function avatar(user, size = 'md') {
-  const label = (user.name || user.login || '?').trim();
+  const label = String(user.login || '?');
   const first = [...label][0] || '?';
   const el = h('span', { class: `avatar avatar-${size}`, 'aria-hidden': 'true' }, first.toUpperCase());
   // CSSOM, not a style attribute, so a strict CSP without unsafe-inline holds.

@@ -1,8 +1,10 @@
 // The friends sidebar: who is online now (from the stream's `ready` and
 // `presence` frames) and who is away, with when they were last seen.
 
-import { h, avatar, loginEl, profileHref, announce, plural } from './dom.js';
+import { h, avatar, loginEl, announce, plural } from './dom.js';
+import { profileHref } from './router.js';
 import { timeEl, parseTime } from './time.js';
+import { learnName } from './names.js';
 
 const key = (login) => String(login).toLowerCase();
 const byName = (a, b) => (a.user.name || a.user.login).localeCompare(b.user.name || b.user.login);
@@ -38,8 +40,8 @@ export class Sidebar {
     wide.addEventListener('change', () => { this.awayGroup.open = wide.matches; });
     this.hint = h('p', { class: 'muted small', hidden: true },
       'Friends are people you follow who follow you back. ',
-      h('a', { href: '#/global' }, 'Find people'), ' on the global timeline.');
-    this.staleNote = h('p', { class: 'muted small stale-note', hidden: true }, 'Not connected: this list may be out of date.');
+      h('a', { href: '/global' }, 'Find people'), ' on the global timeline.');
+    this.staleNote = h('p', { class: 'muted small stale-note', hidden: true }, 'Not live: this list may be out of date.');
     this.site = h('p', { class: 'muted small site-presence', hidden: true });
 
     this.el = h('div', { class: 'sidebar-inner' },
@@ -56,7 +58,13 @@ export class Sidebar {
     this.render();
   }
 
+  /** has says whether login is among the friends shown. */
+  has(login) {
+    return this.friends.has(key(login));
+  }
+
   entry(user) {
+    learnName(user);
     const k = key(user.login);
     let e = this.friends.get(k);
     if (!e) {

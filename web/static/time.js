@@ -51,10 +51,36 @@ export function parseTime(s) {
 }
 
 /**
- * timeEl builds <time datetime title> showing `prefix` + the relative time;
- * refreshTimes keeps it current. A missing time shows `missing`.
+ * shortTime is the compact age shown on a status: "now", "12s", "5m", "3h",
+ * then a short date, as timelines commonly write it.
  */
-export function timeEl(iso, { prefix = '', missing = 'unknown' } = {}) {
+export function shortTime(date, now = serverNow(), locale = undefined) {
+  if (!(date instanceof Date) || Number.isNaN(date.getTime())) return '';
+  const secs = Math.floor((now.getTime() - date.getTime()) / 1000);
+  if (secs < 5) return 'now';
+  if (secs < MINUTE) return `${secs}s`;
+  if (secs < HOUR) return `${Math.floor(secs / MINUTE)}m`;
+  if (secs < DAY) return `${Math.floor(secs / HOUR)}h`;
+  return relativeTime(date, now, locale);
+}
+
+/** spokenAge is shortTime in words, for a screen reader: "5 minutes ago". */
+export function spokenAge(date, now = serverNow()) {
+  const secs = Math.floor((now.getTime() - date.getTime()) / 1000);
+  const say = (n, unit) => `${n} ${unit}${n === 1 ? '' : 's'} ago`;
+  if (secs < 5) return 'just now';
+  if (secs < MINUTE) return say(secs, 'second');
+  if (secs < HOUR) return say(Math.floor(secs / MINUTE), 'minute');
+  if (secs < DAY) return say(Math.floor(secs / HOUR), 'hour');
+  return exactTime(date);
+}
+
+/**
+ * timeEl builds <time datetime title> showing `prefix` + the relative time;
+ * refreshTimes keeps it current. `short` writes the compact form. A missing
+ * time shows `missing`.
+ */
+export function timeEl(iso, { prefix = '', missing = 'unknown', short = false } = {}) {
   const el = document.createElement('time');
   const d = parseTime(iso);
   if (!d) {
@@ -63,17 +89,62 @@ export function timeEl(iso, { prefix = '', missing = 'unknown' } = {}) {
   }
   el.dateTime = d.toISOString();
   el.title = exactTime(d);
-  el.dataset.rel = '';
+  el.dataset.rel = short ? 'short' : '';
   el.dataset.prefix = prefix;
-  el.textContent = prefix + relativeTime(d);
+  el.textContent = prefix + (short ? shortTime(d) : relativeTime(d));
   return el;
 }
 
-/** refreshTimes rewrites every relative time under root. */
-export function refreshTimes(root = document) {
+// Younger than this, a time is rewritten on every tick; older, once a minute.
+const FRESH_MS = 5 * 60 * 1000;
+const TICK_MS = 10000;
+
+/** refreshTimes rewrites the relative times under root; with onlyFresh, only the young ones. */
+export function refreshTimes(root = document, onlyFresh = false) {
   const now = serverNow();
   for (const el of root.querySelectorAll('time[data-rel]')) {
     const d = parseTime(el.dateTime);
-    if (d) el.textContent = (el.dataset.prefix || '') + relativeTime(d, now);
+    if (!d || (onlyFresh && now - d > FRESH_MS)) continue;
+    const text = (el.dataset.prefix || '') + (el.dataset.rel === 'short' ? shortTime(d, now) : relativeTime(d, now));
+    if (el.textContent !== text) el.textContent = text;
+    speak(el, d, now);
   }
+}
+
+// A link around a compact time ("5m") is named in words for screen readers:
+// mark it data-spoken-time.
+function speak(el, d, now) {
+  const link = el.parentElement;
+  if (link && 'spokenTime' in link.dataset) link.setAttribute('aria-label', spokenAge(d, now));
+}
+
+/** nameTimeLink names link, which holds a compact timeEl, by the time in words. */
+export function nameTimeLink(link) {
+  link.dataset.spokenTime = '';
+  const el = link.querySelector('time[data-rel]');
+  const d = el && parseTime(el.dateTime);
+  if (d) speak(el, d, serverNow());
+  return link;
+}
+
+/**
+ * startClock keeps the page's relative times true: every 10 s for those a
+ * few minutes old ("12s" moves fast), every minute for the rest, and at
+ * once when a hidden tab is shown again. It returns a stop function.
+ */
+export function startClock(root = document) {
+  let ticks = 0;
+  const timer = setInterval(() => {
+    if (document.hidden) return;
+    ticks++;
+    refreshTimes(root, ticks % 6 !== 0);
+  }, TICK_MS);
+  const onShow = () => {
+    if (!document.hidden) refreshTimes(root);
+  };
+  document.addEventListener('visibilitychange', onShow);
+  return () => {
+    clearInterval(timer);
+    document.removeEventListener('visibilitychange', onShow);
+  };
 }

@@ -1,86 +1,38 @@
 // A list of statuses, newest first: first page, older pages on scroll (with
-// a "Load more" button for when the observer cannot help), live inserts
-// deduplicated by id, and removal of deleted statuses.
+// a "Load more" button for when the observer cannot help), live arrivals
+// deduplicated by id, and removal of deleted statuses. Arrivals while the
+// reader is scrolled down wait behind an "N new posts" button rather than
+// push what they are reading out of place.
 
-import { h, avatar, loginEl, profileHref, sameLogin } from './dom.js';
-import { timeEl } from './time.js';
+import { h, sameLogin, announce } from './dom.js';
+import { statusEl } from './status.js';
 import { isAbort } from './api.js';
 
-// @mentions (not inside e-mail addresses) and plain http(s) links.
-const LINKS = /(?<![A-Za-z0-9_])@([A-Za-z0-9_]{3,32})(?![A-Za-z0-9_])|\bhttps?:\/\/[^\s<>"]+/g;
-
-/** messageNodes splits a message into text nodes and links, never parsing HTML. */
-export function messageNodes(message) {
-  const out = [];
-  let last = 0;
-  for (const m of message.matchAll(LINKS)) {
-    let text = m[0];
-    let href;
-    if (m[1]) {
-      href = profileHref(m[1]);
-    } else {
-      // A sentence's closing punctuation is not part of the link.
-      text = text.replace(/[.,;:!?)\]'"]+$/, '');
-      href = text;
-    }
-    if (m.index > last) out.push(message.slice(last, m.index));
-    out.push(h('a', { href, class: m[1] ? 'mention' : 'ext', rel: m[1] ? null : 'noopener noreferrer nofollow ugc' }, text));
-    last = m.index + text.length;
-  }
-  if (last < message.length) out.push(message.slice(last));
-  return out;
-}
-
-/** statusEl renders one status; `mine` adds a Delete button. */
-export function statusEl(status, { mine, onDelete }) {
-  const author = { id: status.uid, login: status.login };
-  const href = profileHref(status.login);
-  const error = h('p', { class: 'status-error', role: 'alert', hidden: true });
-  const li = h('li', { class: 'status', tabindex: '-1', dataset: { testid: 'status', id: String(status.id), login: status.login } },
-    h('a', { class: 'status-avatar', href, tabindex: '-1', 'aria-hidden': 'true' }, avatar(author)),
-    h('div', { class: 'status-body' },
-      // The actions share the author's line so a status of yours is no
-      // taller than anyone else's.
-      h('div', { class: 'status-head' },
-        h('p', { class: 'status-meta' },
-          h('a', { class: 'status-author', href }, loginEl(status.login)),
-          h('span', { class: 'sep', 'aria-hidden': 'true' }, '·'),
-          timeEl(status.posted),
-        ),
-        mine && h('button', {
-          type: 'button',
-          class: 'btn btn-quiet btn-small status-action',
-          dataset: { testid: 'status-delete' },
-          'aria-label': 'Delete this status',
-          onclick: (ev) => onDelete(status, li, ev.currentTarget, error),
-        }, 'Delete'),
-      ),
-      h('p', { class: 'status-message', dataset: { testid: 'status-message' } }, messageNodes(String(status.message ?? ''))),
-      error,
-    ),
-  );
-  return li;
-}
+// Past this many waiting arrivals, stop holding them: the button reloads.
+const MAX_WAITING = 100;
 
 /**
  * Timeline options:
- *  testid     data-testid of the list ("feed" for home)
- *  label      accessible name of the list
- *  fetchPage  (before, signal) => {statuses, next_before}
- *  me         () => the signed-in user, to know which statuses are ours
- *  onDelete   (status, li, button, errorEl) => void
- *  empty      node or text shown when there is nothing
- *  onLoaded   () => void, after each successful first page (optional)
+ *  testid      data-testid of the list ("feed" for home)
+ *  label       accessible name of the list
+ *  fetchPage   (before, signal) => {statuses, next_before}
+ *  fetchNewer  (after, signal) => {statuses (oldest first), next_after} (optional; see loadNewer)
+ *  me          () => the signed-in user or null, to know which statuses are ours
+ *  onDelete    (status, li) => Promise, once it is deleted
+ *  empty       node or text shown when there is nothing
+ *  onLoaded    () => void, after each successful first page (optional)
  */
 export class Timeline {
   constructor(opts) {
     this.opts = opts;
     this.byId = new Map();
     this.pending = new Map(); // live arrivals before the first page came
+    this.waiting = new Map(); // live arrivals held behind the "new posts" button
+    this.overflow = false; // more arrived than were held: the button reloads
     // The id up to which this list has seen everything: set by a first page
-    // (which is complete at the top), raised by stream arrivals, never by
-    // our own posts (posting 105 says nothing about 101..104). The stream's
-    // `resume` asks for what came after it.
+    // (which is complete at the top), raised by complete arrivals (the
+    // stream's, loadNewer's), never by our own posts (posting 105 says
+    // nothing about 101..104). `resume` and loadNewer ask for what came after.
     this.maxId = null;
     this.nextBefore = null;
     this.hasMore = false;
@@ -88,6 +40,7 @@ export class Timeline {
     this.loading = false;
     this.failed = false;
     this.abort = null;
+    this.newer = null; // the AbortController of a loadNewer under way
 
     this.list = h('ol', { class: 'timeline', 'aria-label': opts.label, dataset: { testid: opts.testid } });
     this.empty = h('div', { class: 'empty', hidden: true }, opts.empty);
@@ -97,7 +50,13 @@ export class Timeline {
     this.more = h('button', { type: 'button', class: 'btn btn-secondary', hidden: true }, 'Load more');
     this.more.onclick = () => this.loadMore(true);
     this.foot = h('div', { class: 'timeline-foot' }, this.note, this.more);
-    this.el = h('div', { class: 'timeline-wrap' }, this.list, this.empty, this.foot);
+    this.newButton = h('button', { type: 'button', class: 'btn btn-primary new-posts', dataset: { testid: 'new-posts' }, onclick: () => this.showWaiting(true) });
+    // A bar of no height, so that the button appearing moves nothing.
+    this.newBar = h('div', { class: 'new-posts-bar', hidden: true }, this.newButton);
+    this.el = h('div', { class: 'timeline-wrap' }, this.newBar, this.list, this.empty, this.foot);
+    this.onScroll = () => {
+      if (!this.scrolledPast()) this.showWaiting(false);
+    };
 
     // Start fetching the next page while the end is still a screen away.
     this.observer = 'IntersectionObserver' in window
@@ -111,6 +70,7 @@ export class Timeline {
   /** load fetches the first page, replacing whatever is shown. */
   async load() {
     if (this.abort) this.abort.abort();
+    if (this.newer) this.newer.abort();
     const abort = new AbortController();
     this.abort = abort;
     this.loading = true;
@@ -123,6 +83,7 @@ export class Timeline {
       if (abort.signal.aborted) return;
       this.byId.clear();
       this.list.replaceChildren();
+      this.clearWaiting();
       this.loaded = true;
       const statuses = page.statuses || [];
       if (this.maxId === null) this.maxId = 0;
@@ -181,10 +142,32 @@ export class Timeline {
     if (!this.failed) this.rearm();
   }
 
+  /**
+   * loadNewer asks fetchNewer for what came after maxId, one page at a
+   * time, and adds it as live arrivals. It does nothing while a page load
+   * is under way or once the held arrivals overflowed (the button reloads).
+   */
+  async loadNewer() {
+    if (!this.opts.fetchNewer || !this.loaded || this.loading || this.newer || this.overflow) return;
+    const abort = new AbortController();
+    this.newer = abort;
+    try {
+      const page = await this.opts.fetchNewer(this.maxId, abort.signal);
+      if (abort.signal.aborted) return;
+      for (const s of page.statuses || []) this.add(s, { complete: true });
+    } catch (err) {
+      if (!isAbort(err)) console.warn('newer posts:', err.message);
+    } finally {
+      if (this.newer === abort) this.newer = null;
+    }
+  }
+
   // rearm re-observes the end of the list. The observer only reports
   // changes, so if the end is still in view after a page (a short page on a
   // tall screen, or the list was off-screen) it would never fire again.
+  // Arrivals held while the list was away are shown if its top is in view.
   rearm() {
+    if (this.waiting.size > 0 && !this.scrolledPast()) this.showWaiting(false);
     if (!this.observer || !this.hasMore) return;
     this.observer.unobserve(this.foot);
     this.observer.observe(this.foot);
@@ -209,16 +192,25 @@ export class Timeline {
   }
 
   /**
-   * add shows a status that arrived live (fromStream) or was just posted.
-   * It returns true if the status is new to this list. Before the first
-   * page has come there is nothing to add to: arrivals during that load are
-   * kept and merged, others are left for the load to fetch.
+   * add shows a status that arrived live or was just posted (own). With
+   * complete, the arrival is one of a gapless run (the stream's, or
+   * loadNewer's) and raises maxId. It returns true if the status is new to
+   * this list. Before the first page has come there is nothing to add to:
+   * arrivals during that load are kept and merged, others are left for the
+   * load to fetch. While the reader is scrolled past the top of the list,
+   * arrivals wait behind the "new posts" button.
    */
-  add(status, fromStream = false) {
-    if (fromStream && this.maxId !== null) this.bumpMax(status.id);
+  add(status, { complete = false, own = false } = {}) {
+    const id = Number(status.id);
+    if (complete && this.maxId !== null) this.bumpMax(id);
     if (!this.loaded) {
-      if (this.loading) this.pending.set(Number(status.id), status);
+      if (this.loading) this.pending.set(id, status);
       return false;
+    }
+    if (this.byId.has(id) || this.waiting.has(id)) return false;
+    if (!own && this.scrolledPast()) {
+      this.hold(status);
+      return true;
     }
     const added = this.insert(status, true);
     if (added) this.updateEmpty();
@@ -226,7 +218,60 @@ export class Timeline {
   }
 
   has(id) {
-    return this.byId.has(Number(id));
+    return this.byId.has(Number(id)) || this.waiting.has(Number(id));
+  }
+
+  // scrolledPast says whether the top of the list is out of sight under
+  // the sticky header, where an insert would move what is being read.
+  scrolledPast() {
+    if (!this.list.isConnected || this.byId.size === 0) return false;
+    const header = document.querySelector('.site-header');
+    const top = header ? header.getBoundingClientRect().bottom : 0;
+    return this.list.getBoundingClientRect().top < top;
+  }
+
+  hold(status) {
+    if (this.waiting.size >= MAX_WAITING) {
+      this.overflow = true;
+    } else {
+      this.waiting.set(Number(status.id), status);
+    }
+    window.addEventListener('scroll', this.onScroll, { passive: true });
+    this.updateButton();
+  }
+
+  updateButton() {
+    const n = this.waiting.size;
+    this.newButton.textContent = this.overflow ? `${MAX_WAITING}+ new posts` : `${n} new ${n === 1 ? 'post' : 'posts'}`;
+    this.newBar.hidden = n === 0 && !this.overflow;
+  }
+
+  clearWaiting() {
+    this.waiting.clear();
+    this.overflow = false;
+    this.newBar.hidden = true;
+    window.removeEventListener('scroll', this.onScroll);
+  }
+
+  // showWaiting puts the held arrivals in the list. byHand (the button):
+  // also scroll to the top of the list and focus the newest.
+  showWaiting(byHand) {
+    const held = [...this.waiting.values()];
+    const overflow = this.overflow;
+    this.clearWaiting();
+    if (overflow) {
+      this.reload();
+    } else {
+      for (const s of held) this.insert(s, true);
+      this.updateEmpty();
+    }
+    if (!byHand) return;
+    const header = document.querySelector('.site-header');
+    const offset = (header ? header.getBoundingClientRect().bottom : 0) + 8;
+    window.scrollTo({ top: Math.max(0, this.el.getBoundingClientRect().top + window.scrollY - offset) });
+    const first = this.list.firstElementChild;
+    if (first) first.focus({ preventScroll: true });
+    announce(overflow ? 'Loading the newest posts.' : `${held.length} new ${held.length === 1 ? 'post' : 'posts'} shown.`);
   }
 
   // insert places a status by id, newest first, unless it is already shown.
@@ -236,7 +281,8 @@ export class Timeline {
     const id = Number(status.id);
     if (!Number.isFinite(id) || this.byId.has(id)) return false;
     const me = this.opts.me();
-    const li = statusEl(status, { mine: me && (me.id === status.uid || sameLogin(me.login, status.login)), onDelete: this.opts.onDelete });
+    const mine = !!me && (me.id === status.uid || sameLogin(me.login, status.login));
+    const li = statusEl(status, { mine, onDelete: this.opts.onDelete });
     if (live) li.classList.add('is-new');
     let before = null;
     if (!atEnd) {
@@ -262,6 +308,10 @@ export class Timeline {
   remove(id) {
     const n = Number(id);
     this.pending.delete(n);
+    if (this.waiting.delete(n)) {
+      if (this.waiting.size === 0 && !this.overflow) this.clearWaiting();
+      else this.updateButton();
+    }
     const li = this.byId.get(n);
     if (!li) return false;
     this.byId.delete(n);
@@ -272,6 +322,9 @@ export class Timeline {
 
   /** removeWhere drops every status for which pred(login) holds. */
   removeWhere(pred) {
+    for (const [id, s] of [...this.waiting]) {
+      if (pred(s.login)) this.remove(id);
+    }
     for (const [id, li] of [...this.byId]) {
       if (pred(li.dataset.login)) this.remove(id);
     }
@@ -285,6 +338,8 @@ export class Timeline {
 
   destroy() {
     if (this.abort) this.abort.abort();
+    if (this.newer) this.newer.abort();
     if (this.observer) this.observer.disconnect();
+    window.removeEventListener('scroll', this.onScroll);
   }
 }

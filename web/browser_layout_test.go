@@ -1,0 +1,138 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"chorus/social"
+)
+
+// signUpAs creates a user with a name of its choosing and returns a client
+// signed in as them; the password is "password-" + login.
+func (in *instance) signUpAs(tb testing.TB, login, name string) *client {
+	tb.Helper()
+	c := in.anon(tb)
+	var out struct {
+		User  userJSON `json:"user"`
+		Token string   `json:"token"`
+	}
+	c.must(http.StatusCreated, "POST", "/api/v1/users",
+		map[string]string{"login": login, "name": name, "password": "password-" + login}, &out)
+	c.token, c.login, c.id = out.Token, out.User.Login, out.User.ID
+	return c
+}
+
+// signInUI signs in through the form on the home page.
+func (p *tab) signInUI(login, password string) {
+	p.tb.Helper()
+	p.open("/")
+	form := testID("signin-form")
+	p.waitVisible(form)
+	p.typeInto(form+` input[name="login"]`, login)
+	p.typeInto(form+` input[name="password"]`, password)
+	p.click(form + ` button[type="submit"]`)
+	p.waitUntil("signed in as "+login, stepTimeout, `(() => {
+		const me = document.querySelector('[data-testid="me"]');
+		const err = document.querySelector('[data-testid="form-error"]:not([hidden])');
+		if (err) return 'form error: ' + err.textContent;
+		return me && me.textContent === `+js(login)+` ? '' : 'not signed in yet';
+	})()`)
+}
+
+// fitsCheck is a check that the page does not scroll sideways and that
+// every status's text lies whole inside the viewport and inside every
+// ancestor that clips.
+const fitsCheck = `(() => {
+	const de = document.documentElement;
+	if (de.scrollWidth > de.clientWidth) {
+		const wide = [...document.querySelectorAll('body *')]
+			.filter((el) => el.getBoundingClientRect().right > de.clientWidth + 0.5)
+			.map((el) => el.tagName.toLowerCase() + '.' + el.className);
+		return 'the page scrolls sideways: ' + de.scrollWidth + ' > ' + de.clientWidth + ': ' + wide.slice(0, 5).join(', ');
+	}
+	const msgs = [...document.querySelectorAll('[data-testid="status-message"]')];
+	if (msgs.length === 0) return 'no status on the page';
+	for (const m of msgs) {
+		const r = m.getBoundingClientRect();
+		if (r.left < -0.5 || r.right > de.clientWidth + 0.5) return 'a status runs out of the viewport: ' + r.left + '..' + r.right;
+		if (m.scrollWidth > m.clientWidth + 1) return 'a status is wider than its box: ' + m.scrollWidth + ' > ' + m.clientWidth;
+		for (let el = m.parentElement; el && el !== document.body; el = el.parentElement) {
+			const cs = getComputedStyle(el);
+			if (cs.overflowX === 'visible' && cs.overflowY === 'visible') continue;
+			const pr = el.getBoundingClientRect();
+			if (r.left < pr.left - 0.5 || r.right > pr.right + 0.5) return 'a status is clipped by ' + el.tagName + '.' + el.className;
+		}
+	}
+	return '';
+})()`
+
+// A user with a 32-character login and a 64-character name posts; on a
+// phone nothing scrolls sideways and the post reads whole, on home, their
+// profile and their followers page, whatever the colour scheme.
+func TestBrowserLongNames(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{})
+	srv := in.start()
+	long := "Wolfeschlegelsteinhausenberger_" + "X" // 32 characters
+	name := strings.Repeat("Hubert Blaine Wolfeschlegelsteinhausenbergerdorff ", 2)[:64]
+	if len(long) != 32 {
+		t.Fatalf("login of %d characters", len(long))
+	}
+	author := srv.signUpAs(t, long, name)
+	friend := srv.signUpAs(t, "Ottoline_Violet_Anne_Cavendish_", "Lady Ottoline Violet Anne Cavendish-Bentinck Morrell of Garsington"[:64])
+	author.follow(friend.login)
+	friend.follow(author.login)
+	message := "A post by someone whose login and name are both as long as Chorus allows, " +
+		"with a link https://example.com/a/rather/long/path/that/goes/on/and/on and @" + friend.login
+	first := author.post(message)
+	author.post("Supercalifragilisticexpialidocious_and_then_some_more_letters_without_a_single_space_anywhere")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "author", srv.srv.URL)
+	p.signInUI(long, "password-"+long)
+	p.waitLive()
+	p.waitUntil("the post in the feed", stepTimeout, statusIn("feed", message))
+
+	for _, width := range []int64{360, 390} {
+		p.viewport(width, 780, true)
+		for _, page := range []struct{ label, path, list string }{
+			{"home", "/", "feed"},
+			{"profile", "/u/" + long, "timeline"},
+			{"global", "/global", "timeline"},
+			{"status", fmt.Sprintf("/s/%d", first.ID), "status-page"},
+		} {
+			p.goTo(page.path)
+			p.waitUntil("the post on "+page.label, stepTimeout, statusIn(page.list, message))
+			p.waitUntil(fmt.Sprintf("%s fits %d px", page.label, width), stepTimeout, fitsCheck)
+		}
+		p.goTo("/u/" + long + "/followers")
+		p.waitVisible(testID("user", `[data-login="`+friend.login+`"]`))
+		p.waitUntil(fmt.Sprintf("followers fit %d px", width), stepTimeout, `(() => {
+			const de = document.documentElement;
+			return de.scrollWidth <= de.clientWidth ? '' : 'the page scrolls sideways: ' + de.scrollWidth + ' > ' + de.clientWidth;
+		})()`)
+	}
+
+	// For a person to look at: each page on a phone and a desktop, light and dark.
+	for _, scheme := range []string{"light", "dark"} {
+		p.colorScheme(scheme)
+		for _, size := range []struct {
+			width  int64
+			mobile bool
+		}{{360, true}, {1280, false}} {
+			p.viewport(size.width, 800, size.mobile)
+			for _, page := range []struct{ label, path, ready string }{
+				{"home", "/", statusIn("feed", message)},
+				{"profile", "/u/" + long, statusIn("timeline", message)},
+				{"followers", "/u/" + long + "/followers", `document.querySelector('[data-testid="user"]') ? '' : 'no users'`},
+				{"status", fmt.Sprintf("/s/%d", first.ID), statusIn("status-page", message)},
+			} {
+				p.goTo(page.path)
+				p.waitUntil(page.label, stepTimeout, page.ready)
+				p.keep(fmt.Sprintf("%s-%d-%s", page.label, size.width, scheme))
+			}
+		}
+	}
+}

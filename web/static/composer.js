@@ -1,0 +1,118 @@
+// The composer on the home page: a draft that survives a look elsewhere, a
+// character count that speaks only when it matters, and a post that fails
+// within the request timeout, keeping the draft, when the server cannot
+// take it.
+
+import { h, announce, touchScreen } from './dom.js';
+import { api } from './api.js';
+
+export const MAX_CHARS = 500;
+
+/** charCount counts what the server limits: code points after trimming. */
+export function charCount(text) {
+  return [...text.trim()].length;
+}
+
+// failureText says what went wrong with a post, and what became of it.
+function failureText(err) {
+  if (err.code === 'timeout') {
+    return 'Chorus did not answer within 10 seconds, so your post may not have been saved. Your text is still here: check your feed in a moment before posting it again.';
+  }
+  if (err.status === 0 || err.status >= 500) return `Your post was not sent. ${err.message} Your text is still here.`;
+  return err.message;
+}
+
+/** composer builds the form; ctx.draft keeps its text, ctx.homeFeed gets the post. */
+export function composer(ctx) {
+  const input = h('textarea', {
+    id: 'composer-input', name: 'message', rows: '3',
+    placeholder: 'What’s happening?',
+    'aria-describedby': 'composer-count composer-error',
+    'aria-keyshortcuts': 'n',
+    dataset: { testid: 'composer-input' },
+  });
+  const left = h('span', { class: 'count-num' }, String(MAX_CHARS));
+  const counter = h('span', { class: 'char-count', id: 'composer-count' }, left, h('span', { class: 'visually-hidden' }, ' characters left'));
+  const error = h('p', { class: 'form-error', id: 'composer-error', role: 'alert', hidden: true, dataset: { testid: 'composer-error' } });
+  const submit = h('button', { type: 'submit', class: 'btn btn-primary', dataset: { testid: 'composer-submit' } }, 'Post');
+
+  // Announce only when the remaining count changes band, not per keystroke.
+  let band = 'ok';
+  const update = () => {
+    const remaining = MAX_CHARS - charCount(input.value);
+    left.textContent = String(remaining);
+    const next = remaining < 0 ? 'over' : remaining <= 20 ? 'low' : 'ok';
+    counter.dataset.band = next;
+    if (next !== band && next !== 'ok') {
+      announce(next === 'over' ? `${-remaining} characters over the limit` : `${remaining} characters left`);
+    }
+    band = next;
+  };
+
+  const form = h('form', { class: 'card composer', 'aria-label': 'Post a status', dataset: { testid: 'composer' } },
+    h('label', { class: 'visually-hidden', for: 'composer-input' }, 'Your status'),
+    input,
+    h('div', { class: 'composer-bar' },
+      h('span', { class: 'hint' }, /Mac|iPhone|iPad/.test(navigator.platform) ? '⌘ Enter to post' : 'Ctrl+Enter to post'),
+      counter,
+      submit,
+    ),
+    error,
+  );
+
+  // Back to the text after a post or a failure, but on a touch screen,
+  // where focusing it would pop the keyboard up over what just happened.
+  const refocus = () => {
+    if (!touchScreen()) input.focus();
+  };
+  const fail = (text) => {
+    error.textContent = text;
+    error.hidden = false;
+    refocus();
+  };
+
+  const send = async () => {
+    if (submit.disabled) return;
+    const n = charCount(input.value);
+    error.hidden = true;
+    if (n === 0) return fail('Write something first.');
+    if (n > MAX_CHARS) return fail(`That is ${n} characters; a status can have at most ${MAX_CHARS}.`);
+    submit.disabled = true;
+    submit.textContent = 'Posting…';
+    input.readOnly = true; // what is sent is what gets cleared
+    try {
+      const res = await api('POST', '/statuses', { message: input.value });
+      input.value = '';
+      ctx.draft = '';
+      update();
+      ctx.homeFeed.add(res.status, { own: true });
+      announce('Posted.');
+      refocus();
+    } catch (err) {
+      fail(failureText(err));
+    } finally {
+      input.readOnly = false;
+      submit.disabled = false;
+      submit.textContent = 'Post';
+    }
+  };
+
+  // A draft survives a look at someone's profile and back.
+  input.value = ctx.draft || '';
+  update();
+  input.addEventListener('input', () => {
+    ctx.draft = input.value;
+    update();
+  });
+  input.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
+      ev.preventDefault();
+      send();
+    }
+  });
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    send();
+  });
+  return { el: form, input };
+}

@@ -1,0 +1,104 @@
+// The site header: the main navigation, and on the right either who is
+// signed in (with the connection indicator and Sign out) or, for a
+// visitor, Sign in and Create account.
+
+import { h, loginEl, sameLogin } from './dom.js';
+import { profileHref } from './router.js';
+
+/**
+ * Header fills #nav and #session.
+ *  onSignOut(button)  the Sign out button was pressed
+ *  onRetry()          "Retry now" was pressed
+ *  signInLink(label, className, mode)  a link to the sign-in page that returns here
+ */
+export class Header {
+  constructor({ nav, session, onSignOut, onRetry, signInLink }) {
+    this.nav = nav;
+    this.session = session;
+    this.opts = { onSignOut, onRetry, signInLink };
+    this.me = null;
+    this.badge = null;
+  }
+
+  link(href, label, name, extra) {
+    return h('a', { href, class: 'nav-link', dataset: { route: name } }, label, extra);
+  }
+
+  /** signedIn shows me's navigation and session. */
+  signedIn(me) {
+    this.me = me;
+    this.badge = h('span', { class: 'nav-badge', hidden: true });
+    this.nav.replaceChildren(
+      this.link('/', 'Home', 'home', this.badge),
+      this.link('/global', 'Global', 'global'),
+      this.link(profileHref(me.login), 'Profile', 'profile'),
+    );
+    this.connLabel = h('span', { class: 'conn-label' }, 'Connecting…');
+    this.conn = h('span', { class: 'conn', role: 'status', dataset: { testid: 'conn-state', state: 'connecting' } },
+      h('span', { class: 'conn-dot', 'aria-hidden': 'true' }), this.connLabel);
+    this.retry = h('button', { type: 'button', class: 'btn-link small', hidden: true, onclick: () => this.opts.onRetry() }, 'Retry now');
+    this.meName = h('span', { class: 'me-name' }, me.name || '');
+    const signout = h('button', { type: 'button', class: 'btn btn-quiet btn-small', dataset: { testid: 'signout' } }, 'Sign out');
+    signout.addEventListener('click', () => this.opts.onSignOut(signout));
+    this.session.replaceChildren(
+      h('span', { class: 'conn-wrap' }, this.conn, this.retry),
+      h('a', { class: 'me-link', href: profileHref(me.login), title: 'Your profile' },
+        this.meName, loginEl(me.login, { dataset: { testid: 'me' } })),
+      signout,
+    );
+    delete this.session.dataset.testid;
+    this.nav.hidden = false;
+    this.session.hidden = false;
+  }
+
+  /** signedOut shows a visitor's navigation: the public timeline, and ways in. */
+  signedOut() {
+    this.me = null;
+    this.badge = null;
+    this.conn = null;
+    this.nav.replaceChildren(this.link('/global', 'Global', 'global'));
+    this.session.replaceChildren(
+      this.opts.signInLink('Sign in', 'btn btn-secondary btn-small', 'signin'),
+      this.opts.signInLink('Create account', 'btn btn-primary btn-small', 'signup'),
+    );
+    this.session.dataset.testid = 'visitor';
+    this.nav.hidden = false;
+    this.session.hidden = false;
+  }
+
+  /** setName shows a fresher copy of the signed-in user. */
+  setName(me) {
+    this.me = me;
+    if (this.meName) this.meName.textContent = me.name || '';
+  }
+
+  /** setRoute marks the current page in the navigation. */
+  setRoute(route) {
+    // "Profile" is your own; someone else's profile is no tab of the header.
+    const own = this.me && route.name === 'profile' && sameLogin(route.login, this.me.login);
+    const name = route.name === 'profile' && !own ? '' : route.name;
+    for (const a of this.nav.querySelectorAll('a')) {
+      if (a.dataset.route === name) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+    // A visitor on the home page has the forms in front of them already.
+    this.session.classList.toggle('is-home', route.name === 'home');
+  }
+
+  /** setUnseen shows how many new posts wait in the home feed. */
+  setUnseen(n) {
+    if (!this.badge) return;
+    this.badge.hidden = n === 0;
+    this.badge.replaceChildren(String(n), h('span', { class: 'visually-hidden' }, ' new'));
+  }
+
+  /** setConn shows the connection indicator's view (health.js). */
+  setConn(v) {
+    if (!this.conn) return;
+    this.conn.dataset.state = v.state;
+    this.connLabel.textContent = v.label;
+    const waiting = v.retryAt > Date.now();
+    this.conn.title = waiting ? `${v.title} Next attempt in ${Math.ceil((v.retryAt - Date.now()) / 1000)} s.`.trim() : v.title;
+    this.retry.hidden = !waiting;
+  }
+}

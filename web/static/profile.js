@@ -1,0 +1,202 @@
+// A user's page: their card (name, @login, counts, follow button, presence
+// for a friend) over their statuses. Open to visitors who are signed out.
+
+import { h, avatar, loginEl, announce, formatCount, sameLogin } from './dom.js';
+import { api, isAbort, query, userPath } from './api.js';
+import { profileHref } from './router.js';
+import { timeEl, parseTime } from './time.js';
+import { learnName } from './names.js';
+import { heading, statusTimeline } from './views.js';
+
+// followState answers whether the viewer follows `login`: from `you_follow`
+// when the server sends it, else by scanning the viewer's following list.
+async function followState(me, user, signal) {
+  if (typeof user.you_follow === 'boolean') return user.you_follow;
+  for (let offset = 0; offset < 1000; offset += 100) {
+    const page = await api('GET', userPath(me.login, '/following') + query({ limit: 100, offset }), undefined, { signal });
+    const users = page.users || [];
+    if (users.some((u) => sameLogin(u.login, user.login))) return true;
+    if (users.length < 100) return false;
+  }
+  return false;
+}
+
+function countLink(href, n, one, many, testid) {
+  const num = h('strong', {}, '');
+  const word = h('span', {}, '');
+  const el = h(href ? 'a' : 'span', { href, class: 'count-item', dataset: { testid } }, num, ' ', word);
+  const set = (v) => {
+    num.textContent = formatCount(v);
+    word.textContent = Number(v) === 1 ? one : many;
+  };
+  set(n);
+  return { el, set };
+}
+
+// followButton follows and unfollows; setCounts takes the user it returns.
+function followButton(ctx, user, signal, error, setCounts, refresh) {
+  let state = null; // null while unknown
+  const btn = h('button', { type: 'button', class: 'btn btn-primary', disabled: true, dataset: { testid: 'follow-button' } }, 'Follow');
+  const show = (v) => {
+    state = v;
+    btn.textContent = v ? 'Unfollow' : 'Follow';
+    btn.classList.toggle('btn-primary', !v);
+    btn.classList.toggle('btn-secondary', v);
+    btn.disabled = false;
+  };
+  followState(ctx.me(), user, signal).then(show, (err) => {
+    if (isAbort(err)) return;
+    show(false);
+    error.textContent = `Could not tell whether you follow them: ${err.message}`;
+    error.hidden = false;
+  });
+  btn.addEventListener('click', async () => {
+    if (state === null) return;
+    btn.disabled = true;
+    btn.setAttribute('aria-busy', 'true');
+    error.hidden = true;
+    const path = `/following/${encodeURIComponent(user.login)}`;
+    try {
+      if (state) {
+        await api('DELETE', path);
+        show(false);
+        announce(`You unfollowed ${user.login}.`);
+        refresh(); // DELETE answers 204: fetch the counts it changed
+      } else {
+        const res = await api('PUT', path);
+        show(true);
+        if (res && res.user) setCounts(res.user);
+        announce(`You follow ${user.login} now.`);
+      }
+      ctx.followChanged(user.login, state);
+    } catch (err) {
+      btn.disabled = false;
+      error.textContent = err.message;
+      error.hidden = false;
+    } finally {
+      btn.removeAttribute('aria-busy');
+    }
+  });
+  return btn;
+}
+
+function presenceLine(user) {
+  if (typeof user.online !== 'boolean') return null;
+  return user.online
+    ? h('span', { class: 'presence is-online' }, 'Online now')
+    : h('span', { class: 'presence' }, timeEl(user.last_seen, { prefix: 'Last seen ', missing: 'Not seen yet' }));
+}
+
+function profileCard(ctx, user, signal) {
+  const me = ctx.me();
+  const self = !!me && sameLogin(me.login, user.login);
+  const posts = countLink(null, user.posts, 'post', 'posts', 'count-posts');
+  const followers = countLink(profileHref(user.login, '/followers'), user.followers, 'follower', 'followers', 'count-followers');
+  const following = countLink(profileHref(user.login, '/following'), user.following, 'following', 'following', 'count-following');
+  const error = h('p', { class: 'form-error', role: 'alert', hidden: true, dataset: { testid: 'profile-error' } });
+  const setCounts = (u) => {
+    posts.set(u.posts);
+    followers.set(u.followers);
+    following.set(u.following);
+  };
+  const refresh = () => api('GET', userPath(user.login), undefined, { signal }).then((res) => setCounts(res.user), () => {});
+
+  let action;
+  if (self) action = h('span', { class: 'badge' }, 'This is you');
+  else if (me) action = followButton(ctx, user, signal, error, setCounts, refresh);
+  else action = ctx.signInLink('Sign in to follow', 'btn btn-primary');
+
+  const joined = parseTime(user.signup);
+  const meta = [];
+  if (joined) meta.push(h('span', {}, `Joined ${new Intl.DateTimeFormat(undefined, { month: 'long', year: 'numeric' }).format(joined)}`));
+  const presence = h('span', { class: 'presence-slot' }, self ? null : presenceLine(user));
+
+  const h1 = heading(user.name || user.login, { class: 'page-title profile-name', id: 'profile-name' });
+  const el = h('section', { class: 'card profile', 'aria-labelledby': 'profile-name' },
+    h('div', { class: 'profile-top' },
+      avatar(user, 'lg'),
+      h('div', { class: 'profile-id' },
+        h1,
+        h('p', { class: 'profile-login' }, loginEl(user.login)),
+        // Flex items with a gap rather than " · " text, so a wrap on a phone
+        // leaves no separator dangling at the end of a line.
+        h('p', { class: 'muted small profile-meta' }, meta, presence),
+      ),
+      h('div', { class: 'profile-action' }, action),
+    ),
+    h('p', { class: 'counts' }, posts.el, followers.el, following.el),
+    error,
+  );
+  return {
+    el,
+    heading: h1,
+    refresh,
+    posted: (delta) => {
+      user.posts = Math.max(0, (Number(user.posts) || 0) + delta);
+      posts.set(user.posts);
+    },
+    presence: (frame) => {
+      if (self) return;
+      presence.replaceChildren(presenceLine({ online: frame.online === true, last_seen: frame.last_seen ?? null }) || '');
+    },
+  };
+}
+
+/** profileView: a user's card and their statuses. */
+export function profileView(ctx, login) {
+  const abort = new AbortController();
+  const h1 = heading(`@${login}`, { class: 'page-title visually-hidden' });
+  const top = h('div', { class: 'profile-slot' }, h1, h('p', { class: 'muted' }, 'Loading profile…'));
+  const tl = statusTimeline(ctx, {
+    label: `Posts by ${login}`,
+    path: userPath(login, '/statuses'),
+    empty: h('p', { class: 'empty-title' }, 'No posts yet.'),
+  });
+  const view = { el: h('div', { class: 'view' }, top, tl.el), title: `@${login}`, heading: h1 };
+  let card = null;
+  let refreshTimer = 0;
+
+  api('GET', userPath(login), undefined, { signal: abort.signal }).then((res) => {
+    learnName(res.user);
+    card = profileCard(ctx, res.user, abort.signal);
+    const hadFocus = document.activeElement === h1;
+    top.replaceChildren(card.el);
+    view.heading = card.heading;
+    document.title = `${res.user.name || res.user.login} (@${res.user.login}) · Chorus`;
+    if (hadFocus) card.heading.focus();
+  }, (err) => {
+    if (isAbort(err)) return;
+    const text = err.status === 404 ? `No one here goes by @${login}.` : err.message;
+    top.replaceChildren(heading(err.status === 404 ? 'Not found' : 'Could not load this profile'), h('p', { class: 'muted' }, text));
+    tl.destroy();
+    tl.el.remove();
+  });
+
+  const mine = () => ctx.me() && sameLogin(ctx.me().login, login);
+  // Live: their statuses as the stream brings them, and counts that follow
+  // the friendships the stream reports.
+  view.onFrame = (frame) => {
+    if (!card) return;
+    if (frame.type === 'status' && frame.status && sameLogin(frame.status.login, login)) {
+      if (tl.add(frame.status)) card.posted(+1);
+    } else if (frame.type === 'presence' && frame.user && sameLogin(frame.user.login, login)) {
+      card.presence(frame);
+    }
+  };
+  // Called before the status leaves the timeline, so it can still be counted.
+  view.onDeleted = (id) => {
+    if (card && tl.has(id)) card.posted(-1);
+  };
+  view.onFollows = (user) => {
+    if (!card || !(mine() || sameLogin(user.login, login))) return;
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(card.refresh, 300);
+  };
+  view.destroy = () => {
+    abort.abort();
+    clearTimeout(refreshTimer);
+    tl.destroy();
+    ctx.timelines.delete(tl);
+  };
+  return view;
+}

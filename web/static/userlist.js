@@ -1,0 +1,77 @@
+// Lists of people: one row per user (avatar, name, @login, counts, and an
+// optional action such as a follow button), paged with a "Load more".
+// Followers and following use it; any other list of users can.
+
+import { h, avatar, loginEl, formatCount } from './dom.js';
+import { profileHref } from './router.js';
+import { isAbort } from './api.js';
+import { learnName } from './names.js';
+
+const PAGE = 30;
+
+/**
+ * userItem renders one user. action, if given, is a node placed at the end
+ * of the row (a button, say).
+ */
+export function userItem(u, { action = null } = {}) {
+  learnName(u);
+  const followers = `${formatCount(u.followers)} ${u.followers === 1 ? 'follower' : 'followers'}`;
+  const posts = `${formatCount(u.posts)} ${u.posts === 1 ? 'post' : 'posts'}`;
+  return h('li', { class: 'user-item', dataset: { testid: 'user', login: u.login } },
+    h('a', { class: 'user-link', href: profileHref(u.login) },
+      avatar(u),
+      h('span', { class: 'user-text' },
+        h('span', { class: 'user-name' }, u.name || u.login),
+        loginEl(u.login),
+      ),
+    ),
+    h('span', { class: 'muted small user-stats' }, h('span', { class: 'nowrap' }, followers), ' · ', h('span', { class: 'nowrap' }, posts)),
+    action,
+  );
+}
+
+/**
+ * UserList shows pages of users.
+ *  label      accessible name of the list
+ *  fetchPage  (offset, limit, signal) => {users}
+ *  empty      what an empty list says
+ *  item       (user) => options for userItem (optional)
+ *  notFound   what to say when fetchPage answers 404 (optional)
+ */
+export class UserList {
+  constructor(opts) {
+    this.opts = opts;
+    this.offset = 0;
+    this.abort = new AbortController();
+    this.list = h('ul', { class: 'user-list', 'aria-label': opts.label, dataset: { testid: 'user-list' } });
+    this.note = h('p', { class: 'timeline-note', role: 'status' });
+    this.more = h('button', { type: 'button', class: 'btn btn-secondary', hidden: true }, 'Load more');
+    this.more.addEventListener('click', () => this.load());
+    this.el = h('div', { class: 'card list-card' }, this.list, h('div', { class: 'timeline-foot' }, this.note, this.more));
+  }
+
+  /** load fetches the next page. */
+  async load() {
+    this.more.hidden = true;
+    this.note.textContent = 'Loading…';
+    try {
+      const res = await this.opts.fetchPage(this.offset, PAGE, this.abort.signal);
+      const users = res.users || [];
+      for (const u of users) this.list.append(userItem(u, this.opts.item ? this.opts.item(u) : {}));
+      this.offset += users.length;
+      this.more.textContent = 'Load more';
+      this.more.hidden = users.length < PAGE;
+      this.note.textContent = this.offset === 0 ? this.opts.empty : '';
+    } catch (err) {
+      if (isAbort(err)) return;
+      const gone = err.status === 404;
+      this.note.textContent = gone && this.opts.notFound ? this.opts.notFound : err.message;
+      this.more.textContent = 'Try again';
+      this.more.hidden = gone;
+    }
+  }
+
+  destroy() {
+    this.abort.abort();
+  }
+}
