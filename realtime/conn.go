@@ -63,9 +63,13 @@ type conn struct {
 	shuttingDown atomic.Bool
 	overflowed   atomic.Bool
 
+	// Liveness: a client frame or a pong to the server's ping is activity.
+	// Written by the reader and the pinger.
+	lastActive atomic.Int64 // unix ns of the last activity
+	beatWindow atomic.Int64 // heartbeat window of the last presence write
+
 	// Owned by the reader (set before it starts).
 	connectedAt time.Time     // when presence registered the connection
-	beatWindow  int64         // heartbeat window of the last presence write
 	frames      *rate.Limiter // every client frame
 	resumes     *rate.Limiter // resume frames
 
@@ -184,9 +188,6 @@ func (c *conn) attach(ws *websocket.Conn) bool {
 // connection closes.
 func (c *conn) read(ctx context.Context) websocket.CloseError {
 	h := c.hub
-	idle := 3 * h.opts.HeartbeatInterval
-	timer := time.AfterFunc(idle, func() { c.closeSoon(StatusHeartbeatTimeout, "no heartbeat") })
-	defer timer.Stop()
 	for {
 		// Not ctx: a read cut short by a context closes the socket at once,
 		// without the closing handshake the close under way is doing.
@@ -213,7 +214,7 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 			c.close(statusPolicy, "too many frames")
 			return c.closedWith()
 		}
-		timer.Reset(idle)
+		c.active(ctx, now)
 		if typ != websocket.MessageText {
 			c.enqueue(outgoing{frame: errorFrameJSON("invalid_frame", "Frames must be text, one JSON object each.")})
 			continue
@@ -225,8 +226,8 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 		}
 		switch f.Type {
 		case "heartbeat":
+			// Every frame counted as activity above; this one does no more.
 			h.Stats.Heartbeats.Add(1)
-			c.heartbeat(ctx, now)
 		case "resume":
 			after, ok := parseAfter(f.After)
 			if !ok {
@@ -246,19 +247,58 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 	}
 }
 
-// heartbeat records the connection's activity in presence, at most once per
-// heartbeat window: window k of the connection's own schedule spans k
-// intervals after it connected, give or take half an interval, so that a
-// client timer a little early or late still lands in a window of its own,
-// and the extra heartbeats of a window cost Redis nothing. Connecting
-// counts as window 0.
-func (c *conn) heartbeat(ctx context.Context, now time.Time) {
-	h := c.hub
-	w := heartbeatWindow(now.Sub(c.connectedAt), h.opts.HeartbeatInterval)
-	if w <= c.beatWindow {
-		return
+// keepAlive pings the client every heartbeat interval, from a timer rather
+// than a goroutine of its own, and counts its pong as activity. Browsers
+// answer pings themselves, even in a background tab whose timers are
+// throttled or frozen, so presence no longer hangs on the page's heartbeat
+// frames. A connection with no activity for three intervals, no frame and
+// no pong, is closed with 4000.
+func (c *conn) keepAlive() {
+	interval := c.hub.opts.HeartbeatInterval
+	var tick func()
+	tick = func() {
+		start := time.Now()
+		if c.isClosed() {
+			return
+		}
+		if start.Sub(time.Unix(0, c.lastActive.Load())) >= 3*interval {
+			c.hub.Stats.IdleClosed.Add(1)
+			c.closeSoon(StatusHeartbeatTimeout, "no heartbeat")
+			return
+		}
+		// Wait for the pong at most an interval, then ping again: a pong
+		// that comes later is not counted, the next one is.
+		ctx, cancel := context.WithTimeout(c.life, interval)
+		err := c.ws.Ping(ctx)
+		cancel()
+		if err == nil {
+			c.hub.Stats.Pongs.Add(1)
+			c.active(c.life, time.Now())
+		}
+		time.AfterFunc(max(0, interval-time.Since(start)), tick)
 	}
-	c.beatWindow = w
+	time.AfterFunc(interval, tick)
+}
+
+// active records activity at now: it keeps the connection open, and writes
+// it to presence at most once per heartbeat window: window k of the
+// connection's own schedule spans k intervals after it connected, give or
+// take half an interval, so that a client timer or a pong a little early or
+// late still lands in a window of its own, and the extra activity of a window
+// costs Redis nothing. Connecting counts as window 0.
+func (c *conn) active(ctx context.Context, now time.Time) {
+	h := c.hub
+	c.lastActive.Store(now.UnixNano())
+	w := heartbeatWindow(now.Sub(c.connectedAt), h.opts.HeartbeatInterval)
+	for {
+		old := c.beatWindow.Load()
+		if w <= old {
+			return
+		}
+		if c.beatWindow.CompareAndSwap(old, w) {
+			break
+		}
+	}
 	h.Stats.HeartbeatsRecorded.Add(1)
 	if err := h.presence.Heartbeat(ctx, c.uid, c.id); err != nil && ctx.Err() == nil {
 		h.log.Warn("heartbeat not recorded", "uid", c.uid, "err", err)

@@ -121,6 +121,12 @@ type Stats struct {
 	Heartbeats     atomic.Int64 // heartbeat frames received, recorded or not
 	PubSubRestarts atomic.Int64 // resubscriptions after the pub/sub connection was lost
 
+	// Pongs counts pongs to the hub's pings: browsers answer them even when
+	// their page's timers are throttled.
+	Pongs atomic.Int64
+	// IdleClosed counts connections closed with 4000: no frame and no pong
+	// for three heartbeat intervals.
+	IdleClosed atomic.Int64
 	// HeartbeatsRecorded counts heartbeats written to presence: at most one
 	// per connection per heartbeat interval, however many frames come.
 	HeartbeatsRecorded atomic.Int64

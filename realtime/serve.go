@@ -74,6 +74,7 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byt
 		return nil, false
 	}
 	c.connectedAt = time.Now()
+	c.lastActive.Store(c.connectedAt.UnixNano())
 	if _, err := h.presence.Connect(ctx, c.uid, c.id); err != nil {
 		h.leave(c)
 		if errors.Is(err, presence.ErrTooManyConnections) {
@@ -132,6 +133,7 @@ func (c *conn) run(ready []byte) {
 	if c.send(ready) && c.queue.release() {
 		go c.drain()
 	}
+	c.keepAlive()
 	end, by := c.read(c.life), "client"
 	wire := end.Code
 	if wire == websocket.StatusAbnormalClosure {

@@ -353,35 +353,43 @@ func TestStreamSignOutCloses(t *testing.T) {
 	}
 }
 
+// A stream stays open on its pongs to the server's pings, heartbeat frames
+// or not; one that answers nothing at all is closed with 4000 after three
+// intervals.
 func TestStreamHeartbeatTimeout(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, social.Options{})
 	e.presence.Window, e.presence.HeartbeatInterval = 2*time.Second, 200*time.Millisecond
 	in := e.start()
 	a := in.signUp(t, "beater")
-	alive := a.connect()
-	silent := a.connect()
+	alive := a.connect() // reads, so it answers pings, and sends no frame
 	if alive.ready.HeartbeatIntervalMS != 200 {
 		t.Fatalf("heartbeat_interval_ms = %d", alive.ready.HeartbeatIntervalMS)
 	}
-	stop := time.After(1500 * time.Millisecond)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-beat:
-	for {
-		select {
-		case <-tick.C:
-			alive.send(map[string]string{"type": "heartbeat"})
-		case <-stop:
-			break beat
-		}
+	silent, res, err := a.dial(nil)
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, res)
 	}
-	if code := silent.closedWith(time.Second); code != realtime.StatusHeartbeatTimeout {
-		t.Fatalf("silent stream closed with %v, want %d", code, realtime.StatusHeartbeatTimeout)
+	defer silent.CloseNow()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, _, err := silent.Read(ctx); err != nil { // ready
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // reading nothing, it answers no ping
+	for {
+		_, _, err := silent.Read(ctx)
+		if err == nil {
+			continue
+		}
+		if code := websocket.CloseStatus(err); code != realtime.StatusHeartbeatTimeout {
+			t.Fatalf("silent stream ended with %v, want %d", err, realtime.StatusHeartbeatTimeout)
+		}
+		break
 	}
 	select {
 	case <-alive.done:
-		t.Fatalf("the stream that beat was closed: %v", alive.closeErr)
+		t.Fatalf("the stream answering pings was closed: %v", alive.closeErr)
 	default:
 	}
 }

@@ -1,0 +1,74 @@
+package realtime
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"chorus/presence"
+
+	"github.com/coder/websocket"
+)
+
+// A client that sends no frame at all, as a background tab whose timers the
+// browser froze, stays open and online on its pongs alone: the hub pings it
+// every interval and writes presence once per interval.
+func TestPongsKeepAStreamOnline(t *testing.T) {
+	t.Parallel()
+	interval := 100 * time.Millisecond
+	e := newEnv(t, envOptions{
+		hub:      Options{HeartbeatInterval: interval},
+		presence: presence.Options{HeartbeatInterval: interval, Window: 3 * interval},
+	})
+	quiet := e.signUp("quiet")
+	s := e.connect(quiet) // reads, so its library answers pings; sends nothing
+	time.Sleep(12 * interval)
+	if !s.isOpen() {
+		t.Fatalf("a stream answering pings was closed: %v", s.closeErr)
+	}
+	online, _, err := e.presence.UserPresence(t.Context(), quiet.id)
+	if err != nil || !online {
+		t.Fatalf("after 12 intervals of pongs alone: online = %v (%v), want true", online, err)
+	}
+	st := &e.hub.Stats
+	if p, r := st.Pongs.Load(), st.HeartbeatsRecorded.Load(); p < 6 || r < 6 || r > 13 {
+		t.Fatalf("pongs = %d, heartbeats recorded = %d: want one of each per interval", p, r)
+	}
+	if n := st.Heartbeats.Load(); n != 0 {
+		t.Fatalf("heartbeat frames = %d, want none", n)
+	}
+}
+
+// A client that answers nothing, not even pings (its connection stalled),
+// is closed with 4000 after three intervals.
+func TestUnansweringStreamClosed(t *testing.T) {
+	t.Parallel()
+	interval := 100 * time.Millisecond
+	e := newEnv(t, envOptions{hub: Options{HeartbeatInterval: interval}})
+	u := e.signUp("stalled")
+	ws, res, err := e.dial(u, nil)
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, res)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, _, err := ws.Read(ctx); err != nil { // the ready frame
+		t.Fatal(err)
+	}
+	time.Sleep(6 * interval) // reading nothing: pings go unanswered
+	for {
+		_, _, err := ws.Read(ctx)
+		if err == nil {
+			continue
+		}
+		var ce websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != StatusHeartbeatTimeout {
+			t.Fatalf("a stream answering nothing ended with %v, want %d", err, StatusHeartbeatTimeout)
+		}
+		break
+	}
+	if n := e.hub.Stats.IdleClosed.Load(); n != 1 {
+		t.Fatalf("IdleClosed = %d, want 1", n)
+	}
+}
