@@ -21,13 +21,14 @@
 -- ARGV[7] global timeline size
 -- ARGV[8] live event to publish (JSON)
 -- ARGV[9] author's event channel
+-- ARGV[10] author name
 -- Returns 1 with a job queued, 0 without one, -1 when the author is unknown.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end
 local id = ARGV[1]
 redis.call('HSET', KEYS[2], 'id', id, 'uid', ARGV[2], 'login', ARGV[3],
-  'message', ARGV[4], 'posted', ARGV[5])
+  'name', ARGV[10], 'message', ARGV[4], 'posted', ARGV[5])
 redis.call('HINCRBY', KEYS[1], 'posts', 1)
 redis.call('ZADD', KEYS[3], id, id)
 redis.call('ZADD', KEYS[4], id, id)

@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ type Status struct {
 	ID      int64     `json:"id"`
 	UID     int64     `json:"uid"`
 	Login   string    `json:"login"`
+	Name    string    `json:"name,omitempty"` // the author's, as it was at posting
 	Message string    `json:"message"`
 	Posted  time.Time `json:"posted"`
 }
@@ -60,7 +60,7 @@ var (
 	deleteScript = redis.NewScript(deleteSource)
 )
 
-var statusFields = []string{"id", "uid", "login", "message", "posted"}
+var statusFields = []string{"id", "uid", "login", "message", "posted", "name"}
 
 // ValidateMessage trims message and checks it against the API's rules.
 func ValidateMessage(message string) (string, error) {
@@ -92,16 +92,19 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 		return Status{}, err
 	}
 	pipe := s.rdb.Pipeline()
-	login := pipe.HGet(ctx, s.keys.user(uid), "login")
+	author := pipe.HMGet(ctx, s.keys.user(uid), "login", "name")
 	sid := pipe.Incr(ctx, s.keys.statusSeq())
 	now := pipe.Time(ctx)
-	if _, err := pipe.Exec(ctx); errors.Is(err, redis.Nil) {
-		return Status{}, ErrNotFound
-	} else if err != nil {
+	if _, err := pipe.Exec(ctx); err != nil {
 		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 	}
+	login, _ := author.Val()[0].(string)
+	name, _ := author.Val()[1].(string)
+	if login == "" {
+		return Status{}, ErrNotFound
+	}
 	st := Status{
-		ID: sid.Val(), UID: uid, Login: login.Val(), Message: message,
+		ID: sid.Val(), UID: uid, Login: login, Name: name, Message: message,
 		Posted: now.Val().UTC().Truncate(time.Millisecond),
 	}
 	payload, err := json.Marshal(Event{Type: EventStatus, Status: &st})
@@ -114,7 +117,7 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 		k.user(uid), k.status(st.ID), k.profile(uid), k.home(uid), k.global(),
 		k.followers(uid), k.jobs(), job, k.followSeq(),
 	}, st.ID, uid, st.Login, st.Message, st.Posted.UnixMilli(),
-		s.opts.HomeSize, s.opts.GlobalSize, payload, k.userChannel(uid)).Int()
+		s.opts.HomeSize, s.opts.GlobalSize, payload, k.userChannel(uid), st.Name).Int()
 	if err != nil {
 		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 	}
@@ -190,7 +193,7 @@ func (s *Service) statusesByID(ctx context.Context, ids []int64) ([]Status, erro
 		}
 		id, _ := strconv.ParseInt(str(0), 10, 64)
 		uid, _ := strconv.ParseInt(str(1), 10, 64)
-		out = append(out, Status{ID: id, UID: uid, Login: str(2), Message: str(3), Posted: unixMilli(str(4))})
+		out = append(out, Status{ID: id, UID: uid, Login: str(2), Message: str(3), Posted: unixMilli(str(4)), Name: str(5)})
 	}
 	return out, nil
 }

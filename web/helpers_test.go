@@ -229,6 +229,7 @@ type statusJSON struct {
 	ID      int64     `json:"id"`
 	UID     int64     `json:"uid"`
 	Login   string    `json:"login"`
+	Name    string    `json:"name"`
 	Message string    `json:"message"`
 	Posted  time.Time `json:"posted"`
 }

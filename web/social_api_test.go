@@ -27,7 +27,7 @@ func TestCreateUserAndStatus(t *testing.T) {
 	}
 
 	st := alice.post("  hello, world  ")
-	if st.Message != "hello, world" || st.UID != alice.id || st.Login != "Alice" || st.ID <= 0 {
+	if st.Message != "hello, world" || st.UID != alice.id || st.Login != "Alice" || st.Name != "Name Alice" || st.ID <= 0 {
 		t.Fatalf("posted %+v", st)
 	}
 	if d := time.Since(st.Posted); d < -time.Minute || d > time.Minute {
@@ -42,8 +42,8 @@ func TestCreateUserAndStatus(t *testing.T) {
 		t.Fatalf("posts = %d, want 1", c.posts)
 	}
 	for _, path := range []string{"/api/v1/timelines/home", "/api/v1/users/alice/statuses", "/api/v1/timelines/global"} {
-		if p := alice.timeline(path); !slices.Equal(ids(p.Statuses), []int64{st.ID}) {
-			t.Fatalf("%s = %v, want [%d]", path, ids(p.Statuses), st.ID)
+		if p := alice.timeline(path); !slices.Equal(ids(p.Statuses), []int64{st.ID}) || p.Statuses[0] != st {
+			t.Fatalf("%s = %+v, want [%+v]", path, p.Statuses, st)
 		}
 	}
 	var me struct{ User userJSON }

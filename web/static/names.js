@@ -1,6 +1,7 @@
-// Display names by login. A status carries only its author's login, so the
-// name shown beside it comes from here: learned from every user object the
-// client sees (lists, profiles, friends, the stream), and otherwise asked of
+// Display names by login. A status carries its author's name (statuses from
+// before names were stored carry only the login): for those, the name comes
+// from here, learned from every user object and status the client sees
+// (lists, profiles, friends, the stream), and otherwise asked of
 // GET /users/{login} once per author and session, a few at a time.
 
 import { api, userPath } from './api.js';

@@ -5,7 +5,7 @@
 import { h, avatar, loginEl } from './dom.js';
 import { profileHref, statusHref } from './router.js';
 import { timeEl, nameTimeLink } from './time.js';
-import { knownName, nameOf } from './names.js';
+import { knownName, learnName, nameOf } from './names.js';
 
 // @mentions (not inside e-mail addresses) and plain http(s) links.
 const LINKS = /(?<![A-Za-z0-9_])@([A-Za-z0-9_]{3,32})(?![A-Za-z0-9_])|\bhttps?:\/\/[^\s<>"]+/g;
@@ -32,9 +32,13 @@ export function messageNodes(message) {
   return out;
 }
 
-/** authorName is a span with login's display name, filled in once known. */
-export function authorName(login) {
-  const el = h('span', { class: 'status-name' }, knownName(login) || '');
+/**
+ * authorName is a span with the display name of a status's author: the
+ * status's own name when it carries one, else filled in once known.
+ */
+export function authorName(login, name) {
+  if (name) learnName({ login, name });
+  const el = h('span', { class: 'status-name' }, name || knownName(login) || '');
   if (!el.textContent) nameOf(login).then((name) => { el.textContent = name; });
   return el;
 }
@@ -101,7 +105,7 @@ export function statusEl(status, { mine, onDelete }) {
       // taller than anyone else's.
       h('div', { class: 'status-head' },
         h('p', { class: 'status-meta' },
-          h('a', { class: 'status-author', href, dataset: { testid: 'status-author' } }, authorName(status.login), loginEl(status.login)),
+          h('a', { class: 'status-author', href, dataset: { testid: 'status-author' } }, authorName(status.login, status.name), loginEl(status.login)),
           h('span', { class: 'sep', 'aria-hidden': 'true' }, '·'),
           nameTimeLink(h('a', { class: 'status-time', href: statusHref(status.id) }, timeEl(status.posted, { short: true }))),
         ),
