@@ -98,6 +98,7 @@ func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.InfoContext(r.Context(), "signed up", "request_id", middleware.GetReqID(r.Context()), "uid", u.ID, "login", u.Login)
 	setSessionCookie(w, r, token, s.sessionTTL)
+	noteUser(r.Context(), u.ID)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": userView{User: u}, "token": token})
 }
 
@@ -113,6 +114,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setSessionCookie(w, r, token, s.sessionTTL)
+	noteUser(r.Context(), u.ID)
 	writeJSON(w, http.StatusOK, map[string]any{"user": userView{User: u}, "token": token})
 }
 

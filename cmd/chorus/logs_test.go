@@ -181,6 +181,10 @@ func TestRequestLogClientAndUser(t *testing.T) {
 	base, logs := start(t, map[string]string{"REDIS_URL": redistest.URL(t), "CHORUS_KEY_PREFIX": redistest.Prefix()},
 		"-log-format", "json", "-trusted-proxies", "127.0.0.1")
 	uid, token := signUp(t, base, "logged")
+	// The sign-up's own line names the user it made.
+	if line := awaitLog(t, logs, "request", func(l logLine) bool { return l["path"] == "/api/v1/users" && l["method"] == "POST" }); line.number("uid") != float64(uid) {
+		t.Errorf("sign-up line %v: want uid %d", line, uid)
+	}
 	cases := []struct {
 		name, path string
 		header     []string
