@@ -73,6 +73,8 @@ type conn struct {
 	frames      *rate.Limiter // every client frame
 	resumes     *rate.Limiter // resume frames
 
+	presence presenceGate // coalesces presence frames per user
+
 	// Owned by the writer.
 	sent     sentIDs
 	timeline sentRange // home-timeline ids sent in full by resumes

@@ -65,6 +65,18 @@ type event struct {
 		ID int64 `json:"id"`
 	} `json:"status"`
 	Session string `json:"session"`
+	// User and Online are a presence frame's.
+	User *struct {
+		ID int64 `json:"id"`
+	} `json:"user"`
+	Online bool `json:"online"`
+}
+
+// frameOnline reads the online field of a presence frame.
+func frameOnline(frame []byte) bool {
+	var ev event
+	_ = json.Unmarshal(frame, &ev)
+	return ev.Online
 }
 
 // Internal event types, handled by the hub and never forwarded.

@@ -167,6 +167,11 @@ type frame struct {
 	Message string         `json:"message"`
 	// Available is the service frame's.
 	Available *bool `json:"available"`
+	// User and Online are a presence frame's.
+	User *struct {
+		ID int64 `json:"id"`
+	} `json:"user"`
+	Online bool `json:"online"`
 }
 
 // stream is a test's client: a goroutine reads every frame into frames

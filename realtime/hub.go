@@ -120,6 +120,9 @@ type Stats struct {
 	SlowClosed     atomic.Int64 // connections closed because their queue overflowed
 	Heartbeats     atomic.Int64 // heartbeat frames received, recorded or not
 	PubSubRestarts atomic.Int64 // resubscriptions after the pub/sub connection was lost
+	// PresenceCoalesced counts presence frames not sent because a newer one
+	// about the same user, within a second, replaced them.
+	PresenceCoalesced atomic.Int64
 
 	// Pongs counts pongs to the hub's pings: browsers answer them even when
 	// their page's timers are throttled.
@@ -283,6 +286,12 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 	}
 	if u.checking {
 		h.Stats.FramesDropped.Add(int64(len(u.conns)))
+		return
+	}
+	if ev.Type == "presence" && ev.User != nil {
+		for c := range u.conns {
+			c.enqueuePresence(ev.User.ID, ev.Online, payload)
+		}
 		return
 	}
 	for c := range u.conns {

@@ -1,0 +1,87 @@
+package realtime
+
+import (
+	"sync"
+	"time"
+)
+
+// presenceGap is the least time between two presence frames about one user
+// to one connection. A user coming and going faster (a flaky network, a
+// reconnect storm after an instance restart) costs their friends one frame a
+// second at most, the newest state.
+const presenceGap = time.Second
+
+// presenceGate coalesces one connection's presence frames per user: a frame
+// about a user told less than presenceGap ago is held back, and replaced by
+// any newer one, until the gap is over.
+type presenceGate struct {
+	mu      sync.Mutex
+	sent    map[int64]sentPresence // per user: the last frame let through
+	pending map[int64][]byte       // per user: the newest frame held back
+}
+
+type sentPresence struct {
+	at     time.Time
+	online bool
+}
+
+// enqueuePresence sends, or holds back, a presence frame about uid.
+func (c *conn) enqueuePresence(uid int64, online bool, frame []byte) {
+	g := &c.presence
+	now := time.Now()
+	g.mu.Lock()
+	if _, held := g.pending[uid]; held {
+		g.pending[uid] = frame
+		g.mu.Unlock()
+		c.hub.Stats.PresenceCoalesced.Add(1)
+		return
+	}
+	last, told := g.sent[uid]
+	if told && now.Sub(last.at) < presenceGap {
+		if g.pending == nil {
+			g.pending = map[int64][]byte{}
+		}
+		g.pending[uid] = frame
+		g.mu.Unlock()
+		c.hub.Stats.PresenceCoalesced.Add(1)
+		time.AfterFunc(presenceGap-now.Sub(last.at), func() { c.flushPresence(uid) })
+		return
+	}
+	g.remember(uid, now, online)
+	g.mu.Unlock()
+	c.enqueue(outgoing{frame: frame})
+}
+
+// flushPresence sends the frame held back about uid, unless it tells what
+// the last frame sent told already.
+func (c *conn) flushPresence(uid int64) {
+	g := &c.presence
+	g.mu.Lock()
+	frame := g.pending[uid]
+	delete(g.pending, uid)
+	online := frameOnline(frame)
+	same := g.sent[uid].online == online
+	g.remember(uid, time.Now(), online)
+	g.mu.Unlock()
+	if same {
+		c.hub.Stats.PresenceCoalesced.Add(1)
+		return
+	}
+	c.enqueue(outgoing{frame: frame})
+}
+
+// remember notes a frame let through; entries older than the gap are
+// dropped now and then, so the map holds only the users of the last second.
+func (g *presenceGate) remember(uid int64, at time.Time, online bool) {
+	if g.sent == nil {
+		g.sent = map[int64]sentPresence{}
+	}
+	if len(g.sent) >= 64 {
+		for id, s := range g.sent {
+			if at.Sub(s.at) >= presenceGap {
+				delete(g.sent, id)
+			}
+		}
+	}
+	g.sent[uid] = sentPresence{at: at, online: online}
+}

@@ -1,0 +1,80 @@
+package realtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A user coming and going many times a second costs each friend's stream
+// one presence frame a second at most, and the last one tells the newest
+// state; another user's frames are not held back by it.
+func TestPresenceFramesCoalesced(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	friend := e.signUp("friend")
+	s := e.connect(friend)
+	channel := e.social.UserChannel(friend.id)
+	publish := func(uid int64, online bool) {
+		t.Helper()
+		raw, _ := json.Marshal(map[string]any{
+			"type": "presence", "user": map[string]any{"id": uid, "login": fmt.Sprint("u", uid), "name": "N"},
+			"online": online, "last_seen": time.Now(),
+		})
+		if err := e.rdb.Publish(t.Context(), channel, raw).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	for i := range 41 { // flaky: online, offline, ..., online
+		publish(1001, i%2 == 0)
+	}
+	publish(1002, true)
+
+	type got struct {
+		uid    int64
+		online bool
+		at     time.Duration
+	}
+	var frames []got
+	deadline := time.After(2500 * time.Millisecond)
+read:
+	for {
+		select {
+		case f := <-s.frames:
+			if f.Type != "presence" {
+				t.Fatalf("unexpected frame %+v", f)
+			}
+			frames = append(frames, got{f.User.ID, f.Online, time.Since(start)})
+		case <-deadline:
+			break read
+		}
+	}
+	var about1001 []got
+	for _, f := range frames {
+		if f.uid == 1001 {
+			about1001 = append(about1001, f)
+		}
+	}
+	if len(frames)-len(about1001) != 1 {
+		t.Fatalf("frames about the other user: %+v, want one", frames)
+	}
+	// The first at once; the rest held back a second. The first was
+	// "online" and so is the newest: nothing more to tell.
+	if len(about1001) != 1 || !about1001[0].online {
+		t.Fatalf("frames about the flaky user: %+v, want one, online", about1001)
+	}
+
+	// Going offline and staying so: told, a second after the last frame.
+	publish(1001, false)
+	publish(1001, true)
+	publish(1001, false)
+	f := s.next(3 * time.Second)
+	if f.Type != "presence" || f.User.ID != 1001 || f.Online {
+		t.Fatalf("after the flaky user left: %+v, want presence offline", f)
+	}
+	if n := e.hub.Stats.PresenceCoalesced.Load(); n < 40 {
+		t.Fatalf("PresenceCoalesced = %d, want at least 40", n)
+	}
+}
