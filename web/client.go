@@ -26,6 +26,7 @@ var clientPages = []string{
 	"/u/{login}/followers",
 	"/u/{login}/following",
 	"/s/{id}",
+	"/search",
 }
 
 // gzipSuffix is what gzhttp adds inside the ETag of an answer it

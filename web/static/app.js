@@ -16,6 +16,9 @@ import { parseRoute, startRouter, navigate, savedScroll } from './router.js';
 import { homeView, homeEmpty, welcomeView, globalView, peopleView, notFoundView } from './views.js';
 import { profileView } from './profile.js';
 import { statusView } from './statuspage.js';
+import { searchView } from './search.js';
+import { Suggestions } from './suggestions.js';
+import { Notifications } from './notifications.js';
 
 const main = document.getElementById('main');
 const aside = document.getElementById('sidebar');
@@ -47,6 +50,7 @@ const PAGES = {
   followers: (r) => peopleView(ctx, r.login, 'followers'),
   following: (r) => peopleView(ctx, r.login, 'following'),
   status: (r) => statusView(ctx, r.id),
+  search: () => searchView(ctx),
   notfound: () => notFoundView(),
 };
 
@@ -194,9 +198,12 @@ function enterApp(user) {
   ctx.timelines.add(ctx.homeFeed);
 
   session.sidebar = new Sidebar();
+  session.suggestions = new Suggestions(ctx);
+  session.sidebar.el.append(session.suggestions.el);
   aside.replaceChildren(session.sidebar.el);
   aside.hidden = false;
-  header.signedIn(user);
+  session.notes = new Notifications(ctx);
+  header.signedIn(user, { tools: session.notes.el });
 
   const sidebar = session.sidebar;
   const health = new Health((v) => {
@@ -218,6 +225,7 @@ function enterApp(user) {
 
   refreshFriends();
   refreshSiteCounts();
+  session.suggestions.load();
   session.timers.push(setInterval(refreshSiteCounts, 60000));
   // Frames sent while the stream was down are not replayed, so GET
   // /friends now and then keeps the panel whole.
@@ -235,6 +243,7 @@ function leaveApp(text) {
   session = null;
   old.health.stop();
   old.stream.stop();
+  old.notes.destroy();
   setHealthHandler(null);
   for (const t of old.timers) clearInterval(t);
   clearTimeout(old.batchTimer);
@@ -326,7 +335,9 @@ function onFrame(frame) {
       if (frame.user) followsChanged(frame.user);
       break;
     case 'followed':
-      if (frame.user) followsChanged(frame.user);
+      if (!frame.user) break;
+      session.notes.followed(frame);
+      followsChanged(frame.user);
       break;
     case 'error':
       console.warn('stream error frame', frame.code, frame.message);

@@ -1,6 +1,6 @@
-// The site header: the main navigation, and on the right either who is
-// signed in (with the connection indicator and Sign out) or, for a
-// visitor, Sign in and Create account.
+// The site header: the main navigation (Search included), and on the
+// right either who is signed in (with the connection indicator, the
+// notifications and Sign out) or, for a visitor, Sign in and Create account.
 
 import { h, loginEl, sameLogin } from './dom.js';
 import { profileHref } from './router.js';
@@ -25,13 +25,14 @@ export class Header {
   }
 
   /** signedIn shows me's navigation and session. */
-  signedIn(me) {
+  signedIn(me, { tools = null } = {}) {
     this.me = me;
     this.badge = h('span', { class: 'nav-badge', hidden: true });
     this.nav.replaceChildren(
       this.link('/', 'Home', 'home', this.badge),
       this.link('/global', 'Global', 'global'),
       this.link(profileHref(me.login), 'Profile', 'profile'),
+      this.link('/search', 'Search', 'search'),
     );
     this.connLabel = h('span', { class: 'conn-label' }, 'Connecting…');
     this.conn = h('span', { class: 'conn', role: 'status', dataset: { testid: 'conn-state', state: 'connecting' } },
@@ -42,6 +43,7 @@ export class Header {
     signout.addEventListener('click', () => this.opts.onSignOut(signout));
     this.session.replaceChildren(
       h('span', { class: 'conn-wrap' }, this.conn, this.retry),
+      tools,
       h('a', { class: 'me-link', href: profileHref(me.login), title: 'Your profile' },
         this.meName, loginEl(me.login, { dataset: { testid: 'me' } })),
       signout,
@@ -56,7 +58,7 @@ export class Header {
     this.me = null;
     this.badge = null;
     this.conn = null;
-    this.nav.replaceChildren(this.link('/global', 'Global', 'global'));
+    this.nav.replaceChildren(this.link('/global', 'Global', 'global'), this.link('/search', 'Search', 'search'));
     this.session.replaceChildren(
       this.opts.signInLink('Sign in', 'btn btn-secondary btn-small', 'signin'),
       this.opts.signInLink('Create account', 'btn btn-primary btn-small', 'signup'),

@@ -12,6 +12,7 @@ const ROUTES = [
   { name: 'followers', pattern: /^\/u\/([^/]+)\/followers$/, keys: ['login'] },
   { name: 'following', pattern: /^\/u\/([^/]+)\/following$/, keys: ['login'] },
   { name: 'status', pattern: /^\/s\/([1-9][0-9]*)$/, keys: ['id'] },
+  { name: 'search', pattern: /^\/search$/ },
 ];
 
 /** parseRoute turns a path ("/u/ada") into {name, path, ...params}; unknown paths are "notfound". */

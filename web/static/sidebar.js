@@ -40,7 +40,7 @@ export class Sidebar {
     wide.addEventListener('change', () => { this.awayGroup.open = wide.matches; });
     this.hint = h('p', { class: 'muted small', hidden: true },
       'Friends are people you follow who follow you back. ',
-      h('a', { href: '/global' }, 'Find people'), ' on the global timeline.');
+      h('a', { href: '/search' }, 'Find people'), ' by name, or on the ', h('a', { href: '/global' }, 'global timeline'), '.');
     this.staleNote = h('p', { class: 'muted small stale-note', hidden: true }, 'Not live: this list may be out of date.');
     this.site = h('p', { class: 'muted small site-presence', hidden: true });
 

@@ -11,6 +11,7 @@ import { Timeline } from './timeline.js';
 import { composer } from './composer.js';
 import { renderAuth } from './auth.js';
 import { UserList } from './userlist.js';
+import { followControl } from './follow.js';
 
 const PAGE = 30;
 // How often the global timeline asks for what is new while it is shown.
@@ -136,6 +137,7 @@ export function peopleView(ctx, login, which) {
     fetchPage: (offset, limit, signal) => api('GET', userPath(login, `/${which}`) + query({ limit, offset }), undefined, { signal }),
     empty: followers ? 'No followers yet.' : 'Not following anyone yet.',
     notFound: `No one here goes by @${login}.`,
+    item: (u) => ({ action: followControl(ctx, u) }),
   });
   list.load();
 

@@ -1,0 +1,237 @@
+package web_test
+
+import (
+	"testing"
+	"time"
+
+	"chorus/social"
+)
+
+// followToggle is the selector of the follow button for login inside scope.
+func followToggle(scope, login string) string {
+	return scope + ` [data-testid="follow-toggle"][data-login="` + login + `"]`
+}
+
+// buttonSays is a check that the button sel reads label and is enabled.
+func buttonSays(sel, label string) string {
+	return `(() => {
+		const b = document.querySelector(` + js(sel) + `);
+		if (!b) return 'no button ' + ` + js(sel) + `;
+		const text = b.querySelector('.follow-label')?.textContent;
+		if (b.disabled) return 'button disabled';
+		return text === ` + js(label) + ` ? '' : 'button says ' + text;
+	})()`
+}
+
+// foundLogins is a check that the search results are exactly logins, in order.
+func foundLogins(logins string) string {
+	return `(() => {
+		const got = [...document.querySelectorAll('[data-testid="search-results"] [data-testid="user"]')].map((li) => li.dataset.login).join(',');
+		return got === ` + js(logins) + ` ? '' : 'results: ' + JSON.stringify(got) + ', note: ' + (document.querySelector('[data-testid="search-note"]')?.textContent ?? '');
+	})()`
+}
+
+// A visitor searches from the header's Search link: results come as they
+// type, by the start of a name and of a login, and a result opens the
+// profile. The search rides in the address.
+func TestBrowserPeopleSearch(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	in.signUpAs(t, "ada", "Ada Lovelace")
+	in.signUpAs(t, "grace", "Grace Hopper")
+	in.signUpAs(t, "adele", "Adele Goldberg")
+
+	br := newBrowser(t)
+	v := br.newTab(t, "visitor", in.srv.URL)
+	v.open("/global")
+	v.waitVisible(`#nav a[href="/search"]`)
+	v.click(`#nav a[href="/search"]`)
+	input := testID("search-input")
+	v.waitVisible(input)
+	v.waitUntil("the box has the focus", stepTimeout, `document.activeElement?.dataset.testid === 'search-input' ? '' : 'focus on ' + document.activeElement?.tagName`)
+
+	// By a later word of the name.
+	v.typeInto(input, "hop")
+	v.waitUntil("grace found by name", stepTimeout, foundLogins("grace"))
+	if got := eval[string](v, `location.pathname + location.search`); got != "/search?q=hop" {
+		t.Fatalf("address %q", got)
+	}
+	// No follow buttons for a visitor.
+	if eval[bool](v, `document.querySelector('[data-testid="follow-toggle"]') !== null`) {
+		t.Fatal("a visitor is offered Follow")
+	}
+	v.keep("search-1280-light")
+
+	// By the start of a login: ada first (exact), then adele.
+	eval[bool](v, `(() => { const i = document.querySelector('[data-testid="search-input"]'); i.value = ''; i.dispatchEvent(new Event('input')); return true; })()`)
+	v.typeInto(input, "ada")
+	v.waitUntil("ada found by login", stepTimeout, foundLogins("ada"))
+	eval[bool](v, `(() => { const i = document.querySelector('[data-testid="search-input"]'); i.value = 'ad'; i.dispatchEvent(new Event('input')); return true; })()`)
+	v.waitUntil("both by login prefix", stepTimeout, foundLogins("ada,adele"))
+	v.waitUntil("nothing for zzz", stepTimeout, `(() => {
+		const i = document.querySelector('[data-testid="search-input"]');
+		if (i.value !== 'zzz') { i.value = 'zzz'; i.dispatchEvent(new Event('input')); }
+		return document.querySelector('[data-testid="search-note"]').textContent.startsWith('No one') ? '' : 'note: ' + document.querySelector('[data-testid="search-note"]').textContent;
+	})()`)
+
+	// Reloaded, the address brings the search back; a click opens the profile.
+	v.open("/search?q=Lovelace")
+	v.waitUntil("ada by surname after a reload", stepTimeout, foundLogins("ada"))
+	v.viewport(360, 780, true)
+	v.waitUntil("search fits 360 px", stepTimeout, noSideScroll)
+	v.keep("search-360-light")
+	v.click(`[data-testid="search-results"] [data-login="ada"] a.user-link`)
+	v.waitUntil("ada's profile", stepTimeout, `(() => {
+		if (location.pathname !== '/u/ada') return 'at ' + location.pathname;
+		return document.querySelector('.profile-name')?.textContent === 'Ada Lovelace' ? '' : 'no profile yet';
+	})()`)
+}
+
+const noSideScroll = `(() => {
+	const de = document.documentElement;
+	return de.scrollWidth <= de.clientWidth ? '' : 'the page scrolls sideways: ' + de.scrollWidth + ' > ' + de.clientWidth;
+})()`
+
+// bob follows ada; on her followers list ada sees "Follows you" and
+// "Follow back"; pressing it makes it "Following", and the server agrees.
+func TestBrowserPeopleFollowBack(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	bob.follow("ada")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.goTo("/u/ada/followers")
+	btn := followToggle(`[data-testid="user-list"]`, "bob")
+	p.waitUntil("Follow back for bob", stepTimeout, buttonSays(btn, "Follow back"))
+	p.waitVisible(testID("user", `[data-login="bob"] `, testID("follows-you")))
+	p.click(btn)
+	p.waitUntil("Following bob", stepTimeout, buttonSays(btn, "Following"))
+	if u := ada.user("bob"); u.YouFollow == nil || !*u.YouFollow {
+		t.Fatalf("the server says ada follows bob: %v", u.YouFollow)
+	}
+	// ada on her following list: no button for herself on bob's list either.
+	p.goTo("/u/bob/followers")
+	p.waitVisible(testID("user", `[data-login="ada"]`))
+	if eval[bool](p, `document.querySelector('[data-testid="user"][data-login="ada"] [data-testid="follow-toggle"]') !== null`) {
+		t.Fatal("a follow button for yourself")
+	}
+	// Following again unfollows.
+	p.goTo("/u/ada/followers")
+	p.waitUntil("Following bob, fetched", stepTimeout, buttonSays(btn, "Following"))
+	p.click(btn)
+	p.waitUntil("Follow back again", stepTimeout, buttonSays(btn, "Follow back"))
+	eventually(t, 5*time.Second, func() string {
+		if u := ada.user("bob"); u.YouFollow != nil && !*u.YouFollow {
+			return ""
+		}
+		return "ada still follows bob"
+	})
+	_ = bob
+}
+
+// Who to follow: carol follows ada; bob, whom ada follows, follows dan; the
+// sidebar says why each, and Follow marks the row.
+func TestBrowserPeopleSuggestions(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	carol := in.signUpAs(t, "carol", "Carol Shaw")
+	in.signUpAs(t, "dan", "Dan Bricklin")
+	ada.follow("bob")
+	bob.follow("dan")
+	carol.follow("ada")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	reason := func(login, want string) string {
+		return `(() => {
+			const r = document.querySelector('[data-testid="suggestion"][data-login="` + login + `"] [data-testid="suggestion-reason"]');
+			if (!r) return 'no suggestion ` + login + `';
+			return r.textContent === ` + js(want) + ` ? '' : 'reason: ' + r.textContent;
+		})()`
+	}
+	p.waitUntil("carol follows you", stepTimeout, reason("carol", "Follows you"))
+	p.waitUntil("dan followed by bob", stepTimeout, reason("dan", "Followed by @bob"))
+	p.keep("suggestions-1280-light")
+	btn := followToggle(testID("suggestions"), "dan")
+	p.waitUntil("Follow for dan", stepTimeout, buttonSays(btn, "Follow"))
+	p.click(btn)
+	p.waitUntil("Following dan", stepTimeout, buttonSays(btn, "Following"))
+	p.waitVisible(`[data-testid="suggestion"][data-login="dan"].is-followed`)
+	if u := ada.user("dan"); u.YouFollow == nil || !*u.YouFollow {
+		t.Fatal("the server does not say ada follows dan")
+	}
+}
+
+// ada's page is open; bob follows her through the API: the bell counts one
+// at once, the panel lists bob with Follow back, opening marks it read,
+// Escape closes it, and Follow back follows.
+func TestBrowserPeopleNotifications(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.waitLive()
+	bell := testID("notes-button")
+	if got := eval[string](p, `document.querySelector('[data-testid="notes-button"]').dataset.unread`); got != "0" {
+		t.Fatalf("unread %q before anything", got)
+	}
+	bob.follow("ada")
+	p.waitUntil("one unread", stepTimeout, `(() => {
+		const c = document.querySelector('[data-testid="notes-count"]');
+		return c && !c.hidden && c.textContent === '1' ? '' : 'count: ' + (c && !c.hidden ? c.textContent : 'hidden');
+	})()`)
+	if got := eval[string](p, `document.querySelector('[data-testid="notes-live"]').textContent`); got == "" {
+		t.Fatal("the count is not said in the live region")
+	}
+	p.keep("bell-1280-light")
+	p.click(bell)
+	p.waitVisible(testID("notes-panel"))
+	p.waitUntil("read once open", stepTimeout, `document.querySelector('[data-testid="notes-count"]').hidden ? '' : 'still counted'`)
+	if got := eval[string](p, `document.querySelector('[data-testid="note"]')?.textContent ?? ''`); got == "" || !contains(got, "bob followed you") {
+		t.Fatalf("note reads %q", got)
+	}
+	p.keep("notes-1280-light")
+	p.viewport(360, 780, true)
+	p.waitUntil("notes fit 360 px", stepTimeout, noSideScroll)
+	p.keep("notes-360-light")
+	p.viewport(1280, 800, false)
+
+	// Escape closes it and gives the focus back to the bell.
+	p.press("\x1b")
+	p.waitUntil("closed by Escape", stepTimeout, `(() => {
+		if (!document.querySelector('[data-testid="notes-panel"]').hidden) return 'still open';
+		return document.activeElement?.dataset.testid === 'notes-button' ? '' : 'focus on ' + document.activeElement?.tagName;
+	})()`)
+
+	p.click(bell)
+	btn := followToggle(testID("notes-panel"), "bob")
+	p.waitUntil("Follow back in the panel", stepTimeout, buttonSays(btn, "Follow back"))
+	p.click(btn)
+	p.waitUntil("Following from the panel", stepTimeout, buttonSays(btn, "Following"))
+	eventually(t, 5*time.Second, func() string {
+		if u := ada.user("bob"); u.YouFollow != nil && *u.YouFollow {
+			return ""
+		}
+		return "ada does not follow bob"
+	})
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
