@@ -415,7 +415,7 @@ func (p *tab) followUI(login string) {
 		const b = document.querySelector(`+js(btn)+`);
 		if (!b) return 'no follow button';
 		if (b.disabled) return 'follow button disabled';
-		return b.textContent === 'Follow' ? '' : 'follow button says ' + b.textContent;
+		return /^Follow( back)?$/.test(b.textContent) ? '' : 'follow button says ' + b.textContent;
 	})()`)
 	p.click(btn)
 	p.waitUntil("following "+login, stepTimeout, `(() => {

@@ -34,6 +34,11 @@ func TestBrowserFriendsLive(t *testing.T) {
 	}
 
 	alice.followUI("bob")
+	bob.goTo("/u/alice")
+	bob.waitUntil("Follow back on the profile of one who follows bob", stepTimeout, `(() => {
+		const b = document.querySelector('[data-testid="follow-button"]');
+		return b && b.textContent === 'Follow back' ? '' : 'button says ' + (b ? b.textContent : 'nothing');
+	})()`)
 	bob.followUI("alice")
 
 	onlineAlice := testID("online-friends", ` `, testID("online-friend", `[data-login="alice"]`))

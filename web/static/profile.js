@@ -39,7 +39,7 @@ function followButton(ctx, user, signal, error, setCounts, refresh) {
   const btn = h('button', { type: 'button', class: 'btn btn-primary', disabled: true, dataset: { testid: 'follow-button' } }, 'Follow');
   const show = (v) => {
     state = v;
-    btn.textContent = v ? 'Unfollow' : 'Follow';
+    btn.textContent = v ? 'Unfollow' : user.follows_you ? 'Follow back' : 'Follow';
     btn.classList.toggle('btn-primary', !v);
     btn.classList.toggle('btn-secondary', v);
     btn.disabled = false;
