@@ -56,7 +56,9 @@ const (
 	DefaultResumeRate           = rate.Limit(0.1) // one every 10 s
 	DefaultResumeBurst          = 3
 	DefaultSessionCheckInterval = time.Minute
-	MaxFrameBytes               = 64 << 10
+	// subscribeBatch is the most channels one SUBSCRIBE or UNSUBSCRIBE names.
+	subscribeBatch = 500
+	MaxFrameBytes  = 64 << 10
 )
 
 // Options tune a Hub.
@@ -120,6 +122,9 @@ type Stats struct {
 	SlowClosed     atomic.Int64 // connections closed because their queue overflowed
 	Heartbeats     atomic.Int64 // heartbeat frames received, recorded or not
 	PubSubRestarts atomic.Int64 // resubscriptions after the pub/sub connection was lost
+	// SubscribeCommands counts SUBSCRIBE and UNSUBSCRIBE commands sent,
+	// each for a batch of channels.
+	SubscribeCommands atomic.Int64
 	// PresenceCoalesced counts presence frames not sent because a newer one
 	// about the same user, within a second, replaced them.
 	PresenceCoalesced atomic.Int64
@@ -309,40 +314,61 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 func (h *Hub) subscriber(ctx context.Context) {
 	defer h.routerWG.Done()
 	subscribed := map[string]bool{}
+	batch := map[string]struct{}{}
 	for {
-		var channel string
 		select {
 		case <-ctx.Done():
 			return
-		case channel = <-h.syncCh:
+		case channel := <-h.syncCh:
+			batch[channel] = struct{}{}
 		}
+		// Take every change waiting, up to a batch: a reconnect storm of
+		// thousands of streams costs a few commands, not one per channel.
+	more:
+		for len(batch) < subscribeBatch {
+			select {
+			case channel := <-h.syncCh:
+				batch[channel] = struct{}{}
+			default:
+				break more
+			}
+		}
+		var subscribe, unsubscribe []string
 		h.mu.Lock()
-		want := h.users[channel] != nil
-		if !want {
-			// From here on a joining connection waits for a new
-			// confirmation.
-			delete(h.live, channel)
+		for channel := range batch {
+			want := h.users[channel] != nil
+			if !want {
+				// From here on a joining connection waits for a new
+				// confirmation.
+				delete(h.live, channel)
+			}
+			switch {
+			case want && !subscribed[channel]:
+				subscribe = append(subscribe, channel)
+				subscribed[channel] = true
+			case !want && subscribed[channel]:
+				unsubscribe = append(unsubscribe, channel)
+				delete(subscribed, channel)
+			}
 		}
 		h.mu.Unlock()
-		if want == subscribed[channel] {
-			continue
-		}
-		var err error
-		if want {
-			err = h.ps.Subscribe(ctx, channel)
-		} else {
-			err = h.ps.Unsubscribe(ctx, channel)
-		}
-		if err != nil && ctx.Err() == nil {
-			// The client keeps the channel in its list even when the
-			// command fails, and subscribes it again on reconnecting.
-			// (At shutdown the connection is closed on purpose.)
-			h.log.Warn("pub/sub change failed; it is made again on reconnect", "channel", channel, "subscribe", want, "err", err)
-		}
-		if want {
-			subscribed[channel] = true
-		} else {
-			delete(subscribed, channel)
+		clear(batch)
+		h.Stats.SubscribeCommands.Add(int64(min(1, len(subscribe)) + min(1, len(unsubscribe))))
+		for _, change := range []struct {
+			channels  []string
+			subscribe bool
+			do        func(context.Context, ...string) error
+		}{{subscribe, true, h.ps.Subscribe}, {unsubscribe, false, h.ps.Unsubscribe}} {
+			if len(change.channels) == 0 {
+				continue
+			}
+			if err := change.do(ctx, change.channels...); err != nil && ctx.Err() == nil {
+				// The client keeps the channels in its list even when the
+				// command fails, and subscribes them again on reconnecting.
+				// (At shutdown the connection is closed on purpose.)
+				h.log.Warn("pub/sub change failed; it is made again on reconnect",
+					"channels", len(change.channels), "subscribe", change.subscribe, "err", err)
+			}
 		}
 	}
 }
