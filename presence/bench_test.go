@@ -117,6 +117,33 @@ func BenchmarkHeartbeat(b *testing.B) {
 	b.ReportMetric((serverMicros(b, e, scripts)-before)/float64(b.N), "redis-µs/op")
 }
 
+// BenchmarkHeartbeats measures heartbeats written as an instance writes its
+// connections' activity: batches of MaxBeatsPerCall, one script call each.
+// An op is one connection's heartbeat, comparable with BenchmarkHeartbeat.
+func BenchmarkHeartbeats(b *testing.B) {
+	e := benchEnv(b)
+	tr := e.tracker(b, Options{Window: benchWindow})
+	rng := rand.New(rand.NewPCG(3, 4))
+	batch := make([]Beat, MaxBeatsPerCall)
+	scripts := []string{"evalsha", "eval"}
+	before := serverMicros(b, e, scripts)
+	ctx := context.Background()
+	b.ResetTimer()
+	start := time.Now()
+	for done := 0; done < b.N; done += len(batch) {
+		batch = batch[:min(MaxBeatsPerCall, b.N-done)]
+		for i := range batch {
+			uid := 2 * (1 + rng.Int64N(benchOnline)) // an online user
+			batch[i] = Beat{UID: uid, ConnID: "c" + strconv.FormatInt(uid, 10)}
+		}
+		if err := tr.Heartbeats(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "heartbeats/s")
+	b.ReportMetric((serverMicros(b, e, scripts)-before)/float64(b.N), "redis-µs/op")
+}
+
 // BenchmarkOnlineFriends measures the latency of one user's online friends
 // with benchUsers in last.seen, benchOnline online and benchFriends friends.
 func BenchmarkOnlineFriends(b *testing.B) {

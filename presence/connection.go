@@ -14,6 +14,10 @@ var (
 	heartbeatSource string
 	heartbeatScript = redis.NewScript(heartbeatSource)
 
+	//go:embed heartbeats.lua
+	heartbeatsSource string
+	heartbeatsScript = redis.NewScript(heartbeatsSource)
+
 	//go:embed disconnect.lua
 	disconnectSource string
 	disconnectScript = redis.NewScript(disconnectSource)
@@ -56,6 +60,49 @@ func (t *Tracker) Heartbeat(ctx context.Context, uid int64, connID string) error
 	}
 	if first {
 		t.announce(ctx, uid, true, now)
+	}
+	return nil
+}
+
+// Beat is the activity of one connection, for Heartbeats.
+type Beat struct {
+	UID    int64
+	ConnID string
+}
+
+// MaxBeatsPerCall is the most beats one Heartbeats script call carries; a
+// longer list is written in several.
+const MaxBeatsPerCall = 1000
+
+// Heartbeats records activity on many connections, as Heartbeat does for
+// one, in one script call per MaxBeatsPerCall beats: an instance writes the
+// activity of all its connections once per tick instead of once per
+// connection. Users it brings online are announced to their friends.
+func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
+	k := t.keys
+	for len(beats) > 0 {
+		chunk := beats[:min(len(beats), MaxBeatsPerCall)]
+		beats = beats[len(chunk):]
+		keys := make([]string, 0, 3+len(chunk))
+		keys = append(keys, k.lastSeen(), k.connected(), k.onlineCopy())
+		args := make([]any, 0, 5+2*len(chunk))
+		args = append(args, ms(t.opts.Window), k.activePrefix(), int64(activeKeyTTL/time.Second),
+			ms(t.opts.Window+connsKeyExtra), k.activeHLLPrefix())
+		for _, b := range chunk {
+			if err := checkConn(b.UID, b.ConnID); err != nil {
+				return fmt.Errorf("heartbeats: %w", err)
+			}
+			keys = append(keys, k.conns(b.UID))
+			args = append(args, b.UID, b.ConnID)
+		}
+		res, err := heartbeatsScript.Run(ctx, t.rdb, keys, args...).Slice()
+		if err != nil {
+			return fmt.Errorf("heartbeats of %d connections: %w", len(chunk), err)
+		}
+		now := unixMilli(toInt(res, 0))
+		for i := 1; i < len(res); i++ {
+			t.announce(ctx, toInt(res, i), true, now)
+		}
 	}
 	return nil
 }

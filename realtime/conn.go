@@ -216,7 +216,7 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 			c.close(statusPolicy, "too many frames")
 			return c.closedWith()
 		}
-		c.active(ctx, now)
+		c.active(now)
 		if typ != websocket.MessageText {
 			c.enqueue(outgoing{frame: errorFrameJSON("invalid_frame", "Frames must be text, one JSON object each.")})
 			continue
@@ -275,7 +275,7 @@ func (c *conn) keepAlive() {
 		cancel()
 		if err == nil {
 			c.hub.Stats.Pongs.Add(1)
-			c.active(c.life, time.Now())
+			c.active(time.Now())
 		}
 		time.AfterFunc(max(0, interval-time.Since(start)), tick)
 	}
@@ -287,8 +287,9 @@ func (c *conn) keepAlive() {
 // connection's own schedule spans k intervals after it connected, give or
 // take half an interval, so that a client timer or a pong a little early or
 // late still lands in a window of its own, and the extra activity of a window
-// costs Redis nothing. Connecting counts as window 0.
-func (c *conn) active(ctx context.Context, now time.Time) {
+// costs Redis nothing. Connecting counts as window 0. The write itself waits
+// for the hub's next flush of every connection's activity.
+func (c *conn) active(now time.Time) {
 	h := c.hub
 	c.lastActive.Store(now.UnixNano())
 	w := heartbeatWindow(now.Sub(c.connectedAt), h.opts.HeartbeatInterval)
@@ -302,9 +303,7 @@ func (c *conn) active(ctx context.Context, now time.Time) {
 		}
 	}
 	h.Stats.HeartbeatsRecorded.Add(1)
-	if err := h.presence.Heartbeat(ctx, c.uid, c.id); err != nil && ctx.Err() == nil {
-		h.log.Warn("heartbeat not recorded", "uid", c.uid, "err", err)
-	}
+	h.beats.add(c)
 }
 
 // heartbeatWindow is the window a heartbeat elapsed after connecting falls

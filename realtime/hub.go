@@ -35,7 +35,7 @@ type Feed interface {
 // Presence is what the hub tells of connections, and asks of friends.
 type Presence interface {
 	Connect(ctx context.Context, uid int64, connID string) (first bool, err error)
-	Heartbeat(ctx context.Context, uid int64, connID string) error
+	Heartbeats(ctx context.Context, beats []presence.Beat) error
 	Disconnect(ctx context.Context, uid int64, connID string) (last bool, err error)
 	OnlineFriends(ctx context.Context, uid int64) ([]presence.OnlineFriend, error)
 	UserPresence(ctx context.Context, uid int64) (online bool, lastSeen *time.Time, err error)
@@ -79,6 +79,10 @@ type Options struct {
 	// SessionCheckInterval is how often the sessions of every local stream
 	// are checked, closing those that ended without the hub being told.
 	SessionCheckInterval time.Duration
+	// BeatFlushInterval is how often the hub writes its connections'
+	// activity to presence, all of it in one call. Default: a tenth of the
+	// heartbeat interval, at most a second.
+	BeatFlushInterval time.Duration
 	// HealthInterval is how often the hub pings Redis to tell its streams
 	// whether the instance can serve (the service frame).
 	HealthInterval time.Duration
@@ -102,6 +106,7 @@ type Hub struct {
 	live      map[string]bool     // channels whose subscription Redis confirmed
 	unchecked map[string]struct{} // channels confirmed again, their sessions still to check
 	closing   bool
+	beats     beats
 	conns     sync.WaitGroup // every connection's Serve
 	admitted  atomic.Int64   // streams being opened or open
 	routerWG  sync.WaitGroup // the router, the subscriber, the session checker and the health watch
@@ -122,6 +127,9 @@ type Stats struct {
 	SlowClosed     atomic.Int64 // connections closed because their queue overflowed
 	Heartbeats     atomic.Int64 // heartbeat frames received, recorded or not
 	PubSubRestarts atomic.Int64 // resubscriptions after the pub/sub connection was lost
+	// BeatFlushes counts the script calls that wrote the connections'
+	// activity to presence, one per tick with any.
+	BeatFlushes atomic.Int64
 	// SubscribeCommands counts SUBSCRIBE and UNSUBSCRIBE commands sent,
 	// each for a batch of channels.
 	SubscribeCommands atomic.Int64
@@ -186,6 +194,7 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	orDefault(&opts.ResumeBurst, DefaultResumeBurst)
 	orDefault(&opts.SessionCheckInterval, DefaultSessionCheckInterval)
 	orDefault(&opts.HealthInterval, DefaultHealthInterval)
+	orDefault(&opts.BeatFlushInterval, min(time.Second, opts.HeartbeatInterval/10))
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -200,11 +209,12 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 		unchecked: map[string]struct{}{},
 		cancel:    cancel, stopped: ctx.Done(),
 	}
-	h.routerWG.Add(4)
+	h.routerWG.Add(5)
 	go h.route(ctx)
 	go h.subscriber(ctx)
 	go h.checkSessions(ctx)
 	go h.watchRedis(ctx)
+	go h.flushBeats(ctx)
 	return h
 }
 

@@ -3,9 +3,11 @@ package realtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"chorus/internal/redistest"
 	"chorus/presence"
 
 	"github.com/coder/websocket"
@@ -70,5 +72,40 @@ func TestUnansweringStreamClosed(t *testing.T) {
 	}
 	if n := e.hub.Stats.IdleClosed.Load(); n != 1 {
 		t.Fatalf("IdleClosed = %d, want 1", n)
+	}
+}
+
+// The activity of all of an instance's streams is written in one script
+// call per flush, not one per stream, and every one of them stays online.
+func TestActivityWrittenInBatches(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.ClientOf(t, redistest.Start(t).URL)
+	interval := 200 * time.Millisecond
+	e := newEnv(t, envOptions{
+		rdb:      rdb,
+		hub:      Options{HeartbeatInterval: interval, BeatFlushInterval: 100 * time.Millisecond},
+		presence: presence.Options{HeartbeatInterval: interval, Window: 3 * interval},
+	})
+	const n = 30
+	var users []user
+	for i := range n {
+		u := e.signUp(fmt.Sprintf("user_%d", i))
+		e.connect(u)
+		users = append(users, u)
+	}
+	recorded, scripts := e.hub.Stats.HeartbeatsRecorded.Load(), scriptCalls(t, rdb)
+	time.Sleep(10 * interval)
+	recorded, scripts = e.hub.Stats.HeartbeatsRecorded.Load()-recorded, scriptCalls(t, rdb)-scripts
+	if recorded < 5*n {
+		t.Fatalf("%d beats recorded in 10 intervals of %d streams, want about %d", recorded, n, 10*n)
+	}
+	// About one script a flush (ten a second), whatever the number of streams.
+	if scripts > recorded/5 {
+		t.Fatalf("%d scripts ran for %d beats of %d streams, want a few per interval", scripts, recorded, n)
+	}
+	for _, u := range users {
+		if online, _, err := e.presence.UserPresence(t.Context(), u.id); err != nil || !online {
+			t.Fatalf("%s: online = %v (%v), want true", u.login, online, err)
+		}
 	}
 }

@@ -100,6 +100,7 @@ func (m *Metrics) register(s *Server) {
 		counter("chorus_heartbeats_recorded_total", "Activity written to presence (at most once per stream per heartbeat interval).", &st.HeartbeatsRecorded),
 		counter("chorus_presence_frames_coalesced_total", "Presence frames not sent: a newer one about the same user, within a second, replaced them.", &st.PresenceCoalesced),
 		counter("chorus_pubsub_subscribe_commands_total", "SUBSCRIBE and UNSUBSCRIBE commands sent, each for a batch of up to 500 channels.", &st.SubscribeCommands),
+		counter("chorus_presence_flushes_total", "Script calls that wrote the activity of this instance's streams to presence, all of a tick's in one.", &st.BeatFlushes),
 		counter("chorus_stream_pongs_total", "Pongs to the server's pings of streams, each counted as activity.", &st.Pongs),
 		counter("chorus_streams_idle_closed_total", "Streams closed with 4000: no frame and no pong for three heartbeat intervals.", &st.IdleClosed),
 		counter("chorus_stream_sessions_closed_total", "Streams closed with 1008 because their session ended (sign-out, expiry, or lost by Redis).", &st.SessionClosed),
