@@ -17,11 +17,14 @@ var (
 	announceScript = redis.NewScript(announceSource)
 )
 
+// EventType is the type of every Event.
+const EventType = "presence"
+
 // Event is the frame published to each friend's channel when a user comes
 // online (first connection) or goes offline (last connection closed, or
 // swept after their instance vanished).
 type Event struct {
-	Type     string    `json:"type"` // always "presence"
+	Type     string    `json:"type"` // always EventType
 	User     EventUser `json:"user"`
 	Online   bool      `json:"online"`
 	LastSeen time.Time `json:"last_seen"` // the user's last activity, UTC
@@ -56,7 +59,7 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 	if len(friends) == 0 {
 		return nil
 	}
-	ev := Event{Type: "presence", User: EventUser{ID: uid}, Online: online, LastSeen: lastSeen.UTC()}
+	ev := Event{Type: EventType, User: EventUser{ID: uid}, Online: online, LastSeen: lastSeen.UTC()}
 	if t.opts.Profile != nil {
 		login, name, err := t.opts.Profile(ctx, uid)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"chorus/presence"
 	"chorus/social"
 )
 
@@ -28,7 +29,7 @@ func (h *Hub) AnnounceFriendship(ctx context.Context, a, b int64) error {
 		if err != nil {
 			return nil, err
 		}
-		return presenceFrame{Type: "presence", User: friendUser(u), Online: online, LastSeen: lastSeen}, nil
+		return presenceFrame{Type: presence.EventType, User: friendUser(u), Online: online, LastSeen: lastSeen}, nil
 	})
 }
 

@@ -39,7 +39,7 @@ func (b *beats) add(c *conn) {
 // be closed already, so that later flushes leave it out.
 func (b *beats) settle() {
 	b.flushing.Lock()
-	b.flushing.Unlock() //nolint:staticcheck // an empty critical section: a barrier
+	b.flushing.Unlock() // an empty critical section: a barrier
 }
 
 // flushBeats writes every beat queued since the last flush, every tick, until

@@ -17,11 +17,16 @@ const presenceGap = time.Second
 type presenceGate struct {
 	mu      sync.Mutex
 	sent    map[int64]sentPresence // per user: the last frame let through
-	pending map[int64][]byte       // per user: the newest frame held back
+	pending map[int64]heldPresence // per user: the newest frame held back
 }
 
 type sentPresence struct {
 	at     time.Time
+	online bool
+}
+
+type heldPresence struct {
+	frame  []byte
 	online bool
 }
 
@@ -31,7 +36,7 @@ func (c *conn) enqueuePresence(uid int64, online bool, frame []byte) {
 	now := time.Now()
 	g.mu.Lock()
 	if _, held := g.pending[uid]; held {
-		g.pending[uid] = frame
+		g.pending[uid] = heldPresence{frame, online}
 		g.mu.Unlock()
 		c.hub.Stats.PresenceCoalesced.Add(1)
 		return
@@ -39,9 +44,9 @@ func (c *conn) enqueuePresence(uid int64, online bool, frame []byte) {
 	last, told := g.sent[uid]
 	if told && now.Sub(last.at) < presenceGap {
 		if g.pending == nil {
-			g.pending = map[int64][]byte{}
+			g.pending = map[int64]heldPresence{}
 		}
-		g.pending[uid] = frame
+		g.pending[uid] = heldPresence{frame, online}
 		g.mu.Unlock()
 		c.hub.Stats.PresenceCoalesced.Add(1)
 		time.AfterFunc(presenceGap-now.Sub(last.at), func() { c.flushPresence(uid) })
@@ -57,17 +62,16 @@ func (c *conn) enqueuePresence(uid int64, online bool, frame []byte) {
 func (c *conn) flushPresence(uid int64) {
 	g := &c.presence
 	g.mu.Lock()
-	frame := g.pending[uid]
+	held := g.pending[uid]
 	delete(g.pending, uid)
-	online := frameOnline(frame)
-	same := g.sent[uid].online == online
-	g.remember(uid, time.Now(), online)
+	same := g.sent[uid].online == held.online
+	g.remember(uid, time.Now(), held.online)
 	g.mu.Unlock()
 	if same {
 		c.hub.Stats.PresenceCoalesced.Add(1)
 		return
 	}
-	c.enqueue(outgoing{frame: frame})
+	c.enqueue(outgoing{frame: held.frame})
 }
 
 // remember notes a frame let through; entries older than the gap are

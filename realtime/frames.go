@@ -72,12 +72,5 @@ type event struct {
 	Online bool `json:"online"`
 }
 
-// frameOnline reads the online field of a presence frame.
-func frameOnline(frame []byte) bool {
-	var ev event
-	_ = json.Unmarshal(frame, &ev)
-	return ev.Online
-}
-
 // Internal event types, handled by the hub and never forwarded.
 const eventSessionEnded = "session_ended"

@@ -303,7 +303,7 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		h.Stats.FramesDropped.Add(int64(len(u.conns)))
 		return
 	}
-	if ev.Type == "presence" && ev.User != nil {
+	if ev.Type == presence.EventType && ev.User != nil {
 		for c := range u.conns {
 			c.enqueuePresence(ev.User.ID, ev.Online, payload)
 		}

@@ -252,6 +252,7 @@ func TestSuggestions(t *testing.T) {
 	follow("f_3", "fof_one")
 	follow("f_1", "f_2") // f2 is followed by f1, but me follows f2 already
 	follow("fan", "me_")
+	follow("f_1", "fan") // a follower, named as such, not as a friend of a friend
 	for _, l := range []string{"f_1", "f_2", "f_3", "fan", "nobody"} {
 		follow(l, "star")
 	}

@@ -129,13 +129,13 @@ const (
 // follower count, unless that was done already. Sign-up and follows keep
 // both up to date afterwards; adding a user twice changes nothing.
 func (s *Service) BuildIndexes(ctx context.Context, log *slog.Logger) (err error) {
-	started, err := s.rdb.SetArgs(ctx, s.keys.searchIndexBuilt(), "building", redis.SetArgs{
+	err = s.rdb.SetArgs(ctx, s.keys.searchIndexBuilt(), "building", redis.SetArgs{
 		Mode: "NX", TTL: indexBuildLock,
-	}).Result()
+	}).Err()
 	if errors.Is(err, redis.Nil) {
 		return nil // built, or being built
 	}
-	if err != nil || started != "OK" {
+	if err != nil {
 		return fmt.Errorf("build user indexes: %w", err)
 	}
 	defer func() {

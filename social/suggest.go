@@ -26,6 +26,9 @@ const (
 	ReasonPopular             = "popular"               // among the most followed
 )
 
+// reasonRank orders suggestions by their reason.
+var reasonRank = map[string]int{ReasonFollowsYou: 0, ReasonFollowedByFollowing: 1, ReasonPopular: 2}
+
 // Bounds of the work of one Suggestions call: it reads at most this many
 // entries, whatever the population, in four round trips.
 const (
@@ -89,7 +92,9 @@ func (s *Service) Suggestions(ctx context.Context, uid int64, limit int) ([]Sugg
 	}
 	for i, cmd := range theirs {
 		for _, id := range parseIDs(cmd.Val()) {
-			if c := consider(id, ReasonFollowedByFollowing, 0); c != nil {
+			// One who follows uid is suggested as such; who else follows
+			// them is no reason worth naming then.
+			if c := consider(id, ReasonFollowedByFollowing, 0); c != nil && c.reason == ReasonFollowedByFollowing {
 				c.followedBy = append(c.followedBy, fs[i])
 			}
 		}
@@ -110,7 +115,6 @@ func (s *Service) Suggestions(ctx context.Context, uid int64, limit int) ([]Sugg
 	if err != nil {
 		return nil, fmt.Errorf("suggestions for %d: %w", uid, err)
 	}
-	rank := map[string]int{ReasonFollowsYou: 0, ReasonFollowedByFollowing: 1, ReasonPopular: 2}
 	kept := cands[:0]
 	for i, c := range cands {
 		if rels[i].YouFollow {
@@ -122,7 +126,7 @@ func (s *Service) Suggestions(ctx context.Context, uid int64, limit int) ([]Sugg
 		kept = append(kept, c)
 	}
 	slices.SortStableFunc(kept, func(a, b *candidate) int {
-		return cmp.Or(cmp.Compare(rank[a.reason], rank[b.reason]), cmp.Compare(a.order, b.order))
+		return cmp.Or(cmp.Compare(reasonRank[a.reason], reasonRank[b.reason]), cmp.Compare(a.order, b.order))
 	})
 	kept = kept[:min(len(kept), limit)]
 
