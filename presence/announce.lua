@@ -4,7 +4,7 @@
 -- reloaded onto another instance); checking connected here, in the same step
 -- as the publish, means the last frame each friend gets is the true state.
 --
--- KEYS[1] connected (uid -> expiry of the user's freshest connection, unix ms)
+-- KEYS[1] connected (uid -> when the user was told online, unix ms)
 -- ARGV[1] uid
 -- ARGV[2] 1 to announce "online", 0 to announce "offline"
 -- ARGV[3] the frame (JSON)

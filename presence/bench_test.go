@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -26,8 +28,8 @@ const (
 )
 
 // benchEnv fills a fresh prefix with benchUsers in last.seen, every second one
-// of them online (connected, seen within W), and benchFriends friends of
-// benchMe picked at random among them.
+// of them online (connected, seen within W), benchFriends friends of benchMe
+// picked at random among them, and the shared online copy.
 func benchEnv(b *testing.B) env {
 	b.Helper()
 	e := newEnv(b)
@@ -71,6 +73,11 @@ func benchEnv(b *testing.B) env {
 		b.Fatalf("fill friends: %v", err)
 	}
 	b.Cleanup(func() { dropPrefix(e) })
+	// The shared online copy, as readers keep it on a running site: every
+	// heartbeat writes to it too.
+	if _, err := e.tracker(b, Options{Window: benchWindow}).OnlineFriends(ctx, benchMe); err != nil {
+		b.Fatalf("online copy: %v", err)
+	}
 	return e
 }
 
@@ -91,57 +98,131 @@ func dropPrefix(e env) {
 	}
 }
 
-// BenchmarkHeartbeat measures heartbeats per second through one instance
-// (one Tracker, one client pool), from many goroutines at once.
-func BenchmarkHeartbeat(b *testing.B) {
-	e := benchEnv(b)
-	tr := e.tracker(b, Options{Window: benchWindow})
-	var seed atomic.Uint64
-	b.SetParallelism(16)
+// BenchmarkHeartbeats measures heartbeats per second through one instance
+// and the Redis time each costs, in three layouts on the same population:
+//
+//   - one-script-per-heartbeat: an earlier layout (testdata), one script
+//     call per heartbeat of one connection, with the connection's expiry in
+//     its user's sorted set, from 16 goroutines per core at once;
+//   - batched-connection-expiries: an earlier layout (testdata), one call
+//     per MaxBeatsPerCall connections, each connection's expiry written;
+//   - batched-instance-lease: Heartbeats as the server runs it, one call per
+//     MaxBeatsPerCall users, connections living on the instance's lease.
+//
+// An op is one connection's heartbeat in all three.
+func BenchmarkHeartbeats(b *testing.B) {
 	scripts := []string{"evalsha", "eval"}
-	before := serverMicros(b, e, scripts)
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		rng := rand.New(rand.NewPCG(seed.Add(1), 0))
+	const connsKeyTTL = benchWindow + time.Minute
+	conn := func(uid int64) string { return "c" + strconv.FormatInt(uid, 10) }
+	online := func(rng *rand.Rand) int64 { return 2 * (1 + rng.Int64N(benchOnline)) }
+
+	b.Run("one-script-per-heartbeat", func(b *testing.B) {
+		e := benchEnv(b)
+		k := keys{prefix: e.prefix}
+		script := testdataScript(b, "heartbeat_per_connection.lua")
+		var seed atomic.Uint64
+		b.SetParallelism(16)
+		before := serverMicros(b, e, scripts)
+		b.ResetTimer()
+		start := time.Now()
+		b.RunParallel(func(pb *testing.PB) {
+			rng := rand.New(rand.NewPCG(seed.Add(1), 0))
+			ctx := context.Background()
+			for pb.Next() {
+				uid := online(rng)
+				err := script.Run(ctx, e.rdb,
+					[]string{k.lastSeen(), k.connected(), k.conns(uid), k.onlineCopy()},
+					uid, conn(uid), ms(benchWindow), k.activePrefix(), int64(activeKeyTTL/time.Second),
+					ms(connsKeyTTL), k.activeHLLPrefix(), 0,
+				).Err()
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		reportBeats(b, e, scripts, before, start)
+	})
+
+	b.Run("batched-connection-expiries", func(b *testing.B) {
+		e := benchEnv(b)
+		k := keys{prefix: e.prefix}
+		script := testdataScript(b, "heartbeats_connection_expiries.lua")
+		rng := rand.New(rand.NewPCG(3, 4))
 		ctx := context.Background()
-		for pb.Next() {
-			uid := 2 * (1 + rng.Int64N(benchOnline)) // an online user
-			if err := tr.Heartbeat(ctx, uid, "c"+strconv.FormatInt(uid, 10)); err != nil {
-				b.Error(err)
-				return
+		before := serverMicros(b, e, scripts)
+		b.ResetTimer()
+		start := time.Now()
+		for done := 0; done < b.N; done += MaxBeatsPerCall {
+			n := min(MaxBeatsPerCall, b.N-done)
+			keys := []string{k.lastSeen(), k.connected(), k.onlineCopy()}
+			args := []any{ms(benchWindow), k.activePrefix(), int64(activeKeyTTL / time.Second),
+				ms(connsKeyTTL), k.activeHLLPrefix()}
+			for range n {
+				uid := online(rng)
+				keys = append(keys, k.conns(uid))
+				args = append(args, uid, conn(uid))
+			}
+			if err := script.Run(ctx, e.rdb, keys, args...).Err(); err != nil {
+				b.Fatal(err)
 			}
 		}
+		reportBeats(b, e, scripts, before, start)
 	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "heartbeats/s")
-	b.ReportMetric((serverMicros(b, e, scripts)-before)/float64(b.N), "redis-µs/op")
-}
 
-// BenchmarkHeartbeats measures heartbeats written as an instance writes its
-// connections' activity: batches of MaxBeatsPerCall, one script call each.
-// An op is one connection's heartbeat, comparable with BenchmarkHeartbeat.
-func BenchmarkHeartbeats(b *testing.B) {
-	e := benchEnv(b)
-	tr := e.tracker(b, Options{Window: benchWindow})
-	rng := rand.New(rand.NewPCG(3, 4))
-	batch := make([]Beat, MaxBeatsPerCall)
-	scripts := []string{"evalsha", "eval"}
-	before := serverMicros(b, e, scripts)
-	ctx := context.Background()
-	b.ResetTimer()
-	start := time.Now()
-	for done := 0; done < b.N; done += len(batch) {
-		batch = batch[:min(MaxBeatsPerCall, b.N-done)]
-		for i := range batch {
-			uid := 2 * (1 + rng.Int64N(benchOnline)) // an online user
-			batch[i] = Beat{UID: uid, ConnID: "c" + strconv.FormatInt(uid, 10)}
+	b.Run("batched-instance-lease", func(b *testing.B) {
+		e := benchEnv(b)
+		tr := e.tracker(b, Options{Window: benchWindow})
+		ctx := context.Background()
+		// The instance holds every online user's connection, as a server
+		// would after they connected.
+		all := make([]Beat, 0, benchOnline)
+		for i := range int64(benchOnline) {
+			all = append(all, Beat{UID: 2 * (1 + i), ConnID: conn(2 * (1 + i))})
 		}
-		if err := tr.Heartbeats(ctx, batch); err != nil {
+		if err := tr.Heartbeats(ctx, all); err != nil {
 			b.Fatal(err)
 		}
-	}
+		// Each user joins the minute's active set at their first beat of
+		// the run, as at the first beat of every minute.
+		tr.active.minute = 0
+		rng := rand.New(rand.NewPCG(3, 4))
+		batch := make([]Beat, MaxBeatsPerCall)
+		// The instance also asks Redis's run_id every tick.
+		scripts := append(scripts, "info")
+		before := serverMicros(b, e, scripts)
+		b.ResetTimer()
+		start := time.Now()
+		for done := 0; done < b.N; done += len(batch) {
+			batch = batch[:min(MaxBeatsPerCall, b.N-done)]
+			for i := range batch {
+				uid := online(rng)
+				batch[i] = Beat{UID: uid, ConnID: conn(uid)}
+			}
+			if err := tr.Heartbeats(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportBeats(b, e, scripts, before, start)
+	})
+}
+
+// reportBeats reports heartbeats per second since start and the Redis time
+// per heartbeat spent in cmds since before.
+func reportBeats(b *testing.B, e env, cmds []string, before float64, start time.Time) {
+	b.Helper()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "heartbeats/s")
-	b.ReportMetric((serverMicros(b, e, scripts)-before)/float64(b.N), "redis-µs/op")
+	b.ReportMetric((serverMicros(b, e, cmds)-before)/float64(b.N), "redis-µs/op")
+}
+
+// testdataScript loads a script of an earlier layout from testdata.
+func testdataScript(b *testing.B, name string) *redis.Script {
+	b.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return redis.NewScript(string(src))
 }
 
 // BenchmarkOnlineFriends measures the latency of one user's online friends

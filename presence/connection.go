@@ -3,16 +3,18 @@ package presence
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 var (
-	//go:embed heartbeat.lua
-	heartbeatSource string
-	heartbeatScript = redis.NewScript(heartbeatSource)
+	//go:embed register.lua
+	registerSource string
+	registerScript = redis.NewScript(registerSource)
 
 	//go:embed heartbeats.lua
 	heartbeatsSource string
@@ -23,88 +25,259 @@ var (
 	disconnectScript = redis.NewScript(disconnectSource)
 )
 
-// Connect registers connection connID of uid (an id unique to the
-// connection, such as a UUID) and records activity as a heartbeat does. It
-// reports whether this is the user's first connection (none other is
-// registered; one of a vanished instance counts until it is swept), in which
-// case it tells the user's connected friends that the user is online.
-//
-// A new connection of a user who holds Options.MaxConnsPerUser unexpired
-// ones already, on any instance, is refused with ErrTooManyConnections, and
-// nothing is recorded: the user is not seen, nor shown online, by it.
-//
-// For a client to miss no change, read its OnlineFriends after both
-// subscribing to its channel and Connect: a friend's change either is in
-// that list or is published after the subscription.
-func (t *Tracker) Connect(ctx context.Context, uid int64, connID string) (first bool, err error) {
-	first, now, err := t.beat(ctx, uid, connID, max(t.opts.MaxConnsPerUser, 0))
-	if err != nil {
-		return false, fmt.Errorf("connect %d: %w", uid, err)
-	}
-	if first {
-		t.announce(ctx, uid, true, now)
-	}
-	return first, nil
-}
-
-// Heartbeat records activity on connection connID of uid in one round trip
-// and keeps the connection alive for another W. A heartbeat on a connection
-// that had expired (a long pause, a Redis restart) registers it again, and
-// tells friends when that brings the user back online; so never send one
-// after Disconnect of the same connection. Options.MaxConnsPerUser never
-// refuses a heartbeat, not even one that registers a connection again.
-func (t *Tracker) Heartbeat(ctx context.Context, uid int64, connID string) error {
-	first, now, err := t.beat(ctx, uid, connID, 0)
-	if err != nil {
-		return fmt.Errorf("heartbeat %d: %w", uid, err)
-	}
-	if first {
-		t.announce(ctx, uid, true, now)
-	}
-	return nil
-}
-
 // Beat is the activity of one connection, for Heartbeats.
 type Beat struct {
 	UID    int64
 	ConnID string
 }
 
-// MaxBeatsPerCall is the most beats one Heartbeats script call carries; a
-// longer list is written in several.
+// MaxBeatsPerCall is the most users (or connections, when registering) one
+// script call carries; longer lists are written in several.
 const MaxBeatsPerCall = 1000
 
-// Heartbeats records activity on many connections, as Heartbeat does for
-// one, in one script call per MaxBeatsPerCall beats: an instance writes the
-// activity of all its connections once per tick instead of once per
-// connection. Users it brings online are announced to their friends.
+// Connect registers connection connID of uid (an id unique to the
+// connection, such as a UUID) on this instance and records activity as a
+// heartbeat does. It reports whether this is the user's first connection
+// (none other is registered; one of a vanished instance counts until it is
+// swept), in which case it tells the user's connected friends that the user
+// is online.
+//
+// A new connection of a user who holds Options.MaxConnsPerUser live ones
+// already, on any instance, is refused with ErrTooManyConnections, and
+// nothing of it is recorded: the user is not seen, nor shown online, by it.
+//
+// For a client to miss no change, read its OnlineFriends after both
+// subscribing to its channel and Connect: a friend's change either is in
+// that list or is published after the subscription.
+func (t *Tracker) Connect(ctx context.Context, uid int64, connID string) (first bool, err error) {
+	c := Beat{UID: uid, ConnID: connID}
+	if err := checkConn(c); err != nil {
+		return false, fmt.Errorf("connect %d: %w", uid, err)
+	}
+	res, err := t.register(ctx, []Beat{c}, max(t.opts.MaxConnsPerUser, 0))
+	if err != nil {
+		return false, fmt.Errorf("connect %d: %w", uid, err)
+	}
+	if res.refused > 0 {
+		return false, ErrTooManyConnections
+	}
+	if res.lost {
+		t.registerAgain(ctx) // the others; c is registered
+	}
+	t.mu.Lock()
+	t.held[c] = struct{}{}
+	t.mu.Unlock()
+	return res.first > 0, nil
+}
+
+// Heartbeat records activity on connection connID of uid; it is Heartbeats
+// of one connection.
+func (t *Tracker) Heartbeat(ctx context.Context, uid int64, connID string) error {
+	return t.Heartbeats(ctx, []Beat{{UID: uid, ConnID: connID}})
+}
+
+// Heartbeats records activity on many connections of this instance and
+// renews the instance's lease, in one script call per MaxBeatsPerCall users:
+// an instance writes the activity of all its connections once per tick
+// instead of once per connection, and its connections need no write of their
+// own. Call it every tick, with no beats when none came: while the instance
+// holds connections, the lease keeps them alive. Never send a beat after
+// Disconnect of the same connection.
+//
+// A beat of a connection this instance does not hold (Connect was never
+// called for it here) registers it. When the lease had run out (the instance
+// stalled for W and may have been swept, or Redis lost its data), or Redis is
+// another server than at the last call (a restart or a failover, which may
+// have lost recent writes), the instance registers all its connections
+// again. Options.MaxConnsPerUser refuses none of these. Users this brings
+// online are announced to their friends.
 func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
-	k := t.keys
-	for len(beats) > 0 {
-		chunk := beats[:min(len(beats), MaxBeatsPerCall)]
-		beats = beats[len(chunk):]
-		keys := make([]string, 0, 3+len(chunk))
-		keys = append(keys, k.lastSeen(), k.connected(), k.onlineCopy())
-		args := make([]any, 0, 5+2*len(chunk))
-		args = append(args, ms(t.opts.Window), k.activePrefix(), int64(activeKeyTTL/time.Second),
-			ms(t.opts.Window+connsKeyExtra), k.activeHLLPrefix())
-		for _, b := range chunk {
-			if err := checkConn(b.UID, b.ConnID); err != nil {
-				return fmt.Errorf("heartbeats: %w", err)
-			}
-			keys = append(keys, k.conns(b.UID))
-			args = append(args, b.UID, b.ConnID)
+	var unknown []Beat
+	t.mu.Lock()
+	for _, b := range beats {
+		if err := checkConn(b); err != nil {
+			t.mu.Unlock()
+			return fmt.Errorf("heartbeats: %w", err)
 		}
-		res, err := heartbeatsScript.Run(ctx, t.rdb, keys, args...).Slice()
-		if err != nil {
-			return fmt.Errorf("heartbeats of %d connections: %w", len(chunk), err)
-		}
-		now := unixMilli(toInt(res, 0))
-		for i := 1; i < len(res); i++ {
-			t.announce(ctx, toInt(res, i), true, now)
+		if _, ok := t.held[b]; !ok {
+			unknown = append(unknown, b)
+			t.held[b] = struct{}{}
 		}
 	}
+	holds := len(t.held) > 0
+	t.mu.Unlock()
+	if !holds {
+		return nil
+	}
+	if len(unknown) > 0 {
+		if _, err := t.register(ctx, unknown, 0); err != nil {
+			t.mu.Lock()
+			for _, c := range unknown {
+				delete(t.held, c) // so that the next beat tries again
+			}
+			t.mu.Unlock()
+			return fmt.Errorf("heartbeats: %w", err)
+		}
+	}
+	moved, err := t.serverMoved(ctx)
+	if err != nil {
+		return fmt.Errorf("heartbeats: %w", err)
+	}
+
+	users := make([]int64, 0, len(beats))
+	seen := make(map[int64]bool, len(beats))
+	for _, b := range beats {
+		if !seen[b.UID] {
+			seen[b.UID] = true
+			users = append(users, b.UID)
+		}
+	}
+	lost := false
+	for first := true; first || len(users) > 0; first = false {
+		chunk := users[:min(len(users), MaxBeatsPerCall)]
+		users = users[len(chunk):]
+		l, err := t.heartbeats(ctx, chunk)
+		if err != nil {
+			return fmt.Errorf("heartbeats of %d users: %w", len(chunk), err)
+		}
+		lost = lost || l
+	}
+	if lost || moved {
+		t.registerAgain(ctx)
+	}
 	return nil
+}
+
+// heartbeats runs the heartbeats script for users (MaxBeatsPerCall at most)
+// and reports whether the lease had run out. Users already in this minute's
+// active set, as far as the instance knows, go last, for the script to skip.
+func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err error) {
+	k := t.keys
+	t.mu.Lock()
+	minute := t.active.minute
+	args := make([]any, 7, 7+len(users))
+	var done []any
+	for _, uid := range users {
+		if _, ok := t.active.users[uid]; ok {
+			done = append(done, uid)
+		} else {
+			args = append(args, uid)
+		}
+	}
+	t.mu.Unlock()
+	fresh := len(args) - 7
+	args = append(args, done...)
+	copy(args, []any{t.id, ms(t.opts.Window), k.activePrefix(), int64(activeKeyTTL / time.Second),
+		k.activeHLLPrefix(), minute, fresh})
+	res, err := heartbeatsScript.Run(ctx, t.rdb,
+		[]string{k.lastSeen(), k.onlineCopy(), k.instances()}, args...,
+	).Slice()
+	if err != nil {
+		return false, err
+	}
+	// Every one of users is in the active set of the script's minute now.
+	now := toInt(res, 0) / 1000 / 60
+	t.mu.Lock()
+	if t.active.minute != now {
+		t.active.minute, t.active.users = now, make(map[int64]struct{}, len(t.active.users))
+	}
+	for _, uid := range users {
+		t.active.users[uid] = struct{}{}
+	}
+	t.mu.Unlock()
+	return toInt(res, 1) == 1, nil
+}
+
+// serverMoved reports whether Redis is another server process than at the
+// last call (its run_id changed: a restart, or a failover to a replica),
+// after which writes of the last moments may be lost. The embedded store,
+// which tells no run_id, never moves.
+func (t *Tracker) serverMoved(ctx context.Context) (bool, error) {
+	info, err := t.rdb.Info(ctx, "server").Result()
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		return false, nil // a server that does not tell (the embedded store)
+	}
+	if err != nil {
+		return false, err
+	}
+	_, id, ok := strings.Cut(info, "run_id:")
+	if !ok {
+		return false, nil
+	}
+	id, _, _ = strings.Cut(id, "\r\n")
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	moved := t.server != "" && t.server != id
+	t.server = id
+	return moved, nil
+}
+
+// registerAgain registers again the connections this instance holds, after
+// a lost lease or lost writes. Failures are logged: the next tick tries again.
+func (t *Tracker) registerAgain(ctx context.Context) {
+	// Held throughout, so that a Disconnect cannot slip between the list
+	// and its registration and leave a closed connection registered.
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	list := make([]Beat, 0, len(t.held))
+	for c := range t.held {
+		list = append(list, c)
+	}
+	if len(list) == 0 {
+		return
+	}
+	if _, err := t.register(ctx, list, 0); err != nil {
+		t.log.WarnContext(ctx, "connections not registered again; the next tick tries again",
+			"connections", len(list), "err", err)
+		return
+	}
+	t.log.InfoContext(ctx, "connections registered again after a lost lease or a Redis restart",
+		"connections", len(list))
+}
+
+// registered is what register did.
+type registered struct {
+	lost    bool // the lease had run out before this call
+	first   int  // connections whose user was announced online
+	refused int  // connections the cap refused
+}
+
+// register runs the register script over conns, MaxBeatsPerCall at a time,
+// with the given cap (<= 0: none), and announces the users it brought
+// online.
+func (t *Tracker) register(ctx context.Context, conns []Beat, maxConns int) (registered, error) {
+	k := t.keys
+	var out registered
+	for len(conns) > 0 {
+		chunk := conns[:min(len(conns), MaxBeatsPerCall)]
+		conns = conns[len(chunk):]
+		keys := make([]string, 0, 5+len(chunk))
+		keys = append(keys, k.lastSeen(), k.connected(), k.onlineCopy(), k.instances(), k.instanceConns(t.id))
+		args := make([]any, 0, 6+2*len(chunk))
+		args = append(args, t.id, ms(t.opts.Window), k.activePrefix(),
+			int64(activeKeyTTL/time.Second), k.activeHLLPrefix(), maxConns)
+		for _, c := range chunk {
+			keys = append(keys, k.conns(c.UID))
+			args = append(args, c.UID, c.ConnID)
+		}
+		res, err := registerScript.Run(ctx, t.rdb, keys, args...).Slice()
+		if err != nil {
+			return out, fmt.Errorf("register %d connections: %w", len(chunk), err)
+		}
+		now := unixMilli(toInt(res, 0))
+		out.lost = out.lost || toInt(res, 1) == 1
+		for i, c := range chunk {
+			switch toInt(res, 2+i) {
+			case 1:
+				out.first++
+				t.announce(ctx, c.UID, true, now)
+			case -1:
+				out.refused++
+			}
+		}
+	}
+	return out, nil
 }
 
 // Disconnect removes connection connID of uid and reports whether it was the
@@ -112,13 +285,17 @@ func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 // that the user is offline. Pass a context that outlives a shutdown (see
 // context.WithoutCancel), or the user stays online until swept.
 func (t *Tracker) Disconnect(ctx context.Context, uid int64, connID string) (last bool, err error) {
-	if err := checkConn(uid, connID); err != nil {
+	c := Beat{UID: uid, ConnID: connID}
+	if err := checkConn(c); err != nil {
 		return false, fmt.Errorf("disconnect %d: %w", uid, err)
 	}
+	t.mu.Lock()
+	delete(t.held, c)
+	t.mu.Unlock()
 	k := t.keys
 	res, err := disconnectScript.Run(ctx, t.rdb,
-		[]string{k.conns(uid), k.connected(), k.lastSeen(), k.onlineCopy()},
-		uid, connID,
+		[]string{k.conns(uid), k.connected(), k.lastSeen(), k.onlineCopy(), k.instances()},
+		uid, connID, k.instanceConnsPrefix(),
 	).Slice()
 	if err != nil {
 		return false, fmt.Errorf("disconnect %d: %w", uid, err)
@@ -134,35 +311,11 @@ func (t *Tracker) Disconnect(ctx context.Context, uid int64, connID string) (las
 	return last, nil
 }
 
-// beat runs the heartbeat script and returns whether the user was not
-// connected before, and Redis's time. With maxConns > 0, a connection not
-// registered yet is refused (ErrTooManyConnections, nothing written) when
-// the user holds maxConns unexpired ones already.
-func (t *Tracker) beat(ctx context.Context, uid int64, connID string, maxConns int) (bool, time.Time, error) {
-	if err := checkConn(uid, connID); err != nil {
-		return false, time.Time{}, err
-	}
-	k := t.keys
-	res, err := heartbeatScript.Run(ctx, t.rdb,
-		[]string{k.lastSeen(), k.connected(), k.conns(uid), k.onlineCopy()},
-		uid, connID, ms(t.opts.Window), k.activePrefix(),
-		int64(activeKeyTTL/time.Second), ms(t.opts.Window+connsKeyExtra),
-		k.activeHLLPrefix(), maxConns,
-	).Slice()
-	if err != nil {
-		return false, time.Time{}, err
-	}
-	if toInt(res, 0) == -1 {
-		return false, time.Time{}, ErrTooManyConnections
-	}
-	return toInt(res, 0) == 1, unixMilli(toInt(res, 1)), nil
-}
-
-func checkConn(uid int64, connID string) error {
+func checkConn(c Beat) error {
 	switch {
-	case uid <= 0:
-		return fmt.Errorf("%w: user id %d", ErrInvalid, uid)
-	case connID == "":
+	case c.UID <= 0:
+		return fmt.Errorf("%w: user id %d", ErrInvalid, c.UID)
+	case c.ConnID == "":
 		return fmt.Errorf("%w: empty connection id", ErrInvalid)
 	}
 	return nil

@@ -49,7 +49,7 @@ func connectionCap(t *testing.T, e env) {
 		t.Fatalf("%d connects: %d accepted, %d refused; want %d and %d", tries, len(accepted), refused, cap, tries-cap)
 	}
 	k := keys{prefix: e.prefix}
-	if n := e.rdb.ZCard(ctx, k.conns(alice)).Val(); n != cap {
+	if n := e.rdb.HLen(ctx, k.conns(alice)).Val(); n != cap {
 		t.Fatalf("alice's connections key holds %d, want %d", n, cap)
 	}
 
@@ -67,7 +67,7 @@ func connectionCap(t *testing.T, e env) {
 	if _, err := trs[4].Connect(ctx, alice, "tab-too-many"); !errors.Is(err, ErrTooManyConnections) {
 		t.Fatalf("connect at the cap again = %v, want ErrTooManyConnections", err)
 	}
-	if n := e.rdb.ZCard(ctx, k.conns(alice)).Val(); n != cap {
+	if n := e.rdb.HLen(ctx, k.conns(alice)).Val(); n != cap {
 		t.Fatalf("alice's connections key holds %d, want %d", n, cap)
 	}
 }
@@ -88,9 +88,8 @@ func TestRefusedConnectWritesNothing(t *testing.T) {
 	onlineFriends(t, tr, bob) // the shared copy exists: a write to it would show
 	minute := clearOfMinuteEdge(t, e)
 
-	expiry := e.now(t).Add(time.Hour)
 	for i := range cap {
-		e.rdb.ZAdd(ctx, k.conns(alice), redis.Z{Score: float64(expiry.UnixMilli()), Member: fmt.Sprint("elsewhere-", i)})
+		plantConn(t, e, alice, fmt.Sprint("elsewhere-", i), e.now(t).Add(time.Hour))
 	}
 	if _, err := tr.Connect(ctx, alice, "tab"); !errors.Is(err, ErrTooManyConnections) {
 		t.Fatalf("connect beyond the cap = %v, want ErrTooManyConnections", err)
@@ -107,7 +106,7 @@ func TestRefusedConnectWritesNothing(t *testing.T) {
 	if in := e.rdb.SIsMember(ctx, k.activeUsers(minute), itoa(alice)).Val(); in {
 		t.Fatalf("alice in this minute's active set after a refused connect")
 	}
-	if _, err := e.rdb.ZScore(ctx, k.conns(alice), "tab").Result(); err != redis.Nil {
+	if _, err := e.rdb.HGet(ctx, k.conns(alice), "tab").Result(); err != redis.Nil {
 		t.Fatalf("refused connection registered: %v", err)
 	}
 	noEvent(t, events, 200*time.Millisecond)
@@ -132,14 +131,12 @@ func TestConnectionCapCounts(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			tr := e.tracker(t, Options{MaxConnsPerUser: tc.max})
-			k := keys{prefix: e.prefix}
 			ctx := ctxT(t)
 			const alice = 1
 
-			// Connections of a vanished instance, expired: not counted.
-			gone := e.now(t).Add(-time.Second)
+			// Connections of a vanished instance, its lease run out: not counted.
 			for i := range 20 {
-				e.rdb.ZAdd(ctx, k.conns(alice), redis.Z{Score: float64(gone.UnixMilli()), Member: fmt.Sprint("gone-", i)})
+				plantConn(t, e, alice, fmt.Sprint("gone-", i), e.now(t).Add(-time.Second))
 			}
 			n := tc.allowed
 			if n < 0 {

@@ -3,8 +3,9 @@
 -- "temp.last.seen": last.seen limited to users with a registered connection
 -- (ZINTERSTORE with connected weighted 0 copies last.seen, as the seed's
 -- ZUNIONSTORE does, and keeps last-seen times as scores), less those seen
--- before now - W (ZREMRANGEBYSCORE), less those whose every connection
--- expired and who await the sweep.
+-- before now - W (ZREMRANGEBYSCORE). Users of an instance that went away
+-- stop being active, so they age out of it like anyone else; the sweep then
+-- takes them out of connected.
 --
 -- Copying is O(users connected) and blocks Redis for it (about 0.1 to 0.7 s
 -- for 50,000 online on a small machine; see docs/BENCHMARKS.md), so
@@ -24,10 +25,6 @@ local function refresh_copy(last_seen, connected, copy, marker, now, window, ttl
     return
   end
   redis.call('ZREMRANGEBYSCORE', copy, '-inf', '(' .. (now - window))
-  local expired = redis.call('ZRANGEBYSCORE', connected, '-inf', '(' .. now)
-  for i = 1, #expired, 1000 do
-    redis.call('ZREM', copy, unpack(expired, i, math.min(i + 999, #expired)))
-  end
   if ttl > 0 then
     redis.call('SET', marker, 1, 'PX', ttl)
   end

@@ -16,7 +16,7 @@
 -- a prefix.
 --
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
--- KEYS[2] connected (uid -> expiry of the user's freshest connection, unix ms)
+-- KEYS[2] connected (uid -> when the user was told online, unix ms)
 -- KEYS[3] the shared online copy (uid -> last activity)
 -- KEYS[4] the copy's freshness marker
 -- KEYS[5] a work key for the merged HyperLogLog, deleted before returning

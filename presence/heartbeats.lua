@@ -1,60 +1,64 @@
--- Records the activity of many connections in one step: what heartbeat.lua
--- does for one, amortised. Each user joins the current minute's active set
--- and HyperLogLog and gets the time in last.seen, in the shared online copy
--- and (as expiry) in connected, each in one variadic command for the whole
--- batch; each connection's expiry moves to now + W. A connection the
--- registry no longer holds is registered again, as by heartbeat.lua. The
--- time is Redis's own. No cap is checked: heartbeats are never refused.
+-- Records, in one step, the activity of the users of one instance's
+-- connections since its last tick, and renews the instance's lease: what
+-- register.lua does for activity, amortised over the instance. Each user gets
+-- the time in last.seen and in the shared online copy, in one variadic
+-- command each for the whole batch, and joins the current minute's active
+-- set and HyperLogLog unless the instance knows it did this minute already.
+-- Connections need no write of their own: they live as long as the lease
+-- (see register.lua). The time is Redis's own.
+--
+-- The instance learns here when its lease had run out: it stalled for W and
+-- may have been swept, or Redis lost its data; it then registers its
+-- connections again (register.lua).
 --
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
--- KEYS[2] connected (uid -> expiry of the user's freshest connection, unix ms)
--- KEYS[3] the shared online copy (uid -> last activity)
--- KEYS[3+i] the connections of the i-th beat's user (connID -> expiry, unix ms)
--- ARGV[1] online window W, ms
--- ARGV[2] prefix of the per-minute active sets (the minute number is appended)
--- ARGV[3] TTL of a per-minute active set and HyperLogLog, seconds
--- ARGV[4] TTL of a user's connections key, ms
+-- KEYS[2] the shared online copy (uid -> last activity)
+-- KEYS[3] instances (instance id -> lease expiry, unix ms)
+-- ARGV[1] this instance's id
+-- ARGV[2] online window W, ms: the lease's length
+-- ARGV[3] prefix of the per-minute active sets (the minute number is appended)
+-- ARGV[4] TTL of a per-minute active set and HyperLogLog, seconds
 -- ARGV[5] prefix of the per-minute active HyperLogLogs
--- ARGV[4+2i], ARGV[5+2i] the i-th beat's uid and connection id
--- Returns {now ms, uid...}: the users not in connected before (friends must
--- be told they are online).
+-- ARGV[6] the minute (unix s / 60) in which the instance added the users
+--         after the first ARGV[7] to the active set and HyperLogLog
+-- ARGV[7] how many users, first in the list, may not be in that minute's yet
+-- ARGV[8..] the users' ids, each once
+-- Returns {now ms, 1 when the lease had run out (or never existed)}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expiry = now + tonumber(ARGV[1])
-local n = #KEYS - 3
 
-local uids, seen, expiries = {}, {}, {}
-for i = 1, n do
-  local uid = ARGV[4 + 2 * i]
-  uids[i] = uid
-  seen[2 * i - 1], seen[2 * i] = now, uid
-  expiries[2 * i - 1], expiries[2 * i] = expiry, uid
-  redis.call('ZADD', KEYS[3 + i], expiry, ARGV[5 + 2 * i])
-  redis.call('PEXPIRE', KEYS[3 + i], ARGV[4])
+local lease = redis.call('ZSCORE', KEYS[3], ARGV[1])
+local lost = 0
+if not lease or tonumber(lease) < now then
+  lost = 1
+end
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[1])
+if #ARGV < 8 then
+  return {now, lost}
 end
 
 local minute = math.floor(tonumber(t[1]) / 60)
-local set = ARGV[2] .. minute
-redis.call('SADD', set, unpack(uids))
-redis.call('EXPIRE', set, ARGV[3])
-local hll = ARGV[5] .. minute
-redis.call('PFADD', hll, unpack(uids))
-redis.call('EXPIRE', hll, ARGV[3])
-redis.call('ZADD', KEYS[1], unpack(seen))
+local last = #ARGV
+if minute == tonumber(ARGV[6]) then
+  last = 7 + tonumber(ARGV[7])
+end
+if last >= 8 then
+  local set = ARGV[3] .. minute
+  redis.call('SADD', set, unpack(ARGV, 8, last))
+  redis.call('EXPIRE', set, ARGV[4])
+  local hll = ARGV[5] .. minute
+  redis.call('PFADD', hll, unpack(ARGV, 8, last))
+  redis.call('EXPIRE', hll, ARGV[4])
+end
 
-local out = {now}
-local before = redis.call('ZMSCORE', KEYS[2], unpack(uids))
-local told = {}
-for i = 1, n do
-  if not before[i] and not told[uids[i]] then
-    told[uids[i]] = true
-    out[#out + 1] = tonumber(uids[i])
-  end
+local seen = {}
+for i = 8, #ARGV do
+  seen[#seen + 1] = now
+  seen[#seen + 1] = ARGV[i]
 end
--- These expiries are the latest of the users': Redis time only moves forward.
-redis.call('ZADD', KEYS[2], unpack(expiries))
--- A missing copy is made whole by its next reader (see heartbeat.lua).
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.call('ZADD', KEYS[3], unpack(seen))
+redis.call('ZADD', KEYS[1], unpack(seen))
+-- A missing copy is made whole by its next reader (see register.lua).
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('ZADD', KEYS[2], unpack(seen))
 end
-return out
+return {now, lost}

@@ -5,6 +5,10 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"chorus/internal/redistest"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestHeartbeats(t *testing.T) {
@@ -18,61 +22,69 @@ func TestEmbeddedHeartbeats(t *testing.T) {
 	heartbeats(t, e)
 }
 
-// One Heartbeats call leaves every key as one Heartbeat per connection
-// would: last.seen, connected, the connections, the minute's active set and
-// HyperLogLog, the online copy; and announces the users it brings online
-// (a connection swept meanwhile is registered again), once each.
+// One Heartbeats call leaves last.seen, the minute's active set and
+// HyperLogLog and the online copy as one Heartbeat per connection would,
+// with one write per user; it renews the instance's lease and writes nothing
+// per connection. A connection the instance never registered is registered,
+// and its user announced once.
 func heartbeats(t *testing.T, e env) {
-	tr := e.tracker(t, Options{Window: 2 * time.Second})
+	const w = 2 * time.Second
+	tr := e.tracker(t, Options{Window: w})
 	ctx := ctxT(t)
-	const watcher, back, twoConns, steady = 1, 2, 3, 4
-	for _, u := range []int64{back, twoConns, steady} {
+	const watcher, back, twoConns, steady, fresh = 1, 2, 3, 4, 5
+	for _, u := range []int64{back, twoConns, steady, fresh} {
 		e.befriend(t, watcher, u)
 	}
 	mustConnect(t, tr, watcher, "w")
+	mustConnect(t, tr, back, "b")
 	mustConnect(t, tr, twoConns, "t1")
 	mustConnect(t, tr, twoConns, "t2")
 	mustConnect(t, tr, steady, "s")
 	onlineFriends(t, tr, watcher) // make the shared copy, which beats then keep
 	events := e.subscribe(t, watcher)
 	k := keys{prefix: e.prefix}
-	// back's connection is gone from the registry (swept, or Redis lost it).
 	before := e.now(t)
 
-	beats := []Beat{{back, "b"}, {twoConns, "t1"}, {twoConns, "t2"}, {steady, "s"}}
+	beats := []Beat{{back, "b"}, {twoConns, "t1"}, {twoConns, "t2"}, {steady, "s"}, {fresh, "f"}}
 	if err := tr.Heartbeats(ctx, beats); err != nil {
 		t.Fatal(err)
 	}
-	checkEvent(t, nextEvent(t, events, 2*time.Second), back, true)
+	checkEvent(t, nextEvent(t, events, 2*time.Second), fresh, true)
 	noEvent(t, events, 200*time.Millisecond)
 
-	for _, u := range []int64{back, twoConns, steady} {
+	for _, u := range []int64{back, twoConns, steady, fresh} {
 		seen, err := e.rdb.ZScore(ctx, k.lastSeen(), itoa(u)).Result()
 		if err != nil || seen < float64(before.UnixMilli()) {
 			t.Errorf("last.seen of %d = %v (%v), want now", u, seen, err)
 		}
-		if exp, err := e.rdb.ZScore(ctx, k.connected(), itoa(u)).Result(); err != nil || exp < float64(before.Add(2*time.Second).UnixMilli()) {
-			t.Errorf("connected expiry of %d = %v (%v), want now + W", u, exp, err)
+		if _, err := e.rdb.ZScore(ctx, k.connected(), itoa(u)).Result(); err != nil {
+			t.Errorf("%d not in connected: %v", u, err)
 		}
 		if _, err := e.rdb.ZScore(ctx, k.onlineCopy(), itoa(u)).Result(); err != nil {
 			t.Errorf("%d not in the online copy: %v", u, err)
 		}
 	}
-	conns, err := e.rdb.ZRange(ctx, k.conns(twoConns), 0, -1).Result()
+	lease, err := e.rdb.ZScore(ctx, k.instances(), tr.id).Result()
+	if err != nil || lease < float64(before.Add(w).UnixMilli()) {
+		t.Errorf("lease = %v (%v), want now + W", lease, err)
+	}
+	conns, err := e.rdb.HKeys(ctx, k.conns(twoConns)).Result()
 	if slices.Sort(conns); err != nil || !slices.Equal(conns, []string{"t1", "t2"}) {
 		t.Errorf("connections of %d = %v (%v)", twoConns, conns, err)
 	}
-	if ttl, err := e.rdb.PTTL(ctx, k.conns(back)).Result(); err != nil || ttl <= 0 {
-		t.Errorf("connections key of %d has TTL %v (%v), want one", back, ttl, err)
+	members, err := e.rdb.SMembers(ctx, k.instanceConns(tr.id)).Result()
+	want := []string{"1:w", "2:b", "3:t1", "3:t2", "4:s", "5:f"}
+	if slices.Sort(members); err != nil || !slices.Equal(members, want) {
+		t.Errorf("the instance's connections = %v (%v), want %v", members, err, want)
 	}
 	minute := e.now(t).Unix() / 60
-	members, _ := e.rdb.SMembers(ctx, k.activeUsers(minute)).Result()
-	for _, u := range []int64{back, twoConns, steady} {
-		if !slices.Contains(members, itoa(u)) && minute == before.Unix()/60 {
-			t.Errorf("%d not in the active set of minute %d: %v", u, minute, members)
+	active, _ := e.rdb.SMembers(ctx, k.activeUsers(minute)).Result()
+	for _, u := range []int64{back, twoConns, steady, fresh} {
+		if !slices.Contains(active, itoa(u)) && minute == before.Unix()/60 {
+			t.Errorf("%d not in the active set of minute %d: %v", u, minute, active)
 		}
 	}
-	if got := onlineFriends(t, tr, watcher); !slices.Equal(sortedInts(got), []int64{back, twoConns, steady}) {
+	if got := onlineFriends(t, tr, watcher); !slices.Equal(sortedInts(got), []int64{back, twoConns, steady, fresh}) {
 		t.Errorf("online friends = %v", got)
 	}
 
@@ -84,11 +96,63 @@ func heartbeats(t *testing.T, e env) {
 	if err := tr.Heartbeats(ctx, many); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.rdb.ZCard(ctx, k.connected()).Result(); err != nil || n != int64(4+len(many)) {
-		t.Errorf("connected holds %d (%v), want %d", n, err, 4+len(many))
+	if err := tr.Heartbeats(ctx, many); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.rdb.ZCard(ctx, k.connected()).Result(); err != nil || n != int64(5+len(many)) {
+		t.Errorf("connected holds %d (%v), want %d", n, err, 5+len(many))
 	}
 	if err := tr.Heartbeats(ctx, []Beat{{0, "x"}}); err == nil {
 		t.Error("a beat of uid 0 was taken")
+	}
+}
+
+// When Redis comes back from a restart (or a failover) without the writes
+// of its last moments, its run_id has changed, and the next tick registers
+// the instance's connections again, even though its lease survived: a user
+// whose registration was lost is back in connected and announced.
+func TestRegisteredAgainAfterRedisRestart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	e := env{rdb: redistest.ClientOf(t, srv.URL), prefix: redistest.Prefix()}
+	tr, other := e.tracker(t, Options{}), e.tracker(t, Options{})
+	ctx := ctxT(t)
+	k := keys{prefix: e.prefix}
+	const watcher, alice, bob = 1, 2, 3
+	mustConnect(t, tr, alice, "a")
+	mustConnect(t, tr, bob, "b")
+	if err := tr.Heartbeats(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// Restarted from a snapshot taken before bob connected: tr's lease
+	// and alice's registration are there, bob's is not.
+	srv.Stop()
+	redistest.StartOnPort(t, srv.Port)
+	waitFor(t, 5*time.Second, "Redis back", func() bool { return e.rdb.Ping(ctx).Err() == nil })
+	e.befriend(t, watcher, alice)
+	e.befriend(t, watcher, bob)
+	pipe := e.rdb.Pipeline()
+	pipe.ZAdd(ctx, k.instances(), redis.Z{Score: float64(e.now(t).Add(time.Minute).UnixMilli()), Member: tr.id})
+	pipe.HSet(ctx, k.conns(alice), "a", tr.id)
+	pipe.SAdd(ctx, k.instanceConns(tr.id), itoa(alice)+":a")
+	pipe.ZAdd(ctx, k.connected(), redisZ(e.now(t), alice))
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustConnect(t, other, watcher, "w")
+	events := e.subscribe(t, watcher)
+
+	if err := tr.Heartbeats(ctx, []Beat{{alice, "a"}, {bob, "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	checkEvent(t, nextEvent(t, events, 2*time.Second), bob, true)
+	noEvent(t, events, 200*time.Millisecond)
+	if got := onlineFriends(t, other, watcher); !slices.Equal(sortedInts(got), []int64{alice, bob}) {
+		t.Errorf("online friends of the watcher = %v, want alice and bob", got)
+	}
+	if id, err := e.rdb.HGet(ctx, k.conns(bob), "b").Result(); err != nil || id != tr.id {
+		t.Errorf("bob's connection is held by %q (%v), want the instance %q", id, err, tr.id)
 	}
 }
 
@@ -96,4 +160,33 @@ func sortedInts(v []int64) []int64 {
 	out := slices.Clone(v)
 	slices.Sort(out)
 	return out
+}
+
+// A user joins a minute's active set and HyperLogLog once: later ticks of
+// the same minute write only last.seen and the copy for them.
+func TestActiveSetWrittenOncePerMinute(t *testing.T) {
+	t.Parallel()
+	e := newPrivateEnv(t)
+	tr := e.tracker(t, Options{})
+	ctx := ctxT(t)
+	beats := make([]Beat, 50)
+	for i := range beats {
+		beats[i] = Beat{UID: int64(i + 1), ConnID: "c"}
+	}
+	clearOfMinuteEdge(t, e)
+	if err := tr.Heartbeats(ctx, beats); err != nil {
+		t.Fatal(err)
+	}
+	sadds, pfadds := commandCalls(t, e, "sadd"), commandCalls(t, e, "pfadd")
+	for range 3 {
+		if err := tr.Heartbeats(ctx, beats); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := commandCalls(t, e, "sadd") - sadds; n != 0 {
+		t.Errorf("%d SADDs in later ticks of the minute, want none", n)
+	}
+	if n := commandCalls(t, e, "pfadd") - pfadds; n != 0 {
+		t.Errorf("%d PFADDs in later ticks of the minute, want none", n)
+	}
 }

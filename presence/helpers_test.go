@@ -212,9 +212,10 @@ func runSweeper(tb testing.TB, tr *Tracker) {
 	})
 }
 
-// plant puts users in last.seen at the given times and in connected until
-// expiry (none when zero), as heartbeats would have, to set up edges and
-// large populations exactly.
+// plant puts users in last.seen at the given times and, when expiry is not
+// zero, in connected with one connection on an instance whose lease runs
+// until expiry, as heartbeats would have, to set up edges and large
+// populations exactly.
 func plant(tb testing.TB, e env, seen map[int64]time.Time, expiry time.Time) {
 	tb.Helper()
 	k := keys{prefix: e.prefix}
@@ -223,8 +224,8 @@ func plant(tb testing.TB, e env, seen map[int64]time.Time, expiry time.Time) {
 	for uid, at := range seen {
 		pipe.ZAdd(ctx, k.lastSeen(), redis.Z{Score: float64(at.UnixMilli()), Member: itoa(uid)})
 		if !expiry.IsZero() {
-			pipe.ZAdd(ctx, k.connected(), redis.Z{Score: float64(expiry.UnixMilli()), Member: itoa(uid)})
-			pipe.ZAdd(ctx, k.conns(uid), redis.Z{Score: float64(expiry.UnixMilli()), Member: "planted"})
+			pipe.ZAdd(ctx, k.connected(), redis.Z{Score: float64(at.UnixMilli()), Member: itoa(uid)})
+			plantConnIn(ctx, pipe, k, uid, "planted", expiry)
 		}
 		if expiry.After(at) { // a heartbeat at that time would have left it here
 			pipe.ZAdd(ctx, k.onlineCopy(), redis.Z{Score: float64(at.UnixMilli()), Member: itoa(uid)})
@@ -233,6 +234,26 @@ func plant(tb testing.TB, e env, seen map[int64]time.Time, expiry time.Time) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		tb.Fatalf("plant: %v", err)
 	}
+}
+
+// plantConn registers connection conn of uid on an instance whose lease
+// runs until lease (one planted instance per lease time), as another
+// instance's Connect would have.
+func plantConn(tb testing.TB, e env, uid int64, conn string, lease time.Time) {
+	tb.Helper()
+	ctx := ctxT(tb)
+	pipe := e.rdb.Pipeline()
+	plantConnIn(ctx, pipe, keys{prefix: e.prefix}, uid, conn, lease)
+	if _, err := pipe.Exec(ctx); err != nil {
+		tb.Fatalf("plant connection %d/%s: %v", uid, conn, err)
+	}
+}
+
+func plantConnIn(ctx context.Context, pipe redis.Pipeliner, k keys, uid int64, conn string, lease time.Time) {
+	instance := "planted-" + itoa(lease.UnixMilli())
+	pipe.ZAdd(ctx, k.instances(), redis.Z{Score: float64(lease.UnixMilli()), Member: instance})
+	pipe.HSet(ctx, k.conns(uid), conn, instance)
+	pipe.SAdd(ctx, k.instanceConns(instance), itoa(uid)+":"+conn)
 }
 
 func redisZ(at time.Time, uid int64) redis.Z {

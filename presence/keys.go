@@ -21,12 +21,22 @@ func (k keys) activeHLL(minute int64) string { return k.activeHLLPrefix() + itoa
 // into and deletes before it returns.
 func (k keys) activeUnion() string { return k.prefix + "active.hll.tmp" }
 
-// connected is the sorted set uid -> expiry of the user's freshest live
-// connection (unix ms): the users whose friends have been told "online".
+// connected is the sorted set uid -> when the user was told online (unix
+// ms): the users with a registered connection, whose friends have been told
+// "online".
 func (k keys) connected() string { return k.prefix + "connected" }
 
-// conns is the sorted set of one user's connections: connID -> expiry (unix ms).
+// conns is one user's registry of connections, a hash connID -> the id of
+// the instance holding it. A connection lives as long as its instance's lease.
 func (k keys) conns(uid int64) string { return k.connsPrefix() + itoa(uid) }
+
+// instances is the sorted set instance id -> lease expiry (unix ms). Each
+// instance renews its own every tick while it holds connections.
+func (k keys) instances() string { return k.prefix + "instances" }
+
+// instanceConns is the set of one instance's connections, "uid:connID", for
+// the sweep to take out when the instance's lease runs out.
+func (k keys) instanceConns(id string) string { return k.instanceConnsPrefix() + id }
 
 // onlineCopy is the shared, trimmed copy of last.seen: the users online now,
 // uid -> last activity. Readers make it when it is missing and trim it at
@@ -41,8 +51,9 @@ func (k keys) scratch() string { return k.prefix + "online.tmp" }
 
 // Scripts that touch keys they only learn while running (the minute, the
 // users being swept) build them from these prefixes.
-func (k keys) activePrefix() string    { return k.prefix + "active.users:" }
-func (k keys) activeHLLPrefix() string { return k.prefix + "active.hll:" }
-func (k keys) connsPrefix() string     { return k.prefix + "conns:" }
+func (k keys) activePrefix() string        { return k.prefix + "active.users:" }
+func (k keys) activeHLLPrefix() string     { return k.prefix + "active.hll:" }
+func (k keys) connsPrefix() string         { return k.prefix + "conns:" }
+func (k keys) instanceConnsPrefix() string { return k.prefix + "instance.conns:" }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

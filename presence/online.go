@@ -82,13 +82,12 @@ func (t *Tracker) Presences(ctx context.Context, uids []int64) ([]Presence, erro
 	k := t.keys
 	pipe := t.rdb.Pipeline()
 	clock := pipe.Time(ctx)
-	expiries := pipe.ZMScore(ctx, k.connected(), members...)
+	told := pipe.ZMScore(ctx, k.connected(), members...)
 	seen := pipe.ZMScore(ctx, k.lastSeen(), members...)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("presence of %d users: %w", len(uids), err)
 	}
-	now := clock.Val().UnixMilli()
-	cutoff := now - ms(t.opts.Window)
+	cutoff := clock.Val().UnixMilli() - ms(t.opts.Window)
 	for i := range uids {
 		// A score of 0 is a missing member: real scores are unix ms.
 		ls := int64(seen.Val()[i])
@@ -97,7 +96,7 @@ func (t *Tracker) Presences(ctx context.Context, uids []int64) ([]Presence, erro
 		}
 		at := unixMilli(ls)
 		out[i].LastSeen = &at
-		out[i].Online = ls >= cutoff && int64(expiries.Val()[i]) >= now
+		out[i].Online = ls >= cutoff && told.Val()[i] > 0
 	}
 	return out, nil
 }

@@ -6,7 +6,7 @@
 -- sets, so a call costs about the friend count, not the number online.
 --
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
--- KEYS[2] connected (uid -> expiry of the user's freshest connection, unix ms)
+-- KEYS[2] connected (uid -> when the user was told online, unix ms)
 -- KEYS[3] the shared online copy (uid -> last activity)
 -- KEYS[4] the copy's freshness marker
 -- KEYS[5] the user's friend set (friend uid -> friend since, unix ms)

@@ -17,13 +17,15 @@ func TestWindowEdges(t *testing.T) {
 	tests := []struct {
 		name    string
 		seenAgo time.Duration // before Redis's now
-		expiry  time.Duration // connection expiry after now; 0: no connection
+		expiry  time.Duration // the connection's lease after now; 0: no connection
 		online  bool
 	}{
 		{"just seen", 0, w, true},
 		{"just inside W", w - 300*time.Millisecond, 300 * time.Millisecond, true},
 		{"just outside W", w + 300*time.Millisecond, time.Hour, false},
-		{"seen, connection just expired", 0, -300 * time.Millisecond, false},
+		// Its instance went away W ago (its lease is at least W past the
+		// last activity) and the sweep has not come yet.
+		{"lease run out, not swept", w + 300*time.Millisecond, -300 * time.Millisecond, false},
 		{"seen, never connected", 0, 0, false},
 	}
 	for _, tc := range tests {

@@ -16,17 +16,18 @@ var (
 	sweepScript = redis.NewScript(sweepSource)
 )
 
-// Sweep takes out of the registry the users whose every connection expired
-// (their instance died or lost Redis without disconnecting them) and tells
-// their connected friends they are offline. Each such user is taken by one
-// sweeping instance only. It returns how many users it took out.
+// Sweep takes out of the registry the connections of instances whose lease
+// ran out (they died, or stalled for W, without disconnecting them), and
+// tells the connected friends of the users left with none that they are
+// offline. Each such user is taken by one sweeping instance only. It returns
+// how many users it took out.
 func (t *Tracker) Sweep(ctx context.Context) (int, error) {
 	k := t.keys
 	total := 0
 	for {
 		res, err := sweepScript.Run(ctx, t.rdb,
-			[]string{k.connected(), k.lastSeen(), k.onlineCopy()},
-			k.connsPrefix(), sweepBatch,
+			[]string{k.instances(), k.connected(), k.lastSeen(), k.onlineCopy()},
+			k.instanceConnsPrefix(), k.connsPrefix(), sweepBatch,
 		).Slice()
 		if err != nil {
 			return total, fmt.Errorf("sweep: %w", err)
@@ -43,7 +44,7 @@ func (t *Tracker) Sweep(ctx context.Context) (int, error) {
 			total++
 			t.announce(ctx, uid, false, seen)
 		}
-		if toInt(res, 0) < sweepBatch {
+		if toInt(res, 0) == 0 {
 			return total, nil
 		}
 	}
@@ -66,7 +67,7 @@ func (t *Tracker) RunSweeper(ctx context.Context) error {
 		case err != nil && ctx.Err() == nil:
 			t.log.WarnContext(ctx, "presence sweep failed", "err", err)
 		case n > 0:
-			t.log.InfoContext(ctx, "swept users whose connections expired", "users", n)
+			t.log.InfoContext(ctx, "swept users of instances gone away", "users", n)
 		}
 	}
 }

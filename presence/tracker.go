@@ -2,10 +2,16 @@
 // each heartbeat puts the user in a per-minute active set (and HyperLogLog)
 // and in last.seen (uid -> last activity) in one script, using Redis's
 // clock; online friends is one Lua script over a shared, trimmed copy of
-// last.seen; a registry of live connections with expiry tells a user's
-// first connection and last disconnect apart from the others, and caps how
-// many one user holds; presence events go to friends over Redis pub/sub. It
+// last.seen; a registry of live connections tells a user's first
+// connection and last disconnect apart from the others, and caps how many
+// one user holds; presence events go to friends over Redis pub/sub. It
 // knows nothing of HTTP or WebSockets.
+//
+// Each Tracker is one instance. Its connections live as long as its lease,
+// which it renews every tick with its connections' activity (Heartbeats), so
+// a tick costs Redis a few commands per active user and none per
+// connection; when an instance goes away, its lease runs out and the sweep
+// takes its connections out.
 //
 // Presence is private to a user and their friends. This package does not
 // check who asks: its caller (the web layer) does.
@@ -15,8 +21,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -32,8 +40,7 @@ const (
 const (
 	activeMinutes = 10               // active_last_10m counts this many minutes
 	activeKeyTTL  = 11 * time.Minute // a minute's keys outlive the ten minutes they are read in
-	connsKeyExtra = time.Minute      // a connections key outlives its last expiry by this
-	sweepBatch    = 500              // users the sweep script looks at per call
+	sweepBatch    = 500              // connections the sweep script takes out per call
 	announceBatch = 1000             // channels per publishing script call
 )
 
@@ -111,12 +118,21 @@ func (o *Options) fill() {
 // Tracker records presence in one Redis. Every instance of Chorus has one;
 // they agree through Redis alone.
 type Tracker struct {
+	id     string // this instance's, for its lease
 	rdb    redis.UniversalClient
 	opts   Options
 	keys   keys
 	log    *slog.Logger
 	counts countsCache
 	now    func() time.Time // the local clock, for the counts cache alone
+
+	mu     sync.Mutex
+	held   map[Beat]struct{} // the connections registered through this instance
+	active struct {          // the users this instance put in a minute's active set
+		minute int64 // unix s / 60, Redis's clock
+		users  map[int64]struct{}
+	}
+	server string // Redis's run_id at the last tick
 }
 
 // New returns a Tracker using rdb under the options' key prefix. It panics
@@ -126,7 +142,10 @@ func New(rdb redis.UniversalClient, opts Options) *Tracker {
 		panic("presence: Options.FriendsKey and Options.Channel are required")
 	}
 	opts.fill()
-	return &Tracker{rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix}, log: opts.Logger, now: time.Now}
+	return &Tracker{
+		id: uuid.NewString(), rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix},
+		log: opts.Logger, now: time.Now, held: map[Beat]struct{}{},
+	}
 }
 
 // Window is the online window W the tracker was built with.

@@ -14,7 +14,8 @@ const beatTimeout = 5 * time.Second
 // beats gathers the activity of the hub's connections and writes it to
 // presence in one script call per tick (presence.Heartbeats), instead of one
 // per connection: Redis does a fraction of the work per heartbeat, and the
-// hub one round trip per tick. Coming online and going offline do not wait
+// hub one round trip per tick. The same call renews the instance's lease, on
+// which its connections live in Redis. Coming online and going offline do not wait
 // for a tick: Connect and Disconnect stay immediate.
 type beats struct {
 	mu      sync.Mutex
@@ -66,14 +67,16 @@ func (h *Hub) flushBeats(ctx context.Context) {
 		}
 		clear(b.pending)
 		b.mu.Unlock()
+		// Every tick, beats or not: the call renews this instance's lease,
+		// which keeps its connections alive in Redis.
+		wctx, cancel := context.WithTimeout(ctx, beatTimeout)
+		err := h.presence.Heartbeats(wctx, list)
+		cancel()
 		if len(list) > 0 {
-			wctx, cancel := context.WithTimeout(ctx, beatTimeout)
-			err := h.presence.Heartbeats(wctx, list)
-			cancel()
 			h.Stats.BeatFlushes.Add(1)
-			if err != nil && ctx.Err() == nil {
-				h.log.Warn("heartbeats not recorded; the next ones will be", "connections", len(list), "err", err)
-			}
+		}
+		if err != nil && ctx.Err() == nil {
+			h.log.Warn("heartbeats not recorded; the next ones will be", "connections", len(list), "err", err)
 		}
 		b.flushing.Unlock()
 	}

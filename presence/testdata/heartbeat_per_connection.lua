@@ -1,3 +1,7 @@
+-- The heartbeat script of an earlier layout, one call per heartbeat of one
+-- connection, with each connection's expiry in a sorted set of its user's.
+-- Kept only for BenchmarkHeartbeats to compare the current layout with.
+--
 -- Records activity of user ARGV[1] on connection ARGV[2] in one step: the
 -- user joins the current minute's active set and HyperLogLog, last.seen gets
 -- the time, the connection's expiry moves to now + W, and the user goes into

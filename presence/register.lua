@@ -1,0 +1,109 @@
+-- Registers connections of one instance and records their activity, in one
+-- step: each connection goes into its user's registry (connID -> instance)
+-- and the instance's own set; each user goes into connected (told online),
+-- the current minute's active set and HyperLogLog, last.seen and the shared
+-- online copy (see copy.lua). The instance's lease moves to now + W. The time
+-- is Redis's own, so instances with skewed clocks agree.
+--
+-- A connection lives as long as its instance's lease: instances renew theirs
+-- every tick (heartbeats.lua), so no connection needs an expiry of its own,
+-- and the sweep (sweep.lua) takes out the connections of an instance whose
+-- lease ran out.
+--
+-- The cap on one user's connections is checked here, before anything of the
+-- connection is written, so connects racing on several instances cannot
+-- overshoot it: a connection not registered yet is refused when the user
+-- already holds ARGV[6] live ones (on instances whose lease runs), and a
+-- refused connection writes nothing of its own. Only Connect passes a cap;
+-- connections registered again after a lost lease pass none: they were let
+-- in when they opened, and refusing them now would close live streams.
+--
+-- KEYS[1] last.seen (uid -> last activity, unix ms)
+-- KEYS[2] connected (uid -> when the user was told online, unix ms)
+-- KEYS[3] the shared online copy (uid -> last activity)
+-- KEYS[4] instances (instance id -> lease expiry, unix ms)
+-- KEYS[5] this instance's connections (set of "uid:connID")
+-- KEYS[5+i] the registry of the i-th connection's user (hash connID -> instance id)
+-- ARGV[1] this instance's id
+-- ARGV[2] online window W, ms: the lease's length
+-- ARGV[3] prefix of the per-minute active sets (the minute number is appended)
+-- ARGV[4] TTL of a per-minute active set and HyperLogLog, seconds
+-- ARGV[5] prefix of the per-minute active HyperLogLogs
+-- ARGV[6] most live connections a user may hold when one is new; <= 0: no cap
+-- ARGV[5+2i], ARGV[6+2i] the i-th connection's uid and id
+-- Returns {now ms, 1 when the lease had run out (or never existed), then per
+-- connection: 1 when its user was not in connected (friends must be told),
+-- 0 when registered, -1 when the cap refused it}.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local instance = ARGV[1]
+
+local lease = redis.call('ZSCORE', KEYS[4], instance)
+local lost = 0
+if not lease or tonumber(lease) < now then
+  lost = 1
+end
+redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), instance)
+
+-- live counts the user's connections on instances whose lease runs, and
+-- whether conn is one of them. Leases are looked up once per instance.
+local leases = {}
+local function live(registry, conn)
+  local all = redis.call('HGETALL', registry)
+  local n, held = 0, false
+  for j = 1, #all, 2 do
+    local id = all[j + 1]
+    if leases[id] == nil then
+      leases[id] = tonumber(redis.call('ZSCORE', KEYS[4], id) or 0)
+    end
+    if leases[id] >= now then
+      n = n + 1
+      if all[j] == conn then
+        held = true
+      end
+    end
+  end
+  return n, held
+end
+
+local cap = tonumber(ARGV[6])
+local out = {now, lost}
+local uids = {}
+for i = 1, #KEYS - 5 do
+  local uid, conn, registry = ARGV[5 + 2 * i], ARGV[6 + 2 * i], KEYS[5 + i]
+  local refused = false
+  if cap > 0 then
+    local n, held = live(registry, conn)
+    refused = not held and n >= cap
+  end
+  if refused then
+    out[#out + 1] = -1
+  else
+    redis.call('HSET', registry, conn, instance)
+    redis.call('SADD', KEYS[5], uid .. ':' .. conn)
+    out[#out + 1] = redis.call('ZADD', KEYS[2], 'NX', now, uid)
+    uids[#uids + 1] = uid
+  end
+end
+if #uids == 0 then
+  return out
+end
+
+local minute = math.floor(tonumber(t[1]) / 60)
+local set = ARGV[3] .. minute
+redis.call('SADD', set, unpack(uids))
+redis.call('EXPIRE', set, ARGV[4])
+local hll = ARGV[5] .. minute
+redis.call('PFADD', hll, unpack(uids))
+redis.call('EXPIRE', hll, ARGV[4])
+local seen = {}
+for i, uid in ipairs(uids) do
+  seen[2 * i - 1], seen[2 * i] = now, uid
+end
+redis.call('ZADD', KEYS[1], unpack(seen))
+-- A missing copy is made whole by its next reader; adding to it here would
+-- make a partial one that looks whole.
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.call('ZADD', KEYS[3], unpack(seen))
+end
+return out
