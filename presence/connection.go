@@ -149,13 +149,14 @@ func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 }
 
 // heartbeats runs the heartbeats script for users (MaxBeatsPerCall at most)
-// and reports whether the lease had run out. Users already in this minute's
-// active set, as far as the instance knows, go last, for the script to skip.
+// and reports whether the lease had run out. Users whose last.seen and
+// active set the instance wrote this minute already go last, for the script
+// to write only the copy for them.
 func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err error) {
 	k := t.keys
 	t.mu.Lock()
 	minute := t.active.minute
-	args := make([]any, 7, 7+len(users))
+	args := make([]any, 8, 8+len(users))
 	var done []any
 	for _, uid := range users {
 		if _, ok := t.active.users[uid]; ok {
@@ -165,17 +166,21 @@ func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err
 		}
 	}
 	t.mu.Unlock()
-	fresh := len(args) - 7
+	fresh := len(args) - 8
 	args = append(args, done...)
+	rebuilt := 0
+	if t.opts.CopyTTL < 0 {
+		rebuilt = 1
+	}
 	copy(args, []any{t.id, ms(t.opts.Window), k.activePrefix(), int64(activeKeyTTL / time.Second),
-		k.activeHLLPrefix(), minute, fresh})
+		k.activeHLLPrefix(), minute, fresh, rebuilt})
 	res, err := heartbeatsScript.Run(ctx, t.rdb,
 		[]string{k.lastSeen(), k.onlineCopy(), k.instances()}, args...,
 	).Slice()
 	if err != nil {
 		return false, err
 	}
-	// Every one of users is in the active set of the script's minute now.
+	// Every one of users is written for the script's minute now.
 	now := toInt(res, 0) / 1000 / 60
 	t.mu.Lock()
 	if t.active.minute != now {

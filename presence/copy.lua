@@ -24,6 +24,17 @@ local function refresh_copy(last_seen, connected, copy, marker, now, window, ttl
   elseif redis.call('EXISTS', marker) == 1 then
     return
   end
+  -- The copy holds the latest activity of who is online (see
+  -- heartbeats.lua): the users leaving it keep theirs in last.seen.
+  local gone = redis.call('ZRANGEBYSCORE', copy, '-inf', '(' .. (now - window), 'WITHSCORES')
+  for i = 1, #gone, 2000 do
+    local batch = {}
+    for j = i, math.min(i + 1999, #gone), 2 do
+      batch[#batch + 1] = gone[j + 1]
+      batch[#batch + 1] = gone[j]
+    end
+    redis.call('ZADD', last_seen, 'GT', unpack(batch))
+  end
   redis.call('ZREMRANGEBYSCORE', copy, '-inf', '(' .. (now - window))
   if ttl > 0 then
     redis.call('SET', marker, 1, 'PX', ttl)

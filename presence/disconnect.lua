@@ -4,7 +4,7 @@
 -- without waiting for a rebuild. Connections of instances whose lease ran out
 -- leave the user's registry here too; the sweep finds them gone and tells
 -- nobody twice. last.seen is left alone: it stays the time of the last
--- activity.
+-- activity, which it takes from the copy if it is later there.
 --
 -- KEYS[1] the user's registry (hash connID -> instance id)
 -- KEYS[2] connected (uid -> when the user was told online, unix ms)
@@ -14,7 +14,8 @@
 -- ARGV[1] uid
 -- ARGV[2] connection id
 -- ARGV[3] prefix of the instances' connection sets (the instance id is appended)
--- Returns {1 when the user left connected here (friends must be told), last seen ms or nil}.
+-- Returns {1 when the user left connected here (friends must be told), last seen
+-- ms or nil; nil too while the user has a live connection}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -34,11 +35,16 @@ for j = 1, #all, 2 do
     redis.call('HDEL', KEYS[1], all[j])
   end
 end
-local seen = redis.call('ZSCORE', KEYS[3], ARGV[1])
 if live then
-  return {0, seen}
+  return {0, false}
 end
-redis.call('ZREM', KEYS[4], ARGV[1])
+-- The copy holds the latest activity (see heartbeats.lua): keep it.
+local latest = redis.call('ZSCORE', KEYS[4], ARGV[1])
+if latest then
+  redis.call('ZADD', KEYS[3], 'GT', latest, ARGV[1])
+  redis.call('ZREM', KEYS[4], ARGV[1])
+end
+local seen = redis.call('ZSCORE', KEYS[3], ARGV[1])
 -- 0 when a sweep took the user out already (and told the friends).
 local last = redis.call('ZREM', KEYS[2], ARGV[1])
 return {last, seen}

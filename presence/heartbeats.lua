@@ -1,11 +1,19 @@
 -- Records, in one step, the activity of the users of one instance's
 -- connections since its last tick, and renews the instance's lease: what
--- register.lua does for activity, amortised over the instance. Each user gets
--- the time in last.seen and in the shared online copy, in one variadic
--- command each for the whole batch, and joins the current minute's active
--- set and HyperLogLog unless the instance knows it did this minute already.
--- Connections need no write of their own: they live as long as the lease
--- (see register.lua). The time is Redis's own.
+-- register.lua does for activity, amortised over the instance and over the
+-- minute. Connections need no write of their own: they live as long as the
+-- lease (see register.lua). The time is Redis's own.
+--
+-- Every user gets the time in the shared online copy, in one variadic ZADD
+-- for the whole batch: the copy holds the exact last activity of everyone
+-- online. last.seen, the minute's active set and HyperLogLog are written for
+-- a user at their first beat of each minute only (the instance tells which
+-- users it wrote this minute already), so last.seen lags the copy by at most
+-- a minute while the user is online; readers take the later of the two, and
+-- whatever takes a user out of the copy (disconnect.lua, sweep.lua, the trim
+-- in copy.lua) first moves their time into last.seen. When there is no copy
+-- (missing, or rebuilt on every read), every user's time goes to last.seen,
+-- from which the next reader makes the copy.
 --
 -- The instance learns here when its lease had run out: it stalled for W and
 -- may have been swept, or Redis lost its data; it then registers its
@@ -19,13 +27,15 @@
 -- ARGV[3] prefix of the per-minute active sets (the minute number is appended)
 -- ARGV[4] TTL of a per-minute active set and HyperLogLog, seconds
 -- ARGV[5] prefix of the per-minute active HyperLogLogs
--- ARGV[6] the minute (unix s / 60) in which the instance added the users
---         after the first ARGV[7] to the active set and HyperLogLog
--- ARGV[7] how many users, first in the list, may not be in that minute's yet
--- ARGV[8..] the users' ids, each once
+-- ARGV[6] the minute (unix s / 60) in which the instance wrote the users
+--         after the first ARGV[7] to last.seen and the active set
+-- ARGV[7] how many users, first in the list, it did not write that minute
+-- ARGV[8] 1 when the copy is rebuilt from last.seen on every read
+-- ARGV[9..] the users' ids, each once
 -- Returns {now ms, 1 when the lease had run out (or never existed)}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local first = 9
 
 local lease = redis.call('ZSCORE', KEYS[3], ARGV[1])
 local lost = 0
@@ -33,32 +43,41 @@ if not lease or tonumber(lease) < now then
   lost = 1
 end
 redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[1])
-if #ARGV < 8 then
+if #ARGV < first then
   return {now, lost}
 end
 
-local minute = math.floor(tonumber(t[1]) / 60)
-local last = #ARGV
-if minute == tonumber(ARGV[6]) then
-  last = 7 + tonumber(ARGV[7])
+-- seen(from, to) is {now, uid, now, uid, ...} for ARGV[from..to].
+local function seen(from, to)
+  local out = {}
+  for i = from, to do
+    out[#out + 1] = now
+    out[#out + 1] = ARGV[i]
+  end
+  return out
 end
-if last >= 8 then
+
+local copy = ARGV[8] ~= '1' and redis.call('EXISTS', KEYS[2]) == 1
+local minute = math.floor(tonumber(t[1]) / 60)
+local fresh = #ARGV
+if minute == tonumber(ARGV[6]) then
+  fresh = first - 1 + tonumber(ARGV[7])
+end
+if fresh >= first then
   local set = ARGV[3] .. minute
-  redis.call('SADD', set, unpack(ARGV, 8, last))
+  redis.call('SADD', set, unpack(ARGV, first, fresh))
   redis.call('EXPIRE', set, ARGV[4])
   local hll = ARGV[5] .. minute
-  redis.call('PFADD', hll, unpack(ARGV, 8, last))
+  redis.call('PFADD', hll, unpack(ARGV, first, fresh))
   redis.call('EXPIRE', hll, ARGV[4])
 end
 
-local seen = {}
-for i = 8, #ARGV do
-  seen[#seen + 1] = now
-  seen[#seen + 1] = ARGV[i]
-end
-redis.call('ZADD', KEYS[1], unpack(seen))
--- A missing copy is made whole by its next reader (see register.lua).
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('ZADD', KEYS[2], unpack(seen))
+if copy then
+  redis.call('ZADD', KEYS[2], unpack(seen(first, #ARGV)))
+  if fresh >= first then
+    redis.call('ZADD', KEYS[1], unpack(seen(first, fresh)))
+  end
+else
+  redis.call('ZADD', KEYS[1], unpack(seen(first, #ARGV)))
 end
 return {now, lost}

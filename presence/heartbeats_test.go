@@ -190,3 +190,80 @@ func TestActiveSetWrittenOncePerMinute(t *testing.T) {
 		t.Errorf("%d PFADDs in later ticks of the minute, want none", n)
 	}
 }
+
+// While a user is online, ticks after their first of the minute write their
+// time to the shared copy only; readers see it there, and whatever takes
+// the user out of the copy (a disconnect, the sweep, the trim) moves it into
+// last.seen first, so the last activity is never lost.
+func TestLastSeenCatchesUpWithTheCopy(t *testing.T) {
+	t.Parallel()
+	const w = 400 * time.Millisecond
+	for _, leave := range []string{"disconnect", "sweep", "trim"} {
+		t.Run(leave, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			opts := Options{Window: w, CopyTTL: time.Millisecond}
+			tr, watching := e.tracker(t, opts), e.tracker(t, opts)
+			ctx := ctxT(t)
+			k := keys{prefix: e.prefix}
+			const alice, bob = 1, 2
+			e.befriend(t, alice, bob)
+			clearOfMinuteEdge(t, e)
+			mustConnect(t, tr, alice, "a")
+			mustConnect(t, watching, bob, "b")
+			onlineFriends(t, watching, bob) // the copy
+			beat := func() {
+				time.Sleep(5 * time.Millisecond)
+				if err := tr.Heartbeats(ctx, []Beat{{alice, "a"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			beat() // alice's first tick of the minute: last.seen too
+			beat() // the copy alone
+			stored, _ := e.rdb.ZScore(ctx, k.lastSeen(), itoa(alice)).Result()
+			latest, err := e.rdb.ZScore(ctx, k.onlineCopy(), itoa(alice)).Result()
+			if err != nil || latest <= stored {
+				t.Fatalf("copy %v (%v), last.seen %v: want the copy ahead", latest, err, stored)
+			}
+			if _, seen := presenceOf(t, watching, alice); seen == nil || seen.UnixMilli() != int64(latest) {
+				t.Fatalf("alice's presence says last seen %v, want the copy's %v", seen, unixMilli(int64(latest)))
+			}
+
+			events := e.subscribe(t, bob)
+			switch leave {
+			case "disconnect":
+				mustDisconnect(t, tr, alice, "a")
+			case "sweep": // tr goes away; bob's instance lives on
+				time.Sleep(w + 50*time.Millisecond)
+				if err := watching.Heartbeats(ctx, nil); err != nil {
+					t.Fatal(err)
+				}
+				if n, err := watching.Sweep(ctx); err != nil || n != 1 {
+					t.Fatalf("sweep = %d, %v; want alice", n, err)
+				}
+			case "trim": // alice idles past W, her connection still open
+				time.Sleep(w + 50*time.Millisecond)
+				if err := watching.Heartbeats(ctx, []Beat{{bob, "b"}}); err != nil {
+					t.Fatal(err)
+				}
+				onlineFriends(t, watching, bob)
+				if _, err := e.rdb.ZScore(ctx, k.onlineCopy(), itoa(alice)).Result(); err != redis.Nil {
+					t.Fatalf("alice still in the copy after the trim: %v", err)
+				}
+			}
+			if leave != "trim" {
+				ev := nextEvent(t, events, 2*time.Second)
+				checkEvent(t, ev, alice, false)
+				if ev.LastSeen.UnixMilli() != int64(latest) {
+					t.Errorf("offline event last_seen %v, want the last tick's %v", ev.LastSeen, unixMilli(int64(latest)))
+				}
+			}
+			if got, err := e.rdb.ZScore(ctx, k.lastSeen(), itoa(alice)).Result(); err != nil || got != latest {
+				t.Errorf("last.seen of alice after %s = %v (%v), want the last tick's %v", leave, got, err, latest)
+			}
+			if _, seen := presenceOf(t, watching, alice); seen == nil || seen.UnixMilli() != int64(latest) {
+				t.Errorf("alice's presence after %s says last seen %v, want %v", leave, seen, unixMilli(int64(latest)))
+			}
+		})
+	}
+}

@@ -84,13 +84,16 @@ func (t *Tracker) Presences(ctx context.Context, uids []int64) ([]Presence, erro
 	clock := pipe.Time(ctx)
 	told := pipe.ZMScore(ctx, k.connected(), members...)
 	seen := pipe.ZMScore(ctx, k.lastSeen(), members...)
+	// The copy is ahead of last.seen while a user is online (see
+	// heartbeats.lua).
+	latest := pipe.ZMScore(ctx, k.onlineCopy(), members...)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("presence of %d users: %w", len(uids), err)
 	}
 	cutoff := clock.Val().UnixMilli() - ms(t.opts.Window)
 	for i := range uids {
 		// A score of 0 is a missing member: real scores are unix ms.
-		ls := int64(seen.Val()[i])
+		ls := int64(max(seen.Val()[i], latest.Val()[i]))
 		if ls == 0 {
 			continue
 		}

@@ -38,7 +38,12 @@ for _, member in ipairs(redis.call('SPOP', set, most)) do
     redis.call('HDEL', registry, conn)
   end
   if redis.call('EXISTS', registry) == 0 then
-    redis.call('ZREM', KEYS[4], uid)
+    -- The copy holds the latest activity (see heartbeats.lua): keep it.
+    local latest = redis.call('ZSCORE', KEYS[4], uid)
+    if latest then
+      redis.call('ZADD', KEYS[3], 'GT', latest, uid)
+      redis.call('ZREM', KEYS[4], uid)
+    end
     if redis.call('ZREM', KEYS[2], uid) == 1 then
       out[#out + 1] = uid
       out[#out + 1] = redis.call('ZSCORE', KEYS[3], uid) or ''

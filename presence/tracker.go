@@ -128,7 +128,7 @@ type Tracker struct {
 
 	mu     sync.Mutex
 	held   map[Beat]struct{} // the connections registered through this instance
-	active struct {          // the users this instance put in a minute's active set
+	active struct {          // the users whose last.seen and active set it wrote in a minute
 		minute int64 // unix s / 60, Redis's clock
 		users  map[int64]struct{}
 	}
