@@ -362,7 +362,7 @@ var seedCounts = redis.NewScript(copySource + "\n" + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[1])
-refresh_copy(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, window, tonumber(ARGV[2]))
+refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))
 local online = redis.call('ZCOUNT', KEYS[3], now - window, '+inf')
 local minute = math.floor(tonumber(t[1]) / 60)
 local sets = {}
@@ -397,7 +397,7 @@ func BenchmarkCounts(b *testing.B) {
 			b.Run("sunion-seed", func(b *testing.B) {
 				latency(b, e, scripts, func() int {
 					res, err := seedCounts.Run(ctx, e.rdb, []string{
-						k.lastSeen(), k.connected(), k.onlineCopy(), k.onlineCopyFresh(),
+						k.lastSeen(), k.connected(), k.onlineCopy(),
 					}, ms(benchWindow), ms(DefaultCopyTTL), k.activePrefix(), activeMinutes).Slice()
 					if err != nil {
 						b.Fatal(err)

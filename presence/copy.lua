@@ -9,24 +9,20 @@
 --
 -- Copying is O(users connected) and blocks Redis for it (about 0.1 to 0.7 s
 -- for 50,000 online on a small machine; see docs/BENCHMARKS.md), so
--- the copy is made only when it is missing. The heartbeat, disconnect and
--- sweep scripts add and remove users in it as they come and go, and readers
--- cut it at now - W, so it is never behind a new connection or a clean
--- sign-off. At most once per copy TTL, the first caller trims it, at the
--- cost of what it removes. A copy TTL <= 0 copies afresh on every call, as
--- the seed does (for comparison in benchmarks).
+-- the copy is made only when it is missing. The register, heartbeats,
+-- disconnect and sweep scripts add and remove users in it as they come and
+-- go, and readers cut it at now - W, so it is never behind a new connection
+-- or a clean sign-off. Readers never trim it: the instances' sweepers do
+-- (trim.lua), at most once per copy TTL between them, at the cost of what
+-- they remove, so no reader pays for it. A copy TTL <= 0 copies afresh on
+-- every read, as the seed does (for comparison in benchmarks).
 
--- refresh_copy makes copy from last_seen and connected when it is missing,
--- and trims it unless the marker says it was trimmed within ttl.
-local function refresh_copy(last_seen, connected, copy, marker, now, window, ttl)
-  if ttl <= 0 or redis.call('EXISTS', copy) == 0 then
-    redis.call('ZINTERSTORE', copy, 2, last_seen, connected, 'WEIGHTS', 1, 0)
-  elseif redis.call('EXISTS', marker) == 1 then
-    return
-  end
-  -- The copy holds the latest activity of who is online (see
-  -- heartbeats.lua): the users leaving it keep theirs in last.seen.
-  local gone = redis.call('ZRANGEBYSCORE', copy, '-inf', '(' .. (now - window), 'WITHSCORES')
+-- trim_copy takes out of copy the users seen before now - window. The copy
+-- holds the latest activity of who is online (see heartbeats.lua): those
+-- leaving it keep theirs in last_seen.
+local function trim_copy(last_seen, copy, now, window)
+  local cutoff = '(' .. (now - window)
+  local gone = redis.call('ZRANGEBYSCORE', copy, '-inf', cutoff, 'WITHSCORES')
   for i = 1, #gone, 2000 do
     local batch = {}
     for j = i, math.min(i + 1999, #gone), 2 do
@@ -35,8 +31,15 @@ local function refresh_copy(last_seen, connected, copy, marker, now, window, ttl
     end
     redis.call('ZADD', last_seen, 'GT', unpack(batch))
   end
-  redis.call('ZREMRANGEBYSCORE', copy, '-inf', '(' .. (now - window))
-  if ttl > 0 then
-    redis.call('SET', marker, 1, 'PX', ttl)
+  return redis.call('ZREMRANGEBYSCORE', copy, '-inf', cutoff)
+end
+
+-- refresh_copy makes copy from last_seen and connected, and trims it, when
+-- it is missing or when ttl <= 0 (every read, as the seed does).
+local function refresh_copy(last_seen, connected, copy, now, window, ttl)
+  if ttl > 0 and redis.call('EXISTS', copy) == 1 then
+    return
   end
+  redis.call('ZINTERSTORE', copy, 2, last_seen, connected, 'WEIGHTS', 1, 0)
+  trim_copy(last_seen, copy, now, window)
 end

@@ -101,7 +101,7 @@ func (t *Tracker) runCounts(ctx context.Context, f *countsFlight) (Counts, error
 func (t *Tracker) countNow(ctx context.Context) (Counts, error) {
 	k := t.keys
 	res, err := countsScript.Run(ctx, t.rdb, []string{
-		k.lastSeen(), k.connected(), k.onlineCopy(), k.onlineCopyFresh(), k.activeUnion(),
+		k.lastSeen(), k.connected(), k.onlineCopy(), k.activeUnion(),
 	}, ms(t.opts.Window), ms(t.opts.CopyTTL), k.activeHLLPrefix(), activeMinutes).Slice()
 	if err != nil {
 		return Counts{}, fmt.Errorf("presence counts: %w", err)

@@ -1,5 +1,5 @@
 -- Site-wide counts in one step: users online now (the shared online copy,
--- made or trimmed here when due, see copy.lua, counted from now - W) and
+-- made here when missing, see copy.lua, counted from now - W) and
 -- users active in the last ten minutes, estimated from the per-minute
 -- HyperLogLogs the heartbeat script keeps beside the per-minute sets.
 --
@@ -18,8 +18,7 @@
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
 -- KEYS[2] connected (uid -> when the user was told online, unix ms)
 -- KEYS[3] the shared online copy (uid -> last activity)
--- KEYS[4] the copy's freshness marker
--- KEYS[5] a work key for the merged HyperLogLog, deleted before returning
+-- KEYS[4] a work key for the merged HyperLogLog, deleted before returning
 -- ARGV[1] online window W, ms
 -- ARGV[2] copy TTL, ms (<= 0: rebuild on every call)
 -- ARGV[3] prefix of the per-minute active HyperLogLogs (the minute number is appended)
@@ -29,7 +28,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[1])
 
-refresh_copy(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, window, tonumber(ARGV[2]))
+refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))
 local online = redis.call('ZCOUNT', KEYS[3], now - window, '+inf')
 
 local minute = math.floor(tonumber(t[1]) / 60)
@@ -38,8 +37,8 @@ for i = 0, tonumber(ARGV[4]) - 1 do
   hlls[#hlls + 1] = ARGV[3] .. (minute - i)
 end
 -- PFMERGE folds the destination in too: start from nothing.
-redis.call('DEL', KEYS[5])
-redis.call('PFMERGE', KEYS[5], unpack(hlls))
-local active = redis.call('PFCOUNT', KEYS[5])
-redis.call('DEL', KEYS[5])
+redis.call('DEL', KEYS[4])
+redis.call('PFMERGE', KEYS[4], unpack(hlls))
+local active = redis.call('PFCOUNT', KEYS[4])
+redis.call('DEL', KEYS[4])
 return {online, active}

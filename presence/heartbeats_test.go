@@ -246,7 +246,9 @@ func TestLastSeenCatchesUpWithTheCopy(t *testing.T) {
 				if err := watching.Heartbeats(ctx, []Beat{{bob, "b"}}); err != nil {
 					t.Fatal(err)
 				}
-				onlineFriends(t, watching, bob)
+				if n, err := watching.TrimCopy(ctx); err != nil || n != 1 {
+					t.Fatalf("trim = %d, %v; want alice out", n, err)
+				}
 				if _, err := e.rdb.ZScore(ctx, k.onlineCopy(), itoa(alice)).Result(); err != redis.Nil {
 					t.Fatalf("alice still in the copy after the trim: %v", err)
 				}

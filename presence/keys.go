@@ -39,12 +39,13 @@ func (k keys) instances() string { return k.prefix + "instances" }
 func (k keys) instanceConns(id string) string { return k.instanceConnsPrefix() + id }
 
 // onlineCopy is the shared, trimmed copy of last.seen: the users online now,
-// uid -> last activity. Readers make it when it is missing and trim it at
-// most once per Options.CopyTTL; the other scripts keep it current.
+// uid -> last activity. Readers make it when it is missing, the sweepers
+// trim it at most once per Options.CopyTTL, and the other scripts keep it
+// current.
 func (k keys) onlineCopy() string { return k.prefix + "online.copy" }
 
-// onlineCopyFresh exists (with a TTL) while onlineCopy needs no trim.
-func (k keys) onlineCopyFresh() string { return k.prefix + "online.copy.fresh" }
+// onlineCopyTrimmed exists (with a TTL) while onlineCopy needs no trim.
+func (k keys) onlineCopyTrimmed() string { return k.prefix + "online.copy.trimmed" }
 
 // scratch is a work key a script fills and deletes before it returns.
 func (k keys) scratch() string { return k.prefix + "online.tmp" }

@@ -34,7 +34,7 @@ func (t *Tracker) OnlineFriends(ctx context.Context, uid int64) ([]OnlineFriend,
 	}
 	k := t.keys
 	res, err := onlineFriendsScript.Run(ctx, t.rdb, []string{
-		k.lastSeen(), k.connected(), k.onlineCopy(), k.onlineCopyFresh(),
+		k.lastSeen(), k.connected(), k.onlineCopy(),
 		t.opts.FriendsKey(uid), k.scratch(),
 	}, ms(t.opts.Window), ms(t.opts.CopyTTL), t.opts.MaxOnlineFriends).Slice()
 	if err != nil {

@@ -1,5 +1,5 @@
 -- Online friends of one user, in one step, after seed 003: take the shared
--- online copy (made or trimmed here when due, see copy.lua), intersect it
+-- online copy (made here when missing, see copy.lua), intersect it
 -- with the user's friend set (ZINTERSTORE, friend-since scores weighted 0 so
 -- the scores stay last-seen times), read it most recent first, cut at
 -- now - W, and delete the intersection. The intersection walks the smaller of the two
@@ -8,9 +8,8 @@
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
 -- KEYS[2] connected (uid -> when the user was told online, unix ms)
 -- KEYS[3] the shared online copy (uid -> last activity)
--- KEYS[4] the copy's freshness marker
--- KEYS[5] the user's friend set (friend uid -> friend since, unix ms)
--- KEYS[6] scratch key, deleted before returning
+-- KEYS[4] the user's friend set (friend uid -> friend since, unix ms)
+-- KEYS[5] scratch key, deleted before returning
 -- ARGV[1] online window W, ms
 -- ARGV[2] copy TTL, ms (<= 0: rebuild on every call)
 -- ARGV[3] most friends to return
@@ -19,11 +18,11 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[1])
 
-refresh_copy(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, window, tonumber(ARGV[2]))
-if redis.call('ZINTERSTORE', KEYS[6], 2, KEYS[3], KEYS[5], 'WEIGHTS', 1, 0) == 0 then
+refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))
+if redis.call('ZINTERSTORE', KEYS[5], 2, KEYS[3], KEYS[4], 'WEIGHTS', 1, 0) == 0 then
   return {}
 end
-local friends = redis.call('ZREVRANGEBYSCORE', KEYS[6], '+inf', now - window,
+local friends = redis.call('ZREVRANGEBYSCORE', KEYS[5], '+inf', now - window,
   'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
-redis.call('DEL', KEYS[6])
+redis.call('DEL', KEYS[5])
 return friends

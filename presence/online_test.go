@@ -342,3 +342,40 @@ func TestLostCopyIsMadeWhole(t *testing.T) {
 		t.Fatalf("online after losing the copy = %d, want 3", c.Online)
 	}
 }
+
+// Readers never trim the shared copy (they cut what they read at now - W);
+// the sweepers do, one trim per CopyTTL whichever instance asks, keeping
+// the trimmed users' times in last.seen.
+func TestCopyTrimmedBySweepers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const w = 2 * time.Second
+	a, b := e.tracker(t, Options{Window: w, CopyTTL: time.Hour}), e.tracker(t, Options{Window: w, CopyTTL: time.Hour})
+	k := keys{prefix: e.prefix}
+	ctx := ctxT(t)
+	const me, stale, fresh = 1, 2, 3
+	e.befriend(t, me, stale)
+	e.befriend(t, me, fresh)
+	onlineFriends(t, a, me) // the copy, empty
+	now := e.now(t)
+	plant(t, e, map[int64]time.Time{stale: now.Add(-w - time.Second), fresh: now}, now.Add(time.Hour))
+
+	if got := onlineFriends(t, a, me); !slices.Equal(got, []int64{fresh}) {
+		t.Fatalf("online friends = %v, want the fresh one", got)
+	}
+	if _, err := e.rdb.ZScore(ctx, k.onlineCopy(), itoa(stale)).Result(); err != nil {
+		t.Fatalf("a reader trimmed the copy: %v", err)
+	}
+	if n, err := a.TrimCopy(ctx); err != nil || n != 1 {
+		t.Fatalf("trim = %d, %v; want the stale one", n, err)
+	}
+	if n, err := b.TrimCopy(ctx); err != nil || n != 0 {
+		t.Fatalf("second trim within CopyTTL = %d, %v; want none", n, err)
+	}
+	if _, err := e.rdb.ZScore(ctx, k.onlineCopy(), itoa(stale)).Result(); err != redis.Nil {
+		t.Fatalf("the stale user is still in the copy: %v", err)
+	}
+	if got := onlineFriends(t, b, me); !slices.Equal(got, []int64{fresh}) {
+		t.Fatalf("online friends after the trim = %v, want the fresh one", got)
+	}
+}

@@ -14,6 +14,10 @@ var (
 	//go:embed sweep.lua
 	sweepSource string
 	sweepScript = redis.NewScript(sweepSource)
+
+	//go:embed trim.lua
+	trimSource string
+	trimScript = redis.NewScript(copySource + "\n" + trimSource)
 )
 
 // Sweep takes out of the registry the connections of instances whose lease
@@ -50,9 +54,28 @@ func (t *Tracker) Sweep(ctx context.Context) (int, error) {
 	}
 }
 
-// RunSweeper sweeps every half heartbeat interval until ctx ends, then
-// returns nil. Every instance runs one, so friends learn that a user's
-// instance vanished within W and one heartbeat interval of its last word.
+// TrimCopy takes out of the shared online copy the users seen before now -
+// W, unless an instance did within Options.CopyTTL. It reports how many it
+// took out (0 when the trim was not due).
+func (t *Tracker) TrimCopy(ctx context.Context) (int, error) {
+	if t.opts.CopyTTL < 0 {
+		return 0, nil // every read copies afresh
+	}
+	k := t.keys
+	n, err := trimScript.Run(ctx, t.rdb,
+		[]string{k.lastSeen(), k.onlineCopy(), k.onlineCopyTrimmed()},
+		ms(t.opts.Window), max(ms(t.opts.CopyTTL), 1),
+	).Int()
+	if err != nil {
+		return 0, fmt.Errorf("trim the online copy: %w", err)
+	}
+	return max(n, 0), nil
+}
+
+// RunSweeper sweeps, and trims the shared online copy, every half heartbeat
+// interval until ctx ends, then returns nil. Every instance runs one, so
+// friends learn that a user's instance vanished within W and one heartbeat
+// interval of its last word.
 func (t *Tracker) RunSweeper(ctx context.Context) error {
 	tick := time.NewTicker(max(t.opts.HeartbeatInterval/2, time.Millisecond))
 	defer tick.Stop()
@@ -68,6 +91,9 @@ func (t *Tracker) RunSweeper(ctx context.Context) error {
 			t.log.WarnContext(ctx, "presence sweep failed", "err", err)
 		case n > 0:
 			t.log.InfoContext(ctx, "swept users of instances gone away", "users", n)
+		}
+		if _, err := t.TrimCopy(ctx); err != nil && ctx.Err() == nil {
+			t.log.WarnContext(ctx, "online copy not trimmed", "err", err)
 		}
 	}
 }

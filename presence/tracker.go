@@ -64,9 +64,10 @@ type Options struct {
 	// HeartbeatInterval is how often clients send heartbeats; RunSweeper
 	// sweeps every half of it. It should be well under Window.
 	HeartbeatInterval time.Duration
-	// CopyTTL is how long callers share the online copy between trims (see
-	// copy.lua). Negative copies last.seen afresh on every call, as seed 003
-	// does (for comparison in benchmarks).
+	// CopyTTL is the least time between two trims of the shared online
+	// copy, which the instances' sweepers do (see copy.lua). Negative copies
+	// last.seen afresh on every read, as seed 003 does (for comparison in
+	// benchmarks).
 	CopyTTL time.Duration
 	// MaxOnlineFriends caps the list OnlineFriends returns (most recent kept).
 	MaxOnlineFriends int

@@ -1,0 +1,20 @@
+-- Trims the shared online copy (see copy.lua, prepended to this script): the
+-- users seen before now - W leave it, their time kept in last.seen. The
+-- instances' sweepers run it, so no reader pays for it; the marker lets one
+-- trim in ARGV[2] ms through, whichever instance asks.
+--
+-- KEYS[1] last.seen (uid -> last activity, unix ms)
+-- KEYS[2] the shared online copy (uid -> last activity)
+-- KEYS[3] the copy's trim marker
+-- ARGV[1] online window W, ms
+-- ARGV[2] least time between two trims, ms
+-- Returns the number of users trimmed, or -1 when it was not due.
+if not redis.call('SET', KEYS[3], 1, 'PX', ARGV[2], 'NX') then
+  return -1
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  return 0 -- the next reader makes it
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return trim_copy(KEYS[1], KEYS[2], now, tonumber(ARGV[1]))
