@@ -84,8 +84,9 @@ func (t *Tracker) Heartbeat(ctx context.Context, uid int64, connID string) error
 // holds connections, the lease keeps them alive. Never send a beat after
 // Disconnect of the same connection.
 //
-// A beat of a connection this instance does not hold (Connect was never
-// called for it here) registers it. When the lease had run out (the instance
+// Disconnects that failed are retried first. A beat of a connection this
+// instance does not hold (Connect was never called for it here) registers
+// it. When the lease had run out (the instance
 // stalled for W and may have been swept, or Redis lost its data), or Redis is
 // another server than at the last call (a restart or a failover, which may
 // have lost recent writes), the instance registers all its connections
@@ -104,8 +105,11 @@ func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 			t.held[b] = struct{}{}
 		}
 	}
-	holds := len(t.held) > 0
+	holds, leaving := len(t.held) > 0, len(t.leaving) > 0
 	t.mu.Unlock()
+	if leaving {
+		t.disconnectAgain(ctx)
+	}
 	if !holds {
 		return nil
 	}
@@ -287,8 +291,9 @@ func (t *Tracker) register(ctx context.Context, conns []Beat, maxConns int) (reg
 
 // Disconnect removes connection connID of uid and reports whether it was the
 // user's last live one, in which case it tells the user's connected friends
-// that the user is offline. Pass a context that outlives a shutdown (see
-// context.WithoutCancel), or the user stays online until swept.
+// that the user is offline. A connection whose Disconnect fails is
+// disconnected again at every later Heartbeats until it succeeds: it would
+// live on with the instance's lease otherwise.
 func (t *Tracker) Disconnect(ctx context.Context, uid int64, connID string) (last bool, err error) {
 	c := Beat{UID: uid, ConnID: connID}
 	if err := checkConn(c); err != nil {
@@ -297,13 +302,46 @@ func (t *Tracker) Disconnect(ctx context.Context, uid int64, connID string) (las
 	t.mu.Lock()
 	delete(t.held, c)
 	t.mu.Unlock()
+	last, err = t.disconnect(ctx, c)
+	if err != nil {
+		t.mu.Lock()
+		t.leaving[c] = struct{}{}
+		t.mu.Unlock()
+		return false, fmt.Errorf("disconnect %d: %w", uid, err)
+	}
+	return last, nil
+}
+
+// disconnectAgain retries the disconnects that failed.
+func (t *Tracker) disconnectAgain(ctx context.Context) {
+	t.mu.Lock()
+	list := make([]Beat, 0, len(t.leaving))
+	for c := range t.leaving {
+		list = append(list, c)
+	}
+	t.mu.Unlock()
+	for _, c := range list {
+		if _, err := t.disconnect(ctx, c); err != nil {
+			t.log.WarnContext(ctx, "presence disconnect failed again; the next tick tries again",
+				"uid", c.UID, "conn", c.ConnID, "err", err)
+			return
+		}
+		t.mu.Lock()
+		delete(t.leaving, c)
+		t.mu.Unlock()
+	}
+}
+
+// disconnect runs the disconnect script for c and announces the user
+// offline when c was their last live connection.
+func (t *Tracker) disconnect(ctx context.Context, c Beat) (last bool, err error) {
 	k := t.keys
 	res, err := disconnectScript.Run(ctx, t.rdb,
-		[]string{k.conns(uid), k.connected(), k.lastSeen(), k.onlineCopy(), k.instances()},
-		uid, connID, k.instanceConnsPrefix(),
+		[]string{k.conns(c.UID), k.connected(), k.lastSeen(), k.onlineCopy(), k.instances()},
+		c.UID, c.ConnID, k.instanceConnsPrefix(),
 	).Slice()
 	if err != nil {
-		return false, fmt.Errorf("disconnect %d: %w", uid, err)
+		return false, err
 	}
 	last = toInt(res, 0) == 1
 	if last {
@@ -311,7 +349,7 @@ func (t *Tracker) Disconnect(ctx context.Context, uid int64, connID string) (las
 		if n := toInt(res, 1); n > 0 {
 			seen = unixMilli(n)
 		}
-		t.announce(ctx, uid, false, seen)
+		t.announce(ctx, c.UID, false, seen)
 	}
 	return last, nil
 }

@@ -1,11 +1,14 @@
 package presence
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"chorus/internal/redistest"
 )
 
 func TestTwoConnectionsOfOneUser(t *testing.T) {
@@ -212,4 +215,41 @@ func TestEventFrame(t *testing.T) {
 	if string(got) != want {
 		t.Fatalf("frame = %s, want %s", got, want)
 	}
+}
+
+// A Disconnect that fails (Redis stalled) is retried at the next ticks: the
+// connection would live on with the instance's lease otherwise.
+func TestFailedDisconnectIsRetried(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	e := env{rdb: redistest.ClientOf(t, srv.URL), prefix: redistest.Prefix()}
+	tr, other := e.tracker(t, Options{}), e.tracker(t, Options{})
+	const alice, bob = 1, 2
+	e.befriend(t, alice, bob)
+	mustConnect(t, other, bob, "b")
+	mustConnect(t, tr, alice, "a")
+	events := e.subscribe(t, bob)
+
+	srv.Pause(t)
+	ctx, cancel := context.WithTimeout(ctxT(t), 200*time.Millisecond)
+	_, err := tr.Disconnect(ctx, alice, "a")
+	cancel()
+	srv.Resume()
+	if err == nil {
+		t.Fatal("disconnect with Redis stalled: no error")
+	}
+	if online, _ := presenceOf(t, other, alice); !online {
+		t.Fatal("alice offline before the retry: the test stalled nothing")
+	}
+	if err := tr.Heartbeats(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	checkEvent(t, nextEvent(t, events, 2*time.Second), alice, false)
+	if online, _ := presenceOf(t, other, alice); online {
+		t.Error("alice online after the retried disconnect")
+	}
+	if err := tr.Heartbeats(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	noEvent(t, events, 200*time.Millisecond)
 }

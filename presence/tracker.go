@@ -127,9 +127,10 @@ type Tracker struct {
 	counts countsCache
 	now    func() time.Time // the local clock, for the counts cache alone
 
-	mu     sync.Mutex
-	held   map[Beat]struct{} // the connections registered through this instance
-	active struct {          // the users whose last.seen and active set it wrote in a minute
+	mu      sync.Mutex
+	held    map[Beat]struct{} // the connections registered through this instance
+	leaving map[Beat]struct{} // connections whose Disconnect failed, retried every tick
+	active  struct {          // the users whose last.seen and active set it wrote in a minute
 		minute int64 // unix s / 60, Redis's clock
 		users  map[int64]struct{}
 	}
@@ -145,7 +146,7 @@ func New(rdb redis.UniversalClient, opts Options) *Tracker {
 	opts.fill()
 	return &Tracker{
 		id: uuid.NewString(), rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix},
-		log: opts.Logger, now: time.Now, held: map[Beat]struct{}{},
+		log: opts.Logger, now: time.Now, held: map[Beat]struct{}{}, leaving: map[Beat]struct{}{},
 	}
 }
 

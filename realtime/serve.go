@@ -149,11 +149,11 @@ func (c *conn) run(ready []byte) {
 
 	if !c.shuttingDown.Load() {
 		// A clean end, or one this instance saw: tell friends now rather
-		// than when the registration expires.
+		// than when the instance's lease runs out.
 		h.beats.settle() // no beat of this closed connection is written after
 		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if _, err := h.presence.Disconnect(dctx, c.uid, c.id); err != nil {
-			h.log.Warn("presence disconnect failed; it expires instead", "uid", c.uid, "err", err)
+			h.log.Warn("presence disconnect failed; retried at the next tick", "uid", c.uid, "err", err)
 		}
 		dcancel()
 	}
