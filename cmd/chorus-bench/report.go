@@ -159,6 +159,7 @@ func (r *Result) Problems() []string {
 	add(r.Deliveries.Unexpected, "deliveries to users who do not follow the author")
 	if s := r.Storm; s != nil {
 		add(s.Presence.MoverOffline, "offline presence frames about movers (flickers)")
+		add(s.Presence.MoversToldOffline, "offline presence frames about observers (flickers)")
 		add(s.Movers.Failed, "movers failed to reconnect")
 		add(s.Movers.DroppedBeforeKill, "movers dropped before the kill")
 		add(s.Movers.NotDropped, "movers never lost their connection (was -storm-kill-pid the first -url's process?)")

@@ -133,6 +133,7 @@ func TestTallyPresence(t *testing.T) {
 		{Conn: 2, User: 1001, Online: true, At: kill - s},           // before the kill
 		{Conn: 1, User: 2002, Online: true, At: kill - s},           // before the kill, to a mover
 		{Conn: 0, User: 2002, Online: true, At: kill + s},           // to a mover
+		{Conn: 1, User: 2003, Online: false, At: kill + 2*s},        // to a mover, an observer flickers
 		{Conn: 2, User: 1001, Online: false, At: kill + 30*s},       // flicker
 		{Conn: 2, User: 1001, Online: true, At: kill + 30*s + s/2},  // back, within the second
 		{Conn: 3, User: 1001, Online: false, At: kill + 31*s},       // the same mover, another observer
@@ -143,9 +144,13 @@ func TestTallyPresence(t *testing.T) {
 	}
 	got := tallyPresence(events, 2, moverOf, kill)
 	want := StormPresence{ObserversBefore: 1, MoversBefore: 1, Total: 7, MoverOffline: 2, MoverOnline: 2, Repeated: 1, Other: 3, FlickeredMovers: 1,
-		ObserversTold: 2, MaxPerSecond: 2, ToMovers: 1}
+		ObserversTold: 2, MaxPerSecond: 2, ToMovers: 2, MoversToldOffline: 1}
 	flickers := got.Flickers
 	got.Flickers = nil
+	if want := []string{"mover 1 told user 2003 is offline, 2.000s after the kill"}; !slices.Equal(got.ObserverFlickers, want) {
+		t.Errorf("observer flickers = %q, want %q", got.ObserverFlickers, want)
+	}
+	got.ObserverFlickers = nil
 	if got.ClosestMS != 500 || got.Closest != "connection 2 about user 1001, 30.500s after the kill" {
 		t.Errorf("closest = %v ms (%s), want 500 ms, connection 2 about user 1001 at 30.5s", got.ClosestMS, got.Closest)
 	}

@@ -47,12 +47,16 @@ func writeStormTable(w io.Writer, r *Result) error {
 	row("presence", "%d frames to %d observers from the kill on: %d offline about movers (flickers, about %d movers), %d online about movers, %d about others",
 		p.Total, p.ObserversTold, p.MoverOffline, p.FlickeredMovers, p.MoverOnline, p.Other)
 	row("  repeated", "%d frames about movers told an observer what it knew already (online, or offline twice)", p.Repeated)
-	row("  also", "before the kill (connecting): %d frames to observers, %d to movers; from the kill on: %d to movers", p.ObserversBefore, p.MoversBefore, p.ToMovers)
+	row("  also", "before the kill (connecting): %d frames to observers, %d to movers; from the kill on: %d to movers, %d of them offline about an observer (flickers)",
+		p.ObserversBefore, p.MoversBefore, p.ToMovers, p.MoversToldOffline)
 	row("  per user", "at most %d frames to one observer about one user within one second (the server coalesces to 1)", p.MaxPerSecond)
 	if p.Closest != "" {
 		row("  closest", "%.1f ms between two such frames, as read (%s)", p.ClosestMS, p.Closest)
 	}
 	for _, f := range p.Flickers {
+		row("  flicker", "%s", f)
+	}
+	for _, f := range p.ObserverFlickers {
 		row("  flicker", "%s", f)
 	}
 	for _, c := range s.Counters {

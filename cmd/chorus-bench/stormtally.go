@@ -48,6 +48,10 @@ type StormPresence struct {
 	Closest   string   `json:"closest,omitempty"` // who and when
 	ToMovers  int      `json:"to_movers"`         // frames the movers got, from the kill on
 	Flickers  []string `json:"flicker_examples,omitempty"`
+	// MoversToldOffline are frames telling a mover that a friend, an
+	// observer, is offline: observers never leave, so each is a flicker too.
+	MoversToldOffline int      `json:"movers_told_offline"`
+	ObserverFlickers  []string `json:"observer_flicker_examples,omitempty"`
 }
 
 // maxFlickerExamples caps the flickers the report describes.
@@ -113,6 +117,13 @@ func tallyPresence(events []presenceEvent, movers int, moverOf map[int64]int, ki
 			continue
 		case e.Conn < movers:
 			p.ToMovers++
+			if !e.Online {
+				p.MoversToldOffline++
+				if len(p.ObserverFlickers) < maxFlickerExamples {
+					p.ObserverFlickers = append(p.ObserverFlickers, fmt.Sprintf("mover %d told user %d is offline, %.3fs after the kill",
+						e.Conn, e.User, float64(e.At-killAt)/1e9))
+				}
+			}
 			continue
 		}
 		p.Total++
