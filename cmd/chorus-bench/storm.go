@@ -139,14 +139,15 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		}
 	}
 	res.Storm.WatchSeconds = time.Since(killed).Seconds()
-	heldAtEnd := col.heldAt(time.Now().UnixNano())
+	endAt := time.Now().UnixNano()
+	heldAtEnd := col.heldAt(endAt)
 	stopped = true
 	stopErr := hs.stop(30 * time.Second)
 
 	addShardTotals(res, col)
 	col.mu.Lock()
 	res.Storm.Movers = tallyMoves(col.moves, movers, connected, killAt)
-	res.Storm.Presence = tallyPresence(col.presence, movers, moverOf, killAt)
+	res.Storm.Presence = tallyPresence(col.presence, movers, moverOf, killAt, endAt)
 	col.mu.Unlock()
 	// A mover that failed to reconnect is no longer held, though no
 	// connection of it was reported closed.

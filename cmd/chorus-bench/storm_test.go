@@ -141,8 +141,10 @@ func TestTallyPresence(t *testing.T) {
 		{Conn: 3, User: 9999, Online: false, At: kill + 3*s},        // about someone else
 		{Conn: 3, User: 9999, Online: true, At: kill + 3*s + s - 1}, // within the second
 		{Conn: 3, User: 9999, Online: false, At: kill + 4*s + s/2},  // not with the first
+		{Conn: 0, User: 2002, Online: false, At: kill + 60*s},       // the tool closing its streams
+		{Conn: 2, User: 1001, Online: false, At: kill + 61*s},       // the same
 	}
-	got := tallyPresence(events, 2, moverOf, kill)
+	got := tallyPresence(events, 2, moverOf, kill, kill+60*s)
 	want := StormPresence{ObserversBefore: 1, MoversBefore: 1, Total: 7, MoverOffline: 2, MoverOnline: 2, Repeated: 1, Other: 3, FlickeredMovers: 1,
 		ObserversTold: 2, MaxPerSecond: 2, ToMovers: 2, MoversToldOffline: 1}
 	flickers := got.Flickers

@@ -92,12 +92,13 @@ func tallyMoves(moves []moveEvent, movers, connected int, killAt int64) StormMov
 	return s
 }
 
-// tallyPresence counts the presence frames of a storm from killAt on:
-// frames on connections 0..movers-1 are the movers', the rest the
-// observers'; moverOf maps a mover's user id to its number. Any frame
-// telling an observer that a mover is offline is a flicker: the movers
-// reconnect within the online window, so none should ever be told.
-func tallyPresence(events []presenceEvent, movers int, moverOf map[int64]int, killAt int64) StormPresence {
+// tallyPresence counts the presence frames of a storm from killAt until
+// endAt, when the tool began closing its streams (frames after it tell of
+// that closing): frames on connections 0..movers-1 are the movers', the
+// rest the observers'; moverOf maps a mover's user id to its number. Any
+// frame telling an observer that a mover is offline is a flicker: the
+// movers reconnect within the online window, so none should ever be told.
+func tallyPresence(events []presenceEvent, movers int, moverOf map[int64]int, killAt, endAt int64) StormPresence {
 	var p StormPresence
 	type about struct {
 		conn int
@@ -109,6 +110,8 @@ func tallyPresence(events []presenceEvent, movers int, moverOf map[int64]int, ki
 	flickered := map[int64]bool{}
 	for _, e := range events {
 		switch {
+		case e.At >= endAt:
+			continue
 		case e.At < killAt && e.Conn < movers:
 			p.MoversBefore++
 			continue
