@@ -23,32 +23,8 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	defer api.close()
 
 	// Users: authors first, then one user per connection.
-	store, err := loadUsers(cfg.UsersFile)
-	if err != nil {
-		return res, err
-	}
-	need := cfg.Authors + cfg.Conns
-	res.Users.Total, res.Users.Reused = need, min(len(store.Users), need)
-	t := time.Now()
-	signedUp, err := ensureUsers(ctx, api, &cfg, store, need, log)
-	res.Users.SignedUp, res.Users.SignupSeconds = signedUp, time.Since(t).Seconds()
-	if signedUp > 0 {
-		if serr := saveUsers(cfg.UsersFile, store); serr != nil {
-			return res, errors.Join(err, serr)
-		}
-	}
-	if err != nil {
-		return res, err
-	}
-	users := store.Users[:need]
 	g := buildGraph(cfg.Authors, cfg.Conns, cfg.FollowersPerAuthor)
-	added, removed, err := syncFollows(ctx, api, &cfg, store, g.edges(users), log)
-	res.Users.FollowsAdded, res.Users.FollowsRemoved = added, removed
-	if added+removed > 0 {
-		if serr := saveUsers(cfg.UsersFile, store); serr != nil {
-			return res, errors.Join(err, serr)
-		}
-	}
+	users, err := setupUsers(ctx, api, &cfg, res, cfg.Authors+cfg.Conns, g.edges, log)
 	if err != nil {
 		return res, err
 	}
@@ -95,20 +71,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	if err := awaitShards(ctx, hs, col, func(dialed, _ int) bool { return dialed == hs.count }); err != nil {
 		return res, fmt.Errorf("connecting: %w", err)
 	}
-	col.mu.Lock()
-	for _, d := range col.dialed {
-		res.Conns.Attempted += d.Attempted
-		res.Conns.Held += d.Held
-		res.Conns.Failed += d.Failed
-		res.Conns.ConnectSeconds = max(res.Conns.ConnectSeconds, d.Seconds)
-		for k, v := range d.Reasons {
-			if res.Conns.FailReasons == nil {
-				res.Conns.FailReasons = map[string]int{}
-			}
-			res.Conns.FailReasons[k] += v
-		}
-	}
-	col.mu.Unlock()
+	addDialed(res, col)
 	log.Info("connected", "held", res.Conns.Held, "failed", res.Conns.Failed, "seconds", res.Conns.ConnectSeconds)
 
 	if err := sleep(ctx, cfg.Hold); err != nil {
@@ -158,6 +121,58 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	return res, nil
 }
 
+// setupUsers makes sure the deployment has need users, signing up those the
+// users file lacks, and that the follows among them are those edges gives,
+// and keeps the file up to date. It returns the first need users.
+func setupUsers(ctx context.Context, api *apiClient, cfg *config, res *Result, need int, edges func([]benchUser) []edge, log *slog.Logger) ([]benchUser, error) {
+	store, err := loadUsers(cfg.UsersFile)
+	if err != nil {
+		return nil, err
+	}
+	res.Users.Total, res.Users.Reused = need, min(len(store.Users), need)
+	t := time.Now()
+	signedUp, err := ensureUsers(ctx, api, cfg, store, need, log)
+	res.Users.SignedUp, res.Users.SignupSeconds = signedUp, time.Since(t).Seconds()
+	if signedUp > 0 {
+		if serr := saveUsers(cfg.UsersFile, store); serr != nil {
+			return nil, errors.Join(err, serr)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	users := store.Users[:need]
+	added, removed, err := syncFollows(ctx, api, cfg, store, edges(users), log)
+	res.Users.FollowsAdded, res.Users.FollowsRemoved = added, removed
+	if added+removed > 0 {
+		if serr := saveUsers(cfg.UsersFile, store); serr != nil {
+			return nil, errors.Join(err, serr)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return users, nil
+}
+
+// addDialed adds the shards' "dialed" reports to the result.
+func addDialed(res *Result, col *collector) {
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	for _, d := range col.dialed {
+		res.Conns.Attempted += d.Attempted
+		res.Conns.Held += d.Held
+		res.Conns.Failed += d.Failed
+		res.Conns.ConnectSeconds = max(res.Conns.ConnectSeconds, d.Seconds)
+		for k, v := range d.Reasons {
+			if res.Conns.FailReasons == nil {
+				res.Conns.FailReasons = map[string]int{}
+			}
+			res.Conns.FailReasons[k] += v
+		}
+	}
+}
+
 // awaitShards waits until done says the shards' reports are in, a worker
 // fails, or ctx ends.
 func awaitShards(ctx context.Context, hs *holders, col *collector, done func(dialed, finals int) bool) error {
@@ -185,25 +200,8 @@ func fill(res *Result, col *collector, posts []postRecord, sched postSchedule, g
 
 	col.mu.Lock()
 	res.Deliveries.Duplicated, res.Deliveries.Foreign = col.dupes, col.foreign
-	for _, at := range col.closedAt {
-		if at != 0 {
-			res.Conns.Dropped++
-		}
-	}
-	if len(col.closedBy) > 0 {
-		res.Conns.DropReasons = col.closedBy
-	}
-	res.Frames.ByType = map[string]int64{}
-	for _, f := range col.finals {
-		for k, v := range f.Frames {
-			res.Frames.ByType[k] += v
-			res.Frames.Total += v
-		}
-		res.Frames.HeartbeatsSent += f.Heartbeats
-		res.Frames.HeartbeatErrors += f.HeartbeatErrors
-		res.Client.RSSKiB = append(res.Client.RSSKiB, f.RSSKiB)
-	}
 	col.mu.Unlock()
+	addShardTotals(res, col)
 
 	res.Posts.Planned = len(posts)
 	for _, p := range posts {
@@ -240,6 +238,31 @@ func fill(res *Result, col *collector, posts []postRecord, sched postSchedule, g
 	}
 	if len(res.Memory) > 0 && idleHeld > 0 {
 		res.MemoryPerConnKiB = float64(grown) / float64(idleHeld)
+	}
+}
+
+// addShardTotals adds what the shards counted to the result: connections
+// dropped, frames by type, heartbeats, and the memory of the processes.
+func addShardTotals(res *Result, col *collector) {
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	for _, at := range col.closedAt {
+		if at != 0 {
+			res.Conns.Dropped++
+		}
+	}
+	if len(col.closedBy) > 0 {
+		res.Conns.DropReasons = col.closedBy
+	}
+	res.Frames.ByType = map[string]int64{}
+	for _, f := range col.finals {
+		for k, v := range f.Frames {
+			res.Frames.ByType[k] += v
+			res.Frames.Total += v
+		}
+		res.Frames.HeartbeatsSent += f.Heartbeats
+		res.Frames.HeartbeatErrors += f.HeartbeatErrors
+		res.Client.RSSKiB = append(res.Client.RSSKiB, f.RSSKiB)
 	}
 }
 

@@ -50,6 +50,17 @@ func TestMain(m *testing.M) {
 // server is stopped when the test ends.
 func startServer(t *testing.T) (string, int) {
 	t.Helper()
+	args := []string{"-heartbeat-interval", "1s", "-online-window", "5s"}
+	if u := os.Getenv("CHORUS_TEST_REDIS_URL"); u != "" {
+		args = append(args, "-redis-url", u, "-key-prefix", "benchtest:"+newRunID()+":")
+	}
+	return startServerWith(t, args...)
+}
+
+// startServerWith runs the chorus binary on a free loopback port with args
+// besides the address and the limits, as startServer does.
+func startServerWith(t *testing.T, args ...string) (string, int) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -58,11 +69,7 @@ func startServer(t *testing.T) (string, int) {
 	ln.Close()
 	// A load test is one address signing many users up and posting fast:
 	// the per-client limits a real site wants are off.
-	args := []string{"-addr", addr, "-heartbeat-interval", "1s", "-online-window", "5s",
-		"-signup-limit", "off", "-signin-limit", "off", "-post-limit", "off", "-follow-limit", "off"}
-	if u := os.Getenv("CHORUS_TEST_REDIS_URL"); u != "" {
-		args = append(args, "-redis-url", u, "-key-prefix", "benchtest:"+newRunID()+":")
-	}
+	args = append([]string{"-addr", addr, "-signup-limit", "off", "-signin-limit", "off", "-post-limit", "off", "-follow-limit", "off"}, args...)
 	cmd := exec.Command(serverBin, args...)
 	logs := &lockedWriter{w: &strings.Builder{}}
 	cmd.Stdout, cmd.Stderr = io.Discard, logs
@@ -124,6 +131,13 @@ func (l *lockedWriter) String() string {
 // the run itself fails.
 func benchRun(t *testing.T, args ...string) *Result {
 	t.Helper()
+	return measureRun(t, bench, args...)
+}
+
+// measureRun runs measure, bench or storm, in process with args and fails
+// the test if the run itself fails.
+func measureRun(t *testing.T, measure func(context.Context, config, string, *slog.Logger, io.Writer) (*Result, error), args ...string) *Result {
+	t.Helper()
 	cfg, err := parseConfig(args, io.Discard)
 	if err != nil {
 		t.Fatalf("parseConfig(%q): %v", args, err)
@@ -135,9 +149,9 @@ func benchRun(t *testing.T, args ...string) *Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	res, err := bench(ctx, cfg, exe, log, t.Output())
+	res, err := measure(ctx, cfg, exe, log, t.Output())
 	if err != nil {
-		t.Fatalf("bench: %v", err)
+		t.Fatalf("run: %v", err)
 	}
 	return res
 }
@@ -258,6 +272,12 @@ func TestRunExitStatus(t *testing.T) {
 		{"bad pid", []string{"-url", dead, "-server-pid", "x"}, exitUsage},
 		{"extra argument", []string{"-url", dead, "more"}, exitUsage},
 		{"nobody listening", []string{"-url", dead, "-conns", "1", "-authors", "1", "-signup-concurrency", "2"}, exitFailed},
+		{"storm on one url", []string{"-url", dead, "-storm", "-storm-kill-pid", "1"}, exitUsage},
+		{"storm without a pid", []string{"-url", dead + "," + dead, "-storm"}, exitUsage},
+		{"storm friends over observers", []string{"-url", dead + "," + dead, "-storm", "-storm-kill-pid", "1", "-observers", "2", "-friends-per-mover", "3"}, exitUsage},
+		{"storm watch within spread", []string{"-url", dead + "," + dead, "-storm", "-storm-kill-pid", "1", "-storm-spread", "5s", "-storm-watch", "5s"}, exitUsage},
+		{"storm workers over conns", []string{"-url", dead + "," + dead, "-storm", "-storm-kill-pid", "1", "-conns", "1", "-observers", "1", "-friends-per-mover", "1", "-workers", "3"}, exitUsage},
+		{"storm pid of nobody", []string{"-url", dead + "," + dead, "-storm", "-storm-kill-pid", "999999999"}, exitFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,6 +51,14 @@ type config struct {
 	DialTimeout        time.Duration // one connection, until its ready frame
 	MaxInFlight        int           // posts awaiting their answer
 	MaxTime            time.Duration // the whole run
+
+	// The reconnect storm (-storm): Conns are the movers, on URLs[0].
+	Storm           bool
+	Observers       int           // users on the other URLs, friends of movers
+	FriendsPerMover int           // observers each mover is friends with
+	KillPID         int           // the process of URLs[0], killed to start the storm
+	Spread          time.Duration // movers reconnect at random within this
+	Watch           time.Duration // presence frames are watched this long after the kill
 }
 
 // listFlag is a flag that may be repeated, each value comma-separated.
@@ -80,7 +88,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		fs.PrintDefaults()
 	}
 	fs.Var(&urls, "url", "base URL of a Chorus instance; repeat or comma-separate to spread connections and posts over several")
-	fs.IntVar(&c.Conns, "conns", 100, "WebSocket connections to hold, one user each")
+	fs.IntVar(&c.Conns, "conns", 100, "WebSocket connections to hold, one user each (with -storm: the movers)")
 	fs.IntVar(&c.Authors, "authors", 10, "users who post (not connected)")
 	fs.IntVar(&c.FollowersPerAuthor, "followers-per-author", 0, "connected users following each author; 0: -conns / -authors, so that each connection follows one author")
 	fs.Float64Var(&c.Rate, "rate", 10, "posts per second, spread over the authors")
@@ -99,6 +107,14 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.DialTimeout, "dial-timeout", 30*time.Second, "limit for one connection to get its ready frame")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 256, "posts awaiting their answer before the schedule waits")
 	fs.DurationVar(&c.MaxTime, "max-time", time.Hour, "limit of the whole run")
+	fs.BoolVar(&c.Storm, "storm", false, "run a reconnect storm instead of posting: -conns movers on the first -url, -observers on the others; "+
+		"kill the first instance (-storm-kill-pid), move its users to the others and count the presence frames their friends get")
+	fs.IntVar(&c.Observers, "observers", 100, "storm: users connected to the other URLs, each a friend of some movers")
+	fs.IntVar(&c.FriendsPerMover, "friends-per-mover", 3, "storm: observers each mover is friends with (mutual follows), taken round robin")
+	fs.IntVar(&c.KillPID, "storm-kill-pid", 0, "storm: pid of the local server process of the first -url, sent SIGKILL to start the storm")
+	fs.DurationVar(&c.Spread, "storm-spread", 5*time.Second, "storm: each mover reconnects at a random moment within this after its socket closes")
+	fs.DurationVar(&c.Watch, "storm-watch", 45*time.Second, "storm: how long to watch presence frames after the kill; "+
+		"make it longer than the server's -online-window (30s by default) and -storm-spread, so that its sweeper has acted")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
@@ -109,6 +125,10 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return c, usagef("unexpected arguments: %q", fs.Args())
 	}
 	c.URLs = urls
+	if c.Storm {
+		// A storm posts nothing; the posting flags' defaults do not apply.
+		c.Authors, c.Rate = 0, 0
+	}
 	for _, s := range ips {
 		ip := net.ParseIP(s)
 		if ip == nil {
@@ -169,12 +189,34 @@ func (c *config) validate() error {
 		return usagef("-rate × -duration is %.0f posts; at most %d", posts, maxPosts)
 	case c.Rate > 0 && c.Duration > 0 && c.Authors == 0:
 		return usagef("posting needs -authors of 1 or more (or -rate 0)")
-	case c.Workers < -1 || c.Workers > c.Conns:
-		return usagef("-workers must be -1 (automatic), 0 (in this process) or up to -conns, got %d", c.Workers)
+	case c.Workers < -1 || c.Workers > c.connCount():
+		return usagef("-workers must be -1 (automatic), 0 (in this process) or up to the connections (%d), got %d", c.connCount(), c.Workers)
 	case c.Hold < 0 || c.Grace < 0:
 		return usagef("-hold and -grace must not be negative")
 	case c.DialTimeout <= 0 || c.MaxTime <= 0:
 		return usagef("-dial-timeout and -max-time must be positive")
+	}
+	if c.Storm {
+		return c.validateStorm()
+	}
+	return nil
+}
+
+// validateStorm checks the storm's flags.
+func (c *config) validateStorm() error {
+	switch {
+	case len(c.URLs) < 2:
+		return usagef("-storm needs two -url or more: the instance to kill first, then those the movers reconnect to")
+	case c.KillPID <= 0:
+		return usagef("-storm needs -storm-kill-pid: the pid of the server process of %s", c.URLs[0])
+	case c.Observers < 1 || c.Observers > maxConns:
+		return usagef("-observers must be 1..%d, got %d", maxConns, c.Observers)
+	case c.FriendsPerMover < 1 || c.FriendsPerMover > c.Observers:
+		return usagef("-friends-per-mover must be 1..-observers (%d), got %d", c.Observers, c.FriendsPerMover)
+	case c.Spread < 0:
+		return usagef("-storm-spread must not be negative")
+	case c.Watch <= c.Spread:
+		return usagef("-storm-watch (%s) must be longer than -storm-spread (%s)", c.Watch, c.Spread)
 	}
 	return nil
 }
@@ -185,10 +227,20 @@ func (c *config) workerCount() int {
 	if c.Workers >= 0 {
 		return c.Workers
 	}
-	if c.Conns <= c.PerWorker {
+	n := c.connCount()
+	if n <= c.PerWorker {
 		return 0
 	}
-	return (c.Conns + c.PerWorker - 1) / c.PerWorker
+	return (n + c.PerWorker - 1) / c.PerWorker
+}
+
+// connCount is how many WebSocket connections the run holds: -conns, and
+// in a storm the observers too.
+func (c *config) connCount() int {
+	if c.Storm {
+		return c.Conns + c.Observers
+	}
+	return c.Conns
 }
 
 // postCount is how many posts the run makes.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -24,14 +25,17 @@ type connSpec struct {
 	URL    string `json:"u"`           // the stream's WebSocket URL
 	Token  string `json:"k"`           // the user's bearer token
 	Source string `json:"s,omitempty"` // local address to dial from
+	Move   string `json:"m,omitempty"` // a storm's mover: the stream URL to reconnect to once the connection drops
 }
 
 // shardOptions tune a shard.
 type shardOptions struct {
 	RunID           string        `json:"run_id"` // posts of this run carry "bench <RunID> <seq>"
 	DialConcurrency int           `json:"dial_concurrency"`
-	DialTimeout     time.Duration `json:"dial_timeout"` // one connection, until its ready frame
-	Lifetime        time.Duration `json:"lifetime"`     // the shard closes everything by itself after this
+	DialTimeout     time.Duration `json:"dial_timeout"`     // one connection, until its ready frame
+	Lifetime        time.Duration `json:"lifetime"`         // the shard closes everything by itself after this
+	Storm           bool          `json:"storm,omitempty"`  // report presence frames
+	Spread          time.Duration `json:"spread,omitempty"` // a mover reconnects at random within this after its drop
 }
 
 // message is what a shard reports to the coordinator, in process or as one
@@ -39,12 +43,14 @@ type shardOptions struct {
 // "dialed" comes once every connection was tried, "final" once all are
 // closed.
 type message struct {
-	Type   string       `json:"type"` // "batch", "dialed" or "final"
-	Ready  []connEvent  `json:"ready,omitempty"`
-	Closed []connEvent  `json:"closed,omitempty"`
-	Frames []delivery   `json:"frames,omitempty"`
-	Dialed *dialSummary `json:"dialed,omitempty"`
-	Final  *shardFinal  `json:"final,omitempty"`
+	Type     string          `json:"type"` // "batch", "dialed" or "final"
+	Ready    []connEvent     `json:"ready,omitempty"`
+	Closed   []connEvent     `json:"closed,omitempty"`
+	Frames   []delivery      `json:"frames,omitempty"`
+	Presence []presenceEvent `json:"presence,omitempty"`
+	Moves    []moveEvent     `json:"moves,omitempty"`
+	Dialed   *dialSummary    `json:"dialed,omitempty"`
+	Final    *shardFinal     `json:"final,omitempty"`
 }
 
 // connEvent is a connection becoming ready, or closing while it should not.
@@ -60,6 +66,25 @@ type delivery struct {
 	Seq  int64 `json:"s"` // the post's number in this run, -1 for a status not of this run
 	ID   int64 `json:"i"` // the status id
 	At   int64 `json:"t"` // unix nanoseconds, right after the read
+}
+
+// presenceEvent is one presence frame received, in a storm.
+type presenceEvent struct {
+	Conn   int   `json:"c"`
+	User   int64 `json:"u"` // whom the frame is about
+	Online bool  `json:"o"`
+	At     int64 `json:"t"` // unix nanoseconds, right after the read
+}
+
+// moveEvent is how a storm's mover moved: its connection dropped, and it
+// reconnected to its other instance, or failed to.
+type moveEvent struct {
+	Conn     int    `json:"c"`
+	Closed   int64  `json:"x"`           // unix ns, when the old connection's read failed
+	Dialed   int64  `json:"d,omitempty"` // when the attempt that succeeded began
+	Ready    int64  `json:"t,omitempty"` // its ready frame; 0 if every attempt failed
+	Attempts int    `json:"n"`
+	Why      string `json:"w,omitempty"` // the last attempt's failure
 }
 
 // dialSummary is how a shard's connections went.
@@ -101,6 +126,8 @@ type shard struct {
 	heartbeats      atomic.Int64
 	heartbeatErrors atomic.Int64
 	stopping        atomic.Bool
+	quit            chan struct{}  // closed with stopping set
+	moving          sync.WaitGroup // movers reconnecting
 }
 
 // benchConn is one held connection.
@@ -110,8 +137,9 @@ type benchConn struct {
 	interval time.Duration
 	done     chan struct{} // closed when its reader returns
 
-	mu sync.Mutex
-	hb *time.Timer
+	mu     sync.Mutex
+	hb     *time.Timer
+	closed bool // its heartbeats have stopped for good
 }
 
 // runShard holds specs until stop closes or ctx ends, reporting through
@@ -119,7 +147,7 @@ type benchConn struct {
 func runShard(ctx context.Context, specs []connSpec, opts shardOptions, stop <-chan struct{}, emit func(message)) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Lifetime)
 	defer cancel()
-	s := &shard{opts: opts, emit: emit, pending: message{Type: "batch"}, clients: map[string]*http.Client{}}
+	s := &shard{opts: opts, emit: emit, pending: message{Type: "batch"}, clients: map[string]*http.Client{}, quit: make(chan struct{})}
 	flusherDone := make(chan struct{})
 	go func() {
 		defer close(flusherDone)
@@ -152,7 +180,12 @@ func runShard(ctx context.Context, specs []connSpec, opts shardOptions, stop <-c
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			err := s.open(ctx, spec)
+			at, err := s.open(ctx, spec)
+			if err == nil {
+				s.mu.Lock()
+				s.pending.Ready = append(s.pending.Ready, connEvent{Conn: spec.Index, At: at})
+				s.mu.Unlock()
+			}
 			sumMu.Lock()
 			defer sumMu.Unlock()
 			if err != nil {
@@ -172,6 +205,7 @@ func runShard(ctx context.Context, specs []connSpec, opts shardOptions, stop <-c
 	case <-ctx.Done():
 	}
 	s.closeAll()
+	s.moving.Wait()
 	cancel()
 	<-flusherDone
 	fin := &shardFinal{Frames: map[string]int64{}, Heartbeats: s.heartbeats.Load(), HeartbeatErrors: s.heartbeatErrors.Load()}
@@ -191,7 +225,7 @@ func (s *shard) report(m *message) {
 	batch := s.pending
 	s.pending = message{Type: "batch"}
 	s.mu.Unlock()
-	if len(batch.Ready)+len(batch.Closed)+len(batch.Frames) > 0 {
+	if len(batch.Ready)+len(batch.Closed)+len(batch.Frames)+len(batch.Presence)+len(batch.Moves) > 0 {
 		s.emit(batch)
 	}
 	if m != nil {
@@ -215,9 +249,10 @@ func (s *shard) client(source string) *http.Client {
 	return c
 }
 
-// open dials one connection and waits for its ready frame; then the
-// connection reads on, and heartbeats, in the background.
-func (s *shard) open(ctx context.Context, spec connSpec) error {
+// open dials one connection and waits for its ready frame, whose arrival
+// time it returns; then the connection reads on, and heartbeats, in the
+// background.
+func (s *shard) open(ctx context.Context, spec connSpec) (int64, error) {
 	dctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
 	defer cancel()
 	ws, resp, err := websocket.Dial(dctx, spec.URL, &websocket.DialOptions{
@@ -226,16 +261,16 @@ func (s *shard) open(ctx context.Context, spec connSpec) error {
 	})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return fmt.Errorf("HTTP %d", resp.StatusCode)
+			return 0, fmt.Errorf("HTTP %d", resp.StatusCode)
 		}
-		return errors.New(failureReason(err))
+		return 0, errors.New(failureReason(err))
 	}
 	ws.SetReadLimit(1 << 20)
 	_, data, err := ws.Read(dctx)
 	at := time.Now().UnixNano()
 	if err != nil {
 		ws.CloseNow()
-		return errors.New("no ready frame: " + failureReason(err))
+		return 0, errors.New("no ready frame: " + failureReason(err))
 	}
 	var ready struct {
 		Type                string `json:"type"`
@@ -243,7 +278,7 @@ func (s *shard) open(ctx context.Context, spec connSpec) error {
 	}
 	if json.Unmarshal(data, &ready) != nil || ready.Type != "ready" {
 		ws.CloseNow()
-		return fmt.Errorf("first frame not ready: %.60s", data)
+		return 0, fmt.Errorf("first frame not ready: %.60s", data)
 	}
 	s.count("ready")
 	c := &benchConn{spec: spec, ws: ws, interval: 10 * time.Second, done: make(chan struct{})}
@@ -254,16 +289,15 @@ func (s *shard) open(ctx context.Context, spec connSpec) error {
 	if s.stopping.Load() {
 		s.mu.Unlock()
 		ws.CloseNow()
-		return errors.New("closed while opening")
+		return 0, errors.New("closed while opening")
 	}
 	s.conns = append(s.conns, c)
-	s.pending.Ready = append(s.pending.Ready, connEvent{Conn: spec.Index, At: at})
 	s.mu.Unlock()
 	c.mu.Lock()
 	c.hb = time.AfterFunc(c.interval, func() { s.heartbeat(c) })
 	c.mu.Unlock()
 	go s.read(ctx, c)
-	return nil
+	return at, nil
 }
 
 // heartbeat sends one heartbeat and schedules the next.
@@ -280,7 +314,9 @@ func (s *shard) heartbeat(c *benchConn) {
 	}
 	s.heartbeats.Add(1)
 	c.mu.Lock()
-	c.hb.Reset(c.interval)
+	if !c.closed {
+		c.hb.Reset(c.interval)
+	}
 	c.mu.Unlock()
 }
 
@@ -291,7 +327,12 @@ func (s *shard) read(ctx context.Context, c *benchConn) {
 		_, data, err := c.ws.Read(ctx)
 		at := time.Now().UnixNano()
 		if err != nil {
-			if !s.stopping.Load() {
+			switch {
+			case s.stopping.Load():
+			case c.spec.Move != "":
+				s.moving.Add(1)
+				go s.move(ctx, c, at)
+			default:
 				s.mu.Lock()
 				s.pending.Closed = append(s.pending.Closed, connEvent{Conn: c.spec.Index, At: at, Why: failureReason(err)})
 				s.mu.Unlock()
@@ -304,12 +345,22 @@ func (s *shard) read(ctx context.Context, c *benchConn) {
 				ID      int64  `json:"id"`
 				Message string `json:"message"`
 			} `json:"status"`
+			User *struct {
+				ID int64 `json:"id"`
+			} `json:"user"`
+			Online bool `json:"online"`
 		}
 		if json.Unmarshal(data, &f) != nil {
 			s.count("unreadable")
 			continue
 		}
 		s.count(f.Type)
+		if f.Type == "presence" && f.User != nil && s.opts.Storm {
+			s.mu.Lock()
+			s.pending.Presence = append(s.pending.Presence, presenceEvent{Conn: c.spec.Index, User: f.User.ID, Online: f.Online, At: at})
+			s.mu.Unlock()
+			continue
+		}
 		if f.Type != "status" || f.Status == nil {
 			continue
 		}
@@ -320,11 +371,73 @@ func (s *shard) read(ctx context.Context, c *benchConn) {
 	}
 }
 
+// Reconnecting movers try this many times, waiting moveBackoff more before
+// each new attempt.
+const (
+	moveAttempts = 3
+	moveBackoff  = 500 * time.Millisecond
+)
+
+// move reconnects a storm's mover whose connection dropped at closed: after
+// a random delay within the spread, to its other instance, trying a few
+// times. It reports how that went. The new connection is no mover: if it
+// drops too, that is reported as any connection's drop.
+func (s *shard) move(ctx context.Context, old *benchConn, closed int64) {
+	defer s.moving.Done()
+	old.mu.Lock()
+	old.closed = true
+	old.hb.Stop()
+	old.mu.Unlock()
+	old.ws.CloseNow()
+	ev := moveEvent{Conn: old.spec.Index, Closed: closed}
+	defer func() {
+		s.mu.Lock()
+		s.pending.Moves = append(s.pending.Moves, ev)
+		s.mu.Unlock()
+	}()
+	spec := old.spec
+	spec.URL, spec.Move = spec.Move, ""
+	var delay time.Duration
+	if s.opts.Spread > 0 {
+		delay = rand.N(s.opts.Spread)
+	}
+	for ev.Attempts < moveAttempts {
+		if !s.wait(ctx, delay) {
+			ev.Why = "stopped before reconnecting"
+			return
+		}
+		ev.Attempts++
+		dialed := time.Now().UnixNano()
+		at, err := s.open(ctx, spec)
+		if err == nil {
+			ev.Dialed, ev.Ready, ev.Why = dialed, at, ""
+			return
+		}
+		ev.Why = err.Error()
+		delay = time.Duration(ev.Attempts) * moveBackoff
+	}
+}
+
+// wait waits d, and tells whether the shard is still running after it.
+func (s *shard) wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.quit:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // closeAll closes every connection normally, waiting a while for the
 // closing handshakes before cutting the rest.
 func (s *shard) closeAll() {
 	s.mu.Lock()
 	s.stopping.Store(true)
+	close(s.quit)
 	conns := s.conns
 	s.mu.Unlock()
 	for _, c := range conns {

@@ -10,6 +10,16 @@
 //
 //	chorus-bench -url http://127.0.0.1:8080 -conns 10000 -authors 100 \
 //	    -followers-per-author 100 -rate 100 -duration 30s -users-file users.json
+//
+// With -storm it measures a reconnect storm instead: it holds movers on the
+// first instance and their friends, the observers, on the others, kills
+// the first instance's process, reconnects the movers to the others, and
+// reports whether any observer was told a mover went offline (a flicker),
+// how many presence frames the observers got, and how fast the movers were
+// back.
+//
+//	chorus-bench -storm -url http://127.0.0.1:8081,http://127.0.0.1:8082 \
+//	    -conns 10000 -observers 2000 -storm-kill-pid 1234 -users-file users.json
 package main
 
 import (
@@ -64,8 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if before, after, err := raiseFileLimit(); err != nil {
 		log.Warn("could not raise the open-file limit", "limit", before, "err", err)
-	} else if after < uint64(cfg.Conns)+256 && cfg.workerCount() == 0 {
-		log.Warn("the open-file limit may be too low for this many connections in one process; use -workers", "limit", after, "conns", cfg.Conns)
+	} else if after < uint64(cfg.connCount())+256 && cfg.workerCount() == 0 {
+		log.Warn("the open-file limit may be too low for this many connections in one process; use -workers", "limit", after, "conns", cfg.connCount())
 	}
 	exe, err := os.Executable()
 	if err != nil && cfg.workerCount() > 0 {
@@ -73,7 +83,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 
-	res, err := bench(ctx, cfg, exe, log, stderr)
+	measure := bench
+	if cfg.Storm {
+		measure = storm
+	}
+	res, err := measure(ctx, cfg, exe, log, stderr)
 	if res != nil && res.Conns.Attempted > 0 {
 		var werr error
 		if cfg.JSON {

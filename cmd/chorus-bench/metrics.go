@@ -64,6 +64,17 @@ func liveHeap(m map[string]float64) float64 {
 // /metrics. A deployment without /metrics, or without some series, gives
 // fewer figures, never an error that stops the run.
 func scrapeMetrics(ctx context.Context, api *apiClient, base string) map[string]float64 {
+	return fetchMetrics(ctx, api, base, parseMetrics)
+}
+
+// scrapeCounters reads every counter named chorus_* from base's /metrics,
+// each summed over its labels; nil when base has no /metrics.
+func scrapeCounters(ctx context.Context, api *apiClient, base string) map[string]float64 {
+	return fetchMetrics(ctx, api, base, parseCounters)
+}
+
+// fetchMetrics gets base's /metrics and parses it; nil when that fails.
+func fetchMetrics(ctx context.Context, api *apiClient, base string, parse func(io.Reader) map[string]float64) map[string]float64 {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/metrics", nil)
 	if err != nil {
 		return nil
@@ -76,7 +87,7 @@ func scrapeMetrics(ctx context.Context, api *apiClient, base string) map[string]
 	if res.StatusCode != http.StatusOK {
 		return nil
 	}
-	return parseMetrics(io.LimitReader(res.Body, 8<<20))
+	return parse(io.LimitReader(res.Body, 8<<20))
 }
 
 // parseMetrics picks the wanted unlabelled samples out of the Prometheus
@@ -100,6 +111,86 @@ func parseMetrics(r io.Reader) map[string]float64 {
 	}
 	if len(out) == 0 {
 		return nil
+	}
+	return out
+}
+
+// parseCounters sums the samples of each counter whose name starts with
+// chorus_ over its labels, from the Prometheus text format, where a
+// "# TYPE name counter" line comes before the samples of name.
+func parseCounters(r io.Reader) map[string]float64 {
+	counters := map[string]bool{}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			if f := strings.Fields(rest); len(f) == 2 && f[1] == "counter" && strings.HasPrefix(f[0], "chorus_") {
+				counters[f[0]] = true
+			}
+			continue
+		}
+		name, value, ok := splitSample(line)
+		if !ok || !counters[name] {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[name] += v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// splitSample splits a sample line, "name{labels} value [timestamp]", into
+// its name and value. Label values may hold spaces, braces and escaped
+// quotes.
+func splitSample(line string) (name, value string, ok bool) {
+	if line == "" || line[0] == '#' {
+		return "", "", false
+	}
+	i := strings.IndexAny(line, "{ \t")
+	if i <= 0 {
+		return "", "", false
+	}
+	name, rest := line[:i], line[i:]
+	if rest[0] == '{' {
+		quoted, escaped, end := false, false, -1
+		for j := 1; j < len(rest) && end < 0; j++ {
+			switch c := rest[j]; {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = quoted
+			case c == '"':
+				quoted = !quoted
+			case c == '}' && !quoted:
+				end = j
+			}
+		}
+		if end < 0 {
+			return "", "", false
+		}
+		rest = rest[end+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return "", "", false
+	}
+	return name, f[0], true
+}
+
+// counterChanges lists the counters that moved from before to after: a
+// counter missing before counts from 0.
+func counterChanges(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, a := range after {
+		if d := a - before[k]; d != 0 {
+			out[k] = d
+		}
 	}
 	return out
 }

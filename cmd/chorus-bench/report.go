@@ -86,6 +86,8 @@ type Result struct {
 		Workers int     `json:"workers"`
 		RSSKiB  []int64 `json:"rss_kib"` // of each process holding connections
 	} `json:"client"`
+
+	Storm *StormResult `json:"storm,omitempty"` // a -storm run's own figures
 }
 
 // Params are the run's settings worth keeping beside its figures.
@@ -96,6 +98,11 @@ type Params struct {
 	Rate               float64 `json:"rate"`
 	DurationSeconds    float64 `json:"duration_seconds"`
 	SourceIPs          int     `json:"source_ips"`
+	// A storm's: Conns are its movers.
+	Observers       int     `json:"observers,omitempty"`
+	FriendsPerMover int     `json:"friends_per_mover,omitempty"`
+	SpreadSeconds   float64 `json:"storm_spread_seconds,omitempty"`
+	WatchSeconds    float64 `json:"storm_watch_seconds,omitempty"`
 }
 
 // Latency summarizes durations, in milliseconds.
@@ -150,6 +157,13 @@ func (r *Result) Problems() []string {
 	add(r.Deliveries.Lost, "deliveries lost")
 	add(r.Deliveries.Duplicated, "deliveries duplicated")
 	add(r.Deliveries.Unexpected, "deliveries to users who do not follow the author")
+	if s := r.Storm; s != nil {
+		add(s.Presence.MoverOffline, "offline presence frames about movers (flickers)")
+		add(s.Presence.MoversToldOffline, "offline presence frames about observers (flickers)")
+		add(s.Movers.Failed, "movers failed to reconnect")
+		add(s.Movers.DroppedBeforeKill, "movers dropped before the kill")
+		add(s.Movers.NotDropped, "movers never lost their connection (was -storm-kill-pid the first -url's process?)")
+	}
 	return p
 }
 
@@ -162,6 +176,9 @@ func writeJSON(w io.Writer, r *Result) error {
 
 // writeTable prints the result for a person.
 func writeTable(w io.Writer, r *Result) error {
+	if r.Storm != nil {
+		return writeStormTable(w, r)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	row("run", "%s at %s against %s", r.RunID, r.Started.Format(time.RFC3339), strings.Join(r.URLs, ", "))

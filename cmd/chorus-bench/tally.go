@@ -72,6 +72,9 @@ type collector struct {
 	dialed   []dialSummary
 	finals   []shardFinal
 	notify   chan struct{} // a "dialed" or "final" arrived
+
+	presence []presenceEvent // a storm's presence frames
+	moves    []moveEvent     // a storm's movers, once each has moved or failed to
 }
 
 func newCollector(conns int) *collector {
@@ -101,6 +104,18 @@ func (c *collector) handle(m message) error {
 		c.closedAt[e.Conn] = e.At
 		addReason(c.closedBy, e.Why)
 	}
+	for _, p := range m.Presence {
+		if p.Conn < 0 || p.Conn >= n {
+			return fmt.Errorf("report of connection %d, out of range", p.Conn)
+		}
+	}
+	c.presence = append(c.presence, m.Presence...)
+	for _, mv := range m.Moves {
+		if mv.Conn < 0 || mv.Conn >= n {
+			return fmt.Errorf("report of connection %d, out of range", mv.Conn)
+		}
+	}
+	c.moves = append(c.moves, m.Moves...)
 	for _, d := range m.Frames {
 		if d.Conn < 0 || d.Conn >= n {
 			return fmt.Errorf("report of connection %d, out of range", d.Conn)
@@ -153,6 +168,34 @@ func (c *collector) heldAt(t int64) int {
 		}
 	}
 	return n
+}
+
+// readyAmong counts the connections lo..hi-1 that got ready.
+func (c *collector) readyAmong(lo, hi int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, r := range c.readyAt[lo:hi] {
+		if r != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// stormProgress says how many movers are back on another instance, how
+// many failed to get there, and how many presence frames came in all.
+func (c *collector) stormProgress() (back, failed, presence int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.moves {
+		if m.Ready != 0 {
+			back++
+		} else {
+			failed++
+		}
+	}
+	return back, failed, len(c.presence)
 }
 
 // missing counts the expected receipts not in yet, more cheaply than
