@@ -158,26 +158,25 @@ func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 // to write only the copy for them.
 func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err error) {
 	k := t.keys
+	var fresh, done []any
 	t.mu.Lock()
 	minute := t.active.minute
-	args := make([]any, 8, 8+len(users))
-	var done []any
 	for _, uid := range users {
 		if _, ok := t.active.users[uid]; ok {
 			done = append(done, uid)
 		} else {
-			args = append(args, uid)
+			fresh = append(fresh, uid)
 		}
 	}
 	t.mu.Unlock()
-	fresh := len(args) - 8
-	args = append(args, done...)
 	rebuilt := 0
 	if t.opts.CopyTTL < 0 {
 		rebuilt = 1
 	}
-	copy(args, []any{t.id, ms(t.opts.Window), k.activePrefix(), int64(activeKeyTTL / time.Second),
-		k.activeHLLPrefix(), minute, fresh, rebuilt})
+	args := make([]any, 0, 8+len(users))
+	args = append(args, t.id, ms(t.opts.Window), k.activePrefix(), int64(activeKeyTTL/time.Second),
+		k.activeHLLPrefix(), minute, len(fresh), rebuilt)
+	args = append(append(args, fresh...), done...)
 	res, err := heartbeatsScript.Run(ctx, t.rdb,
 		[]string{k.lastSeen(), k.onlineCopy(), k.instances()}, args...,
 	).Slice()
@@ -185,10 +184,10 @@ func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err
 		return false, err
 	}
 	// Every one of users is written for the script's minute now.
-	now := toInt(res, 0) / 1000 / 60
+	written := toInt(res, 0) / 1000 / 60
 	t.mu.Lock()
-	if t.active.minute != now {
-		t.active.minute, t.active.users = now, make(map[int64]struct{}, len(t.active.users))
+	if t.active.minute != written {
+		t.active.minute, t.active.users = written, make(map[int64]struct{}, len(t.active.users))
 	}
 	for _, uid := range users {
 		t.active.users[uid] = struct{}{}

@@ -58,7 +58,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	deadline, _ := ctx.Deadline()
 	opts := shardOptions{RunID: res.RunID, DialConcurrency: cfg.DialConcurrency, DialTimeout: cfg.DialTimeout, Lifetime: time.Until(deadline)}
 	log.Info("connecting", "conns", cfg.Conns, "workers", workers, "urls", len(cfg.URLs), "source_ips", len(cfg.SourceIPs))
-	hs, err := startHolders(ctx, workers, exe, specs, opts, col, stderr)
+	hs, err := connectAll(ctx, workers, exe, specs, opts, col, res, log, stderr)
 	if err != nil {
 		return res, err
 	}
@@ -68,11 +68,6 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 			hs.stop(15 * time.Second)
 		}
 	}()
-	if err := awaitShards(ctx, hs, col, func(dialed, _ int) bool { return dialed == hs.count }); err != nil {
-		return res, fmt.Errorf("connecting: %w", err)
-	}
-	addDialed(res, col)
-	log.Info("connected", "held", res.Conns.Held, "failed", res.Conns.Failed, "seconds", res.Conns.ConnectSeconds)
 
 	if err := sleep(ctx, cfg.Hold); err != nil {
 		return res, err
@@ -107,18 +102,41 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	stopped = true
 	stopErr := hs.stop(30 * time.Second)
 	fill(res, col, posts, sched, g, idleHeld)
+	return res, shardsDone(hs, col, stopErr)
+}
+
+// connectAll starts the holders of specs and waits until every shard has
+// dialled, adding what they report to res. On failure it stops the holders
+// it started.
+func connectAll(ctx context.Context, workers int, exe string, specs []connSpec, opts shardOptions, col *collector, res *Result, log *slog.Logger, stderr io.Writer) (*holders, error) {
+	hs, err := startHolders(ctx, workers, exe, specs, opts, col, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := awaitShards(ctx, hs, col, func(dialed, _ int) bool { return dialed == hs.count }); err != nil {
+		hs.stop(15 * time.Second)
+		return nil, fmt.Errorf("connecting: %w", err)
+	}
+	addDialed(res, col)
+	log.Info("connected", "held", res.Conns.Held, "failed", res.Conns.Failed, "seconds", res.Conns.ConnectSeconds)
+	return hs, nil
+}
+
+// shardsDone reports, once the holders are stopped (with stopErr), whether
+// any worker failed or a shard's final report is missing.
+func shardsDone(hs *holders, col *collector, stopErr error) error {
 	if stopErr != nil {
-		return res, stopErr
+		return stopErr
 	}
 	select {
 	case err := <-hs.errs:
-		return res, err
+		return err
 	default:
 	}
 	if _, finals := col.counts(); finals != hs.count {
-		return res, fmt.Errorf("%d of %d shards sent their final report", finals, hs.count)
+		return fmt.Errorf("%d of %d shards sent their final report", finals, hs.count)
 	}
-	return res, nil
+	return nil
 }
 
 // setupUsers makes sure the deployment has need users, signing up those the

@@ -167,6 +167,26 @@ func (r *Result) Problems() []string {
 	return p
 }
 
+// writeClientRows prints the rows every run has: users, connections (drops
+// described as dropped), frames.
+func writeClientRows(row func(k, format string, args ...any), r *Result, dropped string) {
+	row("users", "%d (%d reused, %d signed up in %.1fs); follows +%d −%d",
+		r.Users.Total, r.Users.Reused, r.Users.SignedUp, r.Users.SignupSeconds, r.Users.FollowsAdded, r.Users.FollowsRemoved)
+	row("connections", "%d attempted, %d held, %d failed in %.1fs; %d dropped %s, %d held at the end",
+		r.Conns.Attempted, r.Conns.Held, r.Conns.Failed, r.Conns.ConnectSeconds, r.Conns.Dropped, dropped, r.Conns.HeldAtEnd)
+	for _, k := range sortedKeys(r.Conns.FailReasons) {
+		row("  failed", "%d × %s", r.Conns.FailReasons[k], k)
+	}
+	for _, k := range sortedKeys(r.Conns.DropReasons) {
+		row("  dropped", "%d × %s", r.Conns.DropReasons[k], k)
+	}
+	var types []string
+	for _, k := range sortedKeys(r.Frames.ByType) {
+		types = append(types, fmt.Sprintf("%s %d", k, r.Frames.ByType[k]))
+	}
+	row("frames", "%d received (%s); %d heartbeats sent, %d failed", r.Frames.Total, strings.Join(types, ", "), r.Frames.HeartbeatsSent, r.Frames.HeartbeatErrors)
+}
+
 // writeJSON prints the result as indented JSON.
 func writeJSON(w io.Writer, r *Result) error {
 	enc := json.NewEncoder(w)
@@ -184,21 +204,7 @@ func writeTable(w io.Writer, r *Result) error {
 	row("run", "%s at %s against %s", r.RunID, r.Started.Format(time.RFC3339), strings.Join(r.URLs, ", "))
 	row("shape", "%d conns, %d authors × %d followers, %.1f posts/s for %.1fs, %d workers, %d source IPs",
 		r.Params.Conns, r.Params.Authors, r.Params.FollowersPerAuthor, r.Params.Rate, r.Params.DurationSeconds, r.Client.Workers, r.Params.SourceIPs)
-	row("users", "%d (%d reused, %d signed up in %.1fs); follows +%d −%d",
-		r.Users.Total, r.Users.Reused, r.Users.SignedUp, r.Users.SignupSeconds, r.Users.FollowsAdded, r.Users.FollowsRemoved)
-	row("connections", "%d attempted, %d held, %d failed in %.1fs; %d dropped during the run, %d held at the end",
-		r.Conns.Attempted, r.Conns.Held, r.Conns.Failed, r.Conns.ConnectSeconds, r.Conns.Dropped, r.Conns.HeldAtEnd)
-	for _, k := range sortedKeys(r.Conns.FailReasons) {
-		row("  failed", "%d × %s", r.Conns.FailReasons[k], k)
-	}
-	for _, k := range sortedKeys(r.Conns.DropReasons) {
-		row("  dropped", "%d × %s", r.Conns.DropReasons[k], k)
-	}
-	var types []string
-	for _, k := range sortedKeys(r.Frames.ByType) {
-		types = append(types, fmt.Sprintf("%s %d", k, r.Frames.ByType[k]))
-	}
-	row("frames", "%d received (%s); %d heartbeats sent, %d failed", r.Frames.Total, strings.Join(types, ", "), r.Frames.HeartbeatsSent, r.Frames.HeartbeatErrors)
+	writeClientRows(row, r, "during the run")
 	row("posts", "%d planned, %d sent, %d failed in %.1fs (%.1f/s achieved, schedule lag up to %.1f ms)",
 		r.Posts.Planned, r.Posts.Sent, r.Posts.Failed, r.Posts.Seconds, r.Posts.AchievedRate, r.Posts.MaxLagMS)
 	if r.Posts.FirstError != "" {

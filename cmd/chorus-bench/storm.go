@@ -97,7 +97,7 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	opts := shardOptions{RunID: res.RunID, DialConcurrency: cfg.DialConcurrency, DialTimeout: cfg.DialTimeout,
 		Lifetime: time.Until(deadline), Storm: true, Spread: cfg.Spread}
 	log.Info("connecting", "movers", movers, "observers", cfg.Observers, "workers", workers, "source_ips", len(cfg.SourceIPs))
-	hs, err := startHolders(ctx, workers, exe, specs, opts, col, stderr)
+	hs, err := connectAll(ctx, workers, exe, specs, opts, col, res, log, stderr)
 	if err != nil {
 		return res, err
 	}
@@ -107,11 +107,6 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 			hs.stop(15 * time.Second)
 		}
 	}()
-	if err := awaitShards(ctx, hs, col, func(dialed, _ int) bool { return dialed == hs.count }); err != nil {
-		return res, fmt.Errorf("connecting: %w", err)
-	}
-	addDialed(res, col)
-	log.Info("connected", "held", res.Conns.Held, "failed", res.Conns.Failed, "seconds", res.Conns.ConnectSeconds)
 	if err := sleep(ctx, cfg.Hold); err != nil {
 		return res, err
 	}
@@ -152,18 +147,7 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	// A mover that failed to reconnect is no longer held, though no
 	// connection of it was reported closed.
 	res.Conns.HeldAtEnd = heldAtEnd - res.Storm.Movers.Failed
-	if stopErr != nil {
-		return res, stopErr
-	}
-	select {
-	case err := <-hs.errs:
-		return res, err
-	default:
-	}
-	if _, finals := col.counts(); finals != hs.count {
-		return res, fmt.Errorf("%d of %d shards sent their final report", finals, hs.count)
-	}
-	return res, nil
+	return res, shardsDone(hs, col, stopErr)
 }
 
 // watchStorm waits until end, logging how the movers are doing every few

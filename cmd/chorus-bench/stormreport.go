@@ -16,21 +16,7 @@ func writeStormTable(w io.Writer, r *Result) error {
 	row("run", "%s at %s against %s", r.RunID, r.Started.Format(time.RFC3339), strings.Join(r.URLs, ", "))
 	row("shape", "storm: %d movers from %s, %d observers on the others, each mover friends with %d of them; spread %.1fs, watch %.1fs; %d workers, %d source IPs",
 		r.Params.Conns, first(r.URLs), r.Params.Observers, r.Params.FriendsPerMover, r.Params.SpreadSeconds, r.Params.WatchSeconds, r.Client.Workers, r.Params.SourceIPs)
-	row("users", "%d (%d reused, %d signed up in %.1fs); follows +%d −%d",
-		r.Users.Total, r.Users.Reused, r.Users.SignedUp, r.Users.SignupSeconds, r.Users.FollowsAdded, r.Users.FollowsRemoved)
-	row("connections", "%d attempted, %d held, %d failed in %.1fs; %d dropped besides the movers', %d held at the end",
-		r.Conns.Attempted, r.Conns.Held, r.Conns.Failed, r.Conns.ConnectSeconds, r.Conns.Dropped, r.Conns.HeldAtEnd)
-	for _, k := range sortedKeys(r.Conns.FailReasons) {
-		row("  failed", "%d × %s", r.Conns.FailReasons[k], k)
-	}
-	for _, k := range sortedKeys(r.Conns.DropReasons) {
-		row("  dropped", "%d × %s", r.Conns.DropReasons[k], k)
-	}
-	var types []string
-	for _, k := range sortedKeys(r.Frames.ByType) {
-		types = append(types, fmt.Sprintf("%s %d", k, r.Frames.ByType[k]))
-	}
-	row("frames", "%d received (%s); %d heartbeats sent, %d failed", r.Frames.Total, strings.Join(types, ", "), r.Frames.HeartbeatsSent, r.Frames.HeartbeatErrors)
+	writeClientRows(row, r, "besides the movers'")
 	if !s.KilledAt.IsZero() {
 		row("kill", "SIGKILL to pid %d at %s; watched %.1fs", s.KilledPID, s.KilledAt.Format("15:04:05.000"), s.WatchSeconds)
 	}
