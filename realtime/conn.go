@@ -122,23 +122,29 @@ func (c *conn) isClosed() bool { return c.life.Err() != nil }
 // handshake. Before the upgrade it marks the connection so that attach
 // closes it. It reports whether this call closed it.
 func (c *conn) close(code websocket.StatusCode, reason string) bool {
-	return c.end(code, reason, false)
+	return c.end(code, reason, false, nil)
 }
 
 // closeSoon closes the connection as close does, at once, but leaves the
 // closing handshake to a goroutine that run waits for: for callers that
 // must not block (the router, the session checker, the writer).
 func (c *conn) closeSoon(code websocket.StatusCode, reason string) bool {
-	return c.end(code, reason, true)
+	return c.end(code, reason, true, nil)
 }
 
-func (c *conn) end(code websocket.StatusCode, reason string, async bool) bool {
+// end closes the connection once. If this call closes it, it adds one to
+// count (when not nil) before the close frame can leave, so that a client
+// that has seen the close finds it counted.
+func (c *conn) end(code websocket.StatusCode, reason string, async bool, count *atomic.Int64) bool {
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
 		return false
 	}
 	c.ended, c.closeCode, c.closeReason = true, code, reason
+	if count != nil {
+		count.Add(1)
+	}
 	c.stop()
 	ws := c.ws
 	if ws != nil && async {

@@ -121,9 +121,7 @@ func (h *Hub) closeEnded(ctx context.Context, conns []*conn) error {
 // endSession closes c, whose session has ended, with 1008, without waiting
 // for the closing handshake.
 func (h *Hub) endSession(c *conn, reason string) {
-	if c.closeSoon(statusPolicy, reason) {
-		h.Stats.SessionClosed.Add(1)
-	}
+	c.end(statusPolicy, reason, true, &h.Stats.SessionClosed)
 }
 
 // allConns lists every local connection.
