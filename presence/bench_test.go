@@ -299,7 +299,7 @@ func latency(b *testing.B, e env, cmds []string, call func() int, check func(*te
 // zmscoreOnlineFriends is the reference without Lua or a copy: read the
 // friend set, then look every friend up in last.seen and connected with
 // ZMSCORE, and filter and sort here. Two round trips.
-func zmscoreOnlineFriends(ctx context.Context, e env, uid int64, w time.Duration) ([]OnlineFriend, error) {
+func zmscoreOnlineFriends(ctx context.Context, e env, uid int64, w time.Duration) ([]FriendSeen, error) {
 	k := keys{prefix: e.prefix}
 	pipe := e.rdb.Pipeline()
 	clock := pipe.Time(ctx)
@@ -319,12 +319,12 @@ func zmscoreOnlineFriends(ctx context.Context, e env, uid int64, w time.Duration
 	}
 	now := clock.Val().UnixMilli()
 	cutoff := now - w.Milliseconds()
-	var out []OnlineFriend
+	var out []FriendSeen
 	for i, f := range friends {
 		ls, exp := int64(seen.Val()[i]), int64(expiries.Val()[i])
 		if ls >= cutoff && exp >= now {
 			fid, _ := strconv.ParseInt(f, 10, 64)
-			out = append(out, OnlineFriend{UID: fid, LastSeen: unixMilli(ls)})
+			out = append(out, FriendSeen{UID: fid, LastSeen: unixMilli(ls)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LastSeen.After(out[j].LastSeen) })

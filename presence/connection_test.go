@@ -2,7 +2,6 @@ package presence
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"sync"
 	"testing"
@@ -198,23 +197,6 @@ func TestStaleAnnouncementIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	noEvent(t, events, 200*time.Millisecond)
-}
-
-func TestEventFrame(t *testing.T) {
-	ev := Event{
-		Type:     "presence",
-		User:     EventUser{ID: 7, Login: "alice", Name: "Alice"},
-		Online:   true,
-		LastSeen: time.Date(2030, 1, 2, 3, 4, 5, 6e6, time.UTC),
-	}
-	got, err := json.Marshal(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"type":"presence","user":{"id":7,"login":"alice","name":"Alice"},"online":true,"last_seen":"2030-01-02T03:04:05.006Z"}`
-	if string(got) != want {
-		t.Fatalf("frame = %s, want %s", got, want)
-	}
 }
 
 // A Disconnect that fails (Redis stalled) is retried at the next ticks: the

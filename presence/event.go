@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"chorus/protocol"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,26 +18,6 @@ var (
 	announceSource string
 	announceScript = redis.NewScript(announceSource)
 )
-
-// EventType is the type of every Event.
-const EventType = "presence"
-
-// Event is the frame published to each friend's channel when a user comes
-// online (first connection) or goes offline (last connection closed, or
-// swept after their instance vanished).
-type Event struct {
-	Type     string    `json:"type"` // always EventType
-	User     EventUser `json:"user"`
-	Online   bool      `json:"online"`
-	LastSeen time.Time `json:"last_seen"` // the user's last activity, UTC
-}
-
-// EventUser is the user an Event is about.
-type EventUser struct {
-	ID    int64  `json:"id"`
-	Login string `json:"login"`
-	Name  string `json:"name"`
-}
 
 // announce tells the user's connected friends that the user came online or
 // went offline. Friends with no connection have nobody listening; they read
@@ -59,7 +41,8 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 	if len(friends) == 0 {
 		return nil
 	}
-	ev := Event{Type: EventType, User: EventUser{ID: uid}, Online: online, LastSeen: lastSeen.UTC()}
+	lastSeen = lastSeen.UTC()
+	ev := protocol.PresenceFrame{Type: protocol.TypePresence, User: protocol.UserRef{ID: uid}, Online: online, LastSeen: &lastSeen}
 	if t.opts.Profile != nil {
 		login, name, err := t.opts.Profile(ctx, uid)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -92,14 +93,14 @@ func ctxT(tb testing.TB) context.Context {
 }
 
 // nextEvent returns the next presence event on ch, failing after within.
-func nextEvent(tb testing.TB, ch <-chan *redis.Message, within time.Duration) Event {
+func nextEvent(tb testing.TB, ch <-chan *redis.Message, within time.Duration) protocol.PresenceFrame {
 	tb.Helper()
 	select {
 	case m, ok := <-ch:
 		if !ok {
 			tb.Fatalf("subscription closed")
 		}
-		var ev Event
+		var ev protocol.PresenceFrame
 		if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
 			tb.Fatalf("event %q: %v", m.Payload, err)
 		}
@@ -107,7 +108,7 @@ func nextEvent(tb testing.TB, ch <-chan *redis.Message, within time.Duration) Ev
 	case <-time.After(within):
 		tb.Fatalf("no event within %s", within)
 	}
-	return Event{}
+	return protocol.PresenceFrame{}
 }
 
 // noEvent fails if an event comes on ch during d.
@@ -121,13 +122,13 @@ func noEvent(tb testing.TB, ch <-chan *redis.Message, d time.Duration) {
 }
 
 // checkEvent fails unless ev says uid went online (or offline).
-func checkEvent(tb testing.TB, ev Event, uid int64, online bool) {
+func checkEvent(tb testing.TB, ev protocol.PresenceFrame, uid int64, online bool) {
 	tb.Helper()
-	want := EventUser{ID: uid, Login: fmt.Sprintf("user%d", uid), Name: fmt.Sprintf("User %d", uid)}
-	if ev.Type != "presence" || ev.User != want || ev.Online != online {
+	want := protocol.UserRef{ID: uid, Login: fmt.Sprintf("user%d", uid), Name: fmt.Sprintf("User %d", uid)}
+	if ev.Type != protocol.TypePresence || ev.User != want || ev.Online != online {
 		tb.Fatalf("event %+v, want presence of %+v online=%v", ev, want, online)
 	}
-	if ev.LastSeen.IsZero() || ev.LastSeen.Location() != time.UTC {
+	if ev.LastSeen == nil || ev.LastSeen.IsZero() || ev.LastSeen.Location() != time.UTC {
 		tb.Fatalf("event last_seen %v, want a UTC time", ev.LastSeen)
 	}
 }
@@ -144,7 +145,7 @@ func waitFor(tb testing.TB, within time.Duration, what string, cond func() bool)
 	}
 }
 
-func uids(fs []OnlineFriend) []int64 {
+func uids(fs []FriendSeen) []int64 {
 	out := make([]int64, len(fs))
 	for i, f := range fs {
 		out[i] = f.UID

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"chorus/protocol"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,8 +21,8 @@ var (
 	onlineFriendsScript = redis.NewScript(copySource + "\n" + onlineFriendsSource)
 )
 
-// OnlineFriend is a friend online now and the time of their last activity.
-type OnlineFriend struct {
+// FriendSeen is a friend online now and the time of their last activity.
+type FriendSeen struct {
 	UID      int64
 	LastSeen time.Time
 }
@@ -28,9 +30,9 @@ type OnlineFriend struct {
 // OnlineFriends lists uid's friends who are online now, most recent activity
 // first, at most Options.MaxOnlineFriends of them. A user who is unknown or
 // has no friends has none online. One script call; see online_friends.lua.
-func (t *Tracker) OnlineFriends(ctx context.Context, uid int64) ([]OnlineFriend, error) {
+func (t *Tracker) OnlineFriends(ctx context.Context, uid int64) ([]FriendSeen, error) {
 	if uid <= 0 {
-		return []OnlineFriend{}, nil
+		return []FriendSeen{}, nil
 	}
 	k := t.keys
 	res, err := onlineFriendsScript.Run(ctx, t.rdb, []string{
@@ -40,21 +42,15 @@ func (t *Tracker) OnlineFriends(ctx context.Context, uid int64) ([]OnlineFriend,
 	if err != nil {
 		return nil, fmt.Errorf("online friends of %d: %w", uid, err)
 	}
-	friends := make([]OnlineFriend, 0, len(res)/2)
+	friends := make([]FriendSeen, 0, len(res)/2)
 	for i := 0; i+1 < len(res); i += 2 {
 		fid, err := strconv.ParseInt(fmt.Sprint(res[i]), 10, 64)
 		if err != nil {
 			continue // not a user id
 		}
-		friends = append(friends, OnlineFriend{UID: fid, LastSeen: unixMilli(toInt(res, i+1))})
+		friends = append(friends, FriendSeen{UID: fid, LastSeen: unixMilli(toInt(res, i+1))})
 	}
 	return friends, nil
-}
-
-// Presence is one user's presence as friends see it.
-type Presence struct {
-	Online   bool
-	LastSeen *time.Time // nil when the user was never seen
 }
 
 // UserPresence reports whether uid is online (seen within W and still
@@ -70,8 +66,8 @@ func (t *Tracker) UserPresence(ctx context.Context, uid int64) (online bool, las
 
 // Presences is UserPresence for many users in one round trip, in the order
 // given. The same privacy rule holds: the caller checks who may see each.
-func (t *Tracker) Presences(ctx context.Context, uids []int64) ([]Presence, error) {
-	out := make([]Presence, len(uids))
+func (t *Tracker) Presences(ctx context.Context, uids []int64) ([]protocol.Presence, error) {
+	out := make([]protocol.Presence, len(uids))
 	if len(uids) == 0 {
 		return out, nil
 	}

@@ -5,20 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
-	"chorus/presence"
+	"chorus/protocol"
 	"chorus/social"
 )
-
-// presenceFrame is the presence frame as the hub sends it about a user who
-// may never have been seen (LastSeen nil).
-type presenceFrame struct {
-	Type     string     `json:"type"`
-	User     FriendUser `json:"user"`
-	Online   bool       `json:"online"`
-	LastSeen *time.Time `json:"last_seen"`
-}
 
 // AnnounceFriendship tells a and b, on every instance, each other's
 // presence: a follow has just made them friends, and their friends lists
@@ -29,7 +19,7 @@ func (h *Hub) AnnounceFriendship(ctx context.Context, a, b int64) error {
 		if err != nil {
 			return nil, err
 		}
-		return presenceFrame{Type: presence.EventType, User: friendUser(u), Online: online, LastSeen: lastSeen}, nil
+		return protocol.PresenceFrame{Type: protocol.TypePresence, User: u.Ref(), Online: online, LastSeen: lastSeen}, nil
 	})
 }
 
@@ -37,22 +27,15 @@ func (h *Hub) AnnounceFriendship(ctx context.Context, a, b int64) error {
 // unfollow has ended their friendship: each leaves the other's friends list.
 func (h *Hub) AnnounceFriendshipEnded(ctx context.Context, a, b int64) error {
 	return h.announcePair(ctx, a, b, func(u social.User) (any, error) {
-		return friendRemovedFrame{Type: "friend_removed", User: friendUser(u)}, nil
+		return protocol.FriendRemoved{Type: protocol.TypeFriendRemoved, User: u.Ref()}, nil
 	})
 }
-
-type friendRemovedFrame struct {
-	Type string     `json:"type"`
-	User FriendUser `json:"user"`
-}
-
-func friendUser(u social.User) FriendUser { return FriendUser{ID: u.ID, Login: u.Login, Name: u.Name} }
 
 // announcePair publishes to each of a and b the frame about the other.
 func (h *Hub) announcePair(ctx context.Context, a, b int64, about func(social.User) (any, error)) error {
 	users, err := h.feed.Users(ctx, []int64{a, b})
 	if err != nil || len(users) != 2 {
-		return fmt.Errorf("announce to %d and %d: %w", a, b, errors.Join(err, social.ErrNotFound))
+		return fmt.Errorf("announce to %d and %d: %w", a, b, errors.Join(err, social.ErrUserNotFound))
 	}
 	pipe := h.rdb.Pipeline()
 	for i, u := range users {

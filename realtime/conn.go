@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"chorus/protocol"
 	"chorus/social"
 
 	"github.com/coder/websocket"
@@ -24,9 +25,11 @@ const (
 )
 
 const (
-	statusGoingAway = websocket.StatusGoingAway
-	statusPolicy    = websocket.StatusPolicyViolation
-	statusTryLater  = websocket.StatusTryAgainLater
+	statusGoingAway        = websocket.StatusCode(protocol.CloseGoingAway)
+	statusPolicy           = websocket.StatusCode(protocol.ClosePolicy)
+	statusTryLater         = websocket.StatusCode(protocol.CloseTryLater)
+	statusTooBig           = websocket.StatusCode(protocol.CloseTooBig)
+	statusHeartbeatTimeout = websocket.StatusCode(protocol.CloseHeartbeatTimeout)
 )
 
 // outgoing is one item of a connection's queue: a frame to send, or a
@@ -207,7 +210,7 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 				return closed
 			case errors.Is(err, websocket.ErrMessageTooBig):
 				// The library has sent the client 1009 already.
-				c.close(websocket.StatusMessageTooBig, "frame over the size limit")
+				c.close(statusTooBig, "frame over the size limit")
 				return c.closedWith()
 			}
 			return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: err.Error()}
@@ -219,38 +222,38 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 		now := time.Now()
 		if !c.frames.AllowN(now, 1) {
 			h.Stats.FloodClosed.Add(1)
-			c.close(statusPolicy, "too many frames")
+			c.close(statusPolicy, protocol.ReasonTooManyFrames)
 			return c.closedWith()
 		}
 		c.active(now)
 		if typ != websocket.MessageText {
-			c.enqueue(outgoing{frame: errorFrameJSON("invalid_frame", "Frames must be text, one JSON object each.")})
+			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidFrame, "Frames must be text, one JSON object each.")})
 			continue
 		}
-		var f clientFrame
+		var f protocol.ClientFrame
 		if err := json.Unmarshal(data, &f); err != nil {
-			c.enqueue(outgoing{frame: errorFrameJSON("invalid_json", "The frame is not a JSON object.")})
+			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is not a JSON object.")})
 			continue
 		}
 		switch f.Type {
-		case "heartbeat":
+		case protocol.TypeHeartbeat:
 			// Every frame counted as activity above; this one does no more.
 			h.Stats.Heartbeats.Add(1)
-		case "resume":
+		case protocol.TypeResume:
 			after, ok := parseAfter(f.After)
 			if !ok {
-				c.enqueue(outgoing{frame: errorFrameJSON("invalid_resume", `"after" must be a status id, a whole number from 0.`)})
+				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidResume, `"after" must be a status id, a whole number from 0.`)})
 				continue
 			}
 			if !c.resumes.AllowN(now, 1) {
 				h.Stats.ResumesLimited.Add(1)
-				c.enqueue(outgoing{frame: errorFrameJSON("rate_limited",
+				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeRateLimited,
 					"Too many resumes on this stream; send resume again in "+retryIn(c.resumes, now).String()+".")})
 				continue
 			}
 			c.enqueue(outgoing{resume: true, after: after})
 		default:
-			c.enqueue(outgoing{frame: errorFrameJSON("unknown_type", "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat or resume.")})
+			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeUnknownType, "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat or resume.")})
 		}
 	}
 }
@@ -271,7 +274,7 @@ func (c *conn) keepAlive() {
 		}
 		if start.Sub(time.Unix(0, c.lastActive.Load())) >= 3*interval {
 			c.hub.Stats.IdleClosed.Add(1)
-			c.closeSoon(StatusHeartbeatTimeout, "no heartbeat")
+			c.closeSoon(statusHeartbeatTimeout, "no heartbeat")
 			return
 		}
 		// Wait for the pong at most an interval, then ping again: a pong
@@ -383,7 +386,7 @@ func (c *conn) sendTimeline(after int64) bool {
 				return false
 			}
 			c.hub.log.Warn("resume failed", "uid", c.uid, "err", err)
-			c.enqueue(outgoing{frame: errorFrameJSON("resume_failed", "The timeline could not be read; resume again.")})
+			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeResumeFailed, "The timeline could not be read; resume again.")})
 			return true
 		}
 		for _, st := range page.Statuses {

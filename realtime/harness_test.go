@@ -35,7 +35,8 @@ type env struct {
 	social   *social.Service
 	presence *presence.Tracker
 	hub      *Hub
-	url      string // ws://.../stream
+	url      string     // ws://.../stream
+	refusals chan error // what Serve returned, for each stream it refused
 }
 
 // envOptions shape an env; the zero value is a hub with default options on
@@ -71,6 +72,7 @@ func newEnv(tb testing.TB, o envOptions) *env {
 	hopts := o.hub
 	hopts.Logger = log
 	hub := New(rdb, feed, hubPres, hopts)
+	refusals := make(chan error, 16)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token := r.Header.Get(tokenHeader)
 		uid, err := soc.Authenticate(r.Context(), token)
@@ -78,7 +80,12 @@ func newEnv(tb testing.TB, o envOptions) *env {
 			http.Error(w, "not signed in", http.StatusUnauthorized)
 			return
 		}
-		hub.Serve(w, r, uid, social.SessionID(token))
+		if err := hub.Serve(w, r, uid, social.SessionID(token)); err != nil {
+			// The hub answers nothing when it refuses; web maps its
+			// refusals to the API's answers. Here the test reads them.
+			refusals <- err
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		}
 	}))
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -89,7 +96,7 @@ func newEnv(tb testing.TB, o envOptions) *env {
 		srv.Close()
 	})
 	return &env{
-		tb: tb, rdb: rdb, prefix: prefix, social: soc, presence: pres, hub: hub,
+		tb: tb, rdb: rdb, prefix: prefix, social: soc, presence: pres, hub: hub, refusals: refusals,
 		url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/stream",
 	}
 }
@@ -282,22 +289,16 @@ func (s *stream) send(v any) {
 // before it: an unknown_type error.
 func (s *stream) ping() { s.send(map[string]string{"type": "ping"}) }
 
-// errorBody reads the API error code of a refused request.
-func errorBody(tb testing.TB, res *http.Response) string {
-	tb.Helper()
-	if res == nil {
-		tb.Fatal("no HTTP response")
+// refusal returns why Serve refused the last stream it refused.
+func (e *env) refusal() error {
+	e.tb.Helper()
+	select {
+	case err := <-e.refusals:
+		return err
+	case <-time.After(5 * time.Second):
+		e.tb.Fatal("no stream refused")
+		return nil
 	}
-	var body struct {
-		Error struct{ Code, Message string }
-	}
-	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
-		tb.Fatalf("error body: %v", err)
-	}
-	if body.Error.Message == "" {
-		tb.Fatalf("error %q without a message", body.Error.Code)
-	}
-	return body.Error.Code
 }
 
 // scriptCalls is how many scripts (EVAL, EVALSHA) the Redis server behind

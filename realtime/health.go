@@ -2,7 +2,6 @@ package realtime
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 )
 
@@ -11,19 +10,6 @@ const (
 	DefaultHealthInterval = 5 * time.Second
 	healthTimeout         = 2 * time.Second
 )
-
-// serviceFrame tells a client whether its instance can serve: reach Redis,
-// so that posts, timelines and presence work. A stream's ready frame means
-// it could; this frame comes when that changes.
-type serviceFrame struct {
-	Type      string `json:"type"`
-	Available bool   `json:"available"`
-}
-
-func serviceFrameJSON(available bool) []byte {
-	b, _ := json.Marshal(serviceFrame{Type: "service", Available: available})
-	return b
-}
 
 // watchRedis pings Redis every HealthInterval, one PING per instance
 // whatever the number of streams, and tells every local stream when the

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"chorus/presence"
+	"chorus/protocol"
 	"chorus/social"
 
 	"github.com/redis/go-redis/v9"
@@ -37,7 +38,7 @@ type Presence interface {
 	Connect(ctx context.Context, uid int64, connID string) (first bool, err error)
 	Heartbeats(ctx context.Context, beats []presence.Beat) error
 	Disconnect(ctx context.Context, uid int64, connID string) (last bool, err error)
-	OnlineFriends(ctx context.Context, uid int64) ([]presence.OnlineFriend, error)
+	OnlineFriends(ctx context.Context, uid int64) ([]presence.FriendSeen, error)
 	UserPresence(ctx context.Context, uid int64) (online bool, lastSeen *time.Time, err error)
 }
 
@@ -58,7 +59,6 @@ const (
 	DefaultSessionCheckInterval = time.Minute
 	// subscribeBatch is the most channels one SUBSCRIBE or UNSUBSCRIBE names.
 	subscribeBatch = 500
-	MaxFrameBytes  = 64 << 10
 )
 
 // Options tune a Hub.
@@ -283,19 +283,19 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		return
 	}
 	switch ev.Type {
-	case eventSessionEnded:
+	case protocol.TypeSessionEnded:
 		for c := range u.conns {
 			if c.session == ev.Session {
-				h.endSession(c, "signed out")
+				h.endSession(c, protocol.ReasonSignedOut)
 			}
 		}
 		return
-	case social.EventUserCreated:
+	case protocol.TypeUserCreated:
 		// Every connection under this uid predates the user: it was opened
 		// by a user Redis has since lost. Closed before this event is done,
 		// none is sent a frame of the new user.
 		for c := range u.conns {
-			h.endSession(c, "session ended")
+			h.endSession(c, protocol.ReasonSessionEnded)
 		}
 		return
 	}
@@ -303,7 +303,7 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		h.Stats.FramesDropped.Add(int64(len(u.conns)))
 		return
 	}
-	if ev.Type == presence.EventType && ev.User != nil {
+	if ev.Type == protocol.TypePresence && ev.User != nil {
 		for c := range u.conns {
 			c.enqueuePresence(ev.User.ID, ev.Online, payload)
 		}
@@ -311,7 +311,7 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 	}
 	for c := range u.conns {
 		out := outgoing{frame: payload}
-		if ev.Type == social.EventStatus && ev.Status != nil {
+		if ev.Type == protocol.TypeStatus && ev.Status != nil {
 			out.statusID = ev.Status.ID
 		}
 		c.enqueue(out)
@@ -390,7 +390,7 @@ func (h *Hub) join(ctx context.Context, c *conn) error {
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
-		return errClosing
+		return ErrShuttingDown
 	}
 	u := h.users[channel]
 	if u == nil {
@@ -440,14 +440,13 @@ func (h *Hub) resync(channel string) {
 }
 
 var (
-	errClosing        = errors.New("the server is shutting down")
 	errNoSubscription = errors.New("no pub/sub subscription")
 )
 
 // EndSession closes, on every instance, the connections opened with the
 // session sessionID (a signed-out token's social.SessionID), with 1008.
 func (h *Hub) EndSession(ctx context.Context, uid int64, sessionID string) error {
-	payload, _ := json.Marshal(event{Type: eventSessionEnded, Session: sessionID})
+	payload, _ := json.Marshal(protocol.Internal{Type: protocol.TypeSessionEnded, Session: sessionID})
 	if err := h.rdb.Publish(ctx, h.feed.UserChannel(uid), payload).Err(); err != nil {
 		return fmt.Errorf("end session of %d: %w", uid, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"chorus/internal/redistest"
 	"chorus/presence"
+	"chorus/protocol"
 
 	"github.com/coder/websocket"
 )
@@ -65,8 +66,8 @@ func TestUnansweringStreamClosed(t *testing.T) {
 			continue
 		}
 		var ce websocket.CloseError
-		if !errors.As(err, &ce) || ce.Code != StatusHeartbeatTimeout {
-			t.Fatalf("a stream answering nothing ended with %v, want %d", err, StatusHeartbeatTimeout)
+		if !errors.As(err, &ce) || ce.Code != protocol.CloseHeartbeatTimeout {
+			t.Fatalf("a stream answering nothing ended with %v, want %d", err, protocol.CloseHeartbeatTimeout)
 		}
 		break
 	}

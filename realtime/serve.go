@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"chorus/presence"
+	"chorus/protocol"
 	"chorus/social"
 
 	"github.com/coder/websocket"
@@ -18,60 +19,73 @@ import (
 // Serve runs one stream connection of uid, authenticated before the call
 // with the session sessionID, until it ends. The caller has checked the
 // request's Origin. Before upgrading it subscribes to the user's channel,
-// checks the session and registers the connection's presence, answering in
-// the API's error shape when it cannot: 503 when Redis cannot be reached,
-// 401 when the session has just ended, 429 when the user holds all the
-// connections presence allows.
-func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string) {
+// checks the session and registers the connection's presence.
+//
+// When it does not upgrade, it answers nothing and returns why, for the
+// caller to answer: ErrNotWebSocket, ErrTooManyStreams, ErrShuttingDown,
+// ErrSessionEnded, presence.ErrTooManyConnections, or an error wrapping
+// ErrUnavailable. It returns nil once the request is answered: upgraded,
+// or refused by the WebSocket handshake itself.
+func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string) error {
 	// Refuse what the upgrade would refuse before telling anyone the user
 	// is online.
 	if !isUpgrade(r) {
-		refuse(w, http.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks WebSocket only.")
-		return
+		return ErrNotWebSocket
 	}
 	if n := h.admitted.Add(1); h.opts.MaxStreams > 0 && n > int64(h.opts.MaxStreams) {
 		h.admitted.Add(-1)
-		w.Header().Set("Retry-After", "5")
-		refuse(w, http.StatusServiceUnavailable, "too_many_streams", "This instance holds all the streams it can; connect again shortly.")
-		return
+		return ErrTooManyStreams
 	}
 	c := newConn(h, uid, sessionID)
 	h.conns.Add(1)
-	ready, ok := h.open(w, r, c)
-	if !ok {
+	ready, err := h.open(w, r, c)
+	if ready == nil {
 		c.stop()
 		h.admitted.Add(-1)
 		h.conns.Done()
-		return
+		return err
 	}
-	// The stream lives on in two goroutines of its own. This one, whose
-	// stack grew deep in the setup, ends here, as a hijacked connection
-	// allows, so that an idle stream holds only two shallow stacks.
+	// The stream lives on in goroutines of its own. This one, whose stack
+	// grew deep in the setup, ends here, as a hijacked connection allows, so
+	// that an idle stream holds only shallow stacks.
 	go c.run(ready)
+	return nil
 }
 
+// Refusals of Serve, before any upgrade.
+var (
+	ErrNotWebSocket   = errors.New("not a WebSocket handshake")
+	ErrTooManyStreams = errors.New("the instance holds all the streams it may")
+	ErrShuttingDown   = errors.New("the server is shutting down")
+	ErrSessionEnded   = errors.New("the session ended while the stream opened")
+	// ErrUnavailable wraps a failure to reach Redis, or anything else
+	// that kept the stream from opening for now.
+	ErrUnavailable = errors.New("live updates unavailable")
+)
+
 // open subscribes, checks the session, registers presence, builds the ready
-// frame and upgrades. When any step fails it answers the request, undoes
-// the steps before, and reports false.
-func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byte, ok bool) {
+// frame and upgrades. When any step fails it undoes the steps before and
+// returns no frame, with the refusal for Serve to return, or nil when the
+// request was answered (the handshake failed or the hub closed meanwhile).
+func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byte, err error) {
 	ctx := r.Context()
 	if err := h.join(ctx, c); err != nil {
-		unavailable(w, err)
-		return nil, false
+		return nil, unavailable(err)
 	}
 	// From here on a sign-out reaches c through its channel; one published
 	// before may have been missed, but it ended the session first.
 	owners, err := h.feed.SessionOwners(ctx, []string{c.session})
-	if err != nil || len(owners) != 1 {
+	if err == nil && len(owners) != 1 {
+		err = fmt.Errorf("%d owners for 1 session", len(owners))
+	}
+	if err != nil {
 		h.leave(c)
-		unavailable(w, err)
-		return nil, false
+		return nil, unavailable(err)
 	}
 	if owners[0] != c.uid {
 		h.leave(c)
 		h.Stats.SessionRefused.Add(1)
-		refuse(w, http.StatusUnauthorized, "not_signed_in", "This session has ended; sign in again.")
-		return nil, false
+		return nil, ErrSessionEnded
 	}
 	c.connectedAt = time.Now()
 	c.lastActive.Store(c.connectedAt.UnixNano())
@@ -79,13 +93,9 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byt
 		h.leave(c)
 		if errors.Is(err, presence.ErrTooManyConnections) {
 			h.Stats.UserStreamsRefused.Add(1)
-			w.Header().Set("Retry-After", strconv.Itoa(userStreamsRetryAfter))
-			refuse(w, http.StatusTooManyRequests, "too_many_user_streams",
-				"You have as many streams open as one user may; close one (another tab or device) and connect again.")
-			return nil, false
+			return nil, err
 		}
-		unavailable(w, err)
-		return nil, false
+		return nil, unavailable(err)
 	}
 	undo := func() {
 		h.leave(c)
@@ -96,27 +106,31 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byt
 	ready, err = h.readyFrame(ctx, c)
 	if err != nil {
 		undo()
-		unavailable(w, err)
-		return nil, false
+		return nil, unavailable(err)
 	}
 	// The edge (web) has checked the request's Origin before Serve.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		h.log.InfoContext(ctx, "websocket refused", "uid", c.uid, "err", err)
 		undo()
-		return nil, false // Accept has answered
+		return nil, nil // Accept has answered
 	}
 	if !c.attach(ws) {
 		undo()
-		return nil, false
+		return nil, nil
 	}
-	ws.SetReadLimit(MaxFrameBytes)
-	return ready, true
+	ws.SetReadLimit(protocol.MaxFrameBytes)
+	return ready, nil
 }
 
-// userStreamsRetryAfter is the Retry-After, in seconds, of a stream refused
-// because its user holds all the connections presence allows.
-const userStreamsRetryAfter = 30
+// unavailable is the refusal of a stream that could not open because of
+// err: ErrShuttingDown as it is, anything else as ErrUnavailable.
+func unavailable(err error) error {
+	if errors.Is(err, ErrShuttingDown) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
 
 // run reads an open stream until it ends, then unregisters it. Frames go
 // out through drain, which runs only while frames wait.
@@ -161,22 +175,6 @@ func (c *conn) run(ready []byte) {
 		"by", by, "duration", lived.Round(time.Millisecond))
 }
 
-func unavailable(w http.ResponseWriter, err error) {
-	if errors.Is(err, errClosing) {
-		refuse(w, http.StatusServiceUnavailable, "shutting_down", "This instance is shutting down; connect again.")
-		return
-	}
-	refuse(w, http.StatusServiceUnavailable, "redis_unavailable", "Live updates are unavailable right now; try again shortly.")
-}
-
-// refuse answers a stream request that is not upgraded, in the API's error
-// shape.
-func refuse(w http.ResponseWriter, status int, code, message string) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": message}})
-}
-
 func isUpgrade(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") &&
 		strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
@@ -197,13 +195,9 @@ func (h *Hub) readyFrame(ctx context.Context, c *conn) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	user := struct {
-		social.User
-		Online   bool       `json:"online"`
-		LastSeen *time.Time `json:"last_seen"`
-	}{u, online, lastSeen}
-	return json.Marshal(readyFrame{
-		Type: "ready", User: user,
+	return json.Marshal(protocol.Ready{
+		Type:                protocol.TypeReady,
+		User:                protocol.UserView{User: u, Presence: &protocol.Presence{Online: online, LastSeen: lastSeen}},
 		HeartbeatIntervalMS: h.opts.HeartbeatInterval.Milliseconds(),
 		OnlineFriends:       friends,
 	})
@@ -211,7 +205,7 @@ func (h *Hub) readyFrame(ctx context.Context, c *conn) ([]byte, error) {
 
 // FriendLister lists a user's friends online now.
 type FriendLister interface {
-	OnlineFriends(ctx context.Context, uid int64) ([]presence.OnlineFriend, error)
+	OnlineFriends(ctx context.Context, uid int64) ([]presence.FriendSeen, error)
 }
 
 // UserLister reads users by id.
@@ -221,7 +215,7 @@ type UserLister interface {
 
 // OnlineFriends lists uid's friends online now, most recent first, with
 // their logins and names: the ready frame's list and GET /friends/online.
-func OnlineFriends(ctx context.Context, feed UserLister, pres FriendLister, uid int64) ([]OnlineFriend, error) {
+func OnlineFriends(ctx context.Context, feed UserLister, pres FriendLister, uid int64) ([]protocol.OnlineFriend, error) {
 	online, err := pres.OnlineFriends(ctx, uid)
 	if err != nil {
 		return nil, err
@@ -238,10 +232,10 @@ func OnlineFriends(ctx context.Context, feed UserLister, pres FriendLister, uid 
 	for _, u := range users {
 		byID[u.ID] = u
 	}
-	out := make([]OnlineFriend, 0, len(online))
+	out := make([]protocol.OnlineFriend, 0, len(online))
 	for _, f := range online {
 		if u, ok := byID[f.UID]; ok {
-			out = append(out, OnlineFriend{User: FriendUser{ID: u.ID, Login: u.Login, Name: u.Name}, LastSeen: f.LastSeen})
+			out = append(out, protocol.OnlineFriend{User: u.Ref(), LastSeen: f.LastSeen})
 		}
 	}
 	return out, nil

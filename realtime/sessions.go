@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"chorus/protocol"
 )
 
 const (
@@ -111,7 +113,7 @@ func (h *Hub) closeEnded(ctx context.Context, conns []*conn) error {
 		}
 		for i, c := range batch {
 			if owners[i] != c.uid {
-				h.endSession(c, "session ended")
+				h.endSession(c, protocol.ReasonSessionEnded)
 			}
 		}
 	}

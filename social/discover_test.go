@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"chorus/protocol"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -215,7 +217,7 @@ func TestFollowPublishesFollowed(t *testing.T) {
 		return m.Channel, f
 	}
 	ch, f := read()
-	if ch != s.UserChannel(bob.ID) || f.Type != EventFollowed || f.User.ID != ada.ID || f.User.Login != "ada" ||
+	if ch != s.UserChannel(bob.ID) || f.Type != protocol.TypeFollowed || f.User.ID != ada.ID || f.User.Login != "ada" ||
 		f.User.Name != `Ada "A" Lovelace` || f.YouFollow == nil || *f.YouFollow {
 		t.Fatalf("first event on %s: %+v, want bob told ada follows them", ch, f)
 	}

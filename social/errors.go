@@ -8,7 +8,8 @@ import (
 
 // Sentinel errors the edge maps to API error codes.
 var (
-	ErrNotFound           = errors.New("not found")
+	ErrUserNotFound       = errors.New("no such user")
+	ErrStatusNotFound     = errors.New("no such status")
 	ErrLoginTaken         = errors.New("login taken")
 	ErrInvalidCredentials = errors.New("invalid credentials")
 	ErrRateLimited        = errors.New("too many failed sign-ins")

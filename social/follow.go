@@ -47,7 +47,7 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 		return User{}, false, fmt.Errorf("follow %d->%d: %w", uid, other, err)
 	}
 	if res < 0 {
-		return User{}, false, ErrNotFound
+		return User{}, false, ErrUserNotFound
 	}
 	followee, err = s.UserByID(ctx, other)
 	return followee, res == 2, err

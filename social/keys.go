@@ -1,6 +1,10 @@
 package social
 
-import "strconv"
+import (
+	"strconv"
+
+	"chorus/protocol"
+)
 
 // keys builds every Redis key and channel name the social package uses, under
 // one prefix, so the layout can be read in one place.
@@ -27,7 +31,7 @@ func (k keys) following(uid int64) string   { return k.prefix + "following:" + i
 func (k keys) friends(uid int64) string     { return k.prefix + "friends:" + itoa(uid) }
 func (k keys) jobs() string                 { return k.prefix + "fanout:jobs" }
 func (k keys) job(id string) string         { return k.prefix + "fanout:job:" + id }
-func (k keys) userChannel(uid int64) string { return k.prefix + "events:user:" + itoa(uid) }
+func (k keys) userChannel(uid int64) string { return protocol.UserChannel(k.prefix, uid) }
 
 // Scripts that touch keys they only learn while running (a follower's home,
 // a followee's profile) build them from these prefixes.
@@ -35,7 +39,7 @@ func (k keys) userPrefix() string           { return k.prefix + "user:" }
 func (k keys) signInFailuresPrefix() string { return k.prefix + "signin_failures:" }
 func (k keys) homePrefix() string           { return k.prefix + "home:" }
 func (k keys) profilePrefix() string        { return k.prefix + "profile:" }
-func (k keys) channelPrefix() string        { return k.prefix + "events:user:" }
+func (k keys) channelPrefix() string        { return protocol.UserChannelPrefix(k.prefix) }
 func (k keys) statusPrefix() string         { return k.prefix + "status:" }
 func (k keys) followersPrefix() string      { return k.prefix + "followers:" }
 func (k keys) followingPrefix() string      { return k.prefix + "following:" }

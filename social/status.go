@@ -11,44 +11,18 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"chorus/protocol"
+
 	"github.com/redis/go-redis/v9"
 )
 
 // MaxMessageRunes is the longest status message, counted after trimming.
 const MaxMessageRunes = 500
 
-// Status is one posted message.
-type Status struct {
-	ID      int64     `json:"id"`
-	UID     int64     `json:"uid"`
-	Login   string    `json:"login"`
-	Name    string    `json:"name,omitempty"` // the author's, as it was at posting
-	Message string    `json:"message"`
-	Posted  time.Time `json:"posted"`
-}
+// Status is one posted message, as the API shows it.
+type Status = protocol.Status
 
-// Event is a live event published on a user's channel. Its JSON is the
-// stream frame the user's connections receive, as the API defines it.
-type Event struct {
-	Type   string  `json:"type"`
-	Status *Status `json:"status,omitempty"`
-	ID     int64   `json:"id,omitempty"`
-}
-
-// Event types.
-const (
-	EventStatus        = "status"
-	EventStatusDeleted = "status_deleted"
-	// EventUserCreated is published on a new user's channel at sign-up, for
-	// the stream hubs alone: a stream open under that uid predates the user.
-	EventUserCreated = "user_created"
-	// EventFollowed is published on a user's channel when someone new
-	// follows them, by follow.lua: {"type": "followed", "user": {id, login,
-	// name}, "you_follow": bool}, sent to their streams as it is.
-	EventFollowed = "followed"
-)
-
-var userCreatedEvent, _ = json.Marshal(Event{Type: EventUserCreated})
+var userCreatedEvent, _ = json.Marshal(protocol.Internal{Type: protocol.TypeUserCreated})
 
 var (
 	//go:embed post.lua
@@ -101,13 +75,13 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 	login, _ := author.Val()[0].(string)
 	name, _ := author.Val()[1].(string)
 	if login == "" {
-		return Status{}, ErrNotFound
+		return Status{}, ErrUserNotFound
 	}
 	st := Status{
 		ID: sid.Val(), UID: uid, Login: login, Name: name, Message: message,
 		Posted: now.Val().UTC().Truncate(time.Millisecond),
 	}
-	payload, err := json.Marshal(Event{Type: EventStatus, Status: &st})
+	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: st})
 	if err != nil {
 		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 	}
@@ -122,7 +96,7 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 	}
 	if res < 0 {
-		return Status{}, ErrNotFound
+		return Status{}, ErrUserNotFound
 	}
 	if res == 1 {
 		s.inlinePass(ctx, job)
@@ -137,7 +111,7 @@ func (s *Service) Status(ctx context.Context, id int64) (Status, error) {
 		return Status{}, fmt.Errorf("status %d: %w", id, err)
 	}
 	if len(sts) == 0 {
-		return Status{}, ErrNotFound
+		return Status{}, ErrStatusNotFound
 	}
 	return sts[0], nil
 }
@@ -146,7 +120,7 @@ func (s *Service) Status(ctx context.Context, id int64) (Status, error) {
 // read when DeleteStatus returns; followers' home timelines are cleaned by a
 // background job whose first pass runs before it returns.
 func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
-	payload, err := json.Marshal(Event{Type: EventStatusDeleted, ID: id})
+	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: id})
 	if err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
@@ -161,7 +135,7 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	}
 	switch res {
 	case -1:
-		return ErrNotFound
+		return ErrStatusNotFound
 	case -2:
 		return ErrNotOwner
 	case 1:

@@ -16,19 +16,13 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"chorus/protocol"
+
 	"github.com/redis/go-redis/v9"
 )
 
-// User is a public profile.
-type User struct {
-	ID        int64     `json:"id"`
-	Login     string    `json:"login"`
-	Name      string    `json:"name"`
-	Followers int64     `json:"followers"`
-	Following int64     `json:"following"`
-	Posts     int64     `json:"posts"`
-	Signup    time.Time `json:"signup"`
-}
+// User is a user's public profile, as the API shows it.
+type User = protocol.User
 
 // Limits on sign-up input.
 const (
@@ -240,7 +234,7 @@ func (s *Service) UserByID(ctx context.Context, uid int64) (User, error) {
 		return User{}, fmt.Errorf("user %d: %w", uid, err)
 	}
 	if len(users) == 0 {
-		return User{}, ErrNotFound
+		return User{}, ErrUserNotFound
 	}
 	return users[0], nil
 }
@@ -257,11 +251,11 @@ func (s *Service) UserByLogin(ctx context.Context, login string) (User, error) {
 // UID returns the id of login, matched ignoring case.
 func (s *Service) UID(ctx context.Context, login string) (int64, error) {
 	if !ValidLogin(login) {
-		return 0, ErrNotFound
+		return 0, ErrUserNotFound
 	}
 	uid, err := s.rdb.HGet(ctx, s.keys.loginIndex(), strings.ToLower(login)).Int64()
 	if errors.Is(err, redis.Nil) {
-		return 0, ErrNotFound
+		return 0, ErrUserNotFound
 	}
 	if err != nil {
 		return 0, fmt.Errorf("look up %q: %w", login, err)

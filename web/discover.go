@@ -3,7 +3,7 @@ package web
 import (
 	"net/http"
 
-	"chorus/realtime"
+	"chorus/protocol"
 	"chorus/social"
 )
 
@@ -36,9 +36,9 @@ func (s *Server) searchUsers(w http.ResponseWriter, r *http.Request) {
 
 // suggestionView is a user to follow, and why.
 type suggestionView struct {
-	userView
-	Reason     string                `json:"reason"`
-	FollowedBy []realtime.FriendUser `json:"followed_by"`
+	protocol.UserView
+	Reason     string             `json:"reason"`
+	FollowedBy []protocol.UserRef `json:"followed_by"`
 }
 
 // suggestions lists users for the viewer to follow.
@@ -65,9 +65,9 @@ func (s *Server) suggestions(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]suggestionView, len(sugs))
 	for i, sg := range sugs {
-		out[i] = suggestionView{userView: views[i], Reason: sg.Reason, FollowedBy: []realtime.FriendUser{}}
+		out[i] = suggestionView{UserView: views[i], Reason: sg.Reason, FollowedBy: []protocol.UserRef{}}
 		for _, f := range sg.FollowedBy {
-			out[i].FollowedBy = append(out[i].FollowedBy, realtime.FriendUser{ID: f.ID, Login: f.Login, Name: f.Name})
+			out[i].FollowedBy = append(out[i].FollowedBy, f.Ref())
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"users": out})

@@ -11,24 +11,35 @@ import (
 	"syscall"
 	"time"
 
+	"chorus/presence"
+	"chorus/protocol"
+	"chorus/realtime"
 	"chorus/social"
 
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/redis/go-redis/v9"
 )
 
-// apiError is the one error shape of the API.
+// apiError is an answer in the API's one error shape, with its HTTP status.
 type apiError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Status int
+	Body   protocol.Error
 }
 
-func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+func (e *apiError) Error() string { return e.Body.Code + ": " + e.Body.Message }
 
 func newError(status int, code, message string) *apiError {
-	return &apiError{Status: status, Code: code, Message: message}
+	return &apiError{Status: status, Body: protocol.Error{Code: code, Message: message}}
 }
+
+// write answers with e.
+func (e *apiError) write(w http.ResponseWriter) {
+	writeJSON(w, e.Status, protocol.ErrorBody{Error: e.Body})
+}
+
+// userStreamsRetryAfter is the Retry-After, in seconds, of a stream refused
+// because its user holds all the streams one user may.
+const userStreamsRetryAfter = 30
 
 var (
 	errNotSignedIn     = newError(http.StatusUnauthorized, "not_signed_in", "Sign in first.")
@@ -41,7 +52,17 @@ var (
 	errNotAllowed      = newError(http.StatusMethodNotAllowed, "method_not_allowed", "This method is not allowed here.")
 	errBothCursors     = newError(http.StatusBadRequest, "invalid_cursor", "Give before or after, not both.")
 	errUnknownStatus   = newError(http.StatusNotFound, "status_not_found", "No such status.")
-	errNotJSON         = newError(http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the body as JSON, with Content-Type: application/json.")
+	errUnknownUser     = newError(http.StatusNotFound, "not_found", "No such user.")
+	// Refusals of a stream request, before its upgrade.
+	errNotWebSocket       = newError(http.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks WebSocket only.")
+	errStreamSessionEnded = newError(http.StatusUnauthorized, "not_signed_in", "This session has ended; sign in again.")
+	errTooManyUserStreams = newError(http.StatusTooManyRequests, "too_many_user_streams",
+		"You have as many streams open as one user may; close one (another tab or device) and connect again.")
+	errTooManyStreams    = newError(http.StatusServiceUnavailable, "too_many_streams", "This instance holds all the streams it can; connect again shortly.")
+	errShuttingDown      = newError(http.StatusServiceUnavailable, "shutting_down", "This instance is shutting down; connect again.")
+	errStreamUnavailable = newError(http.StatusServiceUnavailable, "redis_unavailable", "Live updates are unavailable right now; try again shortly.")
+
+	errNotJSON = newError(http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the body as JSON, with Content-Type: application/json.")
 )
 
 // writeError answers err in the API's error shape. Errors of the domain map
@@ -66,8 +87,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(http.StatusTooManyRequests, "server_busy", "The server is busy checking passwords; try again in a moment.")
 	case errors.As(err, &inv):
 		ae = newError(http.StatusBadRequest, "invalid_"+inv.Field, "The "+inv.Field+" "+inv.Message+".")
-	case errors.Is(err, social.ErrNotFound):
-		ae = newError(http.StatusNotFound, "not_found", "No such user.")
+	case errors.Is(err, social.ErrUserNotFound):
+		ae = errUnknownUser
+	case errors.Is(err, social.ErrStatusNotFound):
+		ae = errUnknownStatus
 	case errors.Is(err, social.ErrLoginTaken):
 		ae = newError(http.StatusConflict, "login_taken", "That login is taken.")
 	case errors.Is(err, social.ErrInvalidCredentials):
@@ -78,6 +101,21 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(http.StatusBadRequest, "cannot_follow_self", "You cannot follow yourself.")
 	case errors.Is(err, social.ErrUnauthenticated):
 		ae = errNotSignedIn
+	case errors.Is(err, realtime.ErrNotWebSocket):
+		ae = errNotWebSocket
+	case errors.Is(err, realtime.ErrSessionEnded):
+		ae = errStreamSessionEnded
+	case errors.Is(err, presence.ErrTooManyConnections):
+		w.Header().Set("Retry-After", strconv.Itoa(userStreamsRetryAfter))
+		ae = errTooManyUserStreams
+	case errors.Is(err, realtime.ErrTooManyStreams):
+		w.Header().Set("Retry-After", "5")
+		ae = errTooManyStreams
+	case errors.Is(err, realtime.ErrShuttingDown):
+		ae = errShuttingDown
+	case errors.Is(err, realtime.ErrUnavailable):
+		s.log.WarnContext(r.Context(), "stream unavailable", "request_id", middleware.GetReqID(r.Context()), "err", err)
+		ae = errStreamUnavailable
 	case isUnavailable(err):
 		s.log.WarnContext(r.Context(), "redis unavailable", "request_id", middleware.GetReqID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = errNoRedis
@@ -87,7 +125,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(r.Context(), "internal error", "request_id", middleware.GetReqID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = errInternal
 	}
-	writeJSON(w, ae.Status, map[string]*apiError{"error": ae})
+	ae.write(w)
 }
 
 // isUnavailable reports whether err means Redis could not be reached.

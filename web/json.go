@@ -62,7 +62,7 @@ func decode(r *http.Request, v any) error {
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > MaxBodyBytes {
-			writeJSON(w, errTooLarge.Status, map[string]*apiError{"error": errTooLarge})
+			errTooLarge.write(w)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)

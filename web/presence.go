@@ -39,5 +39,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Time{})
-	s.stream.Serve(w, r, viewer.UID, social.SessionID(viewer.Token))
+	if err := s.stream.Serve(w, r, viewer.UID, social.SessionID(viewer.Token)); err != nil {
+		s.writeError(w, r, err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"chorus/presence"
+	"chorus/protocol"
 	"chorus/realtime"
 	"chorus/social"
 
@@ -51,14 +52,14 @@ type Social interface {
 // Presence is what the edge asks of presence.
 type Presence interface {
 	UserPresence(ctx context.Context, uid int64) (online bool, lastSeen *time.Time, err error)
-	Presences(ctx context.Context, uids []int64) ([]presence.Presence, error)
-	OnlineFriends(ctx context.Context, uid int64) ([]presence.OnlineFriend, error)
+	Presences(ctx context.Context, uids []int64) ([]protocol.Presence, error)
+	OnlineFriends(ctx context.Context, uid int64) ([]presence.FriendSeen, error)
 	Counts(ctx context.Context) (presence.Counts, error)
 }
 
 // Stream serves the live WebSocket stream.
 type Stream interface {
-	Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string)
+	Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string) error
 	EndSession(ctx context.Context, uid int64, sessionID string) error
 	AnnounceFriendship(ctx context.Context, a, b int64) error
 	AnnounceFriendshipEnded(ctx context.Context, a, b int64) error

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -53,7 +52,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := s.social.Status(r.Context(), id)
 	if err != nil {
-		s.writeError(w, r, statusErr(err))
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": st})
@@ -67,18 +66,10 @@ func (s *Server) deleteStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.social.DeleteStatus(r.Context(), viewer.UID, id); err != nil {
-		s.writeError(w, r, statusErr(err))
+		s.writeError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// statusErr names the missing thing: a status, not a user.
-func statusErr(err error) error {
-	if errors.Is(err, social.ErrNotFound) {
-		return errUnknownStatus
-	}
-	return err
 }
 
 func (s *Server) homeTimeline(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -76,6 +77,28 @@ func (c *client) connectNoRead() *stream {
 	go s.readAll()
 	c.tb.Cleanup(func() { ws.CloseNow() })
 	return s
+}
+
+// streamRefused dials as c and fails unless the stream is refused before its
+// upgrade with status, the API error code and, unless empty, retryAfter.
+func streamRefused(tb testing.TB, c *client, status int, code, retryAfter string) {
+	tb.Helper()
+	ws, res, err := c.dial(nil)
+	if err == nil {
+		ws.CloseNow()
+		tb.Fatalf("stream opened, want %d %s", status, code)
+	}
+	if res == nil || res.StatusCode != status {
+		tb.Fatalf("dial: %v (%v), want %d %s", err, res, status, code)
+	}
+	body, _ := io.ReadAll(res.Body)
+	r := response{Status: res.StatusCode, Header: res.Header, Body: body}
+	if got := r.errorCode(tb); got != code {
+		tb.Fatalf("refused with %q (%s), want %q", got, body, code)
+	}
+	if got := res.Header.Get("Retry-After"); retryAfter != "" && got != retryAfter {
+		tb.Fatalf("Retry-After = %q, want %q", got, retryAfter)
+	}
 }
 
 func (c *client) dial(header http.Header) (*websocket.Conn, *http.Response, error) {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
-	"chorus/realtime"
+	"chorus/protocol"
 	"chorus/social"
 
 	"github.com/coder/websocket"
@@ -279,16 +279,34 @@ func TestStreamLimit(t *testing.T) {
 	a := in.signUp(t, "many_tabs")
 	first := a.connect()
 	a.connect()
-	_, res, err := a.dial(nil)
-	if err == nil || res == nil || res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
-		t.Fatalf("third stream over a limit of 2: %v %v, want 503 with Retry-After", err, res)
-	}
+	streamRefused(t, a, http.StatusServiceUnavailable, "too_many_streams", "5")
 	a.must(http.StatusOK, "GET", "/api/v1/me", nil, nil) // the API still answers
 	first.close()
 	eventually(t, 5*time.Second, func() string {
 		ws, _, err := a.dial(nil)
 		if err != nil {
 			return "no stream after one closed: " + err.Error()
+		}
+		ws.CloseNow()
+		return ""
+	})
+}
+
+// A user holding all the streams one user may, on every instance together,
+// is refused one more before its upgrade.
+func TestStreamUserLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.presence.MaxConnsPerUser = 1
+	one, two := e.start(), e.start()
+	a := one.signUp(t, "one_tab")
+	first := a.connect()
+	streamRefused(t, two.as(a), http.StatusTooManyRequests, "too_many_user_streams", "30")
+	first.close()
+	eventually(t, 5*time.Second, func() string {
+		ws, _, err := two.as(a).dial(nil)
+		if err != nil {
+			return "no stream after the one held closed: " + err.Error()
 		}
 		ws.CloseNow()
 		return ""
@@ -382,8 +400,8 @@ func TestStreamHeartbeatTimeout(t *testing.T) {
 		if err == nil {
 			continue
 		}
-		if code := websocket.CloseStatus(err); code != realtime.StatusHeartbeatTimeout {
-			t.Fatalf("silent stream ended with %v, want %d", err, realtime.StatusHeartbeatTimeout)
+		if code := websocket.CloseStatus(err); code != protocol.CloseHeartbeatTimeout {
+			t.Fatalf("silent stream ended with %v, want %d", err, protocol.CloseHeartbeatTimeout)
 		}
 		break
 	}
@@ -397,7 +415,8 @@ func TestStreamHeartbeatTimeout(t *testing.T) {
 func TestStreamShutdownClosesWithGoingAway(t *testing.T) {
 	t.Parallel()
 	in := newEnv(t, social.Options{}).start()
-	s := in.signUp(t, "stayer").connect()
+	stayer := in.signUp(t, "stayer")
+	s := stayer.connect()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -410,6 +429,7 @@ func TestStreamShutdownClosesWithGoingAway(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("shutdown took %s", d)
 	}
+	streamRefused(t, stayer, http.StatusServiceUnavailable, "shutting_down", "")
 }
 
 func TestStreamOfALostSessionClosesAfterRedisRestart(t *testing.T) {

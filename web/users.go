@@ -3,36 +3,20 @@ package web
 import (
 	"context"
 	"net/http"
-	"time"
 
+	"chorus/protocol"
 	"chorus/social"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 )
 
-// userView is a user as the API shows it to one viewer.
-type userView struct {
-	social.User
-	*presenceView       // nil: not the viewer's to see
-	YouFollow     *bool `json:"you_follow,omitempty"`
-	FollowsYou    *bool `json:"follows_you,omitempty"`
-}
-
-// presenceView is a user's presence, shown to the user and their friends
-// only. Its fields appear together: last_seen is null for a user never
-// seen, not missing.
-type presenceView struct {
-	Online   bool       `json:"online"`
-	LastSeen *time.Time `json:"last_seen"`
-}
-
 // view shows u to the request's viewer: whether the viewer follows u, and,
 // to u and u's friends only, u's presence.
-func (s *Server) view(r *http.Request, u social.User) (userView, error) {
+func (s *Server) view(r *http.Request, u social.User) (protocol.UserView, error) {
 	views, err := s.views(r, []social.User{u})
 	if err != nil {
-		return userView{}, err
+		return protocol.UserView{}, err
 	}
 	return views[0], nil
 }
@@ -40,10 +24,10 @@ func (s *Server) view(r *http.Request, u social.User) (userView, error) {
 // views shows a list of users to the request's viewer: whether the viewer
 // follows each and each follows the viewer, and presence for the viewer and
 // the viewer's friends, in two round trips whatever the length of the list.
-func (s *Server) views(r *http.Request, users []social.User) ([]userView, error) {
-	out := make([]userView, len(users))
+func (s *Server) views(r *http.Request, users []social.User) ([]protocol.UserView, error) {
+	out := make([]protocol.UserView, len(users))
 	for i, u := range users {
-		out[i] = userView{User: u}
+		out[i] = protocol.UserView{User: u}
 	}
 	viewer, ok := viewerFrom(r.Context())
 	if !ok || len(users) == 0 {
@@ -74,7 +58,7 @@ func (s *Server) views(r *http.Request, users []social.User) ([]userView, error)
 		return nil, err
 	}
 	for j, i := range shown {
-		out[i].presenceView = &presenceView{Online: ps[j].Online, LastSeen: ps[j].LastSeen}
+		out[i].Presence = &ps[j]
 	}
 	return out, nil
 }
@@ -99,7 +83,7 @@ func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
 	s.log.InfoContext(r.Context(), "signed up", "request_id", middleware.GetReqID(r.Context()), "uid", u.ID, "login", u.Login)
 	setSessionCookie(w, r, token, s.sessionTTL)
 	noteUser(r.Context(), u.ID)
-	writeJSON(w, http.StatusCreated, map[string]any{"user": userView{User: u}, "token": token})
+	writeJSON(w, http.StatusCreated, map[string]any{"user": protocol.UserView{User: u}, "token": token})
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
@@ -115,7 +99,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	setSessionCookie(w, r, token, s.sessionTTL)
 	noteUser(r.Context(), u.ID)
-	writeJSON(w, http.StatusOK, map[string]any{"user": userView{User: u}, "token": token})
+	writeJSON(w, http.StatusOK, map[string]any{"user": protocol.UserView{User: u}, "token": token})
 }
 
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"chorus/protocol"
+
 	"github.com/coder/websocket"
 )
 
@@ -276,7 +278,7 @@ func (s *shard) open(ctx context.Context, spec connSpec) (int64, error) {
 		Type                string `json:"type"`
 		HeartbeatIntervalMS int64  `json:"heartbeat_interval_ms"`
 	}
-	if json.Unmarshal(data, &ready) != nil || ready.Type != "ready" {
+	if json.Unmarshal(data, &ready) != nil || ready.Type != protocol.TypeReady {
 		ws.CloseNow()
 		return 0, fmt.Errorf("first frame not ready: %.60s", data)
 	}
@@ -355,13 +357,13 @@ func (s *shard) read(ctx context.Context, c *benchConn) {
 			continue
 		}
 		s.count(f.Type)
-		if f.Type == "presence" && f.User != nil && s.opts.Storm {
+		if f.Type == protocol.TypePresence && f.User != nil && s.opts.Storm {
 			s.mu.Lock()
 			s.pending.Presence = append(s.pending.Presence, presenceEvent{Conn: c.spec.Index, User: f.User.ID, Online: f.Online, At: at})
 			s.mu.Unlock()
 			continue
 		}
-		if f.Type != "status" || f.Status == nil {
+		if f.Type != protocol.TypeStatus || f.Status == nil {
 			continue
 		}
 		d := delivery{Conn: c.spec.Index, Seq: parseMarker(f.Status.Message, s.opts.RunID), ID: f.Status.ID, At: at}

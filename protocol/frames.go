@@ -1,0 +1,124 @@
+package protocol
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Every frame is one JSON object in a text frame, with its type in "type".
+
+// Frames the server sends, in the order docs/API.md gives them.
+const (
+	TypeReady         = "ready"
+	TypeStatus        = "status"
+	TypeStatusDeleted = "status_deleted"
+	TypePresence      = "presence"
+	TypeFriendRemoved = "friend_removed"
+	TypeFollowed      = "followed"
+	TypeService       = "service"
+	TypeError         = "error"
+)
+
+// Ready is the first frame of every stream, once.
+type Ready struct {
+	Type                string         `json:"type"` // TypeReady
+	User                UserView       `json:"user"` // with the user's own presence
+	HeartbeatIntervalMS int64          `json:"heartbeat_interval_ms"`
+	OnlineFriends       []OnlineFriend `json:"online_friends"`
+}
+
+// StatusFrame: a status has just entered the user's home timeline.
+type StatusFrame struct {
+	Type   string `json:"type"` // TypeStatus
+	Status Status `json:"status"`
+}
+
+// StatusDeleted: a status of the user's home timeline was deleted.
+type StatusDeleted struct {
+	Type string `json:"type"` // TypeStatusDeleted
+	ID   int64  `json:"id"`
+}
+
+// PresenceFrame: a friend came online or went offline, or a follow has just
+// made someone a friend (LastSeen nil for someone never seen).
+type PresenceFrame struct {
+	Type     string     `json:"type"` // TypePresence
+	User     UserRef    `json:"user"`
+	Online   bool       `json:"online"`
+	LastSeen *time.Time `json:"last_seen"`
+}
+
+// FriendRemoved: an unfollow ended a friendship; User leaves the friends
+// list.
+type FriendRemoved struct {
+	Type string  `json:"type"` // TypeFriendRemoved
+	User UserRef `json:"user"`
+}
+
+// Followed: someone started following the user; YouFollow says whether the
+// user follows them already. social/follow.lua writes it.
+type Followed struct {
+	Type      string  `json:"type"` // TypeFollowed
+	User      UserRef `json:"user"`
+	YouFollow bool    `json:"you_follow"`
+}
+
+// Service: whether the instance can serve (reach Redis). Sent on a change
+// only; the ready frame means available.
+type Service struct {
+	Type      string `json:"type"` // TypeService
+	Available bool   `json:"available"`
+}
+
+// ErrorFrame: a frame the client sent was not acted on; the stream stays
+// open. Its code is one of the Code constants.
+type ErrorFrame struct {
+	Type string `json:"type"` // TypeError
+	Error
+}
+
+// Codes of error frames.
+const (
+	CodeInvalidJSON   = "invalid_json"   // not a JSON object
+	CodeInvalidFrame  = "invalid_frame"  // a binary frame
+	CodeUnknownType   = "unknown_type"   // a type not below
+	CodeInvalidResume = "invalid_resume" // after missing, negative or not an integer
+	CodeResumeFailed  = "resume_failed"  // the timeline could not be read
+	CodeRateLimited   = "rate_limited"   // too many resumes
+)
+
+// Frames a client sends.
+const (
+	// TypeHeartbeat is accepted and counts as activity, like any frame;
+	// WebSocket pongs keep a stream alive without it.
+	TypeHeartbeat = "heartbeat"
+	// TypeResume asks for every home-timeline status after After, oldest
+	// first, then live, with no gap and no duplicate.
+	TypeResume = "resume"
+)
+
+// ClientFrame is any frame a client sends: {"type": "heartbeat"} or
+// {"type": "resume", "after": 41}. After is left raw so that a bad value
+// gets its own error code.
+type ClientFrame struct {
+	Type  string           `json:"type"`
+	After *json.RawMessage `json:"after,omitempty"`
+}
+
+// Messages published on user channels for the instances alone, never sent
+// to a client.
+const (
+	// TypeUserCreated is published on a new user's channel at sign-up: a
+	// stream open under that uid predates the user (Redis lost its data
+	// and gave the id again) and is closed.
+	TypeUserCreated = "user_created"
+	// TypeSessionEnded closes the streams opened with Session, on every
+	// instance: the session signed out.
+	TypeSessionEnded = "session_ended"
+)
+
+// Internal is a message of the internal types.
+type Internal struct {
+	Type    string `json:"type"`
+	Session string `json:"session,omitempty"` // TypeSessionEnded's
+}

@@ -1,0 +1,82 @@
+package protocol
+
+import (
+	"encoding/json"
+	"go/build"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every frame and body marshals to the JSON docs/API.md gives for it.
+func TestWireShapes(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	ada := User{ID: 7, Login: "ada", Name: "Ada", Followers: 1, Following: 2, Posts: 3, Signup: at}
+	adaJSON := `"id":7,"login":"ada","name":"Ada","followers":1,"following":2,"posts":3,"signup":"2030-01-02T03:04:05.006Z"`
+	ref := `{"id":7,"login":"ada","name":"Ada"}`
+	yes, no := true, false
+	after := json.RawMessage("41")
+	for _, c := range []struct {
+		name  string
+		value any
+		want  string
+	}{
+		{"ready", Ready{Type: TypeReady, User: UserView{User: ada, Presence: &Presence{Online: true, LastSeen: &at}},
+			HeartbeatIntervalMS: 10000, OnlineFriends: []OnlineFriend{{User: ada.Ref(), LastSeen: at}}},
+			`{"type":"ready","user":{` + adaJSON + `,"online":true,"last_seen":"2030-01-02T03:04:05.006Z"},` +
+				`"heartbeat_interval_ms":10000,"online_friends":[{"user":` + ref + `,"last_seen":"2030-01-02T03:04:05.006Z"}]}`},
+		{"status", StatusFrame{Type: TypeStatus, Status: Status{ID: 42, UID: 7, Login: "ada", Message: "hi", Posted: at}},
+			`{"type":"status","status":{"id":42,"uid":7,"login":"ada","message":"hi","posted":"2030-01-02T03:04:05.006Z"}}`},
+		{"status deleted", StatusDeleted{Type: TypeStatusDeleted, ID: 42}, `{"type":"status_deleted","id":42}`},
+		{"presence", PresenceFrame{Type: TypePresence, User: ada.Ref(), Online: true, LastSeen: &at},
+			`{"type":"presence","user":` + ref + `,"online":true,"last_seen":"2030-01-02T03:04:05.006Z"}`},
+		{"presence of someone never seen", PresenceFrame{Type: TypePresence, User: ada.Ref()},
+			`{"type":"presence","user":` + ref + `,"online":false,"last_seen":null}`},
+		{"friend removed", FriendRemoved{Type: TypeFriendRemoved, User: ada.Ref()}, `{"type":"friend_removed","user":` + ref + `}`},
+		{"followed", Followed{Type: TypeFollowed, User: ada.Ref(), YouFollow: false},
+			`{"type":"followed","user":` + ref + `,"you_follow":false}`},
+		{"service", Service{Type: TypeService, Available: false}, `{"type":"service","available":false}`},
+		{"error frame", ErrorFrame{Type: TypeError, Error: Error{Code: CodeUnknownType, Message: "Unknown."}},
+			`{"type":"error","code":"unknown_type","message":"Unknown."}`},
+		{"resume", ClientFrame{Type: TypeResume, After: &after}, `{"type":"resume","after":41}`},
+		{"heartbeat", ClientFrame{Type: TypeHeartbeat}, `{"type":"heartbeat"}`},
+		{"session ended", Internal{Type: TypeSessionEnded, Session: "s1"}, `{"type":"session_ended","session":"s1"}`},
+		{"user created", Internal{Type: TypeUserCreated}, `{"type":"user_created"}`},
+		{"error body", ErrorBody{Error: Error{Code: "not_found", Message: "No such user."}},
+			`{"error":{"code":"not_found","message":"No such user."}}`},
+		{"user seen by a stranger", UserView{User: ada}, `{` + adaJSON + `}`},
+		{"user seen by a signed-in friend", UserView{User: ada, Presence: &Presence{}, YouFollow: &yes, FollowsYou: &no},
+			`{` + adaJSON + `,"online":false,"last_seen":null,"you_follow":true,"follows_you":false}`},
+	} {
+		got, err := json.Marshal(c.value)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if string(got) != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestUserChannel(t *testing.T) {
+	if got := UserChannel("chorus:", 42); got != "chorus:events:user:42" {
+		t.Fatalf("UserChannel = %q", got)
+	}
+	if got := UserChannelPrefix("chorus:") + "42"; got != UserChannel("chorus:", 42) {
+		t.Fatalf("a channel built from the prefix, %q, is not the user's channel", got)
+	}
+}
+
+// The protocol is the bottom floor: it imports the standard library alone,
+// so that any package, and any Go client, may import it.
+func TestImportsStandardLibraryOnly(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range pkg.Imports {
+		if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") || first == "chorus" {
+			t.Errorf("protocol imports %s", path)
+		}
+	}
+}
