@@ -354,7 +354,7 @@ func serverMicros(b *testing.B, e env, cmds []string) float64 {
 	return total
 }
 
-// seedCounts is seed 003's way of counting the users active in the last ten
+// seedCounts is the classic layout's way of counting the users active in the last ten
 // minutes, the union of the ten per-minute sets, kept here only to compare
 // counts.lua with. KEYS and ARGV are counts.lua's, but ARGV[3] is the prefix
 // of the per-minute sets.
@@ -374,7 +374,7 @@ return {online, active}
 `)
 
 // BenchmarkCounts compares the site-wide counts of counts.lua (ten
-// per-minute HyperLogLogs merged) with seed 003's union of the ten
+// per-minute HyperLogLogs merged) with the classic layout's union of the ten
 // per-minute sets, for 20,000 and 200,000 users active in the last ten
 // minutes, each in a run of minutes ending anywhere in them; those active
 // this minute are online. The Tracker's cache is off: each op runs the

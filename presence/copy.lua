@@ -1,8 +1,9 @@
 -- Shared by online_friends.lua and counts.lua, which run with this text
--- prepended (one script each). It keeps the shared online copy, seed 003's
--- "temp.last.seen": last.seen limited to users with a registered connection
--- (ZINTERSTORE with connected weighted 0 copies last.seen, as the seed's
--- ZUNIONSTORE does, and keeps last-seen times as scores), less those seen
+-- prepended (one script each). It keeps the shared online copy, the
+-- classic layout's "temp.last.seen": last.seen limited to users with a
+-- registered connection (ZINTERSTORE with connected weighted 0 copies
+-- last.seen, as the classic layout's ZUNIONSTORE does, and keeps last-seen
+-- times as scores), less those seen
 -- before now - W (ZREMRANGEBYSCORE). Users of an instance that went away
 -- stop being active, so they age out of it like anyone else; the sweep then
 -- takes them out of connected.
@@ -15,7 +16,7 @@
 -- or a clean sign-off. Readers never trim it: the instances' sweepers do
 -- (trim.lua), at most once per copy TTL between them, at the cost of what
 -- they remove, so no reader pays for it. A copy TTL <= 0 copies afresh on
--- every read, as the seed does (for comparison in benchmarks).
+-- every read, as the classic layout does (for comparison in benchmarks).
 
 -- trim_copy takes out of copy the users seen before now - window. The copy
 -- holds the latest activity of who is online (see heartbeats.lua): those
@@ -35,7 +36,7 @@ local function trim_copy(last_seen, copy, now, window)
 end
 
 -- refresh_copy makes copy from last_seen and connected, and trims it, when
--- it is missing or when ttl <= 0 (every read, as the seed does).
+-- it is missing or when ttl <= 0 (every read, as the classic layout does).
 local function refresh_copy(last_seen, connected, copy, now, window, ttl)
   if ttl > 0 and redis.call('EXISTS', copy) == 1 then
     return

@@ -3,7 +3,7 @@
 -- users active in the last ten minutes, estimated from the per-minute
 -- HyperLogLogs the heartbeat script keeps beside the per-minute sets.
 --
--- Seed 003 counts the union of the ten per-minute sets (SUNION), which
+-- The classic layout counts the union of the ten per-minute sets (SUNION), which
 -- blocks Redis for time that grows with the users active (33 ms at 19,000,
 -- 420 ms at 190,000). Merging ten HyperLogLogs costs the same whatever the
 -- population (a fraction of a millisecond), for a standard error of 0.81%

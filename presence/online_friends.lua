@@ -1,5 +1,6 @@
--- Online friends of one user, in one step, after seed 003: take the shared
--- online copy (made here when missing, see copy.lua), intersect it
+-- Online friends of one user, in one step, as the classic layout does it:
+-- take the shared online copy (made here when missing, see copy.lua),
+-- intersect it
 -- with the user's friend set (ZINTERSTORE, friend-since scores weighted 0 so
 -- the scores stay last-seen times), read it most recent first, cut at
 -- now - W, and delete the intersection. The intersection walks the smaller of the two

@@ -1,10 +1,12 @@
-// Package presence knows who is online, after seed 003 and the design card:
-// each heartbeat puts the user in a per-minute active set (and HyperLogLog)
-// and in last.seen (uid -> last activity) in one script, using Redis's
-// clock; online friends is one Lua script over a shared, trimmed copy of
-// last.seen; a registry of live connections tells a user's first
+// Package presence knows who is online, on the classic Redis layout for it
+// (per-minute active.users sets, a last.seen sorted set, online friends in
+// one Lua script of ZUNIONSTORE, ZREMRANGEBYSCORE and ZINTERSTORE), made to
+// scale: activity goes into a shared online copy of last.seen every tick,
+// and into last.seen and the minute's active set (and HyperLogLog) once a
+// minute per user, by Redis's clock; online friends is one Lua script over
+// the shared copy; a registry of live connections tells a user's first
 // connection and last disconnect apart from the others, and caps how many
-// one user holds; presence events go to friends over Redis pub/sub. It
+// one user holds; presence frames go to friends over Redis pub/sub. It
 // knows nothing of HTTP or WebSockets.
 //
 // Each Tracker is one instance. Its connections live as long as its lease,
@@ -66,7 +68,7 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// CopyTTL is the least time between two trims of the shared online
 	// copy, which the instances' sweepers do (see copy.lua). Negative copies
-	// last.seen afresh on every read, as seed 003 does (for comparison in
+	// last.seen afresh on every read, as the classic layout does (for comparison in
 	// benchmarks).
 	CopyTTL time.Duration
 	// MaxOnlineFriends caps the list OnlineFriends returns (most recent kept).

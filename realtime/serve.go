@@ -45,9 +45,10 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 		h.conns.Done()
 		return err
 	}
-	// The stream lives on in goroutines of its own. This one, whose stack
-	// grew deep in the setup, ends here, as a hijacked connection allows, so
-	// that an idle stream holds only shallow stacks.
+	// The stream lives on in a reader goroutine of its own, with a writer
+	// only while frames wait and a timer for its pings. This goroutine, whose
+	// stack grew deep in the setup, ends here, as a hijacked connection
+	// allows, so that an idle stream holds one shallow stack.
 	go c.run(ready)
 	return nil
 }
