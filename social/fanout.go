@@ -68,7 +68,7 @@ func (s *Service) passArgs() []any {
 // the caller's: the job is durable and a worker carries it on.
 func (s *Service) inlinePass(ctx context.Context, key string) {
 	if _, err := s.pass(ctx, key); err != nil {
-		slog.WarnContext(ctx, "inline fan-out pass failed; a worker will retry", "job", key, "err", err)
+		s.opts.Logger.WarnContext(ctx, "inline fan-out pass failed; a worker will retry", "job", key, "err", err)
 	}
 }
 

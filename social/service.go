@@ -6,6 +6,7 @@ package social
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -62,6 +63,10 @@ type Options struct {
 	// a turn, then gets ErrBusy.
 	PasswordHashers int
 	HashWait        time.Duration
+
+	// Logger takes the failures of work nobody waits for (an inline
+	// fan-out pass a worker will retry); nil is slog.Default().
+	Logger *slog.Logger
 }
 
 func (o *Options) fill() {
@@ -107,6 +112,9 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 	dummy, err := bcrypt.GenerateFromPassword([]byte("no such user"), opts.BcryptCost)
 	if err != nil {
 		panic(fmt.Sprintf("social: bcrypt cost %d: %v", opts.BcryptCost, err))
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	return &Service{
 		rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix}, dummyHash: dummy,
