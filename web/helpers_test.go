@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/app"
 	"chorus/internal/redistest"
 	"chorus/presence"
 	"chorus/realtime"
 	"chorus/social"
 	"chorus/web"
 
-	"github.com/go-redis/redis_rate/v10"
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -66,43 +66,29 @@ func (e *env) start() *instance {
 // startOn runs one more instance whose Redis client is rdb.
 func (e *env) startOn(rdb *redis.Client) *instance {
 	e.tb.Helper()
-	soc := social.New(rdb, e.opts)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	popts := e.presence
-	popts.Prefix, popts.FriendsKey, popts.Channel, popts.Profile = e.prefix, soc.FriendsKey, soc.UserChannel, soc.Profile
-	popts.Logger = log
 	if popts.CountsTTL == 0 {
 		popts.CountsTTL = -1 // tests read counts right after changing them
 	}
-	pres := presence.New(rdb, popts)
-	ropts := e.realtime
-	ropts.Logger = log
-	if ropts.HeartbeatInterval == 0 {
-		ropts.HeartbeatInterval = pres.HeartbeatInterval()
-	}
-	hub := realtime.New(rdb, soc, pres, ropts)
-	metrics := web.NewMetrics()
-	rdb.AddHook(metrics.RedisHook())
-	srv := httptest.NewServer(web.NewServer(web.Config{
-		Social: soc, Presence: pres, Stream: hub, Metrics: metrics, Logger: log,
-		Limiter: redis_rate.NewLimiter(rdb), Limits: e.limits, KeyPrefix: e.prefix, TrustedProxies: e.proxies,
-		AllowedOrigins: e.origins,
-	}))
+	chorus := app.New(rdb, app.Options{
+		Prefix: e.prefix, Social: e.opts, Presence: popts, Realtime: e.realtime,
+		Web:    web.Config{Limits: e.limits, TrustedProxies: e.proxies, AllowedOrigins: e.origins},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Name:   "test-" + uuid.NewString(), NoFanoutWorker: e.noWorker,
+	})
+	srv := httptest.NewServer(chorus.Server)
 	ctx, cancel := context.WithCancel(context.Background())
 	var work sync.WaitGroup
-	if !e.noWorker {
-		work.Go(func() { soc.NewWorker(fmt.Sprintf("w-%p", soc), log).Run(ctx) })
-	}
-	work.Go(func() { pres.RunSweeper(ctx) })
+	work.Go(func() { chorus.Run(ctx) })
 	e.tb.Cleanup(func() {
 		shut, done := context.WithTimeout(context.Background(), 5*time.Second)
 		defer done()
-		hub.Shutdown(shut)
+		chorus.Hub.Shutdown(shut)
 		cancel()
 		work.Wait()
 		srv.Close()
 	})
-	return &instance{srv: srv, social: soc, presence: pres, hub: hub, rdb: rdb, prefix: e.prefix}
+	return &instance{srv: srv, social: chorus.Social, presence: chorus.Presence, hub: chorus.Hub, rdb: rdb, prefix: e.prefix}
 }
 
 // client speaks to one instance as one user (or nobody).

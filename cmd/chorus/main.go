@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"chorus/internal/app"
 	"chorus/internal/version"
 	"chorus/presence"
 	"chorus/realtime"
@@ -88,8 +89,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
-	metrics := web.NewMetrics()
-	rdb.AddHook(metrics.RedisHook())
 	pingCtx, cancelPing := context.WithTimeout(ctx, 5*time.Second)
 	err = rdb.Ping(pingCtx).Err()
 	cancelPing()
@@ -107,32 +106,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	instance := hostname() + "-" + uuid.NewString()[:8]
-	soc := social.New(rdb, social.Options{
-		Prefix:              cfg.KeyPrefix,
-		SignInFailures:      cfg.SignInFailures.Rate,
-		SignInFailureWindow: cfg.SignInFailures.Period,
-		PasswordHashers:     cfg.PasswordHashers,
-		HashWait:            cfg.PasswordHashWait,
-	})
-	pres := presence.New(rdb, presence.Options{
-		Prefix: cfg.KeyPrefix, Window: cfg.OnlineWindow, HeartbeatInterval: cfg.HeartbeatInterval,
-		MaxConnsPerUser: cfg.MaxStreamsPerUser,
-		FriendsKey:      soc.FriendsKey, Channel: soc.UserChannel, Profile: soc.Profile,
-		Logger: log.With("component", "presence"),
-	})
-	hub := realtime.New(rdb, soc, pres, realtime.Options{
-		HeartbeatInterval: cfg.HeartbeatInterval, MaxStreams: maxStreams(cfg.MaxStreams),
-		FrameRate: perSecond(cfg.StreamFrameLimit), FrameBurst: cfg.StreamFrameLimit.Burst,
-		ResumeRate: perSecond(cfg.ResumeLimit), ResumeBurst: cfg.ResumeLimit.Burst,
-		Logger: log.With("component", "realtime"),
-	})
-	srv := web.NewServer(web.Config{
-		Social: soc, Presence: pres, Stream: hub, Metrics: metrics,
-		AllowedOrigins: cfg.AllowedOrigins, TrustedProxies: cfg.TrustedProxies, Logger: log,
-		Limiter: redis_rate.NewLimiter(rdb), KeyPrefix: cfg.KeyPrefix,
-		Limits: web.Limits{
-			SignUpPerAddress: cfg.SignUpLimit, SignInPerAddress: cfg.SignInLimit,
-			PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, SearchesPerClient: cfg.SearchLimit,
+	chorus := app.New(rdb, app.Options{
+		Prefix: cfg.KeyPrefix, Name: instance, Logger: log,
+		Social: social.Options{
+			SignInFailures:      cfg.SignInFailures.Rate,
+			SignInFailureWindow: cfg.SignInFailures.Period,
+			PasswordHashers:     cfg.PasswordHashers,
+			HashWait:            cfg.PasswordHashWait,
+		},
+		Presence: presence.Options{
+			Window: cfg.OnlineWindow, HeartbeatInterval: cfg.HeartbeatInterval,
+			MaxConnsPerUser: cfg.MaxStreamsPerUser,
+		},
+		Realtime: realtime.Options{
+			HeartbeatInterval: cfg.HeartbeatInterval, MaxStreams: maxStreams(cfg.MaxStreams),
+			FrameRate: perSecond(cfg.StreamFrameLimit), FrameBurst: cfg.StreamFrameLimit.Burst,
+			ResumeRate: perSecond(cfg.ResumeLimit), ResumeBurst: cfg.ResumeLimit.Burst,
+		},
+		Web: web.Config{
+			AllowedOrigins: cfg.AllowedOrigins, TrustedProxies: cfg.TrustedProxies,
+			Limits: web.Limits{
+				SignUpPerAddress: cfg.SignUpLimit, SignInPerAddress: cfg.SignInLimit,
+				PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, SearchesPerClient: cfg.SearchLimit,
+			},
 		},
 	})
 
@@ -145,7 +141,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// unable to reach Redis.
 	ln = netutil.LimitListener(ln, maxConnections(cfg.MaxConnections))
 	httpSrv := &http.Server{
-		Handler:           srv,
+		Handler:           chorus.Server,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
@@ -158,15 +154,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
 	var work sync.WaitGroup
-	work.Go(func() { soc.NewWorker(instance, log.With("component", "fanout")).Run(workCtx) })
-	work.Go(func() { pres.RunSweeper(workCtx) })
-	work.Go(func() {
-		// Users from before the search index: once per Redis, by the first
-		// instance to start.
-		if err := soc.BuildIndexes(workCtx, log); err != nil && workCtx.Err() == nil {
-			log.Warn("user search index not built; the next start tries again", "err", err)
-		}
-	})
+	work.Go(func() { chorus.Run(workCtx) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
@@ -191,7 +179,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	closing.Go(func() {
 		streamCtx, cancel := context.WithTimeout(shutdownCtx, 5*time.Second)
 		defer cancel()
-		if err := hub.Shutdown(streamCtx); err != nil {
+		if err := chorus.Hub.Shutdown(streamCtx); err != nil {
 			log.Warn("streams did not all close in time", "err", err)
 		}
 	})

@@ -1,0 +1,99 @@
+// Package app assembles one Chorus instance from a Redis client and its
+// settings: the social service, the presence tracker, the stream hub and
+// the HTTP server, wired to each other, and the background work they need.
+// cmd/chorus runs one; web's tests run several.
+package app
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"chorus/presence"
+	"chorus/realtime"
+	"chorus/social"
+	"chorus/web"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// Options are an instance's settings. The fields one part takes from
+// another (the key prefix, presence's friends and channels, the loggers,
+// the parts the server serves) are filled in by New.
+type Options struct {
+	Prefix   string // key prefix of every part, "chorus:" in production
+	Social   social.Options
+	Presence presence.Options
+	Realtime realtime.Options // HeartbeatInterval defaults to presence's
+	Web      web.Config
+	Logger   *slog.Logger // nil: slog.Default()
+	// Name names the instance's fan-out consumer; unique per instance.
+	Name string
+	// NoFanoutWorker runs no fan-out worker: jobs wait past their first
+	// pass (for tests of what other instances' workers do).
+	NoFanoutWorker bool
+}
+
+// Instance is one assembled Chorus instance.
+type Instance struct {
+	Social   *social.Service
+	Presence *presence.Tracker
+	Hub      *realtime.Hub
+	Server   *web.Server
+
+	log  *slog.Logger
+	opts Options
+}
+
+// New wires an instance on rdb. Nothing runs until Run.
+func New(rdb *redis.Client, o Options) *Instance {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	so := o.Social
+	so.Prefix, so.Logger = o.Prefix, log.With("component", "social")
+	soc := social.New(rdb, so)
+
+	po := o.Presence
+	po.Prefix, po.Logger = o.Prefix, log.With("component", "presence")
+	po.FriendsKey, po.Channel, po.Profile = soc.FriendsKey, soc.UserChannel, soc.Profile
+	pres := presence.New(rdb, po)
+
+	ro := o.Realtime
+	ro.Logger = log.With("component", "realtime")
+	if ro.HeartbeatInterval == 0 {
+		ro.HeartbeatInterval = pres.HeartbeatInterval()
+	}
+	hub := realtime.New(rdb, soc, pres, ro)
+
+	wc := o.Web
+	if wc.Metrics == nil {
+		wc.Metrics = web.NewMetrics()
+	}
+	rdb.AddHook(wc.Metrics.RedisHook())
+	wc.Social, wc.Presence, wc.Stream = soc, pres, hub
+	wc.Limiter, wc.KeyPrefix, wc.Logger = redis_rate.NewLimiter(rdb), o.Prefix, log
+	return &Instance{
+		Social: soc, Presence: pres, Hub: hub, Server: web.NewServer(wc),
+		log: log, opts: o,
+	}
+}
+
+// Run runs the instance's background work until ctx ends, then waits for
+// it: the fan-out worker, the presence sweeper, and the search index of
+// users from before it (built once per Redis, by the first instance).
+func (in *Instance) Run(ctx context.Context) {
+	var work sync.WaitGroup
+	if !in.opts.NoFanoutWorker {
+		work.Go(func() { in.Social.NewWorker(in.opts.Name, in.log.With("component", "fanout")).Run(ctx) })
+	}
+	work.Go(func() { in.Presence.RunSweeper(ctx) })
+	work.Go(func() {
+		if err := in.Social.BuildIndexes(ctx, in.log); err != nil && ctx.Err() == nil {
+			in.log.Warn("user search index not built; the next start tries again", "err", err)
+		}
+	})
+	work.Wait()
+}
