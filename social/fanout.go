@@ -106,7 +106,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if err == nil {
 			err = w.round(ctx)
 			// The stream (and its group) goes when someone deletes it.
-			needGroup = err != nil && strings.Contains(err.Error(), "NOGROUP")
+			needGroup = redis.HasErrorPrefix(err, "NOGROUP")
 		}
 		if err == nil {
 			backoff = 100 * time.Millisecond
@@ -136,7 +136,7 @@ func (w *Worker) createGroup(ctx context.Context) error {
 		}
 	}
 	err = s.rdb.XGroupCreateMkStream(ctx, s.keys.jobs(), jobGroup, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
 		return fmt.Errorf("create job group: %w", err)
 	}
 	return nil

@@ -1,6 +1,8 @@
 package social
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -68,4 +70,48 @@ func TestWorkerRemovesDeadConsumers(t *testing.T) {
 	if got, want := consumers(), []string{"holding", "me"}; !slices.Equal(got, want) {
 		t.Fatalf("consumers a minute later = %v, want %v", got, want)
 	}
+}
+
+// A worker whose job stream and group were deleted under it makes them
+// again and goes on with the jobs that come after.
+func TestWorkerRecreatesItsGroup(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{FanoutPassSize: 2})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	var followers []User
+	for i := range 5 {
+		f := signUp(t, s, fmt.Sprintf("fan%d", i))
+		if _, _, err := s.Follow(ctx, f.ID, author.Login); err != nil {
+			t.Fatal(err)
+		}
+		followers = append(followers, f)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go s.NewWorker("w", slog.New(slog.NewTextHandler(io.Discard, nil))).Run(wctx)
+	reachedAll := func(id int64) func() bool {
+		return func() bool {
+			for _, f := range followers {
+				if rdb.ZScore(ctx, s.keys.home(f.ID), itoa(id)).Err() != nil {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	first, err := s.Post(ctx, author.ID, "before")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, reachedAll(first.ID))
+
+	if err := rdb.Del(ctx, s.keys.jobs()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.Post(ctx, author.ID, "after the stream was deleted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, reachedAll(second.ID))
 }

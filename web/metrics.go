@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -195,7 +194,7 @@ type redisErrorHook struct{ errors prometheus.Counter }
 // a caller that went away.
 func failed(err error) bool {
 	return err != nil && !errors.Is(err, redis.Nil) && !errors.Is(err, context.Canceled) &&
-		!strings.HasPrefix(err.Error(), "NOSCRIPT")
+		!redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
 // setup tells the commands a new connection starts with, whose errors the
