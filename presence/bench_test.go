@@ -358,13 +358,12 @@ func serverMicros(b *testing.B, e env, cmds []string) float64 {
 // minutes, the union of the ten per-minute sets, kept here only to compare
 // counts.lua with. KEYS and ARGV are counts.lua's, but ARGV[3] is the prefix
 // of the per-minute sets.
-var seedCounts = redis.NewScript(copySource + "\n" + `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+var seedCounts = script(copySource, `
+local now = now_ms()
 local window = tonumber(ARGV[1])
 refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))
 local online = redis.call('ZCOUNT', KEYS[3], now - window, '+inf')
-local minute = math.floor(tonumber(t[1]) / 60)
+local minute = math.floor(now / 60000)
 local sets = {}
 for i = 0, tonumber(ARGV[4]) - 1 do
   sets[#sets + 1] = ARGV[3] .. (minute - i)

@@ -14,15 +14,15 @@ import (
 var (
 	//go:embed register.lua
 	registerSource string
-	registerScript = redis.NewScript(registerSource)
+	registerScript = script(registerSource)
 
 	//go:embed heartbeats.lua
 	heartbeatsSource string
-	heartbeatsScript = redis.NewScript(heartbeatsSource)
+	heartbeatsScript = script(heartbeatsSource)
 
 	//go:embed disconnect.lua
 	disconnectSource string
-	disconnectScript = redis.NewScript(disconnectSource)
+	disconnectScript = script(disconnectSource)
 )
 
 // Beat is the activity of one connection, for Heartbeats.

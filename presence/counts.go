@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
 	//go:embed counts.lua
 	countsSource string
-	countsScript = redis.NewScript(copySource + "\n" + countsSource)
+	countsScript = script(copySource, countsSource)
 )
 
 // Counts are the site-wide presence figures.

@@ -24,14 +24,13 @@
 -- ARGV[3] prefix of the per-minute active HyperLogLogs (the minute number is appended)
 -- ARGV[4] number of minutes to count, the current one included
 -- Returns {online, active in the last minutes}.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local window = tonumber(ARGV[1])
 
 refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))
 local online = redis.call('ZCOUNT', KEYS[3], now - window, '+inf')
 
-local minute = math.floor(tonumber(t[1]) / 60)
+local minute = math.floor(now / 60000)
 local hlls = {}
 for i = 0, tonumber(ARGV[4]) - 1 do
   hlls[#hlls + 1] = ARGV[3] .. (minute - i)

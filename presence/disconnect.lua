@@ -16,8 +16,7 @@
 -- ARGV[3] prefix of the instances' connection sets (the instance id is appended)
 -- Returns {1 when the user left connected here (friends must be told), last seen
 -- ms or nil; nil too while the user has a live connection}.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 
 local instance = redis.call('HGET', KEYS[1], ARGV[2])
 if instance then

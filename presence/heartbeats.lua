@@ -33,8 +33,7 @@
 -- ARGV[8] 1 when the copy is rebuilt from last.seen on every read
 -- ARGV[9..] the users' ids, each once
 -- Returns {now ms, 1 when the lease had run out (or never existed)}.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local first = 9
 
 local lease = redis.call('ZSCORE', KEYS[3], ARGV[1])
@@ -58,7 +57,7 @@ local function seen(from, to)
 end
 
 local copy = ARGV[8] ~= '1' and redis.call('EXISTS', KEYS[2]) == 1
-local minute = math.floor(tonumber(t[1]) / 60)
+local minute = math.floor(now / 60000)
 local fresh = #ARGV
 if minute == tonumber(ARGV[6]) then
   fresh = first - 1 + tonumber(ARGV[7])

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"chorus/protocol"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -18,7 +16,7 @@ var (
 
 	//go:embed online_friends.lua
 	onlineFriendsSource string
-	onlineFriendsScript = redis.NewScript(copySource + "\n" + onlineFriendsSource)
+	onlineFriendsScript = script(copySource, onlineFriendsSource)
 )
 
 // FriendSeen is a friend online now and the time of their last activity.

@@ -15,8 +15,7 @@
 -- ARGV[2] copy TTL, ms (<= 0: rebuild on every call)
 -- ARGV[3] most friends to return
 -- Returns {uid, last seen ms, uid, last seen ms, ...}, most recent first.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local window = tonumber(ARGV[1])
 
 refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))

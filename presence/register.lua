@@ -34,8 +34,7 @@
 -- Returns {now ms, 1 when the lease had run out (or never existed), then per
 -- connection: 1 when its user was not in connected (friends must be told),
 -- 0 when registered, -1 when the cap refused it}.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local instance = ARGV[1]
 
 local lease = redis.call('ZSCORE', KEYS[4], instance)
@@ -89,7 +88,7 @@ if #uids == 0 then
   return out
 end
 
-local minute = math.floor(tonumber(t[1]) / 60)
+local minute = math.floor(now / 60000)
 local set = ARGV[3] .. minute
 redis.call('SADD', set, unpack(uids))
 redis.call('EXPIRE', set, ARGV[4])

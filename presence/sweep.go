@@ -6,18 +6,16 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
 	//go:embed sweep.lua
 	sweepSource string
-	sweepScript = redis.NewScript(sweepSource)
+	sweepScript = script(sweepSource)
 
 	//go:embed trim.lua
 	trimSource string
-	trimScript = redis.NewScript(copySource + "\n" + trimSource)
+	trimScript = script(copySource, trimSource)
 )
 
 // Sweep takes out of the registry the connections of instances whose lease

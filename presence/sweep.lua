@@ -18,8 +18,7 @@
 -- ARGV[3] most connections to take out
 -- Returns {1 when there may be more to sweep, else 0, uid, last seen ms (or ''),
 -- uid, last seen, ...} for the users taken out of connected.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local most = tonumber(ARGV[3])
 
 local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'LIMIT', 0, 1)

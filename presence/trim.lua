@@ -15,6 +15,5 @@ end
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return 0 -- the next reader makes it
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 return trim_copy(KEYS[1], KEYS[2], now, tonumber(ARGV[1]))

@@ -1,0 +1,17 @@
+package presence
+
+import (
+	_ "embed"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed clock.lua
+var clockSource string
+
+// script is a Redis script of parts, one after the other, after clock.lua,
+// whose now_ms each may call.
+func script(parts ...string) *redis.Script {
+	return redis.NewScript(clockSource + "\n" + strings.Join(parts, "\n"))
+}
