@@ -51,7 +51,6 @@ type Social interface {
 
 // Presence is what the edge asks of presence.
 type Presence interface {
-	UserPresence(ctx context.Context, uid int64) (online bool, lastSeen *time.Time, err error)
 	Presences(ctx context.Context, uids []int64) ([]protocol.Presence, error)
 	OnlineFriends(ctx context.Context, uid int64) ([]presence.FriendSeen, error)
 	Counts(ctx context.Context) (presence.Counts, error)
