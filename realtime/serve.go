@@ -53,15 +53,21 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 	return nil
 }
 
-// Refusals of Serve, before any upgrade.
-var (
-	ErrNotWebSocket   = errors.New("not a WebSocket handshake")
-	ErrTooManyStreams = errors.New("the instance holds all the streams it may")
-	ErrShuttingDown   = errors.New("the server is shutting down")
-	ErrSessionEnded   = errors.New("the session ended while the stream opened")
+// Refusal is why Serve did not open a stream, before any upgrade, for the
+// edge to answer.
+type Refusal string
+
+func (r Refusal) Error() string { return string(r) }
+
+// Serve's refusals.
+const (
+	ErrNotWebSocket   Refusal = "not a WebSocket handshake"
+	ErrTooManyStreams Refusal = "the instance holds all the streams it may"
+	ErrShuttingDown   Refusal = "the server is shutting down"
+	ErrSessionEnded   Refusal = "the session ended while the stream opened"
 	// ErrUnavailable wraps a failure to reach Redis, or anything else
 	// that kept the stream from opening for now.
-	ErrUnavailable = errors.New("live updates unavailable")
+	ErrUnavailable Refusal = "live updates unavailable"
 )
 
 // open subscribes, checks the session, registers presence, builds the ready

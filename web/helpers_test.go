@@ -17,6 +17,7 @@ import (
 	"chorus/internal/app"
 	"chorus/internal/redistest"
 	"chorus/presence"
+	"chorus/protocol"
 	"chorus/realtime"
 	"chorus/social"
 	"chorus/web"
@@ -197,14 +198,10 @@ func (c *client) must(want int, method, path string, body, v any) response {
 	return res
 }
 
+// userJSON is a user as the API shows it; the pointers tell a field left
+// out from a zero one.
 type userJSON struct {
-	ID         int64      `json:"id"`
-	Login      string     `json:"login"`
-	Name       string     `json:"name"`
-	Followers  int64      `json:"followers"`
-	Following  int64      `json:"following"`
-	Posts      int64      `json:"posts"`
-	Signup     time.Time  `json:"signup"`
+	protocol.User
 	Online     *bool      `json:"online"`
 	LastSeen   *time.Time `json:"last_seen"`
 	YouFollow  *bool      `json:"you_follow"`
