@@ -183,17 +183,23 @@ func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err
 	if err != nil {
 		return false, err
 	}
-	// Every one of users is written for the script's minute now.
-	written := toInt(res, 0) / 1000 / 60
+	t.written(toInt(res, 0), users)
+	return toInt(res, 1) == 1, nil
+}
+
+// written notes that the last.seen and active set of users were written for
+// the minute of nowMS (Redis's clock): their next ticks of that minute write
+// the copy alone.
+func (t *Tracker) written(nowMS int64, users []int64) {
+	minute := nowMS / 1000 / 60
 	t.mu.Lock()
-	if t.active.minute != written {
-		t.active.minute, t.active.users = written, make(map[int64]struct{}, len(t.active.users))
+	defer t.mu.Unlock()
+	if t.active.minute != minute {
+		t.active.minute, t.active.users = minute, make(map[int64]struct{}, len(t.active.users))
 	}
 	for _, uid := range users {
 		t.active.users[uid] = struct{}{}
 	}
-	t.mu.Unlock()
-	return toInt(res, 1) == 1, nil
 }
 
 // serverMoved reports whether Redis is another server process than at the
@@ -275,6 +281,7 @@ func (t *Tracker) register(ctx context.Context, conns []Beat, maxConns int) (reg
 		}
 		now := unixMilli(toInt(res, 0))
 		out.lost = out.lost || toInt(res, 1) == 1
+		users := make([]int64, 0, len(chunk))
 		for i, c := range chunk {
 			switch toInt(res, 2+i) {
 			case 1:
@@ -282,8 +289,11 @@ func (t *Tracker) register(ctx context.Context, conns []Beat, maxConns int) (reg
 				t.announce(ctx, c.UID, true, now)
 			case -1:
 				out.refused++
+				continue
 			}
+			users = append(users, c.UID)
 		}
+		t.written(toInt(res, 0), users)
 	}
 	return out, nil
 }

@@ -189,6 +189,17 @@ func TestActiveSetWrittenOncePerMinute(t *testing.T) {
 	if n := commandCalls(t, e, "pfadd") - pfadds; n != 0 {
 		t.Errorf("%d PFADDs in later ticks of the minute, want none", n)
 	}
+
+	// A connection's registration writes its user's minute: their first
+	// tick has nothing more to write there.
+	mustConnect(t, tr, 100, "c")
+	sadds = commandCalls(t, e, "sadd")
+	if err := tr.Heartbeats(ctx, append(beats, Beat{UID: 100, ConnID: "c"})); err != nil {
+		t.Fatal(err)
+	}
+	if n := commandCalls(t, e, "sadd") - sadds; n != 0 {
+		t.Errorf("%d SADDs in the first tick after a connect of the minute, want none", n)
+	}
 }
 
 // While a user is online, ticks after their first of the minute write their
