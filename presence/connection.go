@@ -159,7 +159,7 @@ func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err error) {
 	k := t.keys
 	var fresh, done []any
-	t.mu.Lock()
+	t.activeMu.Lock()
 	minute := t.active.minute
 	for _, uid := range users {
 		if _, ok := t.active.users[uid]; ok {
@@ -168,7 +168,7 @@ func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err
 			fresh = append(fresh, uid)
 		}
 	}
-	t.mu.Unlock()
+	t.activeMu.Unlock()
 	rebuilt := 0
 	if t.opts.CopyTTL < 0 {
 		rebuilt = 1
@@ -192,8 +192,8 @@ func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err
 // the copy alone.
 func (t *Tracker) written(nowMS int64, users []int64) {
 	minute := nowMS / 1000 / 60
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.activeMu.Lock()
+	defer t.activeMu.Unlock()
 	if t.active.minute != minute {
 		t.active.minute, t.active.users = minute, make(map[int64]struct{}, len(t.active.users))
 	}

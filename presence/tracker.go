@@ -132,11 +132,16 @@ type Tracker struct {
 	mu      sync.Mutex
 	held    map[Beat]struct{} // the connections registered through this instance
 	leaving map[Beat]struct{} // connections whose Disconnect failed, retried every tick
-	active  struct {          // the users whose last.seen and active set it wrote in a minute
+	server  string            // Redis's run_id at the last tick
+
+	// active is the users whose last.seen and active set this instance
+	// wrote in a minute. Its own lock: registerAgain notes users while it
+	// holds mu.
+	activeMu sync.Mutex
+	active   struct {
 		minute int64 // unix s / 60, Redis's clock
 		users  map[int64]struct{}
 	}
-	server string // Redis's run_id at the last tick
 }
 
 // New returns a Tracker using rdb under the options' key prefix. It panics
