@@ -163,8 +163,9 @@ func (e *env) publish(u user, v any) {
 	}
 }
 
-// marks numbers the marks routed publishes, unique in the test binary.
-var marks atomic.Int64
+// serial numbers what the harness names itself (marks, users), unique in
+// the test binary.
+var serial atomic.Int64
 
 // routed returns the frames s, a stream of u on any instance under e's
 // prefix, is sent before a mark published on u's channel now. A hub reads
@@ -174,9 +175,34 @@ var marks atomic.Int64
 // coalescing aside).
 func (e *env) routed(u user, s *stream) []frame {
 	e.tb.Helper()
-	mark := "mark-" + strconv.FormatInt(marks.Add(1), 10)
+	mark := "mark_" + strconv.FormatInt(serial.Add(1), 10)
 	e.publish(u, map[string]string{"type": "mark", "mark": mark})
 	return s.upTo(func(f frame) bool { return f.Type == "mark" && f.Mark == mark }, 10*time.Second)
+}
+
+// settle returns once the hub's subscriber has sent Redis every change
+// asked of it so far, and Redis has acted on them: it opens streams of two
+// new users, one after the other. The first opens once Redis confirms the
+// SUBSCRIBE of a batch taken after those changes, each batch's SUBSCRIBE
+// going before its UNSUBSCRIBE; the second's SUBSCRIBE, in a later batch,
+// follows that UNSUBSCRIBE on the pub/sub connection.
+func (e *env) settle() {
+	e.tb.Helper()
+	for range 2 {
+		e.connect(e.signUp("settle_" + strconv.FormatInt(serial.Add(1), 10)))
+	}
+}
+
+// subscribers is how many pub/sub connections Redis holds subscribed to
+// u's channel.
+func (e *env) subscribers(u user) int64 {
+	e.tb.Helper()
+	channel := e.social.UserChannel(u.id)
+	n, err := e.rdb.PubSubNumSub(e.tb.Context(), channel).Result()
+	if err != nil {
+		e.tb.Fatalf("pubsub numsub: %v", err)
+	}
+	return n[channel]
 }
 
 func (e *env) dial(u user, header http.Header) (*websocket.Conn, *http.Response, error) {
