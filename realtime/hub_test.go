@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"chorus/internal/redistest"
 )
 
 // Each event reaches the streams of the users it is for, and no other,
@@ -66,4 +68,76 @@ func TestRouting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// After the pub/sub connection is lost and made again, every open stream
+// gets the statuses posted meanwhile, each once and in order, and none
+// older than what it was sent or resumed after, then carries on live. (That a stream whose
+// session Redis lost is closed instead is TestPubSubReconnectChecksSessions.)
+func TestCatchUpAfterPubSubLoss(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.ClientOf(t, redistest.Start(t).URL)
+	e := newEnv(t, envOptions{rdb: rdb})
+	author, reader := e.signUp("author"), e.signUp("reader")
+	e.follow(reader, author)
+	e.post(author, "before any stream")
+	streams := map[string]*stream{"author's": e.connect(author), "reader's first": e.connect(reader)}
+	seen := e.post(author, "seen live")
+	for name, s := range streams {
+		if f := s.next(5 * time.Second); f.Type != "status" || f.Status.ID != seen.ID {
+			t.Fatalf("%s stream got %v, want status %d", name, f, seen.ID)
+		}
+	}
+	// A stream opened since, resuming as clients do after ready, is sent
+	// nothing: it holds the timeline up to the status it names.
+	resumed := e.connect(reader)
+	resumed.send(map[string]any{"type": "resume", "after": seen.ID})
+	resumed.ping()
+	if got := resumed.until("unknown_type", 5*time.Second); len(got) != 0 {
+		t.Fatalf("a resume after the newest status sent %v, want nothing", describe(got))
+	}
+	streams["reader's resumed"] = resumed
+
+	if err := rdb.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var missed []int64
+	for i := range 5 {
+		missed = append(missed, e.post(author, fmt.Sprintf("missed %d", i)).ID)
+	}
+	for name, s := range streams {
+		if got := nextStatuses(s, len(missed), 20*time.Second); !slices.Equal(got, missed) {
+			t.Errorf("%s stream caught up on %v, want %v", name, got, missed)
+		}
+	}
+	if e.hub.Stats.PubSubRestarts.Load() == 0 {
+		t.Fatal("no pub/sub restart counted")
+	}
+
+	var live []int64
+	for i := range 3 {
+		live = append(live, e.post(author, fmt.Sprintf("live %d", i)).ID)
+	}
+	for name, s := range streams {
+		got := nextStatuses(s, len(live), 10*time.Second)
+		s.ping()
+		got = append(got, statusIDs(s.until("unknown_type", 10*time.Second))...)
+		if !slices.Equal(got, live) {
+			t.Errorf("%s stream got %v after catching up, want %v", name, got, live)
+		}
+	}
+}
+
+// nextStatuses returns the ids of the next n status frames of s, failing
+// the test after within; other frames are skipped.
+func nextStatuses(s *stream, n int, within time.Duration) []int64 {
+	s.tb.Helper()
+	deadline := time.Now().Add(within)
+	var ids []int64
+	for len(ids) < n {
+		if f := s.next(time.Until(deadline)); f.Type == "status" {
+			ids = append(ids, f.Status.ID)
+		}
+	}
+	return ids
 }
