@@ -1,12 +1,16 @@
 package realtime
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
 
 	"chorus/internal/redistest"
+
+	"github.com/coder/websocket"
 )
 
 // Each event reaches the streams of the users it is for, and no other,
@@ -125,6 +129,66 @@ func TestCatchUpAfterPubSubLoss(t *testing.T) {
 		if !slices.Equal(got, live) {
 			t.Errorf("%s stream got %v after catching up, want %v", name, got, live)
 		}
+	}
+}
+
+// Shutting a hub down closes each of its streams with 1001 and returns once
+// they are gone, their channels unsubscribed. Their users stay online
+// for their friends, who are told nothing: they reconnect elsewhere. The
+// hub refuses new streams; another instance carries on.
+func TestShutdownClosesStreams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	other := e.peer(envOptions{})
+	mover, solo, friend := e.signUp("mover"), e.signUp("solo"), e.signUp("friend")
+	e.follow(mover, friend)
+	e.follow(friend, mover)
+	fs := other.connect(friend)
+	streams := []*stream{e.connect(mover), e.connect(mover), e.connect(solo)}
+	want := fmt.Sprintf("presence of %d online=true", mover.id)
+	if got := describe(other.routed(friend, fs)); !slices.Equal(got, []string{want}) {
+		t.Fatalf("friend's stream got %q, want %q", got, want)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := e.hub.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if n := e.hub.Stats.Open.Load(); n != 0 {
+		t.Fatalf("%d streams open once Shutdown returned, want 0", n)
+	}
+	for i, s := range streams {
+		if code, _ := s.closed(5 * time.Second); code != websocket.StatusGoingAway {
+			t.Errorf("stream %d closed with %v, want 1001", i, code)
+		}
+	}
+	eventually(t, 10*time.Second, func() string {
+		for _, u := range []user{mover, solo} {
+			if n := e.subscribers(u); n != 0 {
+				return fmt.Sprintf("%s's channel has %d subscribers after shutdown, want 0", u.login, n)
+			}
+		}
+		return ""
+	})
+
+	if online, _, err := other.presence.UserPresence(t.Context(), mover.id); err != nil || !online {
+		t.Fatalf("a user whose instance shut down: online %v (%v), want true", online, err)
+	}
+	if got := other.routed(friend, fs); len(got) != 0 {
+		t.Fatalf("friend's stream got %q after the shutdown, want nothing", describe(got))
+	}
+	_, res, err := e.dial(solo, nil)
+	if err == nil || res == nil || res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("dial after shutdown: %v (%v), want 503", err, res)
+	}
+	if code := errorBody(t, res); code != "shutting_down" {
+		t.Fatalf("refused with %q, want shutting_down", code)
+	}
+	moved := other.connect(mover)
+	st := other.post(friend, "welcome back")
+	if f := moved.next(5 * time.Second); f.Type != "status" || f.Status.ID != st.ID {
+		t.Fatalf("the stream reopened on the other instance got %v, want status %d", f, st.ID)
 	}
 }
 
