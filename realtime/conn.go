@@ -81,7 +81,7 @@ type conn struct {
 	// Owned by the writer.
 	sent     sentIDs
 	timeline sentRange // home-timeline ids sent in full by resumes
-	newest   int64
+	newest   int64     // the newest status sent, or resumed after: where a catch-up starts
 }
 
 // newConn is a connection of uid, opened with session sessionID, not yet
@@ -354,6 +354,9 @@ func (c *conn) drain() {
 			var ok bool
 			switch {
 			case o.resume:
+				// The client holds the timeline up to after: a catch-up
+				// starts there at least, though this sends nothing newer.
+				c.newest = max(c.newest, o.after)
 				ok = c.sendTimeline(o.after)
 			case o.catchUp:
 				ok = c.sendTimeline(c.newest)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"chorus/internal/redistest"
 	"chorus/presence"
+	"chorus/protocol"
 	"chorus/social"
 
 	"github.com/coder/websocket"
@@ -43,6 +45,7 @@ type env struct {
 // the shared test server.
 type envOptions struct {
 	rdb      *redis.Client // nil: the shared test server
+	prefix   string        // "": a key prefix of the env's own
 	hub      Options
 	presence presence.Options
 	feed     func(*social.Service) Feed       // wraps the hub's feed; nil: the service itself
@@ -51,9 +54,12 @@ type envOptions struct {
 
 func newEnv(tb testing.TB, o envOptions) *env {
 	tb.Helper()
-	rdb, prefix := o.rdb, redistest.Prefix()
+	rdb, prefix := o.rdb, o.prefix
 	if rdb == nil {
-		rdb, prefix = redistest.Client(tb)
+		rdb = redistest.ClientOf(tb, redistest.URL(tb))
+	}
+	if prefix == "" {
+		prefix = redistest.Prefix()
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	soc := social.New(rdb, social.Options{Prefix: prefix, BcryptCost: 4})
@@ -83,7 +89,10 @@ func newEnv(tb testing.TB, o envOptions) *env {
 		if err := hub.Serve(w, r, uid, social.SessionID(token)); err != nil {
 			// The hub answers nothing when it refuses; web maps its
 			// refusals to the API's answers. Here the test reads them.
-			refusals <- err
+			select {
+			case refusals <- err:
+			default: // the first 16 wait for a test to read them
+			}
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		}
 	}))
@@ -99,6 +108,14 @@ func newEnv(tb testing.TB, o envOptions) *env {
 		tb: tb, rdb: rdb, prefix: prefix, social: soc, presence: pres, hub: hub, refusals: refusals,
 		url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/stream",
 	}
+}
+
+// peer is another instance beside e: a hub of its own, shaped by o, on e's
+// Redis and under e's key prefix, so that both serve the same users.
+func (e *env) peer(o envOptions) *env {
+	e.tb.Helper()
+	o.rdb, o.prefix = e.rdb, e.prefix
+	return newEnv(e.tb, o)
 }
 
 // user is a signed-up test user with a session.
@@ -137,6 +154,68 @@ func (e *env) post(u user, message string) social.Status {
 	return st
 }
 
+// follow makes a follow b.
+func (e *env) follow(a, b user) {
+	e.tb.Helper()
+	if _, _, err := e.social.Follow(e.tb.Context(), a.id, b.login); err != nil {
+		e.tb.Fatalf("%s follows %s: %v", a.login, b.login, err)
+	}
+}
+
+// publish sends v, as JSON, on u's channel, as any instance would.
+func (e *env) publish(u user, v any) {
+	e.tb.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	if err := e.rdb.Publish(e.tb.Context(), e.social.UserChannel(u.id), raw).Err(); err != nil {
+		e.tb.Fatalf("publish to %s: %v", u.login, err)
+	}
+}
+
+// serial numbers what the harness names itself (marks, users), unique in
+// the test binary.
+var serial atomic.Int64
+
+// routed returns the frames s, a stream of u on any instance under e's
+// prefix, is sent before a mark published on u's channel now. A hub reads
+// every channel through one pub/sub connection, which Redis feeds in the
+// order it publishes: whatever was published before the mark, on any
+// channel, has been routed by then (a presence frame held back by
+// coalescing aside).
+func (e *env) routed(u user, s *stream) []frame {
+	e.tb.Helper()
+	mark := "mark_" + strconv.FormatInt(serial.Add(1), 10)
+	e.publish(u, map[string]string{"type": "mark", "mark": mark})
+	return s.upTo(func(f frame) bool { return f.Type == "mark" && f.Mark == mark }, 10*time.Second)
+}
+
+// settle returns once the hub's subscriber has sent Redis every change
+// asked of it so far, and Redis has acted on them: it opens streams of two
+// new users, one after the other. The first opens once Redis confirms the
+// SUBSCRIBE of a batch taken after those changes, each batch's SUBSCRIBE
+// going before its UNSUBSCRIBE; the second's SUBSCRIBE, in a later batch,
+// follows that UNSUBSCRIBE on the pub/sub connection.
+func (e *env) settle() {
+	e.tb.Helper()
+	for range 2 {
+		e.connect(e.signUp("settle_" + strconv.FormatInt(serial.Add(1), 10)))
+	}
+}
+
+// subscribers is how many pub/sub connections Redis holds subscribed to
+// u's channel.
+func (e *env) subscribers(u user) int64 {
+	e.tb.Helper()
+	channel := e.social.UserChannel(u.id)
+	n, err := e.rdb.PubSubNumSub(e.tb.Context(), channel).Result()
+	if err != nil {
+		e.tb.Fatalf("pubsub numsub: %v", err)
+	}
+	return n[channel]
+}
+
 func (e *env) dial(u user, header http.Header) (*websocket.Conn, *http.Response, error) {
 	if header == nil {
 		header = http.Header{}
@@ -172,13 +251,46 @@ type frame struct {
 	Status  *social.Status `json:"status"`
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
+	// ID is the status_deleted frame's.
+	ID int64 `json:"id"`
+	// YouFollow is the followed frame's.
+	YouFollow *bool `json:"you_follow"`
+	// Seq and Mark are those of the frames tests publish themselves.
+	Seq  int    `json:"seq"`
+	Mark string `json:"mark"`
 	// Available is the service frame's.
 	Available *bool `json:"available"`
-	// User and Online are a presence frame's.
+	// User is a presence or followed frame's, Online a presence frame's.
 	User *struct {
 		ID int64 `json:"id"`
 	} `json:"user"`
 	Online bool `json:"online"`
+}
+
+// String is the frame in short: its type and what it is about.
+func (f frame) String() string {
+	switch {
+	case f.Status != nil:
+		return fmt.Sprintf("%s %d", f.Type, f.Status.ID)
+	case f.Type == protocol.TypeStatusDeleted:
+		return fmt.Sprintf("%s %d", f.Type, f.ID)
+	case f.User != nil && f.Type == protocol.TypePresence:
+		return fmt.Sprintf("%s of %d online=%v", f.Type, f.User.ID, f.Online)
+	case f.User != nil && f.YouFollow != nil:
+		return fmt.Sprintf("%s by %d you_follow=%v", f.Type, f.User.ID, *f.YouFollow)
+	case f.Type == protocol.TypeError:
+		return fmt.Sprintf("%s %s", f.Type, f.Code)
+	}
+	return f.Type
+}
+
+// describe lists frames in short.
+func describe(frames []frame) []string {
+	out := make([]string, len(frames))
+	for i, f := range frames {
+		out[i] = f.String()
+	}
+	return out
 }
 
 // stream is a test's client: a goroutine reads every frame into frames
@@ -235,11 +347,18 @@ func (s *stream) next(within time.Duration) frame {
 // code, failing the test when none comes within.
 func (s *stream) until(code string, within time.Duration) []frame {
 	s.tb.Helper()
+	return s.upTo(func(f frame) bool { return f.Type == "error" && f.Code == code }, within)
+}
+
+// upTo returns the frames that come before the first one last accepts,
+// failing the test when none comes within.
+func (s *stream) upTo(last func(frame) bool, within time.Duration) []frame {
+	s.tb.Helper()
 	deadline := time.Now().Add(within)
 	var got []frame
 	for {
 		f := s.next(time.Until(deadline))
-		if f.Type == "error" && f.Code == code {
+		if last(f) {
 			return got
 		}
 		got = append(got, f)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // Channels waiting to be subscribed are subscribed in batches: a reconnect
@@ -46,5 +48,81 @@ func TestSubscribeInBatches(t *testing.T) {
 		if c != 1 {
 			t.Fatalf("%s has %d subscribers, want 1 (%v)", ch, c, fmt.Sprint(subs))
 		}
+	}
+}
+
+// A user's channel stays subscribed while any of their streams is open
+// here, and is unsubscribed once the last one closes.
+func TestLastStreamUnsubscribes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	h := e.hub
+	u := e.signUp("two_tabs")
+	first, second := e.connect(u), e.connect(u)
+	if n := e.subscribers(u); n != 1 {
+		t.Fatalf("%d subscribers of a user with two streams, want 1", n)
+	}
+
+	first.ws.Close(websocket.StatusNormalClosure, "")
+	eventually(t, 10*time.Second, func() string {
+		if n := h.admitted.Load(); n != 1 { // counted down once the stream has left
+			return fmt.Sprintf("%d streams admitted after one of two closed, want 1", n)
+		}
+		return ""
+	})
+	e.settle()
+	if n := e.subscribers(u); n != 1 {
+		t.Fatalf("%d subscribers after one of two streams closed, want 1", n)
+	}
+	st := e.post(u, "still here")
+	if f := second.next(5 * time.Second); f.Type != "status" || f.Status.ID != st.ID {
+		t.Fatalf("the stream left open got %v, want status %d", f, st.ID)
+	}
+
+	second.ws.Close(websocket.StatusNormalClosure, "")
+	eventually(t, 10*time.Second, func() string {
+		if n := e.subscribers(u); n != 0 {
+			return fmt.Sprintf("%d subscribers after the last stream closed, want 0", n)
+		}
+		return ""
+	})
+	channel := e.social.UserChannel(u.id)
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.users[channel] != nil || h.live[channel] {
+		t.Fatalf("the hub still holds the channel of a user gone: user %v, live %v", h.users[channel], h.live[channel])
+	}
+}
+
+// A user whose stream reconnects while the old one's unsubscribe is under
+// way, before it or after it, is subscribed again, misses nothing posted
+// once the new stream is open, and no confirmation of it is taken for a
+// lost pub/sub connection.
+func TestReconnectWhileUnsubscribing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	u := e.signUp("reconnector")
+	old := e.connect(u)
+	for round := range 30 {
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			old.ws.Close(websocket.StatusNormalClosure, "")
+		}()
+		// Spread the new stream's join over the old one's leave.
+		time.Sleep(time.Duration(round%6) * time.Millisecond)
+		s := e.connect(u)
+		<-closed
+		st := e.post(u, fmt.Sprintf("round %d", round))
+		if f := s.next(10 * time.Second); f.Type != "status" || f.Status.ID != st.ID {
+			t.Fatalf("round %d: the new stream got %v, want status %d", round, f, st.ID)
+		}
+		old = s
+	}
+	if n := e.hub.Stats.PubSubRestarts.Load(); n != 0 {
+		t.Fatalf("PubSubRestarts = %d with the pub/sub connection never lost, want 0", n)
+	}
+	if n := e.subscribers(u); n != 1 {
+		t.Fatalf("%d subscribers of a user with one stream, want 1", n)
 	}
 }
