@@ -1,6 +1,7 @@
 package social
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -129,6 +130,46 @@ func walkTimeline(tb testing.TB, read func(Cursor) (TimelinePage, error), c Curs
 		}
 		if pages > 1000 {
 			tb.Fatalf("no end after %d pages; the last cursor was %d", pages, *next)
+		}
+	}
+}
+
+// A cursor that cannot select a page is refused as an *InvalidError naming
+// the field, on every timeline, before anything is read.
+func TestTimelineRefusesBadCursors(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	post(t, s, author.ID, "something to page through")
+	for _, tc := range []struct {
+		name  string
+		c     Cursor
+		field string
+	}{
+		{"no limit", Cursor{}, "limit"},
+		{"negative limit", Cursor{Limit: -1}, "limit"},
+		{"negative limit, oldest first", Cursor{Limit: -5, Forward: true}, "limit"},
+		{"negative before", Cursor{Limit: 10, Before: -1}, "before"},
+		{"negative after", Cursor{Limit: 10, After: -1, Forward: true}, "after"},
+		{"before on an oldest-first page", Cursor{Limit: 10, Before: 5, Forward: true}, "cursor"},
+		{"after on a newest-first page", Cursor{Limit: 10, After: 5}, "cursor"},
+	} {
+		for _, tl := range []struct {
+			name string
+			read func(Cursor) (TimelinePage, error)
+		}{
+			{"home", func(c Cursor) (TimelinePage, error) { return s.HomeTimeline(ctx, author.ID, c) }},
+			{"profile", func(c Cursor) (TimelinePage, error) { return s.ProfileTimeline(ctx, "author", c) }},
+			{"global", func(c Cursor) (TimelinePage, error) { return s.GlobalTimeline(ctx, c) }},
+		} {
+			t.Run(tc.name+"/"+tl.name, func(t *testing.T) {
+				page, err := tl.read(tc.c)
+				var inv *InvalidError
+				if !errors.As(err, &inv) || inv.Field != tc.field {
+					t.Fatalf("read %+v: %+v, %v; want an invalid %s", tc.c, page, err, tc.field)
+				}
+			})
 		}
 	}
 }
