@@ -117,6 +117,64 @@ func TestUnfollowRemovesTheirStatuses(t *testing.T) {
 	}
 }
 
+// A status deleted while its cleanup job is on the way stays in the home
+// timeline of a follower the job has not reached yet. If that follower
+// unfollows before the job gets there, the job never will (it walks the
+// author's followers): the unfollow drops it, and any other deleted status
+// still there, telling the follower once, as the job would have.
+func TestUnfollowDropsStatusesDeletedUnderway(t *testing.T) {
+	t.Parallel()
+	// One follower a pass: the delete's first pass reaches only the oldest
+	// follow.
+	s, rdb := newService(t, Options{FanoutPassSize: 1})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	other := signUp(t, s, "other")
+	first := signUp(t, s, "first")
+	reader := signUp(t, s, "reader")
+	for _, login := range []string{"author", "other"} {
+		follow(t, s, first.ID, login)
+		follow(t, s, reader.ID, login)
+	}
+	var sts []Status
+	for _, by := range []User{author, author, other, other} {
+		st := post(t, s, by.ID, "by "+by.Login)
+		runJob(t, s, s.keys.job(postJobID(st.ID)))
+		sts = append(sts, st)
+	}
+	gone, kept, otherGone, otherKept := sts[0], sts[1], sts[2], sts[3]
+	sub := listen(t, s, rdb, s.UserChannel(reader.ID), s.UserChannel(first.ID))
+	for _, st := range []Status{gone, otherGone} {
+		if err := s.DeleteStatus(ctx, st.UID, st.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := homeIDs(t, s, reader.ID), []int64{gone.ID, kept.ID, otherGone.ID, otherKept.ID}; !slices.Equal(got, want) {
+		t.Fatalf("reader's home before the cleanup reaches it = %v, want %v", got, want)
+	}
+
+	if _, err := s.Unfollow(ctx, reader.ID, "author"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := homeIDs(t, s, reader.ID), []int64{otherKept.ID}; !slices.Equal(got, want) {
+		t.Errorf("reader's home after the unfollow = %v, want %v", got, want)
+	}
+	for _, st := range []Status{gone, otherGone} {
+		runJob(t, s, s.keys.job(deleteJobID(st.ID)))
+	}
+	if got, want := homeIDs(t, s, reader.ID), []int64{otherKept.ID}; !slices.Equal(got, want) {
+		t.Errorf("reader's home after the cleanup jobs = %v, want %v", got, want)
+	}
+	events := eventsSoFar(t, s, rdb, sub)
+	for _, u := range []User{reader, first} {
+		got := events[s.UserChannel(u.ID)]
+		if !slices.Equal(eventIDs(got), []int64{gone.ID, otherGone.ID}) ||
+			len(ofType(got, EventStatusDeleted)) != len(got) {
+			t.Errorf("%s was told %+v, want %s of %d and %d", u.Login, got, EventStatusDeleted, gone.ID, otherGone.ID)
+		}
+	}
+}
+
 // Follows and unfollows racing on the same users, the same pair included,
 // keep every count exact: each user's follower and following counts match
 // their sets and the follows that stand at the end, friends are exactly
