@@ -31,8 +31,12 @@ var (
 	reapScript = redis.NewScript(reapSource)
 )
 
+// deleteJobPrefix begins the id of every status cleanup job; the status id
+// follows, so that a script can find the job of a status it holds.
+const deleteJobPrefix = "delete:"
+
 func postJobID(sid int64) string   { return "post:" + itoa(sid) }
-func deleteJobID(sid int64) string { return "delete:" + itoa(sid) }
+func deleteJobID(sid int64) string { return deleteJobPrefix + itoa(sid) }
 func refillJobID(uid int64) string { return "refill:" + itoa(uid) }
 
 // passResult is what one pass of a job did.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"chorus/protocol"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -114,4 +116,99 @@ func TestWorkerRecreatesItsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, reachedAll(second.ID))
+}
+
+// A status reaches every follower's home timeline over as many passes as
+// the followers need, each of them exactly once: no follower is skipped or
+// reached twice where one pass ends and the next begins. One who follows
+// while the job runs gets the status from the follow's backfill, not from
+// the job. The job is gone at the end.
+func TestPostFanoutPasses(t *testing.T) {
+	t.Parallel()
+	const passSize = 4
+	for _, n := range []int{passSize - 1, 3 * passSize, 3*passSize + 2} {
+		t.Run(fmt.Sprintf("followers=%d", n), func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{FanoutPassSize: passSize})
+			ctx := ctxT(t)
+			author := signUp(t, s, "author")
+			followers := make([]User, n)
+			for i := range followers {
+				followers[i] = signUp(t, s, fmt.Sprintf("f%02d", i))
+				follow(t, s, followers[i].ID, "author")
+			}
+			late := signUp(t, s, "late")
+			channels := []string{s.UserChannel(author.ID), s.UserChannel(late.ID)}
+			for _, f := range followers {
+				channels = append(channels, s.UserChannel(f.ID))
+			}
+			sub := listen(t, s, rdb, channels...)
+
+			st := post(t, s, author.ID, "to every follower")
+			job := s.keys.job(postJobID(st.ID))
+
+			// Post ran the first pass: it reached the oldest follows, up
+			// to a pass, and left the cursor at the last of them.
+			first := min(n, passSize)
+			for i, f := range followers {
+				got := slices.Contains(homeIDs(t, s, f.ID), st.ID)
+				if want := i < first; got != want {
+					t.Fatalf("after the first pass, follower %d has the status: %v, want %v", i, got, want)
+				}
+			}
+			if n >= passSize {
+				cursor, err := rdb.HGet(ctx, job, "cursor").Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				score := rdb.ZScore(ctx, s.keys.followers(author.ID), itoa(followers[passSize-1].ID)).Val()
+				if want := fmt.Sprint(score); cursor != want {
+					t.Fatalf("cursor after the first pass = %s, want %s (the follow of the last follower reached)", cursor, want)
+				}
+			}
+
+			follow(t, s, late.ID, "author")
+			passes := runJob(t, s, job)
+			var reached int64
+			for i, p := range passes {
+				reached += p.reached
+				last := i == len(passes)-1
+				if p.reached > passSize || (!last && p.reached != passSize) {
+					t.Errorf("pass %d of %d reached %d followers (pass size %d)", i+1, len(passes), p.reached, passSize)
+				}
+			}
+			if want := int64(n - first); reached != want {
+				t.Errorf("the passes after the first reached %d followers, want %d", reached, want)
+			}
+			if rdb.Exists(ctx, job).Val() != 0 {
+				t.Error("the job hash is left after its last pass")
+			}
+			if n := rdb.XLen(ctx, s.keys.jobs()).Val(); n != 0 {
+				t.Errorf("job stream holds %d entries after the job, want 0", n)
+			}
+
+			want := []int64{st.ID}
+			for _, f := range append(slices.Clone(followers), late) {
+				if got := homeIDs(t, s, f.ID); !slices.Equal(got, want) {
+					t.Errorf("home of %s = %v, want %v", f.Login, got, want)
+				}
+			}
+			for _, key := range []string{s.keys.home(author.ID), s.keys.profile(author.ID), s.keys.global()} {
+				if got := zsetIDs(t, s, key); !slices.Equal(got, want) {
+					t.Errorf("%s = %v, want %v", key, got, want)
+				}
+			}
+
+			events := eventsSoFar(t, s, rdb, sub)
+			for _, f := range append(slices.Clone(followers), author) {
+				got := ofType(events[s.UserChannel(f.ID)], protocol.TypeStatus)
+				if got := eventIDs(got); !slices.Equal(got, want) {
+					t.Errorf("%s was told of statuses %v, want %v", f.Login, got, want)
+				}
+			}
+			if got := events[s.UserChannel(late.ID)]; len(got) != 0 {
+				t.Errorf("the job told one who followed after the post of %v", eventIDs(got))
+			}
+		})
+	}
 }

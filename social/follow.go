@@ -54,8 +54,9 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 }
 
 // Unfollow makes uid stop following the user with login (idempotent) and
-// takes that user's statuses out of uid's home timeline. It returns the id
-// of the user it ended a friendship with, or 0 when it ended none.
+// takes that user's statuses out of uid's home timeline, with the deleted
+// statuses whose cleanup has not reached it yet. It returns the id of the
+// user it ended a friendship with, or 0 when it ended none.
 func (s *Service) Unfollow(ctx context.Context, uid int64, login string) (exFriend int64, err error) {
 	other, err := s.UID(ctx, login)
 	if err != nil {
@@ -70,7 +71,7 @@ func (s *Service) Unfollow(ctx context.Context, uid int64, login string) (exFrie
 		k.following(uid), k.followers(other), k.user(uid), k.user(other),
 		k.friends(uid), k.friends(other), k.home(uid), k.profile(other),
 		k.jobs(), k.job(refill), k.popular(),
-	}, uid, other, s.opts.RefillBelow).Int()
+	}, uid, other, s.opts.RefillBelow, k.job(deleteJobPrefix), k.userChannel(uid)).Int()
 	if err != nil {
 		return 0, fmt.Errorf("unfollow %d->%d: %w", uid, other, err)
 	}

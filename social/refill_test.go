@@ -132,15 +132,7 @@ func (w refillWorld) newest(n int, withGone bool) []int64 {
 
 func homeIDs(tb testing.TB, s *Service, uid int64) []int64 {
 	tb.Helper()
-	members, err := s.rdb.ZRange(ctxT(tb), s.keys.home(uid), 0, -1).Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ids := make([]int64, len(members))
-	for i, m := range members {
-		ids[i], _ = strconv.ParseInt(m, 10, 64)
-	}
-	return ids
+	return zsetIDs(tb, s, s.keys.home(uid))
 }
 
 // runJob runs passes of the job at key until it finishes, and returns what

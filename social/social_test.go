@@ -2,15 +2,18 @@ package social
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -37,6 +40,147 @@ func signUp(tb testing.TB, s *Service, login string) User {
 		tb.Fatalf("sign up %s: %v", login, err)
 	}
 	return u
+}
+
+func follow(tb testing.TB, s *Service, uid int64, login string) {
+	tb.Helper()
+	if _, _, err := s.Follow(ctxT(tb), uid, login); err != nil {
+		tb.Fatalf("%d follows %s: %v", uid, login, err)
+	}
+}
+
+func post(tb testing.TB, s *Service, uid int64, message string) Status {
+	tb.Helper()
+	st, err := s.Post(ctxT(tb), uid, message)
+	if err != nil {
+		tb.Fatalf("post by %d: %v", uid, err)
+	}
+	return st
+}
+
+// zsetIDs returns the status ids in the timeline at key, oldest first, as
+// Redis holds them (deleted statuses not yet cleaned out included).
+func zsetIDs(tb testing.TB, s *Service, key string) []int64 {
+	tb.Helper()
+	members, err := s.rdb.ZRange(ctxT(tb), key, 0, -1).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return parseIDs(members)
+}
+
+func statusIDs(sts []Status) []int64 {
+	ids := make([]int64, len(sts))
+	for i, st := range sts {
+		ids[i] = st.ID
+	}
+	return ids
+}
+
+// newestOf returns the n highest of ids, oldest first.
+func newestOf(n int, ids ...[]int64) []int64 {
+	all := slices.Concat(ids...)
+	slices.Sort(all)
+	return all[max(0, len(all)-n):]
+}
+
+func reversed(ids []int64) []int64 {
+	out := slices.Clone(ids)
+	slices.Reverse(out)
+	return out
+}
+
+// startWorker runs a fan-out worker until the test ends.
+func startWorker(tb testing.TB, s *Service, consumer string) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.NewWorker(consumer, slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// listen subscribes to channels and returns once Redis has confirmed every
+// subscription; the subscription ends with the test.
+func listen(tb testing.TB, s *Service, rdb *redis.Client, channels ...string) *redis.PubSub {
+	tb.Helper()
+	ctx := ctxT(tb)
+	channels = append(channels, s.keys.prefix+"test:marker")
+	sub := rdb.Subscribe(ctx, channels...)
+	tb.Cleanup(func() { sub.Close() })
+	for range channels {
+		msg, err := sub.Receive(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, ok := msg.(*redis.Subscription); !ok {
+			tb.Fatalf("waiting for subscriptions, got %T", msg)
+		}
+	}
+	return sub
+}
+
+// event is a frame published on a user's channel, as far as the tests
+// read it: a status, or the id of a deleted one.
+type event struct {
+	Type   string           `json:"type"`
+	Status *protocol.Status `json:"status"`
+	ID     int64            `json:"id"`
+}
+
+// eventsSoFar returns, by channel, the events published on sub's channels
+// since the last call. It publishes a marker and reads up to it: Redis
+// delivers one subscriber what it publishes in the order it publishes it.
+func eventsSoFar(tb testing.TB, s *Service, rdb *redis.Client, sub *redis.PubSub) map[string][]event {
+	tb.Helper()
+	ctx := ctxT(tb)
+	marker := s.keys.prefix + "test:marker"
+	if err := rdb.Publish(ctx, marker, "marker").Err(); err != nil {
+		tb.Fatal(err)
+	}
+	events := map[string][]event{}
+	for {
+		msg, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if msg.Channel == marker {
+			return events
+		}
+		var ev event
+		if err := json.Unmarshal([]byte(msg.Payload), &ev); err != nil {
+			tb.Fatalf("event on %s: %v: %s", msg.Channel, err, msg.Payload)
+		}
+		events[msg.Channel] = append(events[msg.Channel], ev)
+	}
+}
+
+// eventIDs returns the status ids events carry, for messages.
+func eventIDs(events []event) []int64 {
+	ids := make([]int64, len(events))
+	for i, ev := range events {
+		ids[i] = ev.ID
+		if ev.Status != nil {
+			ids[i] = ev.Status.ID
+		}
+	}
+	return ids
+}
+
+// ofType returns the events of type typ.
+func ofType(events []event, typ string) []event {
+	var out []event
+	for _, ev := range events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 func TestSignUpUniqueUnderConcurrency(t *testing.T) {

@@ -18,6 +18,26 @@ type Cursor struct {
 	Forward bool
 }
 
+// validate refuses a cursor that selects no page: a limit under 1 (a
+// negative one would cut the read short of nothing, and 0 would give back
+// its own cursor as the next one, forever), a negative id, or an id for
+// the other direction, which would be ignored.
+func (c Cursor) validate() error {
+	switch {
+	case c.Limit < 1:
+		return invalid("limit", "must be at least 1")
+	case c.Before < 0:
+		return invalid("before", "must not be negative")
+	case c.After < 0:
+		return invalid("after", "must not be negative")
+	case c.Forward && c.Before != 0:
+		return invalid("cursor", "before applies to newest-first pages only")
+	case !c.Forward && c.After != 0:
+		return invalid("cursor", "after applies to oldest-first pages only")
+	}
+	return nil
+}
+
 // TimelinePage is one page of a timeline. NextBefore (newest-first pages) or
 // NextAfter (catch-up pages) is the cursor for the next page, nil at the end.
 type TimelinePage struct {
@@ -51,6 +71,9 @@ func (s *Service) GlobalTimeline(ctx context.Context, c Cursor) (TimelinePage, e
 const maxTimelineRounds = 4
 
 func (s *Service) timeline(ctx context.Context, key string, c Cursor) (TimelinePage, error) {
+	if err := c.validate(); err != nil {
+		return TimelinePage{}, err
+	}
 	newestFirst := !c.Forward
 	cursor := c.Before
 	if !newestFirst {

@@ -1,5 +1,6 @@
 -- Makes ARGV[1] stop following ARGV[2] in one step: sets, counters, friend
--- sets, and the followee's statuses out of the follower's home timeline.
+-- sets, and the followee's statuses out of the follower's home timeline,
+-- with the deleted ones whose cleanup has not reached the follower yet.
 -- When the home timeline falls under the refill mark, a refill job is queued
 -- in the same step, bounded below home's lowest id then (its "floor").
 -- Unfollowing twice changes nothing.
@@ -18,6 +19,8 @@
 -- ARGV[1] follower uid
 -- ARGV[2] followee uid
 -- ARGV[3] refill when the home timeline holds fewer statuses than this
+-- ARGV[4] prefix of status cleanup job hashes (the status id follows)
+-- ARGV[5] the follower's event channel
 -- Returns 2 when a follow was removed and that ended a friendship, 1 when a
 -- follow was removed, 0 when there was none.
 if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
@@ -34,12 +37,19 @@ local ended = redis.call('ZREM', KEYS[5], ARGV[2]) == 1
 redis.call('ZREM', KEYS[6], ARGV[1])
 
 -- The home timeline is small (capped), the profile may be large: walk the
--- home timeline and drop what the followee wrote.
+-- home timeline and drop what the followee wrote. A status deleted a
+-- moment ago is in no profile any more, and its cleanup job walks its
+-- author's followers, which may no longer include this one: drop here
+-- every status whose cleanup is under way, telling the follower as the
+-- job would have (the job then finds nothing here and tells nobody twice).
 local home = redis.call('ZRANGE', KEYS[7], 0, -1)
 local drop = {}
 for _, id in ipairs(home) do
   if redis.call('ZSCORE', KEYS[8], id) then
     drop[#drop + 1] = id
+  elseif redis.call('EXISTS', ARGV[4] .. id) == 1 then
+    drop[#drop + 1] = id
+    redis.call('PUBLISH', ARGV[5], '{"type":"status_deleted","id":' .. id .. '}')
   end
 end
 for i = 1, #drop, 1000 do

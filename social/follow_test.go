@@ -1,0 +1,278 @@
+package social
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"chorus/protocol"
+)
+
+// Following someone brings their newest statuses into the home timeline,
+// in id order among those already there (the reader's own and other
+// followees'), and the home timeline keeps only its newest HomeSize.
+func TestFollowBackfillOrderAndCap(t *testing.T) {
+	t.Parallel()
+	const homeSize = 20
+	s, _ := newService(t, Options{HomeSize: homeSize})
+	ctx := ctxT(t)
+	reader := signUp(t, s, "reader")
+	a := signUp(t, s, "alice")
+	b := signUp(t, s, "bob")
+	var own, byA, byB []int64
+	for i := range 30 {
+		byB = append(byB, post(t, s, b.ID, fmt.Sprint("b", i)).ID)
+		if i%6 == 2 {
+			byA = append(byA, post(t, s, a.ID, fmt.Sprint("a", i)).ID)
+		}
+		if i%10 == 5 {
+			own = append(own, post(t, s, reader.ID, fmt.Sprint("own", i)).ID)
+		}
+	}
+	check := func(stage string, want []int64) {
+		t.Helper()
+		if got := homeIDs(t, s, reader.ID); !slices.Equal(got, want) {
+			t.Fatalf("%s: home holds %v, want %v", stage, got, want)
+		}
+		page, err := s.HomeTimeline(ctx, reader.ID, Cursor{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := statusIDs(page.Statuses); !slices.Equal(got, reversed(want)) {
+			t.Fatalf("%s: home timeline reads %v, want %v", stage, got, reversed(want))
+		}
+	}
+
+	follow(t, s, reader.ID, "alice")
+	check("after following alice", newestOf(homeSize, own, byA))
+	// Bob wrote more than a home holds: the newest of everything stay.
+	follow(t, s, reader.ID, "bob")
+	check("after following bob", newestOf(homeSize, own, byA, byB))
+}
+
+// Unfollowing someone takes their statuses out of the home timeline and
+// keeps the reader's own and those of whom they still follow; the refill
+// the unfollow queues does not bring them back. Nobody else's timelines
+// change, and the other way round the unfollowed one keeps the reader's.
+func TestUnfollowRemovesTheirStatuses(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	reader := signUp(t, s, "reader")
+	a := signUp(t, s, "alice")
+	b := signUp(t, s, "bob")
+	c := signUp(t, s, "carol")
+	follow(t, s, reader.ID, "alice")
+	follow(t, s, reader.ID, "bob")
+	follow(t, s, c.ID, "alice")
+	follow(t, s, a.ID, "reader")
+	var own, byA, byB []int64
+	for i := range 12 {
+		byA = append(byA, post(t, s, a.ID, fmt.Sprint("a", i)).ID)
+		if i%2 == 0 {
+			byB = append(byB, post(t, s, b.ID, fmt.Sprint("b", i)).ID)
+		}
+		if i%4 == 1 {
+			own = append(own, post(t, s, reader.ID, fmt.Sprint("own", i)).ID)
+		}
+	}
+	if got, want := homeIDs(t, s, reader.ID), newestOf(1000, own, byA, byB); !slices.Equal(got, want) {
+		t.Fatalf("home before the unfollow = %v, want %v", got, want)
+	}
+	others := map[string][]int64{}
+	for _, key := range []string{s.keys.home(a.ID), s.keys.home(b.ID), s.keys.home(c.ID), s.keys.profile(a.ID), s.keys.global()} {
+		others[key] = zsetIDs(t, s, key)
+	}
+
+	exFriend, err := s.Unfollow(ctx, reader.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exFriend != a.ID {
+		t.Errorf("unfollow ended a friendship with %d, want alice (%d)", exFriend, a.ID)
+	}
+	want := newestOf(1000, own, byB)
+	if got := homeIDs(t, s, reader.ID); !slices.Equal(got, want) {
+		t.Fatalf("home after the unfollow = %v, want %v", got, want)
+	}
+	refill := s.keys.job(refillJobID(reader.ID))
+	if rdb.Exists(ctx, refill).Val() != 1 {
+		t.Fatal("the unfollow left the home short and queued no refill")
+	}
+	runJob(t, s, refill)
+	if got := homeIDs(t, s, reader.ID); !slices.Equal(got, want) {
+		t.Fatalf("home after the refill = %v, want %v", got, want)
+	}
+	for key, ids := range others {
+		if got := zsetIDs(t, s, key); !slices.Equal(got, ids) {
+			t.Errorf("%s changed from %v to %v", key, ids, got)
+		}
+	}
+
+	// Again: nothing is left to change.
+	if exFriend, err := s.Unfollow(ctx, reader.ID, "alice"); err != nil || exFriend != 0 {
+		t.Fatalf("unfollowing again: %d, %v, want 0, nil", exFriend, err)
+	}
+	if got := homeIDs(t, s, reader.ID); !slices.Equal(got, want) {
+		t.Fatalf("home after unfollowing again = %v, want %v", got, want)
+	}
+}
+
+// A status deleted while its cleanup job is on the way stays in the home
+// timeline of a follower the job has not reached yet. If that follower
+// unfollows before the job gets there, the job never will (it walks the
+// author's followers): the unfollow drops it, and any other deleted status
+// still there, telling the follower once, as the job would have.
+func TestUnfollowDropsStatusesDeletedUnderway(t *testing.T) {
+	t.Parallel()
+	// One follower a pass: the delete's first pass reaches only the oldest
+	// follow.
+	s, rdb := newService(t, Options{FanoutPassSize: 1})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	other := signUp(t, s, "other")
+	first := signUp(t, s, "first")
+	reader := signUp(t, s, "reader")
+	for _, login := range []string{"author", "other"} {
+		follow(t, s, first.ID, login)
+		follow(t, s, reader.ID, login)
+	}
+	var sts []Status
+	for _, by := range []User{author, author, other, other} {
+		st := post(t, s, by.ID, "by "+by.Login)
+		runJob(t, s, s.keys.job(postJobID(st.ID)))
+		sts = append(sts, st)
+	}
+	gone, kept, otherGone, otherKept := sts[0], sts[1], sts[2], sts[3]
+	sub := listen(t, s, rdb, s.UserChannel(reader.ID), s.UserChannel(first.ID))
+	for _, st := range []Status{gone, otherGone} {
+		if err := s.DeleteStatus(ctx, st.UID, st.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := homeIDs(t, s, reader.ID), []int64{gone.ID, kept.ID, otherGone.ID, otherKept.ID}; !slices.Equal(got, want) {
+		t.Fatalf("reader's home before the cleanup reaches it = %v, want %v", got, want)
+	}
+
+	if _, err := s.Unfollow(ctx, reader.ID, "author"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := homeIDs(t, s, reader.ID), []int64{otherKept.ID}; !slices.Equal(got, want) {
+		t.Errorf("reader's home after the unfollow = %v, want %v", got, want)
+	}
+	for _, st := range []Status{gone, otherGone} {
+		runJob(t, s, s.keys.job(deleteJobID(st.ID)))
+	}
+	if got, want := homeIDs(t, s, reader.ID), []int64{otherKept.ID}; !slices.Equal(got, want) {
+		t.Errorf("reader's home after the cleanup jobs = %v, want %v", got, want)
+	}
+	events := eventsSoFar(t, s, rdb, sub)
+	for _, u := range []User{reader, first} {
+		got := events[s.UserChannel(u.ID)]
+		if !slices.Equal(eventIDs(got), []int64{gone.ID, otherGone.ID}) ||
+			len(ofType(got, protocol.TypeStatusDeleted)) != len(got) {
+			t.Errorf("%s was told %+v, want %s of %d and %d", u.Login, got, protocol.TypeStatusDeleted, gone.ID, otherGone.ID)
+		}
+	}
+}
+
+// Follows and unfollows racing on the same users, the same pair included,
+// keep every count exact: each user's follower and following counts match
+// their sets and the follows that stand at the end, friends are exactly
+// the mutual follows, and the who-to-follow ranking matches the counts.
+func TestConcurrentFollowsKeepCountsExact(t *testing.T) {
+	t.Parallel()
+	const users, rounds, racers = 8, 4, 2
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	us := make([]User, users)
+	for i := range us {
+		us[i] = signUp(t, s, fmt.Sprintf("user%d", i))
+	}
+	// Whether a follows b at the end: every racer on a pair ends with it.
+	// Some follows end mutual, some one-way, some gone.
+	final := func(a, b int) bool { return a != b && (5*a+3*b)%7 < 4 }
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for a := range us {
+		for b := range us {
+			if a == b {
+				continue
+			}
+			for range racers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					for range rounds {
+						if _, _, err := s.Follow(ctx, us[a].ID, us[b].Login); err != nil {
+							t.Error(err)
+							return
+						}
+						if _, err := s.Unfollow(ctx, us[a].ID, us[b].Login); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+					if final(a, b) {
+						if _, _, err := s.Follow(ctx, us[a].ID, us[b].Login); err != nil {
+							t.Error(err)
+						}
+					}
+				}()
+			}
+		}
+	}
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	for b, u := range us {
+		var followers, following, friends []int64
+		for a := range us {
+			if final(a, b) {
+				followers = append(followers, us[a].ID)
+			}
+			if final(b, a) {
+				following = append(following, us[a].ID)
+			}
+			if final(a, b) && final(b, a) {
+				friends = append(friends, us[a].ID)
+			}
+		}
+		got, err := s.UserByID(ctx, u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Followers != int64(len(followers)) || got.Following != int64(len(following)) {
+			t.Errorf("%s counts %d followers and %d following, want %d and %d",
+				u.Login, got.Followers, got.Following, len(followers), len(following))
+		}
+		for _, set := range []struct {
+			key  string
+			want []int64
+		}{
+			{s.keys.followers(u.ID), followers},
+			{s.keys.following(u.ID), following},
+			{s.keys.friends(u.ID), friends},
+		} {
+			got := zsetIDs(t, s, set.key)
+			slices.Sort(got)
+			if !slices.Equal(got, set.want) {
+				t.Errorf("%s = %v, want %v", set.key, got, set.want)
+			}
+		}
+		rank, err := rdb.ZScore(ctx, s.keys.popular(), itoa(u.ID)).Result()
+		if len(followers) == 0 {
+			if err == nil {
+				t.Errorf("%s ranks with %v followers, want out of the ranking", u.Login, rank)
+			}
+		} else if int(rank) != len(followers) {
+			t.Errorf("%s ranks with %v followers (%v), want %d", u.Login, rank, err, len(followers))
+		}
+	}
+}
