@@ -81,14 +81,7 @@ func TestWorkerRecreatesItsGroup(t *testing.T) {
 	s, rdb := newService(t, Options{FanoutPassSize: 2})
 	ctx := ctxT(t)
 	author := signUp(t, s, "author")
-	var followers []User
-	for i := range 5 {
-		f := signUp(t, s, fmt.Sprintf("fan%d", i))
-		if _, _, err := s.Follow(ctx, f.ID, author.Login); err != nil {
-			t.Fatal(err)
-		}
-		followers = append(followers, f)
-	}
+	followers := followersOf(t, s, author.Login, 5)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go s.NewWorker("w", slog.New(slog.NewTextHandler(io.Discard, nil))).Run(wctx)
@@ -132,11 +125,7 @@ func TestPostFanoutPasses(t *testing.T) {
 			s, rdb := newService(t, Options{FanoutPassSize: passSize})
 			ctx := ctxT(t)
 			author := signUp(t, s, "author")
-			followers := make([]User, n)
-			for i := range followers {
-				followers[i] = signUp(t, s, fmt.Sprintf("f%02d", i))
-				follow(t, s, followers[i].ID, "author")
-			}
+			followers := followersOf(t, s, "author", n)
 			late := signUp(t, s, "late")
 			channels := []string{s.UserChannel(author.ID), s.UserChannel(late.ID)}
 			for _, f := range followers {

@@ -49,6 +49,17 @@ func follow(tb testing.TB, s *Service, uid int64, login string) {
 	}
 }
 
+// followersOf signs up n users, f00 to f(n-1), who follow login, in order.
+func followersOf(tb testing.TB, s *Service, login string, n int) []User {
+	tb.Helper()
+	followers := make([]User, n)
+	for i := range followers {
+		followers[i] = signUp(tb, s, fmt.Sprintf("f%02d", i))
+		follow(tb, s, followers[i].ID, login)
+	}
+	return followers
+}
+
 func post(tb testing.TB, s *Service, uid int64, message string) Status {
 	tb.Helper()
 	st, err := s.Post(ctxT(tb), uid, message)
@@ -223,14 +234,10 @@ func TestFanoutWorkerTakesOverDeadWorker(t *testing.T) {
 	ctx := ctxT(t)
 	author := signUp(t, s, "author")
 	const n = 55
-	followers := make([]User, n)
+	followers := followersOf(t, s, "author", n)
 	channels := make([]string, n)
-	for i := range followers {
-		followers[i] = signUp(t, s, fmt.Sprintf("f%02d", i))
-		if _, _, err := s.Follow(ctx, followers[i].ID, "author"); err != nil {
-			t.Fatal(err)
-		}
-		channels[i] = s.UserChannel(followers[i].ID)
+	for i, f := range followers {
+		channels[i] = s.UserChannel(f.ID)
 	}
 	sub := rdb.Subscribe(ctx, channels...)
 	defer sub.Close()

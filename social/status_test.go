@@ -22,11 +22,7 @@ func TestDeleteStatusCleansEveryTimeline(t *testing.T) {
 	s, rdb := newService(t, Options{FanoutPassSize: passSize})
 	ctx := ctxT(t)
 	author := signUp(t, s, "author")
-	followers := make([]User, n)
-	for i := range followers {
-		followers[i] = signUp(t, s, fmt.Sprintf("f%02d", i))
-		follow(t, s, followers[i].ID, "author")
-	}
+	followers := followersOf(t, s, "author", n)
 	startWorker(t, s, "w")
 	kept := post(t, s, author.ID, "kept")
 	gone := post(t, s, author.ID, "gone")
