@@ -62,12 +62,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	if err != nil {
 		return res, err
 	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			hs.stop(15 * time.Second)
-		}
-	}()
+	defer hs.stop(15 * time.Second) // at once after the stop below: stop is idempotent
 
 	if err := sleep(ctx, cfg.Hold); err != nil {
 		return res, err
@@ -99,7 +94,6 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		}
 	}
 	scrapeAll(ctx, api, res.Metrics, func(m *InstanceMetrics) *map[string]float64 { return &m.After })
-	stopped = true
 	stopErr := hs.stop(30 * time.Second)
 	fill(res, col, posts, sched, g, idleHeld)
 	return res, shardsDone(hs, col, stopErr)

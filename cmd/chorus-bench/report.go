@@ -187,6 +187,21 @@ func writeClientRows(row func(k, format string, args ...any), r *Result, dropped
 	row("frames", "%d received (%s); %d heartbeats sent, %d failed", r.Frames.Total, strings.Join(types, ", "), r.Frames.HeartbeatsSent, r.Frames.HeartbeatErrors)
 }
 
+// writeResultRows writes the last rows of both scenarios' reports: the
+// client's memory and the verdict.
+func writeResultRows(row func(k, format string, args ...any), r *Result) {
+	var rss []string
+	for _, v := range r.Client.RSSKiB {
+		rss = append(rss, kib(v))
+	}
+	row("client RSS", "%s", strings.Join(rss, ", "))
+	if p := r.Problems(); len(p) > 0 {
+		row("RESULT", "FAIL: %s", strings.Join(p, "; "))
+	} else {
+		row("RESULT", "ok")
+	}
+}
+
 // writeJSON prints the result as indented JSON.
 func writeJSON(w io.Writer, r *Result) error {
 	enc := json.NewEncoder(w)
@@ -231,16 +246,7 @@ func writeTable(w io.Writer, r *Result) error {
 	if line := metricsLine(r.Metrics); line != "" {
 		row("server counters", "%s (before connecting to after posts)", line)
 	}
-	var rss []string
-	for _, v := range r.Client.RSSKiB {
-		rss = append(rss, kib(v))
-	}
-	row("client RSS", "%s", strings.Join(rss, ", "))
-	if p := r.Problems(); len(p) > 0 {
-		row("RESULT", "FAIL: %s", strings.Join(p, "; "))
-	} else {
-		row("RESULT", "ok")
-	}
+	writeResultRows(row, r)
 	return tw.Flush()
 }
 

@@ -101,12 +101,7 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	if err != nil {
 		return res, err
 	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			hs.stop(15 * time.Second)
-		}
-	}()
+	defer hs.stop(15 * time.Second) // at once after the stop below: stop is idempotent
 	if err := sleep(ctx, cfg.Hold); err != nil {
 		return res, err
 	}
@@ -136,7 +131,6 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	res.Storm.WatchSeconds = time.Since(killed).Seconds()
 	endAt := time.Now().UnixNano()
 	heldAtEnd := col.heldAt(endAt)
-	stopped = true
 	stopErr := hs.stop(30 * time.Second)
 
 	addShardTotals(res, col)

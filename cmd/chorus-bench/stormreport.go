@@ -55,16 +55,7 @@ func writeStormTable(w io.Writer, r *Result) error {
 		}
 		row("server counters", "%s: %s (kill to end of watch)", c.URL, strings.Join(parts, ", "))
 	}
-	var rss []string
-	for _, v := range r.Client.RSSKiB {
-		rss = append(rss, kib(v))
-	}
-	row("client RSS", "%s", strings.Join(rss, ", "))
-	if p := r.Problems(); len(p) > 0 {
-		row("RESULT", "FAIL: %s", strings.Join(p, "; "))
-	} else {
-		row("RESULT", "ok")
-	}
+	writeResultRows(row, r)
 	return tw.Flush()
 }
 

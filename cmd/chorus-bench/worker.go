@@ -185,7 +185,8 @@ func (h *holders) startWorker(id int, exe string, a assignment, col *collector, 
 }
 
 // stop asks every shard to close its connections and waits up to timeout
-// for them to end; workers that overstay are killed.
+// for them to end; workers that overstay are killed. Once all have ended,
+// it returns at once.
 func (h *holders) stop(timeout time.Duration) error {
 	h.signal()
 	deadline := time.After(timeout)
