@@ -39,6 +39,10 @@ func postJobID(sid int64) string   { return "post:" + itoa(sid) }
 func deleteJobID(sid int64) string { return deleteJobPrefix + itoa(sid) }
 func refillJobID(uid int64) string { return "refill:" + itoa(uid) }
 
+// listDeleteJobPrefix begins the id of every list cleanup job, as
+// deleteJobPrefix does for followers' home timelines.
+const listDeleteJobPrefix = "lists:delete:"
+
 // passResult is what one pass of a job did.
 type passResult struct {
 	finished bool  // the job is done (and gone)
