@@ -10,6 +10,8 @@
 -- KEYS[6] author's followers set
 -- KEYS[7] fan-out job stream
 -- KEYS[8] the cleanup job hash
+-- KEYS[9] lists that hold the author (list:in)
+-- KEYS[10] the list cleanup job hash
 -- ARGV[1] status id
 -- ARGV[2] uid asking for the deletion
 -- ARGV[3] live event to publish (JSON)
@@ -30,6 +32,13 @@ redis.call('ZREM', KEYS[3], id)
 redis.call('ZREM', KEYS[4], id)
 redis.call('ZREM', KEYS[5], id)
 redis.call('PUBLISH', ARGV[4], ARGV[3])
+-- The lists that hold the author are cleaned by a job of their own
+-- (list_delete).
+if redis.call('ZCARD', KEYS[9]) > 0 then
+  local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[10])
+  redis.call('HSET', KEYS[10], 'kind', 'list_delete', 'uid', ARGV[2], 'sid', id,
+    'cursor', 0, 'entry', entry)
+end
 if redis.call('ZCARD', KEYS[6]) == 0 then
   return 0
 end

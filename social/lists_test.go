@@ -3,6 +3,8 @@ package social
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -412,6 +415,265 @@ func userIDs(users []User) []int64 {
 	return ids
 }
 
+// A status reaches the timeline of every list that holds its author, over
+// as many passes as the lists need, whatever the author's followers; the
+// first runs inside Post. A list that takes the author in while the job
+// runs gets it from its backfill. Deleting the status takes it out of
+// every list the same way. An author in no list queues no list job.
+func TestListFanoutPostAndDelete(t *testing.T) {
+	t.Parallel()
+	const passSize = 3
+	for _, n := range []int{1, passSize, 3*passSize + 2} {
+		t.Run(fmt.Sprintf("lists=%d", n), func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{FanoutPassSize: passSize})
+			ctx := ctxT(t)
+			author := signUp(t, s, "author")
+			followersOf(t, s, "author", 2)
+			owners := signUpMany(t, s, "o", (n+1)/2)
+			var lists []List
+			for i := range n {
+				o := owners[i/2] // two lists each
+				lists = append(lists, createList(t, s, o.ID, fmt.Sprint("list ", i)))
+				addMember(t, s, o.ID, lists[i].ID, "author")
+			}
+			late := createList(t, s, owners[0].ID, "late")
+
+			st := post(t, s, author.ID, "to every list")
+			job := s.keys.job(listPostJobID(st.ID))
+			for i, l := range lists {
+				got := slices.Contains(listTimelineIDs(t, s, l.ID), st.ID)
+				if want := i < passSize; got != want {
+					t.Fatalf("after the inline pass, list %d has the status: %v, want %v", i, got, want)
+				}
+			}
+			addMember(t, s, owners[0].ID, late.ID, "author")
+			passes := runJob(t, s, job)
+			var reached int64
+			for _, p := range passes {
+				reached += p.reached
+			}
+			if want := int64(max(0, n-passSize)); reached != want {
+				t.Errorf("the passes after the first reached %d lists, want %d", reached, want)
+			}
+			for _, l := range append(slices.Clone(lists), late) {
+				if !slices.Contains(listTimelineIDs(t, s, l.ID), st.ID) {
+					t.Errorf("list %q lacks the status", l.Name)
+				}
+			}
+
+			// Delete: the inline pass cleans the first lists, the job the rest.
+			runJob(t, s, s.keys.job(postJobID(st.ID))) // the followers' job
+			if err := s.DeleteStatus(ctx, author.ID, st.ID); err != nil {
+				t.Fatal(err)
+			}
+			cleanup := s.keys.job(listDeleteJobID(st.ID))
+			for i, l := range lists {
+				got := slices.Contains(listTimelineIDs(t, s, l.ID), st.ID)
+				if want := i >= passSize; got != want {
+					t.Fatalf("after the inline cleanup pass, list %d has the status: %v, want %v", i, got, want)
+				}
+			}
+			page, err := s.ListTimeline(ctx, lists[n-1].ID, Cursor{Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(statusIDs(page.Statuses), st.ID) {
+				t.Error("a deleted status is read from a list its cleanup has not reached")
+			}
+			runJob(t, s, cleanup)
+			runJob(t, s, s.keys.job(deleteJobID(st.ID)))
+			for _, l := range append(slices.Clone(lists), late) {
+				if slices.Contains(listTimelineIDs(t, s, l.ID), st.ID) {
+					t.Errorf("list %q still holds the deleted status", l.Name)
+				}
+			}
+			for _, key := range []string{job, cleanup} {
+				if rdb.Exists(ctx, key).Val() != 0 {
+					t.Errorf("%s is left after its job", key)
+				}
+			}
+			if n := rdb.XLen(ctx, s.keys.jobs()).Val(); n != 0 {
+				t.Errorf("job stream holds %d entries after the jobs, want 0", n)
+			}
+
+			// Someone in no list queues no list job.
+			nobody := signUp(t, s, "nobody")
+			other := post(t, s, nobody.ID, "unlisted")
+			if err := s.DeleteStatus(ctx, nobody.ID, other.ID); err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []string{s.keys.job(listPostJobID(other.ID)), s.keys.job(listDeleteJobID(other.ID))} {
+				if rdb.Exists(ctx, key).Val() != 0 {
+					t.Errorf("%s queued for an author in no list", key)
+				}
+			}
+			if n := rdb.XLen(ctx, s.keys.jobs()).Val(); n != 0 {
+				t.Errorf("job stream holds %d entries, want 0", n)
+			}
+		})
+	}
+}
+
+// A list job stops once its status is deleted; a deleted list is in no
+// member's list:in, so no job writes its timeline again.
+func TestListJobsAfterDeletions(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{FanoutPassSize: 1})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	other := signUp(t, s, "other")
+	owner := signUp(t, s, "owner")
+	var lists []List
+	for i := range 3 {
+		l := createList(t, s, owner.ID, fmt.Sprint("list ", i))
+		addMember(t, s, owner.ID, l.ID, "author")
+		addMember(t, s, owner.ID, l.ID, "other")
+		lists = append(lists, l)
+	}
+	st := post(t, s, author.ID, "soon deleted") // reaches lists[0] only
+	if err := s.DeleteList(ctx, owner.ID, lists[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []User{author, other} {
+		if got, want := zsetIDs(t, s, s.keys.listsIn(u.ID)), []int64{lists[0].ID, lists[2].ID}; !slices.Equal(got, want) {
+			t.Fatalf("list:in of %s after a delete = %v, want %v", u.Login, got, want)
+		}
+	}
+	runJob(t, s, s.keys.job(listPostJobID(st.ID)))
+	for _, key := range []string{s.keys.list(lists[1].ID), s.keys.listMembers(lists[1].ID), s.keys.listStatuses(lists[1].ID)} {
+		if rdb.Exists(ctx, key).Val() != 0 {
+			t.Errorf("%s exists after its list was deleted", key)
+		}
+	}
+	if got := listTimelineIDs(t, s, lists[2].ID); !slices.Equal(got, []int64{st.ID}) {
+		t.Fatalf("list 2 = %v, want the status", got)
+	}
+
+	gone := post(t, s, author.ID, "deleted before its job ends")
+	if err := s.DeleteStatus(ctx, author.ID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	if passes := runJob(t, s, s.keys.job(listPostJobID(gone.ID))); len(passes) != 1 || passes[0].reached != 0 {
+		t.Errorf("the job of a deleted status ran %+v, want one pass reaching nobody", passes)
+	}
+	runJob(t, s, s.keys.job(listDeleteJobID(gone.ID)))
+	for _, l := range []List{lists[0], lists[2]} {
+		if slices.Contains(listTimelineIDs(t, s, l.ID), gone.ID) {
+			t.Errorf("list %q holds the deleted status", l.Name)
+		}
+	}
+}
+
+// A status deleted while its list cleanup is on the way stays in the
+// timelines of lists the job has not reached. If its author leaves such a
+// list first, the job never reaches it: the removal drops it, with any
+// other deleted status there whose cleanup is under way.
+func TestListRemovalDropsStatusesDeletedUnderway(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{FanoutPassSize: 1})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	other := signUp(t, s, "other")
+	owner := signUp(t, s, "owner")
+	first := createList(t, s, owner.ID, "first")
+	second := createList(t, s, owner.ID, "second")
+	for _, l := range []List{first, second} {
+		addMember(t, s, owner.ID, l.ID, "author")
+		addMember(t, s, owner.ID, l.ID, "other")
+	}
+	var sts []Status
+	for _, by := range []User{author, author, other, other} {
+		st := post(t, s, by.ID, "by "+by.Login)
+		runJob(t, s, s.keys.job(listPostJobID(st.ID)))
+		sts = append(sts, st)
+	}
+	gone, kept, otherGone, otherKept := sts[0], sts[1], sts[2], sts[3]
+	for _, st := range []Status{gone, otherGone} {
+		if err := s.DeleteStatus(ctx, st.UID, st.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := listTimelineIDs(t, s, second.ID), statusIDs(sts); !slices.Equal(got, want) {
+		t.Fatalf("second list before the cleanup reaches it = %v, want %v", got, want)
+	}
+	if _, err := s.RemoveListMember(ctx, owner.ID, second.ID, "author"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listTimelineIDs(t, s, second.ID), []int64{otherKept.ID}; !slices.Equal(got, want) {
+		t.Errorf("second list after removing the author = %v, want %v", got, want)
+	}
+	for _, st := range []Status{gone, otherGone} {
+		runJob(t, s, s.keys.job(listDeleteJobID(st.ID)))
+	}
+	if got, want := listTimelineIDs(t, s, first.ID), []int64{kept.ID, otherKept.ID}; !slices.Equal(got, want) {
+		t.Errorf("first list after the cleanup = %v, want %v", got, want)
+	}
+}
+
+// Paging through a list's timeline with the cursors each page gives yields
+// every status exactly once, in order, both ways, also across statuses
+// deleted from under it whose cleanup has not reached it.
+func TestListTimelinePagesExactly(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{FanoutPassSize: 1})
+	ctx := ctxT(t)
+	ada := signUp(t, s, "ada")
+	bob := signUp(t, s, "bob")
+	owner := signUp(t, s, "owner")
+	// The first list takes each cleanup's inline pass; the second waits.
+	clean := createList(t, s, owner.ID, "clean")
+	stale := createList(t, s, owner.ID, "stale")
+	for _, l := range []List{clean, stale} {
+		addMember(t, s, owner.ID, l.ID, "ada")
+		addMember(t, s, owner.ID, l.ID, "bob")
+	}
+	var all, deleted []int64
+	for i := range 30 {
+		by := ada
+		if i%3 == 0 {
+			by = bob
+		}
+		st := post(t, s, by.ID, fmt.Sprint("status ", i))
+		runJob(t, s, s.keys.job(listPostJobID(st.ID)))
+		all = append(all, st.ID)
+		if (i >= 10 && i < 21) || i == 3 || i == 27 {
+			deleted = append(deleted, st.ID)
+		}
+	}
+	for _, id := range deleted {
+		st, err := s.Status(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteStatus(ctx, st.UID, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := listTimelineIDs(t, s, stale.ID); len(got) != len(all) {
+		t.Fatalf("stale list holds %d ids, want all %d written", len(got), len(all))
+	}
+	live := slices.DeleteFunc(slices.Clone(all), func(id int64) bool { return slices.Contains(deleted, id) })
+	for _, l := range []List{clean, stale} {
+		read := func(c Cursor) (TimelinePage, error) { return s.ListTimeline(ctx, l.ID, c) }
+		for _, limit := range []int{1, 4, 7, 100} {
+			t.Run(fmt.Sprintf("%s/limit=%d", l.Name, limit), func(t *testing.T) {
+				if got, _ := walkTimeline(t, read, Cursor{Limit: limit}); !slices.Equal(got, reversed(live)) {
+					t.Errorf("newest first: %v, want %v", got, reversed(live))
+				}
+				if got, _ := walkTimeline(t, read, Cursor{Limit: limit, Forward: true}); !slices.Equal(got, live) {
+					t.Errorf("oldest first: %v, want %v", got, live)
+				}
+				mid := deleted[len(deleted)/2]
+				want := reversed(slices.DeleteFunc(slices.Clone(live), func(id int64) bool { return id >= mid }))
+				if got, _ := walkTimeline(t, read, Cursor{Limit: limit, Before: mid}); !slices.Equal(got, want) {
+					t.Errorf("before %d: %v, want %v", mid, got, want)
+				}
+			})
+		}
+	}
+}
+
 // Racing adds of distinct users, and of the same user, to one list never
 // take it past MaxListMembers: exactly the cap are added, the rest get
 // ErrListFull, and the count, the members and every list:in agree.
@@ -464,5 +726,58 @@ func TestConcurrentListAddsKeepTheCap(t *testing.T) {
 		if in != added[u.ID] || in != slices.Contains(members, u.ID) {
 			t.Fatalf("%s: in list:in %v, added %v, a member %v", u.Login, in, added[u.ID], slices.Contains(members, u.ID))
 		}
+	}
+}
+
+// The embedded store runs the list scripts and jobs too.
+func TestListsOnEmbeddedStore(t *testing.T) {
+	t.Parallel()
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	s := New(rdb, Options{Prefix: "e:", BcryptCost: 4, FanoutPassSize: 1, JobClaimIdle: 100 * time.Millisecond})
+	ctx := ctxT(t)
+	go s.NewWorker("embedded", slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx)
+
+	owner := signUp(t, s, "owner")
+	author := signUp(t, s, "author")
+	old := post(t, s, author.ID, "before the lists")
+	var lists []List
+	for i := range 3 {
+		l := createList(t, s, owner.ID, fmt.Sprint("list ", i))
+		addMember(t, s, owner.ID, l.ID, "author")
+		lists = append(lists, l)
+	}
+	st := post(t, s, author.ID, "to three lists")
+	holds := func(want ...int64) func() bool {
+		return func() bool {
+			for _, l := range lists {
+				if !slices.Equal(listTimelineIDs(t, s, l.ID), want) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitFor(t, holds(old.ID, st.ID))
+	if err := s.DeleteStatus(ctx, author.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, holds(old.ID))
+	if _, err := s.RemoveListMember(ctx, owner.ID, lists[0].ID, "author"); err != nil {
+		t.Fatal(err)
+	}
+	if got := listTimelineIDs(t, s, lists[0].ID); len(got) != 0 {
+		t.Fatalf("list after removing its only member = %v", got)
+	}
+	if err := s.DeleteList(ctx, owner.ID, lists[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := zsetIDs(t, s, s.keys.listsIn(author.ID)); !slices.Equal(got, []int64{lists[2].ID}) {
+		t.Fatalf("list:in of the author = %v, want list 2", got)
 	}
 }

@@ -12,6 +12,9 @@
 -- KEYS[7] fan-out job stream
 -- KEYS[8] the fan-out job hash
 -- KEYS[9] follow sequence counter
+-- KEYS[10] lists that hold the author (list:in)
+-- KEYS[11] the list fan-out job hash
+-- KEYS[12] list membership sequence counter
 -- ARGV[1] status id
 -- ARGV[2] author uid
 -- ARGV[3] author login
@@ -36,6 +39,14 @@ redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -tonumber(ARGV[6]) - 1)
 redis.call('ZADD', KEYS[5], id, id)
 redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -tonumber(ARGV[7]) - 1)
 redis.call('PUBLISH', ARGV[9], ARGV[8])
+-- The lists that hold the author get the status by a job of their own
+-- (list_post), whatever the number of followers. A list that takes the
+-- author in after this moment gets it from its backfill.
+if redis.call('ZCARD', KEYS[10]) > 0 then
+  local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[11])
+  redis.call('HSET', KEYS[11], 'kind', 'list_post', 'uid', ARGV[2], 'sid', id,
+    'cursor', 0, 'until', redis.call('GET', KEYS[12]) or '0', 'entry', entry)
+end
 if redis.call('ZCARD', KEYS[6]) == 0 then
   return 0
 end

@@ -58,8 +58,9 @@ func forbiddenInMessage(r rune) bool {
 }
 
 // Post publishes a status by uid: it is in the author's timelines and the
-// global one when Post returns, and in followers' home timelines after the
-// fan-out job, whose first pass runs before Post returns.
+// global one when Post returns, and in followers' home timelines and the
+// timelines of lists that hold the author after the fan-out jobs, whose
+// first passes run before Post returns.
 func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, error) {
 	message, err := ValidateMessage(message)
 	if err != nil {
@@ -69,6 +70,7 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 	author := pipe.HMGet(ctx, s.keys.user(uid), "login", "name")
 	sid := pipe.Incr(ctx, s.keys.statusSeq())
 	now := pipe.Time(ctx)
+	inLists := pipe.ZCard(ctx, s.keys.listsIn(uid))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 	}
@@ -87,9 +89,11 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 	}
 	k := s.keys
 	job := k.job(postJobID(st.ID))
+	listJob := k.job(listPostJobID(st.ID))
 	res, err := postScript.Run(ctx, s.rdb, []string{
 		k.user(uid), k.status(st.ID), k.profile(uid), k.home(uid), k.global(),
 		k.followers(uid), k.jobs(), job, k.followSeq(),
+		k.listsIn(uid), listJob, k.listMemberSeq(),
 	}, st.ID, uid, st.Login, st.Message, st.Posted.UnixMilli(),
 		s.opts.HomeSize, s.opts.GlobalSize, payload, k.userChannel(uid), st.Name).Int()
 	if err != nil {
@@ -100,6 +104,12 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 	}
 	if res == 1 {
 		s.inlinePass(ctx, job)
+	}
+	// The script queued a list job if the author was in a list when it
+	// ran; read before it, that is almost always what inLists says, and
+	// either way a worker runs the job.
+	if inLists.Val() > 0 {
+		s.inlinePass(ctx, listJob)
 	}
 	return st, nil
 }
@@ -117,8 +127,9 @@ func (s *Service) Status(ctx context.Context, id int64) (Status, error) {
 }
 
 // DeleteStatus deletes status id, which uid must own. It is gone from every
-// read when DeleteStatus returns; followers' home timelines are cleaned by a
-// background job whose first pass runs before it returns.
+// read when DeleteStatus returns; followers' home timelines and the
+// timelines of lists that hold its author are cleaned by background jobs
+// whose first passes run before it returns.
 func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: id})
 	if err != nil {
@@ -126,9 +137,10 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	}
 	k := s.keys
 	job := k.job(deleteJobID(id))
+	listJob := k.job(listDeleteJobID(id))
 	res, err := deleteScript.Run(ctx, s.rdb, []string{
 		k.status(id), k.user(uid), k.profile(uid), k.home(uid), k.global(),
-		k.followers(uid), k.jobs(), job,
+		k.followers(uid), k.jobs(), job, k.listsIn(uid), listJob,
 	}, id, uid, payload, k.userChannel(uid)).Int()
 	if err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
@@ -141,6 +153,9 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	case 1:
 		s.inlinePass(ctx, job)
 	}
+	// The script queued a list cleanup job if the author is in a list; a
+	// pass of a job that was not queued finds nothing to do.
+	s.inlinePass(ctx, listJob)
 	return nil
 }
 
