@@ -1,6 +1,7 @@
 -- Adds a member to a list, for its owner only, and backfills the list's
 -- timeline with the member's latest statuses, in one step. Adding a member
 -- twice changes nothing. Runs after copy_latest.lua.
+-- Runs after list_owner.lua.
 --
 -- KEYS[1] the list's hash
 -- KEYS[2] the list's members
@@ -17,12 +18,9 @@
 -- Returns 1 when the member was added, 0 when they were a member already,
 -- -1 when the list does not exist, -2 when it belongs to someone else, -3
 -- when the member does not exist, -4 when the list is full.
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if not owner then
-  return -1
-end
-if owner ~= ARGV[1] then
-  return -2
+local refusal = refuse_unless_owner(KEYS[1], ARGV[1])
+if refusal then
+  return refusal
 end
 if redis.call('EXISTS', KEYS[5]) == 0 then
   return -3

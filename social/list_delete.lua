@@ -2,6 +2,7 @@
 -- place among the owner's lists, and its id in each member's list:in, so
 -- that no fan-out job finds it again. A list holds at most a few hundred
 -- members, so the walk is bounded.
+-- Runs after list_owner.lua.
 --
 -- KEYS[1] the list's hash
 -- KEYS[2] the list's members
@@ -12,12 +13,9 @@
 -- ARGV[3] prefix of the sets of lists that hold a user (list:in:)
 -- Returns 1 when deleted, -1 when the list does not exist, -2 when it
 -- belongs to someone else.
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if not owner then
-  return -1
-end
-if owner ~= ARGV[1] then
-  return -2
+local refusal = refuse_unless_owner(KEYS[1], ARGV[1])
+if refusal then
+  return refusal
 end
 for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   redis.call('ZREM', ARGV[3] .. member, ARGV[2])

@@ -3,6 +3,7 @@
 -- cleanup has not reached this list yet (the cleanup job walks the lists
 -- that hold the author, which this one no longer does). Removing someone
 -- who is no member changes nothing.
+-- Runs after list_owner.lua.
 --
 -- KEYS[1] the list's hash
 -- KEYS[2] the list's members
@@ -15,12 +16,9 @@
 -- ARGV[4] prefix of list cleanup job hashes (the status id follows)
 -- Returns 1 when the member was removed, 0 when they were no member, -1
 -- when the list does not exist, -2 when it belongs to someone else.
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if not owner then
-  return -1
-end
-if owner ~= ARGV[1] then
-  return -2
+local refusal = refuse_unless_owner(KEYS[1], ARGV[1])
+if refusal then
+  return refusal
 end
 if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 then
   return 0

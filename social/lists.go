@@ -24,25 +24,28 @@ const (
 )
 
 var (
+	//go:embed list_owner.lua
+	listOwnerSource string
+
 	//go:embed list_create.lua
 	listCreateSource string
 	listCreateScript = redis.NewScript(listCreateSource)
 
 	//go:embed list_rename.lua
 	listRenameSource string
-	listRenameScript = redis.NewScript(listRenameSource)
+	listRenameScript = redis.NewScript(listOwnerSource + listRenameSource)
 
 	//go:embed list_delete.lua
 	listDeleteSource string
-	listDeleteScript = redis.NewScript(listDeleteSource)
+	listDeleteScript = redis.NewScript(listOwnerSource + listDeleteSource)
 
 	//go:embed list_add_member.lua
 	listAddSource string
-	listAddScript = redis.NewScript(copyLatestSource + listAddSource)
+	listAddScript = redis.NewScript(copyLatestSource + listOwnerSource + listAddSource)
 
 	//go:embed list_remove_member.lua
 	listRemoveSource string
-	listRemoveScript = redis.NewScript(listRemoveSource)
+	listRemoveScript = redis.NewScript(listOwnerSource + listRemoveSource)
 )
 
 var listFields = []string{"id", "owner", "name", "created", "members"}
