@@ -34,6 +34,19 @@ func addMember(tb testing.TB, s *Service, owner, id int64, login string) List {
 	return l
 }
 
+// listsOf makes the lists named, owned by owner, each holding members.
+func listsOf(tb testing.TB, s *Service, owner int64, names []string, members ...string) []List {
+	tb.Helper()
+	lists := make([]List, len(names))
+	for i, name := range names {
+		lists[i] = createList(tb, s, owner, name)
+		for _, m := range members {
+			lists[i] = addMember(tb, s, owner, lists[i].ID, m)
+		}
+	}
+	return lists
+}
+
 func listIDs(lists []List) []int64 {
 	ids := make([]int64, len(lists))
 	for i, l := range lists {
@@ -524,13 +537,7 @@ func TestListJobsAfterDeletions(t *testing.T) {
 	author := signUp(t, s, "author")
 	other := signUp(t, s, "other")
 	owner := signUp(t, s, "owner")
-	var lists []List
-	for i := range 3 {
-		l := createList(t, s, owner.ID, fmt.Sprint("list ", i))
-		addMember(t, s, owner.ID, l.ID, "author")
-		addMember(t, s, owner.ID, l.ID, "other")
-		lists = append(lists, l)
-	}
+	lists := listsOf(t, s, owner.ID, []string{"first", "second", "third"}, "author", "other")
 	st := post(t, s, author.ID, "soon deleted") // reaches lists[0] only
 	if err := s.DeleteList(ctx, owner.ID, lists[1].ID); err != nil {
 		t.Fatal(err)
@@ -576,12 +583,8 @@ func TestListRemovalDropsStatusesDeletedUnderway(t *testing.T) {
 	author := signUp(t, s, "author")
 	other := signUp(t, s, "other")
 	owner := signUp(t, s, "owner")
-	first := createList(t, s, owner.ID, "first")
-	second := createList(t, s, owner.ID, "second")
-	for _, l := range []List{first, second} {
-		addMember(t, s, owner.ID, l.ID, "author")
-		addMember(t, s, owner.ID, l.ID, "other")
-	}
+	lists := listsOf(t, s, owner.ID, []string{"first", "second"}, "author", "other")
+	first, second := lists[0], lists[1]
 	var sts []Status
 	for _, by := range []User{author, author, other, other} {
 		st := post(t, s, by.ID, "by "+by.Login)
@@ -622,12 +625,8 @@ func TestListTimelinePagesExactly(t *testing.T) {
 	bob := signUp(t, s, "bob")
 	owner := signUp(t, s, "owner")
 	// The first list takes each cleanup's inline pass; the second waits.
-	clean := createList(t, s, owner.ID, "clean")
-	stale := createList(t, s, owner.ID, "stale")
-	for _, l := range []List{clean, stale} {
-		addMember(t, s, owner.ID, l.ID, "ada")
-		addMember(t, s, owner.ID, l.ID, "bob")
-	}
+	lists := listsOf(t, s, owner.ID, []string{"clean", "stale"}, "ada", "bob")
+	stale := lists[1]
 	var all, deleted []int64
 	for i := range 30 {
 		by := ada
@@ -654,7 +653,7 @@ func TestListTimelinePagesExactly(t *testing.T) {
 		t.Fatalf("stale list holds %d ids, want all %d written", len(got), len(all))
 	}
 	live := slices.DeleteFunc(slices.Clone(all), func(id int64) bool { return slices.Contains(deleted, id) })
-	for _, l := range []List{clean, stale} {
+	for _, l := range lists {
 		read := func(c Cursor) (TimelinePage, error) { return s.ListTimeline(ctx, l.ID, c) }
 		for _, limit := range []int{1, 4, 7, 100} {
 			t.Run(fmt.Sprintf("%s/limit=%d", l.Name, limit), func(t *testing.T) {
@@ -746,12 +745,7 @@ func TestListsOnEmbeddedStore(t *testing.T) {
 	owner := signUp(t, s, "owner")
 	author := signUp(t, s, "author")
 	old := post(t, s, author.ID, "before the lists")
-	var lists []List
-	for i := range 3 {
-		l := createList(t, s, owner.ID, fmt.Sprint("list ", i))
-		addMember(t, s, owner.ID, l.ID, "author")
-		lists = append(lists, l)
-	}
+	lists := listsOf(t, s, owner.ID, []string{"first", "second", "third"}, "author")
 	st := post(t, s, author.ID, "to three lists")
 	holds := func(want ...int64) func() bool {
 		return func() bool {
