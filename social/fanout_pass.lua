@@ -4,9 +4,7 @@
 -- the last pass put it, so the next worker neither skips nor repeats anyone.
 --
 -- Kinds of job (the job hash's "kind"):
---   post    add status "sid" to the home timeline of each follower of "uid"
---           whose follow is not newer than "until", and publish "payload"
---           to each; stops early once the status is deleted.
+--   (post jobs are run from Go, by postPass)
 --   delete  remove status "sid" from the home timeline of each follower of
 --           "uid", publishing "payload" to those who had it.
 --   refill  copy into uid's home timeline (after an unfollow left it short)
@@ -57,19 +55,7 @@ local function finish(n, copied)
 end
 
 local page
-if j.kind == 'post' then
-  if redis.call('EXISTS', ARGV[8] .. j.sid) == 0 then
-    return finish(0)
-  end
-  page = redis.call('ZRANGEBYSCORE', ARGV[5] .. j.uid, '(' .. j.cursor, j['until'],
-    'WITHSCORES', 'LIMIT', 0, size)
-  for i = 1, #page, 2 do
-    local home = ARGV[4] .. page[i]
-    redis.call('ZADD', home, j.sid, j.sid)
-    redis.call('ZREMRANGEBYRANK', home, 0, -homeSize - 1)
-    redis.call('PUBLISH', ARGV[9] .. page[i], j.payload)
-  end
-elseif j.kind == 'delete' then
+if j.kind == 'delete' then
   page = redis.call('ZRANGEBYSCORE', ARGV[5] .. j.uid, '(' .. j.cursor, '+inf',
     'WITHSCORES', 'LIMIT', 0, size)
   for i = 1, #page, 2 do

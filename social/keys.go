@@ -17,6 +17,7 @@ func (k keys) loginIndex() string         { return k.prefix + "users:by_login" }
 func (k keys) searchIndex() string        { return k.prefix + "users:search" }
 func (k keys) searchIndexBuilt() string   { return k.prefix + "users:search:built" }
 func (k keys) popular() string            { return k.prefix + "users:by_followers" }
+func (k keys) seen() string               { return k.prefix + "users:seen" }
 func (k keys) user(uid int64) string      { return k.prefix + "user:" + itoa(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
 func (k keys) signInFailures(uid int64, addr string) string {

@@ -31,6 +31,7 @@ const (
 	DefaultSignInFailures      = 10
 	DefaultSignInFailureWindow = 10 * time.Minute
 	DefaultHashWait            = 2 * time.Second
+	DefaultInactiveAfter       = 7 * 24 * time.Hour
 )
 
 // DefaultPasswordHashers is the default of Options.PasswordHashers: half the
@@ -64,6 +65,17 @@ type Options struct {
 	PasswordHashers int
 	HashWait        time.Duration
 
+	// InactiveAfter is how long a user may go without activity (a signed-in
+	// request, or a connection presence holds) before posts stop being
+	// pushed to their home timeline; the first request when they come back
+	// rebuilds it. Negative: never.
+	InactiveAfter time.Duration
+
+	// ConnectedKey is presence's sorted set of the users connected now: a
+	// fan-out publishes live frames to those only, and counts them active.
+	// Empty: every follower counts as connected.
+	ConnectedKey string
+
 	// Logger takes the failures of work nobody waits for (an inline
 	// fan-out pass a worker will retry); nil is slog.Default().
 	Logger *slog.Logger
@@ -94,6 +106,9 @@ func (o *Options) fill() {
 	defDur(&o.ConsumerIdle, DefaultConsumerIdle)
 	defDur(&o.SignInFailureWindow, DefaultSignInFailureWindow)
 	defDur(&o.HashWait, DefaultHashWait)
+	if o.InactiveAfter == 0 {
+		o.InactiveAfter = DefaultInactiveAfter
+	}
 }
 
 // Service is the social core on one Redis.

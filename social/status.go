@@ -61,21 +61,34 @@ func forbiddenInMessage(r rune) bool {
 // global one when Post returns, and in followers' home timelines after the
 // fan-out job, whose first pass runs before Post returns.
 func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, error) {
-	message, err := ValidateMessage(message)
+	st, job, err := s.queuePost(ctx, uid, message)
 	if err != nil {
 		return Status{}, err
+	}
+	if job != "" {
+		s.inlinePass(ctx, job)
+	}
+	return st, nil
+}
+
+// queuePost writes a status and queues its fan-out job, whose key it
+// returns ("" when the author has no followers to reach).
+func (s *Service) queuePost(ctx context.Context, uid int64, message string) (Status, string, error) {
+	message, err := ValidateMessage(message)
+	if err != nil {
+		return Status{}, "", err
 	}
 	pipe := s.rdb.Pipeline()
 	author := pipe.HMGet(ctx, s.keys.user(uid), "login", "name")
 	sid := pipe.Incr(ctx, s.keys.statusSeq())
 	now := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+		return Status{}, "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	login, _ := author.Val()[0].(string)
 	name, _ := author.Val()[1].(string)
 	if login == "" {
-		return Status{}, ErrUserNotFound
+		return Status{}, "", ErrUserNotFound
 	}
 	st := Status{
 		ID: sid.Val(), UID: uid, Login: login, Name: name, Message: message,
@@ -83,7 +96,7 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 	}
 	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: st})
 	if err != nil {
-		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+		return Status{}, "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	k := s.keys
 	job := k.job(postJobID(st.ID))
@@ -93,15 +106,15 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 	}, st.ID, uid, st.Login, st.Message, st.Posted.UnixMilli(),
 		s.opts.HomeSize, s.opts.GlobalSize, payload, k.userChannel(uid), st.Name).Int()
 	if err != nil {
-		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+		return Status{}, "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	if res < 0 {
-		return Status{}, ErrUserNotFound
+		return Status{}, "", ErrUserNotFound
 	}
-	if res == 1 {
-		s.inlinePass(ctx, job)
+	if res == 0 {
+		job = ""
 	}
-	return st, nil
+	return st, job, nil
 }
 
 // Status returns one status.

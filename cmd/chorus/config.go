@@ -49,6 +49,7 @@ type config struct {
 	ResumeLimit       redis_rate.Limit // per stream, counted in memory
 	PasswordHashers   int
 	PasswordHashWait  time.Duration
+	InactiveAfter     time.Duration
 }
 
 // Defaults of the limits a real site can run with.
@@ -138,6 +139,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.ReadTimeout, "read-timeout", "CHORUS_READ_TIMEOUT", 20 * time.Second, "how long a client may take to send a whole request (streams exempt once upgraded)"},
 		{&c.WriteTimeout, "write-timeout", "CHORUS_WRITE_TIMEOUT", 30 * time.Second, "how long an answer may take from the end of its request's headers (streams exempt)"},
 		{&c.IdleTimeout, "idle-timeout", "CHORUS_IDLE_TIMEOUT", 60 * time.Second, "how long an idle keep-alive connection stays open"},
+		{&c.InactiveAfter, "inactive-after", "CHORUS_INACTIVE_AFTER", 7 * 24 * time.Hour, "users without a signed-in request or a stream this long get no pushed posts until they come back (their home timeline is then rebuilt); 0: never"},
 		{&c.PasswordHashWait, "password-hash-wait", "CHORUS_PASSWORD_HASH_WAIT", 2 * time.Second, "how long a sign-up or sign-in waits for a password hasher before 429 server_busy"},
 	}
 	for _, d := range durations {
