@@ -25,7 +25,7 @@ const consumerReapEvery = time.Minute
 var (
 	//go:embed fanout_pass.lua
 	passSource string
-	passScript = redis.NewScript(copyLatestSource + passSource)
+	passScript = redis.NewScript(sharedSource + passSource)
 
 	//go:embed reap_consumers.lua
 	reapSource string
@@ -53,6 +53,8 @@ const postJobPrefix = "post:"
 func postJobID(sid int64) string   { return postJobPrefix + itoa(sid) }
 func deleteJobID(sid int64) string { return deleteJobPrefix + itoa(sid) }
 func refillJobID(uid int64) string { return refillJobPrefix + itoa(uid) }
+
+func promoteJobID(uid int64) string { return "promote:" + itoa(uid) }
 
 // refillJobPrefix begins the id of every refill job; the uid follows.
 const refillJobPrefix = "refill:"
@@ -251,6 +253,7 @@ func (s *Service) passArgs() []any {
 		s.opts.FanoutPassSize, s.opts.HomeSize, jobGroup,
 		k.homePrefix(), k.followersPrefix(), k.followingPrefix(), k.profilePrefix(),
 		k.statusPrefix(), k.channelPrefix(), s.opts.RefillStep, s.opts.RefillPassStatuses,
+		k.pullsPrefix(), k.pulledAuthors(), k.statusSeq(),
 	}
 }
 

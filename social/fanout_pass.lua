@@ -5,6 +5,9 @@
 --
 -- Kinds of job (the job hash's "kind"):
 --   (post jobs are run from Go, by postPass)
+--   promote add "uid" to the pulled authors of each follower whose follow
+--           is not newer than "until", telling their instances; then to
+--           the pulled authors, from the next status id on.
 --   delete  remove status "sid" from the home timeline of each follower of
 --           "uid", publishing "payload" to those who had it.
 --   refill  copy into uid's home timeline (after an unfollow left it short)
@@ -15,10 +18,11 @@
 --           at up to ARGV[10] followees and copies up to ARGV[11] statuses;
 --           a followee cut short is resumed below "below", the lowest id
 --           copied from it ("part" names it), and "cursor" is the follow
---           score of the last followee done.
+--           score of the last followee done. Pulled followees are
+--           skipped: reads merge their statuses.
 --
 -- The keys of followers' timelines are only known while running, so they are
--- built here from prefixes. Runs after copy_latest.lua.
+-- built here from prefixes. Runs after shared.lua.
 --
 -- KEYS[1] the job hash
 -- KEYS[2] fan-out job stream
@@ -33,6 +37,9 @@
 -- ARGV[9] prefix of user event channels
 -- ARGV[10] most followees a refill pass looks at
 -- ARGV[11] most statuses a refill pass copies
+-- ARGV[12] prefix of pulled-authors sets
+-- ARGV[13] pulled authors
+-- ARGV[14] status id counter
 -- Returns {finished (0 or 1), members reached in this pass (followers, or
 -- followees looked at), statuses copied in this pass (refill jobs)}.
 local job = redis.call('HGETALL', KEYS[1])
@@ -63,6 +70,18 @@ if j.kind == 'delete' then
       redis.call('PUBLISH', ARGV[9] .. page[i], j.payload)
     end
   end
+elseif j.kind == 'promote' then
+  page = redis.call('ZRANGEBYSCORE', ARGV[5] .. j.uid, '(' .. j.cursor, j['until'],
+    'WITHSCORES', 'LIMIT', 0, size)
+  local added = '{"type":"pull_added","author":' .. j.uid .. '}'
+  for i = 1, #page, 2 do
+    redis.call('ZADD', ARGV[12] .. page[i], page[i + 1], j.uid)
+    redis.call('PUBLISH', ARGV[9] .. page[i], added)
+  end
+  if #page / 2 < size then
+    local next = tonumber(redis.call('GET', ARGV[14]) or '0') + 1
+    redis.call('ZADD', ARGV[13], next, j.uid)
+  end
 elseif j.kind == 'refill' then
   local step = tonumber(ARGV[10])
   local budget = tonumber(ARGV[11])
@@ -87,11 +106,13 @@ elseif j.kind == 'refill' then
       below = '(' .. j.below
     end
     looked = looked + 1
-    local n, last, done = copy_below(home, ARGV[7] .. followee, below, homeSize, budget - copied)
-    copied = copied + n
-    if not done then
-      redis.call('HSET', KEYS[1], 'cursor', cursor, 'part', followee, 'below', last)
-      return {0, looked, copied}
+    if not redis.call('ZSCORE', ARGV[12] .. j.uid, followee) then
+      local n, last, done = copy_below(home, ARGV[7] .. followee, below, homeSize, budget - copied)
+      copied = copied + n
+      if not done then
+        redis.call('HSET', KEYS[1], 'cursor', cursor, 'part', followee, 'below', last)
+        return {0, looked, copied}
+      end
     end
     cursor = followees[i + 1]
   end

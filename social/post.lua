@@ -12,6 +12,8 @@
 -- KEYS[7] fan-out job stream
 -- KEYS[8] the fan-out job hash
 -- KEYS[9] follow sequence counter
+-- KEYS[10] pulled authors (uid -> first status id not pushed)
+-- KEYS[11] the author's promotion job hash
 -- ARGV[1] status id
 -- ARGV[2] author uid
 -- ARGV[3] author login
@@ -22,7 +24,11 @@
 -- ARGV[8] live event to publish (JSON)
 -- ARGV[9] author's event channel
 -- ARGV[10] author name
+-- ARGV[11] author's channel for their followers (pulled authors)
+-- ARGV[12] pull threshold: the follower count from which an author is
+--          pulled; 0: never
 -- Returns 1 with a job queued, 0 without one, -1 when the author is unknown.
+-- Runs after shared.lua.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end
@@ -36,12 +42,25 @@ redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -tonumber(ARGV[6]) - 1)
 redis.call('ZADD', KEYS[5], id, id)
 redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -tonumber(ARGV[7]) - 1)
 redis.call('PUBLISH', ARGV[9], ARGV[8])
-if redis.call('ZCARD', KEYS[6]) == 0 then
+-- A pulled author's followers read the status from the profile timeline;
+-- the instances route it to those connected, from one publish.
+if redis.call('ZSCORE', KEYS[10], ARGV[2]) then
+  redis.call('PUBLISH', ARGV[11], ARGV[8])
+  return 0
+end
+local followers = redis.call('ZCARD', KEYS[6])
+if followers == 0 then
   return 0
 end
 -- Those who follow after this moment get the status from their backfill, so
 -- the job stops at the newest follow that exists now.
 local last = redis.call('GET', KEYS[9]) or '0'
+-- An author over the threshold (one who passed it before it was lowered)
+-- is made pulled from here on; this status is still pushed.
+local threshold = tonumber(ARGV[12])
+if threshold > 0 and followers >= threshold and redis.call('EXISTS', KEYS[11]) == 0 then
+  queue_promotion(KEYS[7], KEYS[11], ARGV[2], last)
+end
 local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[8])
 redis.call('HSET', KEYS[8], 'kind', 'post', 'uid', ARGV[2], 'sid', id,
   'cursor', 0, 'until', last, 'payload', ARGV[8], 'entry', entry)

@@ -32,6 +32,7 @@ const (
 	DefaultSignInFailureWindow = 10 * time.Minute
 	DefaultHashWait            = 2 * time.Second
 	DefaultInactiveAfter       = 7 * 24 * time.Hour
+	DefaultPullThreshold       = 10_000
 )
 
 // DefaultPasswordHashers is the default of Options.PasswordHashers: half the
@@ -65,6 +66,12 @@ type Options struct {
 	PasswordHashers int
 	HashWait        time.Duration
 
+	// PullThreshold is the follower count from which an author's statuses
+	// are no longer pushed to followers' home timelines: readers pull them
+	// from the author's profile timeline, merged by id. An author who
+	// reaches it stays pulled. Negative: never.
+	PullThreshold int
+
 	// InactiveAfter is how long a user may go without activity (a signed-in
 	// request, or a connection presence holds) before posts stop being
 	// pushed to their home timeline; the first request when they come back
@@ -91,6 +98,9 @@ func (o *Options) fill() {
 	def(&o.GlobalSize, DefaultGlobalSize)
 	def(&o.FanoutPassSize, DefaultFanoutPassSize)
 	def(&o.RefillBelow, DefaultRefillBelow)
+	if o.PullThreshold == 0 {
+		o.PullThreshold = DefaultPullThreshold
+	}
 	def(&o.RefillStep, DefaultRefillStep)
 	def(&o.RefillPassStatuses, DefaultRefillPassStatuses)
 	def(&o.BcryptCost, DefaultBcryptCost)

@@ -27,7 +27,7 @@ var userCreatedEvent, _ = json.Marshal(protocol.Internal{Type: protocol.TypeUser
 var (
 	//go:embed post.lua
 	postSource string
-	postScript = redis.NewScript(postSource)
+	postScript = redis.NewScript(sharedSource + postSource)
 
 	//go:embed delete.lua
 	deleteSource string
@@ -102,9 +102,10 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (Sta
 	job := k.job(postJobID(st.ID))
 	res, err := postScript.Run(ctx, s.rdb, []string{
 		k.user(uid), k.status(st.ID), k.profile(uid), k.home(uid), k.global(),
-		k.followers(uid), k.jobs(), job, k.followSeq(),
+		k.followers(uid), k.jobs(), job, k.followSeq(), k.pulledAuthors(), k.job(promoteJobID(uid)),
 	}, st.ID, uid, st.Login, st.Message, st.Posted.UnixMilli(),
-		s.opts.HomeSize, s.opts.GlobalSize, payload, k.userChannel(uid), st.Name).Int()
+		s.opts.HomeSize, s.opts.GlobalSize, payload, k.userChannel(uid), st.Name,
+		k.authorChannel(uid), max(0, s.opts.PullThreshold)).Int()
 	if err != nil {
 		return Status{}, "", fmt.Errorf("post by %d: %w", uid, err)
 	}
@@ -141,8 +142,8 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	job := k.job(deleteJobID(id))
 	res, err := deleteScript.Run(ctx, s.rdb, []string{
 		k.status(id), k.user(uid), k.profile(uid), k.home(uid), k.global(),
-		k.followers(uid), k.jobs(), job,
-	}, id, uid, payload, k.userChannel(uid)).Int()
+		k.followers(uid), k.jobs(), job, k.pulledAuthors(),
+	}, id, uid, payload, k.userChannel(uid), k.authorChannel(uid)).Int()
 	if err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}

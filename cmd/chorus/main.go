@@ -114,6 +114,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			PasswordHashers:     cfg.PasswordHashers,
 			HashWait:            cfg.PasswordHashWait,
 			InactiveAfter:       orNever(cfg.InactiveAfter),
+			PullThreshold:       orNever(cfg.PullThreshold),
 		},
 		Presence: presence.Options{
 			Window: cfg.OnlineWindow, HeartbeatInterval: cfg.HeartbeatInterval,

@@ -1,3 +1,6 @@
+-- The pass script as it was when post jobs ran in it (a ZADD, a trim and a
+-- PUBLISH per follower), kept for BenchmarkFanout's comparison. Only its
+-- post branch is used.
 -- Runs one pass of a fan-out job: up to ARGV[1] members of the job's list,
 -- from just after the job's cursor, and moves the cursor past them, all in
 -- one step. A worker that dies between passes leaves the job exactly where
@@ -20,7 +23,7 @@
 --           score of the last followee done.
 --
 -- The keys of followers' timelines are only known while running, so they are
--- built here from prefixes. Runs after copy_latest.lua.
+-- built here from prefixes. Ran after copy_latest.lua.
 --
 -- KEYS[1] the job hash
 -- KEYS[2] fan-out job stream
