@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -288,4 +289,122 @@ func BenchmarkZAddPipelined(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(n.Load())/b.Elapsed().Seconds(), "zadds/s")
+}
+
+// BenchmarkPostCost measures one post, until every pass of its fan-out has
+// run, by an author of 100, 10,000 and 100,000 followers, half of whom were
+// last seen a month ago: "push" pushes to every follower (no pull
+// threshold, nobody inactive), "pull" has every author pulled, "hybrid" is
+// the defaults (pulled from 10,000 followers; inactive after 7 days).
+func BenchmarkPostCost(b *testing.B) {
+	modes := []struct {
+		name string
+		opts Options
+		pull bool // the author is pulled whatever their followers
+	}{
+		{"push", Options{PullThreshold: -1, InactiveAfter: -1}, false},
+		{"pull", Options{}, true},
+		{"hybrid", Options{}, false},
+	}
+	for _, n := range []int{100, 10_000, 100_000} {
+		for _, m := range modes {
+			b.Run(fmt.Sprintf("followers=%d/%s", n, m.name), func(b *testing.B) {
+				s, rdb := newPrivateService(b, m.opts)
+				ctx := context.Background()
+				s.opts.ConnectedKey = s.keys.prefix + "connected"
+				author := signUp(b, s, "author")
+				seedFollowers(b, s, author.ID, n)
+				now, err := s.now(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				pipe := rdb.Pipeline()
+				for i := range n {
+					seen := now
+					if i%2 == 1 {
+						seen = now.Add(-30 * 24 * time.Hour)
+					}
+					pipe.ZAdd(ctx, s.keys.seen(), redisZ(float64(seen.UnixMilli()), itoa(int64(1_000_000+i))))
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if m.pull || (s.opts.PullThreshold > 0 && n >= s.opts.PullThreshold) {
+					rdb.ZAdd(ctx, s.keys.pulledAuthors(), redisZ(1, itoa(author.ID)))
+				}
+				b.ResetTimer()
+				for b.Loop() {
+					st, job, err := s.queuePost(ctx, author.ID, "benchmark status")
+					if err != nil {
+						b.Fatal(err)
+					}
+					if job != "" {
+						for {
+							res, err := s.pass(ctx, job)
+							if err != nil {
+								b.Fatal(err)
+							}
+							if res.finished {
+								break
+							}
+						}
+					}
+					_ = st
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkHomeRead measures reading the newest page of 20 of a home
+// timeline, for a reader who follows 50 authors of 200 statuses each, 0, 5
+// or all 50 of them pulled (0: all push; 50: all pull), and reports the
+// 50th and 99th percentiles of one read.
+func BenchmarkHomeRead(b *testing.B) {
+	for _, pulled := range []int{0, 5, 50} {
+		b.Run(fmt.Sprintf("pulled=%d", pulled), func(b *testing.B) {
+			s, rdb := newPrivateService(b, Options{})
+			ctx := context.Background()
+			reader := signUp(b, s, "reader")
+			// Author a's i-th status has id i*50+a+1: the authors take turns,
+			// as time would have them.
+			pipe := rdb.Pipeline()
+			for a := range 50 {
+				author := int64(2_000_000 + a)
+				for i := range 200 {
+					id := int64(i*50 + a + 1)
+					st := itoa(id)
+					pipe.HSet(ctx, s.keys.status(id), "id", st, "uid", itoa(author), "login", "a"+itoa(author),
+						"name", "Author", "message", "benchmark status", "posted", "1")
+					pipe.ZAdd(ctx, s.keys.profile(author), redisZ(float64(id), st))
+					if a >= pulled {
+						pipe.ZAdd(ctx, s.keys.home(reader.ID), redisZ(float64(id), st))
+					}
+				}
+				if a < pulled {
+					pipe.ZAdd(ctx, s.keys.pulls(reader.ID), redisZ(float64(a+1), itoa(author)))
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			times := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				page, err := s.HomeTimeline(ctx, reader.ID, Cursor{Limit: 20})
+				times = append(times, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page.Statuses) != 20 {
+					b.Fatalf("page of %d", len(page.Statuses))
+				}
+			}
+			b.StopTimer()
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
 }
