@@ -51,16 +51,7 @@ func BenchmarkPost(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				job := s.keys.job(postJobID(st.ID))
-				for {
-					res, err := s.pass(ctx, job)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if res.finished {
-						break
-					}
-				}
+				runJob(b, s, s.keys.job(postJobID(st.ID)))
 			}
 			b.StopTimer()
 			if n > 0 {
@@ -334,22 +325,13 @@ func BenchmarkPostCost(b *testing.B) {
 				}
 				b.ResetTimer()
 				for b.Loop() {
-					st, job, err := s.queuePost(ctx, author.ID, "benchmark status")
+					_, job, err := s.queuePost(ctx, author.ID, "benchmark status")
 					if err != nil {
 						b.Fatal(err)
 					}
 					if job != "" {
-						for {
-							res, err := s.pass(ctx, job)
-							if err != nil {
-								b.Fatal(err)
-							}
-							if res.finished {
-								break
-							}
-						}
+						runJob(b, s, job)
 					}
-					_ = st
 				}
 			})
 		}
