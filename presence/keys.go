@@ -24,7 +24,12 @@ func (k keys) activeUnion() string { return k.prefix + "active.hll.tmp" }
 // connected is the sorted set uid -> when the user was told online (unix
 // ms): the users with a registered connection, whose friends have been told
 // "online".
-func (k keys) connected() string { return k.prefix + "connected" }
+func (k keys) connected() string { return ConnectedKey(k.prefix) }
+
+// ConnectedKey names, under prefix, the sorted set of the users with a
+// registered connection (uid -> when they were told online): the social
+// core's fan-out publishes live frames to these only.
+func ConnectedKey(prefix string) string { return prefix + "connected" }
 
 // conns is one user's registry of connections, a hash connID -> the id of
 // the instance holding it. A connection lives as long as its instance's lease.

@@ -115,10 +115,17 @@ const (
 	// TypeSessionEnded closes the streams opened with Session, on every
 	// instance: the session signed out.
 	TypeSessionEnded = "session_ended"
+	// TypePullAdded tells the instances holding a user's streams that the
+	// user now follows Author, whose statuses are pulled: the instances
+	// subscribe to Author's channel (AuthorChannel) on the user's behalf.
+	TypePullAdded = "pull_added"
+	// TypePullRemoved: the user stopped following Author.
+	TypePullRemoved = "pull_removed"
 )
 
 // Internal is a message of the internal types.
 type Internal struct {
 	Type    string `json:"type"`
 	Session string `json:"session,omitempty"` // TypeSessionEnded's
+	Author  int64  `json:"author,omitempty"`  // TypePullAdded's and TypePullRemoved's
 }

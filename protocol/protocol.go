@@ -21,6 +21,14 @@ func UserChannel(prefix string, uid int64) string {
 // scripts that build them from a user id.
 func UserChannelPrefix(prefix string) string { return prefix + "events:user:" }
 
+// AuthorChannel is the pub/sub channel on which the statuses (and their
+// deletions) of uid are published once each when uid's followers pull them
+// rather than have them pushed: the instances subscribe to it on behalf of
+// their streams' users who follow uid, and route its frames to them.
+func AuthorChannel(prefix string, uid int64) string {
+	return prefix + "events:author:" + strconv.FormatInt(uid, 10)
+}
+
 // Error is the API's one error shape, {"code", "message"}: code is stable
 // and meant for programs, message is a sentence meant for people.
 type Error struct {

@@ -47,6 +47,7 @@ type envOptions struct {
 	rdb      *redis.Client // nil: the shared test server
 	prefix   string        // "": a key prefix of the env's own
 	hub      Options
+	social   social.Options
 	presence presence.Options
 	feed     func(*social.Service) Feed       // wraps the hub's feed; nil: the service itself
 	pres     func(*presence.Tracker) Presence // wraps the hub's presence; nil: the tracker itself
@@ -62,7 +63,9 @@ func newEnv(tb testing.TB, o envOptions) *env {
 		prefix = redistest.Prefix()
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	soc := social.New(rdb, social.Options{Prefix: prefix, BcryptCost: 4})
+	sopts := o.social
+	sopts.Prefix, sopts.BcryptCost, sopts.Logger = prefix, 4, log
+	soc := social.New(rdb, sopts)
 	popts := o.presence
 	popts.Prefix, popts.FriendsKey, popts.Channel, popts.Profile = prefix, soc.FriendsKey, soc.UserChannel, soc.Profile
 	popts.Logger = log

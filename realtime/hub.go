@@ -3,7 +3,10 @@
 // events from Redis pub/sub to the local connections they are for. Each
 // instance subscribes, on one pub/sub connection, to the channels of the
 // users connected to it, and unsubscribes when their last connection goes:
-// publishers never need to know where a user is connected.
+// publishers never need to know where a user is connected. It subscribes
+// too to the channels of the pulled authors its users follow (authors with
+// so many followers that their statuses are published once, not to each
+// follower), and routes their frames to those users.
 package realtime
 
 import (
@@ -30,6 +33,8 @@ type Feed interface {
 	UserByID(ctx context.Context, uid int64) (social.User, error)
 	Users(ctx context.Context, ids []int64) ([]social.User, error)
 	UserChannel(uid int64) string
+	PulledAuthors(ctx context.Context, uid int64) ([]int64, error)
+	AuthorChannel(uid int64) string
 	SessionOwners(ctx context.Context, sessionIDs []string) ([]int64, error)
 }
 
@@ -103,6 +108,7 @@ type Hub struct {
 
 	mu        sync.RWMutex
 	users     map[string]*local   // by channel
+	authors   map[string]*readers // pulled authors' channels: the local users who follow them
 	live      map[string]bool     // channels whose subscription Redis confirmed
 	unchecked map[string]struct{} // channels confirmed again, their sessions still to check
 	closing   bool
@@ -163,11 +169,17 @@ type Stats struct {
 	UserStreamsRefused atomic.Int64
 }
 
+// readers are the local users who follow one pulled author.
+type readers struct {
+	users map[int64]*local // by uid
+}
+
 // local is the set of this instance's connections of one user.
 type local struct {
 	uid   int64
 	conns map[*conn]struct{}
-	ready chan struct{} // closed once the user's channel is live
+	pulls map[int64]struct{} // the pulled authors the user follows
+	ready chan struct{}      // closed once the user's channel is live
 	// checking holds back the channel's frames while its sessions are
 	// checked after the pub/sub connection was made again; checkRound tells
 	// a check from a later one asked for meanwhile.
@@ -205,6 +217,7 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 		syncCh:    make(chan string, 1024),
 		recheck:   make(chan struct{}, 1),
 		users:     map[string]*local{},
+		authors:   map[string]*readers{},
 		live:      map[string]bool{},
 		unchecked: map[string]struct{}{},
 		cancel:    cancel, stopped: ctx.Done(),
@@ -250,6 +263,12 @@ func (h *Hub) route(ctx context.Context) {
 func (h *Hub) confirmed(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.authors[channel] != nil {
+		// An author's frames missed meanwhile are caught up with the
+		// user channels' (their home timelines merge the author's).
+		h.live[channel] = true
+		return
+	}
 	u := h.users[channel]
 	if !h.live[channel] {
 		h.live[channel] = true
@@ -276,8 +295,19 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		h.log.Warn("unreadable event", "channel", channel, "err", err)
 		return
 	}
+	switch ev.Type {
+	case protocol.TypePullAdded, protocol.TypePullRemoved:
+		h.setPull(channel, ev.Author, ev.Type == protocol.TypePullAdded)
+		return
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	if r := h.authors[channel]; r != nil {
+		for _, u := range r.users {
+			h.deliver(u, ev, payload)
+		}
+		return
+	}
 	u := h.users[channel]
 	if u == nil {
 		return
@@ -299,6 +329,12 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		}
 		return
 	}
+	h.deliver(u, ev, payload)
+}
+
+// deliver queues an event's frame for each of u's connections. Called with
+// h.mu held.
+func (h *Hub) deliver(u *local, ev event, payload []byte) {
 	if u.checking {
 		h.Stats.FramesDropped.Add(int64(len(u.conns)))
 		return
@@ -343,16 +379,19 @@ func (h *Hub) subscriber(ctx context.Context) {
 				break more
 			}
 		}
-		var subscribe, unsubscribe []string
+		var subscribe, unsubscribe, authorChannels []string
 		h.mu.Lock()
 		for channel := range batch {
-			want := h.users[channel] != nil
+			want := h.users[channel] != nil || h.authors[channel] != nil
 			if !want {
 				// From here on a joining connection waits for a new
 				// confirmation.
 				delete(h.live, channel)
 			}
 			switch {
+			case want && !subscribed[channel] && h.authors[channel] != nil:
+				authorChannels = append(authorChannels, channel)
+				subscribed[channel] = true
 			case want && !subscribed[channel]:
 				subscribe = append(subscribe, channel)
 				subscribed[channel] = true
@@ -363,6 +402,9 @@ func (h *Hub) subscriber(ctx context.Context) {
 		}
 		h.mu.Unlock()
 		clear(batch)
+		// A user's channel confirmed means the authors' channels subscribed
+		// with it are too: Redis confirms in order.
+		subscribe = append(authorChannels, subscribe...)
 		h.Stats.SubscribeCommands.Add(int64(min(1, len(subscribe)) + min(1, len(unsubscribe))))
 		for _, change := range []struct {
 			channels  []string
@@ -385,7 +427,7 @@ func (h *Hub) subscriber(ctx context.Context) {
 
 // join adds c to its user's local set, subscribing on the user's first
 // local connection, and waits until the subscription is live.
-func (h *Hub) join(ctx context.Context, c *conn) error {
+func (h *Hub) join(ctx context.Context, c *conn, pulls []int64) error {
 	channel := h.feed.UserChannel(c.uid)
 	h.mu.Lock()
 	if h.closing {
@@ -394,7 +436,7 @@ func (h *Hub) join(ctx context.Context, c *conn) error {
 	}
 	u := h.users[channel]
 	if u == nil {
-		u = &local{uid: c.uid, conns: map[*conn]struct{}{}, ready: make(chan struct{})}
+		u = &local{uid: c.uid, conns: map[*conn]struct{}{}, pulls: map[int64]struct{}{}, ready: make(chan struct{})}
 		if h.live[channel] { // still subscribed from a connection just gone
 			close(u.ready)
 		}
@@ -402,7 +444,16 @@ func (h *Hub) join(ctx context.Context, c *conn) error {
 	}
 	u.conns[c] = struct{}{}
 	ready := u.ready
+	var changed []string
+	for _, author := range pulls {
+		if ch, ok := h.addPull(u, author); ok {
+			changed = append(changed, ch)
+		}
+	}
 	h.mu.Unlock()
+	for _, ch := range changed {
+		h.resync(ch)
+	}
 	h.resync(channel)
 
 	wait, cancel := context.WithTimeout(ctx, h.opts.SubscribeWait)
@@ -421,14 +472,75 @@ func (h *Hub) leave(c *conn) {
 	channel := h.feed.UserChannel(c.uid)
 	h.mu.Lock()
 	u := h.users[channel]
+	var changed []string
 	if u != nil {
 		delete(u.conns, c)
 		if len(u.conns) == 0 {
 			delete(h.users, channel)
+			for author := range u.pulls {
+				if ch, ok := h.removePull(u, author); ok {
+					changed = append(changed, ch)
+				}
+			}
 		}
 	}
 	h.mu.Unlock()
 	h.resync(channel)
+	for _, ch := range changed {
+		h.resync(ch)
+	}
+}
+
+// setPull records that the user of channel started (add) or stopped
+// following a pulled author, and brings the author's channel in line.
+func (h *Hub) setPull(channel string, author int64, add bool) {
+	h.mu.Lock()
+	u := h.users[channel]
+	var ch string
+	var changed bool
+	if u != nil && author > 0 {
+		if add {
+			ch, changed = h.addPull(u, author)
+		} else {
+			ch, changed = h.removePull(u, author)
+		}
+	}
+	h.mu.Unlock()
+	if changed {
+		h.resync(ch)
+	}
+}
+
+// addPull makes u a reader of author's channel; it returns the channel and
+// whether it gained its first reader. Called with h.mu held.
+func (h *Hub) addPull(u *local, author int64) (string, bool) {
+	u.pulls[author] = struct{}{}
+	ch := h.feed.AuthorChannel(author)
+	r := h.authors[ch]
+	first := r == nil
+	if first {
+		r = &readers{users: map[int64]*local{}}
+		h.authors[ch] = r
+	}
+	r.users[u.uid] = u
+	return ch, first
+}
+
+// removePull takes u out of author's readers; it returns the channel and
+// whether it lost its last reader. Called with h.mu held.
+func (h *Hub) removePull(u *local, author int64) (string, bool) {
+	delete(u.pulls, author)
+	ch := h.feed.AuthorChannel(author)
+	r := h.authors[ch]
+	if r == nil {
+		return ch, false
+	}
+	delete(r.users, u.uid)
+	if len(r.users) > 0 {
+		return ch, false
+	}
+	delete(h.authors, ch)
+	return ch, true
 }
 
 // resync asks the subscriber to bring channel in line.

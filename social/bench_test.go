@@ -3,7 +3,12 @@ package social
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,16 +51,7 @@ func BenchmarkPost(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				job := s.keys.job(postJobID(st.ID))
-				for {
-					res, err := s.pass(ctx, job)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if res.finished {
-						break
-					}
-				}
+				runJob(b, s, s.keys.job(postJobID(st.ID)))
 			}
 			b.StopTimer()
 			if n > 0 {
@@ -178,3 +174,219 @@ func BenchmarkRefillPass(b *testing.B) {
 }
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+//go:embed testdata/fanout_pass_lua_post.lua
+var luaPostPassSource string
+
+// BenchmarkFanout measures the fan-out's insert rate: posts by `jobs`
+// authors of 10,000 followers each, fanned out at once (as the workers of
+// several instances would), every pass run until each job is done. "lua"
+// runs a post job's passes as they were, inside the pass script (a ZADD, a
+// trim and a PUBLISH per follower); "multi" as they are, read by a script
+// and written in one MULTI/EXEC (a ZADD per follower, a trim one time in
+// 16, a PUBLISH to those connected: here one in ten). Compare inserts/s with
+// BenchmarkZAddPipelined, Redis's own limit on the same machine.
+func BenchmarkFanout(b *testing.B) {
+	const followers = 10_000
+	luaPass := redis.NewScript(luaPostPassSource)
+	for _, impl := range []string{"lua", "multi"} {
+		for _, jobs := range []int{1, 4} {
+			b.Run(fmt.Sprintf("%s/jobs=%d", impl, jobs), func(b *testing.B) {
+				s, rdb := newPrivateService(b, Options{})
+				ctx := context.Background()
+				authors := make([]User, jobs)
+				for i := range authors {
+					authors[i] = signUp(b, s, fmt.Sprintf("author%d", i))
+					seedFollowers(b, s, authors[i].ID, followers)
+				}
+				connected := s.keys.prefix + "connected"
+				s.opts.ConnectedKey = connected
+				for i := 0; i < followers; i += 10 {
+					rdb.ZAdd(ctx, connected, redisZ(1, itoa(int64(1_000_000+i))))
+				}
+				run := func(job string) error {
+					for {
+						var finished bool
+						if impl == "lua" {
+							res, err := luaPass.Run(ctx, rdb, []string{job, s.keys.jobs()}, s.passArgs()...).Int64Slice()
+							if err != nil {
+								return err
+							}
+							finished = res[0] == 1
+						} else {
+							res, err := s.pass(ctx, job)
+							if err != nil {
+								return err
+							}
+							finished = res.finished
+						}
+						if finished {
+							return nil
+						}
+					}
+				}
+				b.ResetTimer()
+				for b.Loop() {
+					var wg sync.WaitGroup
+					errs := make([]error, len(authors))
+					for i, a := range authors {
+						b.StopTimer()
+						_, job, _, err := s.queuePost(ctx, a.ID, "benchmark status")
+						b.StartTimer()
+						if err != nil {
+							b.Fatal(err)
+						}
+						wg.Go(func() { errs[i] = run(job) })
+					}
+					wg.Wait()
+					if err := errors.Join(errs...); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(jobs*followers*b.N)/b.Elapsed().Seconds(), "inserts/s")
+				last := itoa(int64(1_000_000 + followers - 1))
+				if c, _ := rdb.ZCard(ctx, s.keys.homePrefix()+last).Result(); c == 0 {
+					b.Fatal("the last follower's home timeline is empty")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkZAddPipelined measures Redis's own limit for the fan-out's
+// writes: ZADDs to 10,000 different sorted sets, in pipelines of 1,000,
+// from 4 clients at once (the reference BenchmarkFanout's inserts/s are
+// compared with).
+func BenchmarkZAddPipelined(b *testing.B) {
+	_, rdb := newPrivateService(b, Options{})
+	ctx := context.Background()
+	var n atomic.Int64
+	b.SetParallelism(2) // 2 per core: 4 clients on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			pipe := rdb.Pipeline()
+			for j := range 1000 {
+				pipe.ZAdd(ctx, "z:"+strconv.Itoa((i*1000+j)%10_000), redisZ(float64(i), strconv.Itoa(i)))
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+			n.Add(1000)
+			i++
+		}
+	})
+	b.ReportMetric(float64(n.Load())/b.Elapsed().Seconds(), "zadds/s")
+}
+
+// BenchmarkPostCost measures one post, until every pass of its fan-out has
+// run, by an author of 100, 10,000 and 100,000 followers, half of whom were
+// last seen a month ago: "push" pushes to every follower (no pull
+// threshold, nobody inactive), "pull" has every author pulled, "hybrid" is
+// the defaults (pulled from 10,000 followers; inactive after 7 days).
+func BenchmarkPostCost(b *testing.B) {
+	modes := []struct {
+		name string
+		opts Options
+		pull bool // the author is pulled whatever their followers
+	}{
+		{"push", Options{PullThreshold: -1, InactiveAfter: -1}, false},
+		{"pull", Options{}, true},
+		{"hybrid", Options{}, false},
+	}
+	for _, n := range []int{100, 10_000, 100_000} {
+		for _, m := range modes {
+			b.Run(fmt.Sprintf("followers=%d/%s", n, m.name), func(b *testing.B) {
+				s, rdb := newPrivateService(b, m.opts)
+				ctx := context.Background()
+				s.opts.ConnectedKey = s.keys.prefix + "connected"
+				author := signUp(b, s, "author")
+				seedFollowers(b, s, author.ID, n)
+				now, err := s.now(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				pipe := rdb.Pipeline()
+				for i := range n {
+					seen := now
+					if i%2 == 1 {
+						seen = now.Add(-30 * 24 * time.Hour)
+					}
+					pipe.ZAdd(ctx, s.keys.seen(), redisZ(float64(seen.UnixMilli()), itoa(int64(1_000_000+i))))
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if m.pull || (s.opts.PullThreshold > 0 && n >= s.opts.PullThreshold) {
+					rdb.ZAdd(ctx, s.keys.pulledAuthors(), redisZ(1, itoa(author.ID)))
+				}
+				b.ResetTimer()
+				for b.Loop() {
+					_, job, _, err := s.queuePost(ctx, author.ID, "benchmark status")
+					if err != nil {
+						b.Fatal(err)
+					}
+					if job != "" {
+						runJob(b, s, job)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkHomeRead measures reading the newest page of 20 of a home
+// timeline, for a reader who follows 50 authors of 200 statuses each, 0, 5
+// or all 50 of them pulled (0: all push; 50: all pull), and reports the
+// 50th and 99th percentiles of one read.
+func BenchmarkHomeRead(b *testing.B) {
+	for _, pulled := range []int{0, 5, 50} {
+		b.Run(fmt.Sprintf("pulled=%d", pulled), func(b *testing.B) {
+			s, rdb := newPrivateService(b, Options{})
+			ctx := context.Background()
+			reader := signUp(b, s, "reader")
+			// Author a's i-th status has id i*50+a+1: the authors take turns,
+			// as time would have them.
+			pipe := rdb.Pipeline()
+			for a := range 50 {
+				author := int64(2_000_000 + a)
+				for i := range 200 {
+					id := int64(i*50 + a + 1)
+					st := itoa(id)
+					pipe.HSet(ctx, s.keys.status(id), "id", st, "uid", itoa(author), "login", "a"+itoa(author),
+						"name", "Author", "message", "benchmark status", "posted", "1")
+					pipe.ZAdd(ctx, s.keys.profile(author), redisZ(float64(id), st))
+					if a >= pulled {
+						pipe.ZAdd(ctx, s.keys.home(reader.ID), redisZ(float64(id), st))
+					}
+				}
+				if a < pulled {
+					pipe.ZAdd(ctx, s.keys.pulls(reader.ID), redisZ(float64(a+1), itoa(author)))
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			times := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				page, err := s.HomeTimeline(ctx, reader.ID, Cursor{Limit: 20})
+				times = append(times, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page.Statuses) != 20 {
+					b.Fatalf("page of %d", len(page.Statuses))
+				}
+			}
+			b.StopTimer()
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}

@@ -10,12 +10,14 @@
 -- KEYS[6] author's followers set
 -- KEYS[7] fan-out job stream
 -- KEYS[8] the cleanup job hash
--- KEYS[9] lists that hold the author (list:in)
--- KEYS[10] the list cleanup job hash
+-- KEYS[9] pulled authors (uid -> first status id not pushed)
+-- KEYS[10] lists that hold the author (list:in)
+-- KEYS[11] the list cleanup job hash
 -- ARGV[1] status id
 -- ARGV[2] uid asking for the deletion
 -- ARGV[3] live event to publish (JSON)
 -- ARGV[4] author's event channel
+-- ARGV[5] author's channel for their followers (pulled authors)
 -- Returns 1 with a job queued, 0 without one, -1 when the status does not
 -- exist, -2 when it belongs to someone else.
 local owner = redis.call('HGET', KEYS[1], 'uid')
@@ -34,10 +36,18 @@ redis.call('ZREM', KEYS[5], id)
 redis.call('PUBLISH', ARGV[4], ARGV[3])
 -- The lists that hold the author are cleaned by a job of their own
 -- (list_delete).
-if redis.call('ZCARD', KEYS[9]) > 0 then
-  local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[10])
-  redis.call('HSET', KEYS[10], 'kind', 'list_delete', 'uid', ARGV[2], 'sid', id,
+if redis.call('ZCARD', KEYS[10]) > 0 then
+  local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[11])
+  redis.call('HSET', KEYS[11], 'kind', 'list_delete', 'uid', ARGV[2], 'sid', id,
     'cursor', 0, 'entry', entry)
+end
+-- A status of a pulled author, from after they were, was never pushed:
+-- it is gone from every read with the profile's entry; the followers
+-- connected are told from one publish.
+local since = redis.call('ZSCORE', KEYS[9], ARGV[2])
+if since and tonumber(id) >= tonumber(since) then
+  redis.call('PUBLISH', ARGV[5], ARGV[3])
+  return 0
 end
 if redis.call('ZCARD', KEYS[6]) == 0 then
   return 0

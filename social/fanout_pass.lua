@@ -4,9 +4,10 @@
 -- the last pass put it, so the next worker neither skips nor repeats anyone.
 --
 -- Kinds of job (the job hash's "kind"):
---   post    add status "sid" to the home timeline of each follower of "uid"
---           whose follow is not newer than "until", and publish "payload"
---           to each; stops early once the status is deleted.
+--   (post jobs are run from Go, by postPass)
+--   promote add "uid" to the pulled authors of each follower whose follow
+--           is not newer than "until", telling their instances; then to
+--           the pulled authors, from the next status id on.
 --   delete  remove status "sid" from the home timeline of each follower of
 --           "uid", publishing "payload" to those who had it.
 --   refill  copy into uid's home timeline (after an unfollow left it short)
@@ -17,7 +18,8 @@
 --           at up to ARGV[10] followees and copies up to ARGV[11] statuses;
 --           a followee cut short is resumed below "below", the lowest id
 --           copied from it ("part" names it), and "cursor" is the follow
---           score of the last followee done.
+--           score of the last followee done. Pulled followees are
+--           skipped: reads merge their statuses.
 --   list_post    add status "sid" to the timeline of each list that holds
 --                "uid" since no later than "until" (a list membership
 --                score); stops early once the status is deleted.
@@ -25,7 +27,7 @@
 --                holds "uid".
 --
 -- The keys of followers' timelines are only known while running, so they are
--- built here from prefixes. Runs after copy_latest.lua.
+-- built here from prefixes. Runs after shared.lua.
 --
 -- KEYS[1] the job hash
 -- KEYS[2] fan-out job stream
@@ -40,8 +42,11 @@
 -- ARGV[9] prefix of user event channels
 -- ARGV[10] most followees a refill pass looks at
 -- ARGV[11] most statuses a refill pass copies
--- ARGV[12] prefix of the sets of lists that hold a user (list:in:)
--- ARGV[13] prefix of list timelines
+-- ARGV[12] prefix of pulled-authors sets
+-- ARGV[13] pulled authors
+-- ARGV[14] status id counter
+-- ARGV[15] prefix of the sets of lists that hold a user (list:in:)
+-- ARGV[16] prefix of list timelines
 -- Returns {finished (0 or 1), members reached in this pass (followers,
 -- followees looked at, or lists), statuses copied in this pass (refill
 -- jobs)}.
@@ -65,25 +70,25 @@ local function finish(n, copied)
 end
 
 local page
-if j.kind == 'post' then
-  if redis.call('EXISTS', ARGV[8] .. j.sid) == 0 then
-    return finish(0)
-  end
-  page = redis.call('ZRANGEBYSCORE', ARGV[5] .. j.uid, '(' .. j.cursor, j['until'],
-    'WITHSCORES', 'LIMIT', 0, size)
-  for i = 1, #page, 2 do
-    local home = ARGV[4] .. page[i]
-    redis.call('ZADD', home, j.sid, j.sid)
-    redis.call('ZREMRANGEBYRANK', home, 0, -homeSize - 1)
-    redis.call('PUBLISH', ARGV[9] .. page[i], j.payload)
-  end
-elseif j.kind == 'delete' then
+if j.kind == 'delete' then
   page = redis.call('ZRANGEBYSCORE', ARGV[5] .. j.uid, '(' .. j.cursor, '+inf',
     'WITHSCORES', 'LIMIT', 0, size)
   for i = 1, #page, 2 do
     if redis.call('ZREM', ARGV[4] .. page[i], j.sid) == 1 then
       redis.call('PUBLISH', ARGV[9] .. page[i], j.payload)
     end
+  end
+elseif j.kind == 'promote' then
+  page = redis.call('ZRANGEBYSCORE', ARGV[5] .. j.uid, '(' .. j.cursor, j['until'],
+    'WITHSCORES', 'LIMIT', 0, size)
+  local added = '{"type":"pull_added","author":' .. j.uid .. '}'
+  for i = 1, #page, 2 do
+    redis.call('ZADD', ARGV[12] .. page[i], page[i + 1], j.uid)
+    redis.call('PUBLISH', ARGV[9] .. page[i], added)
+  end
+  if #page / 2 < size then
+    local next = tonumber(redis.call('GET', ARGV[14]) or '0') + 1
+    redis.call('ZADD', ARGV[13], next, j.uid)
   end
 elseif j.kind == 'refill' then
   local step = tonumber(ARGV[10])
@@ -109,11 +114,13 @@ elseif j.kind == 'refill' then
       below = '(' .. j.below
     end
     looked = looked + 1
-    local n, last, done = copy_below(home, ARGV[7] .. followee, below, homeSize, budget - copied)
-    copied = copied + n
-    if not done then
-      redis.call('HSET', KEYS[1], 'cursor', cursor, 'part', followee, 'below', last)
-      return {0, looked, copied}
+    if not redis.call('ZSCORE', ARGV[12] .. j.uid, followee) then
+      local n, last, done = copy_below(home, ARGV[7] .. followee, below, homeSize, budget - copied)
+      copied = copied + n
+      if not done then
+        redis.call('HSET', KEYS[1], 'cursor', cursor, 'part', followee, 'below', last)
+        return {0, looked, copied}
+      end
     end
     cursor = followees[i + 1]
   end
@@ -127,18 +134,18 @@ elseif j.kind == 'list_post' then
   if redis.call('EXISTS', ARGV[8] .. j.sid) == 0 then
     return finish(0)
   end
-  page = redis.call('ZRANGEBYSCORE', ARGV[12] .. j.uid, '(' .. j.cursor, j['until'],
+  page = redis.call('ZRANGEBYSCORE', ARGV[15] .. j.uid, '(' .. j.cursor, j['until'],
     'WITHSCORES', 'LIMIT', 0, size)
   for i = 1, #page, 2 do
-    local list = ARGV[13] .. page[i]
+    local list = ARGV[16] .. page[i]
     redis.call('ZADD', list, j.sid, j.sid)
     redis.call('ZREMRANGEBYRANK', list, 0, -homeSize - 1)
   end
 elseif j.kind == 'list_delete' then
-  page = redis.call('ZRANGEBYSCORE', ARGV[12] .. j.uid, '(' .. j.cursor, '+inf',
+  page = redis.call('ZRANGEBYSCORE', ARGV[15] .. j.uid, '(' .. j.cursor, '+inf',
     'WITHSCORES', 'LIMIT', 0, size)
   for i = 1, #page, 2 do
-    redis.call('ZREM', ARGV[13] .. page[i], j.sid)
+    redis.call('ZREM', ARGV[16] .. page[i], j.sid)
   end
 else
   return finish(0)

@@ -10,12 +10,12 @@ import (
 )
 
 var (
-	//go:embed copy_latest.lua
-	copyLatestSource string
+	//go:embed shared.lua
+	sharedSource string
 
 	//go:embed follow.lua
 	followSource string
-	followScript = redis.NewScript(copyLatestSource + followSource)
+	followScript = redis.NewScript(sharedSource + followSource)
 
 	//go:embed unfollow.lua
 	unfollowSource string
@@ -42,7 +42,9 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 		k.following(uid), k.followers(other), k.user(uid), k.user(other),
 		k.following(other), k.friends(uid), k.friends(other),
 		k.home(uid), k.profile(other), k.followSeq(), k.popular(),
-	}, uid, other, s.opts.HomeSize, now.UnixMilli(), k.userChannel(other)).Int()
+		k.pulledAuthors(), k.pulls(uid), k.jobs(), k.job(promoteJobID(other)),
+	}, uid, other, s.opts.HomeSize, now.UnixMilli(), k.userChannel(other),
+		k.userChannel(uid), max(0, s.opts.PullThreshold)).Int()
 	if err != nil {
 		return User{}, false, fmt.Errorf("follow %d->%d: %w", uid, other, err)
 	}
@@ -70,7 +72,7 @@ func (s *Service) Unfollow(ctx context.Context, uid int64, login string) (exFrie
 	res, err := unfollowScript.Run(ctx, s.rdb, []string{
 		k.following(uid), k.followers(other), k.user(uid), k.user(other),
 		k.friends(uid), k.friends(other), k.home(uid), k.profile(other),
-		k.jobs(), k.job(refill), k.popular(),
+		k.jobs(), k.job(refill), k.popular(), k.pulls(uid),
 	}, uid, other, s.opts.RefillBelow, k.job(deleteJobPrefix), k.userChannel(uid)).Int()
 	if err != nil {
 		return 0, fmt.Errorf("unfollow %d->%d: %w", uid, other, err)
@@ -176,3 +178,17 @@ func (s *Service) Relations(ctx context.Context, uid int64, ids []int64) ([]Rela
 	}
 	return out, nil
 }
+
+// PulledAuthors returns the authors uid follows whose statuses are pulled:
+// they reach uid's streams through the authors' channels (AuthorChannel).
+func (s *Service) PulledAuthors(ctx context.Context, uid int64) ([]int64, error) {
+	members, err := s.rdb.ZRange(ctx, s.keys.pulls(uid), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("pulled authors of %d: %w", uid, err)
+	}
+	return parseIDs(members), nil
+}
+
+// AuthorChannel is the pub/sub channel of a pulled author's statuses and
+// their deletions, published once each for all their followers.
+func (s *Service) AuthorChannel(uid int64) string { return s.keys.authorChannel(uid) }

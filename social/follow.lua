@@ -1,6 +1,6 @@
 -- Makes ARGV[1] follow ARGV[2], keeping counters, friend sets and the home
 -- timeline consistent in one step. Following twice changes nothing.
--- Runs after copy_latest.lua.
+-- Runs after shared.lua.
 --
 -- KEYS[1] following set of the follower
 -- KEYS[2] followers set of the followee
@@ -13,11 +13,18 @@
 -- KEYS[9] followee's profile timeline
 -- KEYS[10] follow sequence counter
 -- KEYS[11] users by follower count (who to follow)
+-- KEYS[12] pulled authors (uid -> first status id not pushed)
+-- KEYS[13] the follower's pulled authors
+-- KEYS[14] fan-out job stream
+-- KEYS[15] the followee's promotion job hash
 -- ARGV[1] follower uid
 -- ARGV[2] followee uid
 -- ARGV[3] home timeline size
 -- ARGV[4] now, unix ms (friend-since score)
 -- ARGV[5] the followee's event channel, told of the new follower
+-- ARGV[6] the follower's event channel
+-- ARGV[7] pull threshold: the follower count from which an author is
+--         pulled; 0: never
 -- Returns 2 when a follow was added and made the two friends, 1 when a
 -- follow was added, 0 when it was there already, -1 when a user does not
 -- exist.
@@ -48,5 +55,17 @@ redis.call('PUBLISH', ARGV[5], '{"type":"followed","user":{"id":' .. ARGV[1] ..
   ',"login":' .. cjson.encode(who[1]) .. ',"name":' .. cjson.encode(who[2]) ..
   '},"you_follow":' .. tostring(added == 2) .. '}')
 
+-- A pulled author (or one being made so) is read from their profile
+-- timeline by their followers: no copy into home, but the follower's
+-- instances are told to route the author's channel to them.
+if redis.call('ZSCORE', KEYS[12], ARGV[2]) or redis.call('EXISTS', KEYS[15]) == 1 then
+  redis.call('ZADD', KEYS[13], seq, ARGV[2])
+  redis.call('PUBLISH', ARGV[6], '{"type":"pull_added","author":' .. ARGV[2] .. '}')
+  return added
+end
+local threshold = tonumber(ARGV[7])
+if threshold > 0 and redis.call('ZCARD', KEYS[2]) >= threshold then
+  queue_promotion(KEYS[14], KEYS[15], ARGV[2], seq)
+end
 copy_latest(KEYS[8], KEYS[9], tonumber(ARGV[3]))
 return added

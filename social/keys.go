@@ -17,6 +17,7 @@ func (k keys) loginIndex() string         { return k.prefix + "users:by_login" }
 func (k keys) searchIndex() string        { return k.prefix + "users:search" }
 func (k keys) searchIndexBuilt() string   { return k.prefix + "users:search:built" }
 func (k keys) popular() string            { return k.prefix + "users:by_followers" }
+func (k keys) seen() string               { return k.prefix + "users:seen" }
 func (k keys) user(uid int64) string      { return k.prefix + "user:" + itoa(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
 func (k keys) signInFailures(uid int64, addr string) string {
@@ -32,6 +33,15 @@ func (k keys) friends(uid int64) string     { return k.prefix + "friends:" + ito
 func (k keys) jobs() string                 { return k.prefix + "fanout:jobs" }
 func (k keys) job(id string) string         { return k.prefix + "fanout:job:" + id }
 func (k keys) userChannel(uid int64) string { return protocol.UserChannel(k.prefix, uid) }
+func (k keys) authorChannel(uid int64) string {
+	return protocol.AuthorChannel(k.prefix, uid)
+}
+
+// pulledAuthors is the sorted set of the authors whose statuses their
+// followers pull (uid -> the first status id not pushed); pulls(uid) the
+// sorted set of those uid follows (uid -> follow score).
+func (k keys) pulledAuthors() string  { return k.prefix + "authors:pulled" }
+func (k keys) pulls(uid int64) string { return k.pullsPrefix() + itoa(uid) }
 
 // Lists: list:<id> is a list's hash; list:out:<uid> the lists uid owns,
 // list:members:<id> a list's members and list:in:<uid> the lists that hold
@@ -57,5 +67,6 @@ func (k keys) channelPrefix() string        { return protocol.UserChannelPrefix(
 func (k keys) statusPrefix() string         { return k.prefix + "status:" }
 func (k keys) followersPrefix() string      { return k.prefix + "followers:" }
 func (k keys) followingPrefix() string      { return k.prefix + "following:" }
+func (k keys) pullsPrefix() string          { return k.prefix + "pulls:" }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -41,7 +41,7 @@ var (
 
 	//go:embed list_add_member.lua
 	listAddSource string
-	listAddScript = redis.NewScript(copyLatestSource + listOwnerSource + listAddSource)
+	listAddScript = redis.NewScript(sharedSource + listOwnerSource + listAddSource)
 
 	//go:embed list_remove_member.lua
 	listRemoveSource string

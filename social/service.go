@@ -31,6 +31,8 @@ const (
 	DefaultSignInFailures      = 10
 	DefaultSignInFailureWindow = 10 * time.Minute
 	DefaultHashWait            = 2 * time.Second
+	DefaultInactiveAfter       = 7 * 24 * time.Hour
+	DefaultPullThreshold       = 10_000
 )
 
 // DefaultPasswordHashers is the default of Options.PasswordHashers: half the
@@ -64,6 +66,23 @@ type Options struct {
 	PasswordHashers int
 	HashWait        time.Duration
 
+	// PullThreshold is the follower count from which an author's statuses
+	// are no longer pushed to followers' home timelines: readers pull them
+	// from the author's profile timeline, merged by id. An author who
+	// reaches it stays pulled. Negative: never.
+	PullThreshold int
+
+	// InactiveAfter is how long a user may go without activity (a signed-in
+	// request, or a connection presence holds) before posts stop being
+	// pushed to their home timeline; the first request when they come back
+	// rebuilds it. Negative: never.
+	InactiveAfter time.Duration
+
+	// ConnectedKey is presence's sorted set of the users connected now: a
+	// fan-out publishes live frames to those only, and counts them active.
+	// Empty: every follower counts as connected.
+	ConnectedKey string
+
 	// Logger takes the failures of work nobody waits for (an inline
 	// fan-out pass a worker will retry); nil is slog.Default().
 	Logger *slog.Logger
@@ -79,6 +98,9 @@ func (o *Options) fill() {
 	def(&o.GlobalSize, DefaultGlobalSize)
 	def(&o.FanoutPassSize, DefaultFanoutPassSize)
 	def(&o.RefillBelow, DefaultRefillBelow)
+	if o.PullThreshold == 0 {
+		o.PullThreshold = DefaultPullThreshold
+	}
 	def(&o.RefillStep, DefaultRefillStep)
 	def(&o.RefillPassStatuses, DefaultRefillPassStatuses)
 	def(&o.BcryptCost, DefaultBcryptCost)
@@ -94,6 +116,9 @@ func (o *Options) fill() {
 	defDur(&o.ConsumerIdle, DefaultConsumerIdle)
 	defDur(&o.SignInFailureWindow, DefaultSignInFailureWindow)
 	defDur(&o.HashWait, DefaultHashWait)
+	if o.InactiveAfter == 0 {
+		o.InactiveAfter = DefaultInactiveAfter
+	}
 }
 
 // Service is the social core on one Redis.

@@ -27,7 +27,7 @@ var userCreatedEvent, _ = json.Marshal(protocol.Internal{Type: protocol.TypeUser
 var (
 	//go:embed post.lua
 	postSource string
-	postScript = redis.NewScript(postSource)
+	postScript = redis.NewScript(sharedSource + postSource)
 
 	//go:embed delete.lua
 	deleteSource string
@@ -62,9 +62,28 @@ func forbiddenInMessage(r rune) bool {
 // timelines of lists that hold the author after the fan-out jobs, whose
 // first passes run before Post returns.
 func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, error) {
-	message, err := ValidateMessage(message)
+	st, job, listJob, err := s.queuePost(ctx, uid, message)
 	if err != nil {
 		return Status{}, err
+	}
+	if job != "" {
+		s.inlinePass(ctx, job)
+	}
+	if listJob != "" {
+		s.inlinePass(ctx, listJob)
+	}
+	return st, nil
+}
+
+// queuePost writes a status and queues its fan-out job, whose key it
+// returns ("" when the author has no followers to reach), and its lists'
+// job, whose key it returns when the author was in a list just before
+// (the script queues it if they are when it runs; either way a worker
+// runs it).
+func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st Status, job, listJob string, err error) {
+	message, err = ValidateMessage(message)
+	if err != nil {
+		return Status{}, "", "", err
 	}
 	pipe := s.rdb.Pipeline()
 	author := pipe.HMGet(ctx, s.keys.user(uid), "login", "name")
@@ -72,46 +91,43 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 	now := pipe.Time(ctx)
 	inLists := pipe.ZCard(ctx, s.keys.listsIn(uid))
 	if _, err := pipe.Exec(ctx); err != nil {
-		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	login, _ := author.Val()[0].(string)
 	name, _ := author.Val()[1].(string)
 	if login == "" {
-		return Status{}, ErrUserNotFound
+		return Status{}, "", "", ErrUserNotFound
 	}
-	st := Status{
+	st = Status{
 		ID: sid.Val(), UID: uid, Login: login, Name: name, Message: message,
 		Posted: now.Val().UTC().Truncate(time.Millisecond),
 	}
 	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: st})
 	if err != nil {
-		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	k := s.keys
-	job := k.job(postJobID(st.ID))
-	listJob := k.job(listPostJobID(st.ID))
+	job, listJob = k.job(postJobID(st.ID)), k.job(listPostJobID(st.ID))
 	res, err := postScript.Run(ctx, s.rdb, []string{
 		k.user(uid), k.status(st.ID), k.profile(uid), k.home(uid), k.global(),
-		k.followers(uid), k.jobs(), job, k.followSeq(),
+		k.followers(uid), k.jobs(), job, k.followSeq(), k.pulledAuthors(), k.job(promoteJobID(uid)),
 		k.listsIn(uid), listJob, k.listMemberSeq(),
 	}, st.ID, uid, st.Login, st.Message, st.Posted.UnixMilli(),
-		s.opts.HomeSize, s.opts.GlobalSize, payload, k.userChannel(uid), st.Name).Int()
+		s.opts.HomeSize, s.opts.GlobalSize, payload, k.userChannel(uid), st.Name,
+		k.authorChannel(uid), max(0, s.opts.PullThreshold)).Int()
 	if err != nil {
-		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	if res < 0 {
-		return Status{}, ErrUserNotFound
+		return Status{}, "", "", ErrUserNotFound
 	}
-	if res == 1 {
-		s.inlinePass(ctx, job)
+	if res == 0 {
+		job = ""
 	}
-	// The script queued a list job if the author was in a list when it
-	// ran; read before it, that is almost always what inLists says, and
-	// either way a worker runs the job.
-	if inLists.Val() > 0 {
-		s.inlinePass(ctx, listJob)
+	if inLists.Val() == 0 {
+		listJob = ""
 	}
-	return st, nil
+	return st, job, listJob, nil
 }
 
 // Status returns one status.
@@ -140,8 +156,8 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	listJob := k.job(listDeleteJobID(id))
 	res, err := deleteScript.Run(ctx, s.rdb, []string{
 		k.status(id), k.user(uid), k.profile(uid), k.home(uid), k.global(),
-		k.followers(uid), k.jobs(), job, k.listsIn(uid), listJob,
-	}, id, uid, payload, k.userChannel(uid)).Int()
+		k.followers(uid), k.jobs(), job, k.pulledAuthors(), k.listsIn(uid), listJob,
+	}, id, uid, payload, k.userChannel(uid), k.authorChannel(uid)).Int()
 	if err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}

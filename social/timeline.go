@@ -2,8 +2,8 @@ package social
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -46,10 +46,23 @@ type TimelinePage struct {
 	NextAfter  *int64
 }
 
+//go:embed home_page.lua
+var homePageSource string
+var homePageScript = redis.NewScript(homePageSource)
+
 // HomeTimeline pages through uid's home timeline: their own statuses and
-// those of whom they follow.
+// those of whom they follow, the pulled authors' merged in by id from their
+// profile timelines, in one script call.
 func (s *Service) HomeTimeline(ctx context.Context, uid int64, c Cursor) (TimelinePage, error) {
-	return s.timeline(ctx, s.keys.home(uid), c)
+	k := s.keys
+	return s.page(ctx, k.home(uid), c, func(newestFirst bool, cursor int64, n int) ([]string, error) {
+		dir := 0
+		if newestFirst {
+			dir = 1
+		}
+		return homePageScript.Run(ctx, s.rdb, []string{k.home(uid), k.pulls(uid)},
+			k.profilePrefix(), dir, cursor, n).StringSlice()
+	})
 }
 
 // ProfileTimeline pages through the statuses of the user with login.
@@ -71,6 +84,14 @@ func (s *Service) GlobalTimeline(ctx context.Context, c Cursor) (TimelinePage, e
 const maxTimelineRounds = 4
 
 func (s *Service) timeline(ctx context.Context, key string, c Cursor) (TimelinePage, error) {
+	return s.page(ctx, key, c, func(newestFirst bool, cursor int64, n int) ([]string, error) {
+		return s.timelineIDs(ctx, key, newestFirst, cursor, n)
+	})
+}
+
+// page reads one page of the timeline named key, whose ids read gives: up
+// to n past cursor, in the page's direction.
+func (s *Service) page(ctx context.Context, key string, c Cursor, read func(newestFirst bool, cursor int64, n int) ([]string, error)) (TimelinePage, error) {
 	if err := c.validate(); err != nil {
 		return TimelinePage{}, err
 	}
@@ -83,10 +104,11 @@ func (s *Service) timeline(ctx context.Context, key string, c Cursor) (TimelineP
 	more := false
 	for round := 0; round < maxTimelineRounds; round++ {
 		want := c.Limit - len(page.Statuses)
-		ids, err := s.timelineIDs(ctx, key, newestFirst, cursor, want+1)
+		members, err := read(newestFirst, cursor, want+1)
 		if err != nil {
 			return TimelinePage{}, fmt.Errorf("timeline %s: %w", key, err)
 		}
+		ids := parseIDs(members)
 		more = len(ids) > want
 		if more {
 			ids = ids[:want]
@@ -116,26 +138,13 @@ func (s *Service) timeline(ctx context.Context, key string, c Cursor) (TimelineP
 	return page, nil
 }
 
-func (s *Service) timelineIDs(ctx context.Context, key string, newestFirst bool, cursor int64, n int) ([]int64, error) {
-	var members []string
-	var err error
+func (s *Service) timelineIDs(ctx context.Context, key string, newestFirst bool, cursor int64, n int) ([]string, error) {
 	if newestFirst {
 		max := "+inf"
 		if cursor > 0 {
 			max = "(" + itoa(cursor)
 		}
-		members, err = s.rdb.ZRevRangeByScore(ctx, key, &redis.ZRangeBy{Max: max, Min: "-inf", Count: int64(n)}).Result()
-	} else {
-		members, err = s.rdb.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "(" + itoa(cursor), Max: "+inf", Count: int64(n)}).Result()
+		return s.rdb.ZRevRangeByScore(ctx, key, &redis.ZRangeBy{Max: max, Min: "-inf", Count: int64(n)}).Result()
 	}
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]int64, 0, len(members))
-	for _, m := range members {
-		if id, err := strconv.ParseInt(m, 10, 64); err == nil {
-			ids = append(ids, id)
-		}
-	}
-	return ids, nil
+	return s.rdb.ZRangeByScore(ctx, key, &redis.ZRangeBy{Min: "(" + itoa(cursor), Max: "+inf", Count: int64(n)}).Result()
 }

@@ -16,6 +16,7 @@
 -- KEYS[9] fan-out job stream
 -- KEYS[10] the follower's refill job hash
 -- KEYS[11] users by follower count (who to follow)
+-- KEYS[12] the follower's pulled authors
 -- ARGV[1] follower uid
 -- ARGV[2] followee uid
 -- ARGV[3] refill when the home timeline holds fewer statuses than this
@@ -32,6 +33,9 @@ redis.call('HINCRBY', KEYS[3], 'following', -1)
 redis.call('HINCRBY', KEYS[4], 'followers', -1)
 if tonumber(redis.call('ZINCRBY', KEYS[11], -1, ARGV[2])) <= 0 then
   redis.call('ZREM', KEYS[11], ARGV[2])
+end
+if redis.call('ZREM', KEYS[12], ARGV[2]) == 1 then
+  redis.call('PUBLISH', ARGV[5], '{"type":"pull_removed","author":' .. ARGV[2] .. '}')
 end
 local ended = redis.call('ZREM', KEYS[5], ARGV[2]) == 1
 redis.call('ZREM', KEYS[6], ARGV[1])

@@ -195,19 +195,39 @@ func (s *Service) SignOut(ctx context.Context, token string) error {
 	return nil
 }
 
+var (
+	//go:embed authenticate.lua
+	authenticateSource string
+	authenticateScript = redis.NewScript(authenticateSource)
+)
+
 // Authenticate returns the uid that token belongs to, or ErrUnauthenticated.
-// Each use renews the session for another SessionTTL, in the same round
-// trip: a session ends after SessionTTL unused.
+// Each use renews the session for another SessionTTL, and notes the user's
+// activity, in the same round trip: a session ends after SessionTTL unused.
+// A user back after InactiveAfter away has their home timeline rebuilt (the
+// fan-out skipped them meanwhile) before Authenticate returns, or, when
+// that takes longer than rebuildWait, by a worker moments later.
 func (s *Service) Authenticate(ctx context.Context, token string) (int64, error) {
 	if token == "" || len(token) > 128 {
 		return 0, ErrUnauthenticated
 	}
-	uid, err := s.rdb.GetEx(ctx, s.keys.session(hashToken(token)), s.opts.SessionTTL).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, ErrUnauthenticated
-	}
+	k := s.keys
+	res, err := authenticateScript.Run(ctx, s.rdb,
+		[]string{k.session(hashToken(token)), k.seen(), k.jobs()},
+		s.opts.SessionTTL.Milliseconds(), s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds(),
+		k.job(refillJobPrefix), k.followingPrefix()).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("authenticate: %w", err)
+	}
+	if len(res) != 2 {
+		return 0, fmt.Errorf("authenticate: script answered %v", res)
+	}
+	uid := res[0]
+	if uid == 0 {
+		return 0, ErrUnauthenticated
+	}
+	if res[1] == 1 {
+		s.rebuild(ctx, uid)
 	}
 	return uid, nil
 }

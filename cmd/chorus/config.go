@@ -50,6 +50,8 @@ type config struct {
 	ResumeLimit       redis_rate.Limit // per stream, counted in memory
 	PasswordHashers   int
 	PasswordHashWait  time.Duration
+	InactiveAfter     time.Duration
+	PullThreshold     int
 }
 
 // Defaults of the limits a real site can run with.
@@ -113,6 +115,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.MaxStreams, "max-streams", "CHORUS_MAX_STREAMS", 0, "most WebSocket streams this instance holds; 0: the open-file limit less 1024"},
 		{&c.MaxConnections, "max-connections", "CHORUS_MAX_CONNECTIONS", 0, "most client connections (streams included) this instance accepts at once; 0: the open-file limit less 256"},
 		{&c.MaxStreamsPerUser, "max-streams-per-user", "CHORUS_MAX_STREAMS_PER_USER", 10, "most streams one user holds at once, on all instances together"},
+		{&c.PullThreshold, "pull-threshold", "CHORUS_PULL_THRESHOLD", 10_000, "follower count from which an author's statuses are pulled by readers rather than pushed to their home timelines; 0: never"},
 		{&c.PasswordHashers, "password-hashers", "CHORUS_PASSWORD_HASHERS", 0, "passwords hashed or checked at once; 0: half the CPUs, at least 1"},
 	}
 	for _, n := range ints {
@@ -140,6 +143,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.ReadTimeout, "read-timeout", "CHORUS_READ_TIMEOUT", 20 * time.Second, "how long a client may take to send a whole request (streams exempt once upgraded)"},
 		{&c.WriteTimeout, "write-timeout", "CHORUS_WRITE_TIMEOUT", 30 * time.Second, "how long an answer may take from the end of its request's headers (streams exempt)"},
 		{&c.IdleTimeout, "idle-timeout", "CHORUS_IDLE_TIMEOUT", 60 * time.Second, "how long an idle keep-alive connection stays open"},
+		{&c.InactiveAfter, "inactive-after", "CHORUS_INACTIVE_AFTER", 7 * 24 * time.Hour, "users without a signed-in request or a stream this long get no pushed posts until they come back (their home timeline is then rebuilt); 0: never"},
 		{&c.PasswordHashWait, "password-hash-wait", "CHORUS_PASSWORD_HASH_WAIT", 2 * time.Second, "how long a sign-up or sign-in waits for a password hasher before 429 server_busy"},
 	}
 	for _, d := range durations {

@@ -113,6 +113,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			SignInFailureWindow: cfg.SignInFailures.Period,
 			PasswordHashers:     cfg.PasswordHashers,
 			HashWait:            cfg.PasswordHashWait,
+			InactiveAfter:       orNever(cfg.InactiveAfter),
+			PullThreshold:       orNever(cfg.PullThreshold),
 		},
 		Presence: presence.Options{
 			Window: cfg.OnlineWindow, HeartbeatInterval: cfg.HeartbeatInterval,
@@ -253,4 +255,13 @@ func hostname() string {
 		return "chorus"
 	}
 	return h
+}
+
+// orNever turns a flag's 0 ("never") into the negative value options read
+// as never (their 0 means the default).
+func orNever[T ~int | ~int64](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }

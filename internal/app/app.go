@@ -54,6 +54,7 @@ func New(rdb *redis.Client, o Options) *Instance {
 	}
 	so := o.Social
 	so.Prefix, so.Logger = o.Prefix, log.With("component", "social")
+	so.ConnectedKey = presence.ConnectedKey(o.Prefix)
 	soc := social.New(rdb, so)
 
 	po := o.Presence

@@ -1,5 +1,6 @@
 -- Functions shared by the scripts that fill a home timeline from a profile
--- (follow's backfill, refill jobs); their text goes before theirs.
+-- (follow's backfill, refill jobs) or a list's timeline (a member's
+-- backfill), or queue jobs (follow, post); their text goes before theirs.
 
 -- Copies into home, newest first, the statuses of profile scored below
 -- `below` (a ZRANGEBYSCORE bound: '+inf' or '(<id>'), at most `budget` of
@@ -44,4 +45,13 @@ end
 local function copy_latest(home, profile, size)
   local copied = copy_below(home, profile, '+inf', size, size)
   return copied
+end
+
+-- Queues the job that makes author pulled: it adds author to the pulled
+-- authors of each follower whose follow score is not above `last`, then to
+-- the pulled authors. Follows made meanwhile see the job and add themselves.
+local function queue_promotion(stream, job, author, last)
+  local entry = redis.call('XADD', stream, '*', 'job', job)
+  redis.call('HSET', job, 'kind', 'promote', 'uid', author, 'cursor', 0,
+    'until', last, 'entry', entry)
 end

@@ -1,0 +1,222 @@
+package social
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// signUpToken signs up login and returns the user with a session token.
+func signUpToken(tb testing.TB, s *Service, login string) (User, string) {
+	tb.Helper()
+	u, token, err := s.SignUp(ctxT(tb), login, "Name of "+login, "password-"+login)
+	if err != nil {
+		tb.Fatalf("sign up %s: %v", login, err)
+	}
+	return u, token
+}
+
+// lastSeenAgo sets uid's last activity to d ago, as if they had not made a
+// request since.
+func lastSeenAgo(tb testing.TB, s *Service, uid int64, d time.Duration) {
+	tb.Helper()
+	ctx := ctxT(tb)
+	now, err := s.now(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.rdb.ZAdd(ctx, s.keys.seen(), redisZ(float64(now.Add(-d).UnixMilli()), itoa(uid))).Err(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func authenticate(tb testing.TB, s *Service, token string) int64 {
+	tb.Helper()
+	uid, err := s.Authenticate(ctxT(tb), token)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return uid
+}
+
+// A post is not pushed to followers away longer than InactiveAfter; those
+// never seen, and those connected now whatever their last request, get it.
+// The one away gets a full home timeline back on their first request, from
+// a rebuild queued once however many requests race for it.
+func TestInactiveFollowersSkippedAndRebuilt(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{FanoutPassSize: 2})
+	ctx := ctxT(t)
+	s.opts.ConnectedKey = s.keys.prefix + "connected"
+	author := signUp(t, s, "author")
+	away, awayToken := signUpToken(t, s, "away")
+	awayOnline := signUp(t, s, "awayonline")
+	recent := signUp(t, s, "recent")
+	never := signUp(t, s, "never")
+	for _, f := range []User{away, awayOnline, recent, never} {
+		follow(t, s, f.ID, "author")
+	}
+	rdb.ZRem(ctx, s.keys.seen(), itoa(never.ID)) // from before activity was kept
+	lastSeenAgo(t, s, away.ID, 8*24*time.Hour)
+	lastSeenAgo(t, s, awayOnline.ID, 8*24*time.Hour)
+	lastSeenAgo(t, s, recent.ID, 6*24*time.Hour)
+	rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(awayOnline.ID)))
+
+	var posted []int64
+	for i := range 3 {
+		st, err := s.Post(ctx, author.ID, fmt.Sprintf("status %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runJob(t, s, s.keys.job(postJobID(st.ID)))
+		posted = append(posted, st.ID)
+	}
+	for _, f := range []User{awayOnline, recent, never} {
+		if got := homeIDs(t, s, f.ID); !slices.Equal(got, posted) {
+			t.Errorf("home of %s = %v, want %v", f.Login, got, posted)
+		}
+	}
+	if got := homeIDs(t, s, away.ID); len(got) != 0 {
+		t.Fatalf("home of the follower away = %v, want nothing pushed", got)
+	}
+
+	// Many first requests at once: one rebuild.
+	rdb.Del(ctx, s.keys.jobs())
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if uid, err := s.Authenticate(ctx, awayToken); err != nil || uid != away.ID {
+				t.Errorf("authenticate = %d, %v; want %d", uid, err, away.ID)
+			}
+		})
+	}
+	wg.Wait()
+	if got := homeIDs(t, s, away.ID); !slices.Equal(got, posted) {
+		t.Fatalf("home after coming back = %v, want %v", got, posted)
+	}
+	if n, _ := rdb.XLen(ctx, s.keys.jobs()).Result(); n > 1 {
+		t.Errorf("%d jobs queued for one return, want at most 1 (finished jobs leave none)", n)
+	}
+	if n, _ := rdb.Exists(ctx, s.keys.job(refillJobID(away.ID))).Result(); n != 0 {
+		t.Error("the rebuild job is still there after the first request")
+	}
+
+	// Back for good: the next post reaches them, and no rebuild is queued.
+	st, err := s.Post(ctx, author.ID, "welcome back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, s, s.keys.job(postJobID(st.ID)))
+	authenticate(t, s, awayToken)
+	if n, _ := rdb.Exists(ctx, s.keys.job(refillJobID(away.ID))).Result(); n != 0 {
+		t.Error("a request by an active user queued a rebuild")
+	}
+	if got := homeIDs(t, s, away.ID); !slices.Contains(got, st.ID) {
+		t.Errorf("home after coming back = %v, missing the new post %d", got, st.ID)
+	}
+}
+
+// With InactiveAfter negative, nobody is ever skipped.
+func TestInactiveAfterNever(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{InactiveAfter: -1})
+	author := signUp(t, s, "author")
+	away, token := signUpToken(t, s, "away")
+	follow(t, s, away.ID, "author")
+	lastSeenAgo(t, s, away.ID, 365*24*time.Hour)
+	st, err := s.Post(ctxT(t), author.ID, "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := homeIDs(t, s, away.ID); !slices.Contains(got, st.ID) {
+		t.Fatalf("home = %v, want the post", got)
+	}
+	authenticate(t, s, token)
+	if n, _ := s.rdb.Exists(ctxT(t), s.keys.job(refillJobID(away.ID))).Result(); n != 0 {
+		t.Error("a rebuild was queued with InactiveAfter negative")
+	}
+}
+
+// Live frames go to connected followers only; the others read the status
+// from their home timeline when they come.
+func TestFanoutPublishesToConnectedOnly(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	s.opts.ConnectedKey = s.keys.prefix + "connected"
+	author := signUp(t, s, "author")
+	on, off := signUp(t, s, "online"), signUp(t, s, "offline")
+	follow(t, s, on.ID, "author")
+	follow(t, s, off.ID, "author")
+	rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(on.ID)))
+	sub := rdb.Subscribe(ctx, s.UserChannel(on.ID), s.UserChannel(off.ID))
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Post(ctx, author.ID, "live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Post(ctx, author.ID, "marker"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 2 {
+		m, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.Channel)
+	}
+	for _, ch := range got {
+		if ch != s.UserChannel(on.ID) {
+			t.Errorf("a frame went to %s, not connected", ch)
+		}
+	}
+	if ids := homeIDs(t, s, off.ID); !slices.Contains(ids, st.ID) {
+		t.Errorf("home of the follower not connected = %v, want the post", ids)
+	}
+}
+
+// The fan-out trims a home timeline one insert in trimEvery: after many
+// posts it holds at most HomeSize plus trimEvery-1 statuses, and reads the
+// newest HomeSize.
+func TestFanoutTrimsHomeTimelines(t *testing.T) {
+	t.Parallel()
+	const size = 10
+	s, rdb := newService(t, Options{HomeSize: size})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	reader := signUp(t, s, "reader")
+	follow(t, s, reader.ID, "author")
+	var posted []int64
+	for i := range 100 {
+		st, err := s.Post(ctx, author.ID, fmt.Sprintf("status %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		posted = append(posted, st.ID)
+		if n, _ := rdb.ZCard(ctx, s.keys.home(reader.ID)).Result(); n > size+trimEvery-1 {
+			t.Fatalf("after %d posts the home timeline holds %d, want at most %d", i+1, n, size+trimEvery-1)
+		}
+	}
+	page, err := s.HomeTimeline(ctx, reader.ID, Cursor{Limit: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, st := range page.Statuses {
+		got = append(got, st.ID)
+	}
+	want := slices.Clone(posted[len(posted)-size:])
+	slices.Reverse(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("newest page = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,292 @@
+package social
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pullWorld is an author made pulled (PullThreshold 3) with five
+// followers, and a small author the first follower also follows.
+type pullWorld struct {
+	big, small User
+	followers  []User
+	before     []int64 // the big author's statuses from before they were pulled
+}
+
+func newPullWorld(t *testing.T, s *Service) pullWorld {
+	t.Helper()
+	ctx := ctxT(t)
+	w := pullWorld{big: signUp(t, s, "big"), small: signUp(t, s, "small")}
+	for i := range 2 {
+		w.followers = append(w.followers, signUp(t, s, fmt.Sprintf("follower%d", i)))
+		follow(t, s, w.followers[i].ID, "big")
+	}
+	follow(t, s, w.followers[0].ID, "small")
+	for i := range 2 {
+		st, err := s.Post(ctx, w.big.ID, fmt.Sprintf("pushed %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.before = append(w.before, st.ID)
+	}
+	// The third follow reaches the threshold: the promotion is queued.
+	for i := 2; i < 5; i++ {
+		w.followers = append(w.followers, signUp(t, s, fmt.Sprintf("follower%d", i)))
+		follow(t, s, w.followers[i].ID, "big")
+	}
+	runJob(t, s, s.keys.job(promoteJobID(w.big.ID)))
+	if _, err := s.rdb.ZScore(ctx, s.keys.pulledAuthors(), itoa(w.big.ID)).Result(); err != nil {
+		t.Fatalf("the author is not pulled after the promotion: %v", err)
+	}
+	return w
+}
+
+func pageIDs(page TimelinePage) []int64 {
+	var ids []int64
+	for _, st := range page.Statuses {
+		ids = append(ids, st.ID)
+	}
+	return ids
+}
+
+// walkHome pages through uid's whole home timeline, newest first with
+// `before` and oldest first with `after`, limit ids a page.
+func walkHome(t *testing.T, s *Service, uid int64, limit int) (newest, oldest []int64) {
+	t.Helper()
+	ctx := ctxT(t)
+	c := Cursor{Limit: limit}
+	for range 100 {
+		page, err := s.HomeTimeline(ctx, uid, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newest = append(newest, pageIDs(page)...)
+		if page.NextBefore == nil {
+			break
+		}
+		c.Before = *page.NextBefore
+	}
+	c = Cursor{Limit: limit, Forward: true}
+	for range 100 {
+		page, err := s.HomeTimeline(ctx, uid, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldest = append(oldest, pageIDs(page)...)
+		if page.NextAfter == nil {
+			break
+		}
+		c.After = *page.NextAfter
+	}
+	return newest, oldest
+}
+
+// A follower of a pulled author reads the author's statuses merged with
+// the pushed ones, in order, once each, with exact paging both ways; the
+// pulled statuses are written to no follower's home timeline, and are
+// published once, on the author's channel.
+func TestPulledAuthorMergedIntoHome(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{PullThreshold: 3, FanoutPassSize: 2})
+	ctx := ctxT(t)
+	w := newPullWorld(t, s)
+	reader := w.followers[0]
+	for _, f := range w.followers {
+		if got, err := s.PulledAuthors(ctx, f.ID); err != nil || !slices.Equal(got, []int64{w.big.ID}) {
+			t.Fatalf("pulled authors of %s = %v, %v; want [%d]", f.Login, got, err, w.big.ID)
+		}
+	}
+
+	sub := rdb.Subscribe(ctx, s.AuthorChannel(w.big.ID), s.UserChannel(reader.ID))
+	defer sub.Close()
+	for range 2 {
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := slices.Clone(w.before)
+	var pulled []int64
+	for i := range 3 {
+		big, err := s.Post(ctx, w.big.ID, fmt.Sprintf("pulled %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		small, err := s.Post(ctx, w.small.ID, fmt.Sprintf("small %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pulled = append(pulled, big.ID)
+		want = append(want, big.ID, small.ID)
+	}
+	if n, _ := rdb.Exists(ctx, s.keys.job(postJobID(pulled[0]))).Result(); n != 0 {
+		t.Error("a post job was queued for a pulled author")
+	}
+	for _, f := range w.followers {
+		if home := homeIDs(t, s, f.ID); slices.ContainsFunc(pulled, func(id int64) bool { return slices.Contains(home, id) }) {
+			t.Errorf("home of %s = %v holds pulled statuses %v", f.Login, home, pulled)
+		}
+	}
+	// The author's channel carries each pulled status once; the reader's
+	// own channel carries the small author's.
+	var onAuthor, onReader int
+	for range 6 {
+		m, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch m.Channel {
+		case s.AuthorChannel(w.big.ID):
+			onAuthor++
+		case s.UserChannel(reader.ID):
+			onReader++
+		}
+	}
+	if onAuthor != 3 || onReader != 3 {
+		t.Errorf("frames: %d on the author's channel, %d on the reader's; want 3 and 3", onAuthor, onReader)
+	}
+
+	newestWant := slices.Clone(want)
+	slices.Reverse(newestWant)
+	for _, limit := range []int{1, 2, 3, 20} {
+		newest, oldest := walkHome(t, s, reader.ID, limit)
+		if !slices.Equal(newest, newestWant) {
+			t.Errorf("limit %d, newest first: %v, want %v", limit, newest, newestWant)
+		}
+		if !slices.Equal(oldest, want) {
+			t.Errorf("limit %d, oldest first: %v, want %v", limit, oldest, want)
+		}
+	}
+
+	// Deletes vanish from merged reads: a pulled status at once and with no
+	// job, a pushed one from the home timelines by its job.
+	if err := s.DeleteStatus(ctx, w.big.ID, pulled[1]); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, s.keys.job(deleteJobID(pulled[1]))).Result(); n != 0 {
+		t.Error("a cleanup job was queued for a status never pushed")
+	}
+	if err := s.DeleteStatus(ctx, w.big.ID, w.before[0]); err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, s, s.keys.job(deleteJobID(w.before[0])))
+	want = slices.DeleteFunc(want, func(id int64) bool { return id == pulled[1] || id == w.before[0] })
+	if _, oldest := walkHome(t, s, reader.ID, 2); !slices.Equal(oldest, want) {
+		t.Errorf("after the deletes: %v, want %v", oldest, want)
+	}
+	if home := homeIDs(t, s, w.followers[1].ID); slices.Contains(home, w.before[0]) {
+		t.Errorf("a deleted pushed status is still in a home timeline: %v", home)
+	}
+}
+
+// A new follower of a pulled author gets no copy of their statuses but
+// reads them merged; an unfollow stops that, and both tell the follower's
+// instances.
+func TestFollowPulledAuthor(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{PullThreshold: 3})
+	ctx := ctxT(t)
+	w := newPullWorld(t, s)
+	st, err := s.Post(ctx, w.big.ID, "pulled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := signUp(t, s, "late")
+	sub := rdb.Subscribe(ctx, s.UserChannel(late.ID))
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	follow(t, s, late.ID, "big")
+	if home := homeIDs(t, s, late.ID); len(home) != 0 {
+		t.Errorf("home after following a pulled author = %v, want no copies", home)
+	}
+	page, err := s.HomeTimeline(ctx, late.ID, Cursor{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pageIDs(page); !slices.Contains(got, st.ID) || !slices.Contains(got, w.before[1]) {
+		t.Errorf("home page after the follow = %v, want the author's statuses %d and %d", got, st.ID, w.before[1])
+	}
+	if _, err := s.Unfollow(ctx, late.ID, "big"); err != nil {
+		t.Fatal(err)
+	}
+	page, err = s.HomeTimeline(ctx, late.ID, Cursor{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pageIDs(page); len(got) != 0 {
+		t.Errorf("home page after the unfollow = %v, want none", got)
+	}
+	for _, want := range []string{
+		fmt.Sprintf(`{"type":"pull_added","author":%d}`, w.big.ID),
+		fmt.Sprintf(`{"type":"pull_removed","author":%d}`, w.big.ID),
+	} {
+		m, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Payload != want {
+			t.Errorf("the follower's channel got %s, want %s", m.Payload, want)
+		}
+	}
+}
+
+// A follower back after InactiveAfter finds a full timeline: the rebuild
+// copies the pushed authors' statuses and the read merges the pulled one's.
+func TestReturningFollowerOfPulledAuthor(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{PullThreshold: 3})
+	ctx := ctxT(t)
+	s.opts.ConnectedKey = s.keys.prefix + "connected"
+	w := newPullWorld(t, s)
+	reader, token, err := s.SignUp(ctx, "reader", "Reader", "password-reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	follow(t, s, reader.ID, "big")
+	follow(t, s, reader.ID, "small")
+	lastSeenAgo(t, s, reader.ID, 30*24*3600e9)
+	var want, small []int64
+	for i := range 3 {
+		for _, a := range []User{w.big, w.small} {
+			st, err := s.Post(ctx, a.ID, fmt.Sprintf("while away %d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runJobIfQueued(t, s, s.keys.job(postJobID(st.ID)))
+			want = append(want, st.ID)
+			if a.ID == w.small.ID {
+				small = append(small, st.ID)
+			}
+		}
+	}
+	if home := homeIDs(t, s, reader.ID); len(home) != 0 {
+		t.Fatalf("home while away = %v, want nothing pushed", home)
+	}
+	authenticate(t, s, token)
+	page, err := s.HomeTimeline(ctx, reader.ID, Cursor{Limit: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(want)
+	if got := pageIDs(page); !slices.Equal(got, want) {
+		t.Errorf("home back after a month = %v, want %v", got, want)
+	}
+	if home := homeIDs(t, s, reader.ID); !slices.Equal(home, small) {
+		t.Errorf("rebuilt home timeline = %v, want the pushed author's %v only", home, small)
+	}
+}
+
+// runJobIfQueued runs the job at key when it exists.
+func runJobIfQueued(t *testing.T, s *Service, key string) {
+	t.Helper()
+	if n, err := s.rdb.Exists(context.Background(), key).Result(); err != nil && err != redis.Nil {
+		t.Fatal(err)
+	} else if n == 1 {
+		runJob(t, s, key)
+	}
+}
