@@ -1,7 +1,6 @@
 -- Adds a member to a list, for its owner only, and backfills the list's
 -- timeline with the member's latest statuses, in one step. Adding a member
--- twice changes nothing. Runs after shared.lua.
--- Runs after list_owner.lua.
+-- twice changes nothing. Runs after shared.lua and list_owner.lua.
 --
 -- KEYS[1] the list's hash
 -- KEYS[2] the list's members
