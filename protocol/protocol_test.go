@@ -44,6 +44,8 @@ func TestWireShapes(t *testing.T) {
 		{"user created", Internal{Type: TypeUserCreated}, `{"type":"user_created"}`},
 		{"error body", ErrorBody{Error: Error{Code: "not_found", Message: "No such user."}},
 			`{"error":{"code":"not_found","message":"No such user."}}`},
+		{"list", List{ID: 5, Name: "Engines", Owner: ada.Ref(), Members: 2, Created: at},
+			`{"id":5,"name":"Engines","owner":` + ref + `,"members":2,"created":"2030-01-02T03:04:05.006Z"}`},
 		{"user seen by a stranger", UserView{User: ada}, `{` + adaJSON + `}`},
 		{"user seen by a signed-in friend", UserView{User: ada, Presence: &Presence{}, YouFollow: &yes, FollowsYou: &no},
 			`{` + adaJSON + `,"online":false,"last_seen":null,"you_follow":true,"follows_you":false}`},

@@ -231,7 +231,7 @@ func BenchmarkFanout(b *testing.B) {
 					errs := make([]error, len(authors))
 					for i, a := range authors {
 						b.StopTimer()
-						_, job, err := s.queuePost(ctx, a.ID, "benchmark status")
+						_, job, _, err := s.queuePost(ctx, a.ID, "benchmark status")
 						b.StartTimer()
 						if err != nil {
 							b.Fatal(err)
@@ -325,7 +325,7 @@ func BenchmarkPostCost(b *testing.B) {
 				}
 				b.ResetTimer()
 				for b.Loop() {
-					_, job, err := s.queuePost(ctx, author.ID, "benchmark status")
+					_, job, _, err := s.queuePost(ctx, author.ID, "benchmark status")
 					if err != nil {
 						b.Fatal(err)
 					}

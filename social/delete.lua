@@ -11,6 +11,8 @@
 -- KEYS[7] fan-out job stream
 -- KEYS[8] the cleanup job hash
 -- KEYS[9] pulled authors (uid -> first status id not pushed)
+-- KEYS[10] lists that hold the author (list:in)
+-- KEYS[11] the list cleanup job hash
 -- ARGV[1] status id
 -- ARGV[2] uid asking for the deletion
 -- ARGV[3] live event to publish (JSON)
@@ -32,6 +34,13 @@ redis.call('ZREM', KEYS[3], id)
 redis.call('ZREM', KEYS[4], id)
 redis.call('ZREM', KEYS[5], id)
 redis.call('PUBLISH', ARGV[4], ARGV[3])
+-- The lists that hold the author are cleaned by a job of their own
+-- (list_delete).
+if redis.call('ZCARD', KEYS[10]) > 0 then
+  local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[11])
+  redis.call('HSET', KEYS[11], 'kind', 'list_delete', 'uid', ARGV[2], 'sid', id,
+    'cursor', 0, 'entry', entry)
+end
 -- A status of a pulled author, from after they were, was never pushed:
 -- it is gone from every read with the profile's entry; the followers
 -- connected are told from one publish.

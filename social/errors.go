@@ -17,7 +17,14 @@ var (
 	ErrNotOwner           = errors.New("not the owner")
 	ErrUnauthenticated    = errors.New("unknown or expired session")
 	ErrSelfFollow         = errors.New("cannot follow yourself")
+	ErrListNotFound       = errors.New("no such list")
+	ErrTooManyLists       = fmt.Errorf("a user may own at most %d lists", MaxListsPerUser)
+	ErrListFull           = fmt.Errorf("a list may hold at most %d members", MaxListMembers)
 )
+
+// ErrNotListOwner refuses a change to someone else's list; errors.Is(err,
+// ErrNotOwner) matches it too.
+var ErrNotListOwner = fmt.Errorf("%w of the list", ErrNotOwner)
 
 // InvalidError reports an input that breaks a rule; Field names the input.
 type InvalidError struct {

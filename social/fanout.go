@@ -59,10 +59,17 @@ func promoteJobID(uid int64) string { return "promote:" + itoa(uid) }
 // refillJobPrefix begins the id of every refill job; the uid follows.
 const refillJobPrefix = "refill:"
 
+// listDeleteJobPrefix begins the id of every list cleanup job, as
+// deleteJobPrefix does for followers' home timelines.
+const listDeleteJobPrefix = "lists:delete:"
+
+func listPostJobID(sid int64) string   { return "lists:post:" + itoa(sid) }
+func listDeleteJobID(sid int64) string { return listDeleteJobPrefix + itoa(sid) }
+
 // passResult is what one pass of a job did.
 type passResult struct {
 	finished bool  // the job is done (and gone)
-	reached  int64 // followers reached (post, delete) or followees looked at (refill)
+	reached  int64 // followers reached (post, delete), followees looked at (refill), or lists (list_post, list_delete)
 	copied   int64 // statuses copied into a home timeline (refill)
 }
 
@@ -254,6 +261,7 @@ func (s *Service) passArgs() []any {
 		k.homePrefix(), k.followersPrefix(), k.followingPrefix(), k.profilePrefix(),
 		k.statusPrefix(), k.channelPrefix(), s.opts.RefillStep, s.opts.RefillPassStatuses,
 		k.pullsPrefix(), k.pulledAuthors(), k.statusSeq(),
+		k.listsInPrefix(), k.listStatusesPrefix(),
 	}
 }
 

@@ -20,6 +20,11 @@
 --           copied from it ("part" names it), and "cursor" is the follow
 --           score of the last followee done. Pulled followees are
 --           skipped: reads merge their statuses.
+--   list_post    add status "sid" to the timeline of each list that holds
+--                "uid" since no later than "until" (a list membership
+--                score); stops early once the status is deleted.
+--   list_delete  remove status "sid" from the timeline of each list that
+--                holds "uid".
 --
 -- The keys of followers' timelines are only known while running, so they are
 -- built here from prefixes. Runs after shared.lua.
@@ -40,8 +45,11 @@
 -- ARGV[12] prefix of pulled-authors sets
 -- ARGV[13] pulled authors
 -- ARGV[14] status id counter
--- Returns {finished (0 or 1), members reached in this pass (followers, or
--- followees looked at), statuses copied in this pass (refill jobs)}.
+-- ARGV[15] prefix of the sets of lists that hold a user (list:in:)
+-- ARGV[16] prefix of list timelines
+-- Returns {finished (0 or 1), members reached in this pass (followers,
+-- followees looked at, or lists), statuses copied in this pass (refill
+-- jobs)}.
 local job = redis.call('HGETALL', KEYS[1])
 if #job == 0 then
   return {1, 0, 0}
@@ -122,6 +130,23 @@ elseif j.kind == 'refill' then
   redis.call('HSET', KEYS[1], 'cursor', cursor)
   redis.call('HDEL', KEYS[1], 'part', 'below')
   return {0, looked, copied}
+elseif j.kind == 'list_post' then
+  if redis.call('EXISTS', ARGV[8] .. j.sid) == 0 then
+    return finish(0)
+  end
+  page = redis.call('ZRANGEBYSCORE', ARGV[15] .. j.uid, '(' .. j.cursor, j['until'],
+    'WITHSCORES', 'LIMIT', 0, size)
+  for i = 1, #page, 2 do
+    local list = ARGV[16] .. page[i]
+    redis.call('ZADD', list, j.sid, j.sid)
+    redis.call('ZREMRANGEBYRANK', list, 0, -homeSize - 1)
+  end
+elseif j.kind == 'list_delete' then
+  page = redis.call('ZRANGEBYSCORE', ARGV[15] .. j.uid, '(' .. j.cursor, '+inf',
+    'WITHSCORES', 'LIMIT', 0, size)
+  for i = 1, #page, 2 do
+    redis.call('ZREM', ARGV[16] .. page[i], j.sid)
+  end
 else
   return finish(0)
 end

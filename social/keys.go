@@ -43,6 +43,20 @@ func (k keys) authorChannel(uid int64) string {
 func (k keys) pulledAuthors() string  { return k.prefix + "authors:pulled" }
 func (k keys) pulls(uid int64) string { return k.pullsPrefix() + itoa(uid) }
 
+// Lists: list:<id> is a list's hash; list:out:<uid> the lists uid owns,
+// list:members:<id> a list's members and list:in:<uid> the lists that hold
+// uid (what fan-out pages through), both scored by list:member:seq;
+// list:statuses:<id> a list's timeline.
+func (k keys) listSeq() string              { return k.prefix + "list:seq" }
+func (k keys) listMemberSeq() string        { return k.prefix + "list:member:seq" }
+func (k keys) list(id int64) string         { return k.prefix + "list:" + itoa(id) }
+func (k keys) listsOut(uid int64) string    { return k.prefix + "list:out:" + itoa(uid) }
+func (k keys) listMembers(id int64) string  { return k.prefix + "list:members:" + itoa(id) }
+func (k keys) listsIn(uid int64) string     { return k.listsInPrefix() + itoa(uid) }
+func (k keys) listStatuses(id int64) string { return k.listStatusesPrefix() + itoa(id) }
+func (k keys) listsInPrefix() string        { return k.prefix + "list:in:" }
+func (k keys) listStatusesPrefix() string   { return k.prefix + "list:statuses:" }
+
 // Scripts that touch keys they only learn while running (a follower's home,
 // a followee's profile) build them from these prefixes.
 func (k keys) userPrefix() string           { return k.prefix + "user:" }

@@ -14,6 +14,9 @@
 -- KEYS[9] follow sequence counter
 -- KEYS[10] pulled authors (uid -> first status id not pushed)
 -- KEYS[11] the author's promotion job hash
+-- KEYS[12] lists that hold the author (list:in)
+-- KEYS[13] the list fan-out job hash
+-- KEYS[14] list membership sequence counter
 -- ARGV[1] status id
 -- ARGV[2] author uid
 -- ARGV[3] author login
@@ -42,6 +45,14 @@ redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -tonumber(ARGV[6]) - 1)
 redis.call('ZADD', KEYS[5], id, id)
 redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -tonumber(ARGV[7]) - 1)
 redis.call('PUBLISH', ARGV[9], ARGV[8])
+-- The lists that hold the author get the status by a job of their own
+-- (list_post), whatever the number of followers. A list that takes the
+-- author in after this moment gets it from its backfill.
+if redis.call('ZCARD', KEYS[12]) > 0 then
+  local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[13])
+  redis.call('HSET', KEYS[13], 'kind', 'list_post', 'uid', ARGV[2], 'sid', id,
+    'cursor', 0, 'until', redis.call('GET', KEYS[14]) or '0', 'entry', entry)
+end
 -- A pulled author's followers read the status from the profile timeline;
 -- the instances route it to those connected, from one publish.
 if redis.call('ZSCORE', KEYS[10], ARGV[2]) then

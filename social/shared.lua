@@ -1,6 +1,6 @@
 -- Functions shared by the scripts that fill a home timeline from a profile
--- (follow's backfill, refill jobs) or queue jobs (follow, post); their text
--- goes before theirs.
+-- (follow's backfill, refill jobs) or a list's timeline (a member's
+-- backfill), or queue jobs (follow, post); their text goes before theirs.
 
 -- Copies into home, newest first, the statuses of profile scored below
 -- `below` (a ZRANGEBYSCORE bound: '+inf' or '(<id>'), at most `budget` of

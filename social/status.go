@@ -58,64 +58,76 @@ func forbiddenInMessage(r rune) bool {
 }
 
 // Post publishes a status by uid: it is in the author's timelines and the
-// global one when Post returns, and in followers' home timelines after the
-// fan-out job, whose first pass runs before Post returns.
+// global one when Post returns, and in followers' home timelines and the
+// timelines of lists that hold the author after the fan-out jobs, whose
+// first passes run before Post returns.
 func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, error) {
-	st, job, err := s.queuePost(ctx, uid, message)
+	st, job, listJob, err := s.queuePost(ctx, uid, message)
 	if err != nil {
 		return Status{}, err
 	}
 	if job != "" {
 		s.inlinePass(ctx, job)
 	}
+	if listJob != "" {
+		s.inlinePass(ctx, listJob)
+	}
 	return st, nil
 }
 
 // queuePost writes a status and queues its fan-out job, whose key it
-// returns ("" when the author has no followers to reach).
-func (s *Service) queuePost(ctx context.Context, uid int64, message string) (Status, string, error) {
-	message, err := ValidateMessage(message)
+// returns ("" when the author has no followers to reach), and its lists'
+// job, whose key it returns when the author was in a list just before
+// (the script queues it if they are when it runs; either way a worker
+// runs it).
+func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st Status, job, listJob string, err error) {
+	message, err = ValidateMessage(message)
 	if err != nil {
-		return Status{}, "", err
+		return Status{}, "", "", err
 	}
 	pipe := s.rdb.Pipeline()
 	author := pipe.HMGet(ctx, s.keys.user(uid), "login", "name")
 	sid := pipe.Incr(ctx, s.keys.statusSeq())
 	now := pipe.Time(ctx)
+	inLists := pipe.ZCard(ctx, s.keys.listsIn(uid))
 	if _, err := pipe.Exec(ctx); err != nil {
-		return Status{}, "", fmt.Errorf("post by %d: %w", uid, err)
+		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	login, _ := author.Val()[0].(string)
 	name, _ := author.Val()[1].(string)
 	if login == "" {
-		return Status{}, "", ErrUserNotFound
+		return Status{}, "", "", ErrUserNotFound
 	}
-	st := Status{
+	st = Status{
 		ID: sid.Val(), UID: uid, Login: login, Name: name, Message: message,
 		Posted: now.Val().UTC().Truncate(time.Millisecond),
 	}
 	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: st})
 	if err != nil {
-		return Status{}, "", fmt.Errorf("post by %d: %w", uid, err)
+		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	k := s.keys
-	job := k.job(postJobID(st.ID))
+	job, listJob = k.job(postJobID(st.ID)), k.job(listPostJobID(st.ID))
 	res, err := postScript.Run(ctx, s.rdb, []string{
 		k.user(uid), k.status(st.ID), k.profile(uid), k.home(uid), k.global(),
 		k.followers(uid), k.jobs(), job, k.followSeq(), k.pulledAuthors(), k.job(promoteJobID(uid)),
+		k.listsIn(uid), listJob, k.listMemberSeq(),
 	}, st.ID, uid, st.Login, st.Message, st.Posted.UnixMilli(),
 		s.opts.HomeSize, s.opts.GlobalSize, payload, k.userChannel(uid), st.Name,
 		k.authorChannel(uid), max(0, s.opts.PullThreshold)).Int()
 	if err != nil {
-		return Status{}, "", fmt.Errorf("post by %d: %w", uid, err)
+		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	if res < 0 {
-		return Status{}, "", ErrUserNotFound
+		return Status{}, "", "", ErrUserNotFound
 	}
 	if res == 0 {
 		job = ""
 	}
-	return st, job, nil
+	if inLists.Val() == 0 {
+		listJob = ""
+	}
+	return st, job, listJob, nil
 }
 
 // Status returns one status.
@@ -131,8 +143,9 @@ func (s *Service) Status(ctx context.Context, id int64) (Status, error) {
 }
 
 // DeleteStatus deletes status id, which uid must own. It is gone from every
-// read when DeleteStatus returns; followers' home timelines are cleaned by a
-// background job whose first pass runs before it returns.
+// read when DeleteStatus returns; followers' home timelines and the
+// timelines of lists that hold its author are cleaned by background jobs
+// whose first passes run before it returns.
 func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: id})
 	if err != nil {
@@ -140,9 +153,10 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	}
 	k := s.keys
 	job := k.job(deleteJobID(id))
+	listJob := k.job(listDeleteJobID(id))
 	res, err := deleteScript.Run(ctx, s.rdb, []string{
 		k.status(id), k.user(uid), k.profile(uid), k.home(uid), k.global(),
-		k.followers(uid), k.jobs(), job, k.pulledAuthors(),
+		k.followers(uid), k.jobs(), job, k.pulledAuthors(), k.listsIn(uid), listJob,
 	}, id, uid, payload, k.userChannel(uid), k.authorChannel(uid)).Int()
 	if err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
@@ -155,6 +169,9 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	case 1:
 		s.inlinePass(ctx, job)
 	}
+	// The script queued a list cleanup job if the author is in a list; a
+	// pass of a job that was not queued finds nothing to do.
+	s.inlinePass(ctx, listJob)
 	return nil
 }
 

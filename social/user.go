@@ -52,16 +52,27 @@ func validateSignUp(login, name, password string) (string, error) {
 	if !ValidLogin(login) {
 		return "", invalid("login", "must be 3 to 32 letters, digits or underscores")
 	}
+	name, err := validateName(name, MaxNameRunes)
+	if err != nil {
+		return "", err
+	}
+	if len(password) < MinPasswordBytes || len(password) > MaxPasswordBytes {
+		return "", invalid("password", "must be %d to %d bytes", MinPasswordBytes, MaxPasswordBytes)
+	}
+	return name, nil
+}
+
+// validateName trims a name (a user's or a list's) and checks it: valid
+// UTF-8, 1 to most characters, none forbidden.
+func validateName(name string, most int) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case !utf8.ValidString(name):
 		return "", invalid("name", "must be valid UTF-8")
-	case name == "" || utf8.RuneCountInString(name) > MaxNameRunes:
-		return "", invalid("name", "must be 1 to %d characters", MaxNameRunes)
+	case name == "" || utf8.RuneCountInString(name) > most:
+		return "", invalid("name", "must be 1 to %d characters", most)
 	case strings.ContainsFunc(name, forbiddenInName):
 		return "", invalid("name", "must not contain control characters or bidirectional formatting characters")
-	case len(password) < MinPasswordBytes || len(password) > MaxPasswordBytes:
-		return "", invalid("password", "must be %d to %d bytes", MinPasswordBytes, MaxPasswordBytes)
 	}
 	return name, nil
 }

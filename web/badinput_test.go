@@ -9,6 +9,34 @@ import (
 	"chorus/social"
 )
 
+// badRequest is a request that must be refused with status and the API
+// error code.
+type badRequest struct {
+	name   string
+	c      *client
+	method string
+	path   string
+	body   any
+	status int
+	code   string
+}
+
+// refuseAll makes each request, a subtest each, and checks its refusal.
+func refuseAll(t *testing.T, cases []badRequest) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := tc.c.do(tc.method, tc.path, tc.body)
+			if res.Status != tc.status {
+				t.Fatalf("%s %s: got %d %s, want %d", tc.method, tc.path, res.Status, res.Body, tc.status)
+			}
+			if code := res.errorCode(t); code != tc.code {
+				t.Fatalf("%s %s: code %q, want %q", tc.method, tc.path, code, tc.code)
+			}
+		})
+	}
+}
+
 // Every bad input gets the API's error shape with a fitting status, and
 // changes nothing.
 func TestBadInput(t *testing.T) {
@@ -21,15 +49,7 @@ func TestBadInput(t *testing.T) {
 	anon := inst.anon(t)
 	big := strings.Repeat("x", 70<<10)
 
-	cases := []struct {
-		name   string
-		c      *client
-		method string
-		path   string
-		body   any
-		status int
-		code   string
-	}{
+	refuseAll(t, []badRequest{
 		{"signup not json", anon, "POST", "/api/v1/users", "{login", 400, "invalid_json"},
 		{"signup empty body", anon, "POST", "/api/v1/users", "", 400, "invalid_json"},
 		{"signup array", anon, "POST", "/api/v1/users", "[1,2]", 400, "invalid_json"},
@@ -94,18 +114,7 @@ func TestBadInput(t *testing.T) {
 		{"profile statuses bad cursor", anon, "GET", "/api/v1/users/bob/statuses?before=1.5", nil, 400, "invalid_before"},
 		{"unknown route", anon, "GET", "/api/v1/nothing", nil, 404, "not_found"},
 		{"wrong method", anon, "PATCH", "/api/v1/users", nil, 405, "method_not_allowed"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			res := tc.c.do(tc.method, tc.path, tc.body)
-			if res.Status != tc.status {
-				t.Fatalf("%s %s: got %d %s, want %d", tc.method, tc.path, res.Status, res.Body, tc.status)
-			}
-			if code := res.errorCode(t); code != tc.code {
-				t.Fatalf("%s %s: code %q, want %q", tc.method, tc.path, code, tc.code)
-			}
-		})
-	}
+	})
 	// Nothing above changed anything.
 	if got := alice.counts("alice"); got != (counts{}) {
 		t.Fatalf("alice's counts after bad input: %+v", got)

@@ -27,6 +27,8 @@ var clientPages = []string{
 	"/u/{login}/following",
 	"/s/{id}",
 	"/search",
+	"/lists",
+	"/lists/{id}",
 }
 
 // gzipSuffix is what gzhttp adds inside the ETag of an answer it

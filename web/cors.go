@@ -24,7 +24,7 @@ func (s *Server) cors() func(http.Handler) http.Handler {
 			_, ok := s.allowedOrigins[strings.ToLower(origin)]
 			return ok
 		},
-		AllowedMethods:   []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete},
+		AllowedMethods:   []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 		AllowedHeaders:   []string{"Content-Type", "Authorization", "X-Request-Id"},
 		ExposedHeaders:   []string{"Retry-After", "X-Request-Id"},
 		AllowCredentials: true,

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -53,6 +54,7 @@ var (
 	errBothCursors     = newError(http.StatusBadRequest, "invalid_cursor", "Give before or after, not both.")
 	errUnknownStatus   = newError(http.StatusNotFound, "status_not_found", "No such status.")
 	errUnknownUser     = newError(http.StatusNotFound, "not_found", "No such user.")
+	errUnknownList     = newError(http.StatusNotFound, "list_not_found", "No such list.")
 	// Refusals of a stream request, before its upgrade.
 	errNotWebSocket       = newError(http.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks WebSocket only.")
 	errStreamSessionEnded = newError(http.StatusUnauthorized, "not_signed_in", "This session has ended; sign in again.")
@@ -95,6 +97,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(http.StatusConflict, "login_taken", "That login is taken.")
 	case errors.Is(err, social.ErrInvalidCredentials):
 		ae = newError(http.StatusUnauthorized, "invalid_credentials", "The login or password is wrong.")
+	case errors.Is(err, social.ErrListNotFound):
+		ae = errUnknownList
+	case errors.Is(err, social.ErrNotListOwner):
+		ae = newError(http.StatusForbidden, "not_owner", "Only its owner can change a list.")
+	case errors.Is(err, social.ErrTooManyLists):
+		ae = newError(http.StatusConflict, "too_many_lists",
+			fmt.Sprintf("You have %d lists, as many as one may; delete one first.", social.MaxListsPerUser))
+	case errors.Is(err, social.ErrListFull):
+		ae = newError(http.StatusConflict, "list_full",
+			fmt.Sprintf("This list has %d members, as many as a list may; remove one first.", social.MaxListMembers))
 	case errors.Is(err, social.ErrNotOwner):
 		ae = newError(http.StatusForbidden, "not_owner", "Only its author can delete a status.")
 	case errors.Is(err, social.ErrSelfFollow):

@@ -23,10 +23,11 @@ var _ Limiter = (*redis_rate.Limiter)(nil)
 // Limits are the per-client rate limits the edge applies. A zero Limit
 // applies no limit.
 type Limits struct {
-	SignUpPerAddress redis_rate.Limit // POST /users per client address
-	SignInPerAddress redis_rate.Limit // POST /sessions per client address, any login
-	PostsPerUser     redis_rate.Limit // POST /statuses per signed-in user
-	FollowsPerUser   redis_rate.Limit // PUT and DELETE /following/{login} per signed-in user
+	SignUpPerAddress  redis_rate.Limit // POST /users per client address
+	SignInPerAddress  redis_rate.Limit // POST /sessions per client address, any login
+	PostsPerUser      redis_rate.Limit // POST /statuses per signed-in user
+	FollowsPerUser    redis_rate.Limit // PUT and DELETE /following/{login} per signed-in user
+	ListWritesPerUser redis_rate.Limit // changes to lists and their members, per signed-in user
 	// SearchesPerClient bounds user searches and suggestions, per signed-in
 	// user, or per client address for visitors.
 	SearchesPerClient redis_rate.Limit
@@ -34,7 +35,7 @@ type Limits struct {
 
 // limitCounters count the requests each limit refused, for /metrics.
 type limitCounters struct {
-	signUp, signIn, posts, follows, searches atomic.Int64
+	signUp, signIn, posts, follows, lists, searches atomic.Int64
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -112,6 +113,13 @@ func (s *Server) followLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "follow", limit: s.limits.FollowsPerUser, refused: &s.limitStats.follows, key: byViewer,
 		message: "You are following and unfollowing too fast.",
+	})
+}
+
+func (s *Server) listLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "list", limit: s.limits.ListWritesPerUser, refused: &s.limitStats.lists, key: byViewer,
+		message: "You are changing lists too fast.",
 	})
 }
 

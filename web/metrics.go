@@ -113,7 +113,7 @@ func (m *Metrics) register(s *Server) {
 	)
 	for name, n := range map[string]*atomic.Int64{
 		"signup": &s.limitStats.signUp, "signin": &s.limitStats.signIn,
-		"post": &s.limitStats.posts, "follow": &s.limitStats.follows, "search": &s.limitStats.searches,
+		"post": &s.limitStats.posts, "follow": &s.limitStats.follows, "list": &s.limitStats.lists, "search": &s.limitStats.searches,
 		"signin_failures": &sc.SignInsThrottled, "password_hashers": &sc.HashesRefused,
 		"user_streams": &st.UserStreamsRefused, "stream_frames": &st.FloodClosed, "resume": &st.ResumesLimited,
 	} {

@@ -44,6 +44,15 @@ type Social interface {
 	HomeTimeline(ctx context.Context, uid int64, c social.Cursor) (social.TimelinePage, error)
 	ProfileTimeline(ctx context.Context, login string, c social.Cursor) (social.TimelinePage, error)
 	GlobalTimeline(ctx context.Context, c social.Cursor) (social.TimelinePage, error)
+	CreateList(ctx context.Context, owner int64, name string) (social.List, error)
+	RenameList(ctx context.Context, uid, id int64, name string) (social.List, error)
+	DeleteList(ctx context.Context, uid, id int64) error
+	Lists(ctx context.Context, owner int64) ([]social.List, error)
+	List(ctx context.Context, id int64) (social.List, error)
+	AddListMember(ctx context.Context, uid, id int64, login string) (social.List, error)
+	RemoveListMember(ctx context.Context, uid, id int64, login string) (social.List, error)
+	ListMembers(ctx context.Context, id int64, p social.Page) ([]social.User, error)
+	ListTimeline(ctx context.Context, id int64, c social.Cursor) (social.TimelinePage, error)
 	Ping(ctx context.Context) error
 	JobStats
 	Counters() *social.Stats
@@ -175,6 +184,9 @@ func (s *Server) routes() chi.Router {
 			r.Get("/users/{login}/following", s.following)
 			r.Get("/statuses/{id}", s.status)
 			r.Get("/timelines/global", s.globalTimeline)
+			r.Get("/lists/{id}", s.list)
+			r.Get("/lists/{id}/members", s.listMembers)
+			r.Get("/lists/{id}/statuses", s.listTimeline)
 		})
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate(true))
@@ -190,6 +202,15 @@ func (s *Server) routes() chi.Router {
 			r.With(s.postLimit()).Post("/statuses", s.post)
 			r.Delete("/statuses/{id}", s.deleteStatus)
 			r.Get("/timelines/home", s.homeTimeline)
+			r.Get("/lists", s.myLists)
+			r.Group(func(r chi.Router) {
+				r.Use(s.listLimit())
+				r.Post("/lists", s.createList)
+				r.Patch("/lists/{id}", s.renameList)
+				r.Delete("/lists/{id}", s.deleteList)
+				r.Put("/lists/{id}/members/{login}", s.addListMember)
+				r.Delete("/lists/{id}/members/{login}", s.removeListMember)
+			})
 		})
 	})
 	return r

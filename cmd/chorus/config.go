@@ -43,6 +43,7 @@ type config struct {
 	SignInFailures    redis_rate.Limit // per login and address: Rate failures per Period
 	PostLimit         redis_rate.Limit // per user
 	FollowLimit       redis_rate.Limit // per user
+	ListLimit         redis_rate.Limit // per user
 	SearchLimit       redis_rate.Limit // per user, or address for visitors
 	MaxStreamsPerUser int
 	StreamFrameLimit  redis_rate.Limit // per stream, counted in memory
@@ -60,6 +61,7 @@ var (
 	defaultSignInFailures   = redis_rate.Limit{Rate: 10, Period: 10 * time.Minute, Burst: 10}
 	defaultPostLimit        = redis_rate.Limit{Rate: 300, Period: 3 * time.Hour, Burst: 10}
 	defaultFollowLimit      = redis_rate.Limit{Rate: 400, Period: 24 * time.Hour, Burst: 50}
+	defaultListLimit        = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
 	defaultSearchLimit      = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
 	defaultStreamFrameLimit = redis_rate.Limit{Rate: 5, Period: time.Second, Burst: 20}
 	defaultResumeLimit      = redis_rate.Limit{Rate: 6, Period: time.Minute, Burst: 3}
@@ -81,7 +83,7 @@ Flags:
 func parseConfig(args []string, getenv func(string) string, help io.Writer) (config, error) {
 	c := config{
 		SignUpLimit: defaultSignUpLimit, SignInLimit: defaultSignInLimit, SignInFailures: defaultSignInFailures,
-		PostLimit: defaultPostLimit, FollowLimit: defaultFollowLimit, SearchLimit: defaultSearchLimit,
+		PostLimit: defaultPostLimit, FollowLimit: defaultFollowLimit, ListLimit: defaultListLimit, SearchLimit: defaultSearchLimit,
 		StreamFrameLimit: defaultStreamFrameLimit, ResumeLimit: defaultResumeLimit,
 	}
 	var origins, proxies string
@@ -166,6 +168,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.SignInFailures, "signin-failures", "CHORUS_SIGNIN_FAILURES", "failed sign-ins per login and client address before 429 (N/window; burst ignored)"},
 		{&c.PostLimit, "post-limit", "CHORUS_POST_LIMIT", "statuses posted per user"},
 		{&c.FollowLimit, "follow-limit", "CHORUS_FOLLOW_LIMIT", "follows and unfollows per user"},
+		{&c.ListLimit, "list-limit", "CHORUS_LIST_LIMIT", "changes to lists and their members per user"},
 		{&c.SearchLimit, "search-limit", "CHORUS_SEARCH_LIMIT", "user searches and suggestions per user, or per client address for visitors"},
 		{&c.StreamFrameLimit, "stream-frame-limit", "CHORUS_STREAM_FRAME_LIMIT", "frames a client may send on one stream; over it the stream is closed (1008)"},
 		{&c.ResumeLimit, "resume-limit", "CHORUS_RESUME_LIMIT", "resume frames per stream; over it the client gets an error frame"},

@@ -129,7 +129,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			AllowedOrigins: cfg.AllowedOrigins, TrustedProxies: cfg.TrustedProxies,
 			Limits: web.Limits{
 				SignUpPerAddress: cfg.SignUpLimit, SignInPerAddress: cfg.SignInLimit,
-				PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, SearchesPerClient: cfg.SearchLimit,
+				PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, ListWritesPerUser: cfg.ListLimit,
+				SearchesPerClient: cfg.SearchLimit,
 			},
 		},
 	})

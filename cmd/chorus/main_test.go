@@ -152,9 +152,10 @@ func TestConfig(t *testing.T) {
 			return c.PostLimit == redis_rate.Limit{Rate: 300, Period: 3 * time.Hour, Burst: 10} &&
 				c.SignInFailures.Rate == 10 && c.MaxStreamsPerUser == 10 && c.ReadTimeout == 20*time.Second
 		}, false},
-		{"limits", []string{"-post-limit", "5/m", "-follow-limit", "off", "-signin-limit", "100/10m,burst=7", "-trusted-proxies", "10.0.0.0/8, 192.0.2.7"},
+		{"limits", []string{"-post-limit", "5/m", "-follow-limit", "off", "-list-limit", "7/h", "-signin-limit", "100/10m,burst=7", "-trusted-proxies", "10.0.0.0/8, 192.0.2.7"},
 			map[string]string{"CHORUS_SIGNUP_LIMIT": "3/h,burst=1", "CHORUS_MAX_STREAMS_PER_USER": "4"}, func(c config) bool {
 				return c.PostLimit == redis_rate.Limit{Rate: 5, Period: time.Minute, Burst: 5} && c.FollowLimit.IsZero() &&
+					c.ListLimit == redis_rate.Limit{Rate: 7, Period: time.Hour, Burst: 7} &&
 					c.SignInLimit == redis_rate.Limit{Rate: 100, Period: 10 * time.Minute, Burst: 7} &&
 					c.SignUpLimit == redis_rate.Limit{Rate: 3, Period: time.Hour, Burst: 1} &&
 					c.MaxStreamsPerUser == 4 && len(c.TrustedProxies) == 2 && c.TrustedProxies[1].String() == "192.0.2.7/32"

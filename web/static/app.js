@@ -17,6 +17,7 @@ import { homeView, homeEmpty, welcomeView, globalView, peopleView, notFoundView 
 import { profileView } from './profile.js';
 import { statusView } from './statuspage.js';
 import { searchView } from './search.js';
+import { listsView, listView } from './lists.js';
 import { Suggestions } from './suggestions.js';
 import { Notifications } from './notifications.js';
 
@@ -51,6 +52,8 @@ const PAGES = {
   following: (r) => peopleView(ctx, r.login, 'following'),
   status: (r) => statusView(ctx, r.id),
   search: () => searchView(ctx),
+  lists: () => listsView(ctx),
+  list: (r) => listView(ctx, r.id),
   notfound: () => notFoundView(),
 };
 

@@ -101,3 +101,55 @@ export function formatCount(n) {
 export function sameLogin(a, b) {
   return typeof a === 'string' && typeof b === 'string' && a.toLowerCase() === b.toLowerCase();
 }
+
+/**
+ * confirmControls is a button that asks before it acts, in place. open is
+ * the button; ask the question with its confirm and "Keep" buttons,
+ * hidden until open is pressed; error says why the act failed. act()
+ * resolves once done, or rejects with the error to show after `failure`.
+ * testid names open; the confirm and Keep buttons add "-confirm" and
+ * "-cancel".
+ */
+export function confirmControls({ label, ariaLabel, question, busy, failure, testid, act }) {
+  const error = h('p', { class: 'status-error', role: 'alert', hidden: true });
+  const open = h('button', {
+    type: 'button', class: 'btn btn-quiet btn-small status-action',
+    'aria-label': ariaLabel, 'aria-expanded': 'false', dataset: { testid },
+  }, label);
+  const yes = h('button', { type: 'button', class: 'btn btn-danger btn-small', dataset: { testid: `${testid}-confirm` } }, label);
+  const no = h('button', { type: 'button', class: 'btn btn-secondary btn-small', dataset: { testid: `${testid}-cancel` } }, 'Keep');
+  const ask = h('div', { class: 'status-confirm', role: 'group', 'aria-label': `${ariaLabel}?`, hidden: true },
+    h('span', { class: 'status-confirm-text' }, question), yes, no);
+
+  const show = (asking) => {
+    ask.hidden = !asking;
+    open.setAttribute('aria-expanded', String(asking));
+    (asking ? yes : open).focus();
+  };
+  open.addEventListener('click', () => {
+    error.hidden = true;
+    show(true);
+  });
+  no.addEventListener('click', () => show(false));
+  ask.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape') {
+      ev.stopPropagation();
+      show(false);
+    }
+  });
+  yes.addEventListener('click', async () => {
+    yes.disabled = true;
+    no.disabled = true;
+    yes.textContent = busy;
+    try {
+      await act();
+    } catch (err) {
+      error.textContent = `${failure}: ${err.message}`;
+      error.hidden = false;
+      yes.disabled = false;
+      no.disabled = false;
+      yes.textContent = label;
+    }
+  });
+  return { open, ask, error };
+}

@@ -1,4 +1,4 @@
-// The site header: the main navigation (Search included), and on the
+// The site header: the main navigation (Search and Lists included), and on the
 // right either who is signed in (with the connection indicator, the
 // notifications and Sign out) or, for a visitor, Sign in and Create account.
 
@@ -33,6 +33,7 @@ export class Header {
       this.link('/global', 'Global', 'global'),
       this.link(profileHref(me.login), 'Profile', 'profile'),
       this.link('/search', 'Search', 'search'),
+      this.link('/lists', 'Lists', 'lists'),
     );
     this.connLabel = h('span', { class: 'conn-label' }, 'Connecting…');
     this.conn = h('span', { class: 'conn', role: 'status', dataset: { testid: 'conn-state', state: 'connecting' } },

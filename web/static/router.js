@@ -13,6 +13,8 @@ const ROUTES = [
   { name: 'following', pattern: /^\/u\/([^/]+)\/following$/, keys: ['login'] },
   { name: 'status', pattern: /^\/s\/([1-9][0-9]*)$/, keys: ['id'] },
   { name: 'search', pattern: /^\/search$/ },
+  { name: 'lists', pattern: /^\/lists$/ },
+  { name: 'list', pattern: /^\/lists\/([1-9][0-9]*)$/, keys: ['id'] },
 ];
 
 /** parseRoute turns a path ("/u/ada") into {name, path, ...params}; unknown paths are "notfound". */
@@ -35,6 +37,11 @@ export function parseRoute(pathname) {
 /** profileHref is the address of a user's profile, or of one of its lists with rest "/followers". */
 export function profileHref(login, rest = '') {
   return `/u/${encodeURIComponent(login)}${rest}`;
+}
+
+/** listHref is the address of a list's own page. */
+export function listHref(id) {
+  return `/lists/${encodeURIComponent(id)}`;
 }
 
 /** statusHref is the address of a status's own page. */

@@ -2,7 +2,7 @@
 // to its own page, its text with links, and for its author a Delete that
 // asks first, in place.
 
-import { h, avatar, loginEl } from './dom.js';
+import { h, avatar, loginEl, confirmControls } from './dom.js';
 import { profileHref, statusHref } from './router.js';
 import { timeEl, nameTimeLink } from './time.js';
 import { knownName, learnName, nameOf } from './names.js';
@@ -43,54 +43,15 @@ export function authorName(login, name) {
   return el;
 }
 
-/**
- * deleteControls is the Delete button and the confirmation it opens.
- * onDelete(status, li) resolves once the status is gone, or rejects with
- * an error to show.
- */
+// deleteControls is the Delete button and the confirmation it opens.
+// onDelete(status, li) resolves once the status is gone, or rejects with
+// an error to show.
 function deleteControls(status, li, onDelete) {
-  const error = h('p', { class: 'status-error', role: 'alert', hidden: true });
-  const open = h('button', {
-    type: 'button', class: 'btn btn-quiet btn-small status-action',
-    'aria-label': 'Delete this post', 'aria-expanded': 'false',
-    dataset: { testid: 'status-delete' },
-  }, 'Delete');
-  const yes = h('button', { type: 'button', class: 'btn btn-danger btn-small', dataset: { testid: 'status-delete-confirm' } }, 'Delete');
-  const no = h('button', { type: 'button', class: 'btn btn-secondary btn-small', dataset: { testid: 'status-delete-cancel' } }, 'Keep');
-  const ask = h('div', { class: 'status-confirm', role: 'group', 'aria-label': 'Delete this post?', hidden: true },
-    h('span', { class: 'status-confirm-text' }, 'Delete this post for everyone?'), yes, no);
-
-  const show = (asking) => {
-    ask.hidden = !asking;
-    open.setAttribute('aria-expanded', String(asking));
-    (asking ? yes : open).focus();
-  };
-  open.addEventListener('click', () => {
-    error.hidden = true;
-    show(true);
+  return confirmControls({
+    label: 'Delete', ariaLabel: 'Delete this post', question: 'Delete this post for everyone?',
+    busy: 'Deleting…', failure: 'Could not delete', testid: 'status-delete',
+    act: () => onDelete(status, li),
   });
-  no.addEventListener('click', () => show(false));
-  ask.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Escape') {
-      ev.stopPropagation();
-      show(false);
-    }
-  });
-  yes.addEventListener('click', async () => {
-    yes.disabled = true;
-    no.disabled = true;
-    yes.textContent = 'Deleting…';
-    try {
-      await onDelete(status, li);
-    } catch (err) {
-      error.textContent = `Could not delete: ${err.message}`;
-      error.hidden = false;
-      yes.disabled = false;
-      no.disabled = false;
-      yes.textContent = 'Delete';
-    }
-  });
-  return { open, ask, error };
 }
 
 /** statusEl renders one status; `mine` adds Delete. */

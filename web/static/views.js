@@ -14,8 +14,9 @@ import { UserList } from './userlist.js';
 import { followControl } from './follow.js';
 
 const PAGE = 30;
-// How often the global timeline asks for what is new while it is shown.
-const GLOBAL_POLL_MS = 15000;
+// How often a timeline the stream does not feed (global, a list) asks for
+// what is new while it is shown.
+const POLL_MS = 15000;
 
 /** heading is a page's h1, focused (without a tab stop) when the route changes. */
 export function heading(text, extra = {}) {
@@ -86,13 +87,31 @@ export function welcomeView(ctx, auth) {
   };
 }
 
+/**
+ * pollNewer has tl ask for newer statuses every 15 s while the page is
+ * visible, and at once when it becomes visible again; it returns what
+ * stops it.
+ */
+export function pollNewer(tl) {
+  const poll = () => {
+    if (!document.hidden) tl.loadNewer();
+  };
+  const timer = setInterval(poll, POLL_MS);
+  // Back to a tab that was hidden: catch up now rather than in up to 15 s.
+  document.addEventListener('visibilitychange', poll);
+  return () => {
+    clearInterval(timer);
+    document.removeEventListener('visibilitychange', poll);
+  };
+}
+
 // ---------------------------------------------------------------- global
 
 /**
  * globalView: everyone's latest statuses. The stream brings only the
  * statuses of those you follow, so while the page is shown and visible it
- * asks for newer ones every 15 s: one small read each time, whatever is
- * happening on the site.
+ * asks for newer ones every 15 s (pollNewer): one small read each time,
+ * whatever is happening on the site.
  */
 export function globalView(ctx) {
   const tl = statusTimeline(ctx, {
@@ -106,19 +125,13 @@ export function globalView(ctx) {
     h('div', { class: 'page-head' }, h('div', {}, h1, h('p', { class: 'muted' }, 'The latest posts from everyone on Chorus.'))),
     tl.el,
   );
-  const poll = () => {
-    if (!document.hidden) tl.loadNewer();
-  };
-  const timer = setInterval(poll, GLOBAL_POLL_MS);
-  // Back to a tab that was hidden: catch up now rather than in up to 15 s.
-  document.addEventListener('visibilitychange', poll);
+  const stopPolling = pollNewer(tl);
   return {
     el,
     title: 'Global',
     heading: h1,
     destroy: () => {
-      clearInterval(timer);
-      document.removeEventListener('visibilitychange', poll);
+      stopPolling();
       tl.destroy();
       ctx.timelines.delete(tl);
     },
