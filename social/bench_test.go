@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,13 +17,20 @@ import (
 )
 
 // seedFollowers gives uid n followers directly in Redis (no sign-ups: the
-// fan-out reads only the followers set and writes home timelines).
+// fan-out reads only the followers set and writes home timelines), with
+// the uids from 1,000,000 on.
 func seedFollowers(b *testing.B, s *Service, uid int64, n int) {
+	b.Helper()
+	seedFollowersFrom(b, s, uid, 1_000_000, n)
+}
+
+// seedFollowersFrom gives uid n followers, with the uids from first on.
+func seedFollowersFrom(b *testing.B, s *Service, uid, first int64, n int) {
 	b.Helper()
 	ctx := context.Background()
 	pipe := s.rdb.Pipeline()
 	for i := range n {
-		f := int64(1_000_000 + i)
+		f := first + int64(i)
 		pipe.ZAdd(ctx, s.keys.followers(uid), redisZ(float64(i+1), itoa(f)))
 		if i%1000 == 999 {
 			if _, err := pipe.Exec(ctx); err != nil {
@@ -31,6 +39,30 @@ func seedFollowers(b *testing.B, s *Service, uid int64, n int) {
 		}
 	}
 	pipe.Set(ctx, s.keys.followSeq(), n, 0)
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// fillHomes fills the home timelines of the n users from first on with
+// size entries each (ids -1 to -size, older than any status), as a site's
+// readers' are.
+func fillHomes(b *testing.B, s *Service, first int64, n, size int) {
+	b.Helper()
+	ctx := context.Background()
+	members := make([]redis.Z, size)
+	for i := range members {
+		members[i] = redisZ(float64(-i-1), itoa(int64(-i-1)))
+	}
+	pipe := s.rdb.Pipeline()
+	for i := range n {
+		pipe.ZAdd(ctx, s.keys.home(first+int64(i)), members...)
+		if i%100 == 99 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -178,7 +210,9 @@ func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score,
 //go:embed testdata/fanout_pass_lua_post.lua
 var luaPostPassSource string
 
-// BenchmarkFanout measures the fan-out's insert rate: posts by `jobs`
+// BenchmarkFanout measures the fan-out's insert rate, and the CPU time
+// Redis spends per insert (which bounds the rate once the clients are on
+// other machines): posts by `jobs`
 // authors of 10,000 followers each, fanned out at once (as the workers of
 // several instances would), every pass run until each job is done. "lua"
 // runs a post job's passes as they were, inside the pass script (a ZADD, a
@@ -188,6 +222,7 @@ var luaPostPassSource string
 // BenchmarkZAddPipelined, Redis's own limit on the same machine.
 func BenchmarkFanout(b *testing.B) {
 	const followers = 10_000
+	const homeFill = 200 // past 128, Redis keeps a sorted set as a skiplist, as a full home is
 	luaPass := redis.NewScript(luaPostPassSource)
 	for _, impl := range []string{"lua", "multi"} {
 		for _, jobs := range []int{1, 4} {
@@ -195,14 +230,16 @@ func BenchmarkFanout(b *testing.B) {
 				s, rdb := newPrivateService(b, Options{})
 				ctx := context.Background()
 				authors := make([]User, jobs)
-				for i := range authors {
-					authors[i] = signUp(b, s, fmt.Sprintf("author%d", i))
-					seedFollowers(b, s, authors[i].ID, followers)
-				}
 				connected := s.keys.prefix + "connected"
 				s.opts.ConnectedKey = connected
-				for i := 0; i < followers; i += 10 {
-					rdb.ZAdd(ctx, connected, redisZ(1, itoa(int64(1_000_000+i))))
+				for i := range authors {
+					authors[i] = signUp(b, s, fmt.Sprintf("author%d", i))
+					first := int64(1_000_000 + i*followers)
+					seedFollowersFrom(b, s, authors[i].ID, first, followers)
+					fillHomes(b, s, first, followers, homeFill)
+					for f := first; f < first+followers; f += 10 {
+						rdb.ZAdd(ctx, connected, redisZ(1, itoa(f)))
+					}
 				}
 				run := func(job string) error {
 					for {
@@ -225,6 +262,7 @@ func BenchmarkFanout(b *testing.B) {
 						}
 					}
 				}
+				cpu := redisCPU(b, rdb)
 				b.ResetTimer()
 				for b.Loop() {
 					var wg sync.WaitGroup
@@ -244,10 +282,12 @@ func BenchmarkFanout(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				b.ReportMetric(float64(jobs*followers*b.N)/b.Elapsed().Seconds(), "inserts/s")
-				last := itoa(int64(1_000_000 + followers - 1))
-				if c, _ := rdb.ZCard(ctx, s.keys.homePrefix()+last).Result(); c == 0 {
-					b.Fatal("the last follower's home timeline is empty")
+				inserts := float64(jobs * followers * b.N)
+				b.ReportMetric(inserts/b.Elapsed().Seconds(), "inserts/s")
+				b.ReportMetric((redisCPU(b, rdb)-cpu).Seconds()*1e6/inserts, "redis-us/insert")
+				last := int64(1_000_000 + jobs*followers - 1)
+				if c, _ := rdb.ZCard(ctx, s.keys.home(last)).Result(); c <= homeFill {
+					b.Fatal("the last follower's home timeline holds no new status")
 				}
 			})
 		}
@@ -255,31 +295,77 @@ func BenchmarkFanout(b *testing.B) {
 }
 
 // BenchmarkZAddPipelined measures Redis's own limit for the fan-out's
-// writes: ZADDs to 10,000 different sorted sets, in pipelines of 1,000,
-// from 4 clients at once (the reference BenchmarkFanout's inserts/s are
-// compared with).
+// writes: ZADDs of new members to 10,000 sorted sets of 200 and more (as
+// BenchmarkFanout's home timelines), in pipelines of 1,000, from 4 clients
+// at once: the reference BenchmarkFanout's figures are compared with.
 func BenchmarkZAddPipelined(b *testing.B) {
 	_, rdb := newPrivateService(b, Options{})
 	ctx := context.Background()
-	var n atomic.Int64
+	fillZAddSets(b, rdb)
+	var n, round atomic.Int64
 	b.SetParallelism(2) // 2 per core: 4 clients on 2 cores
+	cpu := redisCPU(b, rdb)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		i := 0
 		for pb.Next() {
+			// A round adds one new member, newer than all, to 1,000 of
+			// the sets, as a pass adds one status to 1,000 home timelines.
+			r := round.Add(1)
+			member := redisZ(float64(r), strconv.FormatInt(r, 10))
 			pipe := rdb.Pipeline()
-			for j := range 1000 {
-				pipe.ZAdd(ctx, "z:"+strconv.Itoa((i*1000+j)%10_000), redisZ(float64(i), strconv.Itoa(i)))
+			for j := range int64(1000) {
+				pipe.ZAdd(ctx, "z:"+strconv.FormatInt((r*1000+j)%10_000, 10), member)
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
 				b.Error(err)
 				return
 			}
 			n.Add(1000)
-			i++
 		}
 	})
+	b.StopTimer()
 	b.ReportMetric(float64(n.Load())/b.Elapsed().Seconds(), "zadds/s")
+	b.ReportMetric((redisCPU(b, rdb)-cpu).Seconds()*1e6/float64(n.Load()), "redis-us/zadd")
+}
+
+// fillZAddSets fills BenchmarkZAddPipelined's sets as BenchmarkFanout fills
+// its home timelines.
+func fillZAddSets(b *testing.B, rdb *redis.Client) {
+	b.Helper()
+	ctx := context.Background()
+	members := make([]redis.Z, 200)
+	for i := range members {
+		members[i] = redisZ(float64(-i-1), "x"+strconv.Itoa(i))
+	}
+	pipe := rdb.Pipeline()
+	for k := range 10_000 {
+		pipe.ZAdd(ctx, "z:"+strconv.Itoa(k), members...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// redisCPU returns the CPU time the redis-server behind rdb has used, user
+// and system: what its single thread can spare bounds what it can do.
+func redisCPU(tb testing.TB, rdb *redis.Client) time.Duration {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		name, value, _ := strings.Cut(line, ":")
+		if name == "used_cpu_user" || name == "used_cpu_sys" {
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				tb.Fatalf("%s: %v", line, err)
+			}
+			total += v
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 // BenchmarkPostCost measures one post, until every pass of its fan-out has
