@@ -3,8 +3,12 @@ package social
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -288,5 +292,85 @@ func runJobIfQueued(t *testing.T, s *Service, key string) {
 		t.Fatal(err)
 	} else if n == 1 {
 		runJob(t, s, key)
+	}
+}
+
+// Follows crossing the threshold race with the author's posts and the
+// promotion job, which a slow worker runs while both go on: once the jobs
+// are done, every follower reads every status, once each and in order,
+// whether it was pushed to them, pulled, or both.
+func TestPromotionRacesFollowsAndPosts(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{PullThreshold: 10, FanoutPassSize: 2})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	var followers []User
+	for i := range 30 {
+		followers = append(followers, signUp(t, s, fmt.Sprintf("racer%d", i)))
+	}
+	wctx, stop := context.WithCancel(ctx)
+	var worker sync.WaitGroup
+	worker.Go(func() {
+		w := s.NewWorker("race", slog.New(slog.NewTextHandler(io.Discard, nil)))
+		w.afterPass = func() { time.Sleep(15 * time.Millisecond) }
+		w.Run(wctx)
+	})
+	var want []int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for _, f := range followers {
+			follow(t, s, f.ID, "author")
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	wg.Go(func() {
+		for i := range 15 {
+			st, err := s.Post(ctx, author.ID, fmt.Sprintf("racing %d", i))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			want = append(want, st.ID)
+			time.Sleep(12 * time.Millisecond)
+		}
+	})
+	wg.Wait()
+	eventually(t, 20*time.Second, func() string {
+		n, err := s.rdb.XLen(ctx, s.keys.jobs()).Result()
+		if err != nil || n != 0 {
+			return fmt.Sprintf("%d jobs left (%v)", n, err)
+		}
+		return ""
+	})
+	stop()
+	worker.Wait()
+	slices.Reverse(want)
+	if _, err := s.rdb.ZScore(ctx, s.keys.pulledAuthors(), itoa(author.ID)).Result(); err != nil {
+		t.Fatalf("the author is not pulled: %v", err)
+	}
+	for _, f := range followers {
+		page, err := s.HomeTimeline(ctx, f.ID, Cursor{Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pageIDs(page); !slices.Equal(got, want) {
+			t.Errorf("%s reads %v, want %v", f.Login, got, want)
+		}
+	}
+}
+
+// eventually retries check until it returns "" or the time is up.
+func eventually(t *testing.T, within time.Duration, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		msg := check()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
