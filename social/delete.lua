@@ -18,8 +18,9 @@
 -- ARGV[3] live event to publish (JSON)
 -- ARGV[4] author's event channel
 -- ARGV[5] author's channel for their followers (pulled authors)
--- Returns 1 with a job queued, 0 without one, -1 when the status does not
--- exist, -2 when it belongs to someone else.
+-- Returns -1 when the status does not exist, -2 when it belongs to someone
+-- else; otherwise the jobs it queued: 1 for the followers' (delete), plus 2
+-- for the lists' (list_delete).
 local owner = redis.call('HGET', KEYS[1], 'uid')
 if not owner then
   return -1
@@ -36,10 +37,12 @@ redis.call('ZREM', KEYS[5], id)
 redis.call('PUBLISH', ARGV[4], ARGV[3])
 -- The lists that hold the author are cleaned by a job of their own
 -- (list_delete).
+local queued = 0
 if redis.call('ZCARD', KEYS[10]) > 0 then
   local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[11])
   redis.call('HSET', KEYS[11], 'kind', 'list_delete', 'uid', ARGV[2], 'sid', id,
     'cursor', 0, 'entry', entry)
+  queued = 2
 end
 -- A status of a pulled author, from after they were, was never pushed:
 -- it is gone from every read with the profile's entry; the followers
@@ -47,12 +50,12 @@ end
 local since = redis.call('ZSCORE', KEYS[9], ARGV[2])
 if since and tonumber(id) >= tonumber(since) then
   redis.call('PUBLISH', ARGV[5], ARGV[3])
-  return 0
+  return queued
 end
 if redis.call('ZCARD', KEYS[6]) == 0 then
-  return 0
+  return queued
 end
 local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[8])
 redis.call('HSET', KEYS[8], 'kind', 'delete', 'uid', ARGV[2], 'sid', id,
   'cursor', 0, 'payload', ARGV[3], 'entry', entry)
-return 1
+return queued + 1

@@ -30,7 +30,8 @@
 -- ARGV[11] author's channel for their followers (pulled authors)
 -- ARGV[12] pull threshold: the follower count from which an author is
 --          pulled; 0: never
--- Returns 1 with a job queued, 0 without one, -1 when the author is unknown.
+-- Returns -1 when the author is unknown; otherwise the jobs it queued: 1
+-- for the followers' (post), plus 2 for the lists' (list_post).
 -- Runs after shared.lua.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
@@ -48,20 +49,22 @@ redis.call('PUBLISH', ARGV[9], ARGV[8])
 -- The lists that hold the author get the status by a job of their own
 -- (list_post), whatever the number of followers. A list that takes the
 -- author in after this moment gets it from its backfill.
+local queued = 0
 if redis.call('ZCARD', KEYS[12]) > 0 then
   local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[13])
   redis.call('HSET', KEYS[13], 'kind', 'list_post', 'uid', ARGV[2], 'sid', id,
     'cursor', 0, 'until', redis.call('GET', KEYS[14]) or '0', 'entry', entry)
+  queued = 2
 end
 -- A pulled author's followers read the status from the profile timeline;
 -- the instances route it to those connected, from one publish.
 if redis.call('ZSCORE', KEYS[10], ARGV[2]) then
   redis.call('PUBLISH', ARGV[11], ARGV[8])
-  return 0
+  return queued
 end
 local followers = redis.call('ZCARD', KEYS[6])
 if followers == 0 then
-  return 0
+  return queued
 end
 -- Those who follow after this moment get the status from their backfill, so
 -- the job stops at the newest follow that exists now.
@@ -75,4 +78,4 @@ end
 local entry = redis.call('XADD', KEYS[7], '*', 'job', KEYS[8])
 redis.call('HSET', KEYS[8], 'kind', 'post', 'uid', ARGV[2], 'sid', id,
   'cursor', 0, 'until', last, 'payload', ARGV[8], 'entry', entry)
-return 1
+return queued + 1

@@ -75,11 +75,15 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 	return st, nil
 }
 
-// queuePost writes a status and queues its fan-out job, whose key it
-// returns ("" when the author has no followers to reach), and its lists'
-// job, whose key it returns when the author was in a list just before
-// (the script queues it if they are when it runs; either way a worker
-// runs it).
+// Bits of what the post and delete scripts answer: the jobs they queued.
+const (
+	queuedFollowersJob = 1
+	queuedListsJob     = 2
+)
+
+// queuePost writes a status and queues its fan-out jobs, whose keys it
+// returns: the followers' ("" when it has no followers to push to) and the
+// lists' ("" when no list holds the author).
 func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st Status, job, listJob string, err error) {
 	message, err = ValidateMessage(message)
 	if err != nil {
@@ -89,7 +93,6 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 	author := pipe.HMGet(ctx, s.keys.user(uid), "login", "name")
 	sid := pipe.Incr(ctx, s.keys.statusSeq())
 	now := pipe.Time(ctx)
-	inLists := pipe.ZCard(ctx, s.keys.listsIn(uid))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
@@ -121,10 +124,10 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 	if res < 0 {
 		return Status{}, "", "", ErrUserNotFound
 	}
-	if res == 0 {
+	if res&queuedFollowersJob == 0 {
 		job = ""
 	}
-	if inLists.Val() == 0 {
+	if res&queuedListsJob == 0 {
 		listJob = ""
 	}
 	return st, job, listJob, nil
@@ -161,17 +164,18 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	if err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	switch res {
-	case -1:
+	switch {
+	case res == -1:
 		return ErrStatusNotFound
-	case -2:
+	case res == -2:
 		return ErrNotOwner
-	case 1:
+	}
+	if res&queuedFollowersJob != 0 {
 		s.inlinePass(ctx, job)
 	}
-	// The script queued a list cleanup job if the author is in a list; a
-	// pass of a job that was not queued finds nothing to do.
-	s.inlinePass(ctx, listJob)
+	if res&queuedListsJob != 0 {
+		s.inlinePass(ctx, listJob)
+	}
 	return nil
 }
 
