@@ -58,6 +58,9 @@ func TestBrowserLists(t *testing.T) {
 		const h = document.querySelector('[data-testid="list-title"]')?.textContent;
 		return h === 'Analytical engines' ? '' : 'heading ' + h;
 	})()`)
+	if !eval[bool](b, `document.querySelector('#nav a[href="/lists"]').getAttribute('aria-current') === 'page'`) {
+		t.Error("the header's Lists tab is not marked current on a list's page")
+	}
 	b.waitVisible(testID("list-add-input"))
 	b.typeInto(testID("list-add-input"), "@ada")
 	b.click(testID("list-add-submit"))

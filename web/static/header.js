@@ -78,8 +78,10 @@ export class Header {
   /** setRoute marks the current page in the navigation. */
   setRoute(route) {
     // "Profile" is your own; someone else's profile is no tab of the header.
+    // One list's page is under the "Lists" tab.
     const own = this.me && route.name === 'profile' && sameLogin(route.login, this.me.login);
-    const name = route.name === 'profile' && !own ? '' : route.name;
+    let name = route.name === 'profile' && !own ? '' : route.name;
+    if (name === 'list') name = 'lists';
     for (const a of this.nav.querySelectorAll('a')) {
       if (a.dataset.route === name) a.setAttribute('aria-current', 'page');
       else a.removeAttribute('aria-current');
