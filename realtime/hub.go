@@ -172,6 +172,7 @@ type Stats struct {
 // readers are the local users who follow one pulled author.
 type readers struct {
 	users map[int64]*local // by uid
+	ready chan struct{}    // closed once the author's channel is live
 }
 
 // local is the set of this instance's connections of one user.
@@ -263,10 +264,14 @@ func (h *Hub) route(ctx context.Context) {
 func (h *Hub) confirmed(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.authors[channel] != nil {
-		// An author's frames missed meanwhile are caught up with the
-		// user channels' (their home timelines merge the author's).
-		h.live[channel] = true
+	if r := h.authors[channel]; r != nil {
+		// Confirmed again (the pub/sub connection was made again): an
+		// author's frames missed meanwhile are caught up with the user
+		// channels' (their home timelines merge the author's).
+		if !h.live[channel] {
+			h.live[channel] = true
+			close(r.ready)
+		}
 		return
 	}
 	u := h.users[channel]
@@ -379,7 +384,7 @@ func (h *Hub) subscriber(ctx context.Context) {
 				break more
 			}
 		}
-		var subscribe, unsubscribe, authorChannels []string
+		var subscribe, unsubscribe []string
 		h.mu.Lock()
 		for channel := range batch {
 			want := h.users[channel] != nil || h.authors[channel] != nil
@@ -389,9 +394,6 @@ func (h *Hub) subscriber(ctx context.Context) {
 				delete(h.live, channel)
 			}
 			switch {
-			case want && !subscribed[channel] && h.authors[channel] != nil:
-				authorChannels = append(authorChannels, channel)
-				subscribed[channel] = true
 			case want && !subscribed[channel]:
 				subscribe = append(subscribe, channel)
 				subscribed[channel] = true
@@ -402,9 +404,6 @@ func (h *Hub) subscriber(ctx context.Context) {
 		}
 		h.mu.Unlock()
 		clear(batch)
-		// A user's channel confirmed means the authors' channels subscribed
-		// with it are too: Redis confirms in order.
-		subscribe = append(authorChannels, subscribe...)
 		h.Stats.SubscribeCommands.Add(int64(min(1, len(subscribe)) + min(1, len(unsubscribe))))
 		for _, change := range []struct {
 			channels  []string
@@ -427,7 +426,7 @@ func (h *Hub) subscriber(ctx context.Context) {
 
 // join adds c to its user's local set, subscribing on the user's first
 // local connection, and waits until the subscription is live.
-func (h *Hub) join(ctx context.Context, c *conn, pulls []int64) error {
+func (h *Hub) join(ctx context.Context, c *conn) error {
 	channel := h.feed.UserChannel(c.uid)
 	h.mu.Lock()
 	if h.closing {
@@ -444,26 +443,60 @@ func (h *Hub) join(ctx context.Context, c *conn, pulls []int64) error {
 	}
 	u.conns[c] = struct{}{}
 	ready := u.ready
+	h.mu.Unlock()
+	h.resync(channel)
+	if err := h.wait(ctx, ready); err != nil {
+		h.leave(c)
+		return fmt.Errorf("subscribe %s: %w", channel, err)
+	}
+	return nil
+}
+
+// joinAuthors makes c's user, who has joined, a reader of the pulled
+// authors they follow (read once their own channel is live, so that a
+// follow made since reaches the hub as pull_added), and waits until the
+// authors' channels are live too.
+func (h *Hub) joinAuthors(ctx context.Context, c *conn) error {
+	authors, err := h.feed.PulledAuthors(ctx, c.uid)
+	if err != nil || len(authors) == 0 {
+		return err
+	}
+	h.mu.Lock()
+	u := h.users[h.feed.UserChannel(c.uid)]
+	if u == nil { // c left meanwhile
+		h.mu.Unlock()
+		return nil
+	}
 	var changed []string
-	for _, author := range pulls {
-		if ch, ok := h.addPull(u, author); ok {
+	var ready []chan struct{}
+	for _, author := range authors {
+		ch, first := h.addPull(u, author)
+		if first {
 			changed = append(changed, ch)
 		}
+		ready = append(ready, h.authors[ch].ready)
 	}
 	h.mu.Unlock()
 	for _, ch := range changed {
 		h.resync(ch)
 	}
-	h.resync(channel)
+	for _, r := range ready {
+		if err := h.wait(ctx, r); err != nil {
+			return fmt.Errorf("subscribe to %d authors: %w", len(authors), err)
+		}
+	}
+	return nil
+}
 
+// wait waits, up to SubscribeWait, for ready to close.
+func (h *Hub) wait(ctx context.Context, ready <-chan struct{}) error {
 	wait, cancel := context.WithTimeout(ctx, h.opts.SubscribeWait)
 	defer cancel()
 	select {
 	case <-ready:
 		return nil
 	case <-wait.Done():
-		h.leave(c)
-		return fmt.Errorf("subscribe %s: %w", channel, errNoSubscription)
+		return errNoSubscription
 	}
 }
 
@@ -519,7 +552,10 @@ func (h *Hub) addPull(u *local, author int64) (string, bool) {
 	r := h.authors[ch]
 	first := r == nil
 	if first {
-		r = &readers{users: map[int64]*local{}}
+		r = &readers{users: map[int64]*local{}, ready: make(chan struct{})}
+		if h.live[ch] { // still subscribed from readers just gone
+			close(r.ready)
+		}
 		h.authors[ch] = r
 	}
 	r.users[u.uid] = u

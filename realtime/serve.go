@@ -76,13 +76,11 @@ const (
 // request was answered (the handshake failed or the hub closed meanwhile).
 func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byte, err error) {
 	ctx := r.Context()
-	// The pulled authors' channels are subscribed with the user's own,
-	// before it, so that the user's channel being live means theirs are.
-	pulls, err := h.feed.PulledAuthors(ctx, c.uid)
-	if err != nil {
+	if err := h.join(ctx, c); err != nil {
 		return nil, unavailable(err)
 	}
-	if err := h.join(ctx, c, pulls); err != nil {
+	if err := h.joinAuthors(ctx, c); err != nil {
+		h.leave(c)
 		return nil, unavailable(err)
 	}
 	// From here on a sign-out reaches c through its channel; one published
