@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
+
 	"github.com/coder/websocket"
 )
 
@@ -32,7 +34,7 @@ func TestSlowClientClosed(t *testing.T) {
 	// gives up on the client.
 	pad := strings.Repeat("x", 32<<10)
 	published := 0
-	eventually(t, time.Minute, func() string {
+	testio.Eventually(t, time.Minute, func() string {
 		if e.hub.Stats.SlowClosed.Load() > 0 {
 			return ""
 		}

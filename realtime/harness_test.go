@@ -448,23 +448,6 @@ func scriptCalls(tb testing.TB, rdb *redis.Client) int64 {
 	return n
 }
 
-// eventually retries check until it returns "", failing with its last
-// answer after within.
-func eventually(tb testing.TB, within time.Duration, check func() string) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		msg := check()
-		if msg == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatal(msg)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // countingFeed counts the home-timeline pages the hub reads.
 type countingFeed struct {
 	*social.Service

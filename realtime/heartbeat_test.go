@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/testio"
 
 	"github.com/coder/websocket"
 )
@@ -54,7 +55,7 @@ func TestHeartbeatFlood(t *testing.T) {
 	if code, _ := s.closed(5 * time.Second); code != websocket.StatusPolicyViolation {
 		t.Fatalf("flooding stream closed with %v, want 1008", code)
 	}
-	eventually(t, 5*time.Second, func() string { // its presence is undone
+	testio.Eventually(t, 5*time.Second, func() string { // its presence is undone
 		if n := e.hub.Stats.Open.Load(); n != 0 {
 			return fmt.Sprintf("%d streams open", n)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/testio"
 
 	"github.com/coder/websocket"
 )
@@ -163,7 +164,7 @@ func TestShutdownClosesStreams(t *testing.T) {
 			t.Errorf("stream %d closed with %v, want 1001", i, code)
 		}
 	}
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		for _, u := range []user{mover, solo} {
 			if n := e.subscribers(u); n != 0 {
 				return fmt.Sprintf("%s's channel has %d subscribers after shutdown, want 0", u.login, n)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"chorus/internal/testio"
 )
 
 // A pulled author's statuses and deletions reach their followers' streams
@@ -26,7 +28,7 @@ func TestPulledAuthorLive(t *testing.T) {
 	author, near, far, late, stranger := e.signUp("author"), e.signUp("near"), e.signUp("far"), e.signUp("late"), e.signUp("stranger")
 	e.follow(near, author)
 	e.follow(far, author) // the second follower: the author is made pulled
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		if pulls, err := e.social.PulledAuthors(t.Context(), far.id); err != nil || len(pulls) != 1 {
 			return fmt.Sprintf("far's pulled authors: %v, %v", pulls, err)
 		}
@@ -74,7 +76,7 @@ func TestPulledAuthorLive(t *testing.T) {
 	streams[far].ws.Close(1000, "")
 	streams[late].ws.Close(1000, "")
 	streams[stranger].ws.Close(1000, "")
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		if n := e.rdb.PubSubNumSub(t.Context(), e.social.AuthorChannel(author.id)).Val()[e.social.AuthorChannel(author.id)]; n != 1 {
 			return fmt.Sprintf("the author's channel has %d subscribers after the peer's readers left, want 1", n)
 		}

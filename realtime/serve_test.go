@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
 	"chorus/presence"
 )
 
@@ -30,7 +31,7 @@ func TestUserStreamCap(t *testing.T) {
 	// With the one stream it holds closed, the user is offline: the refused
 	// one registered nothing.
 	first.ws.Close(1000, "")
-	eventually(t, 5*time.Second, func() string {
+	testio.Eventually(t, 5*time.Second, func() string {
 		if online, _, err := e.presence.UserPresence(t.Context(), u.id); err != nil || online {
 			return fmt.Sprintf("user online %v (%v) with no stream", online, err)
 		}

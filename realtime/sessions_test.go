@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/testio"
 	"chorus/social"
 
 	"github.com/coder/websocket"
@@ -54,7 +55,7 @@ func TestStreamSignedOutWhileOpening(t *testing.T) {
 			t.Fatalf("SessionRefused = %d, want 1", n)
 		}
 	}
-	eventually(t, 5*time.Second, func() string {
+	testio.Eventually(t, 5*time.Second, func() string {
 		if online, _, err := e.presence.UserPresence(t.Context(), u.id); err != nil || online {
 			return fmt.Sprintf("user online %v (%v) after the stream was refused", online, err)
 		}
@@ -138,7 +139,7 @@ func TestPubSubReconnectChecksSessions(t *testing.T) {
 	missed := e.post(kept, "posted while the hub was away")
 	var live int64 = 1_000_000
 	var got []int64
-	eventually(t, 15*time.Second, func() string {
+	testio.Eventually(t, 15*time.Second, func() string {
 		live++
 		for _, u := range []user{gone, kept} {
 			payload := fmt.Sprintf(`{"type":"status","status":{"id":%d,"uid":%d,"login":"x","message":"m","posted":"2026-01-01T00:00:00Z"}}`, live, u.id)

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
+
 	"github.com/coder/websocket"
 )
 
@@ -64,7 +66,7 @@ func TestLastStreamUnsubscribes(t *testing.T) {
 	}
 
 	first.ws.Close(websocket.StatusNormalClosure, "")
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		if n := h.admitted.Load(); n != 1 { // counted down once the stream has left
 			return fmt.Sprintf("%d streams admitted after one of two closed, want 1", n)
 		}
@@ -80,7 +82,7 @@ func TestLastStreamUnsubscribes(t *testing.T) {
 	}
 
 	second.ws.Close(websocket.StatusNormalClosure, "")
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		if n := e.subscribers(u); n != 0 {
 			return fmt.Sprintf("%d subscribers after the last stream closed, want 0", n)
 		}

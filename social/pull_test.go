@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -335,7 +337,7 @@ func TestPromotionRacesFollowsAndPosts(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	eventually(t, 20*time.Second, func() string {
+	testio.Eventually(t, 20*time.Second, func() string {
 		n, err := s.rdb.XLen(ctx, s.keys.jobs()).Result()
 		if err != nil || n != 0 {
 			return fmt.Sprintf("%d jobs left (%v)", n, err)
@@ -356,21 +358,5 @@ func TestPromotionRacesFollowsAndPosts(t *testing.T) {
 		if got := pageIDs(page); !slices.Equal(got, want) {
 			t.Errorf("%s reads %v, want %v", f.Login, got, want)
 		}
-	}
-}
-
-// eventually retries check until it returns "" or the time is up.
-func eventually(t *testing.T, within time.Duration, check func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		msg := check()
-		if msg == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

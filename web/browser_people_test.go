@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
 	"chorus/social"
 )
 
@@ -124,7 +125,7 @@ func TestBrowserPeopleFollowBack(t *testing.T) {
 	p.waitUntil("Following bob, fetched", stepTimeout, buttonSays(btn, "Following"))
 	p.click(btn)
 	p.waitUntil("Follow back again", stepTimeout, buttonSays(btn, "Follow back"))
-	eventually(t, 5*time.Second, func() string {
+	testio.Eventually(t, 5*time.Second, func() string {
 		if u := ada.user("bob"); u.YouFollow != nil && !*u.YouFollow {
 			return ""
 		}
@@ -219,7 +220,7 @@ func TestBrowserPeopleNotifications(t *testing.T) {
 	p.waitUntil("Follow back in the panel", stepTimeout, buttonSays(btn, "Follow back"))
 	p.click(btn)
 	p.waitUntil("Following from the panel", stepTimeout, buttonSays(btn, "Following"))
-	eventually(t, 5*time.Second, func() string {
+	testio.Eventually(t, 5*time.Second, func() string {
 		if u := ada.user("bob"); u.YouFollow != nil && *u.YouFollow {
 			return ""
 		}

@@ -276,22 +276,6 @@ func ids(sts []statusJSON) []int64 {
 	return out
 }
 
-// eventually retries check until it returns "" or the deadline passes.
-func eventually(tb testing.TB, within time.Duration, check func() string) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		msg := check()
-		if msg == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("after %s: %s", within, msg)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 type counts struct{ followers, following, posts int64 }
 
 func (c *client) counts(login string) counts {

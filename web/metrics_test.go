@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/testio"
 	"chorus/internal/version"
 	"chorus/social"
 )
@@ -97,14 +98,14 @@ func TestMetricsStreamsAndPosts(t *testing.T) {
 		t.Fatalf("frames sent = %v, want more than %v", got, sentBefore)
 	}
 	s.send(map[string]string{"type": "heartbeat"})
-	eventually(t, 2*time.Second, func() string {
+	testio.Eventually(t, 2*time.Second, func() string {
 		if got := in.metric(t, "chorus_heartbeats_total", ""); got != 1 {
 			return fmt.Sprintf("heartbeats = %v, want 1", got)
 		}
 		return ""
 	})
 	s.close()
-	eventually(t, 2*time.Second, func() string {
+	testio.Eventually(t, 2*time.Second, func() string {
 		if got := in.metric(t, "chorus_connections_open", ""); got != 0 {
 			return fmt.Sprintf("connections open after close = %v", got)
 		}
@@ -124,7 +125,7 @@ func TestMetricsSlowClientAndDrops(t *testing.T) {
 	}
 	defer ws.CloseNow()
 	big := fmt.Sprintf(`{"type":"status","status":{"id":%%d,"message":"%s"}}`, strings.Repeat("y", 60<<10))
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		for i := range 20 {
 			in.rdb.Publish(t.Context(), in.social.UserChannel(slow.id), fmt.Sprintf(big, i+1))
 		}
@@ -161,7 +162,7 @@ func TestMetricsFanoutBacklog(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	defer stop()
 	go in.social.NewWorker("late", slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx)
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		if got := in.metric(t, "chorus_fanout_jobs_backlog", ""); got != 0 {
 			return fmt.Sprintf("backlog = %v, want 0 once done", got)
 		}
@@ -188,7 +189,7 @@ func TestMetricsRedisErrorsAndResubscribes(t *testing.T) {
 		t.Fatalf("redis errors with Redis down = %v, want some", got)
 	}
 	redistest.StartOnPort(t, srv.Port)
-	eventually(t, 15*time.Second, func() string {
+	testio.Eventually(t, 15*time.Second, func() string {
 		if got := in.metric(t, "chorus_pubsub_resubscribes_total", ""); got < 1 {
 			return fmt.Sprintf("resubscribes = %v, want at least 1", got)
 		}

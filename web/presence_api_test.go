@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
 	"chorus/social"
 )
 
@@ -102,7 +103,7 @@ func TestOnlineFriendsAndSiteCounts(t *testing.T) {
 	sb := b.connect()
 	sc := c.connect()
 	defer sc.close()
-	eventually(t, 3*time.Second, func() string {
+	testio.Eventually(t, 3*time.Second, func() string {
 		me.must(http.StatusOK, "GET", "/api/v1/friends/online", nil, &online)
 		if len(online.Friends) != 2 || online.Friends[0].User.Login != "pal_b" || online.Friends[1].User.Login != "pal_a" {
 			return "online friends, most recent first, want [pal_b pal_a]"
@@ -122,7 +123,7 @@ func TestOnlineFriendsAndSiteCounts(t *testing.T) {
 	}
 	sa.close()
 	sb.close()
-	eventually(t, 5*time.Second, func() string {
+	testio.Eventually(t, 5*time.Second, func() string {
 		me.must(http.StatusOK, "GET", "/api/v1/friends/online", nil, &online)
 		if len(online.Friends) != 0 {
 			return "friends still online after closing"

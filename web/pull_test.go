@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
 	"chorus/social"
 )
 
@@ -22,7 +23,7 @@ func TestPulledAuthorOverAPI(t *testing.T) {
 	reader.follow("small")
 	reader.follow("big")
 	other.follow("big") // the second follower: big is made pulled
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		if pulls, err := a.social.PulledAuthors(t.Context(), reader.id); err != nil || len(pulls) != 1 {
 			return fmt.Sprintf("reader's pulled authors: %v, %v", pulls, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
 	"chorus/social"
 )
 
@@ -147,7 +148,7 @@ func TestPostReachesEveryFollowerOverManyPasses(t *testing.T) {
 		fans = append(fans, f)
 	}
 	st := author.post("to all my fans")
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		for _, f := range fans {
 			if got := ids(f.timeline("/api/v1/timelines/home").Statuses); !slices.Equal(got, []int64{st.ID}) {
 				return fmt.Sprintf("%s's home = %v, want [%d]", f.login, got, st.ID)
@@ -179,7 +180,7 @@ func TestRefillAfterUnfollow(t *testing.T) {
 	}
 	reader.unfollow("loud") // empty now: under 8, so refilled from quiet1 and quiet2
 	slices.Reverse(quiet)
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		got := ids(reader.timeline("/api/v1/timelines/home?limit=100").Statuses)
 		if !slices.Equal(got, quiet) {
 			return fmt.Sprintf("home after refill = %v, want %v", got, quiet)
@@ -200,7 +201,7 @@ func TestDeleteCleansEveryFollower(t *testing.T) {
 	}
 	keep := author.post("keep me")
 	gone := author.post("delete me")
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		for _, f := range fans {
 			if n := len(f.timeline("/api/v1/timelines/home").Statuses); n != 2 {
 				return fmt.Sprintf("%s has %d statuses, want 2", f.login, n)
@@ -229,7 +230,7 @@ func TestDeleteCleansEveryFollower(t *testing.T) {
 		}
 	}
 	// And gone from every follower's home timeline in Redis, by the job.
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		for _, f := range fans {
 			key := fmt.Sprintf("%shome:%d", in.prefix, f.id)
 			if n, _ := in.rdb.ZCard(t.Context(), key).Result(); n != 1 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/testio"
 	"chorus/protocol"
 	"chorus/social"
 
@@ -251,7 +252,7 @@ func TestStreamSlowReaderDoesNotDelayOthers(t *testing.T) {
 			t.Fatalf("fast reader got %d, want %d", f.Status.ID, i)
 		}
 	}
-	eventually(t, 5*time.Second, func() string {
+	testio.Eventually(t, 5*time.Second, func() string {
 		if n := in.hub.Stats.SlowClosed.Load(); n != 1 {
 			return fmt.Sprintf("slow closes = %d, want 1", n)
 		}
@@ -282,7 +283,7 @@ func TestStreamLimit(t *testing.T) {
 	streamRefused(t, a, http.StatusServiceUnavailable, "too_many_streams", "5")
 	a.must(http.StatusOK, "GET", "/api/v1/me", nil, nil) // the API still answers
 	first.close()
-	eventually(t, 5*time.Second, func() string {
+	testio.Eventually(t, 5*time.Second, func() string {
 		ws, _, err := a.dial(nil)
 		if err != nil {
 			return "no stream after one closed: " + err.Error()
@@ -303,7 +304,7 @@ func TestStreamUserLimit(t *testing.T) {
 	first := a.connect()
 	streamRefused(t, two.as(a), http.StatusTooManyRequests, "too_many_user_streams", "30")
 	first.close()
-	eventually(t, 5*time.Second, func() string {
+	testio.Eventually(t, 5*time.Second, func() string {
 		ws, _, err := two.as(a).dial(nil)
 		if err != nil {
 			return "no stream after the one held closed: " + err.Error()
@@ -444,7 +445,7 @@ func TestStreamOfALostSessionClosesAfterRedisRestart(t *testing.T) {
 	s.nextOf("status", 2*time.Second)
 
 	srv.Stop()
-	eventually(t, 5*time.Second, func() string {
+	testio.Eventually(t, 5*time.Second, func() string {
 		if res := in.anon(t).do("GET", "/readyz", nil); res.Status != http.StatusServiceUnavailable {
 			return fmt.Sprintf("readyz with Redis down: %d", res.Status)
 		}
@@ -453,7 +454,7 @@ func TestStreamOfALostSessionClosesAfterRedisRestart(t *testing.T) {
 	// An empty Redis comes back where the old one was (as after a crash
 	// without persistence): the data is gone, so sign up again.
 	redistest.StartOnPort(t, srv.Port)
-	eventually(t, 15*time.Second, func() string {
+	testio.Eventually(t, 15*time.Second, func() string {
 		if res := in.anon(t).do("GET", "/readyz", nil); res.Status != http.StatusOK {
 			return fmt.Sprintf("readyz after Redis came back: %d", res.Status)
 		}
@@ -525,7 +526,7 @@ func TestStreamLeavesNoGoroutines(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	eventually(t, 10*time.Second, func() string {
+	testio.Eventually(t, 10*time.Second, func() string {
 		if n := in.hub.Stats.Open.Load(); n != 0 {
 			return fmt.Sprintf("%d streams still open", n)
 		}

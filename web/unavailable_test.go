@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/testio"
 	"chorus/social"
 )
 
@@ -36,7 +37,7 @@ func TestRedisUnavailable(t *testing.T) {
 		}
 	}
 	redistest.StartOnPort(t, srv.Port)
-	eventually(t, 15*time.Second, func() string {
+	testio.Eventually(t, 15*time.Second, func() string {
 		if res := c.do("GET", "/readyz", nil); res.Status != http.StatusOK {
 			return fmt.Sprintf("readyz after Redis came back: %d", res.Status)
 		}
