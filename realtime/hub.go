@@ -576,6 +576,13 @@ func (h *Hub) removePull(u *local, author int64) (string, bool) {
 		return ch, false
 	}
 	delete(h.authors, ch)
+	// A stream of u waiting for this channel (u unfollowed while it
+	// opened) no longer needs it: let it go on rather than time out.
+	select {
+	case <-r.ready:
+	default:
+		close(r.ready)
+	}
 	return ch, true
 }
 
