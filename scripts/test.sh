@@ -2,7 +2,7 @@
 # Runs every test of Chorus: installs what the tests need when it is missing
 # and apt-get is there (redis-server; nginx for the load-balancer test;
 # Chromium for the browser tests), starts a redis-server of its own on a
-# free port, then vets, checks formatting and runs the tests under the race
+# free port and a three-master Redis Cluster, then vets, checks formatting and runs the tests under the race
 # detector. Elsewhere, install them by hand first (README.md, "Test it").
 # Extra arguments go to `go test` (e.g. -run TestFollow).
 set -euo pipefail
@@ -37,11 +37,15 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# A redis-server of our own on a free port; it goes when this script ends.
+# A redis-server of our own on a free port, and a Redis Cluster of three
+# masters; they go when this script ends.
 workdir=$(mktemp -d)
 redis_pid=
+cluster_pids=()
 cleanup() {
   [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+  for pid in "${cluster_pids[@]}"; do kill "$pid" 2>/dev/null; done
+  wait 2>/dev/null
   rm -rf "$workdir"
 }
 trap cleanup EXIT
@@ -64,8 +68,53 @@ if [ -z "$redis_pid" ]; then
   exit 1
 fi
 export CHORUS_TEST_REDIS_URL="redis://127.0.0.1:$port"
+
+# The cluster: three masters on consecutive ports, no replicas (the failover
+# tests start clusters of their own, with replicas).
+start_cluster() {
+  local base=$1 addrs=() p i
+  for i in 0 1 2; do
+    p=$((base + i))
+    mkdir -p "$workdir/cluster-$p"
+    redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
+      --cluster-enabled yes --cluster-config-file "$workdir/cluster-$p/nodes.conf" \
+      --cluster-node-timeout 1000 --dir "$workdir/cluster-$p" --loglevel warning \
+      >"$workdir/cluster-$p.log" 2>&1 &
+    cluster_pids+=($!)
+    addrs+=("127.0.0.1:$p")
+  done
+  for p in "${addrs[@]}"; do
+    for _ in $(seq 1 50); do
+      redis-cli -p "${p#*:}" ping >/dev/null 2>&1 && continue 2
+      sleep 0.1
+    done
+    return 1
+  done
+  redis-cli --cluster create "${addrs[@]}" --cluster-yes >"$workdir/cluster-create.log" 2>&1 || return 1
+  for p in "${addrs[@]}"; do
+    for _ in $(seq 1 100); do
+      redis-cli -p "${p#*:}" cluster info 2>/dev/null | grep -q 'cluster_state:ok' && continue 2
+      sleep 0.1
+    done
+    return 1
+  done
+  CHORUS_TEST_REDIS_CLUSTER=$(IFS=,; echo "${addrs[*]}")
+}
+cluster_ok=
+for _ in $(seq 1 5); do
+  if start_cluster $((20000 + RANDOM % 20000)); then cluster_ok=1; break; fi
+  for pid in "${cluster_pids[@]}"; do kill "$pid" 2>/dev/null; done
+  wait "${cluster_pids[@]}" 2>/dev/null || true
+  cluster_pids=()
+done
+if [ -z "$cluster_ok" ]; then
+  echo "test.sh: could not start a Redis Cluster" >&2
+  cat "$workdir"/cluster-*.log >&2
+  exit 1
+fi
+export CHORUS_TEST_REDIS_CLUSTER
 export CI="${CI:-true}"
-echo "test.sh: redis-server $(redis-server --version | grep -o 'v=[^ ]*') on port $port"
+echo "test.sh: redis-server $(redis-server --version | grep -o 'v=[^ ]*') on port $port, a cluster on $CHORUS_TEST_REDIS_CLUSTER"
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then

@@ -99,7 +99,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		return def
 	}
 	fs.StringVar(&c.Addr, "addr", env("CHORUS_ADDR", ":8080"), "listen address (CHORUS_ADDR)")
-	fs.StringVar(&c.RedisURL, "redis-url", env("REDIS_URL", ""), "Redis URL, redis://[:password@]host:port/db; empty runs the embedded store (REDIS_URL)")
+	fs.StringVar(&c.RedisURL, "redis-url", env("REDIS_URL", ""), "Redis URL, redis://[:password@]host:port/db, or a Redis Cluster's seeds, redis+cluster://[:password@]host:port,host:port; empty runs the embedded store (REDIS_URL)")
 	fs.StringVar(&c.KeyPrefix, "key-prefix", env("CHORUS_KEY_PREFIX", "chorus:"), "prefix of every Redis key (CHORUS_KEY_PREFIX)")
 	fs.StringVar(&origins, "allowed-origins", env("CHORUS_ALLOWED_ORIGINS", ""), "comma-separated extra origins allowed for WebSockets and cookie writes (CHORUS_ALLOWED_ORIGINS)")
 	fs.StringVar(&proxies, "trusted-proxies", env("CHORUS_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR blocks of proxies whose X-Forwarded-For names the client (CHORUS_TRUSTED_PROXIES)")

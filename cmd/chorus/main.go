@@ -77,32 +77,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			"It is for trying Chorus out: one instance only, and every user, status and session is lost on exit. " +
 			"Set REDIS_URL or -redis-url for real use.")
 	}
-	opt, err := redis.ParseURL(redisURL)
+	target, err := parseRedisURL(redisURL)
 	if err != nil {
 		return fmt.Errorf("redis url: %w", err)
 	}
-	// A request's own deadline bounds its Redis calls (/readyz's 2 s, say),
-	// not only the client's read and write timeouts.
-	opt.ContextTimeoutEnabled = true
-	if store == "" {
-		store = opt.Addr
+	if target.cluster != nil {
+		// The parts port one by one; until every script names its keys
+		// in one slot, a cluster would refuse them mid-request.
+		return fmt.Errorf("redis url: Redis Cluster is not supported by this version yet: use one Redis")
 	}
-	rdb := redis.NewClient(opt)
+	if store == "" {
+		store = target.addr()
+	}
+	rdb := target.client()
 	defer rdb.Close()
 	pingCtx, cancelPing := context.WithTimeout(ctx, 5*time.Second)
 	err = rdb.Ping(pingCtx).Err()
 	cancelPing()
 	if err != nil {
 		why := unworkable(err)
-		if why == "" && opt.TLSConfig != nil && speaksPlainRedis(opt.Addr) {
+		if why == "" && target.tls() != nil && speaksPlainRedis(target.firstAddr()) {
 			why = "the server at -redis-url does not speak TLS: use redis:// rather than rediss://"
 		}
 		if why != "" {
-			return fmt.Errorf("redis at %s: %s: %w", opt.Addr, why, err)
+			return fmt.Errorf("redis at %s: %s: %w", target.addr(), why, err)
 		}
 		// Not fatal: /readyz says so, and the client reconnects when
 		// Redis comes up.
-		log.Warn("redis does not answer yet", "addr", opt.Addr, "err", err)
+		log.Warn("redis does not answer yet", "addr", target.addr(), "err", err)
 	}
 
 	instance := hostname() + "-" + uuid.NewString()[:8]

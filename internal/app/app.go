@@ -47,7 +47,7 @@ type Instance struct {
 }
 
 // New wires an instance on rdb. Nothing runs until Run.
-func New(rdb *redis.Client, o Options) *Instance {
+func New(rdb redis.UniversalClient, o Options) *Instance {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()

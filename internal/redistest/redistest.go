@@ -81,6 +81,7 @@ func Prefix() string { return "test:" + uuid.NewString()[:8] + ":" }
 // restart Redis.
 type Server struct {
 	URL  string
+	Addr string // host:port
 	Port int
 	cmd  *exec.Cmd
 }
@@ -128,14 +129,15 @@ func (s *Server) Stop() {
 	}
 }
 
-func start() (*Server, error) {
+// start starts a redis-server on a free port with extra arguments.
+func start(extra ...string) (*Server, error) {
 	var lastErr error
 	for range 5 {
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		srv, err := startOn(port)
+		srv, err := startOn(port, extra...)
 		if err == nil {
 			return srv, nil
 		}
@@ -144,13 +146,14 @@ func start() (*Server, error) {
 	return nil, lastErr
 }
 
-func startOn(port int) (*Server, error) {
+func startOn(port int, extra ...string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("redis-server not on PATH: %w", err)
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	// The server dies with the test binary, however that ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
@@ -171,7 +174,7 @@ func startOn(port int) (*Server, error) {
 		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return &Server{URL: "redis://" + addr, Port: port, cmd: cmd}, nil
+			return &Server{URL: "redis://" + addr, Addr: addr, Port: port, cmd: cmd}, nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

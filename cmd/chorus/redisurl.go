@@ -1,0 +1,100 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisTarget is the Redis -redis-url names: one server or a cluster.
+type redisTarget struct {
+	single  *redis.Options        // redis:// and rediss://
+	cluster *redis.ClusterOptions // redis+cluster:// and rediss+cluster://
+}
+
+// parseRedisURL reads -redis-url. A cluster is named by its seed nodes,
+// comma-separated: redis+cluster://[user:password@]host:port[,host:port...][?options],
+// with the options go-redis's ParseClusterURL takes.
+func parseRedisURL(raw string) (redisTarget, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || !strings.HasSuffix(scheme, "+cluster") {
+		opt, err := redis.ParseURL(raw)
+		return redisTarget{single: opt}, err
+	}
+	base := strings.TrimSuffix(scheme, "+cluster")
+	if base != "redis" && base != "rediss" {
+		return redisTarget{}, fmt.Errorf("unknown scheme %q: use redis+cluster:// or rediss+cluster://", scheme)
+	}
+	// go-redis takes the first seed in the host and the others as addr
+	// query parameters.
+	authority, query, _ := strings.Cut(rest, "?")
+	authority, path, _ := strings.Cut(authority, "/")
+	if path != "" {
+		return redisTarget{}, fmt.Errorf("a Redis Cluster has only database 0: drop /%s from the URL", path)
+	}
+	userinfo, hosts := "", authority
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		userinfo, hosts = authority[:i+1], authority[i+1:]
+	}
+	seeds := strings.Split(hosts, ",")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return redisTarget{}, fmt.Errorf("cluster URL options: %w", err)
+	}
+	for _, s := range seeds {
+		if s == "" || !strings.Contains(s, ":") {
+			return redisTarget{}, fmt.Errorf("cluster seed %q is not host:port", s)
+		}
+	}
+	for _, s := range seeds[1:] {
+		q.Add("addr", s)
+	}
+	u := base + "://" + userinfo + seeds[0]
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	opt, err := redis.ParseClusterURL(u)
+	if err != nil {
+		return redisTarget{}, err
+	}
+	return redisTarget{cluster: opt}, nil
+}
+
+// client makes the target's client. A request's own deadline bounds its
+// Redis calls (/readyz's 2 s, say), not only the client's read and write
+// timeouts.
+func (t redisTarget) client() redis.UniversalClient {
+	if t.cluster != nil {
+		t.cluster.ContextTimeoutEnabled = true
+		return redis.NewClusterClient(t.cluster)
+	}
+	t.single.ContextTimeoutEnabled = true
+	return redis.NewClient(t.single)
+}
+
+// addr is the address that names the target in logs (never the URL, which
+// may hold a password): the server's, or the cluster's seeds.
+func (t redisTarget) addr() string {
+	if t.cluster != nil {
+		return "cluster " + strings.Join(t.cluster.Addrs, ",")
+	}
+	return t.single.Addr
+}
+
+// firstAddr is one server to probe when the first PING fails.
+func (t redisTarget) firstAddr() string {
+	if t.cluster != nil {
+		return t.cluster.Addrs[0]
+	}
+	return t.single.Addr
+}
+
+func (t redisTarget) tls() *tls.Config {
+	if t.cluster != nil {
+		return t.cluster.TLSConfig
+	}
+	return t.single.TLSConfig
+}

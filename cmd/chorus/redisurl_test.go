@@ -1,0 +1,60 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseRedisURL(t *testing.T) {
+	for _, c := range []struct {
+		url      string
+		single   string   // the server's address
+		seeds    []string // or the cluster's
+		user     string
+		password string
+		tls      bool
+	}{
+		{url: "redis://127.0.0.1:6379/0", single: "127.0.0.1:6379"},
+		{url: "rediss://:pw@db:6380", single: "db:6380", password: "pw", tls: true},
+		{url: "redis+cluster://a:7000", seeds: []string{"a:7000"}},
+		{url: "redis+cluster://a:7000,b:7001,c:7002", seeds: []string{"a:7000", "b:7001", "c:7002"}},
+		{url: "redis+cluster://u:p@a:7000,b:7001?dial_timeout=3s", seeds: []string{"a:7000", "b:7001"}, user: "u", password: "p"},
+		{url: "rediss+cluster://:p@a:7000,b:7001", seeds: []string{"a:7000", "b:7001"}, password: "p", tls: true},
+	} {
+		t.Run(c.url, func(t *testing.T) {
+			target, err := parseRedisURL(c.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.single != "" {
+				if target.cluster != nil || target.single.Addr != c.single || target.single.Password != c.password {
+					t.Fatalf("got %+v, want the server %s", target, c.single)
+				}
+			} else {
+				o := target.cluster
+				if o == nil || !slices.Equal(o.Addrs, c.seeds) || o.Username != c.user || o.Password != c.password {
+					t.Fatalf("got %+v, want the cluster %v (user %q password %q)", o, c.seeds, c.user, c.password)
+				}
+			}
+			if (target.tls() != nil) != c.tls {
+				t.Fatalf("TLS %v, want %v", target.tls() != nil, c.tls)
+			}
+			if strings.Contains(target.addr(), c.password) && c.password != "" {
+				t.Fatalf("addr %q shows the password", target.addr())
+			}
+		})
+	}
+	for _, bad := range []string{
+		"redis+cluster://a:7000/1",   // a cluster has no databases
+		"redis+cluster://a:7000,,b:1", // an empty seed
+		"redis+cluster://a",           // no port
+		"http+cluster://a:7000",
+		"redis+cluster://a:7000?dial_timeout=soon",
+		"redis://a:6379/notanumber",
+	} {
+		if _, err := parseRedisURL(bad); err == nil {
+			t.Errorf("parseRedisURL(%q) accepted it", bad)
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	clusterOnce  sync.Once
+	clusterAddrs []string
+	clusterErr   error
+)
+
+// ClusterAddrs returns the seed addresses of the shared test cluster: the
+// one named by CHORUS_TEST_REDIS_CLUSTER (comma-separated host:port, which
+// the test script starts), or else one the first test to ask starts.
+func ClusterAddrs(tb testing.TB) []string {
+	tb.Helper()
+	clusterOnce.Do(func() {
+		if s := os.Getenv("CHORUS_TEST_REDIS_CLUSTER"); s != "" {
+			clusterAddrs = strings.Split(s, ",")
+			return
+		}
+		var c *Cluster
+		c, clusterErr = startCluster(3, 0)
+		if clusterErr == nil {
+			clusterAddrs = c.Addrs()
+		}
+	})
+	if clusterErr != nil {
+		tb.Fatalf("redistest: no Redis Cluster (run the tests with scripts/test.sh): %v", clusterErr)
+	}
+	return clusterAddrs
+}
+
+// ClusterClient returns a client of the shared test cluster, closed when the
+// test ends, and a key prefix unique to the test.
+func ClusterClient(tb testing.TB) (*redis.ClusterClient, string) {
+	tb.Helper()
+	return ClusterClientOf(tb, ClusterAddrs(tb)), Prefix()
+}
+
+// ClusterClientOf returns a client of the cluster seeded by addrs, closed
+// when the test ends.
+func ClusterClientOf(tb testing.TB, addrs []string) *redis.ClusterClient {
+	tb.Helper()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+		return c.Ping(ctx).Err()
+	}); err != nil {
+		tb.Fatalf("redistest: ping cluster %v: %v", addrs, err)
+	}
+	tb.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// Cluster is a Redis Cluster of a test's own, for tests that kill its nodes.
+type Cluster struct {
+	Nodes []*Server // masters first, then their replicas
+}
+
+// StartCluster starts a cluster of masters, each with replicas replicas,
+// stopped when the test ends.
+func StartCluster(tb testing.TB, masters, replicas int) *Cluster {
+	tb.Helper()
+	c, err := startCluster(masters, replicas)
+	if err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
+// Addrs returns the addresses of every node.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		addrs[i] = n.Addr
+	}
+	return addrs
+}
+
+// Stop kills every node.
+func (c *Cluster) Stop() {
+	for _, n := range c.Nodes {
+		n.Stop()
+	}
+}
+
+func startCluster(masters, replicas int) (*Cluster, error) {
+	dir, err := os.MkdirTemp("", "chorus-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{}
+	for range masters * (1 + replicas) {
+		srv, err := start(
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", fmt.Sprintf("%s/nodes-%d.conf", dir, len(c.Nodes)),
+			"--cluster-node-timeout", "1000",
+			"--dir", dir,
+		)
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, srv)
+	}
+	bin, err := exec.LookPath("redis-cli")
+	if err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("redis-cli not on PATH: %w", err)
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	if err := c.waitReady(masters, replicas, 30*time.Second); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// waitReady waits until every node says the cluster is ok and knows every
+// other node, and every master has its replicas in sync, so a client's first
+// CLUSTER SLOTS sees all of it and a failover finds a replica to promote.
+func (c *Cluster) waitReady(masters, replicas int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, n := range c.Nodes {
+		rdb := redis.NewClient(&redis.Options{Addr: n.Addr})
+		for {
+			info, err := rdb.ClusterInfo(ctx).Result()
+			ready := err == nil && strings.Contains(info, "cluster_state:ok") &&
+				strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(len(c.Nodes))+"\r")
+			if ready {
+				// CLUSTER SLOTS lists a replica once the node has heard it
+				// is in sync.
+				var slots []redis.ClusterSlot
+				slots, err = rdb.ClusterSlots(ctx).Result()
+				ready = err == nil && len(slots) == masters
+				for _, s := range slots {
+					ready = ready && len(s.Nodes) == 1+replicas
+				}
+			}
+			if ready {
+				break
+			}
+			if ctx.Err() != nil {
+				rdb.Close()
+				return fmt.Errorf("cluster node %s not ready: %v %q", n.Addr, err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		rdb.Close()
+	}
+	return nil
+}
