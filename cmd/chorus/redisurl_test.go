@@ -46,7 +46,7 @@ func TestParseRedisURL(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{
-		"redis+cluster://a:7000/1",   // a cluster has no databases
+		"redis+cluster://a:7000/1",    // a cluster has no databases
 		"redis+cluster://a:7000,,b:1", // an empty seed
 		"redis+cluster://a",           // no port
 		"http+cluster://a:7000",
