@@ -26,8 +26,11 @@ func UserChannelPrefix(prefix string) string { return prefix + "events:user:" }
 // rather than have them pushed: the instances subscribe to it on behalf of
 // their streams' users who follow uid, and route its frames to them.
 func AuthorChannel(prefix string, uid int64) string {
-	return prefix + "events:author:" + strconv.FormatInt(uid, 10)
+	return AuthorChannelPrefix(prefix) + strconv.FormatInt(uid, 10)
 }
+
+// AuthorChannelPrefix is what every author channel name starts with.
+func AuthorChannelPrefix(prefix string) string { return prefix + "events:author:" }
 
 // Error is the API's one error shape, {"code", "message"}: code is stable
 // and meant for programs, message is a sentence meant for people.

@@ -3,12 +3,37 @@ package social
 import (
 	"strconv"
 
+	"chorus/internal/slots"
 	"chorus/protocol"
 )
 
 // keys builds every Redis key and channel name the social package uses, under
 // one prefix, so the layout can be read in one place.
-type keys struct{ prefix string }
+//
+// On a Redis Cluster the keys a script touches together carry one hash tag:
+// a user's keys and channels the uid ("home:{42}"), the fan-out jobs
+// "{fanout}", a list's keys its id ("list:members:{l7}"). On one Redis the
+// names are those from before clusters were supported (the tags are left
+// out), so a running deployment keeps its data.
+type keys struct {
+	prefix  string
+	cluster bool
+}
+
+// u is the part of a user's key names that keeps them in one slot.
+func (k keys) u(uid int64) string { return slots.Tag(k.cluster, itoa(uid)) }
+
+// l is the part of a list's key names that keeps them in one slot.
+func (k keys) l(id int64) string {
+	if k.cluster {
+		return "{l" + itoa(id) + "}"
+	}
+	return itoa(id)
+}
+
+// fanout is the part of the job keys' names that keeps the stream and its
+// job hashes in one slot.
+func (k keys) fanout() string { return k.prefix + slots.Tag(k.cluster, "fanout") + ":" }
 
 func (k keys) userSeq() string            { return k.prefix + "user:id" }
 func (k keys) statusSeq() string          { return k.prefix + "status:id" }
@@ -18,30 +43,30 @@ func (k keys) searchIndex() string        { return k.prefix + "users:search" }
 func (k keys) searchIndexBuilt() string   { return k.prefix + "users:search:built" }
 func (k keys) popular() string            { return k.prefix + "users:by_followers" }
 func (k keys) seen() string               { return k.prefix + "users:seen" }
-func (k keys) user(uid int64) string      { return k.prefix + "user:" + itoa(uid) }
+func (k keys) user(uid int64) string      { return k.prefix + "user:" + k.u(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
 func (k keys) signInFailures(uid int64, addr string) string {
-	return k.signInFailuresPrefix() + itoa(uid) + ":" + addr
+	return k.signInFailuresPrefix() + k.u(uid) + ":" + addr
 }
 func (k keys) status(id int64) string       { return k.prefix + "status:" + itoa(id) }
-func (k keys) home(uid int64) string        { return k.prefix + "home:" + itoa(uid) }
-func (k keys) profile(uid int64) string     { return k.prefix + "profile:" + itoa(uid) }
+func (k keys) home(uid int64) string        { return k.prefix + "home:" + k.u(uid) }
+func (k keys) profile(uid int64) string     { return k.prefix + "profile:" + k.u(uid) }
 func (k keys) global() string               { return k.prefix + "global" }
-func (k keys) followers(uid int64) string   { return k.prefix + "followers:" + itoa(uid) }
-func (k keys) following(uid int64) string   { return k.prefix + "following:" + itoa(uid) }
-func (k keys) friends(uid int64) string     { return k.prefix + "friends:" + itoa(uid) }
-func (k keys) jobs() string                 { return k.prefix + "fanout:jobs" }
-func (k keys) job(id string) string         { return k.prefix + "fanout:job:" + id }
-func (k keys) userChannel(uid int64) string { return protocol.UserChannel(k.prefix, uid) }
+func (k keys) followers(uid int64) string   { return k.prefix + "followers:" + k.u(uid) }
+func (k keys) following(uid int64) string   { return k.prefix + "following:" + k.u(uid) }
+func (k keys) friends(uid int64) string     { return k.prefix + "friends:" + k.u(uid) }
+func (k keys) jobs() string                 { return k.fanout() + "jobs" }
+func (k keys) job(id string) string         { return k.fanout() + "job:" + id }
+func (k keys) userChannel(uid int64) string { return protocol.UserChannelPrefix(k.prefix) + k.u(uid) }
 func (k keys) authorChannel(uid int64) string {
-	return protocol.AuthorChannel(k.prefix, uid)
+	return protocol.AuthorChannelPrefix(k.prefix) + k.u(uid)
 }
 
 // pulledAuthors is the sorted set of the authors whose statuses their
 // followers pull (uid -> the first status id not pushed); pulls(uid) the
 // sorted set of those uid follows (uid -> follow score).
 func (k keys) pulledAuthors() string  { return k.prefix + "authors:pulled" }
-func (k keys) pulls(uid int64) string { return k.pullsPrefix() + itoa(uid) }
+func (k keys) pulls(uid int64) string { return k.pullsPrefix() + k.u(uid) }
 
 // Lists: list:<id> is a list's hash; list:out:<uid> the lists uid owns,
 // list:members:<id> a list's members and list:in:<uid> the lists that hold
@@ -49,11 +74,11 @@ func (k keys) pulls(uid int64) string { return k.pullsPrefix() + itoa(uid) }
 // list:statuses:<id> a list's timeline.
 func (k keys) listSeq() string              { return k.prefix + "list:seq" }
 func (k keys) listMemberSeq() string        { return k.prefix + "list:member:seq" }
-func (k keys) list(id int64) string         { return k.prefix + "list:" + itoa(id) }
-func (k keys) listsOut(uid int64) string    { return k.prefix + "list:out:" + itoa(uid) }
-func (k keys) listMembers(id int64) string  { return k.prefix + "list:members:" + itoa(id) }
-func (k keys) listsIn(uid int64) string     { return k.listsInPrefix() + itoa(uid) }
-func (k keys) listStatuses(id int64) string { return k.listStatusesPrefix() + itoa(id) }
+func (k keys) list(id int64) string         { return k.prefix + "list:" + k.l(id) }
+func (k keys) listsOut(uid int64) string    { return k.prefix + "list:out:" + k.u(uid) }
+func (k keys) listMembers(id int64) string  { return k.prefix + "list:members:" + k.l(id) }
+func (k keys) listsIn(uid int64) string     { return k.listsInPrefix() + k.u(uid) }
+func (k keys) listStatuses(id int64) string { return k.listStatusesPrefix() + k.l(id) }
 func (k keys) listsInPrefix() string        { return k.prefix + "list:in:" }
 func (k keys) listStatusesPrefix() string   { return k.prefix + "list:statuses:" }
 

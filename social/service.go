@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"chorus/internal/slots"
+
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -142,7 +144,7 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 		opts.Logger = slog.Default()
 	}
 	return &Service{
-		rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix}, dummyHash: dummy,
+		rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix, cluster: slots.Cluster(rdb)}, dummyHash: dummy,
 		hashers: newHashers(opts.PasswordHashers, opts.HashWait),
 	}
 }
