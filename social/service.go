@@ -130,6 +130,7 @@ type Service struct {
 	keys      keys
 	dummyHash []byte // compared against for unknown logins
 	hashers   hashers
+	touches   *touches
 	stats     Stats
 }
 
@@ -143,10 +144,12 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Service{
+	s := &Service{
 		rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix, cluster: slots.Cluster(rdb)}, dummyHash: dummy,
 		hashers: newHashers(opts.PasswordHashers, opts.HashWait),
 	}
+	s.touches = newTouches(s.touchEvery())
+	return s
 }
 
 // Stats are counters a Service keeps for the edge to export as metrics.

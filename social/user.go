@@ -143,14 +143,25 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 		return User{}, "", ErrInvalidCredentials
 	}
 	k := s.keys
-	args := []any{strings.ToLower(login), k.userPrefix(), k.signInFailuresPrefix(), addr,
-		s.opts.SignInFailureWindow.Milliseconds()}
-	for _, f := range userFields {
-		args = append(args, f)
-	}
-	res, err := signinScript.Run(ctx, s.rdb, []string{k.loginIndex()}, append(args, "password")...).Slice()
-	if err != nil {
+	// The login index and the user live in different slots on a cluster:
+	// the uid first, then the attempt counted and the user read in one
+	// script. A login never changes its uid.
+	var res []any
+	uid, err := s.rdb.HGet(ctx, k.loginIndex(), strings.ToLower(login)).Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+	default:
+		args := []any{s.opts.SignInFailureWindow.Milliseconds()}
+		for _, f := range userFields {
+			args = append(args, f)
+		}
+		res, err = signinScript.Run(ctx, s.rdb, []string{k.user(uid), k.signInFailures(uid, addr)},
+			append(args, "password")...).Slice()
+		if err != nil {
+			return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+		}
 	}
 	var (
 		u    User
@@ -201,35 +212,81 @@ var (
 	authenticateScript = redis.NewScript(authenticateSource)
 )
 
+var (
+	//go:embed seen.lua
+	seenSource string
+	seenScript = redis.NewScript(seenSource)
+
+	//go:embed queue_rebuild.lua
+	queueRebuildSource string
+	queueRebuildScript = redis.NewScript(queueRebuildSource)
+)
+
 // Authenticate returns the uid that token belongs to, or ErrUnauthenticated.
-// Each use renews the session for another SessionTTL, and notes the user's
-// activity, in the same round trip: a session ends after SessionTTL unused.
-// A user back after InactiveAfter away has their home timeline rebuilt (the
+// Each use renews the session for another SessionTTL: a session ends after
+// SessionTTL unused. It notes the user's activity (once per touchEvery at
+// most; an instance that noted it lately spares the round trip). A user
+// back after InactiveAfter away has their home timeline rebuilt (the
 // fan-out skipped them meanwhile) before Authenticate returns, or, when
 // that takes longer than rebuildWait, by a worker moments later.
 func (s *Service) Authenticate(ctx context.Context, token string) (int64, error) {
 	if token == "" || len(token) > 128 {
 		return 0, ErrUnauthenticated
 	}
-	k := s.keys
-	res, err := authenticateScript.Run(ctx, s.rdb,
-		[]string{k.session(hashToken(token)), k.seen(), k.jobs()},
-		s.opts.SessionTTL.Milliseconds(), s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds(),
-		k.job(refillJobPrefix), k.followingPrefix()).Int64Slice()
+	uid, err := authenticateScript.Run(ctx, s.rdb, []string{s.keys.session(hashToken(token))},
+		s.opts.SessionTTL.Milliseconds()).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("authenticate: %w", err)
 	}
-	if len(res) != 2 {
-		return 0, fmt.Errorf("authenticate: script answered %v", res)
-	}
-	uid := res[0]
 	if uid == 0 {
 		return 0, ErrUnauthenticated
 	}
-	if res[1] == 1 {
-		s.rebuild(ctx, uid)
+	if err := s.noteActivity(ctx, uid); err != nil {
+		return 0, fmt.Errorf("authenticate: %w", err)
 	}
 	return uid, nil
+}
+
+// noteActivity writes uid's activity to users:seen, at most once per
+// touchEvery, and rebuilds the home timeline of a user back after
+// InactiveAfter away: the rebuild is queued before the activity is written,
+// so that no failure between the two leaves it undone. Requests racing at
+// the return queue it once (the job's existence guards it).
+func (s *Service) noteActivity(ctx context.Context, uid int64) error {
+	if s.touches.recent(uid) {
+		return nil
+	}
+	k := s.keys
+	res, err := seenScript.Run(ctx, s.rdb, []string{k.seen()}, uid,
+		s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds()).Int64Slice()
+	if err != nil {
+		return err
+	}
+	if len(res) != 2 {
+		return fmt.Errorf("activity script answered %v", res)
+	}
+	if res[0] != 2 {
+		s.touches.note(uid)
+		return nil
+	}
+	queued := false
+	if n, err := s.rdb.ZCard(ctx, k.following(uid)).Result(); err != nil {
+		return err
+	} else if n > 0 {
+		q, err := queueRebuildScript.Run(ctx, s.rdb, []string{k.jobs(), k.job(refillJobID(uid))}, uid).Int()
+		if err != nil {
+			return err
+		}
+		queued = q == 1
+	}
+	if err := s.rdb.ZAddGT(ctx, k.seen(), redis.Z{Score: float64(res[1]), Member: uid}).Err(); err != nil {
+		return err
+	}
+	s.touches.note(uid)
+	if queued {
+		s.rebuild(ctx, uid)
+	}
+	return nil
 }
 
 // SessionOwners returns, for each session id (see SessionID), the uid that
