@@ -34,7 +34,7 @@ func benchEnv(b *testing.B) env {
 	b.Helper()
 	e := newEnv(b)
 	ctx := context.Background()
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	now := e.now(b)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var seen, connected []redis.Z
@@ -118,7 +118,7 @@ func BenchmarkHeartbeats(b *testing.B) {
 
 	b.Run("one-script-per-heartbeat", func(b *testing.B) {
 		e := benchEnv(b)
-		k := keys{prefix: e.prefix}
+		k := e.keys()
 		script := testdataScript(b, "heartbeat_per_connection.lua")
 		var seed atomic.Uint64
 		b.SetParallelism(16)
@@ -146,7 +146,7 @@ func BenchmarkHeartbeats(b *testing.B) {
 
 	b.Run("batched-connection-expiries", func(b *testing.B) {
 		e := benchEnv(b)
-		k := keys{prefix: e.prefix}
+		k := e.keys()
 		script := testdataScript(b, "heartbeats_connection_expiries.lua")
 		rng := rand.New(rand.NewPCG(3, 4))
 		ctx := context.Background()
@@ -300,7 +300,7 @@ func latency(b *testing.B, e env, cmds []string, call func() int, check func(*te
 // friend set, then look every friend up in last.seen and connected with
 // ZMSCORE, and filter and sort here. Two round trips.
 func zmscoreOnlineFriends(ctx context.Context, e env, uid int64, w time.Duration) ([]FriendSeen, error) {
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	pipe := e.rdb.Pipeline()
 	clock := pipe.Time(ctx)
 	members := pipe.ZRange(ctx, e.friendsKey(uid), 0, -1)
@@ -441,7 +441,7 @@ func BenchmarkCounts(b *testing.B) {
 func plantActivePopulation(b *testing.B, e env, n int) int {
 	b.Helper()
 	ctx := context.Background()
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	now := e.now(b)
 	minute := now.Unix() / 60
 	rng := rand.New(rand.NewPCG(3, 4))

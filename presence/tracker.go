@@ -177,10 +177,14 @@ func New(rdb redis.UniversalClient, opts Options) *Tracker {
 // commands that name no key: rdb itself, or on a cluster the master of
 // presence's slot, where a keyless command through rdb could reach any node.
 func (t *Tracker) shard(ctx context.Context) (redis.Cmdable, error) {
-	if c, ok := t.rdb.(*redis.ClusterClient); ok {
-		return c.MasterForKey(ctx, t.keys.lastSeen())
+	return shardOf(ctx, t.rdb, t.keys)
+}
+
+func shardOf(ctx context.Context, rdb redis.UniversalClient, k keys) (redis.Cmdable, error) {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		return c.MasterForKey(ctx, k.lastSeen())
 	}
-	return t.rdb, nil
+	return rdb, nil
 }
 
 // Window is the online window W the tracker was built with.
