@@ -41,14 +41,18 @@ func newClusterEnv(tb testing.TB) env {
 	return env{rdb: rdb, prefix: prefix, cluster: true}
 }
 
-// backends are the Redis deployments a test runs on with onBackends. A test
-// that cannot reach one fails: redistest never skips.
-var backends = []struct {
-	name string
-	env  func(testing.TB) env
-}{
-	{"redis", newEnv},
-	{"cluster", newClusterEnv},
+// backend is a kind of Redis deployment tests and benchmarks run on.
+type backend struct {
+	name    string
+	cluster bool
+	env     func(testing.TB) env // a deployment of its own, under a fresh prefix
+}
+
+// backends are one redis-server and a Redis Cluster. A test that cannot
+// reach one fails: redistest never skips.
+var backends = []backend{
+	{"redis", false, newEnv},
+	{"cluster", true, newClusterEnv},
 }
 
 // onBackends runs test in a parallel subtest per backend, each on a
