@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"chorus/internal/redistest"
 )
 
@@ -160,11 +162,7 @@ func TestHeartbeatRevivesSweptConnection(t *testing.T) {
 	onBackends(t, func(t *testing.T, e env) {
 		tr := e.tracker(t, Options{Window: 300 * time.Millisecond})
 		const alice, bob = 1, 2
-		e.befriend(t, alice, bob)
-		mustConnect(t, tr, bob, "bob")
-		events := e.subscribe(t, bob)
-		mustConnect(t, tr, alice, "a")
-		checkEvent(t, nextEvent(t, events, 2*time.Second), alice, true)
+		events := friendComesOnline(t, e, tr, alice, bob)
 
 		time.Sleep(400 * time.Millisecond) // a long pause: both expire
 		if n, err := tr.Sweep(ctxT(t)); err != nil || n != 2 {
@@ -181,16 +179,24 @@ func TestHeartbeatRevivesSweptConnection(t *testing.T) {
 	})
 }
 
+// friendComesOnline makes a and b friends, connects b ("bob"), then a
+// ("a"), and returns b's events after the one telling b that a is online.
+func friendComesOnline(t *testing.T, e env, tr *Tracker, a, b int64) <-chan *redis.Message {
+	t.Helper()
+	e.befriend(t, a, b)
+	mustConnect(t, tr, b, "bob")
+	events := e.subscribe(t, b)
+	mustConnect(t, tr, a, "a")
+	checkEvent(t, nextEvent(t, events, 2*time.Second), a, true)
+	return events
+}
+
 func TestStaleAnnouncementIsDropped(t *testing.T) {
 	t.Parallel()
 	onBackends(t, func(t *testing.T, e env) {
 		tr := e.tracker(t, Options{})
 		const alice, bob = 1, 2
-		e.befriend(t, alice, bob)
-		mustConnect(t, tr, bob, "bob")
-		events := e.subscribe(t, bob)
-		mustConnect(t, tr, alice, "a")
-		checkEvent(t, nextEvent(t, events, 2*time.Second), alice, true)
+		events := friendComesOnline(t, e, tr, alice, bob)
 
 		// An "offline" that reaches Redis after alice is back (a tab reloaded
 		// onto another instance) is not published.
