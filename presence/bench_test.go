@@ -27,14 +27,15 @@ const (
 	benchWindow  = 10 * time.Minute // long enough that the population stays online
 )
 
-// benchEnv fills a fresh prefix with benchUsers in last.seen, every second one
-// of them online (connected, seen within W), benchFriends friends of benchMe
-// picked at random among them, and the shared online copy.
-func benchEnv(b *testing.B) env {
+// benchEnv fills a fresh prefix on the backend with benchUsers in
+// last.seen, every second one of them online (connected, seen within W),
+// benchFriends friends of benchMe picked at random among them, and the
+// shared online copy.
+func benchEnv(b *testing.B, be backend) env {
 	b.Helper()
-	e := newEnv(b)
+	e := be.env(b)
 	ctx := context.Background()
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	now := e.now(b)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var seen, connected []redis.Z
@@ -81,25 +82,40 @@ func benchEnv(b *testing.B) env {
 	return e
 }
 
-// dropPrefix deletes the benchmark's keys, for a shared server.
+// dropPrefix deletes the benchmark's keys, for a shared server: on a
+// cluster they are all in presence's slot, on its shard.
 func dropPrefix(e env) {
 	ctx := context.Background()
-	iter := e.rdb.Scan(ctx, 0, e.prefix+"*", 1000).Iterator()
+	node, err := shardOf(ctx, e.rdb, e.keys())
+	if err != nil {
+		return
+	}
+	iter := node.Scan(ctx, 0, e.prefix+"*", 1000).Iterator()
 	var batch []string
 	for iter.Next(ctx) {
 		batch = append(batch, iter.Val())
 		if len(batch) == 1000 {
-			e.rdb.Unlink(ctx, batch...)
+			node.Unlink(ctx, batch...)
 			batch = batch[:0]
 		}
 	}
 	if len(batch) > 0 {
-		e.rdb.Unlink(ctx, batch...)
+		node.Unlink(ctx, batch...)
+	}
+}
+
+// onBenchBackends runs bench as a sub-benchmark per backend.
+func onBenchBackends(b *testing.B, bench func(b *testing.B, be backend)) {
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) { bench(b, be) })
 	}
 }
 
 // BenchmarkHeartbeats measures heartbeats per second through one instance
-// and the Redis time each costs, in three layouts on the same population:
+// and the Redis time each costs (on a cluster, presence's shard's), in
+// three layouts on the same population, the two earlier ones on one
+// redis-server only (their scripts build keys from prefixes, which a
+// cluster must not be asked to run):
 //
 //   - one-script-per-heartbeat: an earlier layout (testdata), one script
 //     call per heartbeat of one connection, with the connection's expiry in
@@ -111,67 +127,73 @@ func dropPrefix(e env) {
 //
 // An op is one connection's heartbeat in all three.
 func BenchmarkHeartbeats(b *testing.B) {
+	onBenchBackends(b, benchmarkHeartbeats)
+}
+
+func benchmarkHeartbeats(b *testing.B, be backend) {
 	scripts := []string{"evalsha", "eval"}
 	const connsKeyTTL = benchWindow + time.Minute
 	conn := func(uid int64) string { return "c" + strconv.FormatInt(uid, 10) }
 	online := func(rng *rand.Rand) int64 { return 2 * (1 + rng.Int64N(benchOnline)) }
 
-	b.Run("one-script-per-heartbeat", func(b *testing.B) {
-		e := benchEnv(b)
-		k := keys{prefix: e.prefix}
-		script := testdataScript(b, "heartbeat_per_connection.lua")
-		var seed atomic.Uint64
-		b.SetParallelism(16)
-		before := serverMicros(b, e, scripts)
-		b.ResetTimer()
-		start := time.Now()
-		b.RunParallel(func(pb *testing.PB) {
-			rng := rand.New(rand.NewPCG(seed.Add(1), 0))
+	if !be.cluster { // the earlier layouts build keys in Lua: one redis-server only
+		b.Run("one-script-per-heartbeat", func(b *testing.B) {
+			e := benchEnv(b, be)
+			k := e.keys()
+			script := testdataScript(b, "heartbeat_per_connection.lua")
+			var seed atomic.Uint64
+			b.SetParallelism(16)
+			before := serverMicros(b, e, scripts)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				rng := rand.New(rand.NewPCG(seed.Add(1), 0))
+				ctx := context.Background()
+				for pb.Next() {
+					uid := online(rng)
+					err := script.Run(ctx, e.rdb,
+						[]string{k.lastSeen(), k.connected(), k.conns(uid), k.onlineCopy()},
+						uid, conn(uid), ms(benchWindow), k.activePrefix(), int64(activeKeyTTL/time.Second),
+						ms(connsKeyTTL), k.activeHLLPrefix(), 0,
+					).Err()
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			reportBeats(b, e, scripts, before, start)
+		})
+
+		b.Run("batched-connection-expiries", func(b *testing.B) {
+			e := benchEnv(b, be)
+			k := e.keys()
+			script := testdataScript(b, "heartbeats_connection_expiries.lua")
+			rng := rand.New(rand.NewPCG(3, 4))
 			ctx := context.Background()
-			for pb.Next() {
-				uid := online(rng)
-				err := script.Run(ctx, e.rdb,
-					[]string{k.lastSeen(), k.connected(), k.conns(uid), k.onlineCopy()},
-					uid, conn(uid), ms(benchWindow), k.activePrefix(), int64(activeKeyTTL/time.Second),
-					ms(connsKeyTTL), k.activeHLLPrefix(), 0,
-				).Err()
-				if err != nil {
-					b.Error(err)
-					return
+			before := serverMicros(b, e, scripts)
+			b.ResetTimer()
+			start := time.Now()
+			for done := 0; done < b.N; done += MaxBeatsPerCall {
+				n := min(MaxBeatsPerCall, b.N-done)
+				keys := []string{k.lastSeen(), k.connected(), k.onlineCopy()}
+				args := []any{ms(benchWindow), k.activePrefix(), int64(activeKeyTTL / time.Second),
+					ms(connsKeyTTL), k.activeHLLPrefix()}
+				for range n {
+					uid := online(rng)
+					keys = append(keys, k.conns(uid))
+					args = append(args, uid, conn(uid))
+				}
+				if err := script.Run(ctx, e.rdb, keys, args...).Err(); err != nil {
+					b.Fatal(err)
 				}
 			}
+			reportBeats(b, e, scripts, before, start)
 		})
-		reportBeats(b, e, scripts, before, start)
-	})
-
-	b.Run("batched-connection-expiries", func(b *testing.B) {
-		e := benchEnv(b)
-		k := keys{prefix: e.prefix}
-		script := testdataScript(b, "heartbeats_connection_expiries.lua")
-		rng := rand.New(rand.NewPCG(3, 4))
-		ctx := context.Background()
-		before := serverMicros(b, e, scripts)
-		b.ResetTimer()
-		start := time.Now()
-		for done := 0; done < b.N; done += MaxBeatsPerCall {
-			n := min(MaxBeatsPerCall, b.N-done)
-			keys := []string{k.lastSeen(), k.connected(), k.onlineCopy()}
-			args := []any{ms(benchWindow), k.activePrefix(), int64(activeKeyTTL / time.Second),
-				ms(connsKeyTTL), k.activeHLLPrefix()}
-			for range n {
-				uid := online(rng)
-				keys = append(keys, k.conns(uid))
-				args = append(args, uid, conn(uid))
-			}
-			if err := script.Run(ctx, e.rdb, keys, args...).Err(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportBeats(b, e, scripts, before, start)
-	})
+	}
 
 	b.Run("batched-instance-lease", func(b *testing.B) {
-		e := benchEnv(b)
+		e := benchEnv(b, be)
 		tr := e.tracker(b, Options{Window: benchWindow})
 		ctx := context.Background()
 		// The instance holds every online user's connection, as a server
@@ -226,9 +248,14 @@ func testdataScript(b *testing.B, name string) *redis.Script {
 }
 
 // BenchmarkOnlineFriends measures the latency of one user's online friends
-// with benchUsers in last.seen, benchOnline online and benchFriends friends.
+// with benchUsers in last.seen, benchOnline online and benchFriends friends,
+// on each backend.
 func BenchmarkOnlineFriends(b *testing.B) {
-	e := benchEnv(b)
+	onBenchBackends(b, benchmarkOnlineFriends)
+}
+
+func benchmarkOnlineFriends(b *testing.B, be backend) {
+	e := benchEnv(b, be)
 	shared := e.tracker(b, Options{Window: benchWindow})
 	rebuilt := e.tracker(b, Options{Window: benchWindow, CopyTTL: -1})
 	ctx := context.Background()
@@ -300,7 +327,7 @@ func latency(b *testing.B, e env, cmds []string, call func() int, check func(*te
 // friend set, then look every friend up in last.seen and connected with
 // ZMSCORE, and filter and sort here. Two round trips.
 func zmscoreOnlineFriends(ctx context.Context, e env, uid int64, w time.Duration) ([]FriendSeen, error) {
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	pipe := e.rdb.Pipeline()
 	clock := pipe.Time(ctx)
 	members := pipe.ZRange(ctx, e.friendsKey(uid), 0, -1)
@@ -334,7 +361,7 @@ func zmscoreOnlineFriends(ctx context.Context, e env, uid int64, w time.Duration
 // serverMicros sums the microseconds Redis reports having spent in cmds.
 func serverMicros(b *testing.B, e env, cmds []string) float64 {
 	b.Helper()
-	info, err := e.rdb.Info(context.Background(), "commandstats").Result()
+	info, err := e.node(b).Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatalf("info: %v", err)
 	}
@@ -356,19 +383,15 @@ func serverMicros(b *testing.B, e env, cmds []string) float64 {
 
 // seedCounts is the classic layout's way of counting the users active in the last ten
 // minutes, the union of the ten per-minute sets, kept here only to compare
-// counts.lua with. KEYS and ARGV are counts.lua's, but ARGV[3] is the prefix
-// of the per-minute sets.
+// counts.lua with. KEYS and ARGV are counts.lua's, but KEYS[4] is unused and
+// KEYS[5..] are the per-minute sets; it returns {online, active} and does
+// not check the minute (the benchmark stays within one).
 var seedCounts = script(copySource, `
 local now = now_ms()
 local window = tonumber(ARGV[1])
 refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))
 local online = redis.call('ZCOUNT', KEYS[3], now - window, '+inf')
-local minute = math.floor(now / 60000)
-local sets = {}
-for i = 0, tonumber(ARGV[4]) - 1 do
-  sets[#sets + 1] = ARGV[3] .. (minute - i)
-end
-local active = #redis.call('SUNION', unpack(sets))
+local active = #redis.call('SUNION', unpack(KEYS, 5))
 return {online, active}
 `)
 
@@ -379,25 +402,32 @@ return {online, active}
 // this minute are online. The Tracker's cache is off: each op runs the
 // script.
 func BenchmarkCounts(b *testing.B) {
+	onBenchBackends(b, benchmarkCounts)
+}
+
+func benchmarkCounts(b *testing.B, be backend) {
 	for _, users := range []int{20_000, 200_000} {
 		b.Run(fmt.Sprintf("users=%d", users), func(b *testing.B) {
-			e := newEnv(b)
+			e := be.env(b)
 			b.Cleanup(func() { dropPrefix(e) })
 			// The population is planted for this minute; counting must not
 			// run into the next.
 			if now := e.now(b); now.Second() >= 45 {
 				time.Sleep(time.Duration(61-now.Second()) * time.Second)
 			}
+			minute := e.now(b).Unix() / 60
 			online := plantActivePopulation(b, e, users)
 			tr := e.tracker(b, Options{Window: benchWindow, CountsTTL: -1})
 			k := tr.keys
 			ctx := context.Background()
 			scripts := []string{"evalsha", "eval"}
 			b.Run("sunion-seed", func(b *testing.B) {
+				keys := []string{k.lastSeen(), k.connected(), k.onlineCopy(), k.activeUnion()}
+				for i := range int64(activeMinutes) {
+					keys = append(keys, k.activeUsers(minute-i))
+				}
 				latency(b, e, scripts, func() int {
-					res, err := seedCounts.Run(ctx, e.rdb, []string{
-						k.lastSeen(), k.connected(), k.onlineCopy(),
-					}, ms(benchWindow), ms(DefaultCopyTTL), k.activePrefix(), activeMinutes).Slice()
+					res, err := seedCounts.Run(ctx, e.rdb, keys, ms(benchWindow), ms(DefaultCopyTTL)).Slice()
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -441,7 +471,7 @@ func BenchmarkCounts(b *testing.B) {
 func plantActivePopulation(b *testing.B, e env, n int) int {
 	b.Helper()
 	ctx := context.Background()
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	now := e.now(b)
 	minute := now.Unix() / 60
 	rng := rand.New(rand.NewPCG(3, 4))

@@ -25,6 +25,17 @@ var (
 	disconnectScript = script(disconnectSource)
 )
 
+// heldElsewhere is the disconnect script's answer when the connection is
+// held by another instance than the one it was told, whose id follows: it
+// wrote nothing, and runs again with that instance's connection set.
+const heldElsewhere = -1
+
+// disconnectTries bounds those runs: a connection is held by the instance
+// that serves it, or after a lost lease by the one it was registered again on.
+const disconnectTries = 3
+
+var errHolderMoving = errors.New("the connection's instance kept changing")
+
 // Beat is the activity of one connection, for Heartbeats.
 type Beat struct {
 	UID    int64
@@ -158,33 +169,46 @@ func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 // to write only the copy for them.
 func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err error) {
 	k := t.keys
-	var fresh, done []any
+	rebuilt := 0
+	if t.opts.CopyTTL < 0 {
+		rebuilt = 1
+	}
+	err = t.inMinute(func(minute int64) (int64, bool, error) {
+		fresh, done := t.unwritten(minute, users)
+		args := make([]any, 0, 6+len(users))
+		args = append(args, t.id, ms(t.opts.Window), minute, int64(activeKeyTTL/time.Second),
+			len(fresh), rebuilt)
+		args = append(append(args, fresh...), done...)
+		res, err := heartbeatsScript.Run(ctx, t.rdb, []string{
+			k.lastSeen(), k.onlineCopy(), k.instances(), k.activeUsers(minute), k.activeHLL(minute),
+		}, args...).Slice()
+		if err != nil {
+			return 0, false, err
+		}
+		now := toInt(res, 0)
+		if toInt(res, 1) == minuteMoved {
+			return now, true, nil
+		}
+		lost = toInt(res, 1) == 1
+		t.written(now, users)
+		return now, false, nil
+	})
+	return lost, err
+}
+
+// unwritten splits users into those whose last.seen and active set this
+// instance has not written in minute yet, and those it has.
+func (t *Tracker) unwritten(minute int64, users []int64) (fresh, done []any) {
 	t.activeMu.Lock()
-	minute := t.active.minute
+	defer t.activeMu.Unlock()
 	for _, uid := range users {
-		if _, ok := t.active.users[uid]; ok {
+		if _, ok := t.active.users[uid]; ok && t.active.minute == minute {
 			done = append(done, uid)
 		} else {
 			fresh = append(fresh, uid)
 		}
 	}
-	t.activeMu.Unlock()
-	rebuilt := 0
-	if t.opts.CopyTTL < 0 {
-		rebuilt = 1
-	}
-	args := make([]any, 0, 8+len(users))
-	args = append(args, t.id, ms(t.opts.Window), k.activePrefix(), int64(activeKeyTTL/time.Second),
-		k.activeHLLPrefix(), minute, len(fresh), rebuilt)
-	args = append(append(args, fresh...), done...)
-	res, err := heartbeatsScript.Run(ctx, t.rdb,
-		[]string{k.lastSeen(), k.onlineCopy(), k.instances()}, args...,
-	).Slice()
-	if err != nil {
-		return false, err
-	}
-	t.written(toInt(res, 0), users)
-	return toInt(res, 1) == 1, nil
+	return fresh, done
 }
 
 // written notes that the last.seen and active set of users were written for
@@ -202,12 +226,17 @@ func (t *Tracker) written(nowMS int64, users []int64) {
 	}
 }
 
-// serverMoved reports whether Redis is another server process than at the
-// last call (its run_id changed: a restart, or a failover to a replica),
-// after which writes of the last moments may be lost. The embedded store,
-// which tells no run_id, never moves.
+// serverMoved reports whether Redis (on a cluster, the master of presence's
+// slot) is another server process than at the last call (its run_id
+// changed: a restart, or a failover to a replica), after which writes of
+// the last moments may be lost. The embedded store, which tells no run_id,
+// never moves.
 func (t *Tracker) serverMoved(ctx context.Context) (bool, error) {
-	info, err := t.rdb.Info(ctx, "server").Result()
+	shard, err := t.shard(ctx)
+	if err != nil {
+		return false, err
+	}
+	info, err := shard.Info(ctx, "server").Result()
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
 		return false, nil // a server that does not tell (the embedded store)
@@ -266,16 +295,24 @@ func (t *Tracker) register(ctx context.Context, conns []Beat, maxConns int) (reg
 	for len(conns) > 0 {
 		chunk := conns[:min(len(conns), MaxBeatsPerCall)]
 		conns = conns[len(chunk):]
-		keys := make([]string, 0, 5+len(chunk))
-		keys = append(keys, k.lastSeen(), k.connected(), k.onlineCopy(), k.instances(), k.instanceConns(t.id))
-		args := make([]any, 0, 6+2*len(chunk))
-		args = append(args, t.id, ms(t.opts.Window), k.activePrefix(),
-			int64(activeKeyTTL/time.Second), k.activeHLLPrefix(), maxConns)
-		for _, c := range chunk {
-			keys = append(keys, k.conns(c.UID))
-			args = append(args, c.UID, c.ConnID)
-		}
-		res, err := registerScript.Run(ctx, t.rdb, keys, args...).Slice()
+		var res []any
+		err := t.inMinute(func(minute int64) (int64, bool, error) {
+			keys := make([]string, 0, 7+len(chunk))
+			keys = append(keys, k.lastSeen(), k.connected(), k.onlineCopy(), k.instances(),
+				k.instanceConns(t.id), k.activeUsers(minute), k.activeHLL(minute))
+			args := make([]any, 0, 5+2*len(chunk))
+			args = append(args, t.id, ms(t.opts.Window), minute, int64(activeKeyTTL/time.Second), maxConns)
+			for _, c := range chunk {
+				keys = append(keys, k.conns(c.UID))
+				args = append(args, c.UID, c.ConnID)
+			}
+			var err error
+			res, err = registerScript.Run(ctx, t.rdb, keys, args...).Slice()
+			if err != nil {
+				return 0, false, err
+			}
+			return toInt(res, 0), toInt(res, 1) == minuteMoved, nil
+		})
 		if err != nil {
 			return out, fmt.Errorf("register %d connections: %w", len(chunk), err)
 		}
@@ -345,22 +382,30 @@ func (t *Tracker) disconnectAgain(ctx context.Context) {
 // offline when c was their last live connection.
 func (t *Tracker) disconnect(ctx context.Context, c Beat) (last bool, err error) {
 	k := t.keys
-	res, err := disconnectScript.Run(ctx, t.rdb,
-		[]string{k.conns(c.UID), k.connected(), k.lastSeen(), k.onlineCopy(), k.instances()},
-		c.UID, c.ConnID, k.instanceConnsPrefix(),
-	).Slice()
-	if err != nil {
-		return false, err
-	}
-	last = toInt(res, 0) == 1
-	if last {
-		seen := time.Time{}
-		if n := toInt(res, 1); n > 0 {
-			seen = unixMilli(n)
+	holder := t.id // the script says when another instance holds c
+	for range disconnectTries {
+		res, err := disconnectScript.Run(ctx, t.rdb, []string{
+			k.conns(c.UID), k.connected(), k.lastSeen(), k.onlineCopy(), k.instances(),
+			k.instanceConns(holder),
+		}, c.UID, c.ConnID, holder).Slice()
+		if err != nil {
+			return false, err
 		}
-		t.announce(ctx, c.UID, false, seen)
+		if toInt(res, 0) == heldElsewhere {
+			holder = fmt.Sprint(res[1])
+			continue
+		}
+		last = toInt(res, 0) == 1
+		if last {
+			seen := time.Time{}
+			if n := toInt(res, 1); n > 0 {
+				seen = unixMilli(n)
+			}
+			t.announce(ctx, c.UID, false, seen)
+		}
+		return last, nil
 	}
-	return last, nil
+	return false, errHolderMoving
 }
 
 func checkConn(c Beat) error {

@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"chorus/internal/redistest"
 )
 
 func TestTwoConnectionsOfOneUser(t *testing.T) {
 	t.Parallel()
-	twoConnections(t, newEnv(t))
+	onBackends(t, twoConnections)
 }
 
 // twoConnections runs on any backend: a user with two connections is one
@@ -87,7 +89,7 @@ func twoConnections(t *testing.T, e env) {
 
 func TestVanishedInstance(t *testing.T) {
 	t.Parallel()
-	vanishedInstance(t, newEnv(t))
+	onBackends(t, vanishedInstance)
 }
 
 // vanishedInstance runs on any backend: a user whose instance dies (no
@@ -157,50 +159,57 @@ func vanishedInstance(t *testing.T, e env) {
 
 func TestHeartbeatRevivesSweptConnection(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tr := e.tracker(t, Options{Window: 300 * time.Millisecond})
-	const alice, bob = 1, 2
-	e.befriend(t, alice, bob)
-	mustConnect(t, tr, bob, "bob")
-	events := e.subscribe(t, bob)
-	mustConnect(t, tr, alice, "a")
-	checkEvent(t, nextEvent(t, events, 2*time.Second), alice, true)
+	onBackends(t, func(t *testing.T, e env) {
+		tr := e.tracker(t, Options{Window: 300 * time.Millisecond})
+		const alice, bob = 1, 2
+		events := friendComesOnline(t, e, tr, alice, bob)
 
-	time.Sleep(400 * time.Millisecond) // a long pause: both expire
-	if n, err := tr.Sweep(ctxT(t)); err != nil || n != 2 {
-		t.Fatalf("sweep = %d, %v; want 2 users", n, err)
-	}
-	mustConnect(t, tr, bob, "bob")
-	if err := tr.Heartbeat(ctxT(t), alice, "a"); err != nil {
-		t.Fatal(err)
-	}
-	checkEvent(t, nextEvent(t, events, 2*time.Second), alice, true)
-	if online, _ := presenceOf(t, tr, alice); !online {
-		t.Fatalf("alice offline after a heartbeat")
-	}
+		time.Sleep(400 * time.Millisecond) // a long pause: both expire
+		if n, err := tr.Sweep(ctxT(t)); err != nil || n != 2 {
+			t.Fatalf("sweep = %d, %v; want 2 users", n, err)
+		}
+		mustConnect(t, tr, bob, "bob")
+		if err := tr.Heartbeat(ctxT(t), alice, "a"); err != nil {
+			t.Fatal(err)
+		}
+		checkEvent(t, nextEvent(t, events, 2*time.Second), alice, true)
+		if online, _ := presenceOf(t, tr, alice); !online {
+			t.Fatalf("alice offline after a heartbeat")
+		}
+	})
+}
+
+// friendComesOnline makes a and b friends, connects b ("bob"), then a
+// ("a"), and returns b's events after the one telling b that a is online.
+func friendComesOnline(t *testing.T, e env, tr *Tracker, a, b int64) <-chan *redis.Message {
+	t.Helper()
+	e.befriend(t, a, b)
+	mustConnect(t, tr, b, "bob")
+	events := e.subscribe(t, b)
+	mustConnect(t, tr, a, "a")
+	checkEvent(t, nextEvent(t, events, 2*time.Second), a, true)
+	return events
 }
 
 func TestStaleAnnouncementIsDropped(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tr := e.tracker(t, Options{})
-	const alice, bob = 1, 2
-	e.befriend(t, alice, bob)
-	mustConnect(t, tr, bob, "bob")
-	events := e.subscribe(t, bob)
-	mustConnect(t, tr, alice, "a")
-	checkEvent(t, nextEvent(t, events, 2*time.Second), alice, true)
+	onBackends(t, func(t *testing.T, e env) {
+		tr := e.tracker(t, Options{})
+		const alice, bob = 1, 2
+		events := friendComesOnline(t, e, tr, alice, bob)
 
-	// An "offline" that reaches Redis after alice is back (a tab reloaded
-	// onto another instance) is not published.
-	if err := tr.publish(ctxT(t), alice, false, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	noEvent(t, events, 200*time.Millisecond)
+		// An "offline" that reaches Redis after alice is back (a tab reloaded
+		// onto another instance) is not published.
+		if err := tr.publish(ctxT(t), alice, false, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		noEvent(t, events, 200*time.Millisecond)
+	})
 }
 
 // A Disconnect that fails (Redis stalled) is retried at the next ticks: the
-// connection would live on with the instance's lease otherwise.
+// connection would live on with the instance's lease otherwise. One
+// redis-server of its own, which it pauses.
 func TestFailedDisconnectIsRetried(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)

@@ -12,7 +12,7 @@ import (
 
 func TestConnectionCap(t *testing.T) {
 	t.Parallel()
-	connectionCap(t, newEnv(t))
+	onBackends(t, connectionCap)
 }
 
 // connectionCap runs on any backend: connects of one user racing on five
@@ -48,7 +48,7 @@ func connectionCap(t *testing.T, e env) {
 	if len(accepted) != cap || refused != tries-cap {
 		t.Fatalf("%d connects: %d accepted, %d refused; want %d and %d", tries, len(accepted), refused, cap, tries-cap)
 	}
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	if n := e.rdb.HLen(ctx, k.conns(alice)).Val(); n != cap {
 		t.Fatalf("alice's connections key holds %d, want %d", n, cap)
 	}
@@ -77,39 +77,40 @@ func connectionCap(t *testing.T, e env) {
 // friends hear nothing.
 func TestRefusedConnectWritesNothing(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	const cap, alice, bob = 3, 1, 2
-	tr := e.tracker(t, Options{MaxConnsPerUser: cap, CountsTTL: -1})
-	k := keys{prefix: e.prefix}
-	ctx := ctxT(t)
-	e.befriend(t, alice, bob)
-	mustConnect(t, tr, bob, "bob")
-	events := e.subscribe(t, bob)
-	onlineFriends(t, tr, bob) // the shared copy exists: a write to it would show
-	minute := clearOfMinuteEdge(t, e)
+	onBackends(t, func(t *testing.T, e env) {
+		const cap, alice, bob = 3, 1, 2
+		tr := e.tracker(t, Options{MaxConnsPerUser: cap, CountsTTL: -1})
+		k := e.keys()
+		ctx := ctxT(t)
+		e.befriend(t, alice, bob)
+		mustConnect(t, tr, bob, "bob")
+		events := e.subscribe(t, bob)
+		onlineFriends(t, tr, bob) // the shared copy exists: a write to it would show
+		minute := clearOfMinuteEdge(t, e)
 
-	for i := range cap {
-		plantConn(t, e, alice, fmt.Sprint("elsewhere-", i), e.now(t).Add(time.Hour))
-	}
-	if _, err := tr.Connect(ctx, alice, "tab"); !errors.Is(err, ErrTooManyConnections) {
-		t.Fatalf("connect beyond the cap = %v, want ErrTooManyConnections", err)
-	}
-	if online, seen := presenceOf(t, tr, alice); online || seen != nil {
-		t.Fatalf("after a refused connect: online=%v last_seen=%v, want offline, never seen", online, seen)
-	}
-	if got := onlineFriends(t, tr, bob); len(got) != 0 {
-		t.Fatalf("bob's online friends after alice's refused connect = %v", got)
-	}
-	if got, want := counts(t, tr), (Counts{Online: 1, ActiveLast10m: 1}); got != want {
-		t.Fatalf("counts after a refused connect = %+v, want bob's %+v", got, want)
-	}
-	if in := e.rdb.SIsMember(ctx, k.activeUsers(minute), itoa(alice)).Val(); in {
-		t.Fatalf("alice in this minute's active set after a refused connect")
-	}
-	if _, err := e.rdb.HGet(ctx, k.conns(alice), "tab").Result(); err != redis.Nil {
-		t.Fatalf("refused connection registered: %v", err)
-	}
-	noEvent(t, events, 200*time.Millisecond)
+		for i := range cap {
+			plantConn(t, e, alice, fmt.Sprint("elsewhere-", i), e.now(t).Add(time.Hour))
+		}
+		if _, err := tr.Connect(ctx, alice, "tab"); !errors.Is(err, ErrTooManyConnections) {
+			t.Fatalf("connect beyond the cap = %v, want ErrTooManyConnections", err)
+		}
+		if online, seen := presenceOf(t, tr, alice); online || seen != nil {
+			t.Fatalf("after a refused connect: online=%v last_seen=%v, want offline, never seen", online, seen)
+		}
+		if got := onlineFriends(t, tr, bob); len(got) != 0 {
+			t.Fatalf("bob's online friends after alice's refused connect = %v", got)
+		}
+		if got, want := counts(t, tr), (Counts{Online: 1, ActiveLast10m: 1}); got != want {
+			t.Fatalf("counts after a refused connect = %+v, want bob's %+v", got, want)
+		}
+		if in := e.rdb.SIsMember(ctx, k.activeUsers(minute), itoa(alice)).Val(); in {
+			t.Fatalf("alice in this minute's active set after a refused connect")
+		}
+		if _, err := e.rdb.HGet(ctx, k.conns(alice), "tab").Result(); err != redis.Nil {
+			t.Fatalf("refused connection registered: %v", err)
+		}
+		noEvent(t, events, 200*time.Millisecond)
+	})
 }
 
 // The cap refuses new connections only: expired ones do not count, and a
@@ -129,31 +130,32 @@ func TestConnectionCapCounts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			tr := e.tracker(t, Options{MaxConnsPerUser: tc.max})
-			ctx := ctxT(t)
-			const alice = 1
+			onBackends(t, func(t *testing.T, e env) {
+				tr := e.tracker(t, Options{MaxConnsPerUser: tc.max})
+				ctx := ctxT(t)
+				const alice = 1
 
-			// Connections of a vanished instance, its lease run out: not counted.
-			for i := range 20 {
-				plantConn(t, e, alice, fmt.Sprint("gone-", i), e.now(t).Add(-time.Second))
-			}
-			n := tc.allowed
-			if n < 0 {
-				n = 3 * DefaultMaxConnsPerUser
-			}
-			for i := range n {
-				mustConnect(t, tr, alice, fmt.Sprint("tab-", i))
-			}
-			_, err := tr.Connect(ctx, alice, "one-more")
-			if refused := errors.Is(err, ErrTooManyConnections); refused != (tc.allowed >= 0) || (!refused && err != nil) {
-				t.Fatalf("connect after %d = %v, want refused=%v", n, err, tc.allowed >= 0)
-			}
-			// A heartbeat registering a connection the registry lost (swept,
-			// Redis restarted) is let through whatever the count.
-			if err := tr.Heartbeat(ctx, alice, "lost"); err != nil {
-				t.Fatalf("heartbeat of a lost connection: %v", err)
-			}
+				// Connections of a vanished instance, its lease run out: not counted.
+				for i := range 20 {
+					plantConn(t, e, alice, fmt.Sprint("gone-", i), e.now(t).Add(-time.Second))
+				}
+				n := tc.allowed
+				if n < 0 {
+					n = 3 * DefaultMaxConnsPerUser
+				}
+				for i := range n {
+					mustConnect(t, tr, alice, fmt.Sprint("tab-", i))
+				}
+				_, err := tr.Connect(ctx, alice, "one-more")
+				if refused := errors.Is(err, ErrTooManyConnections); refused != (tc.allowed >= 0) || (!refused && err != nil) {
+					t.Fatalf("connect after %d = %v, want refused=%v", n, err, tc.allowed >= 0)
+				}
+				// A heartbeat registering a connection the registry lost (swept,
+				// Redis restarted) is let through whatever the count.
+				if err := tr.Heartbeat(ctx, alice, "lost"); err != nil {
+					t.Fatalf("heartbeat of a lost connection: %v", err)
+				}
+			})
 		})
 	}
 }

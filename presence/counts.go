@@ -98,11 +98,21 @@ func (t *Tracker) runCounts(ctx context.Context, f *countsFlight) (Counts, error
 // whatever the population.
 func (t *Tracker) countNow(ctx context.Context) (Counts, error) {
 	k := t.keys
-	res, err := countsScript.Run(ctx, t.rdb, []string{
-		k.lastSeen(), k.connected(), k.onlineCopy(), k.activeUnion(),
-	}, ms(t.opts.Window), ms(t.opts.CopyTTL), k.activeHLLPrefix(), activeMinutes).Slice()
+	var c Counts
+	err := t.inMinute(func(minute int64) (int64, bool, error) {
+		keys := []string{k.lastSeen(), k.connected(), k.onlineCopy(), k.activeUnion()}
+		for i := range int64(activeMinutes) {
+			keys = append(keys, k.activeHLL(minute-i))
+		}
+		res, err := countsScript.Run(ctx, t.rdb, keys, ms(t.opts.Window), ms(t.opts.CopyTTL), minute).Slice()
+		if err != nil {
+			return 0, false, err
+		}
+		c = Counts{Online: toInt(res, 1), ActiveLast10m: toInt(res, 2)}
+		return toInt(res, 0), c.Online == minuteMoved, nil
+	})
 	if err != nil {
 		return Counts{}, fmt.Errorf("presence counts: %w", err)
 	}
-	return Counts{Online: toInt(res, 0), ActiveLast10m: toInt(res, 1)}, nil
+	return c, nil
 }

@@ -12,32 +12,34 @@
 -- multi-key PFCOUNT, because the embedded store (miniredis) answers a
 -- multi-key PFCOUNT with the sum of the keys' counts, not their union's.
 --
--- The per-minute keys depend on Redis's clock, so they are built here from
--- a prefix.
+-- The per-minute keys depend on Redis's clock, and every key a script
+-- touches comes in KEYS (Redis Cluster): the caller passes those of the
+-- minutes it expects, and runs the script again on the rare call that
+-- crosses into the next minute.
 --
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
 -- KEYS[2] connected (uid -> when the user was told online, unix ms)
 -- KEYS[3] the shared online copy (uid -> last activity)
 -- KEYS[4] a work key for the merged HyperLogLog, deleted before returning
+-- KEYS[5..] the active HyperLogLogs of minutes ARGV[3], ARGV[3] - 1, ...: the
+--           minutes to count, the current one first
 -- ARGV[1] online window W, ms
 -- ARGV[2] copy TTL, ms (<= 0: rebuild on every call)
--- ARGV[3] prefix of the per-minute active HyperLogLogs (the minute number is appended)
--- ARGV[4] number of minutes to count, the current one included
--- Returns {online, active in the last minutes}.
+-- ARGV[3] the minute (unix s / 60) the caller takes for Redis's now
+-- Returns {now ms, online, active in the last minutes}, or {now ms, -1} when
+-- ARGV[3] is not the minute now (nothing is counted or written).
 local now = now_ms()
 local window = tonumber(ARGV[1])
+if math.floor(now / 60000) ~= tonumber(ARGV[3]) then
+  return {now, -1}
+end
 
 refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))
 local online = redis.call('ZCOUNT', KEYS[3], now - window, '+inf')
 
-local minute = math.floor(now / 60000)
-local hlls = {}
-for i = 0, tonumber(ARGV[4]) - 1 do
-  hlls[#hlls + 1] = ARGV[3] .. (minute - i)
-end
 -- PFMERGE folds the destination in too: start from nothing.
 redis.call('DEL', KEYS[4])
-redis.call('PFMERGE', KEYS[4], unpack(hlls))
+redis.call('PFMERGE', KEYS[4], unpack(KEYS, 5))
 local active = redis.call('PFCOUNT', KEYS[4])
 redis.call('DEL', KEYS[4])
-return {online, active}
+return {now, online, active}

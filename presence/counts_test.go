@@ -10,11 +10,13 @@ import (
 
 // Counting the users active in the last ten minutes costs the same whatever
 // their number: no SUNION of the per-minute sets, which stay as they were.
+// One redis-server of its own, whose command statistics no other test
+// disturbs.
 func TestCountsNeverUnion(t *testing.T) {
 	t.Parallel()
 	e := newPrivateEnv(t)
 	tr := e.tracker(t, Options{CountsTTL: -1})
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	minute := clearOfMinuteEdge(t, e)
 
 	// 30 users: 1-10 connect now, 11-30 were active in earlier minutes of
@@ -49,6 +51,7 @@ func TestCountsNeverUnion(t *testing.T) {
 
 // One Tracker runs the counts script at most once per CountsTTL, however
 // many ask and however many at once, and again once the TTL has passed.
+// One redis-server of its own, whose command statistics it counts.
 func TestCountsCached(t *testing.T) {
 	t.Parallel()
 	e := newPrivateEnv(t)

@@ -6,22 +6,32 @@
 -- nobody twice. last.seen is left alone: it stays the time of the last
 -- activity, which it takes from the copy if it is later there.
 --
+-- The instance's connection set it takes the connection out of comes in
+-- KEYS (Redis Cluster): the caller names the instance it expects to hold
+-- the connection (its own), and when another holds it, the script writes
+-- nothing and answers which, for the caller to run it again with that one's.
+--
 -- KEYS[1] the user's registry (hash connID -> instance id)
 -- KEYS[2] connected (uid -> when the user was told online, unix ms)
 -- KEYS[3] last.seen (uid -> last activity, unix ms)
 -- KEYS[4] the shared online copy (uid -> last activity)
 -- KEYS[5] instances (instance id -> lease expiry, unix ms)
+-- KEYS[6] the connections of instance ARGV[3] (set of "uid:connID")
 -- ARGV[1] uid
 -- ARGV[2] connection id
--- ARGV[3] prefix of the instances' connection sets (the instance id is appended)
+-- ARGV[3] the instance expected to hold the connection
 -- Returns {1 when the user left connected here (friends must be told), last seen
--- ms or nil; nil too while the user has a live connection}.
+-- ms or nil; nil too while the user has a live connection}, or {-1, the
+-- instance holding the connection} when it is not ARGV[3].
 local now = now_ms()
 
 local instance = redis.call('HGET', KEYS[1], ARGV[2])
+if instance and instance ~= ARGV[3] then
+  return {-1, instance}
+end
 if instance then
   redis.call('HDEL', KEYS[1], ARGV[2])
-  redis.call('SREM', ARGV[3] .. instance, ARGV[1] .. ':' .. ARGV[2])
+  redis.call('SREM', KEYS[6], ARGV[1] .. ':' .. ARGV[2])
 end
 
 local all = redis.call('HGETALL', KEYS[1])

@@ -74,7 +74,7 @@ func TestEmbeddedExactWindowEdges(t *testing.T) {
 
 	// Nine minutes on, the heartbeat's minute is still counted; eleven
 	// minutes on, its set has expired.
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	minute := start.Unix() / 60
 	m.SetTime(start.Add(9 * time.Minute))
 	if c := counts(t, tr); c.ActiveLast10m != 1 {
@@ -103,7 +103,7 @@ func TestEmbeddedActiveAcrossMinutes(t *testing.T) {
 	t.Parallel()
 	e, m := newEmbeddedEnv(t)
 	tr := e.tracker(t, Options{Window: time.Hour, CountsTTL: -1})
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	const alice, bob = 1, 2
 	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i := range 3 {

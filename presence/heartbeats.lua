@@ -15,6 +15,11 @@
 -- (missing, or rebuilt on every read), every user's time goes to last.seen,
 -- from which the next reader makes the copy.
 --
+-- The minute's keys come in KEYS, as every key a script touches must on a
+-- Redis Cluster: the caller passes those of the minute it expects Redis's
+-- clock to be in, and runs the script again on the rare call that crosses
+-- into the next minute.
+--
 -- The instance learns here when its lease had run out: it stalled for W and
 -- may have been swept, or Redis lost its data; it then registers its
 -- connections again (register.lua).
@@ -22,19 +27,24 @@
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
 -- KEYS[2] the shared online copy (uid -> last activity)
 -- KEYS[3] instances (instance id -> lease expiry, unix ms)
+-- KEYS[4] the active set of minute ARGV[3]
+-- KEYS[5] the active HyperLogLog of minute ARGV[3]
 -- ARGV[1] this instance's id
 -- ARGV[2] online window W, ms: the lease's length
--- ARGV[3] prefix of the per-minute active sets (the minute number is appended)
+-- ARGV[3] the minute (unix s / 60) the caller takes for Redis's now
 -- ARGV[4] TTL of a per-minute active set and HyperLogLog, seconds
--- ARGV[5] prefix of the per-minute active HyperLogLogs
--- ARGV[6] the minute (unix s / 60) in which the instance wrote the users
---         after the first ARGV[7] to last.seen and the active set
--- ARGV[7] how many users, first in the list, it did not write that minute
--- ARGV[8] 1 when the copy is rebuilt from last.seen on every read
--- ARGV[9..] the users' ids, each once
--- Returns {now ms, 1 when the lease had run out (or never existed)}.
+-- ARGV[5] how many users, first in the list, the instance did not write to
+--         last.seen and the active set in minute ARGV[3]
+-- ARGV[6] 1 when the copy is rebuilt from last.seen on every read
+-- ARGV[7..] the users' ids, each once
+-- Returns {now ms, 1 when the lease had run out (or never existed)}, or
+-- {now ms, -1} when there are users and ARGV[3] is not the minute now: then
+-- nothing is written, and the caller runs it again with that minute's keys.
 local now = now_ms()
-local first = 9
+local first = 7
+if #ARGV >= first and math.floor(now / 60000) ~= tonumber(ARGV[3]) then
+  return {now, -1}
+end
 
 local lease = redis.call('ZSCORE', KEYS[3], ARGV[1])
 local lost = 0
@@ -56,19 +66,13 @@ local function seen(from, to)
   return out
 end
 
-local copy = ARGV[8] ~= '1' and redis.call('EXISTS', KEYS[2]) == 1
-local minute = math.floor(now / 60000)
-local fresh = #ARGV
-if minute == tonumber(ARGV[6]) then
-  fresh = first - 1 + tonumber(ARGV[7])
-end
+local copy = ARGV[6] ~= '1' and redis.call('EXISTS', KEYS[2]) == 1
+local fresh = first - 1 + tonumber(ARGV[5])
 if fresh >= first then
-  local set = ARGV[3] .. minute
-  redis.call('SADD', set, unpack(ARGV, first, fresh))
-  redis.call('EXPIRE', set, ARGV[4])
-  local hll = ARGV[5] .. minute
-  redis.call('PFADD', hll, unpack(ARGV, first, fresh))
-  redis.call('EXPIRE', hll, ARGV[4])
+  redis.call('SADD', KEYS[4], unpack(ARGV, first, fresh))
+  redis.call('EXPIRE', KEYS[4], ARGV[4])
+  redis.call('PFADD', KEYS[5], unpack(ARGV, first, fresh))
+  redis.call('EXPIRE', KEYS[5], ARGV[4])
 end
 
 if copy then

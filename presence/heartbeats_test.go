@@ -13,7 +13,7 @@ import (
 
 func TestHeartbeats(t *testing.T) {
 	t.Parallel()
-	heartbeats(t, newEnv(t))
+	onBackends(t, heartbeats)
 }
 
 func TestEmbeddedHeartbeats(t *testing.T) {
@@ -42,7 +42,7 @@ func heartbeats(t *testing.T, e env) {
 	mustConnect(t, tr, steady, "s")
 	onlineFriends(t, tr, watcher) // make the shared copy, which beats then keep
 	events := e.subscribe(t, watcher)
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	before := e.now(t)
 
 	beats := []Beat{{back, "b"}, {twoConns, "t1"}, {twoConns, "t2"}, {steady, "s"}, {fresh, "f"}}
@@ -114,14 +114,15 @@ func heartbeats(t *testing.T, e env) {
 // When Redis comes back from a restart (or a failover) without the writes
 // of its last moments, its run_id has changed, and the next tick registers
 // the instance's connections again, even though its lease survived: a user
-// whose registration was lost is back in connected and announced.
+// whose registration was lost is back in connected and announced. One
+// redis-server of its own, which it restarts.
 func TestRegisteredAgainAfterRedisRestart(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	e := env{rdb: redistest.ClientOf(t, srv.URL), prefix: redistest.Prefix()}
 	tr, other := e.tracker(t, Options{}), e.tracker(t, Options{})
 	ctx := ctxT(t)
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	const watcher, alice, bob = 1, 2, 3
 	mustConnect(t, tr, alice, "a")
 	mustConnect(t, tr, bob, "b")
@@ -167,7 +168,8 @@ func sortedInts(v []int64) []int64 {
 }
 
 // A user joins a minute's active set and HyperLogLog once: later ticks of
-// the same minute write only last.seen and the copy for them.
+// the same minute write only last.seen and the copy for them. One
+// redis-server of its own, whose command statistics it counts.
 func TestActiveSetWrittenOncePerMinute(t *testing.T) {
 	t.Parallel()
 	e := newPrivateEnv(t)
@@ -216,71 +218,72 @@ func TestLastSeenCatchesUpWithTheCopy(t *testing.T) {
 	for _, leave := range []string{"disconnect", "sweep", "trim"} {
 		t.Run(leave, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			opts := Options{Window: w, CopyTTL: time.Millisecond}
-			tr, watching := e.tracker(t, opts), e.tracker(t, opts)
-			ctx := ctxT(t)
-			k := keys{prefix: e.prefix}
-			const alice, bob = 1, 2
-			e.befriend(t, alice, bob)
-			clearOfMinuteEdge(t, e)
-			mustConnect(t, tr, alice, "a")
-			mustConnect(t, watching, bob, "b")
-			onlineFriends(t, watching, bob) // the copy
-			beat := func() {
-				time.Sleep(5 * time.Millisecond)
-				if err := tr.Heartbeats(ctx, []Beat{{alice, "a"}}); err != nil {
-					t.Fatal(err)
+			onBackends(t, func(t *testing.T, e env) {
+				opts := Options{Window: w, CopyTTL: time.Millisecond}
+				tr, watching := e.tracker(t, opts), e.tracker(t, opts)
+				ctx := ctxT(t)
+				k := e.keys()
+				const alice, bob = 1, 2
+				e.befriend(t, alice, bob)
+				clearOfMinuteEdge(t, e)
+				mustConnect(t, tr, alice, "a")
+				mustConnect(t, watching, bob, "b")
+				onlineFriends(t, watching, bob) // the copy
+				beat := func() {
+					time.Sleep(5 * time.Millisecond)
+					if err := tr.Heartbeats(ctx, []Beat{{alice, "a"}}); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			beat() // alice's first tick of the minute: last.seen too
-			beat() // the copy alone
-			stored, _ := e.rdb.ZScore(ctx, k.lastSeen(), itoa(alice)).Result()
-			latest, err := e.rdb.ZScore(ctx, k.onlineCopy(), itoa(alice)).Result()
-			if err != nil || latest <= stored {
-				t.Fatalf("copy %v (%v), last.seen %v: want the copy ahead", latest, err, stored)
-			}
-			if _, seen := presenceOf(t, watching, alice); seen == nil || seen.UnixMilli() != int64(latest) {
-				t.Fatalf("alice's presence says last seen %v, want the copy's %v", seen, unixMilli(int64(latest)))
-			}
+				beat() // alice's first tick of the minute: last.seen too
+				beat() // the copy alone
+				stored, _ := e.rdb.ZScore(ctx, k.lastSeen(), itoa(alice)).Result()
+				latest, err := e.rdb.ZScore(ctx, k.onlineCopy(), itoa(alice)).Result()
+				if err != nil || latest <= stored {
+					t.Fatalf("copy %v (%v), last.seen %v: want the copy ahead", latest, err, stored)
+				}
+				if _, seen := presenceOf(t, watching, alice); seen == nil || seen.UnixMilli() != int64(latest) {
+					t.Fatalf("alice's presence says last seen %v, want the copy's %v", seen, unixMilli(int64(latest)))
+				}
 
-			events := e.subscribe(t, bob)
-			switch leave {
-			case "disconnect":
-				mustDisconnect(t, tr, alice, "a")
-			case "sweep": // tr goes away; bob's instance lives on
-				time.Sleep(w + 50*time.Millisecond)
-				if err := watching.Heartbeats(ctx, nil); err != nil {
-					t.Fatal(err)
+				events := e.subscribe(t, bob)
+				switch leave {
+				case "disconnect":
+					mustDisconnect(t, tr, alice, "a")
+				case "sweep": // tr goes away; bob's instance lives on
+					time.Sleep(w + 50*time.Millisecond)
+					if err := watching.Heartbeats(ctx, nil); err != nil {
+						t.Fatal(err)
+					}
+					if n, err := watching.Sweep(ctx); err != nil || n != 1 {
+						t.Fatalf("sweep = %d, %v; want alice", n, err)
+					}
+				case "trim": // alice idles past W, her connection still open
+					time.Sleep(w + 50*time.Millisecond)
+					if err := watching.Heartbeats(ctx, []Beat{{bob, "b"}}); err != nil {
+						t.Fatal(err)
+					}
+					if n, err := watching.TrimCopy(ctx); err != nil || n != 1 {
+						t.Fatalf("trim = %d, %v; want alice out", n, err)
+					}
+					if _, err := e.rdb.ZScore(ctx, k.onlineCopy(), itoa(alice)).Result(); err != redis.Nil {
+						t.Fatalf("alice still in the copy after the trim: %v", err)
+					}
 				}
-				if n, err := watching.Sweep(ctx); err != nil || n != 1 {
-					t.Fatalf("sweep = %d, %v; want alice", n, err)
+				if leave != "trim" {
+					ev := nextEvent(t, events, 2*time.Second)
+					checkEvent(t, ev, alice, false)
+					if ev.LastSeen.UnixMilli() != int64(latest) {
+						t.Errorf("offline event last_seen %v, want the last tick's %v", ev.LastSeen, unixMilli(int64(latest)))
+					}
 				}
-			case "trim": // alice idles past W, her connection still open
-				time.Sleep(w + 50*time.Millisecond)
-				if err := watching.Heartbeats(ctx, []Beat{{bob, "b"}}); err != nil {
-					t.Fatal(err)
+				if got, err := e.rdb.ZScore(ctx, k.lastSeen(), itoa(alice)).Result(); err != nil || got != latest {
+					t.Errorf("last.seen of alice after %s = %v (%v), want the last tick's %v", leave, got, err, latest)
 				}
-				if n, err := watching.TrimCopy(ctx); err != nil || n != 1 {
-					t.Fatalf("trim = %d, %v; want alice out", n, err)
+				if _, seen := presenceOf(t, watching, alice); seen == nil || seen.UnixMilli() != int64(latest) {
+					t.Errorf("alice's presence after %s says last seen %v, want %v", leave, seen, unixMilli(int64(latest)))
 				}
-				if _, err := e.rdb.ZScore(ctx, k.onlineCopy(), itoa(alice)).Result(); err != redis.Nil {
-					t.Fatalf("alice still in the copy after the trim: %v", err)
-				}
-			}
-			if leave != "trim" {
-				ev := nextEvent(t, events, 2*time.Second)
-				checkEvent(t, ev, alice, false)
-				if ev.LastSeen.UnixMilli() != int64(latest) {
-					t.Errorf("offline event last_seen %v, want the last tick's %v", ev.LastSeen, unixMilli(int64(latest)))
-				}
-			}
-			if got, err := e.rdb.ZScore(ctx, k.lastSeen(), itoa(alice)).Result(); err != nil || got != latest {
-				t.Errorf("last.seen of alice after %s = %v (%v), want the last tick's %v", leave, got, err, latest)
-			}
-			if _, seen := presenceOf(t, watching, alice); seen == nil || seen.UnixMilli() != int64(latest) {
-				t.Errorf("alice's presence after %s says last seen %v, want %v", leave, seen, unixMilli(int64(latest)))
-			}
+			})
 		})
 	}
 }

@@ -18,21 +18,82 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// env is one presence deployment under test: a Redis, a key prefix, and the
-// friend sets and channels the social package would own.
+// env is one presence deployment under test: a Redis (one server, or a
+// Redis Cluster), a key prefix, and the friend sets and channels the social
+// package would own.
 type env struct {
-	rdb    *redis.Client
-	prefix string
+	rdb     redis.UniversalClient
+	prefix  string
+	cluster bool
 }
 
+// newEnv is a deployment on the shared test redis-server.
 func newEnv(tb testing.TB) env {
 	tb.Helper()
 	rdb, prefix := redistest.Client(tb)
 	return env{rdb: rdb, prefix: prefix}
 }
 
-func (e env) friendsKey(uid int64) string { return e.prefix + "friends:" + itoa(uid) }
-func (e env) channel(uid int64) string    { return e.prefix + "events:user:" + itoa(uid) }
+// newClusterEnv is a deployment on the shared test Redis Cluster.
+func newClusterEnv(tb testing.TB) env {
+	tb.Helper()
+	rdb, prefix := redistest.ClusterClient(tb)
+	return env{rdb: rdb, prefix: prefix, cluster: true}
+}
+
+// backend is a kind of Redis deployment tests and benchmarks run on.
+type backend struct {
+	name    string
+	cluster bool
+	env     func(testing.TB) env // a deployment of its own, under a fresh prefix
+}
+
+// backends are one redis-server and a Redis Cluster. A test that cannot
+// reach one fails: redistest never skips.
+var backends = []backend{
+	{"redis", false, newEnv},
+	{"cluster", true, newClusterEnv},
+}
+
+// onBackends runs test in a parallel subtest per backend, each on a
+// deployment of its own. Tests that need a server of their own (to stop,
+// pause or restart it, or to read its command statistics undisturbed) run
+// on one redis-server only and say so.
+func onBackends(t *testing.T, test func(t *testing.T, e env)) {
+	t.Helper()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, b.env(t))
+		})
+	}
+}
+
+// keys are the deployment's presence keys.
+func (e env) keys() keys { return newKeys(e.prefix, e.cluster) }
+
+// friendsKey is uid's friend set as presence reads it: the social package's
+// on one Redis, the mirror in presence's slot on a cluster.
+func (e env) friendsKey(uid int64) string {
+	if e.cluster {
+		return FriendsMirrorKey(e.prefix, uid)
+	}
+	return e.prefix + "friends:" + itoa(uid)
+}
+
+func (e env) channel(uid int64) string { return e.prefix + "events:user:" + itoa(uid) }
+
+// node is the Redis holding the deployment's presence keys, for commands
+// that name no key (TIME, INFO, SCAN): on a cluster, the master of
+// presence's slot.
+func (e env) node(tb testing.TB) redis.Cmdable {
+	tb.Helper()
+	n, err := shardOf(ctxT(tb), e.rdb, e.keys())
+	if err != nil {
+		tb.Fatalf("the presence shard: %v", err)
+	}
+	return n
+}
 
 // tracker returns a Tracker of this deployment (one per instance); opts'
 // FriendsKey, Channel, Profile and Prefix are filled in.
@@ -72,13 +133,35 @@ func (e env) subscribe(tb testing.TB, uid int64) <-chan *redis.Message {
 		tb.Fatalf("subscribe %d: %v", uid, err)
 	}
 	tb.Cleanup(func() { ps.Close() })
-	return ps.Channel()
+	ch := ps.Channel()
+	if e.cluster {
+		// On a cluster a frame reaches the other nodes over the cluster bus,
+		// after its publish: frames the scripts published on presence's shard
+		// before the subscription may still come. A marker published there
+		// now comes after them.
+		const marker = "subscribed"
+		if err := e.node(tb).Publish(ctx, e.channel(uid), marker).Err(); err != nil {
+			tb.Fatalf("publish to %d: %v", uid, err)
+		}
+		for timeout := time.After(5 * time.Second); ; {
+			select {
+			case m := <-ch:
+				if m.Payload != marker {
+					continue
+				}
+			case <-timeout:
+				tb.Fatalf("subscribe %d: the marker did not come within 5s", uid)
+			}
+			break
+		}
+	}
+	return ch
 }
 
 // now is Redis's clock.
 func (e env) now(tb testing.TB) time.Time {
 	tb.Helper()
-	now, err := e.rdb.Time(ctxT(tb)).Result()
+	now, err := e.node(tb).Time(ctxT(tb)).Result()
 	if err != nil {
 		tb.Fatalf("redis time: %v", err)
 	}
@@ -219,7 +302,7 @@ func runSweeper(tb testing.TB, tr *Tracker) {
 // populations exactly.
 func plant(tb testing.TB, e env, seen map[int64]time.Time, expiry time.Time) {
 	tb.Helper()
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	ctx := ctxT(tb)
 	pipe := e.rdb.Pipeline()
 	for uid, at := range seen {
@@ -244,7 +327,7 @@ func plantConn(tb testing.TB, e env, uid int64, conn string, lease time.Time) {
 	tb.Helper()
 	ctx := ctxT(tb)
 	pipe := e.rdb.Pipeline()
-	plantConnIn(ctx, pipe, keys{prefix: e.prefix}, uid, conn, lease)
+	plantConnIn(ctx, pipe, e.keys(), uid, conn, lease)
 	if _, err := pipe.Exec(ctx); err != nil {
 		tb.Fatalf("plant connection %d/%s: %v", uid, conn, err)
 	}
@@ -265,7 +348,7 @@ func redisZ(at time.Time, uid int64) redis.Z {
 // HyperLogLog, as heartbeats then would have.
 func plantActive(tb testing.TB, e env, minute int64, uids ...int64) {
 	tb.Helper()
-	k := keys{prefix: e.prefix}
+	k := e.keys()
 	ctx := ctxT(tb)
 	members := make([]any, len(uids))
 	for i, uid := range uids {
@@ -304,7 +387,7 @@ func newPrivateEnv(tb testing.TB) env {
 // case, as INFO commandstats names them), scripts' own calls included.
 func commandCalls(tb testing.TB, e env, cmds ...string) int64 {
 	tb.Helper()
-	info, err := e.rdb.Info(ctxT(tb), "commandstats").Result()
+	info, err := e.node(tb).Info(ctxT(tb), "commandstats").Result()
 	if err != nil {
 		tb.Fatalf("info commandstats: %v", err)
 	}

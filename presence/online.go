@@ -17,6 +17,10 @@ var (
 	//go:embed online_friends.lua
 	onlineFriendsSource string
 	onlineFriendsScript = script(copySource, onlineFriendsSource)
+
+	//go:embed presences.lua
+	presencesSource string
+	presencesScript = script(presencesSource)
 )
 
 // FriendSeen is a friend online now and the time of their last activity.
@@ -62,38 +66,33 @@ func (t *Tracker) UserPresence(ctx context.Context, uid int64) (online bool, las
 	return ps[0].Online, ps[0].LastSeen, nil
 }
 
-// Presences is UserPresence for many users in one round trip, in the order
-// given. The same privacy rule holds: the caller checks who may see each.
+// Presences is UserPresence for many users in one round trip (per
+// presencesBatch of them), in the order given. The same privacy rule holds:
+// the caller checks who may see each.
 func (t *Tracker) Presences(ctx context.Context, uids []int64) ([]protocol.Presence, error) {
 	out := make([]protocol.Presence, len(uids))
-	if len(uids) == 0 {
-		return out, nil
-	}
-	members := make([]string, len(uids))
-	for i, uid := range uids {
-		members[i] = itoa(uid)
-	}
 	k := t.keys
-	pipe := t.rdb.Pipeline()
-	clock := pipe.Time(ctx)
-	told := pipe.ZMScore(ctx, k.connected(), members...)
-	seen := pipe.ZMScore(ctx, k.lastSeen(), members...)
-	// The copy is ahead of last.seen while a user is online (see
-	// heartbeats.lua).
-	latest := pipe.ZMScore(ctx, k.onlineCopy(), members...)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("presence of %d users: %w", len(uids), err)
-	}
-	cutoff := clock.Val().UnixMilli() - ms(t.opts.Window)
-	for i := range uids {
-		// A score of 0 is a missing member: real scores are unix ms.
-		ls := int64(max(seen.Val()[i], latest.Val()[i]))
-		if ls == 0 {
-			continue
+	for from := 0; from < len(uids); from += presencesBatch {
+		batch := uids[from:min(from+presencesBatch, len(uids))]
+		args := make([]any, 0, 1+len(batch))
+		args = append(args, ms(t.opts.Window))
+		for _, uid := range batch {
+			args = append(args, uid)
 		}
-		at := unixMilli(ls)
-		out[i].LastSeen = &at
-		out[i].Online = ls >= cutoff && told.Val()[i] > 0
+		res, err := presencesScript.Run(ctx, t.rdb,
+			[]string{k.connected(), k.lastSeen(), k.onlineCopy()}, args...).Slice()
+		if err != nil {
+			return nil, fmt.Errorf("presence of %d users: %w", len(uids), err)
+		}
+		for i := range batch {
+			ls := toInt(res, 2*i)
+			if ls == 0 {
+				continue
+			}
+			at := unixMilli(ls)
+			out[from+i].LastSeen = &at
+			out[from+i].Online = toInt(res, 2*i+1) == 1
+		}
 	}
 	return out, nil
 }

@@ -18,24 +18,34 @@
 -- connections registered again after a lost lease pass none: they were let
 -- in when they opened, and refusing them now would close live streams.
 --
+-- Every key it touches comes in KEYS (Redis Cluster): the minute's keys are
+-- those of the minute the caller expects Redis's clock to be in, and it runs
+-- the script again on the rare call that crosses into the next minute.
+--
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
 -- KEYS[2] connected (uid -> when the user was told online, unix ms)
 -- KEYS[3] the shared online copy (uid -> last activity)
 -- KEYS[4] instances (instance id -> lease expiry, unix ms)
 -- KEYS[5] this instance's connections (set of "uid:connID")
--- KEYS[5+i] the registry of the i-th connection's user (hash connID -> instance id)
+-- KEYS[6] the active set of minute ARGV[3]
+-- KEYS[7] the active HyperLogLog of minute ARGV[3]
+-- KEYS[7+i] the registry of the i-th connection's user (hash connID -> instance id)
 -- ARGV[1] this instance's id
 -- ARGV[2] online window W, ms: the lease's length
--- ARGV[3] prefix of the per-minute active sets (the minute number is appended)
+-- ARGV[3] the minute (unix s / 60) the caller takes for Redis's now
 -- ARGV[4] TTL of a per-minute active set and HyperLogLog, seconds
--- ARGV[5] prefix of the per-minute active HyperLogLogs
--- ARGV[6] most live connections a user may hold when one is new; <= 0: no cap
--- ARGV[5+2i], ARGV[6+2i] the i-th connection's uid and id
+-- ARGV[5] most live connections a user may hold when one is new; <= 0: no cap
+-- ARGV[4+2i], ARGV[5+2i] the i-th connection's uid and id
 -- Returns {now ms, 1 when the lease had run out (or never existed), then per
 -- connection: 1 when its user was not in connected (friends must be told),
--- 0 when registered, -1 when the cap refused it}.
+-- 0 when registered, -1 when the cap refused it}; or {now ms, -1} when
+-- ARGV[3] is not the minute now: then nothing is written, and the caller
+-- runs it again with that minute's keys.
 local now = now_ms()
 local instance = ARGV[1]
+if math.floor(now / 60000) ~= tonumber(ARGV[3]) then
+  return {now, -1}
+end
 
 local lease = redis.call('ZSCORE', KEYS[4], instance)
 local lost = 0
@@ -65,11 +75,11 @@ local function live(registry, conn)
   return n, held
 end
 
-local cap = tonumber(ARGV[6])
+local cap = tonumber(ARGV[5])
 local out = {now, lost}
 local uids = {}
-for i = 1, #KEYS - 5 do
-  local uid, conn, registry = ARGV[5 + 2 * i], ARGV[6 + 2 * i], KEYS[5 + i]
+for i = 1, #KEYS - 7 do
+  local uid, conn, registry = ARGV[4 + 2 * i], ARGV[5 + 2 * i], KEYS[7 + i]
   local refused = false
   if cap > 0 then
     local n, held = live(registry, conn)
@@ -88,13 +98,10 @@ if #uids == 0 then
   return out
 end
 
-local minute = math.floor(now / 60000)
-local set = ARGV[3] .. minute
-redis.call('SADD', set, unpack(uids))
-redis.call('EXPIRE', set, ARGV[4])
-local hll = ARGV[5] .. minute
-redis.call('PFADD', hll, unpack(uids))
-redis.call('EXPIRE', hll, ARGV[4])
+redis.call('SADD', KEYS[6], unpack(uids))
+redis.call('EXPIRE', KEYS[6], ARGV[4])
+redis.call('PFADD', KEYS[7], unpack(uids))
+redis.call('EXPIRE', KEYS[7], ARGV[4])
 local seen = {}
 for i, uid in ipairs(uids) do
   seen[2 * i - 1], seen[2 * i] = now, uid

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,15 +27,24 @@ var (
 func (t *Tracker) Sweep(ctx context.Context) (int, error) {
 	k := t.keys
 	total := 0
+	var instance string // to sweep, as the last call answered; none at first
+	var conns []string  // of instance, to take out
 	for {
-		res, err := sweepScript.Run(ctx, t.rdb,
-			[]string{k.instances(), k.connected(), k.lastSeen(), k.onlineCopy()},
-			k.instanceConnsPrefix(), k.connsPrefix(), sweepBatch,
-		).Slice()
+		keys := []string{k.instances(), k.connected(), k.lastSeen(), k.onlineCopy()}
+		args := []any{sweepBatch}
+		if instance != "" {
+			keys = append(keys, k.instanceConns(instance))
+			args = append(args, instance)
+			for _, c := range conns {
+				keys = append(keys, k.conns(connUser(c)))
+				args = append(args, c)
+			}
+		}
+		res, err := sweepScript.Run(ctx, t.rdb, keys, args...).Slice()
 		if err != nil {
 			return total, fmt.Errorf("sweep: %w", err)
 		}
-		for i := 1; i+1 < len(res); i += 2 {
+		for i := 2; i+1 < len(res); i += 2 {
 			uid, err := strconv.ParseInt(fmt.Sprint(res[i]), 10, 64)
 			if err != nil {
 				continue // not a user id; nobody to tell
@@ -46,10 +56,29 @@ func (t *Tracker) Sweep(ctx context.Context) (int, error) {
 			total++
 			t.announce(ctx, uid, false, seen)
 		}
-		if toInt(res, 0) == 0 {
+		if instance, _ = res[0].(string); instance == "" {
 			return total, nil
 		}
+		conns = conns[:0]
+		next, _ := res[1].([]any)
+		for _, c := range next {
+			conns = append(conns, fmt.Sprint(c))
+		}
+		if len(conns) == 0 {
+			conns, err = t.rdb.SRandMemberN(ctx, k.instanceConns(instance), sweepBatch).Result()
+			if err != nil {
+				return total, fmt.Errorf("sweep: connections of %s: %w", instance, err)
+			}
+		}
 	}
+}
+
+// connUser is the user of a connection in an instance's set ("uid:connID"),
+// or 0 when it names none.
+func connUser(conn string) int64 {
+	uid, _, _ := strings.Cut(conn, ":")
+	n, _ := strconv.ParseInt(uid, 10, 64)
+	return n
 }
 
 // TrimCopy takes out of the shared online copy the users seen before now -

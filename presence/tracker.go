@@ -24,7 +24,10 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"chorus/internal/slots"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
@@ -40,10 +43,11 @@ const (
 )
 
 const (
-	activeMinutes = 10               // active_last_10m counts this many minutes
-	activeKeyTTL  = 11 * time.Minute // a minute's keys outlive the ten minutes they are read in
-	sweepBatch    = 500              // connections the sweep script takes out per call
-	announceBatch = 1000             // channels per publishing script call
+	activeMinutes  = 10               // active_last_10m counts this many minutes
+	activeKeyTTL   = 11 * time.Minute // a minute's keys outlive the ten minutes they are read in
+	sweepBatch     = 500              // connections the sweep script takes out per call
+	announceBatch  = 1000             // channels per publishing script call
+	presencesBatch = 1000             // users per presences script call
 )
 
 var (
@@ -82,7 +86,9 @@ type Options struct {
 	CountsTTL time.Duration
 
 	// FriendsKey names the sorted set of uid's friends (member: friend uid in
-	// decimal, score: friend since, unix ms). The social package owns it.
+	// decimal, score: friend since, unix ms). The social package owns it; on a
+	// Redis Cluster it must be the mirror in presence's slot
+	// (FriendsMirrorKey), which the social package keeps.
 	FriendsKey func(uid int64) string
 	// Channel names the pub/sub channel carrying uid's live events.
 	Channel func(uid int64) string
@@ -128,6 +134,9 @@ type Tracker struct {
 	log    *slog.Logger
 	counts countsCache
 	now    func() time.Time // the local clock, for the counts cache alone
+	// skew is Redis's clock less the local one (ms) at the last script
+	// reply, to tell which minute's keys to hand the scripts (see inMinute).
+	skew atomic.Int64
 
 	mu      sync.Mutex
 	held    map[Beat]struct{} // the connections registered through this instance
@@ -144,17 +153,38 @@ type Tracker struct {
 	}
 }
 
-// New returns a Tracker using rdb under the options' key prefix. It panics
-// when FriendsKey or Channel is missing, a wiring mistake.
+// New returns a Tracker using rdb under the options' key prefix; on a Redis
+// Cluster every key is in one slot (see keys). It panics when FriendsKey or
+// Channel is missing, or on a cluster when FriendsKey names a key outside
+// presence's slot: wiring mistakes.
 func New(rdb redis.UniversalClient, opts Options) *Tracker {
 	if opts.FriendsKey == nil || opts.Channel == nil {
 		panic("presence: Options.FriendsKey and Options.Channel are required")
 	}
+	cluster := slots.Cluster(rdb)
+	k := newKeys(opts.Prefix, cluster)
+	if cluster && slots.Of(opts.FriendsKey(1)) != slots.Of(k.lastSeen()) {
+		panic("presence: on a Redis Cluster, Options.FriendsKey must name the mirror in presence's slot (FriendsMirrorKey)")
+	}
 	opts.fill()
 	return &Tracker{
-		id: uuid.NewString(), rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix},
+		id: uuid.NewString(), rdb: rdb, opts: opts, keys: k,
 		log: opts.Logger, now: time.Now, held: map[Beat]struct{}{}, leaving: map[Beat]struct{}{},
 	}
+}
+
+// shard returns the client of the Redis holding presence's keys, for
+// commands that name no key: rdb itself, or on a cluster the master of
+// presence's slot, where a keyless command through rdb could reach any node.
+func (t *Tracker) shard(ctx context.Context) (redis.Cmdable, error) {
+	return shardOf(ctx, t.rdb, t.keys)
+}
+
+func shardOf(ctx context.Context, rdb redis.UniversalClient, k keys) (redis.Cmdable, error) {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		return c.MasterForKey(ctx, k.lastSeen())
+	}
+	return rdb, nil
 }
 
 // Window is the online window W the tracker was built with.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"chorus/internal/slots"
 	"chorus/presence"
 	"chorus/realtime"
 	"chorus/social"
@@ -52,14 +53,20 @@ func New(rdb redis.UniversalClient, o Options) *Instance {
 	if log == nil {
 		log = slog.Default()
 	}
+	cluster := slots.Cluster(rdb)
 	so := o.Social
 	so.Prefix, so.Logger = o.Prefix, log.With("component", "social")
-	so.ConnectedKey = presence.ConnectedKey(o.Prefix)
+	so.ConnectedKey = presence.ConnectedKey(o.Prefix, cluster)
 	soc := social.New(rdb, so)
 
 	po := o.Presence
 	po.Prefix, po.Logger = o.Prefix, log.With("component", "presence")
 	po.FriendsKey, po.Channel, po.Profile = soc.FriendsKey, soc.UserChannel, soc.Profile
+	if cluster {
+		// Presence's scripts read a user's friends in presence's slot: the
+		// mirror of the friend set, which social keeps.
+		po.FriendsKey = func(uid int64) string { return presence.FriendsMirrorKey(o.Prefix, uid) }
+	}
 	pres := presence.New(rdb, po)
 
 	ro := o.Realtime
