@@ -439,3 +439,99 @@ func TestShardedFailover(t *testing.T) {
 		}
 	}
 }
+
+// When Redis moves a slot to another master, the old one unsubscribes its
+// channels (sunsubscribe): they are lost, subscribed on the new master and
+// confirmed again, and what is published to them reaches the subscriber
+// there. The other channels are untouched.
+func TestShardedSlotMoved(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.StartCluster(t, 3, 0)
+	rdb := redistest.ClusterClientOf(t, cluster.Addrs())
+	p, _ := newTestSharded(t, rdb)
+	seen := newTap(t, p)
+	channels := spreadChannels(redistest.Prefix(), 200)
+	if err := p.Subscribe(t.Context(), channels...); err != nil {
+		t.Fatal(err)
+	}
+	seen.confirmedAll(t, channels, 1)
+
+	ch := channels[0]
+	slot := slots.Of(ch)
+	from := mastersOf(t, rdb, []string{ch})
+	nodes := map[string]*redis.Client{} // by address
+	ids := map[string]string{}
+	for _, addr := range cluster.Addrs() {
+		node := redis.NewClient(&redis.Options{Addr: addr})
+		defer node.Close()
+		id, err := node.ClusterMyID(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[addr], ids[addr] = node, id
+	}
+	var to string
+	for addr := range nodes {
+		if _, ok := from[addr]; !ok {
+			to = addr
+			break
+		}
+	}
+	// The slot holds no keys: each node is told its new owner, the new
+	// owner first.
+	order := []string{to}
+	for addr := range nodes {
+		if addr != to {
+			order = append(order, addr)
+		}
+	}
+	for _, addr := range order {
+		if err := nodes[addr].Do(t.Context(), "CLUSTER", "SETSLOT", slot, "NODE", ids[to]).Err(); err != nil {
+			t.Fatalf("CLUSTER SETSLOT %d NODE on %s: %v", slot, addr, err)
+		}
+	}
+
+	var moved []string
+	for _, c := range channels {
+		if slots.Of(c) == slot {
+			moved = append(moved, c)
+		}
+	}
+	seen.wait(t, func() string {
+		for _, c := range moved {
+			if seen.lost[c] != 1 || seen.confirmed[c] != 2 {
+				return fmt.Sprintf("%s lost %d times and confirmed %d, want once and twice", c, seen.lost[c], seen.confirmed[c])
+			}
+		}
+		return ""
+	})
+	subs, err := nodes[to].PubSubShardNumSub(t.Context(), ch).Result()
+	if err != nil || subs[ch] != 1 {
+		t.Fatalf("%s has %d subscribers on its new master (%v), want 1", ch, subs[ch], err)
+	}
+	testio.Eventually(t, 10*time.Second, func() string {
+		n, err := rdb.SPublish(t.Context(), ch, "after").Result()
+		if err != nil || n != 1 {
+			return fmt.Sprintf("SPUBLISH to %s after the move reached %d subscribers (%v)", ch, n, err)
+		}
+		return ""
+	})
+	seen.wait(t, func() string {
+		if got := seen.messages[ch]; !slices.Equal(got, []string{"after"}) {
+			return fmt.Sprintf("%s got %q, want %q", ch, got, "after")
+		}
+		return ""
+	})
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	for _, c := range channels {
+		if slots.Of(c) != slot && (seen.lost[c] != 0 || seen.confirmed[c] != 1) {
+			t.Errorf("%s, in a slot that stayed, lost %d times and confirmed %d, want never and once", c, seen.lost[c], seen.confirmed[c])
+		}
+	}
+	for addr, node := range nodes {
+		if clients := pubsubClients(t, node); len(clients) != 1 {
+			t.Errorf("master %s holds %d pub/sub connections, want 1", addr, len(clients))
+		}
+	}
+}
