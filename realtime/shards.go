@@ -185,12 +185,11 @@ func (p *shardedPubSub) apply(ctx context.Context, c shardChange) {
 
 // place subscribes the wanted channels of slot on the shard of the master
 // that serves it, as far as the client knows, opening that shard if need
-// be. When the master cannot be reached, a repair tries again.
+// be. When there is no master to reach, a repair tries again.
 func (p *shardedPubSub) place(ctx context.Context, slot int) {
 	channels := slices.Collect(maps.Keys(p.want[slot]))
 	master, err := p.rdb.MasterForKey(ctx, channels[0])
-	if err != nil {
-		p.log.Warn("cluster pub/sub: no master for a slot; trying again", "slot", slot, "err", err)
+	if err != nil { // the client knows no slots: the repair says so
 		p.schedule()
 		return
 	}
@@ -338,8 +337,10 @@ func (p *shardedPubSub) repair(ctx context.Context) {
 			p.closeShard(sh)
 		}
 	}
-	if len(p.placed) < len(p.want) {
+	if waiting := len(p.want) - len(p.placed); waiting > 0 {
 		p.backoff = min(2*p.backoff, shardRetryMax)
+		p.log.Info("cluster pub/sub: slots still without a subscription; trying again",
+			"slots", waiting, "in", p.backoff)
 		p.retry = nil
 		p.schedule()
 		return
