@@ -9,10 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,7 +166,7 @@ func newClusterEnv(tb testing.TB, rdb, hubRDB *redis.ClusterClient) *clusterEnv 
 	tb.Helper()
 	feed := &memFeed{prefix: redistest.Prefix(), rdb: rdb, home: map[int64][]social.Status{}, pulls: map[int64][]int64{}, sessions: map[string]int64{}}
 	hub := New(hubRDB, feed, memPresence{}, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := serve(tb, hub, func(w http.ResponseWriter, r *http.Request) {
 		session := r.Header.Get(tokenHeader)
 		owners, _ := feed.SessionOwners(r.Context(), []string{session})
 		if owners[0] == 0 {
@@ -178,16 +176,8 @@ func newClusterEnv(tb testing.TB, rdb, hubRDB *redis.ClusterClient) *clusterEnv 
 		if err := hub.Serve(w, r, owners[0], session); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		}
-	}))
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := hub.Shutdown(ctx); err != nil {
-			tb.Errorf("hub shutdown: %v", err)
-		}
-		srv.Close()
 	})
-	return &clusterEnv{tb: tb, rdb: rdb, feed: feed, hub: hub, url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/stream"}
+	return &clusterEnv{tb: tb, rdb: rdb, feed: feed, hub: hub, url: url}
 }
 
 // connect signs uid in, following the pulled authors named, and opens a

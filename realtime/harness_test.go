@@ -82,7 +82,7 @@ func newEnv(tb testing.TB, o envOptions) *env {
 	hopts.Logger = log
 	hub := New(rdb, feed, hubPres, hopts)
 	refusals := make(chan error, 16)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := func(w http.ResponseWriter, r *http.Request) {
 		token := r.Header.Get(tokenHeader)
 		uid, err := soc.Authenticate(r.Context(), token)
 		if err != nil {
@@ -98,7 +98,17 @@ func newEnv(tb testing.TB, o envOptions) *env {
 			}
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		}
-	}))
+	}
+	return &env{
+		tb: tb, rdb: rdb, prefix: prefix, social: soc, presence: pres, hub: hub, refusals: refusals,
+		url: serve(tb, hub, handler),
+	}
+}
+
+// serve serves a test's streams with handler and returns their URL; when
+// the test ends it shuts hub down and closes the server.
+func serve(tb testing.TB, hub *Hub, handler http.HandlerFunc) string {
+	srv := httptest.NewServer(handler)
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -107,10 +117,7 @@ func newEnv(tb testing.TB, o envOptions) *env {
 		}
 		srv.Close()
 	})
-	return &env{
-		tb: tb, rdb: rdb, prefix: prefix, social: soc, presence: pres, hub: hub, refusals: refusals,
-		url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/stream",
-	}
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/stream"
 }
 
 // peer is another instance beside e: a hub of its own, shaped by o, on e's

@@ -94,6 +94,23 @@ func newTestSharded(tb testing.TB, rdb *redis.ClusterClient) (*shardedPubSub, *a
 	return p, &commands
 }
 
+// subscribedCluster starts a cluster of three masters with replicas each,
+// and a sharded pub/sub on it subscribed to n channels over every slot,
+// each confirmed once.
+func subscribedCluster(tb testing.TB, replicas, n int) (*redistest.Cluster, *redis.ClusterClient, *tap, []string) {
+	tb.Helper()
+	cluster := redistest.StartCluster(tb, 3, replicas)
+	rdb := redistest.ClusterClientOf(tb, cluster.Addrs())
+	p, _ := newTestSharded(tb, rdb)
+	seen := newTap(tb, p)
+	channels := spreadChannels(redistest.Prefix(), n)
+	if err := p.Subscribe(tb.Context(), channels...); err != nil {
+		tb.Fatal(err)
+	}
+	seen.confirmedAll(tb, channels, 1)
+	return cluster, rdb, seen, channels
+}
+
 // spreadChannels names n user channels under prefix, tagged like a
 // cluster's: their slots spread over every master.
 func spreadChannels(prefix string, n int) []string {
@@ -320,15 +337,7 @@ func TestShardedSubscribe(t *testing.T) {
 // the failover arrives once, and none is lost or confirmed again.
 func TestShardedFailover(t *testing.T) {
 	t.Parallel()
-	cluster := redistest.StartCluster(t, 3, 1)
-	rdb := redistest.ClusterClientOf(t, cluster.Addrs())
-	p, _ := newTestSharded(t, rdb)
-	seen := newTap(t, p)
-	channels := spreadChannels(redistest.Prefix(), 300)
-	if err := p.Subscribe(t.Context(), channels...); err != nil {
-		t.Fatal(err)
-	}
-	seen.confirmedAll(t, channels, 1)
+	cluster, rdb, seen, channels := subscribedCluster(t, 1, 300)
 
 	victim := cluster.Nodes[0].Addr
 	byMaster := mastersOf(t, rdb, channels)
@@ -446,15 +455,7 @@ func TestShardedFailover(t *testing.T) {
 // there. The other channels are untouched.
 func TestShardedSlotMoved(t *testing.T) {
 	t.Parallel()
-	cluster := redistest.StartCluster(t, 3, 0)
-	rdb := redistest.ClusterClientOf(t, cluster.Addrs())
-	p, _ := newTestSharded(t, rdb)
-	seen := newTap(t, p)
-	channels := spreadChannels(redistest.Prefix(), 200)
-	if err := p.Subscribe(t.Context(), channels...); err != nil {
-		t.Fatal(err)
-	}
-	seen.confirmedAll(t, channels, 1)
+	cluster, rdb, seen, channels := subscribedCluster(t, 0, 200)
 
 	ch := channels[0]
 	slot := slots.Of(ch)
