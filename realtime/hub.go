@@ -145,7 +145,8 @@ type Stats struct {
 	BeatFlushes atomic.Int64
 	// SubscribeCommands counts SUBSCRIBE and UNSUBSCRIBE commands sent,
 	// each for a batch of channels; on a cluster, SSUBSCRIBE and
-	// SUNSUBSCRIBE, each for the channels of one slot.
+	// SUNSUBSCRIBE, each for the channels of one slot, those that subscribe
+	// a lost connection's slots again included.
 	SubscribeCommands atomic.Int64
 	// PresenceCoalesced counts presence frames not sent because a newer one
 	// about the same user, within a second, replaced them.
