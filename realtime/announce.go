@@ -47,7 +47,7 @@ func (h *Hub) announcePair(ctx context.Context, a, b int64, about func(social.Us
 		if err != nil {
 			return fmt.Errorf("announce to %d and %d: %w", a, b, err)
 		}
-		pipe.Publish(ctx, h.feed.UserChannel(users[1-i].ID), raw)
+		h.publish(ctx, pipe, h.feed.UserChannel(users[1-i].ID), raw)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("announce to %d and %d: %w", a, b, err)

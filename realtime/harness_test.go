@@ -82,7 +82,7 @@ func newEnv(tb testing.TB, o envOptions) *env {
 	hopts.Logger = log
 	hub := New(rdb, feed, hubPres, hopts)
 	refusals := make(chan error, 16)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := func(w http.ResponseWriter, r *http.Request) {
 		token := r.Header.Get(tokenHeader)
 		uid, err := soc.Authenticate(r.Context(), token)
 		if err != nil {
@@ -98,7 +98,17 @@ func newEnv(tb testing.TB, o envOptions) *env {
 			}
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		}
-	}))
+	}
+	return &env{
+		tb: tb, rdb: rdb, prefix: prefix, social: soc, presence: pres, hub: hub, refusals: refusals,
+		url: serve(tb, hub, handler),
+	}
+}
+
+// serve serves a test's streams with handler and returns their URL; when
+// the test ends it shuts hub down and closes the server.
+func serve(tb testing.TB, hub *Hub, handler http.HandlerFunc) string {
+	srv := httptest.NewServer(handler)
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -107,10 +117,7 @@ func newEnv(tb testing.TB, o envOptions) *env {
 		}
 		srv.Close()
 	})
-	return &env{
-		tb: tb, rdb: rdb, prefix: prefix, social: soc, presence: pres, hub: hub, refusals: refusals,
-		url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/stream",
-	}
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/stream"
 }
 
 // peer is another instance beside e: a hub of its own, shaped by o, on e's
@@ -220,16 +227,21 @@ func (e *env) subscribers(u user) int64 {
 }
 
 func (e *env) dial(u user, header http.Header) (*websocket.Conn, *http.Response, error) {
+	return dialToken(e.tb, e.url, u.token, header)
+}
+
+// dialToken dials a test server's stream at url with a session token.
+func dialToken(tb testing.TB, url, token string, header http.Header) (*websocket.Conn, *http.Response, error) {
 	if header == nil {
 		header = http.Header{}
 	}
-	header.Set(tokenHeader, u.token)
+	header.Set(tokenHeader, token)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ws, res, err := websocket.Dial(ctx, e.url, &websocket.DialOptions{HTTPHeader: header})
+	ws, res, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: header})
 	if ws != nil {
 		ws.SetReadLimit(1 << 20)
-		e.tb.Cleanup(func() { ws.CloseNow() })
+		tb.Cleanup(func() { ws.CloseNow() })
 	}
 	return ws, res, err
 }
@@ -237,13 +249,20 @@ func (e *env) dial(u user, header http.Header) (*websocket.Conn, *http.Response,
 // connect opens a stream as u and waits for its ready frame.
 func (e *env) connect(u user) *stream {
 	e.tb.Helper()
-	ws, res, err := e.dial(u, nil)
+	return connectToken(e.tb, e.url, u.token)
+}
+
+// connectToken opens a stream at url with a session token and waits for
+// its ready frame.
+func connectToken(tb testing.TB, url, token string) *stream {
+	tb.Helper()
+	ws, res, err := dialToken(tb, url, token, nil)
 	if err != nil {
-		e.tb.Fatalf("dial as %s: %v (%v)", u.login, err, res)
+		tb.Fatalf("dial with %s: %v (%v)", token, err, res)
 	}
-	s := newStream(e.tb, ws)
+	s := newStream(tb, ws)
 	if f := s.next(5 * time.Second); f.Type != "ready" {
-		e.tb.Fatalf("first frame is %+v, want ready", f)
+		tb.Fatalf("first frame is %+v, want ready", f)
 	}
 	return s
 }

@@ -1,12 +1,13 @@
 // Package realtime holds the live connections of one Chorus instance: each
 // WebSocket's reader and writer, heartbeats, resume, and the routing of
 // events from Redis pub/sub to the local connections they are for. Each
-// instance subscribes, on one pub/sub connection, to the channels of the
-// users connected to it, and unsubscribes when their last connection goes:
-// publishers never need to know where a user is connected. It subscribes
-// too to the channels of the pulled authors its users follow (authors with
-// so many followers that their statuses are published once, not to each
-// follower), and routes their frames to those users.
+// instance subscribes, on one pub/sub connection (on a Redis Cluster, with
+// sharded pub/sub, one per master), to the channels of the users connected
+// to it, and unsubscribes when their last connection goes: publishers never
+// need to know where a user is connected. It subscribes too to the channels
+// of the pulled authors its users follow (authors with so many followers
+// that their statuses are published once, not to each follower), and routes
+// their frames to those users.
 package realtime
 
 import (
@@ -19,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"chorus/internal/slots"
 	"chorus/presence"
 	"chorus/protocol"
 	"chorus/social"
@@ -97,12 +99,13 @@ type Options struct {
 // Hub routes live events to this instance's connections.
 type Hub struct {
 	rdb      redis.UniversalClient
+	cluster  bool // rdb is a Redis Cluster: sharded pub/sub
 	feed     Feed
 	presence Presence
 	opts     Options
 	log      *slog.Logger
 
-	ps      *redis.PubSub
+	ps      pubSub
 	syncCh  chan string   // channels whose subscription may need to change
 	recheck chan struct{} // wakes the session checker for channels in h.unchecked
 
@@ -111,6 +114,7 @@ type Hub struct {
 	authors   map[string]*readers // pulled authors' channels: the local users who follow them
 	live      map[string]bool     // channels whose subscription Redis confirmed
 	unchecked map[string]struct{} // channels confirmed again, their sessions still to check
+	lost      map[string]struct{} // live channels a cluster lost, until confirmed again
 	closing   bool
 	beats     beats
 	conns     sync.WaitGroup // every connection's Serve
@@ -127,17 +131,22 @@ func (h *Hub) Counters() *Stats { return &h.Stats }
 
 // Stats are counters of a hub's life, read by the metrics endpoint.
 type Stats struct {
-	Open           atomic.Int64 // connections open now
-	FramesSent     atomic.Int64
-	FramesDropped  atomic.Int64 // frames not sent because the connection was closing or too slow
-	SlowClosed     atomic.Int64 // connections closed because their queue overflowed
-	Heartbeats     atomic.Int64 // heartbeat frames received, recorded or not
-	PubSubRestarts atomic.Int64 // resubscriptions after the pub/sub connection was lost
+	Open          atomic.Int64 // connections open now
+	FramesSent    atomic.Int64
+	FramesDropped atomic.Int64 // frames not sent because the connection was closing or too slow
+	SlowClosed    atomic.Int64 // connections closed because their queue overflowed
+	Heartbeats    atomic.Int64 // heartbeat frames received, recorded or not
+	// PubSubRestarts counts channels confirmed again after their
+	// subscription was lost: the pub/sub connection broke, or on a cluster,
+	// a master's connection broke or the channel's slot moved.
+	PubSubRestarts atomic.Int64
 	// BeatFlushes counts the script calls that wrote the connections'
 	// activity to presence, one per tick with any.
 	BeatFlushes atomic.Int64
 	// SubscribeCommands counts SUBSCRIBE and UNSUBSCRIBE commands sent,
-	// each for a batch of channels.
+	// each for a batch of channels; on a cluster, SSUBSCRIBE and
+	// SUNSUBSCRIBE, each for the channels of one slot, those that subscribe
+	// a lost connection's slots again included.
 	SubscribeCommands atomic.Int64
 	// PresenceCoalesced counts presence frames not sent because a newer one
 	// about the same user, within a second, replaced them.
@@ -213,15 +222,20 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
-		rdb: rdb, feed: feed, presence: pres, opts: opts, log: opts.Logger,
-		ps:        rdb.Subscribe(ctx),
+		rdb: rdb, cluster: slots.Cluster(rdb), feed: feed, presence: pres, opts: opts, log: opts.Logger,
 		syncCh:    make(chan string, 1024),
 		recheck:   make(chan struct{}, 1),
 		users:     map[string]*local{},
 		authors:   map[string]*readers{},
 		live:      map[string]bool{},
 		unchecked: map[string]struct{}{},
+		lost:      map[string]struct{}{},
 		cancel:    cancel, stopped: ctx.Done(),
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		h.ps = newShardedPubSub(ctx, cc, &h.Stats.SubscribeCommands, h.log)
+	} else {
+		h.ps = newSinglePubSub(ctx, rdb, &h.Stats.SubscribeCommands)
 	}
 	h.routerWG.Add(5)
 	go h.route(ctx)
@@ -232,11 +246,11 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	return h
 }
 
-// route reads the pub/sub connection and hands each event to the local
-// connections of the user it is for. It never blocks on a connection.
+// route reads pub/sub and hands each event to the local connections of the
+// user it is for. It never blocks on a connection.
 func (h *Hub) route(ctx context.Context) {
 	defer h.routerWG.Done()
-	ch := h.ps.ChannelWithSubscriptions(redis.WithChannelSize(4096))
+	ch := h.ps.Incoming()
 	for {
 		var msg any
 		select {
@@ -246,51 +260,48 @@ func (h *Hub) route(ctx context.Context) {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
+			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
 				h.confirmed(m.Channel)
 			}
 		case *redis.Message:
 			h.dispatch(m.Channel, []byte(m.Payload))
+		case lostChannels:
+			h.lose(m)
 		}
 	}
 }
 
 // confirmed marks a channel's subscription as live. A confirmation for a
-// channel already live means the pub/sub connection was lost and made
-// again, and Redis may have lost its data meanwhile (a restart without
-// persistence, a failover to a lagging replica): the channel's frames are
+// channel already live means its subscription was lost and made again, and
+// Redis may have lost its data meanwhile (a restart without persistence, a
+// failover to a lagging replica): the frames of the channel's users are
 // held back until the session checker has closed the connections whose
-// session is gone, and the others have caught up on what they missed.
+// session is gone, and the others have caught up on what they missed. A
+// pulled author's statuses missed meanwhile are caught up that way too:
+// their readers' home timelines merge them.
 func (h *Hub) confirmed(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if r := h.authors[channel]; r != nil {
-		// Confirmed again (the pub/sub connection was made again): an
-		// author's frames missed meanwhile are caught up with the user
-		// channels' (their home timelines merge the author's).
-		if !h.live[channel] {
-			h.live[channel] = true
-			close(r.ready)
-		}
-		return
-	}
-	u := h.users[channel]
+	r, u := h.authors[channel], h.users[channel]
 	if !h.live[channel] {
 		h.live[channel] = true
-		if u != nil {
+		switch {
+		case r != nil:
+			close(r.ready)
+		case u != nil:
 			close(u.ready)
 		}
 		return
 	}
 	h.Stats.PubSubRestarts.Add(1)
-	if u != nil {
-		u.checking = true
-		u.checkRound++
-		h.unchecked[channel] = struct{}{}
-		select {
-		case h.recheck <- struct{}{}:
-		default: // the checker is woken already
+	delete(h.lost, channel)
+	if r != nil {
+		for _, u := range r.users {
+			h.restart(u)
 		}
+	}
+	if u != nil {
+		h.restart(u)
 	}
 }
 
@@ -392,6 +403,7 @@ func (h *Hub) subscriber(ctx context.Context) {
 				// From here on a joining connection waits for a new
 				// confirmation.
 				delete(h.live, channel)
+				delete(h.lost, channel)
 			}
 			switch {
 			case want && !subscribed[channel]:
@@ -404,7 +416,6 @@ func (h *Hub) subscriber(ctx context.Context) {
 		}
 		h.mu.Unlock()
 		clear(batch)
-		h.Stats.SubscribeCommands.Add(int64(min(1, len(subscribe)) + min(1, len(unsubscribe))))
 		for _, change := range []struct {
 			channels  []string
 			subscribe bool
@@ -414,8 +425,8 @@ func (h *Hub) subscriber(ctx context.Context) {
 				continue
 			}
 			if err := change.do(ctx, change.channels...); err != nil && ctx.Err() == nil {
-				// The client keeps the channels in its list even when the
-				// command fails, and subscribes them again on reconnecting.
+				// The channels stay in the pub/sub's list even when the
+				// command fails, and are subscribed again on reconnecting.
 				// (At shutdown the connection is closed on purpose.)
 				h.log.Warn("pub/sub change failed; it is made again on reconnect",
 					"channels", len(change.channels), "subscribe", change.subscribe, "err", err)
@@ -439,6 +450,7 @@ func (h *Hub) join(ctx context.Context, c *conn) error {
 		if h.live[channel] { // still subscribed from a connection just gone
 			close(u.ready)
 		}
+		_, u.checking = h.lost[channel] // lost since: held back until confirmed again
 		h.users[channel] = u
 	}
 	u.conns[c] = struct{}{}
@@ -559,6 +571,9 @@ func (h *Hub) addPull(u *local, author int64) (string, bool) {
 		h.authors[ch] = r
 	}
 	r.users[u.uid] = u
+	if _, lost := h.lost[ch]; lost {
+		u.checking = true // until the author's channel is confirmed again
+	}
 	return ch, first
 }
 
@@ -567,6 +582,9 @@ func (h *Hub) addPull(u *local, author int64) (string, bool) {
 func (h *Hub) removePull(u *local, author int64) (string, bool) {
 	delete(u.pulls, author)
 	ch := h.feed.AuthorChannel(author)
+	if _, lost := h.lost[ch]; lost && u.checking {
+		h.restart(u) // held back for this author alone, maybe
+	}
 	r := h.authors[ch]
 	if r == nil {
 		return ch, false
@@ -602,7 +620,7 @@ var (
 // session sessionID (a signed-out token's social.SessionID), with 1008.
 func (h *Hub) EndSession(ctx context.Context, uid int64, sessionID string) error {
 	payload, _ := json.Marshal(protocol.Internal{Type: protocol.TypeSessionEnded, Session: sessionID})
-	if err := h.rdb.Publish(ctx, h.feed.UserChannel(uid), payload).Err(); err != nil {
+	if err := h.publish(ctx, h.rdb, h.feed.UserChannel(uid), payload).Err(); err != nil {
 		return fmt.Errorf("end session of %d: %w", uid, err)
 	}
 	return nil

@@ -82,9 +82,10 @@ func (h *Hub) recheckChannels(ctx context.Context) error {
 		switch {
 		case err != nil:
 			h.unchecked[channel] = struct{}{}
-		case h.users[channel] == r.u && r.u.checkRound == r.round:
+		case h.users[channel] == r.u && r.u.checkRound == r.round && !h.holdsLost(r.u):
 			// Else another reconnect came meanwhile and its own check is
-			// to come.
+			// to come, or another of the user's channels is still lost and
+			// its confirmation will ask for one.
 			r.u.checking = false
 			for c := range r.u.conns {
 				c.enqueue(outgoing{catchUp: true})
