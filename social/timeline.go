@@ -56,7 +56,7 @@ type TimelinePage struct {
 // authors, on other shards).
 func (s *Service) HomeTimeline(ctx context.Context, uid int64, c Cursor) (TimelinePage, error) {
 	k := s.keys
-	return s.page(ctx, k.home(uid), c, func(newestFirst bool, cursor int64, n int) ([]string, error) {
+	return s.page(ctx, k.home(uid), c, func(newestFirst bool, cursor int64, n int) ([]int64, error) {
 		pipe := s.rdb.Pipeline()
 		home := s.window(ctx, pipe, k.home(uid), newestFirst, cursor, 0, n)
 		pulls := pipe.ZRange(ctx, k.pulls(uid), 0, -1)
@@ -64,7 +64,7 @@ func (s *Service) HomeTimeline(ctx context.Context, uid int64, c Cursor) (Timeli
 			return nil, err
 		}
 		if len(pulls.Val()) == 0 {
-			return home.Val(), nil
+			return parseIDs(home.Val()), nil
 		}
 		// Each author gives at most n ids past the cursor and, once the
 		// stored timeline fills the page, only ids that could still make it.
@@ -110,27 +110,17 @@ func (s *Service) window(ctx context.Context, c redis.Cmdable, key string, newes
 
 // mergeIDs merges timelines' ids, each in the page's order, into the first n
 // of their union in that order, without duplicates.
-func mergeIDs(sources [][]string, newestFirst bool, n int) []string {
-	seen := map[int64]bool{}
+func mergeIDs(sources [][]string, newestFirst bool, n int) []int64 {
 	var ids []int64
 	for _, src := range sources {
-		for _, id := range parseIDs(src) {
-			if !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
-			}
-		}
+		ids = append(ids, parseIDs(src)...)
 	}
 	slices.Sort(ids)
+	ids = slices.Compact(ids)
 	if newestFirst {
 		slices.Reverse(ids)
 	}
-	ids = ids[:min(n, len(ids))]
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = itoa(id)
-	}
-	return out
+	return ids[:min(n, len(ids))]
 }
 
 // ProfileTimeline pages through the statuses of the user with login.
@@ -152,14 +142,14 @@ func (s *Service) GlobalTimeline(ctx context.Context, c Cursor) (TimelinePage, e
 const maxTimelineRounds = 4
 
 func (s *Service) timeline(ctx context.Context, key string, c Cursor) (TimelinePage, error) {
-	return s.page(ctx, key, c, func(newestFirst bool, cursor int64, n int) ([]string, error) {
+	return s.page(ctx, key, c, func(newestFirst bool, cursor int64, n int) ([]int64, error) {
 		return s.timelineIDs(ctx, key, newestFirst, cursor, n)
 	})
 }
 
 // page reads one page of the timeline named key, whose ids read gives: up
 // to n past cursor, in the page's direction.
-func (s *Service) page(ctx context.Context, key string, c Cursor, read func(newestFirst bool, cursor int64, n int) ([]string, error)) (TimelinePage, error) {
+func (s *Service) page(ctx context.Context, key string, c Cursor, read func(newestFirst bool, cursor int64, n int) ([]int64, error)) (TimelinePage, error) {
 	if err := c.validate(); err != nil {
 		return TimelinePage{}, err
 	}
@@ -172,11 +162,10 @@ func (s *Service) page(ctx context.Context, key string, c Cursor, read func(newe
 	more := false
 	for round := 0; round < maxTimelineRounds; round++ {
 		want := c.Limit - len(page.Statuses)
-		members, err := read(newestFirst, cursor, want+1)
+		ids, err := read(newestFirst, cursor, want+1)
 		if err != nil {
 			return TimelinePage{}, fmt.Errorf("timeline %s: %w", key, err)
 		}
-		ids := parseIDs(members)
 		more = len(ids) > want
 		if more {
 			ids = ids[:want]
@@ -206,6 +195,7 @@ func (s *Service) page(ctx context.Context, key string, c Cursor, read func(newe
 	return page, nil
 }
 
-func (s *Service) timelineIDs(ctx context.Context, key string, newestFirst bool, cursor int64, n int) ([]string, error) {
-	return s.window(ctx, s.rdb, key, newestFirst, cursor, 0, n).Result()
+func (s *Service) timelineIDs(ctx context.Context, key string, newestFirst bool, cursor int64, n int) ([]int64, error) {
+	members, err := s.window(ctx, s.rdb, key, newestFirst, cursor, 0, n).Result()
+	return parseIDs(members), err
 }

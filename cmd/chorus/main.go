@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -80,6 +81,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	target, err := parseRedisURL(redisURL)
 	if err != nil {
 		return fmt.Errorf("redis url: %w", err)
+	}
+	if target.cluster != nil && strings.ContainsAny(cfg.KeyPrefix, "{}") {
+		// The keys' own hash tags place them in slots; a brace in the
+		// prefix would take that over.
+		return fmt.Errorf("key prefix %q: on a Redis Cluster it must not contain { or }", cfg.KeyPrefix)
 	}
 	if target.cluster != nil {
 		// The parts port one by one; until every script names its keys

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -55,6 +56,24 @@ func TestParseRedisURL(t *testing.T) {
 	} {
 		if _, err := parseRedisURL(bad); err == nil {
 			t.Errorf("parseRedisURL(%q) accepted it", bad)
+		}
+	}
+}
+
+// A cluster URL is refused at start, for now, and a key prefix with braces
+// before that: it would take over the keys' hash tags.
+func TestRunRefusesCluster(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-redis-url", "redis+cluster://127.0.0.1:1,127.0.0.1:2"}, "not supported by this version"},
+		{[]string{"-redis-url", "redis+cluster://127.0.0.1:1", "-key-prefix", "a{b}:"}, "must not contain { or }"},
+	} {
+		err := run(t.Context(), append([]string{"-addr", "127.0.0.1:0"}, c.args...),
+			func(string) string { return "" }, io.Discard, io.Discard, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("run %v = %v, want an error saying %q", c.args, err, c.want)
 		}
 	}
 }
