@@ -188,7 +188,7 @@ func TestPostFanoutPasses(t *testing.T) {
 				}
 			}
 
-			events := eventsSoFar(t, s, rdb, sub)
+			events := eventsSoFar(t, sub)
 			for _, f := range append(slices.Clone(followers), author) {
 				got := ofType(events[s.UserChannel(f.ID)], protocol.TypeStatus)
 				if got := eventIDs(got); !slices.Equal(got, want) {

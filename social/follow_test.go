@@ -167,7 +167,7 @@ func TestUnfollowDropsStatusesDeletedUnderway(t *testing.T) {
 	if got, want := homeIDs(t, s, reader.ID), []int64{otherKept.ID}; !slices.Equal(got, want) {
 		t.Errorf("reader's home after the cleanup jobs = %v, want %v", got, want)
 	}
-	events := eventsSoFar(t, s, rdb, sub)
+	events := eventsSoFar(t, sub)
 	for _, u := range []User{reader, first} {
 		got := events[s.UserChannel(u.ID)]
 		if !slices.Equal(eventIDs(got), []int64{gone.ID, otherGone.ID}) ||

@@ -64,7 +64,7 @@ func listTimelineIDs(tb testing.TB, s *Service, id int64) []int64 {
 
 // unchanged fails the test when any key under the service's prefix differs
 // from before (a dumpKeys), appeared or went.
-func unchanged(tb testing.TB, s *Service, rdb *redis.Client, before map[string]string) {
+func unchanged(tb testing.TB, s *Service, rdb redis.UniversalClient, before map[string]string) {
 	tb.Helper()
 	after := dumpKeys(tb, s, rdb)
 	for _, key := range slices.Sorted(maps.Keys(before)) {

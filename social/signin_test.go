@@ -1,6 +1,7 @@
 package social
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,16 +11,31 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scanKeys returns every key under the service's prefix.
-func scanKeys(tb testing.TB, s *Service, rdb *redis.Client) []string {
+// scanKeys returns every key under the service's prefix, from every
+// master on a cluster.
+func scanKeys(tb testing.TB, s *Service, rdb redis.UniversalClient) []string {
 	tb.Helper()
 	ctx := ctxT(tb)
-	var keys []string
-	iter := rdb.Scan(ctx, 0, s.keys.prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, s.keys.prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
 	}
-	if err := iter.Err(); err != nil {
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, rdb)
+	}
+	if err != nil {
 		tb.Fatal(err)
 	}
 	return keys

@@ -7,20 +7,25 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/slots"
 	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
 
-func newService(tb testing.TB, opts Options) (*Service, *redis.Client) {
+// newService returns a Service on the test backend: one Redis, or the shared
+// cluster when redistest.BackendEnv says so.
+func newService(tb testing.TB, opts Options) (*Service, redis.UniversalClient) {
 	tb.Helper()
-	rdb, prefix := redistest.Client(tb)
+	rdb, prefix := redistest.Backend(tb)
 	opts.Prefix = prefix
 	opts.BcryptCost = 4 // the minimum: tests sign up many users
 	return New(rdb, opts), rdb
@@ -116,24 +121,56 @@ func startWorker(tb testing.TB, s *Service, consumer string) {
 	})
 }
 
+// listener is a test's subscription to some channels. On a cluster it
+// holds one sharded subscription per slot, since one SSUBSCRIBE may not
+// span slots; each has a marker channel in its slot.
+type listener struct {
+	rdb     redis.UniversalClient
+	sharded bool
+	subs    []*redis.PubSub
+	mark    []string // marker channel of each of subs
+}
+
 // listen subscribes to channels and returns once Redis has confirmed every
 // subscription; the subscription ends with the test.
-func listen(tb testing.TB, s *Service, rdb *redis.Client, channels ...string) *redis.PubSub {
+func listen(tb testing.TB, s *Service, rdb redis.UniversalClient, channels ...string) *listener {
 	tb.Helper()
 	ctx := ctxT(tb)
-	channels = append(channels, s.keys.prefix+"test:marker")
-	sub := rdb.Subscribe(ctx, channels...)
-	tb.Cleanup(func() { sub.Close() })
-	for range channels {
-		msg, err := sub.Receive(ctx)
-		if err != nil {
-			tb.Fatal(err)
+	l := &listener{rdb: rdb, sharded: s.keys.cluster}
+	groups := map[int][]string{}
+	if s.keys.cluster {
+		for _, ch := range channels {
+			groups[slots.Of(ch)] = append(groups[slots.Of(ch)], ch)
 		}
-		if _, ok := msg.(*redis.Subscription); !ok {
-			tb.Fatalf("waiting for subscriptions, got %T", msg)
-		}
+	} else {
+		groups[0] = channels
 	}
-	return sub
+	for _, slot := range slices.Sorted(maps.Keys(groups)) {
+		group := groups[slot]
+		var sub *redis.PubSub
+		if s.keys.cluster {
+			// The marker takes the hash tag of its group's first channel.
+			tag := group[0][strings.Index(group[0], "{"):]
+			group = append(group, s.keys.prefix+"test:marker:"+tag)
+			sub = rdb.SSubscribe(ctx, group...)
+		} else {
+			group = append(group, s.keys.prefix+"test:marker")
+			sub = rdb.Subscribe(ctx, group...)
+		}
+		tb.Cleanup(func() { sub.Close() })
+		for range group {
+			msg, err := sub.Receive(ctx)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if _, ok := msg.(*redis.Subscription); !ok {
+				tb.Fatalf("waiting for subscriptions, got %T", msg)
+			}
+		}
+		l.subs = append(l.subs, sub)
+		l.mark = append(l.mark, group[len(group)-1])
+	}
+	return l
 }
 
 // event is a frame published on a user's channel, as far as the tests
@@ -144,31 +181,39 @@ type event struct {
 	ID     int64            `json:"id"`
 }
 
-// eventsSoFar returns, by channel, the events published on sub's channels
+// eventsSoFar returns, by channel, the events published on l's channels
 // since the last call. It publishes a marker and reads up to it: Redis
 // delivers one subscriber what it publishes in the order it publishes it.
-func eventsSoFar(tb testing.TB, s *Service, rdb *redis.Client, sub *redis.PubSub) map[string][]event {
+func eventsSoFar(tb testing.TB, l *listener) map[string][]event {
 	tb.Helper()
 	ctx := ctxT(tb)
-	marker := s.keys.prefix + "test:marker"
-	if err := rdb.Publish(ctx, marker, "marker").Err(); err != nil {
-		tb.Fatal(err)
-	}
 	events := map[string][]event{}
-	for {
-		msg, err := sub.ReceiveMessage(ctx)
+	for i, sub := range l.subs {
+		var err error
+		if l.sharded {
+			err = l.rdb.SPublish(ctx, l.mark[i], "marker").Err()
+		} else {
+			err = l.rdb.Publish(ctx, l.mark[i], "marker").Err()
+		}
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if msg.Channel == marker {
-			return events
+		for {
+			msg, err := sub.ReceiveMessage(ctx)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if msg.Channel == l.mark[i] {
+				break
+			}
+			var ev event
+			if err := json.Unmarshal([]byte(msg.Payload), &ev); err != nil {
+				tb.Fatalf("event on %s: %v: %s", msg.Channel, err, msg.Payload)
+			}
+			events[msg.Channel] = append(events[msg.Channel], ev)
 		}
-		var ev event
-		if err := json.Unmarshal([]byte(msg.Payload), &ev); err != nil {
-			tb.Fatalf("event on %s: %v: %s", msg.Channel, err, msg.Payload)
-		}
-		events[msg.Channel] = append(events[msg.Channel], ev)
 	}
+	return events
 }
 
 // eventIDs returns the status ids events carry, for messages.

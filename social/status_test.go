@@ -63,7 +63,7 @@ func TestDeleteStatusCleansEveryTimeline(t *testing.T) {
 	if rdb.Exists(ctx, s.keys.job(deleteJobID(gone.ID))).Val() != 0 {
 		t.Error("the cleanup job hash is left after the job")
 	}
-	events := eventsSoFar(t, s, rdb, sub)
+	events := eventsSoFar(t, sub)
 	for _, u := range append(slices.Clone(followers), author) {
 		got := events[s.UserChannel(u.ID)]
 		if len(got) != 1 || got[0].Type != protocol.TypeStatusDeleted || got[0].ID != gone.ID {
@@ -131,7 +131,7 @@ func TestDeleteStatusRefusals(t *testing.T) {
 					t.Errorf("%s appeared", key)
 				}
 			}
-			if events := eventsSoFar(t, s, rdb, sub); len(events) != 0 {
+			if events := eventsSoFar(t, sub); len(events) != 0 {
 				t.Errorf("events published: %v", events)
 			}
 		})
@@ -140,7 +140,7 @@ func TestDeleteStatusRefusals(t *testing.T) {
 
 // dumpKeys returns the serialized value of every key under the service's
 // prefix, to tell whether anything changed.
-func dumpKeys(tb testing.TB, s *Service, rdb *redis.Client) map[string]string {
+func dumpKeys(tb testing.TB, s *Service, rdb redis.UniversalClient) map[string]string {
 	tb.Helper()
 	ctx := ctxT(tb)
 	out := map[string]string{}

@@ -173,3 +173,22 @@ func (c *Cluster) waitReady(masters, replicas int, timeout time.Duration) error 
 	}
 	return nil
 }
+
+// BackendEnv is the environment variable that moves the tests written
+// against "the backend" onto the shared cluster: with BackendEnv=cluster,
+// Backend gives ClusterClient, else Client. The test script runs the suites
+// that use it once each way.
+const BackendEnv = "CHORUS_TEST_BACKEND"
+
+// OnCluster reports whether BackendEnv asks for the cluster.
+func OnCluster() bool { return os.Getenv(BackendEnv) == "cluster" }
+
+// Backend returns a client of the backend BackendEnv names, closed when the
+// test ends, and a key prefix unique to the test.
+func Backend(tb testing.TB) (redis.UniversalClient, string) {
+	tb.Helper()
+	if OnCluster() {
+		return ClusterClient(tb)
+	}
+	return Client(tb)
+}
