@@ -1,0 +1,38 @@
+-- Ends one pass of a fan-out job run from Go: moves the job on, or finishes
+-- it. The pass read the job's "pass" counter before its writes; when
+-- another worker has moved or finished the job since, this writes nothing
+-- (the pass's writes were idempotent, and the other's move stands).
+--
+-- KEYS[1] the job hash
+-- KEYS[2] fan-out job stream
+-- ARGV[1] consumer group of the job stream
+-- ARGV[2] the pass counter the pass read ('0' when it had none)
+-- ARGV[3] '1' to finish the job: acknowledge and delete its stream entry,
+--         delete the job
+-- ARGV[4..] field, value pairs to set; an empty value deletes the field
+-- Returns 1 when it wrote, 0 when the job had moved or was gone.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+local pass = redis.call('HGET', KEYS[1], 'pass') or '0'
+if pass ~= ARGV[2] then
+  return 0
+end
+if ARGV[3] == '1' then
+  local entry = redis.call('HGET', KEYS[1], 'entry')
+  if entry then
+    redis.call('XACK', KEYS[2], ARGV[1], entry)
+    redis.call('XDEL', KEYS[2], entry)
+  end
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+redis.call('HINCRBY', KEYS[1], 'pass', 1)
+for i = 4, #ARGV, 2 do
+  if ARGV[i + 1] == '' then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+  else
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+end
+return 1
