@@ -1,8 +1,10 @@
 package social
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -38,11 +42,6 @@ var (
 // stops at HomeSize's worth anyway, and the copying paths trim on each copy.
 const trimEvery = 16
 
-// maxPassTries bounds the tries of one post pass whose write was given up
-// because another worker moved the job, or the status was deleted, between
-// its read and its write.
-const maxPassTries = 10
-
 // deleteJobPrefix begins the id of every status cleanup job; the status id
 // follows, so that a script can find the job of a status it holds.
 const deleteJobPrefix = "delete:"
@@ -69,15 +68,52 @@ func listDeleteJobID(sid int64) string { return listDeleteJobPrefix + itoa(sid) 
 // passResult is what one pass of a job did.
 type passResult struct {
 	finished bool  // the job is done (and gone)
-	reached  int64 // followers reached (post, delete), followees looked at (refill), or lists (list_post, list_delete)
+	wait     bool  // the job is not ready: its maker is still writing (see Post)
+	reached  int64 // followers reached (post, delete, promote), followees looked at (refill), or lists (list_post, list_delete)
 	copied   int64 // statuses copied into a home timeline (refill)
 }
 
 // pass runs one pass of the job whose hash is at key.
 func (s *Service) pass(ctx context.Context, key string) (passResult, error) {
-	if sid, ok := s.postJobStatus(key); ok {
-		return s.postPass(ctx, key, sid)
+	j, ok, err := s.readJob(ctx, key)
+	if err != nil {
+		return passResult{}, fmt.Errorf("job %s: %w", key, err)
 	}
+	if !ok {
+		return passResult{finished: true}, nil
+	}
+	var st step
+	switch j.f["kind"] {
+	case "post":
+		st, err = s.postPass(ctx, j)
+	case "delete":
+		st, err = s.deletePass(ctx, j)
+	case "promote":
+		st, err = s.promotePass(ctx, j)
+	case "refill":
+		st, err = s.refillPass(ctx, j)
+	case "list_post", "list_delete":
+		return s.luaPass(ctx, key)
+	default:
+		st = step{finished: true}
+	}
+	if err != nil {
+		return passResult{}, fmt.Errorf("job %s: %w", key, err)
+	}
+	if st.wait {
+		return passResult{wait: true}, nil
+	}
+	moved, err := s.advance(ctx, j, st)
+	if err != nil {
+		return passResult{}, err
+	}
+	// A pass whose job another worker moved meanwhile wrote only what that
+	// worker wrote too; the next pass reads the job again.
+	return passResult{finished: moved && st.finished, reached: st.reached, copied: st.copied}, nil
+}
+
+// luaPass runs one pass of a list job in the pass script.
+func (s *Service) luaPass(ctx context.Context, key string) (passResult, error) {
 	res, err := passScript.Run(ctx, s.rdb, []string{key, s.keys.jobs()}, s.passArgs()...).Int64Slice()
 	if err != nil {
 		return passResult{}, fmt.Errorf("job %s: %w", key, err)
@@ -88,169 +124,400 @@ func (s *Service) pass(ctx context.Context, key string) (passResult, error) {
 	return passResult{finished: res[0] == 1, reached: res[1], copied: res[2]}, nil
 }
 
-// postJobStatus reports whether key is a post job's, and its status id.
-func (s *Service) postJobStatus(key string) (int64, bool) {
-	rest, ok := strings.CutPrefix(key, s.keys.job(postJobPrefix))
-	if !ok {
-		return 0, false
+// ready reports whether j's maker finished writing what it queued j for
+// (Post, DeleteStatus). A job not ready after JobClaimIdle lost its maker:
+// the pass then does the maker's writes itself, all idempotent.
+func (s *Service) ready(ctx context.Context, j job) (ready, overdue bool, err error) {
+	if j.f["ready"] != "" {
+		return true, false, nil
 	}
-	sid, err := strconv.ParseInt(rest, 10, 64)
-	return sid, err == nil
+	now, err := s.now(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	ms, _, _ := strings.Cut(j.f["entry"], "-")
+	queued, _ := strconv.ParseInt(ms, 10, 64)
+	return false, now.Sub(time.UnixMilli(queued)) > s.opts.JobClaimIdle, nil
 }
 
-// postPass runs one pass of a post job: the page is read, then written in
-// one MULTI/EXEC that watches the job and the status, with the cursor's
-// move. Plain queued commands cost Redis about half what
-// the same commands cost called from Lua, and nothing is written twice: a
-// pass that lost a race (another worker moved the job, or the status was
-// deleted meanwhile) writes nothing and reads again.
-func (s *Service) postPass(ctx context.Context, key string, sid int64) (passResult, error) {
-	statusKey := s.keys.status(sid)
-	for range maxPassTries {
-		var res passResult
-		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			page, err := s.readPostPage(ctx, tx, key, sid)
-			if err != nil {
-				return err
-			}
-			res.reached = page.size
-			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				if page.state == postPageOK {
-					s.pushPage(ctx, p, page)
-				}
-				if page.state != postPageOK || page.size < int64(s.opts.FanoutPassSize) {
-					res.finished = true
-					if page.state != postJobGone {
-						p.XAck(ctx, s.keys.jobs(), jobGroup, page.entry)
-						p.XDel(ctx, s.keys.jobs(), page.entry)
-						p.Del(ctx, key)
-					}
-					return nil
-				}
-				p.HSet(ctx, key, "cursor", page.last)
-				return nil
-			})
-			return err
-		}, key, statusKey)
-		if errors.Is(err, redis.TxFailedErr) {
-			continue
-		}
-		if err != nil {
-			return passResult{}, fmt.Errorf("job %s: %w", key, err)
-		}
-		return res, nil
-	}
-	return passResult{}, fmt.Errorf("job %s: %w after %d tries", key, redis.TxFailedErr, maxPassTries)
-}
-
-// States of a post job's page.
-const (
-	postJobGone    = 0 // the job is done (another worker finished it)
-	postStatusGone = 1 // the status was deleted: the job ends
-	postPageOK     = 2
-)
-
-// postPage is one page of a post job.
-type postPage struct {
-	state     int64
-	payload   string
-	entry     string // the job's entry in the job stream
-	uid, sid  int64
-	size      int64  // followers in the page
-	last      string // follow score of the page's last follower: the next cursor
-	push      []string
-	connected []bool // for each of push
-}
-
-// readPostPage reads one page of a post job on c, the connection that
-// watches the job and its status: the job, the followers after its cursor,
-// and their activity, in three round trips of plain commands (cheaper for
-// Redis than the same reads in a script, whose replies Lua converts twice).
-func (s *Service) readPostPage(ctx context.Context, c redis.Cmdable, key string, sid int64) (postPage, error) {
-	k := s.keys
-	var p postPage
-	pipe := c.Pipeline()
-	job := pipe.HMGet(ctx, key, "uid", "cursor", "until", "payload", "entry")
-	exists := pipe.Exists(ctx, k.status(sid))
-	now := pipe.Time(ctx)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return p, err
-	}
-	f := job.Val()
-	str := func(i int) string { s, _ := f[i].(string); return s }
-	if str(0) == "" {
-		p.state = postJobGone
-		return p, nil
-	}
-	p.sid, p.payload, p.entry = sid, str(3), str(4)
-	p.uid, _ = strconv.ParseInt(str(0), 10, 64)
-	if exists.Val() == 0 {
-		p.state = postStatusGone
-		return p, nil
-	}
-	p.state = postPageOK
-	page, err := c.ZRangeByScoreWithScores(ctx, k.followers(p.uid), &redis.ZRangeBy{
-		Min: "(" + str(1), Max: str(2), Count: int64(s.opts.FanoutPassSize),
+// jobPage reads up to FanoutPassSize members of the sorted set key scored
+// after cursor and up to until.
+func (s *Service) jobPage(ctx context.Context, key, cursor, until string) (members []string, last string, err error) {
+	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+		Min: "(" + cursor, Max: until, Count: int64(s.opts.FanoutPassSize),
 	}).Result()
-	if err != nil || len(page) == 0 {
-		return p, err
+	if err != nil || len(zs) == 0 {
+		return nil, cursor, err
 	}
-	p.size = int64(len(page))
-	p.last = strconv.FormatFloat(page[len(page)-1].Score, 'f', -1, 64)
-	members := make([]string, len(page))
-	for i, z := range page {
+	members = make([]string, len(zs))
+	for i, z := range zs {
 		members[i], _ = z.Member.(string)
 	}
-	pipe = c.Pipeline()
-	seen := pipe.ZMScore(ctx, k.seen(), members...)
+	return members, strconv.FormatFloat(zs[len(zs)-1].Score, 'f', -1, 64), nil
+}
+
+// moved is the step after a page of n members ending at last.
+func (s *Service) moved(n int, last string, set map[string]string) step {
+	if set == nil {
+		set = map[string]string{}
+	}
+	set["cursor"] = last
+	return step{finished: n < s.opts.FanoutPassSize, set: set, reached: int64(n)}
+}
+
+// postPass runs one pass of a post job: it pushes the status to the next
+// page of the author's followers, those active (see readPostPage), and
+// sends the live frame to those connected. Its first pass reads where the
+// job stops (the newest follow then: later follows get the status from
+// their backfill), and whether the author is pulled (then nobody's home
+// timeline gets it: one frame on the author's channel reaches those
+// connected).
+//
+// The writes come before the checks: after pushing, the pass looks whether
+// the status still exists and each follower still follows, and takes the
+// status out again where not. A deletion or an unfollow writes its end
+// before it walks timelines, so a push it did not see is taken out either
+// by it or here. A frame goes only with a push that added the status, so a
+// pass run twice sends nothing twice.
+func (s *Service) postPass(ctx context.Context, j job) (step, error) {
+	k := s.keys
+	uid, _ := strconv.ParseInt(j.f["uid"], 10, 64)
+	sid, _ := strconv.ParseInt(j.f["sid"], 10, 64)
+	payload := j.f["payload"]
+	set := map[string]string{}
+	if ready, overdue, err := s.ready(ctx, j); err != nil {
+		return step{}, err
+	} else if !ready && !overdue {
+		return step{wait: true}, nil
+	} else if !ready {
+		var frame protocol.StatusFrame
+		if err := json.Unmarshal([]byte(payload), &frame); err != nil {
+			return step{finished: true}, nil // not a job Post queued
+		}
+		if err := s.writePost(ctx, frame.Status, []byte(payload)); err != nil {
+			return step{}, err
+		}
+		set["ready"] = "1"
+	}
+	until := j.f["until"]
+	pipe := s.rdb.Pipeline()
+	exists := pipe.Exists(ctx, k.status(sid))
+	var seq *redis.StringCmd
+	var pulled *redis.FloatCmd
+	var promoting, followers *redis.IntCmd
+	if until == "" {
+		seq = pipe.Get(ctx, k.followSeq())
+		pulled = pipe.ZScore(ctx, k.pulledAuthors(), j.f["uid"])
+		promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
+		followers = pipe.ZCard(ctx, k.followers(uid))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return step{}, err
+	}
+	if exists.Val() == 0 {
+		return step{finished: true}, nil
+	}
+	if until == "" {
+		if pulled.Err() == nil {
+			return step{finished: true}, s.publish(ctx, s.rdb, k.authorChannel(uid), payload).Err()
+		}
+		until = "0"
+		if v := seq.Val(); v != "" {
+			until = v
+		}
+		set["until"] = until
+		// An author over the threshold (one who passed it before it was
+		// lowered) is made pulled from here on; this status is still pushed.
+		if t := s.opts.PullThreshold; t > 0 && followers.Val() >= int64(t) && promoting.Val() == 0 {
+			if err := s.queuePromotion(ctx, uid); err != nil {
+				return step{}, err
+			}
+		}
+	}
+	members, last, err := s.jobPage(ctx, k.followers(uid), j.f["cursor"], until)
+	if err != nil || len(members) == 0 {
+		return step{finished: true, set: set}, err
+	}
+	push, connected, err := s.activeFollowers(ctx, members)
+	if err != nil {
+		return step{}, err
+	}
+	if err := s.pushStatus(ctx, uid, sid, payload, push, connected); err != nil {
+		return step{}, err
+	}
+	return s.moved(len(members), last, set), nil
+}
+
+// queuePromotion queues the job that makes uid pulled, unless it is queued.
+// Its first pass reads where it stops (see promotePass).
+func (s *Service) queuePromotion(ctx context.Context, uid int64) error {
+	k := s.keys
+	return queueJobScript.Run(ctx, s.rdb, []string{k.jobs(), k.job(promoteJobID(uid))},
+		"kind", "promote", "uid", uid, "cursor", 0, "ready", 1).Err()
+}
+
+// activeFollowers returns those of members whose home timelines a post
+// reaches, and whether each is connected now. A follower never seen (one
+// from before activity was kept) counts as active; one connected now is
+// active whatever their last request.
+func (s *Service) activeFollowers(ctx context.Context, members []string) (push []string, connected []bool, err error) {
+	pipe := s.rdb.Pipeline()
+	seen := pipe.ZMScore(ctx, s.keys.seen(), members...)
 	var online *redis.FloatSliceCmd
 	if s.opts.ConnectedKey != "" {
 		online = pipe.ZMScore(ctx, s.opts.ConnectedKey, members...)
 	}
+	now := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return p, err
+		return nil, nil, err
 	}
-	// A follower never seen (one from before activity was kept) counts as
-	// active; one connected now is active whatever their last request.
 	cutoff := math.Inf(-1)
 	if s.opts.InactiveAfter > 0 {
 		cutoff = float64(now.Val().Add(-s.opts.InactiveAfter).UnixMilli())
 	}
-	p.push = make([]string, 0, len(members))
-	p.connected = make([]bool, 0, len(members))
+	push = make([]string, 0, len(members))
+	connected = make([]bool, 0, len(members))
 	for i, m := range members {
 		// ZMSCORE reads a missing member as 0; activity times never are.
-		connected := online == nil || online.Val()[i] != 0
+		on := online == nil || online.Val()[i] != 0
 		last := seen.Val()[i]
-		if connected || last == 0 || last >= cutoff {
-			p.push = append(p.push, m)
-			p.connected = append(p.connected, connected)
+		if on || last == 0 || last >= cutoff {
+			push = append(push, m)
+			connected = append(connected, on)
 		}
 	}
-	return p, nil
+	return push, connected, nil
 }
 
-// pushPage queues a page's writes: the status into each follower's home
-// timeline, trimmed one time in trimEvery, and the live frame to each
-// follower connected now (the others read it from their home timeline when
-// they come).
-func (s *Service) pushPage(ctx context.Context, p redis.Pipeliner, page postPage) {
+// pushStatus adds status sid to the home timelines of push (trimmed one time
+// in trimEvery), checks that the status still exists and each of them still
+// follows author, takes it out again where not, and sends the live frame to
+// those connected whose home it newly reached.
+func (s *Service) pushStatus(ctx context.Context, author, sid int64, payload string, push []string, connected []bool) error {
+	if len(push) == 0 {
+		return nil
+	}
 	k := s.keys
-	z := redis.Z{Score: float64(page.sid), Member: page.sid}
-	for i, m := range page.push {
-		uid, err := strconv.ParseInt(m, 10, 64)
-		if err != nil {
-			continue
-		}
-		home := k.home(uid)
-		p.ZAdd(ctx, home, z)
-		if (page.sid+uid)%trimEvery == 0 {
-			p.ZRemRangeByRank(ctx, home, 0, int64(-s.opts.HomeSize-1))
-		}
-		if page.connected[i] {
-			p.Publish(ctx, k.userChannel(uid), page.payload)
+	z := redis.Z{Score: float64(sid), Member: sid}
+	homes := make([]string, len(push))
+	added := make([]*redis.IntCmd, len(push))
+	pipe := s.rdb.Pipeline()
+	for i, m := range push {
+		uid, _ := strconv.ParseInt(m, 10, 64)
+		homes[i] = k.home(uid)
+		added[i] = pipe.ZAdd(ctx, homes[i], z)
+		if (sid+uid)%trimEvery == 0 {
+			pipe.ZRemRangeByRank(ctx, homes[i], 0, int64(-s.opts.HomeSize-1))
 		}
 	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	pipe = s.rdb.Pipeline()
+	exists := pipe.Exists(ctx, k.status(sid))
+	follows := pipe.ZMScore(ctx, k.followers(author), push...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	pipe = s.rdb.Pipeline()
+	for i, m := range push {
+		switch {
+		case exists.Val() == 0 || follows.Val()[i] == 0:
+			pipe.ZRem(ctx, homes[i], sid)
+		case connected[i] && added[i].Val() == 1:
+			uid, _ := strconv.ParseInt(m, 10, 64)
+			s.publish(ctx, pipe, k.userChannel(uid), payload)
+		}
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// deletePass runs one pass of a status's cleanup: it takes the status out
+// of the next page of its author's followers' home timelines, telling those
+// it was taken from. A status its author posted once pulled was never
+// pushed: its first pass tells the followers connected through the
+// author's channel, and ends.
+func (s *Service) deletePass(ctx context.Context, j job) (step, error) {
+	k := s.keys
+	uid, _ := strconv.ParseInt(j.f["uid"], 10, 64)
+	sid, _ := strconv.ParseInt(j.f["sid"], 10, 64)
+	payload := j.f["payload"]
+	set := map[string]string{}
+	if ready, overdue, err := s.ready(ctx, j); err != nil {
+		return step{}, err
+	} else if !ready && !overdue {
+		return step{wait: true}, nil
+	} else if !ready {
+		if err := s.writeDelete(ctx, uid, sid, []byte(payload)); err != nil {
+			return step{}, err
+		}
+		set["ready"] = "1"
+	}
+	if j.f["cursor"] == "0" {
+		since, err := s.rdb.ZScore(ctx, k.pulledAuthors(), j.f["uid"]).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return step{}, err
+		}
+		if err == nil && float64(sid) >= since {
+			return step{finished: true}, s.publish(ctx, s.rdb, k.authorChannel(uid), payload).Err()
+		}
+	}
+	members, last, err := s.jobPage(ctx, k.followers(uid), j.f["cursor"], "+inf")
+	if err != nil || len(members) == 0 {
+		return step{finished: true, set: set}, err
+	}
+	uids := make([]int64, len(members))
+	removed := make([]*redis.IntCmd, len(members))
+	pipe := s.rdb.Pipeline()
+	for i, m := range members {
+		uids[i], _ = strconv.ParseInt(m, 10, 64)
+		removed[i] = pipe.ZRem(ctx, k.home(uids[i]), sid)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return step{}, err
+	}
+	pipe = s.rdb.Pipeline()
+	for i, r := range removed {
+		if r.Val() == 1 {
+			s.publish(ctx, pipe, k.userChannel(uids[i]), payload)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return step{}, err
+	}
+	return s.moved(len(members), last, set), nil
+}
+
+// promotePass runs one pass of an author's promotion to pulled: it adds the
+// author to the pulled authors of the next page of followers, telling
+// their instances, and at the end to the pulled authors, from the next
+// status id on. Its first pass reads where it stops: the newest follow then.
+// A follow that did not see the job had joined the followers by then, and
+// one that saw it adds itself.
+func (s *Service) promotePass(ctx context.Context, j job) (step, error) {
+	k := s.keys
+	uid, _ := strconv.ParseInt(j.f["uid"], 10, 64)
+	set := map[string]string{}
+	until := j.f["until"]
+	if until == "" {
+		v, err := s.rdb.Get(ctx, k.followSeq()).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return step{}, err
+		}
+		until = cmp.Or(v, "0")
+		set["until"] = until
+	}
+	members, last, err := s.jobPage(ctx, k.followers(uid), j.f["cursor"], until)
+	if err != nil {
+		return step{}, err
+	}
+	if len(members) > 0 {
+		scores, err := s.rdb.ZMScore(ctx, k.followers(uid), members...).Result()
+		if err != nil {
+			return step{}, err
+		}
+		added := make([]*redis.IntCmd, len(members))
+		pipe := s.rdb.Pipeline()
+		for i, m := range members {
+			f, _ := strconv.ParseInt(m, 10, 64)
+			added[i] = pipe.ZAddNX(ctx, k.pulls(f), redis.Z{Score: scores[i], Member: uid})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return step{}, err
+		}
+		frame := `{"type":"pull_added","author":` + itoa(uid) + `}`
+		pipe = s.rdb.Pipeline()
+		for i, m := range members {
+			if added[i].Val() == 1 {
+				f, _ := strconv.ParseInt(m, 10, 64)
+				s.publish(ctx, pipe, k.userChannel(f), frame)
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return step{}, err
+		}
+	}
+	st := s.moved(len(members), last, set)
+	if st.finished {
+		seq, err := s.rdb.Get(ctx, k.statusSeq()).Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return step{}, err
+		}
+		if err := s.rdb.ZAddNX(ctx, k.pulledAuthors(), redis.Z{Score: float64(seq + 1), Member: uid}).Err(); err != nil {
+			return step{}, err
+		}
+	}
+	return st, nil
+}
+
+// refillPass runs one pass of a refill: it copies into uid's home timeline
+// (after an unfollow left it short, or for a user back after a long
+// absence) the statuses of each followee older than "floor" (the lowest id
+// home held when the job was queued, or +inf when it was empty: everything
+// newer is there already), newest first, and once home is full only those
+// newer than its lowest. A pass looks at up to RefillStep followees and
+// copies up to RefillPassStatuses statuses; a followee cut short is resumed
+// below "below", the lowest id copied from it ("part" names it), and
+// "cursor" is the follow score of the last followee done. Pulled followees
+// are skipped: reads merge their statuses.
+func (s *Service) refillPass(ctx context.Context, j job) (step, error) {
+	k := s.keys
+	uid, _ := strconv.ParseInt(j.f["uid"], 10, 64)
+	stepSize, budget := s.opts.RefillStep, s.opts.RefillPassStatuses
+	home := k.home(uid)
+	floor := "+inf"
+	if f := j.f["floor"]; f != "" && f != "+inf" {
+		floor = "(" + f
+	}
+	// One followee more than a pass looks at tells whether any remain.
+	followees, err := s.rdb.ZRangeByScoreWithScores(ctx, k.following(uid), &redis.ZRangeBy{
+		Min: "(" + j.f["cursor"], Max: "+inf", Count: int64(stepSize + 1),
+	}).Result()
+	if err != nil {
+		return step{}, err
+	}
+	names := make([]string, len(followees))
+	for i, z := range followees {
+		names[i], _ = z.Member.(string)
+	}
+	var pulled []float64
+	if len(names) > 0 {
+		if pulled, err = s.rdb.ZMScore(ctx, k.pulls(uid), names...).Result(); err != nil {
+			return step{}, err
+		}
+	}
+	cursor, looked, copied := j.f["cursor"], int64(0), 0
+	next := func(set map[string]string) step {
+		return step{set: set, reached: looked, copied: int64(copied)}
+	}
+	for i, z := range followees[:min(len(followees), stepSize)] {
+		followee := names[i]
+		if copied >= budget {
+			return next(map[string]string{"cursor": cursor, "part": "", "below": ""}), nil
+		}
+		below := floor
+		if i == 0 && j.f["part"] == followee {
+			below = "(" + j.f["below"]
+		}
+		looked++
+		if pulled[i] == 0 {
+			f, _ := strconv.ParseInt(followee, 10, 64)
+			n, last, done, err := s.copyBelow(ctx, home, k.profile(f), guard{k.following(uid), followee},
+				below, s.opts.HomeSize, budget-copied)
+			if err != nil {
+				return step{}, err
+			}
+			copied += n
+			if !done {
+				return next(map[string]string{"cursor": cursor, "part": followee, "below": last}), nil
+			}
+		}
+		cursor = strconv.FormatFloat(z.Score, 'f', -1, 64)
+	}
+	st := next(map[string]string{"cursor": cursor, "part": "", "below": ""})
+	st.finished = len(followees) <= stepSize
+	return st, nil
 }
 
 // passArgs are the pass script's ARGV.
@@ -262,6 +529,22 @@ func (s *Service) passArgs() []any {
 		k.statusPrefix(), k.channelPrefix(), s.opts.RefillStep, s.opts.RefillPassStatuses,
 		k.pullsPrefix(), k.pulledAuthors(), k.statusSeq(),
 		k.listsInPrefix(), k.listStatusesPrefix(),
+	}
+}
+
+// notReadyWait is how long a worker waits before it looks again at a job
+// whose maker is still writing.
+const notReadyWait = 20 * time.Millisecond
+
+// sleepCtx sleeps for d, or until ctx ends; it reports whether it slept.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -285,6 +568,9 @@ func (s *Service) rebuild(ctx context.Context, uid int64) {
 			return
 		}
 		if res.finished {
+			return
+		}
+		if res.wait && !sleepCtx(ctx, notReadyWait) {
 			return
 		}
 	}
@@ -456,6 +742,12 @@ func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 		}
 		if res.finished {
 			break
+		}
+		if res.wait {
+			if !sleepCtx(ctx, notReadyWait) {
+				return nil
+			}
+			continue
 		}
 		if w.afterPass != nil {
 			w.afterPass()

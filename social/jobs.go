@@ -42,6 +42,7 @@ func (s *Service) readJob(ctx context.Context, key string) (j job, ok bool, err 
 // step is what one pass of a job did, and where the job goes next.
 type step struct {
 	finished bool              // the job is done
+	wait     bool              // the job is not ready: nothing written, try again shortly
 	set      map[string]string // fields to write when not finished; "" deletes one
 	reached  int64             // members reached (see passResult)
 	copied   int64             // statuses copied (refill)

@@ -81,6 +81,7 @@ func seedRefill(tb testing.TB, s *Service, ids func(i, k int) int64, goneIDs []i
 			id := ids(i, k)
 			w.owner[id] = f
 			pipe.ZAdd(ctx, s.keys.profile(f), redisZ(float64(id), itoa(id)))
+			pipe.HSet(ctx, s.keys.status(id), "id", id) // copies keep only statuses that exist
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			tb.Fatal(err)
@@ -89,6 +90,7 @@ func seedRefill(tb testing.TB, s *Service, ids func(i, k int) int64, goneIDs []i
 	for _, id := range goneIDs {
 		w.owner[id] = w.gone.ID
 		pipe.ZAdd(ctx, s.keys.profile(w.gone.ID), redisZ(float64(id), itoa(id)))
+		pipe.HSet(ctx, s.keys.status(id), "id", id)
 	}
 	pipe.Set(ctx, s.keys.followSeq(), refillFollowees, 0)
 	if _, err := pipe.Exec(ctx); err != nil {

@@ -1,9 +1,11 @@
 package social
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,13 +27,17 @@ type Status = protocol.Status
 var userCreatedEvent, _ = json.Marshal(protocol.Internal{Type: protocol.TypeUserCreated})
 
 var (
-	//go:embed post.lua
-	postSource string
-	postScript = redis.NewScript(sharedSource + postSource)
+	//go:embed post_author.lua
+	postAuthorSource string
+	postAuthorScript = redis.NewScript(postAuthorSource)
 
-	//go:embed delete.lua
-	deleteSource string
-	deleteScript = redis.NewScript(deleteSource)
+	//go:embed delete_author.lua
+	deleteAuthorSource string
+	deleteAuthorScript = redis.NewScript(deleteAuthorSource)
+
+	//go:embed queue_job.lua
+	queueJobSource string
+	queueJobScript = redis.NewScript(queueJobSource)
 )
 
 var statusFields = []string{"id", "uid", "login", "message", "posted", "name"}
@@ -61,39 +67,38 @@ func forbiddenInMessage(r rune) bool {
 // global one when Post returns, and in followers' home timelines and the
 // timelines of lists that hold the author after the fan-out jobs, whose
 // first passes run before Post returns.
+//
+// The status's keys are on several shards of a cluster, so its jobs are
+// queued first: once Post has queued them, a worker finishes the post
+// should this instance die before it wrote the rest (see writePost).
 func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, error) {
 	st, job, listJob, err := s.queuePost(ctx, uid, message)
 	if err != nil {
 		return Status{}, err
 	}
-	if job != "" {
-		s.inlinePass(ctx, job)
-	}
+	s.inlinePass(ctx, job)
 	if listJob != "" {
 		s.inlinePass(ctx, listJob)
 	}
 	return st, nil
 }
 
-// Bits of what the post and delete scripts answer: the jobs they queued.
-const (
-	queuedFollowersJob = 1
-	queuedListsJob     = 2
-)
-
-// queuePost writes a status and queues its fan-out jobs, whose keys it
-// returns: the followers' ("" when it has no followers to push to) and the
+// queuePost queues a status's fan-out jobs, writes the status, and marks the
+// jobs ready. It returns the keys of the jobs: the followers' and the
 // lists' ("" when no list holds the author).
 func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st Status, job, listJob string, err error) {
 	message, err = ValidateMessage(message)
 	if err != nil {
 		return Status{}, "", "", err
 	}
+	k := s.keys
 	pipe := s.rdb.Pipeline()
-	author := pipe.HMGet(ctx, s.keys.user(uid), "login", "name")
-	sid := pipe.Incr(ctx, s.keys.statusSeq())
+	author := pipe.HMGet(ctx, k.user(uid), "login", "name")
+	inLists := pipe.ZCard(ctx, k.listsIn(uid))
+	listSeq := pipe.Get(ctx, k.listMemberSeq())
+	sid := pipe.Incr(ctx, k.statusSeq())
 	now := pipe.Time(ctx)
-	if _, err := pipe.Exec(ctx); err != nil {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	login, _ := author.Val()[0].(string)
@@ -109,28 +114,45 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 	if err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
-	k := s.keys
-	job, listJob = k.job(postJobID(st.ID)), k.job(listPostJobID(st.ID))
-	res, err := postScript.Run(ctx, s.rdb, []string{
-		k.user(uid), k.status(st.ID), k.profile(uid), k.home(uid), k.global(),
-		k.followers(uid), k.jobs(), job, k.followSeq(), k.pulledAuthors(), k.job(promoteJobID(uid)),
-		k.listsIn(uid), listJob, k.listMemberSeq(),
-	}, st.ID, uid, st.Login, st.Message, st.Posted.UnixMilli(),
-		s.opts.HomeSize, s.opts.GlobalSize, payload, k.userChannel(uid), st.Name,
-		k.authorChannel(uid), max(0, s.opts.PullThreshold)).Int()
-	if err != nil {
+	job = k.job(postJobID(st.ID))
+	jobs := []string{job}
+	pipe = s.rdb.Pipeline()
+	queueJobScript.Eval(ctx, pipe, []string{k.jobs(), job},
+		"kind", "post", "uid", uid, "sid", st.ID, "cursor", 0, "payload", payload)
+	if inLists.Val() > 0 {
+		listJob = k.job(listPostJobID(st.ID))
+		jobs = append(jobs, listJob)
+		queueJobScript.Eval(ctx, pipe, []string{k.jobs(), listJob},
+			"kind", "list_post", "uid", uid, "sid", st.ID, "cursor", 0, "until", cmp.Or(listSeq.Val(), "0"), "ready", 1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
-	if res < 0 {
-		return Status{}, "", "", ErrUserNotFound
+	if err := s.writePost(ctx, st, payload); err != nil {
+		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
-	if res&queuedFollowersJob == 0 {
-		job = ""
-	}
-	if res&queuedListsJob == 0 {
-		listJob = ""
+	if err := s.rdb.HSet(ctx, job, "ready", 1).Err(); err != nil {
+		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	return st, job, listJob, nil
+}
+
+// writePost writes a status where its author owns it: the status hash, the
+// author's profile and home timelines and post count, and the global
+// timeline. Each write is idempotent, so the post job of an instance that
+// died part way redoes them all (see postPass).
+func (s *Service) writePost(ctx context.Context, st Status, payload []byte) error {
+	k := s.keys
+	z := redis.Z{Score: float64(st.ID), Member: st.ID}
+	pipe := s.rdb.Pipeline()
+	pipe.HSet(ctx, k.status(st.ID), "id", st.ID, "uid", st.UID, "login", st.Login,
+		"name", st.Name, "message", st.Message, "posted", st.Posted.UnixMilli())
+	postAuthorScript.Eval(ctx, pipe, []string{k.user(st.UID), k.profile(st.UID), k.home(st.UID)},
+		st.ID, s.opts.HomeSize, s.publishCommand(), k.userChannel(st.UID), payload)
+	pipe.ZAdd(ctx, k.global(), z)
+	pipe.ZRemRangeByRank(ctx, k.global(), 0, int64(-s.opts.GlobalSize-1))
+	_, err := pipe.Exec(ctx)
+	return err
 }
 
 // Status returns one status.
@@ -148,35 +170,69 @@ func (s *Service) Status(ctx context.Context, id int64) (Status, error) {
 // DeleteStatus deletes status id, which uid must own. It is gone from every
 // read when DeleteStatus returns; followers' home timelines and the
 // timelines of lists that hold its author are cleaned by background jobs
-// whose first passes run before it returns.
+// whose first passes run before it returns. As with Post, the jobs are
+// queued first, and a worker finishes a deletion its instance left part way.
 func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	owner := pipe.HGet(ctx, k.status(id), "uid")
+	inLists := pipe.ZCard(ctx, k.listsIn(uid))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("delete status %d: %w", id, err)
+	}
+	switch o, err := owner.Int64(); {
+	case errors.Is(err, redis.Nil):
+		return ErrStatusNotFound
+	case err != nil:
+		return fmt.Errorf("delete status %d: %w", id, err)
+	case o != uid:
+		return ErrNotOwner
+	}
 	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: id})
 	if err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	k := s.keys
-	job := k.job(deleteJobID(id))
-	listJob := k.job(listDeleteJobID(id))
-	res, err := deleteScript.Run(ctx, s.rdb, []string{
-		k.status(id), k.user(uid), k.profile(uid), k.home(uid), k.global(),
-		k.followers(uid), k.jobs(), job, k.pulledAuthors(), k.listsIn(uid), listJob,
-	}, id, uid, payload, k.userChannel(uid), k.authorChannel(uid)).Int()
-	if err != nil {
+	job, listJob := k.job(deleteJobID(id)), ""
+	pipe = s.rdb.Pipeline()
+	queueJobScript.Eval(ctx, pipe, []string{k.jobs(), job},
+		"kind", "delete", "uid", uid, "sid", id, "cursor", 0, "payload", payload)
+	if inLists.Val() > 0 {
+		listJob = k.job(listDeleteJobID(id))
+		queueJobScript.Eval(ctx, pipe, []string{k.jobs(), listJob},
+			"kind", "list_delete", "uid", uid, "sid", id, "cursor", 0, "ready", 1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	switch {
-	case res == -1:
-		return ErrStatusNotFound
-	case res == -2:
-		return ErrNotOwner
+	if err := s.writeDelete(ctx, uid, id, payload); err != nil {
+		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	if res&queuedFollowersJob != 0 {
-		s.inlinePass(ctx, job)
+	if err := s.rdb.HSet(ctx, job, "ready", 1).Err(); err != nil {
+		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	if res&queuedListsJob != 0 {
+	s.inlinePass(ctx, job)
+	if listJob != "" {
 		s.inlinePass(ctx, listJob)
 	}
 	return nil
+}
+
+// writeDelete takes a status out of where its author owns it: the status
+// hash first (from then on every read leaves it out, and a copy or a
+// fan-out pass that raced it takes it out again), then the author's
+// timelines and post count, and the global timeline. Idempotent, as
+// writePost.
+func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte) error {
+	k := s.keys
+	if err := s.rdb.Del(ctx, k.status(id)).Err(); err != nil {
+		return err
+	}
+	pipe := s.rdb.Pipeline()
+	deleteAuthorScript.Eval(ctx, pipe, []string{k.user(uid), k.profile(uid), k.home(uid)},
+		id, s.publishCommand(), k.userChannel(uid), payload)
+	pipe.ZRem(ctx, k.global(), id)
+	_, err := pipe.Exec(ctx)
+	return err
 }
 
 // statusesByID reads statuses in one round trip, in the order given, leaving
