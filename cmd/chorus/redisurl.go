@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -63,12 +64,22 @@ func parseRedisURL(raw string) (redisTarget, error) {
 	return redisTarget{cluster: opt}, nil
 }
 
+// clusterStateReload is how often a cluster client reads the slot map again
+// while it is used. go-redis reads it on a redirect, and otherwise once a
+// minute: after a failover, commands for the dead master's slots would fail
+// until then, as nothing redirects them. One CLUSTER SLOTS every 2 s per
+// instance is nothing to Redis.
+const clusterStateReload = 2 * time.Second
+
 // client makes the target's client. A request's own deadline bounds its
 // Redis calls (/readyz's 2 s, say), not only the client's read and write
 // timeouts.
 func (t redisTarget) client() redis.UniversalClient {
 	if t.cluster != nil {
 		t.cluster.ContextTimeoutEnabled = true
+		if t.cluster.ClusterStateReloadInterval == 0 {
+			t.cluster.ClusterStateReloadInterval = clusterStateReload
+		}
 		return redis.NewClusterClient(t.cluster)
 	}
 	t.single.ContextTimeoutEnabled = true
