@@ -2,7 +2,6 @@ package social
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,12 +19,6 @@ import (
 // of a user are their lower-case login, their lower-case name, and each later
 // word of the name. "Ada Lovelace" (ada_l) is found by "ada", "love" and
 // "lovelace". A search costs O(log N + limit) whatever the population.
-
-var (
-	//go:embed rank_users.lua
-	rankUsersSource string
-	rankUsersScript = redis.NewScript(rankUsersSource)
-)
 
 // Search limits.
 const (
@@ -180,18 +173,19 @@ func (s *Service) indexUsers(ctx context.Context, pairs []string) error {
 	if err != nil {
 		return err
 	}
-	pipe := s.rdb.Pipeline()
-	keys := []string{s.keys.popular()}
-	args := make([]any, 0, len(users))
-	for _, u := range users {
-		for _, e := range searchEntries(u.ID, u.Login, u.Name) {
-			pipe.ZAdd(ctx, s.keys.searchIndex(), redis.Z{Member: e})
-		}
-		keys = append(keys, s.keys.user(u.ID))
-		args = append(args, u.ID)
+	if len(users) == 0 {
+		return nil
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	var entries []redis.Z
+	ranked := make([]int64, len(users))
+	for i, u := range users {
+		for _, e := range searchEntries(u.ID, u.Login, u.Name) {
+			entries = append(entries, redis.Z{Member: e})
+		}
+		ranked[i] = u.ID
+	}
+	if err := s.rdb.ZAdd(ctx, s.keys.searchIndex(), entries...).Err(); err != nil {
 		return err
 	}
-	return rankUsersScript.Run(ctx, s.rdb, keys, args...).Err()
+	return s.syncRank(ctx, ranked...)
 }

@@ -241,7 +241,7 @@ func ofType(events []event, typ string) []event {
 
 func TestSignUpUniqueUnderConcurrency(t *testing.T) {
 	t.Parallel()
-	s, _ := newService(t, Options{})
+	s, rdb := newService(t, Options{})
 	ctx := ctxT(t)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -270,6 +270,17 @@ func TestSignUpUniqueUnderConcurrency(t *testing.T) {
 	wg.Wait()
 	if wins != 1 || taken != 39 {
 		t.Fatalf("wins=%d taken=%d, want 1 and 39", wins, taken)
+	}
+	// The losers that got as far as a user hash took it back.
+	var users []string
+	for _, key := range scanKeys(t, s, rdb) {
+		if strings.HasPrefix(key, s.keys.userPrefix()) && key != s.keys.userSeq() {
+			users = append(users, key)
+		}
+	}
+	won, err := s.UID(ctx, "RACER")
+	if err != nil || !slices.Equal(users, []string{s.keys.user(won)}) {
+		t.Fatalf("user hashes after the race: %v, want only the winner's (%d, %v)", users, won, err)
 	}
 }
 

@@ -34,9 +34,9 @@ const (
 var (
 	loginPattern = regexp.MustCompile(`^[A-Za-z0-9_]{3,32}$`)
 
-	//go:embed signup.lua
-	signupSource string
-	signupScript = redis.NewScript(signupSource)
+	//go:embed create_user.lua
+	createUserSource string
+	createUserScript = redis.NewScript(createUserSource)
 
 	//go:embed signin.lua
 	signinSource string
@@ -85,15 +85,33 @@ func forbiddenInName(r rune) bool {
 }
 
 // SignUp creates a user and a first session, returning both.
+//
+// On a cluster the user, the login index, the session and the search index
+// are in four slots, so no one script can write them all. The steps, in the
+// order that keeps every login leading to a whole user:
+//
+//  1. the user's hash, whole, under a fresh uid, and the user_created event
+//     on its channel, in one script in the user's slot (newUser);
+//  2. the login claimed with HSETNX, which is what makes logins unique
+//     ignoring case; a sign-up that loses deletes its hash again
+//     (claimLogin);
+//  3. the session and the search index entries, in one pipeline.
+//
+// A crash between 1 and 2 leaves a hash no login leads to: never listed,
+// nobody can sign in as it, in no index. A crash between 2 and 3 leaves a
+// user whose client got an error and who can sign in, but whom search does
+// not find (deleting users:search:built has the next start index everyone
+// again).
 func (s *Service) SignUp(ctx context.Context, login, name, password string) (User, string, error) {
 	name, err := validateSignUp(login, name, password)
 	if err != nil {
 		return User{}, "", err
 	}
+	k := s.keys
 	lower := strings.ToLower(login)
 	// A cheap check first spares a bcrypt hash for a login already taken; the
-	// script below is what makes the login unique.
-	if taken, err := s.rdb.HExists(ctx, s.keys.loginIndex(), lower).Result(); err != nil {
+	// claim below is what makes the login unique.
+	if taken, err := s.rdb.HExists(ctx, k.loginIndex(), lower).Result(); err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	} else if taken {
 		return User{}, "", ErrLoginTaken
@@ -102,32 +120,91 @@ func (s *Service) SignUp(ctx context.Context, login, name, password string) (Use
 	if err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	}
-	uid, err := s.rdb.Incr(ctx, s.keys.userSeq()).Result()
-	if err != nil {
-		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
-	}
 	now, err := s.now(ctx)
 	if err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	}
-	token, tokenHash := newToken()
-	args := []any{lower, uid, login, name, hash, now.UnixMilli(), s.opts.SessionTTL.Milliseconds(),
-		s.keys.userChannel(uid), userCreatedEvent}
-	for _, e := range searchEntries(uid, login, name) {
-		args = append(args, e)
-	}
-	ok, err := signupScript.Run(ctx, s.rdb,
-		[]string{s.keys.loginIndex(), s.keys.user(uid), s.keys.session(tokenHash), s.keys.searchIndex()},
-		args...,
-	).Int()
+	uid, err := s.newUser(ctx, login, name, hash, now)
 	if err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	}
-	if ok == 0 {
-		return User{}, "", ErrLoginTaken
+	if err := s.claimLogin(ctx, lower, uid); err != nil {
+		if errors.Is(err, ErrLoginTaken) {
+			return User{}, "", err
+		}
+		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
+	}
+	token, tokenHash := newToken()
+	entries := searchEntries(uid, login, name)
+	members := make([]redis.Z, len(entries))
+	for i, e := range entries {
+		members[i] = redis.Z{Member: e}
+	}
+	pipe := s.rdb.Pipeline()
+	pipe.Set(ctx, k.session(tokenHash), uid, s.opts.SessionTTL)
+	pipe.ZAdd(ctx, k.searchIndex(), members...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	}
 	u := User{ID: uid, Login: login, Name: name, Signup: now.Truncate(time.Millisecond)}
 	return u, token, nil
+}
+
+// maxUIDTries bounds the uids newUser takes before it gives up: each one
+// after the first was handed out before.
+const maxUIDTries = 100
+
+// newUser writes the hash of a new user under a fresh uid and returns the
+// uid. A uid whose hash exists is passed over: on a cluster the counter and
+// the users live on different nodes, and a failover of the counter's node
+// to a replica that lags can hand out a uid again.
+func (s *Service) newUser(ctx context.Context, login, name string, hash []byte, now time.Time) (int64, error) {
+	k := s.keys
+	for range maxUIDTries {
+		uid, err := s.rdb.Incr(ctx, k.userSeq()).Result()
+		if err != nil {
+			return 0, err
+		}
+		created, err := createUserScript.Run(ctx, s.rdb, []string{k.user(uid)},
+			uid, login, name, hash, now.UnixMilli(),
+			k.userChannel(uid), s.publishCommand(), userCreatedEvent).Int()
+		if err != nil {
+			return 0, err
+		}
+		if created == 1 {
+			return uid, nil
+		}
+	}
+	return 0, fmt.Errorf("no free user id in %d tries", maxUIDTries)
+}
+
+// claimLogin makes uid the owner of login (lower-case), or deletes the hash
+// newUser wrote for uid and returns ErrLoginTaken when another user owns it.
+// The hash is deleted only once the login is known to lead elsewhere, so that
+// no login ever leads to a missing user: a claim whose answer was lost may
+// have been made.
+func (s *Service) claimLogin(ctx context.Context, lower string, uid int64) error {
+	k := s.keys
+	won, err := s.rdb.HSetNX(ctx, k.loginIndex(), lower, uid).Result()
+	if err != nil {
+		return err
+	}
+	if !won {
+		// A claim made, its answer lost, and sent again by the client
+		// answers 0 as well.
+		owner, err := s.rdb.HGet(ctx, k.loginIndex(), lower).Int64()
+		if err != nil {
+			return err
+		}
+		won = owner == uid
+	}
+	if won {
+		return nil
+	}
+	// Should this fail, the hash stays as after a crash before the claim:
+	// no login leads to it.
+	s.rdb.Del(context.WithoutCancel(ctx), k.user(uid))
+	return ErrLoginTaken
 }
 
 // SignIn checks a login and password, given from the client address addr
