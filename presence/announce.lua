@@ -3,6 +3,8 @@
 -- instance made it, so an "offline" can come after a newer "online" (a tab
 -- reloaded onto another instance); checking connected here, in the same step
 -- as the publish, means the last frame each friend gets is the true state.
+-- One Redis only: on a cluster the friends' channels are in other slots than
+-- connected, and event.go publishes with SPUBLISH and checks after.
 --
 -- KEYS[1] connected (uid -> when the user was told online, unix ms)
 -- ARGV[1] uid

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/slots"
 	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
@@ -81,7 +82,11 @@ func (e env) friendsKey(uid int64) string {
 	return e.prefix + "friends:" + itoa(uid)
 }
 
-func (e env) channel(uid int64) string { return e.prefix + "events:user:" + itoa(uid) }
+// channel is uid's channel as the social package names it: on a cluster
+// it carries uid as hash tag, in uid's slot, not presence's.
+func (e env) channel(uid int64) string {
+	return protocol.UserChannelPrefix(e.prefix) + slots.Tag(e.cluster, itoa(uid))
+}
 
 // node is the Redis holding the deployment's presence keys, for commands
 // that name no key (TIME, INFO, SCAN): on a cluster, the master of
@@ -96,19 +101,24 @@ func (e env) node(tb testing.TB) redis.Cmdable {
 }
 
 // tracker returns a Tracker of this deployment (one per instance); opts'
-// FriendsKey, Channel, Profile and Prefix are filled in.
+// FriendsKey, Channel and Prefix are filled in, and Profile when nil.
 func (e env) tracker(tb testing.TB, opts Options) *Tracker {
 	tb.Helper()
 	opts.Prefix = e.prefix
 	opts.FriendsKey = e.friendsKey
 	opts.Channel = e.channel
-	opts.Profile = func(_ context.Context, uid int64) (string, string, error) {
-		return fmt.Sprintf("user%d", uid), fmt.Sprintf("User %d", uid), nil
+	if opts.Profile == nil {
+		opts.Profile = profile
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return New(e.rdb, opts)
+}
+
+// profile is the login and name the tests' users have.
+func profile(_ context.Context, uid int64) (login, name string, err error) {
+	return fmt.Sprintf("user%d", uid), fmt.Sprintf("User %d", uid), nil
 }
 
 // befriend makes a and b friends as the social package does.
@@ -124,38 +134,23 @@ func (e env) befriend(tb testing.TB, a, b int64) {
 	}
 }
 
-// subscribe listens on uid's channel, returning once the subscription holds.
+// subscribe listens on uid's channel, returning once the subscription holds:
+// with SSUBSCRIBE on a cluster, on the master of the channel's slot, as the
+// realtime hub does; frames published before it never come.
 func (e env) subscribe(tb testing.TB, uid int64) <-chan *redis.Message {
 	tb.Helper()
 	ctx := ctxT(tb)
-	ps := e.rdb.Subscribe(ctx, e.channel(uid))
+	var ps *redis.PubSub
+	if e.cluster {
+		ps = e.rdb.SSubscribe(ctx, e.channel(uid))
+	} else {
+		ps = e.rdb.Subscribe(ctx, e.channel(uid))
+	}
 	if _, err := ps.Receive(ctx); err != nil {
 		tb.Fatalf("subscribe %d: %v", uid, err)
 	}
 	tb.Cleanup(func() { ps.Close() })
-	ch := ps.Channel()
-	if e.cluster {
-		// On a cluster a frame reaches the other nodes over the cluster bus,
-		// after its publish: frames the scripts published on presence's shard
-		// before the subscription may still come. A marker published there
-		// now comes after them.
-		const marker = "subscribed"
-		if err := e.node(tb).Publish(ctx, e.channel(uid), marker).Err(); err != nil {
-			tb.Fatalf("publish to %d: %v", uid, err)
-		}
-		for timeout := time.After(5 * time.Second); ; {
-			select {
-			case m := <-ch:
-				if m.Payload != marker {
-					continue
-				}
-			case <-timeout:
-				tb.Fatalf("subscribe %d: the marker did not come within 5s", uid)
-			}
-			break
-		}
-	}
-	return ch
+	return ps.Channel()
 }
 
 // now is Redis's clock.

@@ -46,9 +46,14 @@ const (
 	activeMinutes  = 10               // active_last_10m counts this many minutes
 	activeKeyTTL   = 11 * time.Minute // a minute's keys outlive the ten minutes they are read in
 	sweepBatch     = 500              // connections the sweep script takes out per call
-	announceBatch  = 1000             // channels per publishing script call
+	announceBatch  = 1000             // channels per publishing script call, or pipeline on a cluster
 	presencesBatch = 1000             // users per presences script call
 )
+
+// announceCorrections is how many times an announcement on a cluster
+// publishes the user's current state after finding it changed under its
+// publish (see publishSharded).
+const announceCorrections = 8
 
 var (
 	// ErrInvalid reports input no call can act on, such as an empty connection id.
@@ -127,13 +132,14 @@ func (o *Options) fill() {
 // Tracker records presence in one Redis. Every instance of Chorus has one;
 // they agree through Redis alone.
 type Tracker struct {
-	id     string // this instance's, for its lease
-	rdb    redis.UniversalClient
-	opts   Options
-	keys   keys
-	log    *slog.Logger
-	counts countsCache
-	now    func() time.Time // the local clock, for the counts cache alone
+	id      string // this instance's, for its lease
+	rdb     redis.UniversalClient
+	cluster bool // rdb is a Redis Cluster: announcements go out with SPUBLISH
+	opts    Options
+	keys    keys
+	log     *slog.Logger
+	counts  countsCache
+	now     func() time.Time // the local clock, for the counts cache alone
 	// skew is Redis's clock less the local one (ms) at the last script
 	// reply, to tell which minute's keys to hand the scripts (see inMinute).
 	skew atomic.Int64
@@ -168,7 +174,7 @@ func New(rdb redis.UniversalClient, opts Options) *Tracker {
 	}
 	opts.fill()
 	return &Tracker{
-		id: uuid.NewString(), rdb: rdb, opts: opts, keys: k,
+		id: uuid.NewString(), rdb: rdb, cluster: cluster, opts: opts, keys: k,
 		log: opts.Logger, now: time.Now, held: map[Beat]struct{}{}, leaving: map[Beat]struct{}{},
 	}
 }
