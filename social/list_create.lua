@@ -1,22 +1,19 @@
--- Makes a list for its owner, unless they own as many as one user may.
+-- Takes a place among its owner's lists for a new list, unless they own as
+-- many as one user may. Runs in the owner's slot; the list's hash, in its
+-- own slot, is written after (see CreateList).
 --
 -- KEYS[1] owner's user hash
 -- KEYS[2] owner's lists (list:out)
--- KEYS[3] the new list's hash
 -- ARGV[1] list id
--- ARGV[2] owner uid
--- ARGV[3] name
--- ARGV[4] created, unix ms
--- ARGV[5] most lists one user may own
--- Returns 1 when the list was made, -1 when the owner does not exist, -2
+-- ARGV[2] created, unix ms
+-- ARGV[3] most lists one user may own
+-- Returns 1 when the place was taken, -1 when the owner does not exist, -2
 -- when they own the most lists already.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then
   return -2
 end
-redis.call('HSET', KEYS[3], 'id', ARGV[1], 'owner', ARGV[2], 'name', ARGV[3],
-  'created', ARGV[4], 'members', 0)
-redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 return 1

@@ -23,6 +23,14 @@ const (
 	MaxListNameRunes = 64  // the longest list name, counted after trimming
 )
 
+// A list's keys (its hash, members and timeline) share its slot; the
+// owner's list:out and each member's list:in are in theirs, and
+// list:member:seq in its own. So a change that touches both sides is a
+// script on one slot and plain commands on the others, in an order that
+// keeps what readers and fan-out passes see safe at every step: each step
+// is idempotent, a retry of the same request runs them all again and
+// finishes one cut short, and the comments of each change say what a crash
+// between two steps leaves.
 var (
 	//go:embed list_owner.lua
 	listOwnerSource string
@@ -38,17 +46,11 @@ var (
 	//go:embed list_delete.lua
 	listDeleteSource string
 	listDeleteScript = redis.NewScript(listOwnerSource + listDeleteSource)
-
-	//go:embed list_add_member.lua
-	listAddSource string
-	listAddScript = redis.NewScript(sharedSource + listOwnerSource + listAddSource)
-
-	//go:embed list_remove_member.lua
-	listRemoveSource string
-	listRemoveScript = redis.NewScript(listOwnerSource + listRemoveSource)
 )
 
-var listFields = []string{"id", "owner", "name", "created", "members"}
+// listFields are the fields of a list's hash that reads use; "deleted"
+// marks a list whose deletion is under way, which is no list to them.
+var listFields = []string{"id", "owner", "name", "created", "members", "deleted"}
 
 // ValidateListName trims name and checks it against the API's rules: those
 // of a user's display name.
@@ -57,6 +59,18 @@ func ValidateListName(name string) (string, error) {
 }
 
 // CreateList makes a list named name for owner.
+//
+// The owner's side goes first, a script in their slot that takes a place
+// in list:out: it is the step that may refuse (an unknown owner, one at the
+// cap), so a refusal leaves nothing to undo and no reader ever sees a list
+// that is then taken back. The list's hash follows. A crash between the
+// two leaves an id in list:out whose hash never comes: Lists skips it, List
+// and every change of it answer ErrListNotFound, and no member can be
+// added to it, so no job reaches it; it only holds one of the owner's
+// MaxListsPerUser places. (The hash first would instead leave, after a
+// crash, a list in no one's list:out that anyone may read by its id, and
+// after a refusal a list that was there for a moment.) A retry makes a new
+// list: a create has no key of its own to be idempotent by.
 func (s *Service) CreateList(ctx context.Context, owner int64, name string) (List, error) {
 	name, err := ValidateListName(name)
 	if err != nil {
@@ -76,8 +90,8 @@ func (s *Service) CreateList(ctx context.Context, owner int64, name string) (Lis
 		ID: id.Val(), Name: name, Owner: protocol.UserRef{ID: owner, Login: login, Name: ownerName},
 		Created: now.Val().UTC().Truncate(time.Millisecond),
 	}
-	res, err := listCreateScript.Run(ctx, s.rdb, []string{k.user(owner), k.listsOut(owner), k.list(l.ID)},
-		l.ID, owner, name, l.Created.UnixMilli(), MaxListsPerUser).Int()
+	res, err := listCreateScript.Run(ctx, s.rdb, []string{k.user(owner), k.listsOut(owner)},
+		l.ID, l.Created.UnixMilli(), MaxListsPerUser).Int()
 	if err != nil {
 		return List{}, fmt.Errorf("create list for %d: %w", owner, err)
 	}
@@ -86,6 +100,10 @@ func (s *Service) CreateList(ctx context.Context, owner int64, name string) (Lis
 		return List{}, ErrUserNotFound
 	case -2:
 		return List{}, ErrTooManyLists
+	}
+	if err := s.rdb.HSet(ctx, k.list(l.ID), "id", l.ID, "owner", owner, "name", name,
+		"created", l.Created.UnixMilli(), "members", 0).Err(); err != nil {
+		return List{}, fmt.Errorf("create list for %d: %w", owner, err)
 	}
 	return l, nil
 }
@@ -109,65 +127,50 @@ func (s *Service) RenameList(ctx context.Context, uid, id int64, name string) (L
 
 // DeleteList deletes list id, which uid must own, with its members and
 // timeline.
+//
+// First a script in the list's slot marks it deleted and hands back its
+// members: from then on every read and change but this deletion finds no
+// list, and no one can be added to it. Then, in one pipeline, the list
+// leaves each member's list:in (all of its memberships are over, so
+// whatever score list:in holds goes) and its owner's list:out; last its
+// keys go, in one DEL. A crash after the mark leaves a list no one sees,
+// still in some list:in and list:out: fan-out passes may write its
+// timeline, and it holds a place among its owner's lists, until a retry of
+// the deletion (the script takes a marked list from its owner) runs every
+// step again. list:out goes before the keys, so that no crash leaves an id
+// there that a retry can no longer find.
+//
+// An add whose script ran before the mark may write list:in after the
+// pipeline; it checks the list after writing and takes it out again. A
+// list_post pass or a backfill that writes the timeline after the DEL
+// checks after writing (the pass the list's hash, the backfill the
+// membership) and takes out what it wrote; one whose check comes before
+// the DEL wrote before it.
 func (s *Service) DeleteList(ctx context.Context, uid, id int64) error {
 	k := s.keys
-	res, err := listDeleteScript.Run(ctx, s.rdb, []string{
-		k.list(id), k.listMembers(id), k.listStatuses(id), k.listsOut(uid),
-	}, uid, id, k.listsInPrefix()).Int()
+	res, err := listDeleteScript.Run(ctx, s.rdb, []string{k.list(id), k.listMembers(id)}, uid).Slice()
 	if err != nil {
 		return fmt.Errorf("delete list %d: %w", id, err)
 	}
-	return listRefusal(res)
-}
-
-// AddListMember adds the user with login to list id, which uid must own
-// (idempotent; anyone may be added, uid included), and backfills the
-// list's timeline with their latest statuses. It returns the list as it is
-// then.
-func (s *Service) AddListMember(ctx context.Context, uid, id int64, login string) (List, error) {
-	member, err := s.UID(ctx, login)
-	if err != nil {
-		return List{}, err
+	code, _ := res[0].(int64)
+	if err := listRefusal(int(code)); err != nil {
+		return err
 	}
-	k := s.keys
-	res, err := listAddScript.Run(ctx, s.rdb, []string{
-		k.list(id), k.listMembers(id), k.listsIn(member), k.listStatuses(id),
-		k.user(member), k.profile(member), k.listMemberSeq(),
-	}, uid, member, id, MaxListMembers, s.opts.HomeSize).Int()
-	if err != nil {
-		return List{}, fmt.Errorf("add %d to list %d: %w", member, id, err)
+	pipe := s.rdb.Pipeline()
+	for _, m := range res[1:] {
+		s, _ := m.(string)
+		if member, err := strconv.ParseInt(s, 10, 64); err == nil {
+			pipe.ZRem(ctx, k.listsIn(member), id)
+		}
 	}
-	switch res {
-	case -3:
-		return List{}, ErrUserNotFound
-	case -4:
-		return List{}, ErrListFull
+	pipe.ZRem(ctx, k.listsOut(uid), id)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("delete list %d: %w", id, err)
 	}
-	if err := listRefusal(res); err != nil {
-		return List{}, err
+	if err := s.rdb.Del(ctx, k.list(id), k.listMembers(id), k.listStatuses(id)).Err(); err != nil {
+		return fmt.Errorf("delete list %d: %w", id, err)
 	}
-	return s.List(ctx, id)
-}
-
-// RemoveListMember takes the user with login out of list id, which uid
-// must own (idempotent), and their statuses out of its timeline. It returns
-// the list as it is then.
-func (s *Service) RemoveListMember(ctx context.Context, uid, id int64, login string) (List, error) {
-	member, err := s.UID(ctx, login)
-	if err != nil {
-		return List{}, err
-	}
-	k := s.keys
-	res, err := listRemoveScript.Run(ctx, s.rdb, []string{
-		k.list(id), k.listMembers(id), k.listsIn(member), k.listStatuses(id), k.profile(member),
-	}, uid, member, id, k.job(listDeleteJobPrefix)).Int()
-	if err != nil {
-		return List{}, fmt.Errorf("remove %d from list %d: %w", member, id, err)
-	}
-	if err := listRefusal(res); err != nil {
-		return List{}, err
-	}
-	return s.List(ctx, id)
+	return nil
 }
 
 // listRefusal is the error of a list script's answer: -1 for a list that
@@ -231,11 +234,12 @@ func (s *Service) Lists(ctx context.Context, owner int64) ([]List, error) {
 }
 
 // parseList reads a list's hash (listFields): all but its owner's login
-// and name. It reports false for a list that does not exist.
+// and name. It reports false for a list that does not exist, or whose
+// deletion is under way.
 func parseList(vals []any) (List, bool) {
 	str := func(i int) string { s, _ := vals[i].(string); return s }
 	num := func(i int) int64 { n, _ := strconv.ParseInt(str(i), 10, 64); return n }
-	if str(0) == "" {
+	if str(0) == "" || str(5) != "" {
 		return List{}, false
 	}
 	return List{
@@ -265,11 +269,11 @@ func (s *Service) ListTimeline(ctx context.Context, id int64, c Cursor) (Timelin
 }
 
 func (s *Service) listExists(ctx context.Context, id int64) error {
-	n, err := s.rdb.Exists(ctx, s.keys.list(id)).Result()
+	f, err := s.rdb.HMGet(ctx, s.keys.list(id), "id", "deleted").Result()
 	if err != nil {
 		return fmt.Errorf("list %d: %w", id, err)
 	}
-	if n == 0 {
+	if f[0] == nil || f[1] != nil {
 		return ErrListNotFound
 	}
 	return nil
