@@ -476,3 +476,23 @@ func BenchmarkHomeRead(b *testing.B) {
 		})
 	}
 }
+
+// The pass script as it was before the passes moved to Go, kept to measure
+// the Lua passes against them.
+var (
+	//go:embed testdata/fanout_pass_lua.lua
+	passSource string
+	passScript = redis.NewScript(sharedSource + passSource)
+)
+
+// passArgs are the old pass script's ARGV.
+func (s *Service) passArgs() []any {
+	k := s.keys
+	return []any{
+		s.opts.FanoutPassSize, s.opts.HomeSize, jobGroup,
+		k.homePrefix(), k.followersPrefix(), k.followingPrefix(), k.profilePrefix(),
+		k.statusPrefix(), k.channelPrefix(), s.opts.RefillStep, s.opts.RefillPassStatuses,
+		k.pullsPrefix(), k.pulledAuthors(), k.statusSeq(),
+		k.listsInPrefix(), k.listStatusesPrefix(),
+	}
+}

@@ -27,10 +27,6 @@ const jobGroup = "fanout"
 const consumerReapEvery = time.Minute
 
 var (
-	//go:embed fanout_pass.lua
-	passSource string
-	passScript = redis.NewScript(sharedSource + passSource)
-
 	//go:embed reap_consumers.lua
 	reapSource string
 	reapScript = redis.NewScript(reapSource)
@@ -92,8 +88,10 @@ func (s *Service) pass(ctx context.Context, key string) (passResult, error) {
 		st, err = s.promotePass(ctx, j)
 	case "refill":
 		st, err = s.refillPass(ctx, j)
-	case "list_post", "list_delete":
-		return s.luaPass(ctx, key)
+	case "list_post":
+		st, err = s.listPostPass(ctx, j)
+	case "list_delete":
+		st, err = s.listDeletePass(ctx, j)
 	default:
 		st = step{finished: true}
 	}
@@ -110,18 +108,6 @@ func (s *Service) pass(ctx context.Context, key string) (passResult, error) {
 	// A pass whose job another worker moved meanwhile wrote only what that
 	// worker wrote too; the next pass reads the job again.
 	return passResult{finished: moved && st.finished, reached: st.reached, copied: st.copied}, nil
-}
-
-// luaPass runs one pass of a list job in the pass script.
-func (s *Service) luaPass(ctx context.Context, key string) (passResult, error) {
-	res, err := passScript.Run(ctx, s.rdb, []string{key, s.keys.jobs()}, s.passArgs()...).Int64Slice()
-	if err != nil {
-		return passResult{}, fmt.Errorf("job %s: %w", key, err)
-	}
-	if len(res) != 3 {
-		return passResult{}, fmt.Errorf("job %s: pass answered %v", key, res)
-	}
-	return passResult{finished: res[0] == 1, reached: res[1], copied: res[2]}, nil
 }
 
 // ready reports whether j's maker finished writing what it queued j for
@@ -518,18 +504,6 @@ func (s *Service) refillPass(ctx context.Context, j job) (step, error) {
 	st := next(map[string]string{"cursor": cursor, "part": "", "below": ""})
 	st.finished = len(followees) <= stepSize
 	return st, nil
-}
-
-// passArgs are the pass script's ARGV.
-func (s *Service) passArgs() []any {
-	k := s.keys
-	return []any{
-		s.opts.FanoutPassSize, s.opts.HomeSize, jobGroup,
-		k.homePrefix(), k.followersPrefix(), k.followingPrefix(), k.profilePrefix(),
-		k.statusPrefix(), k.channelPrefix(), s.opts.RefillStep, s.opts.RefillPassStatuses,
-		k.pullsPrefix(), k.pulledAuthors(), k.statusSeq(),
-		k.listsInPrefix(), k.listStatusesPrefix(),
-	}
 }
 
 // notReadyWait is how long a worker waits before it looks again at a job

@@ -1,7 +1,6 @@
 package social
 
 import (
-	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -95,7 +94,6 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 	pipe := s.rdb.Pipeline()
 	author := pipe.HMGet(ctx, k.user(uid), "login", "name")
 	inLists := pipe.ZCard(ctx, k.listsIn(uid))
-	listSeq := pipe.Get(ctx, k.listMemberSeq())
 	sid := pipe.Incr(ctx, k.statusSeq())
 	now := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -123,7 +121,7 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 		listJob = k.job(listPostJobID(st.ID))
 		jobs = append(jobs, listJob)
 		queueJobScript.Eval(ctx, pipe, []string{k.jobs(), listJob},
-			"kind", "list_post", "uid", uid, "sid", st.ID, "cursor", 0, "until", cmp.Or(listSeq.Val(), "0"), "ready", 1)
+			"kind", "list_post", "uid", uid, "sid", st.ID, "cursor", 0, "ready", 1)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
