@@ -22,7 +22,10 @@ import (
 func TestFanoutSurvivesFailover(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, 3, 1)
-	rdb := redistest.ClusterClientOf(t, cluster.Addrs())
+	// As chorus's own client, the slot map read again every 2 s, so the
+	// failover is seen without waiting for a redirect.
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), ClusterStateReloadInterval: 2 * time.Second})
+	t.Cleanup(func() { rdb.Close() })
 	const followers, passSize = 600, 20
 	s := New(rdb, Options{
 		Prefix: redistest.Prefix(), BcryptCost: 4, FanoutPassSize: passSize,

@@ -54,9 +54,7 @@ func ClusterClient(tb testing.TB) (*redis.ClusterClient, string) {
 // when the test ends.
 func ClusterClientOf(tb testing.TB, addrs []string) *redis.ClusterClient {
 	tb.Helper()
-	// As chorus's own client: the slot map read again every 2 s, so a
-	// failover is seen without waiting for a redirect.
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClusterStateReloadInterval: 2 * time.Second})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := rdb.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
