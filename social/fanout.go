@@ -110,45 +110,62 @@ func (s *Service) pass(ctx context.Context, key string) (passResult, error) {
 	return passResult{finished: moved && st.finished, reached: st.reached, copied: st.copied}, nil
 }
 
-// ready reports whether j's maker finished writing what it queued j for
-// (Post, DeleteStatus). A job not ready after JobClaimIdle lost its maker:
-// the pass then does the maker's writes itself, all idempotent.
-func (s *Service) ready(ctx context.Context, j job) (ready, overdue bool, err error) {
+// makerDone makes sure the writes j was queued for (by Post or
+// DeleteStatus) are done before its pass goes on, and returns the fields
+// the pass's step starts with. A job its maker has not marked ready is
+// waited for (wait), until JobClaimIdle after it was queued: its maker is
+// then taken for dead, and redo does the maker's writes, all idempotent.
+func (s *Service) makerDone(ctx context.Context, j job, redo func() error) (set map[string]string, wait bool, err error) {
+	set = map[string]string{}
 	if j.f["ready"] != "" {
-		return true, false, nil
+		return set, false, nil
 	}
 	now, err := s.now(ctx)
 	if err != nil {
-		return false, false, err
+		return nil, false, err
 	}
 	ms, _, _ := strings.Cut(j.f["entry"], "-")
 	queued, _ := strconv.ParseInt(ms, 10, 64)
-	return false, now.Sub(time.UnixMilli(queued)) > s.opts.JobClaimIdle, nil
+	if now.Sub(time.UnixMilli(queued)) <= s.opts.JobClaimIdle {
+		return nil, true, nil
+	}
+	if err := redo(); err != nil {
+		return nil, false, err
+	}
+	set["ready"] = "1"
+	return set, false, nil
 }
 
 // jobPage reads up to FanoutPassSize members of the sorted set key scored
-// after cursor and up to until.
-func (s *Service) jobPage(ctx context.Context, key, cursor, until string) (members []string, last string, err error) {
-	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
-		Min: "(" + cursor, Max: until, Count: int64(s.opts.FanoutPassSize),
+// after cursor (none: from the start) and up to until: one page of a job.
+func (s *Service) jobPage(ctx context.Context, key, cursor, until string) ([]redis.Z, error) {
+	return s.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+		Min: "(" + cmp.Or(cursor, "0"), Max: until, Count: int64(s.opts.FanoutPassSize),
 	}).Result()
-	if err != nil || len(zs) == 0 {
-		return nil, cursor, err
-	}
-	members = make([]string, len(zs))
-	for i, z := range zs {
-		members[i], _ = z.Member.(string)
-	}
-	return members, strconv.FormatFloat(zs[len(zs)-1].Score, 'f', -1, 64), nil
 }
 
-// moved is the step after a page of n members ending at last.
-func (s *Service) moved(n int, last string, set map[string]string) step {
-	if set == nil {
-		set = map[string]string{}
+// pageMembers returns the members of a page.
+func pageMembers(page []redis.Z) []string {
+	members := make([]string, len(page))
+	for i, z := range page {
+		members[i], _ = z.Member.(string)
 	}
-	set["cursor"] = last
-	return step{finished: n < s.opts.FanoutPassSize, set: set, reached: int64(n)}
+	return members
+}
+
+// pageStep is the step of a pass over page: finished when the page is
+// short, else on from its last score.
+func (s *Service) pageStep(page []redis.Z, set map[string]string) step {
+	st := step{reached: int64(len(page)), set: set}
+	if len(page) < s.opts.FanoutPassSize {
+		st.finished = true
+		return st
+	}
+	if st.set == nil {
+		st.set = map[string]string{}
+	}
+	st.set["cursor"] = strconv.FormatFloat(page[len(page)-1].Score, 'f', -1, 64)
+	return st
 }
 
 // postPass runs one pass of a post job: it pushes the status to the next
@@ -170,20 +187,13 @@ func (s *Service) postPass(ctx context.Context, j job) (step, error) {
 	uid, _ := strconv.ParseInt(j.f["uid"], 10, 64)
 	sid, _ := strconv.ParseInt(j.f["sid"], 10, 64)
 	payload := j.f["payload"]
-	set := map[string]string{}
-	if ready, overdue, err := s.ready(ctx, j); err != nil {
-		return step{}, err
-	} else if !ready && !overdue {
-		return step{wait: true}, nil
-	} else if !ready {
-		var frame protocol.StatusFrame
-		if err := json.Unmarshal([]byte(payload), &frame); err != nil {
-			return step{finished: true}, nil // not a job Post queued
-		}
-		if err := s.writePost(ctx, frame.Status, []byte(payload)); err != nil {
-			return step{}, err
-		}
-		set["ready"] = "1"
+	var frame protocol.StatusFrame
+	if err := json.Unmarshal([]byte(payload), &frame); err != nil {
+		return step{finished: true}, nil // not a job Post queued
+	}
+	set, wait, err := s.makerDone(ctx, j, func() error { return s.writePost(ctx, frame.Status, []byte(payload)) })
+	if err != nil || wait {
+		return step{wait: wait}, err
 	}
 	until := j.f["until"]
 	pipe := s.rdb.Pipeline()
@@ -220,10 +230,11 @@ func (s *Service) postPass(ctx context.Context, j job) (step, error) {
 			}
 		}
 	}
-	members, last, err := s.jobPage(ctx, k.followers(uid), j.f["cursor"], until)
-	if err != nil || len(members) == 0 {
+	page, err := s.jobPage(ctx, k.followers(uid), j.f["cursor"], until)
+	if err != nil || len(page) == 0 {
 		return step{finished: true, set: set}, err
 	}
+	members := pageMembers(page)
 	push, connected, err := s.activeFollowers(ctx, members)
 	if err != nil {
 		return step{}, err
@@ -231,7 +242,7 @@ func (s *Service) postPass(ctx context.Context, j job) (step, error) {
 	if err := s.pushStatus(ctx, uid, sid, payload, push, connected); err != nil {
 		return step{}, err
 	}
-	return s.moved(len(members), last, set), nil
+	return s.pageStep(page, set), nil
 }
 
 // queuePromotion queues the job that makes uid pulled, unless it is queued.
@@ -329,16 +340,9 @@ func (s *Service) deletePass(ctx context.Context, j job) (step, error) {
 	uid, _ := strconv.ParseInt(j.f["uid"], 10, 64)
 	sid, _ := strconv.ParseInt(j.f["sid"], 10, 64)
 	payload := j.f["payload"]
-	set := map[string]string{}
-	if ready, overdue, err := s.ready(ctx, j); err != nil {
-		return step{}, err
-	} else if !ready && !overdue {
-		return step{wait: true}, nil
-	} else if !ready {
-		if err := s.writeDelete(ctx, uid, sid, []byte(payload)); err != nil {
-			return step{}, err
-		}
-		set["ready"] = "1"
+	set, wait, err := s.makerDone(ctx, j, func() error { return s.writeDelete(ctx, uid, sid, []byte(payload)) })
+	if err != nil || wait {
+		return step{wait: wait}, err
 	}
 	if j.f["cursor"] == "0" {
 		since, err := s.rdb.ZScore(ctx, k.pulledAuthors(), j.f["uid"]).Result()
@@ -349,10 +353,11 @@ func (s *Service) deletePass(ctx context.Context, j job) (step, error) {
 			return step{finished: true}, s.publish(ctx, s.rdb, k.authorChannel(uid), payload).Err()
 		}
 	}
-	members, last, err := s.jobPage(ctx, k.followers(uid), j.f["cursor"], "+inf")
-	if err != nil || len(members) == 0 {
+	page, err := s.jobPage(ctx, k.followers(uid), j.f["cursor"], "+inf")
+	if err != nil || len(page) == 0 {
 		return step{finished: true, set: set}, err
 	}
+	members := pageMembers(page)
 	uids := make([]int64, len(members))
 	removed := make([]*redis.IntCmd, len(members))
 	pipe := s.rdb.Pipeline()
@@ -372,7 +377,7 @@ func (s *Service) deletePass(ctx context.Context, j job) (step, error) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return step{}, err
 	}
-	return s.moved(len(members), last, set), nil
+	return s.pageStep(page, set), nil
 }
 
 // promotePass runs one pass of an author's promotion to pulled: it adds the
@@ -394,20 +399,17 @@ func (s *Service) promotePass(ctx context.Context, j job) (step, error) {
 		until = cmp.Or(v, "0")
 		set["until"] = until
 	}
-	members, last, err := s.jobPage(ctx, k.followers(uid), j.f["cursor"], until)
+	page, err := s.jobPage(ctx, k.followers(uid), j.f["cursor"], until)
 	if err != nil {
 		return step{}, err
 	}
+	members := pageMembers(page)
 	if len(members) > 0 {
-		scores, err := s.rdb.ZMScore(ctx, k.followers(uid), members...).Result()
-		if err != nil {
-			return step{}, err
-		}
 		added := make([]*redis.IntCmd, len(members))
 		pipe := s.rdb.Pipeline()
 		for i, m := range members {
 			f, _ := strconv.ParseInt(m, 10, 64)
-			added[i] = pipe.ZAddNX(ctx, k.pulls(f), redis.Z{Score: scores[i], Member: uid})
+			added[i] = pipe.ZAddNX(ctx, k.pulls(f), redis.Z{Score: page[i].Score, Member: uid})
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return step{}, err
@@ -424,7 +426,7 @@ func (s *Service) promotePass(ctx context.Context, j job) (step, error) {
 			return step{}, err
 		}
 	}
-	st := s.moved(len(members), last, set)
+	st := s.pageStep(page, set)
 	if st.finished {
 		seq, err := s.rdb.Get(ctx, k.statusSeq()).Int64()
 		if err != nil && !errors.Is(err, redis.Nil) {

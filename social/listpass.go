@@ -23,33 +23,6 @@ func listJobFields(j job) (uid, sid int64, ok bool) {
 	return uid, sid, uerr == nil && serr == nil
 }
 
-// listPage reads up to FanoutPassSize lists from the author's list:in, by
-// score in (cursor, until].
-func (s *Service) listPage(ctx context.Context, uid int64, j job, until string) ([]redis.Z, error) {
-	cursor := j.f["cursor"]
-	if cursor == "" {
-		cursor = "0"
-	}
-	return s.rdb.ZRangeByScoreWithScores(ctx, s.keys.listsIn(uid), &redis.ZRangeBy{
-		Min: "(" + cursor, Max: until, Count: int64(s.opts.FanoutPassSize),
-	}).Result()
-}
-
-// pageStep is the step of a pass over page: finished when the page is
-// short, else on from its last score.
-func (s *Service) pageStep(page []redis.Z, set map[string]string) step {
-	st := step{reached: int64(len(page)), set: set}
-	if len(page) < s.opts.FanoutPassSize {
-		st.finished = true
-		return st
-	}
-	if st.set == nil {
-		st.set = map[string]string{}
-	}
-	st.set["cursor"] = strconv.FormatFloat(page[len(page)-1].Score, 'f', -1, 64)
-	return st
-}
-
 // listPostPass runs one pass of a list_post job: status "sid" by "uid"
 // into the timeline of each list that has held uid since no later than
 // "until" (a list:member:seq value), FanoutPassSize lists a pass, from just
@@ -95,7 +68,7 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 		}
 		set = map[string]string{"until": until}
 	}
-	page, err := s.listPage(ctx, uid, j, until)
+	page, err := s.jobPage(ctx, s.keys.listsIn(uid), j.f["cursor"], until)
 	if err != nil {
 		return step{}, err
 	}
@@ -165,7 +138,7 @@ func (s *Service) listDeletePass(ctx context.Context, j job) (step, error) {
 	if !ok {
 		return step{finished: true}, nil
 	}
-	page, err := s.listPage(ctx, uid, j, "+inf")
+	page, err := s.jobPage(ctx, s.keys.listsIn(uid), j.f["cursor"], "+inf")
 	if err != nil {
 		return step{}, err
 	}
