@@ -174,11 +174,15 @@ func listen(tb testing.TB, s *Service, rdb redis.UniversalClient, channels ...st
 }
 
 // event is a frame published on a user's channel, as far as the tests
-// read it: a status, or the id of a deleted one.
+// read it: a status, the id of a deleted one, the author of a pull added
+// or removed, or a new follower.
 type event struct {
-	Type   string           `json:"type"`
-	Status *protocol.Status `json:"status"`
-	ID     int64            `json:"id"`
+	Type      string            `json:"type"`
+	Status    *protocol.Status  `json:"status"`
+	ID        int64             `json:"id"`
+	Author    int64             `json:"author"`
+	User      *protocol.UserRef `json:"user"`
+	YouFollow *bool             `json:"you_follow"`
 }
 
 // eventsSoFar returns, by channel, the events published on l's channels
