@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"chorus/internal/testio"
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -201,11 +202,7 @@ func TestFollowPulledAuthor(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := signUp(t, s, "late")
-	sub := rdb.Subscribe(ctx, s.UserChannel(late.ID))
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sub := listen(t, s, rdb, s.UserChannel(late.ID))
 	follow(t, s, late.ID, "big")
 	if home := homeIDs(t, s, late.ID); len(home) != 0 {
 		t.Errorf("home after following a pulled author = %v, want no copies", home)
@@ -227,17 +224,10 @@ func TestFollowPulledAuthor(t *testing.T) {
 	if got := pageIDs(page); len(got) != 0 {
 		t.Errorf("home page after the unfollow = %v, want none", got)
 	}
-	for _, want := range []string{
-		fmt.Sprintf(`{"type":"pull_added","author":%d}`, w.big.ID),
-		fmt.Sprintf(`{"type":"pull_removed","author":%d}`, w.big.ID),
-	} {
-		m, err := sub.ReceiveMessage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Payload != want {
-			t.Errorf("the follower's channel got %s, want %s", m.Payload, want)
-		}
+	got := eventsSoFar(t, sub)[s.UserChannel(late.ID)]
+	want := []event{{Type: protocol.TypePullAdded, Author: w.big.ID}, {Type: protocol.TypePullRemoved, Author: w.big.ID}}
+	if !slices.Equal(got, want) {
+		t.Errorf("the follower's channel got %+v, want %+v", got, want)
 	}
 }
 
