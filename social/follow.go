@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -59,8 +60,7 @@ var (
 //     follower). The retry's follower side finds the follow, with its
 //     score, and the followee's side is written with that score.
 //   - after the followee's side, before the ranking: the ranking is one
-//     short; the retry's followee side adds nothing and so moves nothing
-//     (rankFollowers is to re-read the count instead).
+//     short; the retry ranks the followee again from their count.
 //   - before the friend mirror: presence reads the old friendship; the
 //     retry syncs the mirror.
 //   - before the backfill or the pulled-author step: the retry does them.
@@ -225,24 +225,14 @@ func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score stri
 			}
 			side.followers = res[1]
 			side.madeFriends = side.madeFriends || res[2] == 1
-			if res[0] == 1 {
-				side.changed = true
-				if err := s.rankFollowers(ctx, other, 1); err != nil {
-					return side, err
-				}
-			}
+			side.changed = side.changed || res[0] == 1
 		} else {
 			removed, ended, err := s.unfollowFollowee(ctx, uid, other)
 			if err != nil {
 				return side, err
 			}
 			side.endedFriends = side.endedFriends || ended
-			if removed {
-				side.changed = true
-				if err := s.rankFollowers(ctx, other, -1); err != nil {
-					return side, err
-				}
-			}
+			side.changed = side.changed || removed
 		}
 		again, err := s.followScore(ctx, uid, other)
 		if err != nil {
@@ -250,11 +240,28 @@ func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score stri
 		}
 		if again == score {
 			side.stands = score != ""
-			return side, nil
+			return side, s.rankFollowee(ctx, other)
 		}
 		score = again
 	}
 	return side, fmt.Errorf("the follow of %d by %d changed %d times while being written", other, uid, maxSyncRounds)
+}
+
+// rankFollowee writes uid's place in the ranking by followers from their
+// count (syncRank), after a follow or unfollow of uid, whether or not it
+// changed the count: a retry of a request cut short before its ranking
+// writes it then. The ranking is written from the count, never moved by a
+// delta, so a rank left off heals at the user's next follow or unfollow.
+// A popular user's count may keep moving through every round of syncRank:
+// that is logged, not failed, as the follow itself is written, and the
+// follows moving the count each rank the user again after their own change.
+func (s *Service) rankFollowee(ctx context.Context, uid int64) error {
+	err := s.syncRank(ctx, uid)
+	if errors.Is(err, errRankMoving) {
+		s.opts.Logger.WarnContext(ctx, "follower ranking left to the next follow", "uid", uid, "err", err)
+		return nil
+	}
+	return err
 }
 
 // followScore reads the score of uid's follow of other, "" when uid does
@@ -270,21 +277,6 @@ func (s *Service) followScore(ctx context.Context, uid, other int64) (string, er
 		return "", nil
 	}
 	return strconv.FormatFloat(sc[0], 'f', -1, 64), nil
-}
-
-// rankFollowers moves uid's place in the ranking by follower count by
-// delta; a user with none leaves it.
-func (s *Service) rankFollowers(ctx context.Context, uid int64, delta int) error {
-	pipe := s.rdb.Pipeline()
-	pipe.ZIncrBy(ctx, s.keys.popular(), float64(delta), itoa(uid))
-	if delta < 0 {
-		// Only a user just brought to 0 can be there: each command runs
-		// alone, so one whose count a follow brought back up meanwhile
-		// stays.
-		pipe.ZRemRangeByScore(ctx, s.keys.popular(), "-inf", "0")
-	}
-	_, err := pipe.Exec(ctx)
-	return err
 }
 
 // reachFollowee brings other's statuses to uid, who follows them: a pulled

@@ -33,7 +33,7 @@ var (
 //     the retry takes the follower out of the followee's side and walks the
 //     home timeline.
 //   - after the followee's side, before the ranking: the ranking is one
-//     too high (rankFollowers is to re-read the count instead).
+//     too high; the retry ranks the followee again from their count.
 //   - before the friend mirror: presence reads the old friendship; the
 //     retry syncs it.
 //   - before the walk: the retry walks.
