@@ -108,13 +108,7 @@ func TestPulledAuthorMergedIntoHome(t *testing.T) {
 		}
 	}
 
-	sub := rdb.Subscribe(ctx, s.AuthorChannel(w.big.ID), s.UserChannel(reader.ID))
-	defer sub.Close()
-	for range 2 {
-		if _, err := sub.Receive(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l := listen(t, s, rdb, s.AuthorChannel(w.big.ID), s.UserChannel(reader.ID))
 	want := slices.Clone(w.before)
 	var pulled []int64
 	for i := range 3 {
@@ -139,19 +133,11 @@ func TestPulledAuthorMergedIntoHome(t *testing.T) {
 	}
 	// The author's channel carries each pulled status once; the reader's
 	// own channel carries the small author's.
-	var onAuthor, onReader int
-	for range 6 {
-		m, err := sub.ReceiveMessage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch m.Channel {
-		case s.AuthorChannel(w.big.ID):
-			onAuthor++
-		case s.UserChannel(reader.ID):
-			onReader++
-		}
-	}
+	events := eventsUntil(t, l, 10*time.Second, func(got map[string][]event) bool {
+		return len(got[s.AuthorChannel(w.big.ID)])+len(got[s.UserChannel(reader.ID)]) >= 6
+	})
+	onAuthor := len(ofType(events[s.AuthorChannel(w.big.ID)], protocol.TypeStatus))
+	onReader := len(ofType(events[s.UserChannel(reader.ID)], protocol.TypeStatus))
 	if onAuthor != 3 || onReader != 3 {
 		t.Errorf("frames: %d on the author's channel, %d on the reader's; want 3 and 3", onAuthor, onReader)
 	}
