@@ -56,7 +56,7 @@ type FriendRemoved struct {
 }
 
 // Followed: someone started following the user; YouFollow says whether the
-// user follows them already. social/follow.lua writes it.
+// user follows them already. social/follow_followee.lua publishes it.
 type Followed struct {
 	Type      string  `json:"type"` // TypeFollowed
 	User      UserRef `json:"user"`

@@ -1,18 +1,16 @@
 package social
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
+
+	"chorus/protocol"
 )
 
 func signUpNamed(tb testing.TB, s *Service, login, name string) User {
@@ -180,14 +178,7 @@ func TestFollowPublishesFollowed(t *testing.T) {
 	s, rdb := newService(t, Options{})
 	ctx := ctxT(t)
 	ada, bob := signUpNamed(t, s, "ada", `Ada "A" Lovelace`), signUp(t, s, "bob")
-	sub := rdb.Subscribe(ctx, s.UserChannel(ada.ID), s.UserChannel(bob.ID))
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sub := listen(t, s, rdb, s.UserChannel(ada.ID), s.UserChannel(bob.ID))
 	for range 2 { // the second follow changes nothing and tells nobody
 		if _, _, err := s.Follow(ctx, ada.ID, "bob"); err != nil {
 			t.Fatal(err)
@@ -196,42 +187,20 @@ func TestFollowPublishesFollowed(t *testing.T) {
 	if _, _, err := s.Follow(ctx, bob.ID, "ada"); err != nil {
 		t.Fatal(err)
 	}
-	type followed struct {
-		Type string `json:"type"`
-		User struct {
-			ID    int64  `json:"id"`
-			Login string `json:"login"`
-			Name  string `json:"name"`
-		} `json:"user"`
-		YouFollow *bool `json:"you_follow"`
-	}
-	read := func() (string, followed) {
-		t.Helper()
-		msg, err := sub.ReceiveTimeout(ctx, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
+	events := eventsSoFar(t, sub)
+	for _, tc := range []struct {
+		to, from  User
+		youFollow bool
+	}{
+		{to: bob, from: ada, youFollow: false},
+		{to: ada, from: bob, youFollow: true}, // a follow back
+	} {
+		got := events[s.UserChannel(tc.to.ID)]
+		want := protocol.UserRef{ID: tc.from.ID, Login: tc.from.Login, Name: tc.from.Name}
+		if len(got) != 1 || got[0].Type != protocol.TypeFollowed || got[0].User == nil || *got[0].User != want ||
+			got[0].YouFollow == nil || *got[0].YouFollow != tc.youFollow {
+			t.Errorf("%s was told %+v, want once that %+v follows them, you_follow %v", tc.to.Login, got, want, tc.youFollow)
 		}
-		m, ok := msg.(*redis.Message)
-		if !ok {
-			t.Fatalf("got %T, want a message", msg)
-		}
-		var f followed
-		if err := json.Unmarshal([]byte(m.Payload), &f); err != nil {
-			t.Fatalf("followed event %q: %v", m.Payload, err)
-		}
-		return m.Channel, f
-	}
-	ch, f := read()
-	if ch != s.UserChannel(bob.ID) || f.Type != protocol.TypeFollowed || f.User.ID != ada.ID || f.User.Login != "ada" ||
-		f.User.Name != `Ada "A" Lovelace` || f.YouFollow == nil || *f.YouFollow {
-		t.Fatalf("first event on %s: %+v, want bob told ada follows them", ch, f)
-	}
-	ch, f = read()
-	if ch != s.UserChannel(ada.ID) || f.User.ID != bob.ID || f.YouFollow == nil || !*f.YouFollow {
-		t.Fatalf("second event on %s: %+v, want ada told bob follows back", ch, f)
-	}
-	if msg, err := sub.ReceiveTimeout(ctx, 200*time.Millisecond); err == nil {
-		t.Fatalf("a repeated follow published %v", msg)
 	}
 }
 

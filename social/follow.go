@@ -3,24 +3,69 @@ package social
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
 
 var (
+	// The Lua functions the old follow, post and pass scripts shared; no
+	// script of the service runs them now, only the benchmarks' baseline
+	// (the pass script as it was).
+	//
 	//go:embed shared.lua
 	sharedSource string
 
-	//go:embed follow.lua
-	followSource string
-	followScript = redis.NewScript(sharedSource + followSource)
+	//go:embed follow_follower.lua
+	followFollowerSource string
+	followFollowerScript = redis.NewScript(followFollowerSource)
 
-	//go:embed unfollow.lua
-	unfollowSource string
-	unfollowScript = redis.NewScript(unfollowSource)
+	//go:embed follow_followee.lua
+	followFolloweeSource string
+	followFolloweeScript = redis.NewScript(followFolloweeSource)
+
+	//go:embed pull_add.lua
+	pullAddSource string
+	pullAddScript = redis.NewScript(pullAddSource)
 )
+
+// A follow (and an unfollow, unfollow.go) changes two users, whose keys are
+// in two slots of a Redis Cluster, and keys in slots of their own besides:
+// the follow sequence, the ranking, the fan-out jobs, presence's friend
+// mirror. No one script can hold them all, so a follow is a series of
+// steps, each one script in one slot or an idempotent write, and Follow
+// runs every step every time: a follow cut short (a crash, a lost
+// connection) is left with its first steps written, and a retry of the
+// same request does the rest, writing nothing twice.
+//
+// The follower's following set is where a follow stands or not: the
+// follower's side is written first, and everything else is brought to
+// agree with it. The followee's side (followers, count, friends, the
+// followed frame) follows the follower's by write-then-verify (see
+// syncFollowee), so a follow and an unfollow of the same pair running at
+// once (two tabs) leave both sides agreeing with whichever wrote the
+// follower's side last. Each side keeps its user's friends set from the
+// two sets in its own slot, in the script that changes one of them, so two
+// users following each other at the same moment both end up friends:
+// whichever side-script runs second in each slot sees both sets.
+//
+// Crash windows, and what a retry of the same request does:
+//   - after the follower's side: the followee's side lacks the follow (no
+//     count, not among the followers, so posts are not pushed to the
+//     follower). The retry's follower side finds the follow, with its
+//     score, and the followee's side is written with that score.
+//   - after the followee's side, before the ranking: the ranking is one
+//     short; the retry ranks the followee again from their count.
+//   - before the friend mirror: presence reads the old friendship; the
+//     retry syncs the mirror.
+//   - before the backfill or the pulled-author step: the retry does them.
+//   - before queueing a promotion: the retry, or the author's next follow,
+//     checks the threshold again.
 
 // Follow makes uid follow the user with login (idempotent) and backfills
 // uid's home timeline with that user's latest statuses. It returns the
@@ -33,162 +78,242 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 	if other == uid {
 		return User{}, false, ErrSelfFollow
 	}
-	now, err := s.now(ctx)
+	made, err := s.follow(ctx, uid, other)
 	if err != nil {
 		return User{}, false, fmt.Errorf("follow %d->%d: %w", uid, other, err)
-	}
-	k := s.keys
-	res, err := followScript.Run(ctx, s.rdb, []string{
-		k.following(uid), k.followers(other), k.user(uid), k.user(other),
-		k.following(other), k.friends(uid), k.friends(other),
-		k.home(uid), k.profile(other), k.followSeq(), k.popular(),
-		k.pulledAuthors(), k.pulls(uid), k.jobs(), k.job(promoteJobID(other)),
-	}, uid, other, s.opts.HomeSize, now.UnixMilli(), k.userChannel(other),
-		k.userChannel(uid), max(0, s.opts.PullThreshold)).Int()
-	if err != nil {
-		return User{}, false, fmt.Errorf("follow %d->%d: %w", uid, other, err)
-	}
-	if res < 0 {
-		return User{}, false, ErrUserNotFound
 	}
 	followee, err = s.UserByID(ctx, other)
-	return followee, res == 2, err
+	return followee, made, err
 }
 
-// Unfollow makes uid stop following the user with login (idempotent) and
-// takes that user's statuses out of uid's home timeline, with the deleted
-// statuses whose cleanup has not reached it yet. It returns the id of the
-// user it ended a friendship with, or 0 when it ended none.
-func (s *Service) Unfollow(ctx context.Context, uid int64, login string) (exFriend int64, err error) {
-	other, err := s.UID(ctx, login)
-	if err != nil {
-		return 0, err
-	}
-	if other == uid {
-		return 0, ErrSelfFollow
-	}
+func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends bool, err error) {
 	k := s.keys
-	refill := refillJobID(uid)
-	res, err := unfollowScript.Run(ctx, s.rdb, []string{
-		k.following(uid), k.followers(other), k.user(uid), k.user(other),
-		k.friends(uid), k.friends(other), k.home(uid), k.profile(other),
-		k.jobs(), k.job(refill), k.popular(), k.pulls(uid),
-	}, uid, other, s.opts.RefillBelow, k.job(deleteJobPrefix), k.userChannel(uid)).Int()
-	if err != nil {
-		return 0, fmt.Errorf("unfollow %d->%d: %w", uid, other, err)
-	}
-	if res == 2 {
-		return other, nil
-	}
-	return 0, nil
-}
-
-// Page selects part of a list: Limit items from Offset on.
-type Page struct {
-	Limit  int
-	Offset int
-}
-
-// Followers lists those who follow the user with login, newest follow first.
-func (s *Service) Followers(ctx context.Context, login string, p Page) ([]User, error) {
-	uid, err := s.UID(ctx, login)
-	if err != nil {
-		return nil, err
-	}
-	return s.userList(ctx, s.keys.followers(uid), p)
-}
-
-// Following lists those whom the user with login follows, newest first.
-func (s *Service) Following(ctx context.Context, login string, p Page) ([]User, error) {
-	uid, err := s.UID(ctx, login)
-	if err != nil {
-		return nil, err
-	}
-	return s.userList(ctx, s.keys.following(uid), p)
-}
-
-// Friends lists uid's friends (mutual follows), newest friendship first.
-func (s *Service) Friends(ctx context.Context, uid int64, p Page) ([]User, error) {
-	return s.userList(ctx, s.keys.friends(uid), p)
-}
-
-// AreFriends reports whether a and b follow each other.
-func (s *Service) AreFriends(ctx context.Context, a, b int64) (bool, error) {
-	return s.inSet(ctx, s.keys.friends(a), b)
-}
-
-// IsFollowing reports whether a follows b.
-func (s *Service) IsFollowing(ctx context.Context, a, b int64) (bool, error) {
-	return s.inSet(ctx, s.keys.following(a), b)
-}
-
-func (s *Service) inSet(ctx context.Context, key string, uid int64) (bool, error) {
-	_, err := s.rdb.ZScore(ctx, key, itoa(uid)).Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("is %d in %s: %w", uid, key, err)
-	}
-	return true, nil
-}
-
-func (s *Service) userList(ctx context.Context, key string, p Page) ([]User, error) {
-	members, err := s.rdb.ZRevRange(ctx, key, int64(p.Offset), int64(p.Offset+p.Limit-1)).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", key, err)
-	}
-	users, err := s.usersByID(ctx, parseIDs(members))
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", key, err)
-	}
-	return users, nil
-}
-
-// Relation is how one user stands to another: whether each follows the
-// other. Friends follow each other.
-type Relation struct {
-	YouFollow  bool // the asking user follows them
-	FollowsYou bool // they follow the asking user
-}
-
-// Friends reports whether the two follow each other.
-func (r Relation) Friends() bool { return r.YouFollow && r.FollowsYou }
-
-// Relations reports how uid stands to each of ids, in one round trip.
-func (s *Service) Relations(ctx context.Context, uid int64, ids []int64) ([]Relation, error) {
-	out := make([]Relation, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	members := make([]string, len(ids))
-	for i, id := range ids {
-		members[i] = itoa(id)
-	}
+	// The sequence number goes before anything is written: one lost to a
+	// follow that stands already (or to a missing user) is a gap, and gaps
+	// are harmless.
 	pipe := s.rdb.Pipeline()
-	following := pipe.ZMScore(ctx, s.keys.following(uid), members...)
-	followers := pipe.ZMScore(ctx, s.keys.followers(uid), members...)
+	follower := pipe.Exists(ctx, k.user(uid))
+	followee := pipe.Exists(ctx, k.user(other))
+	who := pipe.HMGet(ctx, k.user(uid), "login", "name")
+	seq := pipe.Incr(ctx, k.followSeq())
+	clock := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("relations of %d to %d users: %w", uid, len(ids), err)
+		return false, err
 	}
-	// Follow scores come from a sequence and are never 0; a missing member
-	// reads 0.
-	for i := range ids {
-		out[i] = Relation{YouFollow: following.Val()[i] != 0, FollowsYou: followers.Val()[i] != 0}
+	if follower.Val() == 0 || followee.Val() == 0 {
+		return false, ErrUserNotFound
 	}
-	return out, nil
-}
-
-// PulledAuthors returns the authors uid follows whose statuses are pulled:
-// they reach uid's streams through the authors' channels (AuthorChannel).
-func (s *Service) PulledAuthors(ctx context.Context, uid int64) ([]int64, error) {
-	members, err := s.rdb.ZRange(ctx, s.keys.pulls(uid), 0, -1).Result()
+	note, err := newFollowNote(uid, who.Val(), clock.Val().UnixMilli())
 	if err != nil {
-		return nil, fmt.Errorf("pulled authors of %d: %w", uid, err)
+		return false, err
 	}
-	return parseIDs(members), nil
+
+	// 1. The follower's side.
+	res, err := followFollowerScript.Run(ctx, s.rdb,
+		[]string{k.following(uid), k.followers(uid), k.friends(uid), k.user(uid)},
+		other, seq.Val(), note.now).Slice()
+	if err != nil {
+		return false, err
+	}
+	if len(res) != 3 {
+		return false, fmt.Errorf("follower side answered %v", res)
+	}
+	score, _ := res[0].(string)
+	made, _ := res[2].(int64)
+
+	// 2, 3. The followee's side, and the ranking with it.
+	side, err := s.syncFollowee(ctx, uid, other, score, func() (followNote, error) { return note, nil })
+	if err != nil {
+		return false, err
+	}
+	madeFriends = made == 1 || side.madeFriends
+
+	// 4. Presence's copy of both friend sets.
+	if err := s.syncFriendMirrors(ctx, uid, other); err != nil {
+		return false, err
+	}
+
+	// 5. The followee's statuses, unless an unfollow since has won.
+	if !side.stands {
+		return madeFriends, nil
+	}
+	if err := s.reachFollowee(ctx, uid, other, side.followers); err != nil {
+		return false, err
+	}
+	return madeFriends, nil
 }
 
-// AuthorChannel is the pub/sub channel of a pulled author's statuses and
-// their deletions, published once each for all their followers.
-func (s *Service) AuthorChannel(uid int64) string { return s.keys.authorChannel(uid) }
+// followNote is what the followee's side of a new follow writes besides the
+// follow: the time a friendship made then starts, and the followed frames.
+type followNote struct {
+	now         int64  // unix ms
+	plain, back string // the followed frame when the followee does not follow back, and when they do
+}
+
+// newFollowNote builds the note of a follow by uid, whose login and name
+// are fields (from HMGET), at now.
+func newFollowNote(uid int64, fields []any, now int64) (followNote, error) {
+	n := followNote{now: now}
+	ref := protocol.UserRef{ID: uid}
+	if len(fields) == 2 {
+		ref.Login, _ = fields[0].(string)
+		ref.Name, _ = fields[1].(string)
+	}
+	for _, f := range []struct {
+		back bool
+		to   *string
+	}{{false, &n.plain}, {true, &n.back}} {
+		b, err := json.Marshal(protocol.Followed{Type: protocol.TypeFollowed, User: ref, YouFollow: f.back})
+		if err != nil {
+			return followNote{}, err
+		}
+		*f.to = string(b)
+	}
+	return n, nil
+}
+
+// loadFollowNote reads the note of a follow by uid now.
+func (s *Service) loadFollowNote(ctx context.Context, uid int64) (followNote, error) {
+	pipe := s.rdb.Pipeline()
+	who := pipe.HMGet(ctx, s.keys.user(uid), "login", "name")
+	clock := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return followNote{}, err
+	}
+	return newFollowNote(uid, who.Val(), clock.Val().UnixMilli())
+}
+
+// followeeSide is what syncFollowee did.
+type followeeSide struct {
+	stands       bool  // the follow stands, as the follower's side last read
+	followers    int64 // the followee's follower count after the last write, when it stands
+	madeFriends  bool  // a write made the two friends
+	endedFriends bool  // a write ended their friendship
+	changed      bool  // a write added or removed the follower
+}
+
+// syncFollowee brings the followee's side of uid -> other to agree with
+// the follower's side, which read score ("" for no follow): it writes the
+// follow with that score, or takes it out, then reads the follower's side
+// again, and goes round again while that changed. note gives what a new
+// follow writes besides (an unfollow reads it only when it has to add).
+//
+// Whatever runs at once, the followee's side ends as the follower's: of
+// the writes to the follower's side, take the last. The request that made
+// it reads it after, so its own sync writes it to the followee's side, and
+// a sync's write coming later than that, from an older read, is followed by
+// that sync's read of the follower's side, which gives the last write and
+// sends it round again. So the last write to the followee's side carries
+// the follower's last.
+func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score string, note func() (followNote, error)) (followeeSide, error) {
+	k := s.keys
+	var side followeeSide
+	for range maxSyncRounds {
+		if score != "" {
+			n, err := note()
+			if err != nil {
+				return side, err
+			}
+			res, err := followFolloweeScript.Run(ctx, s.rdb,
+				[]string{k.followers(other), k.following(other), k.friends(other), k.user(other)},
+				uid, score, n.now, s.publishCommand(), k.userChannel(other), n.plain, n.back).Int64Slice()
+			if err != nil {
+				return side, err
+			}
+			if len(res) != 3 {
+				return side, fmt.Errorf("followee side answered %v", res)
+			}
+			side.followers = res[1]
+			side.madeFriends = side.madeFriends || res[2] == 1
+			side.changed = side.changed || res[0] == 1
+		} else {
+			removed, ended, err := s.unfollowFollowee(ctx, uid, other)
+			if err != nil {
+				return side, err
+			}
+			side.endedFriends = side.endedFriends || ended
+			side.changed = side.changed || removed
+		}
+		again, err := s.followScore(ctx, uid, other)
+		if err != nil {
+			return side, err
+		}
+		if again == score {
+			side.stands = score != ""
+			return side, s.rankFollowee(ctx, other)
+		}
+		score = again
+	}
+	return side, fmt.Errorf("the follow of %d by %d changed %d times while being written", other, uid, maxSyncRounds)
+}
+
+// rankFollowee writes uid's place in the ranking by followers from their
+// count (syncRank), after a follow or unfollow of uid, whether or not it
+// changed the count: a retry of a request cut short before its ranking
+// writes it then. The ranking is written from the count, never moved by a
+// delta, so a rank left off heals at the user's next follow or unfollow.
+// A popular user's count may keep moving through every round of syncRank:
+// that is logged, not failed, as the follow itself is written, and the
+// follows moving the count each rank the user again after their own change.
+func (s *Service) rankFollowee(ctx context.Context, uid int64) error {
+	err := s.syncRank(ctx, uid)
+	if errors.Is(err, errRankMoving) {
+		s.opts.Logger.WarnContext(ctx, "follower ranking left to the next follow", "uid", uid, "err", err)
+		return nil
+	}
+	return err
+}
+
+// followScore reads the score of uid's follow of other, "" when uid does
+// not follow them.
+func (s *Service) followScore(ctx context.Context, uid, other int64) (string, error) {
+	// Follow scores come from a sequence and are never 0; ZMSCORE reads a
+	// missing member as 0.
+	sc, err := s.rdb.ZMScore(ctx, s.keys.following(uid), itoa(other)).Result()
+	if err != nil {
+		return "", err
+	}
+	if len(sc) != 1 || sc[0] == 0 {
+		return "", nil
+	}
+	return strconv.FormatFloat(sc[0], 'f', -1, 64), nil
+}
+
+// reachFollowee brings other's statuses to uid, who follows them: a pulled
+// author (or one being made so) is read from their profile timeline, and
+// uid's instances are told to route their channel to uid; another's newest
+// statuses are copied into uid's home timeline. followers is other's
+// follower count: from PullThreshold on, other's promotion is queued (0:
+// no check).
+//
+// The check comes after the followee's side is written, so that a follow
+// whose check misses a promotion job joined the followers before the job
+// was queued: the job's first pass, which reads the follow sequence after
+// it was queued, reaches this follower. A follow whose check sees the job
+// adds itself.
+func (s *Service) reachFollowee(ctx context.Context, uid, other int64, followers int64) error {
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	pulled := pipe.ZMScore(ctx, k.pulledAuthors(), itoa(other))
+	promoting := pipe.Exists(ctx, k.job(promoteJobID(other)))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	// A pulled author's score is a status id, never 0.
+	if pulled.Val()[0] != 0 || promoting.Val() == 1 {
+		msg, err := json.Marshal(protocol.Internal{Type: protocol.TypePullAdded, Author: other})
+		if err != nil {
+			return err
+		}
+		return pullAddScript.Run(ctx, s.rdb, []string{k.following(uid), k.pulls(uid)},
+			other, s.publishCommand(), k.userChannel(uid), msg).Err()
+	}
+	if _, err := s.copyLatest(ctx, k.home(uid), k.profile(other),
+		guard{k.following(uid), itoa(other)}, s.opts.HomeSize); err != nil {
+		return err
+	}
+	if t := s.opts.PullThreshold; t > 0 && followers >= int64(t) {
+		return s.queuePromotion(ctx, other)
+	}
+	return nil
+}

@@ -276,3 +276,131 @@ func TestConcurrentFollowsKeepCountsExact(t *testing.T) {
 		}
 	}
 }
+
+// followCounts returns uid's follower and following counts as its user
+// hash holds them.
+func followCounts(tb testing.TB, s *Service, uid int64) (followers, following int64) {
+	tb.Helper()
+	u, err := s.UserByID(ctxT(tb), uid)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u.Followers, u.Following
+}
+
+// rankOf returns uid's follower count in the ranking, 0 when out of it.
+func rankOf(tb testing.TB, s *Service, uid int64) float64 {
+	tb.Helper()
+	sc, err := s.rdb.ZMScore(ctxT(tb), s.keys.popular(), itoa(uid)).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sc[0]
+}
+
+// A follow cut short after the follower's side (a crash) leaves the
+// followee's side unwritten; the same request again completes it, with the
+// score the follower's side holds, and tells the followee once.
+func TestFollowCutShortIsCompletedByRetry(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	k := s.keys
+	const ada, bob = 101, 102
+	seedUser(t, s, rdb, ada, "ada", "password-ada")
+	seedUser(t, s, rdb, bob, "bob", "password-bob")
+	sub := listen(t, s, rdb, s.UserChannel(bob))
+	if err := followFollowerScript.Run(ctx, rdb,
+		[]string{k.following(ada), k.followers(ada), k.friends(ada), k.user(ada)}, bob, 7, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.ZCard(ctx, k.followers(bob)).Val(); n != 0 {
+		t.Fatalf("bob has %d followers after the follower's side alone, want 0", n)
+	}
+
+	for range 2 { // the retry, and once more: nothing left to do
+		if _, _, err := s.Follow(ctx, ada, "bob"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if score, err := rdb.ZScore(ctx, k.followers(bob), itoa(ada)).Result(); err != nil || score != 7 {
+		t.Errorf("ada among bob's followers with score %v (%v), want 7, the follower's side's", score, err)
+	}
+	if followers, _ := followCounts(t, s, bob); followers != 1 {
+		t.Errorf("bob counts %d followers, want 1", followers)
+	}
+	if _, following := followCounts(t, s, ada); following != 1 {
+		t.Errorf("ada counts %d following, want 1", following)
+	}
+	if got := rankOf(t, s, bob); got != 1 {
+		t.Errorf("bob ranks with %v followers, want 1", got)
+	}
+	if got := eventsSoFar(t, sub)[s.UserChannel(bob)]; len(got) != 1 || got[0].Type != protocol.TypeFollowed {
+		t.Errorf("bob was told %+v, want one %s", got, protocol.TypeFollowed)
+	}
+}
+
+// A follow and an unfollow of the same pair running at once (two tabs)
+// leave the followee's side agreeing with the follower's, even when the
+// one that lost on the follower's side writes the followee's side last.
+func TestFollowAndUnfollowRacingAgree(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	k := s.keys
+	const ada, bob = 201, 202
+	seedUser(t, s, rdb, ada, "ada", "password-ada")
+	seedUser(t, s, rdb, bob, "bob", "password-bob")
+	note, err := s.loadFollowNote(ctx, ada)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(stage string, side followeeSide, follows bool) {
+		t.Helper()
+		if side.stands != follows {
+			t.Errorf("%s: the late step says the follow stands: %v, want %v", stage, side.stands, follows)
+		}
+		want := int64(0)
+		if follows {
+			want = 1
+		}
+		followers, _ := followCounts(t, s, bob)
+		_, following := followCounts(t, s, ada)
+		n := rdb.ZCard(ctx, k.followers(bob)).Val()
+		if followers != want || following != want || n != want || rankOf(t, s, bob) != float64(want) {
+			t.Errorf("%s: bob has %d followers (counted %d, ranked %v), ada follows %d; want %d",
+				stage, n, followers, rankOf(t, s, bob), following, want)
+		}
+	}
+
+	// The follow's followee step comes after a whole unfollow.
+	res, err := followFollowerScript.Run(ctx, rdb,
+		[]string{k.following(ada), k.followers(ada), k.friends(ada), k.user(ada)}, bob, 7, note.now).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Unfollow(ctx, ada, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	score, _ := res[0].(string)
+	side, err := s.syncFollowee(ctx, ada, bob, score, func() (followNote, error) { return note, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("follow overtaken by an unfollow", side, false)
+
+	// The unfollow's followee step comes after a whole follow.
+	if err := unfollowFollowerScript.Run(ctx, rdb,
+		[]string{k.following(ada), k.friends(ada), k.pulls(ada), k.user(ada)},
+		bob, s.publishCommand(), k.userChannel(ada), "{}").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Follow(ctx, ada, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	side, err = s.syncFollowee(ctx, ada, bob, "", func() (followNote, error) { return note, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("unfollow overtaken by a follow", side, true)
+}

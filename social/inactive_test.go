@@ -151,33 +151,23 @@ func TestFanoutPublishesToConnectedOnly(t *testing.T) {
 	follow(t, s, on.ID, "author")
 	follow(t, s, off.ID, "author")
 	rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(on.ID)))
-	sub := rdb.Subscribe(ctx, s.UserChannel(on.ID), s.UserChannel(off.ID))
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	l := listen(t, s, rdb, s.UserChannel(on.ID), s.UserChannel(off.ID))
 	st, err := s.Post(ctx, author.ID, "live")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Post(ctx, author.ID, "marker"); err != nil {
+	marker, err := s.Post(ctx, author.ID, "marker")
+	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for range 2 {
-		m, err := sub.ReceiveMessage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, m.Channel)
+	events := eventsUntil(t, l, 10*time.Second, func(got map[string][]event) bool {
+		return slices.Contains(eventIDs(got[s.UserChannel(on.ID)]), marker.ID)
+	})
+	if got := eventIDs(events[s.UserChannel(on.ID)]); !slices.Equal(got, []int64{st.ID, marker.ID}) {
+		t.Errorf("the connected follower was told %v, want %v", got, []int64{st.ID, marker.ID})
 	}
-	for _, ch := range got {
-		if ch != s.UserChannel(on.ID) {
-			t.Errorf("a frame went to %s, not connected", ch)
-		}
+	if got := events[s.UserChannel(off.ID)]; len(got) != 0 {
+		t.Errorf("the follower not connected was told %v", eventIDs(got))
 	}
 	if ids := homeIDs(t, s, off.ID); !slices.Contains(ids, st.ID) {
 		t.Errorf("home of the follower not connected = %v, want the post", ids)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"chorus/internal/testio"
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -107,13 +108,7 @@ func TestPulledAuthorMergedIntoHome(t *testing.T) {
 		}
 	}
 
-	sub := rdb.Subscribe(ctx, s.AuthorChannel(w.big.ID), s.UserChannel(reader.ID))
-	defer sub.Close()
-	for range 2 {
-		if _, err := sub.Receive(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l := listen(t, s, rdb, s.AuthorChannel(w.big.ID), s.UserChannel(reader.ID))
 	want := slices.Clone(w.before)
 	var pulled []int64
 	for i := range 3 {
@@ -138,19 +133,11 @@ func TestPulledAuthorMergedIntoHome(t *testing.T) {
 	}
 	// The author's channel carries each pulled status once; the reader's
 	// own channel carries the small author's.
-	var onAuthor, onReader int
-	for range 6 {
-		m, err := sub.ReceiveMessage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch m.Channel {
-		case s.AuthorChannel(w.big.ID):
-			onAuthor++
-		case s.UserChannel(reader.ID):
-			onReader++
-		}
-	}
+	events := eventsUntil(t, l, 10*time.Second, func(got map[string][]event) bool {
+		return len(got[s.AuthorChannel(w.big.ID)])+len(got[s.UserChannel(reader.ID)]) >= 6
+	})
+	onAuthor := len(ofType(events[s.AuthorChannel(w.big.ID)], protocol.TypeStatus))
+	onReader := len(ofType(events[s.UserChannel(reader.ID)], protocol.TypeStatus))
 	if onAuthor != 3 || onReader != 3 {
 		t.Errorf("frames: %d on the author's channel, %d on the reader's; want 3 and 3", onAuthor, onReader)
 	}
@@ -201,11 +188,7 @@ func TestFollowPulledAuthor(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := signUp(t, s, "late")
-	sub := rdb.Subscribe(ctx, s.UserChannel(late.ID))
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sub := listen(t, s, rdb, s.UserChannel(late.ID))
 	follow(t, s, late.ID, "big")
 	if home := homeIDs(t, s, late.ID); len(home) != 0 {
 		t.Errorf("home after following a pulled author = %v, want no copies", home)
@@ -227,17 +210,10 @@ func TestFollowPulledAuthor(t *testing.T) {
 	if got := pageIDs(page); len(got) != 0 {
 		t.Errorf("home page after the unfollow = %v, want none", got)
 	}
-	for _, want := range []string{
-		fmt.Sprintf(`{"type":"pull_added","author":%d}`, w.big.ID),
-		fmt.Sprintf(`{"type":"pull_removed","author":%d}`, w.big.ID),
-	} {
-		m, err := sub.ReceiveMessage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Payload != want {
-			t.Errorf("the follower's channel got %s, want %s", m.Payload, want)
-		}
+	got := eventsSoFar(t, sub)[s.UserChannel(late.ID)]
+	want := []event{{Type: protocol.TypePullAdded, Author: w.big.ID}, {Type: protocol.TypePullRemoved, Author: w.big.ID}}
+	if !slices.Equal(got, want) {
+		t.Errorf("the follower's channel got %+v, want %+v", got, want)
 	}
 }
 

@@ -85,6 +85,13 @@ type Options struct {
 	// Empty: every follower counts as connected.
 	ConnectedKey string
 
+	// FriendsMirror names presence's copy of uid's friend set, which
+	// follows and unfollows keep equal to the friend set (FriendsKey): on a
+	// Redis Cluster presence reads the mirror, in its own slot
+	// (presence.FriendsMirrorKey). Nil: there is no mirror (one Redis,
+	// where presence reads the friend set itself).
+	FriendsMirror func(uid int64) string
+
 	// Logger takes the failures of work nobody waits for (an inline
 	// fan-out pass a worker will retry); nil is slog.Default().
 	Logger *slog.Logger

@@ -57,15 +57,18 @@ func New(rdb redis.UniversalClient, o Options) *Instance {
 	so := o.Social
 	so.Prefix, so.Logger = o.Prefix, log.With("component", "social")
 	so.ConnectedKey = presence.ConnectedKey(o.Prefix, cluster)
+	if cluster {
+		// Presence's scripts read a user's friends in presence's slot: the
+		// mirror of the friend set, which social keeps.
+		so.FriendsMirror = func(uid int64) string { return presence.FriendsMirrorKey(o.Prefix, uid) }
+	}
 	soc := social.New(rdb, so)
 
 	po := o.Presence
 	po.Prefix, po.Logger = o.Prefix, log.With("component", "presence")
 	po.FriendsKey, po.Channel, po.Profile = soc.FriendsKey, soc.UserChannel, soc.Profile
-	if cluster {
-		// Presence's scripts read a user's friends in presence's slot: the
-		// mirror of the friend set, which social keeps.
-		po.FriendsKey = func(uid int64) string { return presence.FriendsMirrorKey(o.Prefix, uid) }
+	if so.FriendsMirror != nil {
+		po.FriendsKey = so.FriendsMirror
 	}
 	pres := presence.New(rdb, po)
 

@@ -1,0 +1,38 @@
+-- The followee's side of a follow, in the followee's slot: the follower
+-- joins the followers set with the follow's score (unless there already,
+-- so that running this again changes nothing), the followers count with
+-- it, and the friends set when the followee follows them; a follower just
+-- added is told to the followee's channel.
+--
+-- KEYS[1] the followee's followers set
+-- KEYS[2] the followee's following set
+-- KEYS[3] the followee's friends set
+-- KEYS[4] the followee's user hash
+-- ARGV[1] follower uid
+-- ARGV[2] the follow's score, as the follower's side holds it
+-- ARGV[3] now, unix ms (friend-since score)
+-- ARGV[4] the command to publish with (PUBLISH, or SPUBLISH on a cluster)
+-- ARGV[5] the followee's event channel
+-- ARGV[6] the followed frame when the followee does not follow the follower
+-- ARGV[7] the followed frame when they do
+-- Returns {1 when this added the follower, the follower count, 1 when this
+-- made the two friends}.
+local added = 0
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  redis.call('HINCRBY', KEYS[4], 'followers', 1)
+  added = 1
+end
+local followsBack = redis.call('ZSCORE', KEYS[2], ARGV[1])
+local made = 0
+if followsBack then
+  made = redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[1])
+end
+if added == 1 then
+  local frame = ARGV[6]
+  if followsBack then
+    frame = ARGV[7]
+  end
+  redis.call(ARGV[4], ARGV[5], frame)
+end
+return {added, redis.call('ZCARD', KEYS[1]), made}

@@ -1,0 +1,29 @@
+-- The follower's side of a follow, in the follower's slot: the followee
+-- joins the following set (unless there already, so that running this
+-- again changes nothing), the following count with it, and the friends set
+-- when the followee follows back. Friendship is read from the two sets of
+-- this slot, so whichever side of two crossing follows runs second here
+-- sees both.
+--
+-- KEYS[1] the follower's following set
+-- KEYS[2] the follower's followers set
+-- KEYS[3] the follower's friends set
+-- KEYS[4] the follower's user hash
+-- ARGV[1] followee uid
+-- ARGV[2] follow score (a follow sequence number) for a new follow
+-- ARGV[3] now, unix ms (friend-since score)
+-- Returns {the follow's score, 1 when this added the follow, 1 when this
+-- made the two friends}.
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+local added = 0
+if not score then
+  score = ARGV[2]
+  redis.call('ZADD', KEYS[1], score, ARGV[1])
+  redis.call('HINCRBY', KEYS[4], 'following', 1)
+  added = 1
+end
+local made = 0
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+  made = redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[1])
+end
+return {score, added, made}

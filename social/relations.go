@@ -1,0 +1,119 @@
+package social
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Page selects part of a list: Limit items from Offset on.
+type Page struct {
+	Limit  int
+	Offset int
+}
+
+// Followers lists those who follow the user with login, newest follow first.
+func (s *Service) Followers(ctx context.Context, login string, p Page) ([]User, error) {
+	uid, err := s.UID(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	return s.userList(ctx, s.keys.followers(uid), p)
+}
+
+// Following lists those whom the user with login follows, newest first.
+func (s *Service) Following(ctx context.Context, login string, p Page) ([]User, error) {
+	uid, err := s.UID(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	return s.userList(ctx, s.keys.following(uid), p)
+}
+
+// Friends lists uid's friends (mutual follows), newest friendship first.
+func (s *Service) Friends(ctx context.Context, uid int64, p Page) ([]User, error) {
+	return s.userList(ctx, s.keys.friends(uid), p)
+}
+
+// AreFriends reports whether a and b follow each other.
+func (s *Service) AreFriends(ctx context.Context, a, b int64) (bool, error) {
+	return s.inSet(ctx, s.keys.friends(a), b)
+}
+
+// IsFollowing reports whether a follows b.
+func (s *Service) IsFollowing(ctx context.Context, a, b int64) (bool, error) {
+	return s.inSet(ctx, s.keys.following(a), b)
+}
+
+func (s *Service) inSet(ctx context.Context, key string, uid int64) (bool, error) {
+	_, err := s.rdb.ZScore(ctx, key, itoa(uid)).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("is %d in %s: %w", uid, key, err)
+	}
+	return true, nil
+}
+
+func (s *Service) userList(ctx context.Context, key string, p Page) ([]User, error) {
+	members, err := s.rdb.ZRevRange(ctx, key, int64(p.Offset), int64(p.Offset+p.Limit-1)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", key, err)
+	}
+	users, err := s.usersByID(ctx, parseIDs(members))
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", key, err)
+	}
+	return users, nil
+}
+
+// Relation is how one user stands to another: whether each follows the
+// other. Friends follow each other.
+type Relation struct {
+	YouFollow  bool // the asking user follows them
+	FollowsYou bool // they follow the asking user
+}
+
+// Friends reports whether the two follow each other.
+func (r Relation) Friends() bool { return r.YouFollow && r.FollowsYou }
+
+// Relations reports how uid stands to each of ids, in one round trip.
+func (s *Service) Relations(ctx context.Context, uid int64, ids []int64) ([]Relation, error) {
+	out := make([]Relation, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	members := make([]string, len(ids))
+	for i, id := range ids {
+		members[i] = itoa(id)
+	}
+	pipe := s.rdb.Pipeline()
+	following := pipe.ZMScore(ctx, s.keys.following(uid), members...)
+	followers := pipe.ZMScore(ctx, s.keys.followers(uid), members...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("relations of %d to %d users: %w", uid, len(ids), err)
+	}
+	// Follow scores come from a sequence and are never 0; a missing member
+	// reads 0.
+	for i := range ids {
+		out[i] = Relation{YouFollow: following.Val()[i] != 0, FollowsYou: followers.Val()[i] != 0}
+	}
+	return out, nil
+}
+
+// PulledAuthors returns the authors uid follows whose statuses are pulled:
+// they reach uid's streams through the authors' channels (AuthorChannel).
+func (s *Service) PulledAuthors(ctx context.Context, uid int64) ([]int64, error) {
+	members, err := s.rdb.ZRange(ctx, s.keys.pulls(uid), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("pulled authors of %d: %w", uid, err)
+	}
+	return parseIDs(members), nil
+}
+
+// AuthorChannel is the pub/sub channel of a pulled author's statuses and
+// their deletions, published once each for all their followers.
+func (s *Service) AuthorChannel(uid int64) string { return s.keys.authorChannel(uid) }
