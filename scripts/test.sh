@@ -2,8 +2,10 @@
 # Runs every test of Chorus: installs what the tests need when it is missing
 # and apt-get is there (redis-server; nginx for the load-balancer test;
 # Chromium for the browser tests), starts a redis-server of its own on a
-# free port and a three-master Redis Cluster, then vets, checks formatting and runs the tests under the race
-# detector. Elsewhere, install them by hand first (README.md, "Test it").
+# free port and a three-master Redis Cluster, then vets, checks formatting
+# and runs the tests under the race detector, and the social and web suites
+# a second time on the cluster. Elsewhere, install them by hand first
+# (README.md, "Test it").
 # Extra arguments go to `go test` (e.g. -run TestFollow).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -123,3 +125,7 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go test -race -count=1 -timeout 20m "$@" ./...
+# The suites written against "the backend" once more, on the cluster (presence
+# runs both within one run).
+echo "test.sh: the social and web suites again, on the cluster"
+CHORUS_TEST_BACKEND=cluster go test -race -count=1 -timeout 20m "$@" ./social/ ./web/

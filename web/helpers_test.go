@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -33,13 +34,13 @@ type instance struct {
 	social   *social.Service
 	presence *presence.Tracker
 	hub      *realtime.Hub
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	prefix   string
 }
 
 type env struct {
 	tb       testing.TB
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	prefix   string
 	opts     social.Options
 	presence presence.Options
@@ -52,7 +53,7 @@ type env struct {
 
 func newEnv(tb testing.TB, opts social.Options) *env {
 	tb.Helper()
-	rdb, prefix := redistest.Client(tb)
+	rdb, prefix := redistest.Backend(tb)
 	opts.Prefix = prefix
 	opts.BcryptCost = 4
 	return &env{tb: tb, rdb: rdb, prefix: prefix, opts: opts}
@@ -65,7 +66,7 @@ func (e *env) start() *instance {
 }
 
 // startOn runs one more instance whose Redis client is rdb.
-func (e *env) startOn(rdb *redis.Client) *instance {
+func (e *env) startOn(rdb redis.UniversalClient) *instance {
 	e.tb.Helper()
 	popts := e.presence
 	if popts.CountsTTL == 0 {
@@ -282,4 +283,60 @@ func (c *client) counts(login string) counts {
 	c.tb.Helper()
 	u := c.user(login)
 	return counts{u.Followers, u.Following, u.Posts}
+}
+
+// onCluster reports whether the instance runs on a Redis Cluster.
+func (in *instance) onCluster() bool {
+	_, ok := in.rdb.(*redis.ClusterClient)
+	return ok
+}
+
+// userKey names a key of uid's as social lays them out ("home", uid): on a
+// cluster the uid is the key's hash tag.
+func (in *instance) userKey(kind string, uid int64) string {
+	if in.onCluster() {
+		return fmt.Sprintf("%s%s:{%d}", in.prefix, kind, uid)
+	}
+	return fmt.Sprintf("%s%s:%d", in.prefix, kind, uid)
+}
+
+// publish sends msg on channel as Chorus does: SPUBLISH on a cluster, where
+// the hub's subscriptions are sharded.
+func (in *instance) publish(tb testing.TB, channel, msg string) {
+	tb.Helper()
+	var err error
+	if in.onCluster() {
+		err = in.rdb.SPublish(tb.Context(), channel, msg).Err()
+	} else {
+		err = in.rdb.Publish(tb.Context(), channel, msg).Err()
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// keys returns the keys matching pattern, from every master on a cluster.
+func (in *instance) keys(tb testing.TB, pattern string) []string {
+	tb.Helper()
+	cc, ok := in.rdb.(*redis.ClusterClient)
+	if !ok {
+		keys, err := in.rdb.Keys(tb.Context(), pattern).Result()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return keys
+	}
+	var mu sync.Mutex
+	var keys []string
+	err := cc.ForEachMaster(tb.Context(), func(ctx context.Context, m *redis.Client) error {
+		ks, err := m.Keys(ctx, pattern).Result()
+		mu.Lock()
+		keys = append(keys, ks...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return keys
 }

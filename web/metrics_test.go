@@ -127,7 +127,7 @@ func TestMetricsSlowClientAndDrops(t *testing.T) {
 	big := fmt.Sprintf(`{"type":"status","status":{"id":%%d,"message":"%s"}}`, strings.Repeat("y", 60<<10))
 	testio.Eventually(t, 10*time.Second, func() string {
 		for i := range 20 {
-			in.rdb.Publish(t.Context(), in.social.UserChannel(slow.id), fmt.Sprintf(big, i+1))
+			in.publish(t, in.social.UserChannel(slow.id), fmt.Sprintf(big, i+1))
 		}
 		if got := in.metric(t, "chorus_slow_clients_closed_total", ""); got != 1 {
 			return fmt.Sprintf("slow clients closed = %v, want 1", got)

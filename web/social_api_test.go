@@ -232,7 +232,7 @@ func TestDeleteCleansEveryFollower(t *testing.T) {
 	// And gone from every follower's home timeline in Redis, by the job.
 	testio.Eventually(t, 10*time.Second, func() string {
 		for _, f := range fans {
-			key := fmt.Sprintf("%shome:%d", in.prefix, f.id)
+			key := in.userKey("home", f.id)
 			if n, _ := in.rdb.ZCard(t.Context(), key).Result(); n != 1 {
 				return fmt.Sprintf("%s holds %d ids, want 1", key, n)
 			}

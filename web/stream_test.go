@@ -246,8 +246,8 @@ func TestStreamSlowReaderDoesNotDelayOthers(t *testing.T) {
 	small := `{"type":"status","status":{"id":%d,"uid":1,"login":"x","message":"m","posted":"2026-01-01T00:00:00Z"}}`
 	ctx := t.Context()
 	for i := 1; i <= 300; i++ {
-		in.rdb.Publish(ctx, in.social.UserChannel(slow.id), fmt.Sprintf(big, i))
-		in.rdb.Publish(ctx, in.social.UserChannel(fast.id), fmt.Sprintf(small, i))
+		in.publish(t, in.social.UserChannel(slow.id), fmt.Sprintf(big, i))
+		in.publish(t, in.social.UserChannel(fast.id), fmt.Sprintf(small, i))
 		if f := fs.nextOf("status", 2*time.Second); f.Status.ID != int64(i) {
 			t.Fatalf("fast reader got %d, want %d", f.Status.ID, i)
 		}
@@ -464,7 +464,7 @@ func TestStreamOfALostSessionClosesAfterRedisRestart(t *testing.T) {
 	// Redis lost the reader's session with the rest: once the pub/sub
 	// connection is back, the hub checks the stream's session, finds it
 	// gone and closes the stream, having sent it nothing more.
-	in.rdb.Publish(t.Context(), in.social.UserChannel(reader.id),
+	in.publish(t, in.social.UserChannel(reader.id),
 		`{"type":"status","status":{"id":1000000,"uid":1,"login":"author","message":"after","posted":"2026-01-01T00:00:00Z"}}`)
 	if code := s.closedWith(20 * time.Second); code != websocket.StatusPolicyViolation {
 		t.Fatalf("stream of a lost session closed with %v, want 1008", code)

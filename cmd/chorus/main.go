@@ -87,11 +87,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// prefix would take that over.
 		return fmt.Errorf("key prefix %q: on a Redis Cluster it must not contain { or }", cfg.KeyPrefix)
 	}
-	if target.cluster != nil {
-		// The parts port one by one; until every script names its keys
-		// in one slot, a cluster would refuse them mid-request.
-		return fmt.Errorf("redis url: Redis Cluster is not supported by this version yet: use one Redis")
-	}
 	if store == "" {
 		store = target.addr()
 	}
