@@ -68,7 +68,9 @@ func TestRunOnCluster(t *testing.T) {
 	}
 
 	// Bob's online friends, read on b, hold alice; his home timeline her status.
-	var online struct{ Friends []struct{ User struct{ ID int64 } } }
+	var online struct {
+		Friends []struct{ User struct{ ID int64 } }
+	}
 	getJSON(t, b+"/api/v1/friends/online", bob, &online)
 	if len(online.Friends) != 1 || online.Friends[0].User.ID != aliceID {
 		t.Fatalf("bob's online friends = %+v, want alice (%d)", online.Friends, aliceID)
@@ -78,7 +80,9 @@ func TestRunOnCluster(t *testing.T) {
 	if len(home.Statuses) != 1 || home.Statuses[0].ID != posted.Status.ID {
 		t.Fatalf("bob's home = %+v, want status %d", home.Statuses, posted.Status.ID)
 	}
-	var me struct{ User struct{ ID, Followers, Following int64 } }
+	var me struct {
+		User struct{ ID, Followers, Following int64 }
+	}
 	getJSON(t, a+"/api/v1/users/bob", alice, &me)
 	if me.User.ID != bobID || me.User.Followers != 1 || me.User.Following != 1 {
 		t.Fatalf("bob's profile = %+v, want one follower and one followee", me.User)
