@@ -3,7 +3,6 @@ package realtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -79,14 +78,26 @@ func (f *memFeed) SessionOwners(_ context.Context, ids []string) ([]int64, error
 	return owners, nil
 }
 
-// HomeTimeline reads forward only, as resumes and catch-ups do.
+// HomeTimeline reads either way, as resumes and catch-ups do.
 func (f *memFeed) HomeTimeline(_ context.Context, uid int64, c social.Cursor) (social.TimelinePage, error) {
-	if !c.Forward {
-		return social.TimelinePage{}, errors.New("memFeed reads forward only")
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var page social.TimelinePage
+	if !c.Forward { // newest first, under c.Before (0: from the newest)
+		for i := len(f.home[uid]) - 1; i >= 0; i-- {
+			st := f.home[uid][i]
+			if c.Before != 0 && st.ID >= c.Before {
+				continue
+			}
+			if len(page.Statuses) == c.Limit {
+				next := page.Statuses[len(page.Statuses)-1].ID
+				page.NextBefore = &next
+				break
+			}
+			page.Statuses = append(page.Statuses, st)
+		}
+		return page, nil
+	}
 	for _, st := range f.home[uid] {
 		if st.ID <= c.After {
 			continue
@@ -106,24 +117,44 @@ func (f *memFeed) HomeTimeline(_ context.Context, uid int64, c social.Cursor) (s
 // cannot be reached: every status a timeline holds is published once. It
 // returns how many subscribers the status reached.
 func (f *memFeed) post(ctx context.Context, author int64, channel string, readers ...int64) (social.Status, int64, error) {
+	st := f.write(author, readers...)
+	n, err := f.publish(ctx, channel, st)
+	return st, n, err
+}
+
+// write gives a status by author an id and adds it to the home timelines
+// of readers, publishing nothing.
+func (f *memFeed) write(author int64, readers ...int64) social.Status {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.lastID++
 	st := social.Status{ID: f.lastID, UID: author, Login: "user" + strconv.FormatInt(author, 10), Message: "hello", Posted: time.Now()}
 	for _, r := range readers {
 		f.home[r] = append(f.home[r], st)
 	}
-	f.mu.Unlock()
+	return st
+}
+
+// publish publishes st on channel, trying again for up to 20 s while its
+// master cannot be reached, and returns how many subscribers it reached.
+func (f *memFeed) publish(ctx context.Context, channel string, st social.Status) (int64, error) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		n, err := f.rdb.SPublish(ctx, channel, statusFrameJSON(st)).Result()
 		if err == nil || time.Now().After(deadline) {
-			return st, n, err
+			return n, err
 		}
 		// go-redis reads the slots again on a redirection, which a dead
 		// master cannot answer, or once a minute.
 		f.rdb.ReloadState(ctx)
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func (f *memFeed) LastStatusID(context.Context) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastID, nil
 }
 
 // homeIDs is the ids of uid's home timeline, oldest first.
@@ -383,6 +414,56 @@ func TestHubCatchUpAfterFailover(t *testing.T) {
 	}
 	if n := h.Stats.PubSubRestarts.Load(); n != 2 {
 		t.Errorf("PubSubRestarts = %d, want 2: the author's channel and the pushed user's", n)
+	}
+}
+
+// A status given its id before another, whose publish is held up while the
+// other's goes out (a post waiting out a failover) and then reaches no
+// subscriber, the stream's subscription being lost, is sent by the
+// catch-up, though it is older than the newest status the stream was sent.
+// A status posted before the stream opened is not.
+func TestCatchUpSendsSkippedStatuses(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.StartCluster(t, 3, 0)
+	rdb := redistest.ClusterClientOf(t, cluster.Addrs())
+	gate := &dialGate{open: make(chan struct{})}
+	hubRDB := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), Dialer: gate.dial})
+	t.Cleanup(func() { hubRDB.Close() })
+	e := newClusterEnv(t, rdb, hubRDB)
+	ctx := t.Context()
+	const reader, author = 1, 2
+	channel := e.feed.UserChannel(reader)
+
+	before := e.feed.write(author, reader)
+	s := e.connect(reader)
+	skipped := e.feed.write(author, reader)
+	live, _, err := e.feed.post(ctx, author, channel, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := s.next(5 * time.Second); f.Type != "status" || f.Status.ID != live.ID {
+		t.Fatalf("stream got %v, want status %d", f, live.ID)
+	}
+
+	// The hub loses its subscription, and cannot make it again until the
+	// skipped status has been published to nobody.
+	master := e.masterOf(channel)
+	gate.block(master)
+	node := redis.NewClient(&redis.Options{Addr: master})
+	defer node.Close()
+	if err := node.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.feed.publish(ctx, channel, skipped); err != nil || n != 0 {
+		t.Fatalf("the skipped status reached %d subscribers (%v), want none", n, err)
+	}
+	close(gate.open)
+
+	got := statusesUntil(s, []int64{skipped.ID}, 20*time.Second)
+	got = append(got, statusIDs(e.upToMark(reader, s))...)
+	if !slices.Equal(got, []int64{skipped.ID}) {
+		t.Fatalf("stream caught up on %v, want the skipped status %d alone (not %d, posted before it opened, nor %d again)",
+			got, skipped.ID, before.ID, live.ID)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,7 @@ type outgoing struct {
 	frame    []byte
 	statusID int64 // set for status frames, which are sent once each
 	resume   bool  // send the home timeline after `after`, oldest first
-	catchUp  bool  // resume after the newest status sent so far
+	catchUp  bool  // send what the stream may have missed (catchUp)
 	after    int64
 }
 
@@ -81,7 +82,11 @@ type conn struct {
 	// Owned by the writer.
 	sent     sentIDs
 	timeline sentRange // home-timeline ids sent in full by resumes
-	newest   int64     // the newest status sent, or resumed after: where a catch-up starts
+	newest   int64     // the newest status sent, or resumed after: where a catch-up reads on from
+	// floor is the newest status id the client holds or that was given
+	// before the stream opened (read as it opened, see Hub.open), or the
+	// newest a resume named. A catch-up sends nothing at or under it.
+	floor int64
 }
 
 // newConn is a connection of uid, opened with session sessionID, not yet
@@ -357,9 +362,10 @@ func (c *conn) drain() {
 				// The client holds the timeline up to after: a catch-up
 				// starts there at least, though this sends nothing newer.
 				c.newest = max(c.newest, o.after)
+				c.floor = max(c.floor, o.after)
 				ok = c.sendTimeline(o.after)
 			case o.catchUp:
-				ok = c.sendTimeline(c.newest)
+				ok = c.catchUp()
 			default:
 				ok = c.sendOnce(o.statusID, o.frame)
 			}
@@ -368,6 +374,60 @@ func (c *conn) drain() {
 			}
 		}
 	}
+}
+
+// catchUp sends what the stream may have missed while its frames were held
+// back (its subscription lost and made again): the home timeline after the
+// newest status it was sent, and under that, one page back, the statuses it
+// was not sent. Those come from a publish that lost the race with a newer
+// status's: a post given its id before another, whose publish waited out a
+// failover while the other's went out. Nothing at or under c.floor goes: a
+// stream opened since the last status and sent nothing yet is sent only
+// what was posted since it opened, not the whole timeline.
+func (c *conn) catchUp() bool {
+	if c.newest > c.floor && !c.sendSkipped() {
+		return false
+	}
+	return c.sendTimeline(c.newest)
+}
+
+// sendSkipped sends, oldest first, the statuses of the page of the home
+// timeline just under c.newest that this connection was not sent, down to
+// c.floor.
+func (c *conn) sendSkipped() bool {
+	ctx, cancel := context.WithTimeout(c.life, resumeReadTimeout)
+	page, err := c.hub.feed.HomeTimeline(ctx, c.uid, social.Cursor{Limit: timelinePage, Before: c.newest})
+	cancel()
+	if err != nil {
+		return c.resumeFailed(err)
+	}
+	var skipped []social.Status
+	for _, st := range page.Statuses { // newest first
+		if st.ID <= c.floor {
+			break
+		}
+		if !c.sent.has(st.ID) && !c.timeline.has(st.ID) {
+			skipped = append(skipped, st)
+		}
+	}
+	for _, st := range slices.Backward(skipped) {
+		if !c.sendOnce(st.ID, statusFrameJSON(st)) {
+			return false
+		}
+	}
+	return true
+}
+
+// resumeFailed tells the client that a timeline read of a resume or a
+// catch-up failed, unless the connection is closing (false: send nothing
+// more).
+func (c *conn) resumeFailed(err error) bool {
+	if c.isClosed() {
+		return false
+	}
+	c.hub.log.Warn("resume failed", "uid", c.uid, "err", err)
+	c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeResumeFailed, "The timeline could not be read; resume again.")})
+	return true
 }
 
 // sendTimeline sends every status of the home timeline newer than after,
@@ -385,12 +445,7 @@ func (c *conn) sendTimeline(after int64) bool {
 		page, err := c.hub.feed.HomeTimeline(ctx, c.uid, social.Cursor{Limit: timelinePage, After: after, Forward: true})
 		cancel()
 		if err != nil {
-			if c.isClosed() {
-				return false
-			}
-			c.hub.log.Warn("resume failed", "uid", c.uid, "err", err)
-			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeResumeFailed, "The timeline could not be read; resume again.")})
-			return true
+			return c.resumeFailed(err)
 		}
 		for _, st := range page.Statuses {
 			if c.timeline.has(st.ID) {

@@ -38,6 +38,7 @@ type Feed interface {
 	PulledAuthors(ctx context.Context, uid int64) ([]int64, error)
 	AuthorChannel(uid int64) string
 	SessionOwners(ctx context.Context, sessionIDs []string) ([]int64, error)
+	LastStatusID(ctx context.Context) (int64, error)
 }
 
 // Presence is what the hub tells of connections, and asks of friends.
@@ -119,9 +120,14 @@ type Hub struct {
 	beats     beats
 	conns     sync.WaitGroup // every connection's Serve
 	admitted  atomic.Int64   // streams being opened or open
-	routerWG  sync.WaitGroup // the router, the subscriber, the session checker and the health watch
-	cancel    context.CancelFunc
-	stopped   <-chan struct{} // closed when the hub stops
+	routerWG  sync.WaitGroup // the router, the subscriber, the session checker, the health watch and the beats
+	// statusMark is the greatest status id the hub has seen given: read
+	// from Redis as streams open, raised by the status frames routed. A
+	// stream that opens while Redis cannot tell the last id takes it as
+	// its catch-up floor (see conn.floor).
+	statusMark atomic.Int64
+	cancel     context.CancelFunc
+	stopped    <-chan struct{} // closed when the hub stops
 
 	Stats Stats
 }
@@ -315,6 +321,9 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 	case protocol.TypePullAdded, protocol.TypePullRemoved:
 		h.setPull(channel, ev.Author, ev.Type == protocol.TypePullAdded)
 		return
+	}
+	if ev.Type == protocol.TypeStatus && ev.Status != nil {
+		h.raiseStatusMark(ev.Status.ID)
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()

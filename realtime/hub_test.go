@@ -77,7 +77,8 @@ func TestRouting(t *testing.T) {
 
 // After the pub/sub connection is lost and made again, every open stream
 // gets the statuses posted meanwhile, each once and in order, and none
-// older than what it was sent or resumed after, then carries on live. (That a stream whose
+// older than what it was sent or resumed after, or than itself, then
+// carries on live. (That a stream whose
 // session Redis lost is closed instead is TestPubSubReconnectChecksSessions.)
 func TestCatchUpAfterPubSubLoss(t *testing.T) {
 	t.Parallel()
@@ -102,6 +103,10 @@ func TestCatchUpAfterPubSubLoss(t *testing.T) {
 		t.Fatalf("a resume after the newest status sent %v, want nothing", describe(got))
 	}
 	streams["reader's resumed"] = resumed
+	// A stream opened since that resumes nothing and is sent nothing
+	// catches up on what was posted after it opened, not on the whole
+	// timeline.
+	streams["reader's idle"] = e.connect(reader)
 
 	if err := rdb.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,9 @@ package realtime
 // there, and their catch-up would start after those, past what the lost one
 // missed. So the hub is told at once which channels a cluster lost, and
 // holds back the frames of their users until each is confirmed again.
+// A status can still be published after a newer one reached the stream (it
+// was given its id first, and its publish waited out a failover), so the
+// catch-up also looks one page back for statuses not sent (conn.catchUp).
 
 // lose holds back the frames of the users of channels, live channels whose
 // subscription a cluster lost, until they are confirmed again.

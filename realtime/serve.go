@@ -76,6 +76,15 @@ const (
 // request was answered (the handshake failed or the hub closed meanwhile).
 func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byte, err error) {
 	ctx := r.Context()
+	// The catch-up floor (conn.floor), read before the stream subscribes:
+	// every status posted from here on gets a greater id. Were Redis to
+	// fail to tell, the join below fails too, or the hub's mark does.
+	c.floor = h.statusMark.Load()
+	if id, err := h.feed.LastStatusID(ctx); err == nil {
+		c.floor = id
+		h.raiseStatusMark(id)
+	}
+	c.newest = c.floor
 	if err := h.join(ctx, c); err != nil {
 		return nil, unavailable(err)
 	}

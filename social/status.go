@@ -153,6 +153,19 @@ func (s *Service) writePost(ctx context.Context, st Status, payload []byte) erro
 	return err
 }
 
+// LastStatusID returns the id the last status posted was given (0 before
+// the first). Every status posted from now on gets a greater one.
+func (s *Service) LastStatusID(ctx context.Context) (int64, error) {
+	id, err := s.rdb.Get(ctx, s.keys.statusSeq()).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last status id: %w", err)
+	}
+	return id, nil
+}
+
 // Status returns one status.
 func (s *Service) Status(ctx context.Context, id int64) (Status, error) {
 	sts, err := s.statusesByID(ctx, []int64{id})
