@@ -107,15 +107,15 @@ func TestClusterSignInAuthenticateAndRead(t *testing.T) {
 	}
 
 	// A user back after InactiveAfter away is noted active again, and the
-	// script that queues their rebuild runs in the jobs' slot, once. (The
-	// rebuild's pass, a refill, is not ported to a cluster yet.)
+	// script that queues their rebuild runs in the jobs' slot, once.
 	rdb.ZAdd(ctx, k.seen(), redisZ(float64(time.Now().Add(-30*24*time.Hour).UnixMilli()), itoa(reader)))
 	s2 := New(rdb, s.opts) // an instance that has not noted the reader lately
 	if uid, err := s2.Authenticate(ctx, token); err != nil || uid != reader {
 		t.Fatalf("authenticate = %d, %v", uid, err)
 	}
 	for i, want := range []int{1, 0} {
-		q, err := queueRebuildScript.Run(ctx, rdb, []string{k.jobs(), k.job(refillJobID(4242))}, 4242).Int()
+		q, err := queueJobScript.Run(ctx, rdb, []string{k.jobs(), k.job(refillJobID(4242))},
+			"kind", "refill", "uid", 4242, "cursor", 0, "floor", "+inf").Int()
 		if err != nil || q != want {
 			t.Fatalf("queue rebuild, call %d = %d, %v; want %d", i+1, q, err, want)
 		}

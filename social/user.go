@@ -294,10 +294,6 @@ var (
 	//go:embed seen.lua
 	seenSource string
 	seenScript = redis.NewScript(seenSource)
-
-	//go:embed queue_rebuild.lua
-	queueRebuildSource string
-	queueRebuildScript = redis.NewScript(queueRebuildSource)
 )
 
 // Authenticate returns the uid that token belongs to, or ErrUnauthenticated.
@@ -351,7 +347,10 @@ func (s *Service) noteActivity(ctx context.Context, uid int64) error {
 	if n, err := s.rdb.ZCard(ctx, k.following(uid)).Result(); err != nil {
 		return err
 	} else if n > 0 {
-		q, err := queueRebuildScript.Run(ctx, s.rdb, []string{k.jobs(), k.job(refillJobID(uid))}, uid).Int()
+		// The rebuild is a refill with no floor, unless one is queued
+		// already (it then does that work).
+		q, err := queueJobScript.Run(ctx, s.rdb, []string{k.jobs(), k.job(refillJobID(uid))},
+			"kind", "refill", "uid", uid, "cursor", 0, "floor", "+inf").Int()
 		if err != nil {
 			return err
 		}
