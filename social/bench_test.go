@@ -523,6 +523,10 @@ func BenchmarkHomeRead(b *testing.B) {
 // The pass script as it was before the passes moved to Go, kept to measure
 // the Lua passes against them.
 var (
+	// The Lua functions the old follow, post and pass scripts shared.
+	//
+	//go:embed testdata/fanout_pass_lua_shared.lua
+	sharedSource string
 	//go:embed testdata/fanout_pass_lua.lua
 	passSource string
 	passScript = redis.NewScript(sharedSource + passSource)

@@ -14,13 +14,6 @@ import (
 )
 
 var (
-	// The Lua functions the old follow, post and pass scripts shared; no
-	// script of the service runs them now, only the benchmarks' baseline
-	// (the pass script as it was).
-	//
-	//go:embed shared.lua
-	sharedSource string
-
 	//go:embed follow_follower.lua
 	followFollowerSource string
 	followFollowerScript = redis.NewScript(followFollowerSource)
