@@ -1,12 +1,13 @@
 package social
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"chorus/internal/redistest"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,30 +16,7 @@ import (
 // master on a cluster.
 func scanKeys(tb testing.TB, s *Service, rdb redis.UniversalClient) []string {
 	tb.Helper()
-	ctx := ctxT(tb)
-	var (
-		mu   sync.Mutex
-		keys []string
-	)
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		iter := c.Scan(ctx, 0, s.keys.prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			mu.Lock()
-			keys = append(keys, iter.Val())
-			mu.Unlock()
-		}
-		return iter.Err()
-	}
-	var err error
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	} else {
-		err = scan(ctx, rdb)
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return keys
+	return redistest.Keys(tb, rdb, s.keys.prefix+"*")
 }
 
 // Concurrent guesses are counted before any password is checked: only the

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +17,7 @@ import (
 
 	"chorus/internal/app"
 	"chorus/internal/redistest"
+	"chorus/internal/slots"
 	"chorus/presence"
 	"chorus/protocol"
 	"chorus/realtime"
@@ -294,10 +295,7 @@ func (in *instance) onCluster() bool {
 // userKey names a key of uid's as social lays them out ("home", uid): on a
 // cluster the uid is the key's hash tag.
 func (in *instance) userKey(kind string, uid int64) string {
-	if in.onCluster() {
-		return fmt.Sprintf("%s%s:{%d}", in.prefix, kind, uid)
-	}
-	return fmt.Sprintf("%s%s:%d", in.prefix, kind, uid)
+	return in.prefix + kind + ":" + slots.Tag(in.onCluster(), strconv.FormatInt(uid, 10))
 }
 
 // publish sends msg on channel as Chorus does: SPUBLISH on a cluster, where
@@ -318,25 +316,5 @@ func (in *instance) publish(tb testing.TB, channel, msg string) {
 // keys returns the keys matching pattern, from every master on a cluster.
 func (in *instance) keys(tb testing.TB, pattern string) []string {
 	tb.Helper()
-	cc, ok := in.rdb.(*redis.ClusterClient)
-	if !ok {
-		keys, err := in.rdb.Keys(tb.Context(), pattern).Result()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return keys
-	}
-	var mu sync.Mutex
-	var keys []string
-	err := cc.ForEachMaster(tb.Context(), func(ctx context.Context, m *redis.Client) error {
-		ks, err := m.Keys(ctx, pattern).Result()
-		mu.Lock()
-		keys = append(keys, ks...)
-		mu.Unlock()
-		return err
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return keys
+	return redistest.Keys(tb, in.rdb, pattern)
 }

@@ -192,3 +192,33 @@ func Backend(tb testing.TB) (redis.UniversalClient, string) {
 	}
 	return Client(tb)
 }
+
+// Keys returns the keys matching pattern, scanned from every master when
+// rdb is a cluster client.
+func Keys(tb testing.TB, rdb redis.UniversalClient, pattern string) []string {
+	tb.Helper()
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
+	}
+	ctx := tb.Context()
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, rdb)
+	}
+	if err != nil {
+		tb.Fatalf("redistest: keys %s: %v", pattern, err)
+	}
+	return keys
+}
