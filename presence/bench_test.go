@@ -133,7 +133,7 @@ func BenchmarkHeartbeats(b *testing.B) {
 func benchmarkHeartbeats(b *testing.B, be backend) {
 	scripts := []string{"evalsha", "eval"}
 	const connsKeyTTL = benchWindow + time.Minute
-	conn := func(uid int64) string { return "c" + strconv.FormatInt(uid, 10) }
+	conn := benchConn
 	online := func(rng *rand.Rand) int64 { return 2 * (1 + rng.Int64N(benchOnline)) }
 
 	if !be.cluster { // the earlier layouts build keys in Lua: one redis-server only
@@ -192,41 +192,158 @@ func benchmarkHeartbeats(b *testing.B, be backend) {
 		})
 	}
 
-	b.Run("batched-instance-lease", func(b *testing.B) {
-		e := benchEnv(b, be)
-		tr := e.tracker(b, Options{Window: benchWindow})
-		ctx := context.Background()
-		// The instance holds every online user's connection, as a server
-		// would after they connected.
-		all := make([]Beat, 0, benchOnline)
-		for i := range int64(benchOnline) {
-			all = append(all, Beat{UID: 2 * (1 + i), ConnID: conn(2 * (1 + i))})
+	// The current layout, with activity in two orders: as pongs come, each
+	// user in the same tick of every interval, and in no order, each user
+	// once per interval in a tick drawn afresh every interval.
+	for _, order := range []struct {
+		name  string
+		fixed bool
+	}{{"as-pongs-come", true}, {"random-ticks", false}} {
+		b.Run("batched-instance-lease/"+order.name, func(b *testing.B) {
+			batchedInstanceLease(b, be, order.fixed)
+		})
+	}
+}
+
+// batchedInstanceLease runs the current layout for BenchmarkHeartbeats: one
+// instance holding the connections of every online user, its ticks of
+// activity in the same order every interval (fixed) or drawn afresh.
+func batchedInstanceLease(b *testing.B, be backend, fixed bool) {
+	e := benchEnv(b, be)
+	tr := e.tracker(b, Options{Window: benchWindow})
+	ctx := context.Background()
+	// The instance holds every online user's connection, as a server
+	// would after they connected.
+	users := make([]int64, 0, benchOnline)
+	for i := range int64(benchOnline) {
+		users = append(users, 2*(1+i))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	ticks := schedule(users, ticksPerInterval, rng)
+	if err := tr.Heartbeats(ctx, slices.Concat(ticks...)); err != nil {
+		b.Fatal(err)
+	}
+	tick := func(i int) []Beat {
+		if !fixed && i > 0 && i%ticksPerInterval == 0 {
+			ticks = schedule(users, ticksPerInterval, rng)
 		}
-		if err := tr.Heartbeats(ctx, all); err != nil {
+		return ticks[i%ticksPerInterval]
+	}
+	// The instance also asks Redis's run_id every tick.
+	scripts := []string{"evalsha", "eval", "info"}
+	before := serverMicros(b, e, scripts)
+	b.ResetTimer()
+	start := time.Now()
+	flushTicks(b, tr, tick, b.N)
+	reportBeats(b, e, scripts, before, start)
+}
+
+// An instance's flusher at the default heartbeat interval (10 s): a tick
+// every second, so each tick writes a tenth of the connections, and a minute
+// is six intervals.
+const (
+	ticksPerInterval   = 10
+	intervalsPerMinute = 6
+)
+
+// schedule cuts users into ticks groups of about the same size, at random:
+// the users whose connections an instance finds active in each tick of one
+// heartbeat interval. Each connection answers the server's ping once per
+// interval at a phase of its own, so a user is in the same tick of every
+// interval, with the same users as the interval before, in the order a Go
+// map gives them.
+func schedule(users []int64, ticks int, rng *rand.Rand) [][]Beat {
+	out := make([][]Beat, ticks)
+	for _, i := range rng.Perm(len(users)) {
+		uid := users[i]
+		out[i%ticks] = append(out[i%ticks], Beat{UID: uid, ConnID: benchConn(uid)})
+	}
+	return out
+}
+
+// benchConn is the id of uid's one connection in the benchmarks.
+func benchConn(uid int64) string { return "c" + strconv.FormatInt(uid, 10) }
+
+// flushTicks writes tick(0), tick(1), ... with Heartbeats, one after another,
+// as an instance's flusher does once per tick, until n beats are written,
+// and returns how long each call took. At the
+// start of every intervalsPerMinute intervals a minute begins: the tracker
+// forgets which users it wrote last.seen and the active set for, so each
+// user's first beat of the minute writes them, as on a running site.
+func flushTicks(b *testing.B, tr *Tracker, tick func(i int) []Beat, n int) []time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	var took []time.Duration
+	for i, done := 0, 0; done < n; i++ {
+		if i%(ticksPerInterval*intervalsPerMinute) == 0 {
+			tr.activeMu.Lock()
+			tr.active.minute = 0
+			tr.activeMu.Unlock()
+		}
+		batch := tick(i)
+		batch = batch[:min(len(batch), n-done)]
+		start := time.Now()
+		if err := tr.Heartbeats(ctx, batch); err != nil {
 			b.Fatal(err)
 		}
-		// Each user joins the minute's active set at their first beat of
-		// the run, as at the first beat of every minute.
-		tr.active.minute = 0
-		rng := rand.New(rand.NewPCG(3, 4))
-		batch := make([]Beat, MaxBeatsPerCall)
-		// The instance also asks Redis's run_id every tick.
-		scripts := append(scripts, "info")
-		before := serverMicros(b, e, scripts)
-		b.ResetTimer()
-		start := time.Now()
-		for done := 0; done < b.N; done += len(batch) {
-			batch = batch[:min(MaxBeatsPerCall, b.N-done)]
-			for i := range batch {
-				uid := online(rng)
-				batch[i] = Beat{UID: uid, ConnID: conn(uid)}
-			}
-			if err := tr.Heartbeats(ctx, batch); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportBeats(b, e, scripts, before, start)
-	})
+		took = append(took, time.Since(start))
+		done += len(batch)
+	}
+	return took
+}
+
+// BenchmarkInstance measures one instance holding the presence of
+// instanceConns connections at the default heartbeat interval: an op is one
+// tick of its flusher, the activity of a tenth of the connections written
+// with Heartbeats. The instance keeps up while a tick takes less than the
+// tick's second: tick-ms-p99 says how far from it it is. Run it for a
+// minute of ticks or more (-benchtime 60x), to include the ticks at the start
+// of a minute, which write last.seen and the active set too.
+func BenchmarkInstance(b *testing.B) {
+	onBenchBackends(b, benchmarkInstance)
+}
+
+// instanceConns is the connections of one instance in BenchmarkInstance.
+const instanceConns = 200_000
+
+func benchmarkInstance(b *testing.B, be backend) {
+	e := be.env(b)
+	b.Cleanup(func() { dropPrefix(e) })
+	tr := e.tracker(b, Options{Window: benchWindow})
+	ctx := context.Background()
+	users := make([]int64, instanceConns)
+	for i := range users {
+		users[i] = int64(i + 1)
+	}
+	ticks := schedule(users, ticksPerInterval, rand.New(rand.NewPCG(5, 6)))
+	// Every connection registered, then the shared online copy made, as on a
+	// running site, where the first reader makes it.
+	start := time.Now()
+	if err := tr.Heartbeats(ctx, slices.Concat(ticks...)); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d connections registered in %v", instanceConns, time.Since(start).Round(time.Millisecond))
+	if _, err := tr.OnlineFriends(ctx, 1); err != nil {
+		b.Fatal(err)
+	}
+	if n, err := e.rdb.ZCard(ctx, e.keys().onlineCopy()).Result(); err != nil || n != instanceConns {
+		b.Fatalf("online copy: %d users, %v; want %d", n, err, instanceConns)
+	}
+
+	scripts := []string{"evalsha", "eval", "info"}
+	before := serverMicros(b, e, scripts)
+	b.ResetTimer()
+	took := flushTicks(b, tr, func(i int) []Beat { return ticks[i%ticksPerInterval] }, b.N*len(ticks[0]))
+	b.StopTimer()
+	beats := float64(b.N * len(ticks[0]))
+	b.ReportMetric((serverMicros(b, e, scripts)-before)/beats, "redis-µs/beat")
+	slices.Sort(took)
+	at := func(q float64) float64 {
+		return float64(took[int(q*float64(len(took)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.50), "tick-ms-p50")
+	b.ReportMetric(at(0.99), "tick-ms-p99")
+	b.ReportMetric(at(1), "tick-ms-max")
 }
 
 // reportBeats reports heartbeats per second since start and the Redis time
