@@ -57,11 +57,12 @@ if #ARGV < first then
 end
 
 -- seen(from, to) is {now, uid, now, uid, ...} for ARGV[from..to].
+local at = string.format('%d', now) -- once, not once per member
 local function seen(from, to)
-  local out = {}
+  local out, n = {}, 0
   for i = from, to do
-    out[#out + 1] = now
-    out[#out + 1] = ARGV[i]
+    out[n + 1], out[n + 2] = at, ARGV[i]
+    n = n + 2
   end
   return out
 end
@@ -76,9 +77,10 @@ if fresh >= first then
 end
 
 if copy then
-  redis.call('ZADD', KEYS[2], unpack(seen(first, #ARGV)))
+  local all = seen(first, #ARGV)
+  redis.call('ZADD', KEYS[2], unpack(all))
   if fresh >= first then
-    redis.call('ZADD', KEYS[1], unpack(seen(first, fresh)))
+    redis.call('ZADD', KEYS[1], unpack(all, 1, 2 * (fresh - first + 1)))
   end
 else
   redis.call('ZADD', KEYS[1], unpack(seen(first, #ARGV)))
