@@ -319,17 +319,19 @@ func (t *Tracker) register(ctx context.Context, conns []Beat, maxConns int) (reg
 		now := unixMilli(toInt(res, 0))
 		out.lost = out.lost || toInt(res, 1) == 1
 		users := make([]int64, 0, len(chunk))
+		var online []int64
 		for i, c := range chunk {
 			switch toInt(res, 2+i) {
 			case 1:
-				out.first++
-				t.announce(ctx, c.UID, true, now)
+				online = append(online, c.UID)
 			case -1:
 				out.refused++
 				continue
 			}
 			users = append(users, c.UID)
 		}
+		out.first += len(online)
+		t.announceAll(ctx, online, true, now)
 		t.written(toInt(res, 0), users)
 	}
 	return out, nil

@@ -244,3 +244,44 @@ func TestFailedDisconnectIsRetried(t *testing.T) {
 	}
 	noEvent(t, events, 200*time.Millisecond)
 }
+
+// Connections registered together, as after a lost lease or a Redis
+// restart, announce each of their users once, to every connected friend:
+// the announcements run several at a time (announceAll), none lost, none
+// doubled.
+func TestRegisteredTogetherAnnouncedOnce(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, e env) {
+		tr := e.tracker(t, Options{})
+		const observer, users = 1, 3 * announceParallel
+		mustConnect(t, tr, observer, "o")
+		events := e.subscribe(t, observer)
+		var beats []Beat
+		for uid := int64(100); uid < 100+users; uid++ {
+			e.befriend(t, observer, uid)
+			beats = append(beats, Beat{UID: uid, ConnID: "c" + itoa(uid)})
+		}
+		// A second connection of one user, in the same call: still one
+		// announcement of that user.
+		beats = append(beats, Beat{UID: 100, ConnID: "c100b"})
+		if err := tr.Heartbeats(ctxT(t), beats); err != nil {
+			t.Fatal(err)
+		}
+		told := map[int64]int{}
+		for range users {
+			ev := nextEvent(t, events, 5*time.Second)
+			checkEvent(t, ev, ev.User.ID, true)
+			told[ev.User.ID]++
+		}
+		for uid := int64(100); uid < 100+users; uid++ {
+			if told[uid] != 1 {
+				t.Errorf("user %d announced %d times, want once", uid, told[uid])
+			}
+		}
+		select {
+		case m := <-events:
+			t.Errorf("an announcement too many: %s", m.Payload)
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
+}
