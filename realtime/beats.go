@@ -69,14 +69,23 @@ func (h *Hub) flushBeats(ctx context.Context) {
 		b.mu.Unlock()
 		// Every tick, beats or not: the call renews this instance's lease,
 		// which keeps its connections alive in Redis.
+		start := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, beatTimeout)
 		err := h.presence.Heartbeats(wctx, list)
 		cancel()
+		took := time.Since(start)
+		h.Stats.BeatFlushTime.Add(int64(took))
 		if len(list) > 0 {
 			h.Stats.BeatFlushes.Add(1)
 		}
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case err != nil && ctx.Err() == nil:
 			h.log.Warn("heartbeats not recorded; the next ones will be", "connections", len(list), "err", err)
+		case err == nil && took > h.opts.BeatFlushInterval:
+			// The ticks missed meanwhile are dropped: the next flush
+			// carries their beats, later than their connections' schedule.
+			h.log.Warn("presence flush took longer than its tick; this instance's presence writes fall behind",
+				"connections", len(list), "took", took, "tick", h.opts.BeatFlushInterval)
 		}
 		b.flushing.Unlock()
 	}

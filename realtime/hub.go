@@ -149,6 +149,10 @@ type Stats struct {
 	// BeatFlushes counts the script calls that wrote the connections'
 	// activity to presence, one per tick with any.
 	BeatFlushes atomic.Int64
+	// BeatFlushTime sums the nanoseconds the hub spent writing its
+	// connections' activity, every tick: per second, the share of the time
+	// the flusher is busy. Near a second per second, it falls behind.
+	BeatFlushTime atomic.Int64
 	// SubscribeCommands counts SUBSCRIBE and UNSUBSCRIBE commands sent,
 	// each for a batch of channels; on a cluster, SSUBSCRIBE and
 	// SUNSUBSCRIBE, each for the channels of one slot, those that subscribe

@@ -100,6 +100,10 @@ func (m *Metrics) register(s *Server) {
 		counter("chorus_presence_frames_coalesced_total", "Presence frames not sent: a newer one about the same user, within a second, replaced them.", &st.PresenceCoalesced),
 		counter("chorus_pubsub_subscribe_commands_total", "SUBSCRIBE and UNSUBSCRIBE commands sent, each for a batch of up to 500 channels (on a cluster SSUBSCRIBE and SUNSUBSCRIBE, each for one slot's).", &st.SubscribeCommands),
 		counter("chorus_presence_flushes_total", "Script calls that wrote the activity of this instance's streams to presence, all of a tick's in one.", &st.BeatFlushes),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "chorus_presence_flush_seconds_total",
+			Help: "Time spent writing the activity of this instance's streams to presence, every tick: its rate is the share of the time the flusher is busy; near 1, presence writes fall behind.",
+		}, func() float64 { return time.Duration(st.BeatFlushTime.Load()).Seconds() }),
 		counter("chorus_stream_pongs_total", "Pongs to the server's pings of streams, each counted as activity.", &st.Pongs),
 		counter("chorus_streams_idle_closed_total", "Streams closed with 4000: no frame and no pong for three heartbeat intervals.", &st.IdleClosed),
 		counter("chorus_stream_sessions_closed_total", "Streams closed with 1008 because their session ended (sign-out, expiry, or lost by Redis).", &st.SessionClosed),

@@ -104,6 +104,13 @@ func TestMetricsStreamsAndPosts(t *testing.T) {
 		}
 		return ""
 	})
+	// Every tick's flush takes some time, with beats or without.
+	testio.Eventually(t, 2*time.Second, func() string {
+		if got := in.metric(t, "chorus_presence_flush_seconds_total", ""); got <= 0 {
+			return fmt.Sprintf("presence flush seconds = %v, want more than 0", got)
+		}
+		return ""
+	})
 	s.close()
 	testio.Eventually(t, 2*time.Second, func() string {
 		if got := in.metric(t, "chorus_connections_open", ""); got != 0 {
