@@ -257,16 +257,22 @@ func (t *Tracker) serverMoved(ctx context.Context) (bool, error) {
 }
 
 // registerAgain registers again the connections this instance holds, after
-// a lost lease or lost writes. Failures are logged: the next tick tries again.
+// a lost lease or lost writes. It holds no lock while it writes, so that
+// streams open and close meanwhile (200,000 connections take seconds): a
+// Disconnect that ran before the registration reached its connection would
+// leave that connection registered, so the connections that closed
+// meanwhile are disconnected again after it. Failures are logged: the next
+// tick tries again.
 func (t *Tracker) registerAgain(ctx context.Context) {
-	// Held throughout, so that a Disconnect cannot slip between the list
-	// and its registration and leave a closed connection registered.
+	// One at a time: Connect and the flusher may both find the lease lost.
+	t.againMu.Lock()
+	defer t.againMu.Unlock()
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	list := make([]Beat, 0, len(t.held))
 	for c := range t.held {
 		list = append(list, c)
 	}
+	t.mu.Unlock()
 	if len(list) == 0 {
 		return
 	}
@@ -275,8 +281,23 @@ func (t *Tracker) registerAgain(ctx context.Context) {
 			"connections", len(list), "err", err)
 		return
 	}
+	var closed []Beat
+	t.mu.Lock()
+	for _, c := range list {
+		if _, ok := t.held[c]; !ok {
+			closed = append(closed, c)
+		}
+	}
+	t.mu.Unlock()
+	for _, c := range closed {
+		if _, err := t.disconnect(ctx, c); err != nil {
+			t.mu.Lock()
+			t.leaving[c] = struct{}{} // retried every tick
+			t.mu.Unlock()
+		}
+	}
 	t.log.InfoContext(ctx, "connections registered again after a lost lease or a Redis restart",
-		"connections", len(list))
+		"connections", len(list)-len(closed), "closed_meanwhile", len(closed))
 }
 
 // registered is what register did.

@@ -3,6 +3,7 @@ package presence
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -282,6 +283,78 @@ func TestRegisteredTogetherAnnouncedOnce(t *testing.T) {
 		case m := <-events:
 			t.Errorf("an announcement too many: %s", m.Payload)
 		case <-time.After(200 * time.Millisecond):
+		}
+	})
+}
+
+// Connections that close while the instance registers all of its own again
+// (after a lost lease) end up unregistered, and those that stay end up
+// registered: the registration holds no lock over the Disconnects, and
+// disconnects again, after it, the connections that closed meanwhile.
+func TestDisconnectsDuringRegistrationAgain(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, e env) {
+		tr := e.tracker(t, Options{})
+		ctx := ctxT(t)
+		k := e.keys()
+		const users = 5 * MaxBeatsPerCall // several register calls
+		var all []Beat
+		for uid := int64(1); uid <= users; uid++ {
+			all = append(all, Beat{UID: uid, ConnID: "c" + itoa(uid)})
+		}
+		if err := tr.Heartbeats(ctx, all); err != nil {
+			t.Fatal(err)
+		}
+		// The lease ran out and a sweep took the connections out: the next
+		// tick registers every one again, a call of MaxBeatsPerCall at a
+		// time, which the instance's connection set shows as it grows.
+		pipe := e.rdb.Pipeline()
+		pipe.ZRem(ctx, k.instances(), tr.id)
+		pipe.Del(ctx, k.instanceConns(tr.id), k.connected())
+		for _, c := range all {
+			pipe.Del(ctx, k.conns(c.UID))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := tr.Heartbeats(ctx, nil); err != nil {
+				t.Error(err)
+			}
+		})
+		// Half the connections close once the registration has begun.
+		waitFor(t, 10*time.Second, "the registration under way", func() bool {
+			return e.rdb.SCard(ctx, k.instanceConns(tr.id)).Val() > 0
+		})
+		for _, c := range all {
+			if c.UID%2 == 0 {
+				wg.Go(func() {
+					if _, err := tr.Disconnect(ctx, c.UID, c.ConnID); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+		}
+		wg.Wait()
+		connected, err := e.rdb.ZRange(ctx, k.connected(), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(connected) != users/2 {
+			t.Errorf("%d users connected, want the %d that stayed", len(connected), users/2)
+		}
+		closedOnline := 0
+		for _, m := range connected {
+			if uid, _ := strconv.ParseInt(m, 10, 64); uid%2 == 0 {
+				closedOnline++
+			}
+		}
+		if closedOnline > 0 {
+			t.Errorf("%d users connected after their connection closed", closedOnline)
+		}
+		if n, err := e.rdb.SCard(ctx, k.instanceConns(tr.id)).Result(); err != nil || n != users/2 {
+			t.Errorf("the instance holds %d connections (%v), want %d", n, err, users/2)
 		}
 	})
 }

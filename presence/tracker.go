@@ -148,10 +148,10 @@ type Tracker struct {
 	held    map[Beat]struct{} // the connections registered through this instance
 	leaving map[Beat]struct{} // connections whose Disconnect failed, retried every tick
 	server  string            // Redis's run_id at the last tick
+	againMu sync.Mutex        // held by registerAgain
 
 	// active is the users whose last.seen and active set this instance
-	// wrote in a minute. Its own lock: registerAgain notes users while it
-	// holds mu.
+	// wrote in a minute. Its own lock, which no other is taken under.
 	activeMu sync.Mutex
 	active   struct {
 		minute int64 // unix s / 60, Redis's clock
