@@ -36,6 +36,9 @@ const disconnectTries = 3
 
 var errHolderMoving = errors.New("the connection's instance kept changing")
 
+// registerCallTimeout bounds each register call of registerAgain.
+const registerCallTimeout = 5 * time.Second
+
 // Beat is the activity of one connection, for Heartbeats.
 type Beat struct {
 	UID    int64
@@ -73,6 +76,7 @@ func (t *Tracker) Connect(ctx context.Context, uid int64, connID string) (first 
 		return false, ErrTooManyConnections
 	}
 	if res.lost {
+		t.again.Add(1)
 		t.registerAgain(ctx) // the others; c is registered
 	}
 	t.mu.Lock()
@@ -101,8 +105,10 @@ func (t *Tracker) Heartbeat(ctx context.Context, uid int64, connID string) error
 // stalled for W and may have been swept, or Redis lost its data), or Redis is
 // another server than at the last call (a restart or a failover, which may
 // have lost recent writes), the instance registers all its connections
-// again. Options.MaxConnsPerUser refuses none of these. Users this brings
-// online are announced to their friends.
+// again, at this call or, if that fails, at the next ones until it is done;
+// the caller's deadline does not bound it (see registerAgain).
+// Options.MaxConnsPerUser refuses none of these. Users this brings online
+// are announced to their friends.
 func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 	var unknown []Beat
 	t.mu.Lock()
@@ -158,8 +164,9 @@ func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 		lost = lost || l
 	}
 	if lost || moved {
-		t.registerAgain(ctx)
+		t.again.Add(1)
 	}
+	t.registerAgain(ctx) // when due, until it succeeds
 	return nil
 }
 
@@ -256,31 +263,43 @@ func (t *Tracker) serverMoved(ctx context.Context) (bool, error) {
 	return moved, nil
 }
 
-// registerAgain registers again the connections this instance holds, after
-// a lost lease or lost writes. It holds no lock while it writes, so that
-// streams open and close meanwhile (200,000 connections take seconds): a
-// Disconnect that ran before the registration reached its connection would
-// leave that connection registered, so the connections that closed
-// meanwhile are disconnected again after it. Failures are logged: the next
-// tick tries again.
+// registerAgain registers again the connections this instance holds, when
+// t.again says it is due (after a lost lease or lost writes), and marks it
+// done once it succeeded: a failure is logged, and the next tick tries
+// again. It holds no lock while it writes, so that streams open and close
+// meanwhile (200,000 connections take seconds): a Disconnect that ran
+// before the registration reached its connection would leave that
+// connection registered, so the connections that closed meanwhile are
+// disconnected again after it.
+//
+// It is not bound by the caller's deadline, a tick's or a request's, which a
+// large instance's registration may outlast, but by registerCallTimeout per
+// call of MaxBeatsPerCall connections.
 func (t *Tracker) registerAgain(ctx context.Context) {
 	// One at a time: Connect and the flusher may both find the lease lost.
 	t.againMu.Lock()
 	defer t.againMu.Unlock()
+	due := t.again.Load()
+	if due == 0 {
+		return
+	}
 	t.mu.Lock()
 	list := make([]Beat, 0, len(t.held))
 	for c := range t.held {
 		list = append(list, c)
 	}
 	t.mu.Unlock()
-	if len(list) == 0 {
-		return
-	}
+	calls := time.Duration(len(list)/MaxBeatsPerCall + 1)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), calls*registerCallTimeout)
+	defer cancel()
 	if _, err := t.register(ctx, list, 0); err != nil {
 		t.log.WarnContext(ctx, "connections not registered again; the next tick tries again",
 			"connections", len(list), "err", err)
 		return
 	}
+	// Done, unless it was found due again meanwhile: then the next call
+	// registers again what may have been lost after this one's list.
+	t.again.CompareAndSwap(due, 0)
 	var closed []Beat
 	t.mu.Lock()
 	for _, c := range list {

@@ -2,9 +2,11 @@ package presence
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -357,4 +359,62 @@ func TestDisconnectsDuringRegistrationAgain(t *testing.T) {
 			t.Errorf("the instance holds %d connections (%v), want %d", n, err, users/2)
 		}
 	})
+}
+
+// A registration again that fails stays due: the next tick tries it again,
+// though the lease it renewed no longer says it was lost, until it is done.
+func TestRegistrationAgainRetriedUntilDone(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	var failing atomic.Bool
+	rdb.AddHook(failRegister{&failing})
+	e := env{rdb: rdb, prefix: prefix}
+	tr := e.tracker(t, Options{})
+	ctx := ctxT(t)
+	k := e.keys()
+	const alice = 1
+	mustConnect(t, tr, alice, "a")
+	// Alice's registration is lost, and the lease with it.
+	if err := e.rdb.Del(ctx, k.conns(alice), k.instances()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(true)
+	if err := tr.Heartbeats(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.rdb.HLen(ctx, k.conns(alice)).Val(); n != 0 {
+		t.Fatalf("alice's registry holds %d connections while registering fails", n)
+	}
+	failing.Store(false)
+	for range 2 { // the retry, and a tick with nothing left to do
+		if err := tr.Heartbeats(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id, err := e.rdb.HGet(ctx, k.conns(alice), "a").Result(); err != nil || id != tr.id {
+		t.Errorf("alice's connection is held by %q (%v), want the instance %q", id, err, tr.id)
+	}
+	if n := tr.again.Load(); n != 0 {
+		t.Errorf("registering again still due (%d) after it succeeded", n)
+	}
+}
+
+// failRegister fails the register script's calls while it is set.
+type failRegister struct{ on *atomic.Bool }
+
+func (failRegister) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f failRegister) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if f.on.Load() && len(cmd.Args()) > 1 && cmd.Args()[1] == registerScript.Hash() {
+			err := errors.New("register refused by the test")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (failRegister) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

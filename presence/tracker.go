@@ -149,6 +149,9 @@ type Tracker struct {
 	leaving map[Beat]struct{} // connections whose Disconnect failed, retried every tick
 	server  string            // Redis's run_id at the last tick
 	againMu sync.Mutex        // held by registerAgain
+	// again counts the times the connections were found to need
+	// registering again; registerAgain sets it to 0 once it did.
+	again atomic.Int64
 
 	// active is the users whose last.seen and active set this instance
 	// wrote in a minute. Its own lock, which no other is taken under.
