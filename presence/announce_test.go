@@ -2,7 +2,6 @@ package presence
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -201,11 +200,7 @@ func framesUntilQuiet(tb testing.TB, ch <-chan *redis.Message, quiet time.Durati
 			if !ok {
 				tb.Fatalf("subscription closed")
 			}
-			var ev protocol.PresenceFrame
-			if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
-				tb.Fatalf("event %q: %v", m.Payload, err)
-			}
-			out = append(out, ev)
+			out = append(out, decodeEvent(tb, m))
 		case <-time.After(quiet):
 			return out
 		}

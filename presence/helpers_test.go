@@ -178,15 +178,21 @@ func nextEvent(tb testing.TB, ch <-chan *redis.Message, within time.Duration) pr
 		if !ok {
 			tb.Fatalf("subscription closed")
 		}
-		var ev protocol.PresenceFrame
-		if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
-			tb.Fatalf("event %q: %v", m.Payload, err)
-		}
-		return ev
+		return decodeEvent(tb, m)
 	case <-time.After(within):
 		tb.Fatalf("no event within %s", within)
 	}
 	return protocol.PresenceFrame{}
+}
+
+// decodeEvent is the presence frame m carries.
+func decodeEvent(tb testing.TB, m *redis.Message) protocol.PresenceFrame {
+	tb.Helper()
+	var ev protocol.PresenceFrame
+	if err := json.Unmarshal([]byte(m.Payload), &ev); err != nil {
+		tb.Fatalf("event %q: %v", m.Payload, err)
+	}
+	return ev
 }
 
 // noEvent fails if an event comes on ch during d.

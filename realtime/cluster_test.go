@@ -82,29 +82,24 @@ func (f *memFeed) SessionOwners(_ context.Context, ids []string) ([]int64, error
 func (f *memFeed) HomeTimeline(_ context.Context, uid int64, c social.Cursor) (social.TimelinePage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var page social.TimelinePage
+	statuses := slices.Clone(f.home[uid]) // oldest first
+	keep := func(st social.Status) bool { return st.ID > c.After }
 	if !c.Forward { // newest first, under c.Before (0: from the newest)
-		for i := len(f.home[uid]) - 1; i >= 0; i-- {
-			st := f.home[uid][i]
-			if c.Before != 0 && st.ID >= c.Before {
-				continue
-			}
-			if len(page.Statuses) == c.Limit {
-				next := page.Statuses[len(page.Statuses)-1].ID
-				page.NextBefore = &next
-				break
-			}
-			page.Statuses = append(page.Statuses, st)
-		}
-		return page, nil
+		slices.Reverse(statuses)
+		keep = func(st social.Status) bool { return c.Before == 0 || st.ID < c.Before }
 	}
-	for _, st := range f.home[uid] {
-		if st.ID <= c.After {
+	var page social.TimelinePage
+	for _, st := range statuses {
+		if !keep(st) {
 			continue
 		}
 		if len(page.Statuses) == c.Limit {
 			next := page.Statuses[len(page.Statuses)-1].ID
-			page.NextAfter = &next
+			if c.Forward {
+				page.NextAfter = &next
+			} else {
+				page.NextBefore = &next
+			}
 			break
 		}
 		page.Statuses = append(page.Statuses, st)
