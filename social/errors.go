@@ -20,6 +20,7 @@ var (
 	ErrListNotFound       = errors.New("no such list")
 	ErrTooManyLists       = fmt.Errorf("a user may own at most %d lists", MaxListsPerUser)
 	ErrListFull           = fmt.Errorf("a list may hold at most %d members", MaxListMembers)
+	ErrNotFollowing       = errors.New("only accounts the owner follows can be put in their lists")
 )
 
 // ErrNotListOwner refuses a change to someone else's list; errors.Is(err,

@@ -28,9 +28,11 @@ var (
 const maxSettleRounds = 5
 
 // AddListMember adds the user with login to list id, which uid must own
-// (idempotent; anyone may be added, uid included), and backfills the
-// list's timeline with their latest statuses. It returns the list as it is
-// then.
+// (idempotent), and backfills the list's timeline with their latest
+// statuses. It returns the list as it is then. Only those uid follows may
+// be added, and uid: anyone else is ErrNotFollowing. So an author is in at
+// most MaxListsPerUser lists of each follower (and of their own), and
+// Unfollow takes them out of the lists of whoever stops following them.
 //
 // Three steps: the membership, made by a script in the list's slot that
 // keeps the cap, with a score from list:member:seq; the list in the
@@ -38,6 +40,14 @@ const maxSettleRounds = 5
 // runs also when the user was a member already, so a retry finishes an add
 // cut short. A crash after the membership leaves a member whose statuses
 // do not reach the list until the retry.
+//
+// The follow is read in uid's slot before the script and again after it,
+// as an unfollow writes its end of the follow before it reads the lists
+// (see leaveLists): either the read after the membership sees the unfollow,
+// and the add takes the membership back and refuses, or the unfollow's
+// read comes after the membership and takes it out. No interleaving
+// leaves someone uid does not follow in uid's list, and a retry of an add
+// cut short between its write and that check takes the membership back.
 //
 // No status is missed between the job and the backfill: the membership is
 // in list:in before the backfill reads the profile, and a list_post job
@@ -52,13 +62,17 @@ func (s *Service) AddListMember(ctx context.Context, uid, id int64, login string
 		return List{}, err
 	}
 	k := s.keys
-	exists, err := s.rdb.Exists(ctx, k.user(member)).Result()
-	if err != nil {
+	pipe := s.rdb.Pipeline()
+	exists := pipe.Exists(ctx, k.user(member))
+	follows := pipe.ZMScore(ctx, k.following(uid), itoa(member))
+	if _, err := pipe.Exec(ctx); err != nil {
 		return List{}, fmt.Errorf("add %d to list %d: %w", member, id, err)
 	}
+	// ZMSCORE reads a missing member as 0; follow scores never are.
+	followed := member == uid || follows.Val()[0] != 0
 	add := func(seq int64) (int64, error) {
 		return listAddScript.Run(ctx, s.rdb, []string{k.list(id), k.listMembers(id)},
-			uid, member, exists, MaxListMembers, seq).Int64()
+			uid, member, exists.Val(), MaxListMembers, seq, boolArg(followed)).Int64()
 	}
 	// The first call only checks: a refusal, or a member already, takes no
 	// score, and so changes nothing. The second checks again with a score.
@@ -77,9 +91,27 @@ func (s *Service) AddListMember(ctx context.Context, uid, id int64, login string
 		return List{}, ErrUserNotFound
 	case -4:
 		return List{}, ErrListFull
+	case -5:
+		return List{}, ErrNotFollowing
 	}
 	if err := listRefusal(int(score)); err != nil {
 		return List{}, err
+	}
+	// The check after the write: an unfollow since the read above. (-6:
+	// an earlier add, cut short, left a member uid no longer follows.)
+	if score == -6 || member != uid {
+		still := ""
+		if score != -6 {
+			if still, err = s.followScore(ctx, uid, member); err != nil {
+				return List{}, fmt.Errorf("add %d to list %d: %w", member, id, err)
+			}
+		}
+		if still == "" {
+			if err := s.removeMember(ctx, uid, id, member); err != nil {
+				return List{}, fmt.Errorf("add %d to list %d: %w", member, id, err)
+			}
+			return List{}, ErrNotFollowing
+		}
 	}
 	if err := s.settleListIn(ctx, id, member, score); err != nil {
 		return List{}, fmt.Errorf("add %d to list %d: %w", member, id, err)
@@ -91,9 +123,34 @@ func (s *Service) AddListMember(ctx context.Context, uid, id int64, login string
 	return s.List(ctx, id)
 }
 
+// boolArg is a script's flag argument: "1" or "0".
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
 // RemoveListMember takes the user with login out of list id, which uid
 // must own (idempotent), and their statuses out of its timeline. It returns
 // the list as it is then.
+func (s *Service) RemoveListMember(ctx context.Context, uid, id int64, login string) (List, error) {
+	member, err := s.UID(ctx, login)
+	if err != nil {
+		return List{}, err
+	}
+	if err := s.removeMember(ctx, uid, id, member); err != nil {
+		if errors.Is(err, ErrListNotFound) || errors.Is(err, ErrNotListOwner) {
+			return List{}, err
+		}
+		return List{}, fmt.Errorf("remove %d from list %d: %w", member, id, err)
+	}
+	return s.List(ctx, id)
+}
+
+// removeMember takes member out of list id, which uid must own, and their
+// statuses out of its timeline: the removal of RemoveListMember, of an
+// unfollow (leaveLists) and of an add that found the follow gone.
 //
 // Three steps, each run also when the user was no member, so a retry
 // finishes a removal cut short: the membership goes, by a script in the
@@ -107,26 +164,60 @@ func (s *Service) AddListMember(ctx context.Context, uid, id int64, login string
 // timeline checks after writing: a list_post pass or a backfill either sees
 // it gone and takes its status out, or wrote before the walk below reads
 // the timeline.
-func (s *Service) RemoveListMember(ctx context.Context, uid, id int64, login string) (List, error) {
-	member, err := s.UID(ctx, login)
-	if err != nil {
-		return List{}, err
-	}
+func (s *Service) removeMember(ctx context.Context, uid, id, member int64) error {
 	k := s.keys
 	res, err := listRemoveScript.Run(ctx, s.rdb, []string{k.list(id), k.listMembers(id)}, uid, member).Int()
 	if err != nil {
-		return List{}, fmt.Errorf("remove %d from list %d: %w", member, id, err)
+		return err
 	}
 	if err := listRefusal(res); err != nil {
-		return List{}, err
+		return err
 	}
 	if err := s.settleListIn(ctx, id, member, 0); err != nil {
-		return List{}, fmt.Errorf("remove %d from list %d: %w", member, id, err)
+		return err
 	}
-	if err := s.dropStatusesOf(ctx, id, member); err != nil {
-		return List{}, fmt.Errorf("remove %d from list %d: %w", member, id, err)
+	return s.dropStatusesOf(ctx, id, member)
+}
+
+// leaveLists takes other out of every list uid owns, once uid no longer
+// follows them: the lists' step of an unfollow, which runs after the
+// follower's side of it is written. It does nothing while uid follows other
+// (a follow since has come). uid owns at most MaxListsPerUser lists, so
+// this is one round trip for the memberships and a removal per list that
+// holds other.
+//
+// The memberships are read after the unfollow is written; an add that
+// writes a membership after that read checks the follow after writing it,
+// sees the unfollow, and takes the membership back (see AddListMember).
+func (s *Service) leaveLists(ctx context.Context, uid, other int64) error {
+	k := s.keys
+	ids, err := s.rdb.ZRange(ctx, k.listsOut(uid), 0, -1).Result()
+	if err != nil || len(ids) == 0 {
+		return err
 	}
-	return s.List(ctx, id)
+	lists := parseIDs(ids)
+	pipe := s.rdb.Pipeline()
+	follows := pipe.ZMScore(ctx, k.following(uid), itoa(other))
+	member := make([]*redis.FloatSliceCmd, len(lists))
+	for i, id := range lists {
+		member[i] = pipe.ZMScore(ctx, k.listMembers(id), itoa(other))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	if follows.Val()[0] != 0 {
+		return nil
+	}
+	for i, id := range lists {
+		if member[i].Val()[0] == 0 {
+			continue
+		}
+		// A list deleted meanwhile has no member left to remove.
+		if err := s.removeMember(ctx, uid, id, other); err != nil && !errors.Is(err, ErrListNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropStatusesOf takes out of list id's timeline the statuses of member,

@@ -146,6 +146,7 @@ func TestListLifecycleOnBothBackends(t *testing.T) {
 		seedUser(t, s, rdb, owner, "owner", "password-owner")
 		seedUser(t, s, rdb, ada, "ada", "password-ada")
 		seedUser(t, s, rdb, bob, "bob", "password-bob")
+		seedFollowing(t, s, owner, ada, bob)
 		var byAda, byBob []int64
 		for id := int64(1); id <= 40; id++ {
 			if id%4 == 0 {
@@ -259,6 +260,11 @@ func TestListCapsUnderConcurrencyOnBothBackends(t *testing.T) {
 		const extra = 20
 		seedUsers(t, s, rdb, owner, "owner", 1)
 		seedUsers(t, s, rdb, 1000, "u", MaxListMembers+extra)
+		var everyone []int64
+		for i := range MaxListMembers + extra {
+			everyone = append(everyone, int64(1000+i))
+		}
+		seedFollowing(t, s, owner, everyone...)
 
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -344,6 +350,7 @@ func TestListPassesOnBothBackends(t *testing.T) {
 		seedUsers(t, s, rdb, owners, "o", n)
 		var lists []List
 		for i := range n {
+			seedFollowing(t, s, int64(owners+i), author)
 			l := createList(t, s, int64(owners+i), "holds the author")
 			addMember(t, s, l.Owner.ID, l.ID, "author000")
 			lists = append(lists, l)
@@ -426,6 +433,7 @@ func TestListPostPassTakesBackWhatNoLongerStands(t *testing.T) {
 		const author, owner = 1, 2
 		seedUsers(t, s, rdb, author, "author", 1)
 		seedUsers(t, s, rdb, owner, "owner", 1)
+		seedFollowing(t, s, owner, author)
 		lists := make([]List, 4)
 		for i := range lists {
 			lists[i] = createList(t, s, owner, fmt.Sprint("list ", i))
@@ -490,6 +498,7 @@ func TestListChangesFinishedByRetry(t *testing.T) {
 		const owner, ada = 1, 2
 		seedUsers(t, s, rdb, owner, "owner", 1)
 		seedUsers(t, s, rdb, ada, "ada", 1)
+		seedFollowing(t, s, owner, ada)
 		for id := int64(1); id <= 5; id++ {
 			seedStatus(t, s, rdb, id, ada)
 		}
@@ -509,7 +518,7 @@ func TestListChangesFinishedByRetry(t *testing.T) {
 		// Add: the membership is made, list:in and the backfill are not.
 		seq := rdb.Incr(ctx, k.listMemberSeq()).Val()
 		if err := listAddScript.Run(ctx, rdb, []string{k.list(l.ID), k.listMembers(l.ID)},
-			owner, ada, 1, MaxListMembers, seq).Err(); err != nil {
+			owner, ada, 1, MaxListMembers, seq, 1).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if got := addMember(t, s, owner, l.ID, "ada000"); got.Members != 1 {
@@ -578,6 +587,7 @@ func TestSettleListIn(t *testing.T) {
 		const owner, ada = 1, 2
 		seedUsers(t, s, rdb, owner, "owner", 1)
 		seedUsers(t, s, rdb, ada, "ada", 1)
+		seedFollowing(t, s, owner, ada)
 		l := createList(t, s, owner, "people")
 		addMember(t, s, owner, l.ID, "ada000")
 		current, _ := inList(t, s, ada, l.ID)

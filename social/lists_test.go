@@ -34,9 +34,35 @@ func addMember(tb testing.TB, s *Service, owner, id int64, login string) List {
 	return l
 }
 
-// listsOf makes the lists named, owned by owner, each holding members.
+// followAll makes uid follow each of logins: only followees may be put
+// in one's lists.
+func followAll(tb testing.TB, s *Service, uid int64, logins ...string) {
+	tb.Helper()
+	for _, login := range logins {
+		follow(tb, s, uid, login)
+	}
+}
+
+// seedFollowing writes uid's side of follows of each of uids, all that
+// AddListMember reads of a follow, for tests that add hundreds of members
+// (a whole Follow each would be slow).
+func seedFollowing(tb testing.TB, s *Service, uid int64, uids ...int64) {
+	tb.Helper()
+	ctx := ctxT(tb)
+	zs := make([]redis.Z, len(uids))
+	for i, u := range uids {
+		zs[i] = redis.Z{Score: float64(i + 1), Member: itoa(u)}
+	}
+	if err := s.rdb.ZAdd(ctx, s.keys.following(uid), zs...).Err(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// listsOf makes the lists named, owned by owner, each holding members,
+// whom owner follows first.
 func listsOf(tb testing.TB, s *Service, owner int64, names []string, members ...string) []List {
 	tb.Helper()
+	followAll(tb, s, owner, members...)
 	lists := make([]List, len(names))
 	for i, name := range names {
 		lists[i] = createList(tb, s, owner, name)
@@ -226,6 +252,7 @@ func TestListCaps(t *testing.T) {
 
 	full := lists[1]
 	members := signUpMany(t, s, "m", MaxListMembers+1)
+	seedFollowing(t, s, ada.ID, userIDs(members)...)
 	for _, m := range members[:MaxListMembers] {
 		addMember(t, s, ada.ID, full.ID, m.Login)
 	}
@@ -281,6 +308,7 @@ func TestListRefusals(t *testing.T) {
 	ada := signUp(t, s, "ada")
 	bob := signUp(t, s, "bob")
 	l := createList(t, s, ada.ID, "ada's")
+	follow(t, s, ada.ID, "bob")
 	addMember(t, s, ada.ID, l.ID, "bob")
 	post(t, s, bob.ID, "in ada's list")
 	gone := createList(t, s, ada.ID, "deleted")
@@ -369,6 +397,7 @@ func TestListMembershipBackfillAndRemoval(t *testing.T) {
 		}
 	}
 	l := createList(t, s, owner.ID, "people")
+	followAll(t, s, owner.ID, "ada", "bob")
 	check := func(stage string, want []int64) {
 		t.Helper()
 		if got := listTimelineIDs(t, s, l.ID); !slices.Equal(got, want) {
@@ -447,6 +476,9 @@ func TestListFanoutPostAndDelete(t *testing.T) {
 			var lists []List
 			for i := range n {
 				o := owners[i/2] // two lists each
+				if i%2 == 0 {
+					follow(t, s, o.ID, "author")
+				}
 				lists = append(lists, createList(t, s, o.ID, fmt.Sprint("list ", i)))
 				addMember(t, s, o.ID, lists[i].ID, "author")
 			}
@@ -683,6 +715,7 @@ func TestConcurrentListAddsKeepTheCap(t *testing.T) {
 	owner := signUp(t, s, "owner")
 	l := createList(t, s, owner.ID, "crowded")
 	users := signUpMany(t, s, "u", MaxListMembers+40)
+	seedFollowing(t, s, owner.ID, userIDs(users)...)
 
 	start := make(chan struct{})
 	var wg sync.WaitGroup

@@ -24,14 +24,16 @@ var (
 
 // An unfollow is a series of steps like a follow (follow.go), each
 // idempotent, and Unfollow runs every one every time: the follower's side
-// (which copies of the followee's statuses check, so it goes first), the
-// followee's side brought to agree with it, the ranking, the friend mirror,
-// the walk of the home timeline, and the refill. Crash windows, and what a
-// retry of the same request does:
-//   - after the follower's side: the followee still counts the follower,
-//     whose home timeline still gets their posts and keeps their statuses;
-//     the retry takes the follower out of the followee's side and walks the
-//     home timeline.
+// (which copies of the followee's statuses, and adds to the follower's
+// lists, check, so it goes first), the followee out of the follower's
+// lists, the followee's side brought to agree with it, the ranking, the
+// friend mirror, the walk of the home timeline, and the refill. Crash
+// windows, and what a retry of the same request does:
+//   - after the follower's side: the followee is still in the follower's
+//     lists and still counts the follower, whose home timeline still gets
+//     their posts and keeps their statuses; the retry takes the followee
+//     out of the lists, the follower out of the followee's side, and walks
+//     the home timeline.
 //   - after the followee's side, before the ranking: the ranking is one
 //     too high; the retry ranks the followee again from their count.
 //   - before the friend mirror: presence reads the old friendship; the
@@ -82,6 +84,12 @@ func (s *Service) unfollow(ctx context.Context, uid, other int64) (endedFriends 
 	}
 	removed := res[0] == 1
 	endedFriends = res[1] == 1
+
+	// The followee leaves the follower's lists, unless a follow since has
+	// come: only followees may be in one's lists.
+	if err := s.leaveLists(ctx, uid, other); err != nil {
+		return false, err
+	}
 
 	// 2, 3. The followee's side, and the ranking with it. A follow since
 	// may have to be written there again: its note is read then.

@@ -17,7 +17,7 @@ func listRowsSay(names string) string {
 	})()`
 }
 
-// bob makes a list from the header's Lists link, renames it, opens it and
+// bob follows ada, makes a list from the header's Lists link, renames it, opens it and
 // adds ada by her login: her post shows in the list's timeline, which a
 // visitor can read by its address too. Removing her takes it away, and
 // the list is deleted from the lists page, asking first.
@@ -30,6 +30,7 @@ func TestBrowserLists(t *testing.T) {
 	br := newBrowser(t)
 	b := br.newTab(t, "bob", in.srv.URL)
 	b.signUpUI("bob", "Bob Babbage", "password-bob")
+	b.followUI("ada") // only those one follows may be put in one's lists
 	b.waitVisible(`#nav a[href="/lists"]`)
 	b.click(`#nav a[href="/lists"]`)
 	b.waitUntil("no lists yet", stepTimeout, `(() => {

@@ -107,6 +107,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, social.ErrListFull):
 		ae = newError(http.StatusConflict, "list_full",
 			fmt.Sprintf("This list has %d members, as many as a list may; remove one first.", social.MaxListMembers))
+	case errors.Is(err, social.ErrNotFollowing):
+		ae = newError(http.StatusUnprocessableEntity, "not_following", "Only accounts you follow can be put in your lists; follow them first.")
 	case errors.Is(err, social.ErrNotOwner):
 		ae = newError(http.StatusForbidden, "not_owner", "Only its author can delete a status.")
 	case errors.Is(err, social.ErrSelfFollow):

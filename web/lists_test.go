@@ -83,6 +83,7 @@ func TestListsAPI(t *testing.T) {
 	}
 
 	var added struct{ List listJSON }
+	ada.follow("bob")
 	ada.must(http.StatusOK, "PUT", listPath(l.ID, "/members/BOB"), nil, &added)
 	if added.List.Members != 1 {
 		t.Fatalf("after adding bob: %+v", added.List)
@@ -206,6 +207,7 @@ func TestListsBadInput(t *testing.T) {
 		{"delete unknown", ada, "DELETE", listPath(l.ID + 1000), nil, 404, "list_not_found"},
 		{"add without auth", anon, "PUT", path + "/members/bob", nil, 401, "not_signed_in"},
 		{"add not owner", bob, "PUT", path + "/members/bob", nil, 403, "not_owner"},
+		{"add someone not followed", ada, "PUT", path + "/members/bob", nil, 422, "not_following"},
 		{"add unknown login", ada, "PUT", path + "/members/nobody", nil, 404, "not_found"},
 		{"add malformed login", ada, "PUT", path + "/members/no.body", nil, 404, "not_found"},
 		{"add to unknown list", ada, "PUT", listPath(l.ID+1000, "/members/bob"), nil, 404, "list_not_found"},
@@ -245,6 +247,7 @@ func TestListCapsAPI(t *testing.T) {
 	in := newEnv(t, social.Options{}).start()
 	ada := in.signUp(t, "ada")
 	in.signUp(t, "late")
+	ada.follow("late")
 	var lists []listJSON
 	for i := range social.MaxListsPerUser {
 		lists = append(lists, ada.createList(fmt.Sprint("list ", i)))
@@ -261,6 +264,9 @@ func TestListCapsAPI(t *testing.T) {
 	for i := range social.MaxListMembers {
 		u, _, err := in.social.SignUp(ctx, fmt.Sprintf("m%03d", i), "M", "password1")
 		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := in.social.Follow(ctx, ada.id, u.Login); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := in.social.AddListMember(ctx, ada.id, full.ID, u.Login); err != nil {
@@ -286,6 +292,7 @@ func TestListLimit(t *testing.T) {
 	in := e.start()
 	a := in.signUp(t, "curator")
 	in.signUp(t, "someone")
+	a.follow("someone")
 	l := a.createList("mine")
 	a.must(http.StatusOK, "PUT", listPath(l.ID, "/members/someone"), nil, nil)
 	a.must(http.StatusOK, "PATCH", listPath(l.ID), map[string]string{"name": "renamed"}, nil)
