@@ -29,7 +29,8 @@ func listJobFields(j job) (uid, sid int64, ok bool) {
 // listPostPass runs one pass of a list_post job: status "sid" by "uid"
 // into the timeline of each list that has held uid since no later than
 // "until" (a list:member:seq value), FanoutPassSize lists a pass, from just
-// past "cursor"; the job ends once the status is deleted.
+// past "cursor"; the job ends once the status is deleted, and at its first
+// pass when uid is pulled.
 //
 // A job queued without until gets it on its first pass, read after the
 // status is in its author's profile (the job is queued after), so a
@@ -65,8 +66,13 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 	pipe := s.rdb.Pipeline()
 	exists := pipe.Exists(ctx, k.status(sid))
 	var seq *redis.StringCmd
+	var pulled *redis.FloatCmd
+	var inLists, promoting *redis.IntCmd
 	if until == "" {
 		seq = pipe.Get(ctx, k.listMemberSeq())
+		pulled = pipe.ZScore(ctx, k.pulledAuthors(), itoa(uid))
+		inLists = pipe.ZCard(ctx, k.listsIn(uid))
+		promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return step{}, err
@@ -75,6 +81,20 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 		return step{finished: true}, nil
 	}
 	if seq != nil {
+		// A pulled author's statuses are merged into list reads (see
+		// ListTimeline): the job, queued before the author was pulled,
+		// writes nothing.
+		if pulled.Err() == nil {
+			return step{finished: true}, nil
+		}
+		// An author in as many lists as the pull threshold is made pulled,
+		// as one with that many followers is: list fan-out is bounded by
+		// the threshold as home fan-out is. This status is still written.
+		if t := s.opts.PullThreshold; t > 0 && inLists.Val() >= int64(t) && promoting.Val() == 0 {
+			if err := s.queuePromotion(ctx, uid); err != nil {
+				return step{}, err
+			}
+		}
 		until = seq.Val()
 		if until == "" {
 			until = "0"
@@ -145,7 +165,8 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 // the timeline of each list that holds "uid", FanoutPassSize lists a pass,
 // from just past "cursor". A list that took uid in after the status was
 // deleted never got it: its backfill and list_post passes check the status
-// after writing.
+// after writing. A status uid posted once pulled went to no list (as to no
+// home timeline; see deletePass): the job ends at its first pass.
 func (s *Service) listDeletePass(ctx context.Context, j job) (step, error) {
 	uid, sid, ok := listJobFields(j)
 	if !ok {
@@ -155,6 +176,16 @@ func (s *Service) listDeletePass(ctx context.Context, j job) (step, error) {
 	set, wait, err := s.makerDone(ctx, j, func() error { return s.writeDelete(ctx, uid, sid, []byte(j.f["payload"])) })
 	if err != nil || wait {
 		return step{wait: wait}, err
+	}
+	// A status its author posted once pulled was written to no list.
+	if j.f["cursor"] == "0" {
+		since, err := s.rdb.ZScore(ctx, s.keys.pulledAuthors(), itoa(uid)).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return step{}, err
+		}
+		if err == nil && float64(sid) >= since {
+			return step{finished: true}, nil
+		}
 	}
 	page, err := s.jobPage(ctx, s.keys.listsIn(uid), j.f["cursor"], "+inf")
 	if err != nil {

@@ -257,15 +257,61 @@ func (s *Service) ListMembers(ctx context.Context, id int64, p Page) ([]User, er
 }
 
 // ListTimeline pages through the statuses of list id's members, as
-// HomeTimeline does.
+// HomeTimeline does: the list's stored timeline, into which list_post jobs
+// write the statuses of members who are not pulled, with the statuses of
+// its pulled members merged in by id from their profile timelines (a
+// pulled author's posts go to no list). A read costs one round trip more
+// than a plain timeline's when the list has members (whether they are
+// pulled), and one sorted-set range per pulled member, at most
+// MaxListMembers, when there are any.
 func (s *Service) ListTimeline(ctx context.Context, id int64, c Cursor) (TimelinePage, error) {
 	if err := c.validate(); err != nil {
 		return TimelinePage{}, err
 	}
-	if err := s.listExists(ctx, id); err != nil {
+	pulled, err := s.pulledMembers(ctx, id)
+	if err != nil {
 		return TimelinePage{}, err
 	}
-	return s.timeline(ctx, s.keys.listStatuses(id), c)
+	key := s.keys.listStatuses(id)
+	return s.page(ctx, key, c, func(newestFirst bool, cursor int64, n int) ([]int64, error) {
+		stored, err := s.window(ctx, s.rdb, key, newestFirst, cursor, 0, n).Result()
+		if err != nil {
+			return nil, err
+		}
+		return s.mergePulled(ctx, stored, pulled, newestFirst, cursor, n)
+	})
+}
+
+// pulledMembers returns the members of list id who are pulled authors, or
+// ErrListNotFound. The list's members and authors:pulled are in different
+// slots: two round trips, the second only when the list has members.
+func (s *Service) pulledMembers(ctx context.Context, id int64) ([]int64, error) {
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	list := pipe.HMGet(ctx, k.list(id), "id", "deleted")
+	members := pipe.ZRange(ctx, k.listMembers(id), 0, -1)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("list %d: %w", id, err)
+	}
+	if f := list.Val(); f[0] == nil || f[1] != nil {
+		return nil, ErrListNotFound
+	}
+	if len(members.Val()) == 0 {
+		return nil, nil
+	}
+	since, err := s.rdb.ZMScore(ctx, k.pulledAuthors(), members.Val()...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list %d: %w", id, err)
+	}
+	var pulled []int64
+	for i, m := range parseIDs(members.Val()) {
+		// A pulled author's score is a status id, never 0; ZMSCORE reads a
+		// missing member as 0.
+		if since[i] != 0 {
+			pulled = append(pulled, m)
+		}
+	}
+	return pulled, nil
 }
 
 func (s *Service) listExists(ctx context.Context, id int64) error {

@@ -808,31 +808,3 @@ func TestListsOnEmbeddedStore(t *testing.T) {
 		t.Fatalf("list:in of the author = %v, want list 2", got)
 	}
 }
-
-// Lists stay push: a pulled author's statuses reach the lists that hold
-// them, and leave them when deleted, like anyone's.
-func TestListsGetPulledAuthorsStatuses(t *testing.T) {
-	t.Parallel()
-	s, _ := newService(t, Options{PullThreshold: 3})
-	ctx := ctxT(t)
-	w := newPullWorld(t, s)
-	owner := signUp(t, s, "owner")
-	lists := listsOf(t, s, owner.ID, []string{"first", "second"}, "big")
-	st := post(t, s, w.big.ID, "pulled, and listed")
-	runJob(t, s, s.keys.job(listPostJobID(st.ID)))
-	want := append(slices.Clone(w.before), st.ID)
-	for _, l := range lists {
-		if got := listTimelineIDs(t, s, l.ID); !slices.Equal(got, want) {
-			t.Fatalf("list %q = %v, want %v", l.Name, got, want)
-		}
-	}
-	if err := s.DeleteStatus(ctx, w.big.ID, st.ID); err != nil {
-		t.Fatal(err)
-	}
-	runJob(t, s, s.keys.job(listDeleteJobID(st.ID)))
-	for _, l := range lists {
-		if got := listTimelineIDs(t, s, l.ID); !slices.Equal(got, w.before) {
-			t.Fatalf("list %q after the delete = %v, want %v", l.Name, got, w.before)
-		}
-	}
-}

@@ -94,6 +94,7 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 	pipe := s.rdb.Pipeline()
 	author := pipe.HMGet(ctx, k.user(uid), "login", "name")
 	inLists := pipe.ZCard(ctx, k.listsIn(uid))
+	pulled := pipe.ZScore(ctx, k.pulledAuthors(), itoa(uid)) // then lists merge the status at read
 	sid := pipe.Incr(ctx, k.statusSeq())
 	now := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -113,7 +114,7 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	job = k.job(postJobID(st.ID))
-	if inLists.Val() > 0 {
+	if inLists.Val() > 0 && pulled.Err() != nil {
 		listJob = k.job(listPostJobID(st.ID))
 	}
 	// Neither job is ready until the status is written: a worker that reads

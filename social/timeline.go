@@ -63,29 +63,38 @@ func (s *Service) HomeTimeline(ctx context.Context, uid int64, c Cursor) (Timeli
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, err
 		}
-		if len(pulls.Val()) == 0 {
-			return parseIDs(home.Val()), nil
-		}
-		// Each author gives at most n ids past the cursor and, once the
-		// stored timeline fills the page, only ids that could still make it.
-		var bound int64
-		if ids := home.Val(); len(ids) == n {
-			bound, _ = strconv.ParseInt(ids[n-1], 10, 64)
-		}
-		pipe = s.rdb.Pipeline()
-		authors := make([]*redis.StringSliceCmd, 0, len(pulls.Val()))
-		for _, a := range parseIDs(pulls.Val()) {
-			authors = append(authors, s.window(ctx, pipe, k.profile(a), newestFirst, cursor, bound, n))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, err
-		}
-		sources := [][]string{home.Val()}
-		for _, a := range authors {
-			sources = append(sources, a.Val())
-		}
-		return mergeIDs(sources, newestFirst, n), nil
+		return s.mergePulled(ctx, home.Val(), parseIDs(pulls.Val()), newestFirst, cursor, n)
 	})
+}
+
+// mergePulled merges stored, up to n ids of a stored timeline past cursor
+// in the page's direction, with the statuses of the pulled authors, read
+// from their profile timelines in one pipeline, into the first n of their
+// union, without duplicates (a status pushed before its author was pulled
+// is in both). With no authors it reads nothing.
+func (s *Service) mergePulled(ctx context.Context, stored []string, authors []int64, newestFirst bool, cursor int64, n int) ([]int64, error) {
+	if len(authors) == 0 {
+		return parseIDs(stored), nil
+	}
+	// Each author gives at most n ids past the cursor and, once the stored
+	// timeline fills the page, only ids that could still make it.
+	var bound int64
+	if len(stored) == n {
+		bound, _ = strconv.ParseInt(stored[n-1], 10, 64)
+	}
+	pipe := s.rdb.Pipeline()
+	theirs := make([]*redis.StringSliceCmd, 0, len(authors))
+	for _, a := range authors {
+		theirs = append(theirs, s.window(ctx, pipe, s.keys.profile(a), newestFirst, cursor, bound, n))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	sources := [][]string{stored}
+	for _, a := range theirs {
+		sources = append(sources, a.Val())
+	}
+	return mergeIDs(sources, newestFirst, n), nil
 }
 
 // window reads (or queues the read of) up to n ids of the timeline key past cursor (0:
