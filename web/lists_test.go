@@ -309,3 +309,36 @@ func TestListLimit(t *testing.T) {
 	}
 	in.signUp(t, "other").createList("another user is not limited")
 }
+
+// Only accounts one follows may be put in one's lists: anyone else is
+// refused with 422 not_following and the list is unchanged; unfollowing a
+// member takes them out of one's lists.
+func TestListsOnlyFollowees(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{})
+	srv := in.start()
+	ada := srv.signUp(t, "ada")
+	bob := srv.signUp(t, "bob")
+	l := ada.createList("people")
+	bob.post("bob's")
+
+	res := ada.do("PUT", listPath(l.ID, "/members/bob"), nil)
+	if res.Status != http.StatusUnprocessableEntity || res.errorCode(t) != "not_following" {
+		t.Fatalf("adding someone not followed: %d %s, want 422 not_following", res.Status, res.Body)
+	}
+	if got := ada.listOf(l.ID); got.Members != 0 {
+		t.Fatalf("the list after the refusal: %+v", got)
+	}
+	ada.follow("bob")
+	ada.must(http.StatusOK, "PUT", listPath(l.ID, "/members/bob"), nil, nil)
+	if page := ada.timeline(listPath(l.ID, "/statuses")); len(page.Statuses) != 1 {
+		t.Fatalf("list timeline after adding bob: %d statuses, want 1", len(page.Statuses))
+	}
+	ada.unfollow("bob")
+	if got := ada.listOf(l.ID); got.Members != 0 {
+		t.Fatalf("the list after unfollowing its member: %+v", got)
+	}
+	if page := ada.timeline(listPath(l.ID, "/statuses")); len(page.Statuses) != 0 {
+		t.Fatalf("list timeline after unfollowing bob: %d statuses, want 0", len(page.Statuses))
+	}
+}
