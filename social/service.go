@@ -68,10 +68,11 @@ type Options struct {
 	PasswordHashers int
 	HashWait        time.Duration
 
-	// PullThreshold is the follower count from which an author's statuses
-	// are no longer pushed to followers' home timelines: readers pull them
-	// from the author's profile timeline, merged by id. An author who
-	// reaches it stays pulled. Negative: never.
+	// PullThreshold is the follower count, or count of lists holding them,
+	// from which an author's statuses are no longer pushed to followers'
+	// home timelines or to lists: readers pull them from the author's
+	// profile timeline, merged by id. An author who reaches it stays
+	// pulled. Negative: never.
 	PullThreshold int
 
 	// InactiveAfter is how long a user may go without activity (a signed-in
