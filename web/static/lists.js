@@ -208,7 +208,7 @@ export function listView(ctx, id) {
     people = new UserList({
       label: 'Members',
       fetchPage: (offset, limit, signal) => api('GET', listPath(id, '/members') + query({ limit, offset }), undefined, { signal }),
-      empty: mine() ? 'No one yet: add someone by their login above.' : 'No one is in this list yet.',
+      empty: mine() ? 'No one yet: add someone you follow by their login above.' : 'No one is in this list yet.',
       item: (u) => ({ action: mine() ? removeButton(u) : followControl(ctx, u) }),
     });
     people.load();
@@ -241,7 +241,7 @@ export function listView(ctx, id) {
     return btn;
   };
   const addForm = nameForm({
-    label: 'Add someone by their login', button: 'Add', maxlength: 33, placeholder: 'login', testid: 'list-add',
+    label: 'Add someone you follow, by their login', button: 'Add', maxlength: 33, placeholder: 'login', testid: 'list-add',
     submit: async (value) => {
       const login = value.replace(/^@/, '');
       if (!login) throw new Error('Type the login of someone to add.');
