@@ -56,10 +56,25 @@ func validateSignUp(login, name, password string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(password) < MinPasswordBytes || len(password) > MaxPasswordBytes {
-		return "", invalid("password", "must be %d to %d bytes", MinPasswordBytes, MaxPasswordBytes)
+	if err := validatePassword(login, password); err != nil {
+		return "", err
 	}
 	return name, nil
+}
+
+// validatePassword checks a password about to be set for login: its length,
+// and that it is neither one of the common passwords (NIST SP 800-63B) nor
+// the login itself, which is the first thing anyone guesses.
+func validatePassword(login, password string) error {
+	switch {
+	case len(password) < MinPasswordBytes || len(password) > MaxPasswordBytes:
+		return invalid("password", "must be %d to %d bytes", MinPasswordBytes, MaxPasswordBytes)
+	case commonPassword(password):
+		return invalid("password", "is too common: it is on a list of passwords that attackers try first; choose another")
+	case strings.EqualFold(password, login):
+		return invalid("password", "must not be the login; choose another")
+	}
+	return nil
 }
 
 // validateName trims a name (a user's or a list's) and checks it: valid

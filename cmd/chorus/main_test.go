@@ -85,7 +85,7 @@ func TestRunEmbedded(t *testing.T) {
 	if !strings.Contains(logs.String(), "embedded in-memory store") {
 		t.Fatalf("no loud warning about the embedded store in:\n%s", logs)
 	}
-	status, out := post(t, base+"/api/v1/users", `{"login":"embedded","name":"E","password":"password1"}`)
+	status, out := post(t, base+"/api/v1/users", `{"login":"embedded","name":"E","password":"kettle-drum-41"}`)
 	if status != http.StatusCreated || out["token"] == "" {
 		t.Fatalf("sign up on the embedded store: %d %v", status, out)
 	}
@@ -101,7 +101,7 @@ func TestRunEmbedded(t *testing.T) {
 func TestRunOnRedis(t *testing.T) {
 	prefix := redistest.Prefix()
 	base, logs := start(t, map[string]string{"REDIS_URL": redistest.URL(t), "CHORUS_KEY_PREFIX": prefix}, "-log-format", "json")
-	status, _ := post(t, base+"/api/v1/users", `{"login":"onredis","name":"R","password":"password1"}`)
+	status, _ := post(t, base+"/api/v1/users", `{"login":"onredis","name":"R","password":"kettle-drum-41"}`)
 	if status != http.StatusCreated {
 		t.Fatalf("sign up: %d", status)
 	}

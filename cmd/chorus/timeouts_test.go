@@ -69,7 +69,7 @@ func TestSlowHeadersAreCut(t *testing.T) {
 
 func TestStreamOutlivesHTTPTimeouts(t *testing.T) {
 	base, _ := start(t, nil, "-read-timeout", "1s", "-write-timeout", "1s", "-idle-timeout", "1s")
-	status, out := post(t, base+"/api/v1/users", `{"login":"streamer","name":"S","password":"password1"}`)
+	status, out := post(t, base+"/api/v1/users", `{"login":"streamer","name":"S","password":"kettle-drum-41"}`)
 	if status != http.StatusCreated {
 		t.Fatalf("sign up: %d %v", status, out)
 	}
