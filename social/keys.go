@@ -48,6 +48,17 @@ func (k keys) session(hash string) string { return k.prefix + "session:" + hash 
 func (k keys) signInFailures(uid int64, addr string) string {
 	return k.signInFailuresPrefix() + k.u(uid) + ":" + addr
 }
+
+// signInUnknown counts uid's sign-in attempts from addresses it has not
+// signed in from lately; signInKnown holds those addresses (hashed). Both
+// are in uid's slot, so that one script reads and counts them.
+func (k keys) signInUnknown(uid int64) string {
+	return k.prefix + "signin_unknown:" + k.u(uid)
+}
+func (k keys) signInKnown(uid int64) string {
+	return k.prefix + "signin_known:" + k.u(uid)
+}
+
 func (k keys) status(id int64) string       { return k.prefix + "status:" + itoa(id) }
 func (k keys) home(uid int64) string        { return k.prefix + "home:" + k.u(uid) }
 func (k keys) profile(uid int64) string     { return k.prefix + "profile:" + k.u(uid) }
