@@ -40,11 +40,18 @@ func (k keys) statusSeq() string          { return k.prefix + "status:id" }
 func (k keys) followSeq() string          { return k.prefix + "follow:seq" }
 func (k keys) loginIndex() string         { return k.prefix + "users:by_login" }
 func (k keys) searchIndex() string        { return k.prefix + "users:search" }
-func (k keys) searchIndexBuilt() string   { return k.prefix + "users:search:built" }
+func (k keys) searchIndexBuilt() string   { return k.prefix + "users:search:folded" }
 func (k keys) popular() string            { return k.prefix + "users:by_followers" }
 func (k keys) seen() string               { return k.prefix + "users:seen" }
 func (k keys) user(uid int64) string      { return k.prefix + "user:" + k.u(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
+
+// searchIndexLowerBuilt marked an index built before its terms were
+// folded; a build that folds them deletes it.
+func (k keys) searchIndexLowerBuilt() string {
+	return k.prefix + "users:search:built"
+}
+
 func (k keys) signInFailures(uid int64, addr string) string {
 	return k.signInFailuresPrefix() + k.u(uid) + ":" + addr
 }

@@ -119,7 +119,7 @@ func forbiddenInName(r rune) bool {
 // A crash between 1 and 2 leaves a hash no login leads to: never listed,
 // nobody can sign in as it, in no index. A crash between 2 and 3 leaves a
 // user whose client got an error and who can sign in, but whom search does
-// not find (deleting users:search:built has the next start index everyone
+// not find (deleting users:search:folded has the next start index everyone
 // again).
 func (s *Service) SignUp(ctx context.Context, login, name, password string) (User, string, error) {
 	name, err := validateSignUp(login, name, password)
