@@ -1,11 +1,15 @@
 package social
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Matching folds case by Unicode's full case folding after NFKC, and takes
@@ -124,8 +128,10 @@ func TestBuildIndexesFoldsAnOldIndex(t *testing.T) {
 	users := []User{signUpNamed(t, s, "sisyphus", "Σίσυφος"), signUpNamed(t, s, "street", "Straße"), signUpNamed(t, s, "plain", "Plain Name")}
 	// As an index from before: lower-cased entries, built.
 	k := s.keys
-	if err := rdb.Del(ctx, k.searchIndex(), k.searchIndexBuilt()).Err(); err != nil {
-		t.Fatal(err)
+	for _, key := range []string{k.searchIndex(), k.searchIndexBuilt()} {
+		if err := rdb.Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, u := range users {
 		for _, e := range lowerSearchEntries(u.ID, u.Login, u.Name) {
@@ -158,5 +164,59 @@ func TestBuildIndexesFoldsAnOldIndex(t *testing.T) {
 	}
 	if n := rdb.Exists(ctx, k.searchIndexLowerBuilt()).Val(); n != 0 {
 		t.Error("the old index's mark outlived the build")
+	}
+}
+
+// commandCounter counts the commands a client sends, pipelined or not, and
+// the round trips they take.
+type commandCounter struct {
+	commands, roundTrips atomic.Int64
+}
+
+func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.commands.Add(1)
+		h.roundTrips.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.commands.Add(int64(len(cmds)))
+		h.roundTrips.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// A search's Redis work does not grow with the users that match: however
+// many entries share the prefix, it reads at most searchWindow of them, in
+// three round trips of at most 4 + limit commands.
+func TestSearchWorkIsBounded(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	// 5,000 matching entries of users that need no hash to be ranked.
+	members := make([]redis.Z, 5000)
+	for i := range members {
+		members[i] = redis.Z{Member: fmt.Sprintf("crowd %05d\x00%d", i, 100000+i)}
+	}
+	if err := rdb.ZAdd(ctx, s.keys.searchIndex(), members...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	viewer := signUp(t, s, "viewer")
+	counter := &commandCounter{}
+	rdb.AddHook(counter)
+	const limit = 10
+	if _, err := s.SearchUsers(ctx, viewer.ID, "crowd", limit); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.roundTrips.Load(); n > 3 {
+		t.Errorf("%d round trips, want at most 3", n)
+	}
+	if n := counter.commands.Load(); n > 4+limit {
+		t.Errorf("%d commands, want at most %d", n, 4+limit)
 	}
 }
