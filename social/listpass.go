@@ -2,8 +2,11 @@ package social
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
+
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -46,8 +49,18 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 	if !ok {
 		return step{finished: true}, nil
 	}
+	// Queued before the status was written (see queuePost), the job waits
+	// until it is; a job whose maker died writes the status from its frame,
+	// as the post job does.
+	var frame protocol.StatusFrame
+	if j.f["ready"] == "" && json.Unmarshal([]byte(j.f["payload"]), &frame) != nil {
+		return step{finished: true}, nil // not a job Post queued
+	}
+	set, wait, err := s.makerDone(ctx, j, func() error { return s.writePost(ctx, frame.Status, []byte(j.f["payload"])) })
+	if err != nil || wait {
+		return step{wait: wait}, err
+	}
 	k := s.keys
-	var set map[string]string
 	until := j.f["until"]
 	pipe := s.rdb.Pipeline()
 	exists := pipe.Exists(ctx, k.status(sid))
@@ -66,7 +79,7 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 		if until == "" {
 			until = "0"
 		}
-		set = map[string]string{"until": until}
+		set["until"] = until
 	}
 	page, err := s.jobPage(ctx, s.keys.listsIn(uid), j.f["cursor"], until)
 	if err != nil {
@@ -138,6 +151,11 @@ func (s *Service) listDeletePass(ctx context.Context, j job) (step, error) {
 	if !ok {
 		return step{finished: true}, nil
 	}
+	// As a list_post job, it waits for the deletion to be written.
+	set, wait, err := s.makerDone(ctx, j, func() error { return s.writeDelete(ctx, uid, sid, []byte(j.f["payload"])) })
+	if err != nil || wait {
+		return step{wait: wait}, err
+	}
 	page, err := s.jobPage(ctx, s.keys.listsIn(uid), j.f["cursor"], "+inf")
 	if err != nil {
 		return step{}, err
@@ -152,5 +170,5 @@ func (s *Service) listDeletePass(ctx context.Context, j job) (step, error) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return step{}, err
 	}
-	return s.pageStep(page, nil), nil
+	return s.pageStep(page, set), nil
 }

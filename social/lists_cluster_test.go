@@ -84,7 +84,9 @@ func queueListJob(tb testing.TB, s *Service, rdb redis.UniversalClient, key, kin
 	if err != nil {
 		tb.Fatal(err)
 	}
-	args := append([]any{"kind", kind, "uid", uid, "sid", sid, "cursor", 0, "entry", entry}, fields...)
+	// Ready: the status it carries is written (or, for a list_delete job,
+	// taken out), as its maker marks it once it is.
+	args := append([]any{"kind", kind, "uid", uid, "sid", sid, "cursor", 0, "entry", entry, "ready", 1}, fields...)
 	if err := rdb.HSet(ctx, key, args...).Err(); err != nil {
 		tb.Fatal(err)
 	}

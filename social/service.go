@@ -153,6 +153,10 @@ type Service struct {
 	hashers   hashers
 	touches   *touches
 	stats     Stats
+
+	// afterQueue, when set, runs between queuing a post's or a deletion's
+	// jobs and writing it; tests use it to widen that window.
+	afterQueue func()
 }
 
 // New returns a Service using rdb under the options' key prefix.

@@ -113,26 +113,45 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	job = k.job(postJobID(st.ID))
-	jobs := []string{job}
+	if inLists.Val() > 0 {
+		listJob = k.job(listPostJobID(st.ID))
+	}
+	// Neither job is ready until the status is written: a worker that reads
+	// one before waits (see makerDone), so no pass looks for a status that
+	// is not there yet and ends its job.
 	pipe = s.rdb.Pipeline()
 	queueJobScript.Eval(ctx, pipe, []string{k.jobs(), job},
 		"kind", "post", "uid", uid, "sid", st.ID, "cursor", 0, "payload", payload)
-	if inLists.Val() > 0 {
-		listJob = k.job(listPostJobID(st.ID))
-		jobs = append(jobs, listJob)
+	if listJob != "" {
 		queueJobScript.Eval(ctx, pipe, []string{k.jobs(), listJob},
-			"kind", "list_post", "uid", uid, "sid", st.ID, "cursor", 0, "ready", 1)
+			"kind", "list_post", "uid", uid, "sid", st.ID, "cursor", 0, "payload", payload)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
+	if s.afterQueue != nil {
+		s.afterQueue()
+	}
 	if err := s.writePost(ctx, st, payload); err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
-	if err := s.rdb.HSet(ctx, job, "ready", 1).Err(); err != nil {
+	if err := s.markReady(ctx, job, listJob); err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	return st, job, listJob, nil
+}
+
+// markReady marks jobs ready to run, once what they read is written; ""
+// stands for no job.
+func (s *Service) markReady(ctx context.Context, jobs ...string) error {
+	pipe := s.rdb.Pipeline()
+	for _, j := range jobs {
+		if j != "" {
+			pipe.HSet(ctx, j, "ready", 1)
+		}
+	}
+	_, err := pipe.Exec(ctx)
+	return err
 }
 
 // writePost writes a status where its author owns it: the status hash, the
@@ -204,21 +223,29 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
 	job, listJob := k.job(deleteJobID(id)), ""
+	if inLists.Val() > 0 {
+		listJob = k.job(listDeleteJobID(id))
+	}
+	// As in queuePost, the jobs wait for the deletion to be written: a list
+	// pass that ran first could race a list_post pass that, seeing the
+	// status still there, leaves it in a list for good.
 	pipe = s.rdb.Pipeline()
 	queueJobScript.Eval(ctx, pipe, []string{k.jobs(), job},
 		"kind", "delete", "uid", uid, "sid", id, "cursor", 0, "payload", payload)
-	if inLists.Val() > 0 {
-		listJob = k.job(listDeleteJobID(id))
+	if listJob != "" {
 		queueJobScript.Eval(ctx, pipe, []string{k.jobs(), listJob},
-			"kind", "list_delete", "uid", uid, "sid", id, "cursor", 0, "ready", 1)
+			"kind", "list_delete", "uid", uid, "sid", id, "cursor", 0, "payload", payload)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
+	if s.afterQueue != nil {
+		s.afterQueue()
+	}
 	if err := s.writeDelete(ctx, uid, id, payload); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	if err := s.rdb.HSet(ctx, job, "ready", 1).Err(); err != nil {
+	if err := s.markReady(ctx, job, listJob); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
 	s.inlinePass(ctx, job)
