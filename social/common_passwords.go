@@ -27,7 +27,7 @@ var commonPasswords = sync.OnceValue(func() map[string]struct{} {
 
 // commonPassword reports whether password is one of the common or breached
 // passwords that NIST SP 800-63B (5.1.1.2) says a verifier must refuse,
-// ignoring case: "PassWord1" is as easily guessed as "kettle-drum-41".
+// ignoring case: "PassWord1" is as easily guessed as "password1".
 func commonPassword(password string) bool {
 	_, found := commonPasswords()[strings.ToLower(password)]
 	return found
