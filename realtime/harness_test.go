@@ -137,7 +137,7 @@ type user struct {
 
 func (e *env) signUp(login string) user {
 	e.tb.Helper()
-	u, token, err := e.social.SignUp(e.tb.Context(), login, login, "password1")
+	u, token, err := e.social.SignUp(e.tb.Context(), login, login, "kettle-drum-41")
 	if err != nil {
 		e.tb.Fatalf("sign up %s: %v", login, err)
 	}

@@ -59,7 +59,7 @@ func TestSearchUsersByLoginAndName(t *testing.T) {
 		{"adamsx", nil},
 		{"q", nil},
 	} {
-		got, err := s.SearchUsers(ctx, tc.q, 10)
+		got, err := s.SearchUsers(ctx, 0, tc.q, 10)
 		if err != nil {
 			t.Fatalf("search %q: %v", tc.q, err)
 		}
@@ -68,10 +68,10 @@ func TestSearchUsersByLoginAndName(t *testing.T) {
 		}
 	}
 	// A user is listed once however many of their terms match.
-	if got, _ := s.SearchUsers(ctx, "a", 10); len(got) != 3 {
+	if got, _ := s.SearchUsers(ctx, 0, "a", 10); len(got) != 3 {
 		t.Errorf("search %q = %v, want ada_l, Adams and adl once each", "a", logins(got))
 	}
-	if got, _ := s.SearchUsers(ctx, "a", 2); len(got) != 2 {
+	if got, _ := s.SearchUsers(ctx, 0, "a", 2); len(got) != 2 {
 		t.Errorf("search with limit 2 gave %d users", len(got))
 	}
 }
@@ -80,7 +80,7 @@ func TestSearchUsersRefusesBadQueries(t *testing.T) {
 	t.Parallel()
 	s, _ := newService(t, Options{})
 	for _, q := range []string{"", "  ", "@", "a\x00b", "a\nb", "\xff", strings.Repeat("a", MaxQueryRunes+1)} {
-		_, err := s.SearchUsers(ctxT(t), q, 10)
+		_, err := s.SearchUsers(ctxT(t), 0, q, 10)
 		var inv *InvalidError
 		if !errors.As(err, &inv) || inv.Field != "q" {
 			t.Errorf("search %q: %v, want an invalid q", q, err)
@@ -114,13 +114,13 @@ func TestBuildIndexes(t *testing.T) {
 	if err := rdb.ZAdd(ctx, s.keys.popular(), redis.Z{Score: 7, Member: users[1].ID}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.SearchUsers(ctx, "old", 10); len(got) != 0 {
+	if got, _ := s.SearchUsers(ctx, 0, "old", 10); len(got) != 0 {
 		t.Fatalf("search before the build found %v", logins(got))
 	}
 	if err := s.BuildIndexes(ctx, log); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.SearchUsers(ctx, "old", 10); len(got) != 3 {
+	if got, _ := s.SearchUsers(ctx, 0, "old", 10); len(got) != 3 {
 		t.Fatalf("search after the build found %v, want the three", logins(got))
 	}
 	rank, err := rdb.ZRangeWithScores(ctx, s.keys.popular(), 0, -1).Result()

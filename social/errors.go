@@ -40,9 +40,11 @@ func invalid(field, format string, args ...any) error {
 }
 
 // RateLimitError refuses a sign-in after too many attempts for one user from
-// one address; errors.Is(err, ErrRateLimited) matches it.
+// one address, or (Account) from the addresses it has not signed in from
+// lately; errors.Is(err, ErrRateLimited) matches it.
 type RateLimitError struct {
 	RetryAfter time.Duration // until the attempts' window ends
+	Account    bool          // the user's ceiling over unknown addresses refused it, not the address's own count
 }
 
 func (e *RateLimitError) Error() string {

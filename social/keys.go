@@ -40,14 +40,32 @@ func (k keys) statusSeq() string          { return k.prefix + "status:id" }
 func (k keys) followSeq() string          { return k.prefix + "follow:seq" }
 func (k keys) loginIndex() string         { return k.prefix + "users:by_login" }
 func (k keys) searchIndex() string        { return k.prefix + "users:search" }
-func (k keys) searchIndexBuilt() string   { return k.prefix + "users:search:built" }
+func (k keys) searchIndexBuilt() string   { return k.prefix + "users:search:folded" }
 func (k keys) popular() string            { return k.prefix + "users:by_followers" }
 func (k keys) seen() string               { return k.prefix + "users:seen" }
 func (k keys) user(uid int64) string      { return k.prefix + "user:" + k.u(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
+
+// searchIndexLowerBuilt marked an index built before its terms were
+// folded; a build that folds them deletes it.
+func (k keys) searchIndexLowerBuilt() string {
+	return k.prefix + "users:search:built"
+}
+
 func (k keys) signInFailures(uid int64, addr string) string {
 	return k.signInFailuresPrefix() + k.u(uid) + ":" + addr
 }
+
+// signInUnknown counts uid's sign-in attempts from addresses it has not
+// signed in from lately; signInKnown holds those addresses (hashed). Both
+// are in uid's slot, so that one script reads and counts them.
+func (k keys) signInUnknown(uid int64) string {
+	return k.prefix + "signin_unknown:" + k.u(uid)
+}
+func (k keys) signInKnown(uid int64) string {
+	return k.prefix + "signin_known:" + k.u(uid)
+}
+
 func (k keys) status(id int64) string       { return k.prefix + "status:" + itoa(id) }
 func (k keys) home(uid int64) string        { return k.prefix + "home:" + k.u(uid) }
 func (k keys) profile(uid int64) string     { return k.prefix + "profile:" + k.u(uid) }

@@ -284,7 +284,7 @@ func signUpMany(tb testing.TB, s *Service, prefix string, n int) []User {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			u, _, err := s.SignUp(ctxT(tb), fmt.Sprintf("%s%03d", prefix, i), "Member", "password1")
+			u, _, err := s.SignUp(ctxT(tb), fmt.Sprintf("%s%03d", prefix, i), "Member", "kettle-drum-41")
 			if err != nil {
 				tb.Errorf("sign up %d: %v", i, err)
 			}

@@ -1,6 +1,7 @@
 package social
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,36 +10,79 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 )
 
 // The user search index is one sorted set whose members all score 0, so
 // that ZRANGEBYLEX reads them by prefix: "<term>\x00<uid>", where the terms
-// of a user are their lower-case login, their lower-case name, and each later
-// word of the name. "Ada Lovelace" (ada_l) is found by "ada", "love" and
-// "lovelace". A search costs O(log N + limit) whatever the population.
+// of a user are their login, their name, and each later word of the name,
+// all folded (foldTerm). "Ada Lovelace" (ada_l) is found by "ada", "love" and
+// "lovelace". A search costs O(log N + searchWindow) whatever the population.
 
 // Search limits.
 const (
-	MaxQueryRunes   = 64
-	MaxSearchLimit  = 50
-	maxNameWords    = 8 // words of a name indexed beyond the whole name
-	searchOverfetch = 4 // entries read per result wanted: a user has several
+	MaxQueryRunes  = 64
+	MaxSearchLimit = 50
+	maxNameWords   = 8 // words of a name indexed beyond the whole name
+
+	// searchWindow is how many index entries a search reads, in the
+	// order of their terms, before it ranks the users they name: the
+	// ranking can only lift a user whose entries lie in it. A user has
+	// at most maxNameWords+2 entries, and an entry whose term is the whole
+	// query comes before every longer one.
+	searchWindow = 200
 )
 
-// searchEntries are the index members of one user.
-func searchEntries(uid int64, login, name string) []string {
-	terms := []string{strings.ToLower(login)}
-	name = strings.ToLower(name)
+// foldTerm is the form of a term the index holds and a query is read with:
+// compatibility forms made plain (NFKC: "ﬁ" is "fi", a full-width "Ａ" is
+// "A"), accents and other combining marks taken off, and cases folded by
+// Unicode's full case folding (not lower-cased letter by letter), so that
+// "ΣΊΣΥΦΟΣ" finds "Σίσυφος" and "STRASSE" finds "Straße".
+func foldTerm(s string) string {
+	// The transformers keep state: a chain per call.
+	t := transform.Chain(norm.NFKD, runes.Remove(runes.In(unicode.Mn)), cases.Fold(), norm.NFKC)
+	folded, _, err := transform.String(t, s)
+	if err != nil { // only on invalid input, which no caller passes
+		return strings.ToLower(s)
+	}
+	return folded
+}
+
+// searchTerms are the terms of one user, folded by fold.
+func searchTerms(login, name string, fold func(string) string) []string {
+	terms := []string{fold(login)}
+	name = fold(name)
 	terms = append(terms, name)
 	words := strings.Fields(name)
 	for i := 1; i < len(words) && i <= maxNameWords; i++ {
 		terms = append(terms, strings.Join(words[i:], " "))
 	}
+	terms = slices.DeleteFunc(terms, func(t string) bool { return t == "" })
 	slices.Sort(terms)
-	terms = slices.Compact(terms)
+	return slices.Compact(terms)
+}
+
+// searchEntries are the index members of one user. A change of login or
+// name must take the entries of the old ones out and put these in.
+func searchEntries(uid int64, login, name string) []string {
+	return indexEntries(uid, searchTerms(login, name, foldTerm))
+}
+
+// lowerSearchEntries are the members an index written before terms were
+// folded held for one user (lower-cased rune by rune); the build takes
+// those that differ out.
+func lowerSearchEntries(uid int64, login, name string) []string {
+	return indexEntries(uid, searchTerms(login, name, strings.ToLower))
+}
+
+func indexEntries(uid int64, terms []string) []string {
 	id := itoa(uid)
 	for i, t := range terms {
 		terms[i] = t + "\x00" + id
@@ -47,12 +91,12 @@ func searchEntries(uid int64, login, name string) []string {
 }
 
 // NormalizeQuery turns a search as typed into the prefix the index is read
-// with: trimmed, without a leading "@", lower-case.
+// with: trimmed, without a leading "@", folded as the index's terms are.
 func NormalizeQuery(q string) (string, error) {
 	if !utf8.ValidString(q) {
 		return "", invalid("q", "must be valid UTF-8")
 	}
-	q = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(q), "@"))
+	q = strings.TrimPrefix(strings.TrimSpace(q), "@")
 	switch {
 	case q == "":
 		return "", invalid("q", "must not be empty")
@@ -61,13 +105,31 @@ func NormalizeQuery(q string) (string, error) {
 	case strings.ContainsFunc(q, forbiddenInName):
 		return "", invalid("q", "must not contain control characters")
 	}
+	if q = foldTerm(q); q == "" {
+		return "", invalid("q", "must contain more than accents or combining marks")
+	}
 	return q, nil
 }
 
+// searchCandidate is a user whose index entries matched a search.
+type searchCandidate struct {
+	uid       int64
+	login     bool    // their login is the query
+	followed  bool    // the searcher follows them
+	followers float64 // their follower count
+	exact     bool    // one of their terms is the query, not only starts with it
+	order     int     // where their first entry lay in the window
+}
+
 // SearchUsers finds up to limit users whose login, name or a later word of
-// their name starts with q (ignoring case), the user whose login is q first,
-// then in the order of the matched text.
-func (s *Service) SearchUsers(ctx context.Context, q string, limit int) ([]User, error) {
+// their name starts with q, matched as foldTerm folds them, for viewer (0
+// for a visitor). Each user is listed once, ranked by what an attacker
+// cannot make cheaply, before the limit is applied: the user whose login is
+// q, then those viewer follows, then by follower count, then those with a
+// term that is q itself, then in the order of the matched text. Its Redis
+// work is bounded: three round trips, reading searchWindow index entries,
+// two scores for each user they name, and the users listed.
+func (s *Service) SearchUsers(ctx context.Context, viewer int64, q string, limit int) ([]User, error) {
 	q, err := NormalizeQuery(q)
 	if err != nil {
 		return nil, err
@@ -79,29 +141,57 @@ func (s *Service) SearchUsers(ctx context.Context, q string, limit int) ([]User,
 		exact = pipe.HGet(ctx, s.keys.loginIndex(), q)
 	}
 	entries := pipe.ZRangeByLex(ctx, s.keys.searchIndex(), &redis.ZRangeBy{
-		Min: "[" + q, Max: "[" + q + "\xff", Count: int64(limit * searchOverfetch),
+		Min: "[" + q, Max: "[" + q + "\xff", Count: searchWindow,
 	})
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("search %q: %w", q, err)
 	}
-	var ids []int64
-	seen := map[int64]bool{}
-	add := func(id int64) {
-		if !seen[id] && len(ids) < limit {
-			seen[id] = true
-			ids = append(ids, id)
+
+	var cands []searchCandidate
+	at := map[int64]int{}
+	add := func(uid int64) *searchCandidate {
+		i, ok := at[uid]
+		if !ok {
+			i = len(cands)
+			at[uid] = i
+			cands = append(cands, searchCandidate{uid: uid, order: i})
 		}
+		return &cands[i]
 	}
 	if exact != nil {
-		if id, err := exact.Int64(); err == nil {
-			add(id)
+		if uid, err := exact.Int64(); err == nil {
+			add(uid).login = true
 		}
 	}
 	for _, e := range entries.Val() {
-		_, raw, ok := strings.Cut(e, "\x00")
-		if id, err := strconv.ParseInt(raw, 10, 64); ok && err == nil {
-			add(id)
+		term, raw, ok := strings.Cut(e, "\x00")
+		if uid, err := strconv.ParseInt(raw, 10, 64); ok && err == nil {
+			c := add(uid)
+			c.exact = c.exact || term == q
 		}
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	if err := s.scoreCandidates(ctx, viewer, cands); err != nil {
+		return nil, fmt.Errorf("search %q: %w", q, err)
+	}
+	slices.SortStableFunc(cands, func(a, b searchCandidate) int {
+		switch {
+		case a.login != b.login:
+			return boolFirst(a.login)
+		case a.followed != b.followed:
+			return boolFirst(a.followed)
+		case a.followers != b.followers:
+			return cmp.Compare(b.followers, a.followers)
+		case a.exact != b.exact:
+			return boolFirst(a.exact)
+		}
+		return cmp.Compare(a.order, b.order)
+	})
+	ids := make([]int64, 0, limit)
+	for _, c := range cands[:min(limit, len(cands))] {
+		ids = append(ids, c.uid)
 	}
 	users, err := s.usersByID(ctx, ids)
 	if err != nil {
@@ -110,17 +200,62 @@ func (s *Service) SearchUsers(ctx context.Context, q string, limit int) ([]User,
 	return users, nil
 }
 
+// boolFirst orders a candidate with a property before one without.
+func boolFirst(has bool) int {
+	if has {
+		return -1
+	}
+	return 1
+}
+
+// scoreCandidates reads, in one round trip, the follower count of each
+// candidate and whether viewer follows them.
+func (s *Service) scoreCandidates(ctx context.Context, viewer int64, cands []searchCandidate) error {
+	members := make([]string, len(cands))
+	for i, c := range cands {
+		members[i] = itoa(c.uid)
+	}
+	pipe := s.rdb.Pipeline()
+	// ZMSCORE reads a missing member as 0: no followers, not followed
+	// (follow scores come from a sequence and are never 0).
+	followers := pipe.ZMScore(ctx, s.keys.popular(), members...)
+	var followed *redis.FloatSliceCmd
+	if viewer > 0 {
+		followed = pipe.ZMScore(ctx, s.keys.following(viewer), members...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	for i, n := range followers.Val() {
+		cands[i].followers = n
+	}
+	if followed != nil {
+		for i, sc := range followed.Val() {
+			cands[i].followed = sc != 0
+		}
+	}
+	return nil
+}
+
 // Index build: users created before the search index and the follower
-// ranking existed are added once, in batches, by whichever instance starts
-// first; a build cut short is begun again by the next start.
+// ranking existed, or before the index held folded terms, are indexed once,
+// in batches, by whichever instance starts first; a build cut short is begun
+// again by the next start.
 const (
 	indexBatch     = 500
 	indexBuildLock = 10 * time.Minute
 )
 
-// BuildIndexes adds every user to the search index and the ranking by
-// follower count, unless that was done already. Sign-up and follows keep
-// both up to date afterwards; adding a user twice changes nothing.
+// BuildIndexes adds every user to the search index, with folded terms, and
+// to the ranking by follower count, unless that was done already. An index
+// written before terms were folded (users:search:built set, not
+// users:search:folded) is rewritten by it: each user's entries that
+// lower-casing made and folding does not are taken out, the folded ones put
+// in. Until it is done, a search misses those whose names folding changes
+// (those with accents, ß, final sigma...). It reads and writes one batch of
+// users at a time: three round trips per indexBatch users. Sign-up and
+// follows keep both up to date afterwards; indexing a user twice changes
+// nothing.
 func (s *Service) BuildIndexes(ctx context.Context, log *slog.Logger) (err error) {
 	err = s.rdb.SetArgs(ctx, s.keys.searchIndexBuilt(), "building", redis.SetArgs{
 		Mode: "NX", TTL: indexBuildLock,
@@ -151,14 +286,18 @@ func (s *Service) BuildIndexes(ctx context.Context, log *slog.Logger) (err error
 			break
 		}
 	}
-	if err := s.rdb.Set(ctx, s.keys.searchIndexBuilt(), "done", 0).Err(); err != nil {
+	pipe := s.rdb.Pipeline()
+	pipe.Set(ctx, s.keys.searchIndexBuilt(), "done", 0)
+	pipe.Del(ctx, s.keys.searchIndexLowerBuilt())
+	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("build user indexes: %w", err)
 	}
 	log.Info("user search index built", "users", n)
 	return nil
 }
 
-// indexUsers indexes the users of login index pairs (login, uid, ...).
+// indexUsers indexes the users of login index pairs (login, uid, ...),
+// taking out the entries of an index from before terms were folded.
 func (s *Service) indexUsers(ctx context.Context, pairs []string) error {
 	var ids []int64
 	for i := 1; i < len(pairs); i += 2 {
@@ -176,15 +315,29 @@ func (s *Service) indexUsers(ctx context.Context, pairs []string) error {
 	if len(users) == 0 {
 		return nil
 	}
-	var entries []redis.Z
+	var (
+		entries []redis.Z
+		stale   []any
+	)
 	ranked := make([]int64, len(users))
 	for i, u := range users {
-		for _, e := range searchEntries(u.ID, u.Login, u.Name) {
+		folded := searchEntries(u.ID, u.Login, u.Name)
+		for _, e := range folded {
 			entries = append(entries, redis.Z{Member: e})
+		}
+		for _, e := range lowerSearchEntries(u.ID, u.Login, u.Name) {
+			if !slices.Contains(folded, e) {
+				stale = append(stale, e)
+			}
 		}
 		ranked[i] = u.ID
 	}
-	if err := s.rdb.ZAdd(ctx, s.keys.searchIndex(), entries...).Err(); err != nil {
+	pipe := s.rdb.Pipeline()
+	pipe.ZAdd(ctx, s.keys.searchIndex(), entries...)
+	if len(stale) > 0 {
+		pipe.ZRem(ctx, s.keys.searchIndex(), stale...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
 	return s.syncRank(ctx, ranked...)

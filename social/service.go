@@ -32,6 +32,8 @@ const (
 	DefaultBcryptCost          = 10
 	DefaultSignInFailures      = 10
 	DefaultSignInFailureWindow = 10 * time.Minute
+	DefaultSignInAccountLimit  = 100
+	DefaultSignInAccountWindow = time.Hour
 	DefaultHashWait            = 2 * time.Second
 	DefaultInactiveAfter       = 7 * 24 * time.Hour
 	DefaultPullThreshold       = 10_000
@@ -61,6 +63,16 @@ type Options struct {
 	// window ends, and a right password starts the count again.
 	SignInFailures      int
 	SignInFailureWindow time.Duration
+
+	// SignInAccountLimit is how many sign-ins for one user, from all the
+	// addresses it has not signed in from lately together, have their
+	// password checked within SignInAccountWindow, counted from the first;
+	// later ones from such addresses are refused with a *RateLimitError
+	// (Account set) until the window ends, while the addresses it signed in
+	// from lately (see knownAddresses) may still sign in. A right password
+	// takes its attempt back.
+	SignInAccountLimit  int
+	SignInAccountWindow time.Duration
 
 	// PasswordHashers is how many bcrypt hashes or comparisons run at once
 	// (default DefaultPasswordHashers()); a request waits up to HashWait for
@@ -115,6 +127,7 @@ func (o *Options) fill() {
 	def(&o.RefillPassStatuses, DefaultRefillPassStatuses)
 	def(&o.BcryptCost, DefaultBcryptCost)
 	def(&o.SignInFailures, DefaultSignInFailures)
+	def(&o.SignInAccountLimit, DefaultSignInAccountLimit)
 	def(&o.PasswordHashers, DefaultPasswordHashers())
 	defDur := func(v *time.Duration, d time.Duration) {
 		if *v <= 0 {
@@ -125,6 +138,7 @@ func (o *Options) fill() {
 	defDur(&o.JobClaimIdle, DefaultJobClaimIdle)
 	defDur(&o.ConsumerIdle, DefaultConsumerIdle)
 	defDur(&o.SignInFailureWindow, DefaultSignInFailureWindow)
+	defDur(&o.SignInAccountWindow, DefaultSignInAccountWindow)
 	defDur(&o.HashWait, DefaultHashWait)
 	if o.InactiveAfter == 0 {
 		o.InactiveAfter = DefaultInactiveAfter
@@ -169,7 +183,8 @@ type Stats struct {
 	PasswordChecks   atomic.Int64 // bcrypt comparisons run (sign-ins, unknown logins included)
 	PasswordHashes   atomic.Int64 // bcrypt hashes made (sign-ups)
 	HashesRefused    atomic.Int64 // sign-ups and sign-ins answered ErrBusy
-	SignInsThrottled atomic.Int64 // sign-ins answered with a *RateLimitError
+	SignInsThrottled atomic.Int64 // sign-ins answered with a *RateLimitError for their address
+	SignInsCeiling   atomic.Int64 // sign-ins answered with a *RateLimitError for their account (Account set)
 }
 
 // Counters returns the service's live counters.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -194,4 +195,127 @@ func TestSignInUnknownLogins(t *testing.T) {
 			t.Fatalf("%d passwords checked for %d unknown logins, want %d", got, n, n)
 		}
 	})
+}
+
+// Guesses spread over many addresses, each under its own limit, meet the
+// user's ceiling: only SignInAccountLimit of them reach bcrypt, the right
+// password from a new address after that is refused like the others, and the
+// owner still signs in from the address they signed in from before.
+func TestSignInCeilingOverAddresses(t *testing.T) {
+	t.Parallel()
+	const perAddress, ceiling = 10, 20
+	s, rdb := newService(t, Options{SignInFailures: perAddress, SignInAccountLimit: ceiling, PasswordHashers: 2, HashWait: time.Minute})
+	ctx := ctxT(t)
+	const right, home = "the-right-password", "198.51.100.7"
+	victim, _, err := s.SignUp(ctx, "victim", "V", right)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.SignIn(ctx, "victim", right, home); err != nil {
+		t.Fatalf("the owner at home: %v", err)
+	}
+	checksBefore := s.Counters().PasswordChecks.Load()
+
+	// 20 addresses x 10 guesses, each address under its own limit.
+	const addresses = 20
+	errs := make(chan error, addresses*perAddress)
+	var wg sync.WaitGroup
+	for a := range addresses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range perAddress {
+				_, _, err := s.SignIn(ctx, "victim", fmt.Sprintf("guess-%02d-%02d", a, g), fmt.Sprintf("203.0.113.%d", a))
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	wrong, ceilinged := 0, 0
+	for err := range errs {
+		var rl *RateLimitError
+		switch {
+		case errors.Is(err, ErrInvalidCredentials):
+			wrong++
+		case errors.As(err, &rl) && rl.Account && rl.RetryAfter > 0 && rl.RetryAfter <= s.opts.SignInAccountWindow:
+			ceilinged++
+		default:
+			t.Fatalf("a guess: %v, want invalid credentials or the account's ceiling", err)
+		}
+	}
+	if wrong != ceiling || ceilinged != addresses*perAddress-ceiling {
+		t.Errorf("%d guesses checked and %d refused by the ceiling, want %d and %d", wrong, ceilinged, ceiling, addresses*perAddress-ceiling)
+	}
+	if got := s.Counters().PasswordChecks.Load() - checksBefore; got != ceiling {
+		t.Errorf("%d passwords compared, want %d: a refused guess costs no bcrypt work", got, ceiling)
+	}
+	if got := s.Counters().SignInsCeiling.Load(); got != int64(ceilinged) {
+		t.Errorf("SignInsCeiling = %d, want %d", got, ceilinged)
+	}
+	var rl *RateLimitError
+	if _, _, err := s.SignIn(ctx, "victim", right, "192.0.2.200"); !errors.As(err, &rl) || !rl.Account {
+		t.Fatalf("the right password from a new address after the ceiling: %v, want the account's ceiling", err)
+	}
+	if _, _, err := s.SignIn(ctx, "victim", right, home); err != nil {
+		t.Fatalf("the owner at home after the attack: %v", err)
+	}
+	// The owner's address is kept hashed, not as it is.
+	known, err := rdb.ZRange(ctx, s.keys.signInKnown(victim.ID), 0, -1).Result()
+	if err != nil || len(known) != 1 || known[0] != addressID(home) {
+		t.Fatalf("known addresses %v (%v), want only the hash of %s", known, err, home)
+	}
+}
+
+// A right password from a new address takes its attempt back from the
+// ceiling and makes the address known; a user keeps its newest
+// knownAddresses addresses only, each under its expiry.
+func TestSignInKnownAddresses(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{SignInAccountLimit: 3})
+	ctx := ctxT(t)
+	const right = "the-right-password"
+	u, _, err := s.SignUp(ctx, "traveller", "T", right)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = knownAddresses + 5
+	for i := range n {
+		if _, _, err := s.SignIn(ctx, "traveller", right, fmt.Sprintf("192.0.2.%d", i)); err != nil {
+			t.Fatalf("sign-in %d from a new address: %v", i, err)
+		}
+	}
+	if got, _ := rdb.Get(ctx, s.keys.signInUnknown(u.ID)).Int(); got != 0 {
+		t.Errorf("unknown addresses' count after %d right passwords = %d, want 0", n, got)
+	}
+	known, err := rdb.ZRange(ctx, s.keys.signInKnown(u.ID), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := n - knownAddresses; i < n; i++ {
+		want = append(want, addressID(fmt.Sprintf("192.0.2.%d", i)))
+	}
+	slices.Sort(known)
+	slices.Sort(want)
+	if !slices.Equal(known, want) {
+		t.Errorf("known addresses %v, want the hashes of the newest %d", known, knownAddresses)
+	}
+	if ttl := rdb.PTTL(ctx, s.keys.signInKnown(u.ID)).Val(); ttl <= 0 || ttl > knownAddressTTL {
+		t.Errorf("known addresses expire in %v, want within %v", ttl, knownAddressTTL)
+	}
+	// The oldest, no longer known, meets the ceiling again; the newest do
+	// not count towards it.
+	for range 3 {
+		if _, _, err := s.SignIn(ctx, "traveller", "wrong-password", "192.0.2.0"); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("wrong password from a forgotten address: %v", err)
+		}
+	}
+	var rl *RateLimitError
+	if _, _, err := s.SignIn(ctx, "traveller", right, "192.0.2.0"); !errors.As(err, &rl) || !rl.Account {
+		t.Fatalf("a forgotten address past the ceiling: %v, want the account's ceiling", err)
+	}
+	if _, _, err := s.SignIn(ctx, "traveller", "wrong-password", fmt.Sprintf("192.0.2.%d", n-1)); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("wrong password from a known address past the ceiling: %v, want invalid credentials", err)
+	}
 }

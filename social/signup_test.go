@@ -111,3 +111,47 @@ func TestSignUpPassesOverTakenUIDs(t *testing.T) {
 		}
 	}
 }
+
+// Passwords on the list of common ones, in any case, and the login itself
+// are refused as an invalid password, before any hash is made or any key
+// written; one a little less common than those is taken.
+func TestSignUpRefusesCommonPasswords(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	for _, password := range []string{"12345678", "password", "PassWord", "iloveyou", "qwertyuiop", "SunShine1", "Common_Login"} {
+		_, _, err := s.SignUp(ctx, "common_login", "C", password)
+		var inv *InvalidError
+		if !errors.As(err, &inv) || inv.Field != "password" {
+			t.Errorf("sign up with %q: %v, want an invalid password", password, err)
+		}
+	}
+	if n := s.Counters().PasswordHashes.Load(); n != 0 {
+		t.Errorf("%d passwords hashed for refused sign-ups, want 0", n)
+	}
+	if keys := scanKeys(t, s, rdb); len(keys) != 0 {
+		t.Errorf("refused sign-ups wrote %v", keys)
+	}
+	if _, _, err := s.SignUp(ctx, "common_login", "C", "kettle-drum-41"); err != nil {
+		t.Fatalf("sign up with an uncommon password: %v", err)
+	}
+}
+
+// The list is read once, holds what its notice says, and finds its first and
+// last entries.
+func TestCommonPasswordList(t *testing.T) {
+	t.Parallel()
+	if n := len(commonPasswords()); n != 100_000 {
+		t.Errorf("%d common passwords, want 100000", n)
+	}
+	for _, p := range []string{"password", "12345678", "smokey24"} {
+		if !commonPassword(p) {
+			t.Errorf("%q is not found common", p)
+		}
+	}
+	for _, p := range []string{"kettle-drum-41", "", "1234567"} {
+		if commonPassword(p) {
+			t.Errorf("%q is found common", p)
+		}
+	}
+}

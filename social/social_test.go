@@ -281,7 +281,7 @@ func TestSignUpUniqueUnderConcurrency(t *testing.T) {
 			if i%2 == 1 {
 				login = "racer"
 			}
-			_, _, err := s.SignUp(ctx, login, "R", "password1")
+			_, _, err := s.SignUp(ctx, login, "R", "kettle-drum-41")
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -391,11 +391,11 @@ func TestSessionsSlide(t *testing.T) {
 	t.Parallel()
 	s, _ := newService(t, Options{SessionTTL: 2 * time.Second})
 	ctx := ctxT(t)
-	_, used, err := s.SignUp(ctx, "slider", "S", "password1")
+	_, used, err := s.SignUp(ctx, "slider", "S", "kettle-drum-41")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, unused, err := s.SignIn(ctx, "slider", "password1", "")
+	_, unused, err := s.SignIn(ctx, "slider", "kettle-drum-41", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestNameRules(t *testing.T) {
 		{"pdi\u2069", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := validateSignUp("someone", tc.name, "password1")
+			_, err := validateSignUp("someone", tc.name, "kettle-drum-41")
 			var inv *InvalidError
 			switch {
 			case tc.ok && err != nil:

@@ -41,6 +41,10 @@ var (
 	//go:embed signin.lua
 	signinSource string
 	signinScript = redis.NewScript(signinSource)
+
+	//go:embed signin_ok.lua
+	signinOKSource string
+	signinOKScript = redis.NewScript(signinOKSource)
 )
 
 var userFields = []string{"id", "login", "name", "followers", "following", "posts", "signup"}
@@ -56,10 +60,25 @@ func validateSignUp(login, name, password string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(password) < MinPasswordBytes || len(password) > MaxPasswordBytes {
-		return "", invalid("password", "must be %d to %d bytes", MinPasswordBytes, MaxPasswordBytes)
+	if err := validatePassword(login, password); err != nil {
+		return "", err
 	}
 	return name, nil
+}
+
+// validatePassword checks a password about to be set for login: its length,
+// and that it is neither one of the common passwords (NIST SP 800-63B) nor
+// the login itself, which is the first thing anyone guesses.
+func validatePassword(login, password string) error {
+	switch {
+	case len(password) < MinPasswordBytes || len(password) > MaxPasswordBytes:
+		return invalid("password", "must be %d to %d bytes", MinPasswordBytes, MaxPasswordBytes)
+	case commonPassword(password):
+		return invalid("password", "is too common: it is on a list of passwords that attackers try first; choose another")
+	case strings.EqualFold(password, login):
+		return invalid("password", "must not be the login; choose another")
+	}
+	return nil
 }
 
 // validateName trims a name (a user's or a list's) and checks it: valid
@@ -100,7 +119,7 @@ func forbiddenInName(r rune) bool {
 // A crash between 1 and 2 leaves a hash no login leads to: never listed,
 // nobody can sign in as it, in no index. A crash between 2 and 3 leaves a
 // user whose client got an error and who can sign in, but whom search does
-// not find (deleting users:search:built has the next start index everyone
+// not find (deleting users:search:folded has the next start index everyone
 // again).
 func (s *Service) SignUp(ctx context.Context, login, name, password string) (User, string, error) {
 	name, err := validateSignUp(login, name, password)
@@ -207,19 +226,47 @@ func (s *Service) claimLogin(ctx context.Context, lower string, uid int64) error
 	return ErrLoginTaken
 }
 
+// Known addresses: where a user signed in lately is spared the ceiling on
+// sign-ins from unknown addresses. A user keeps the newest knownAddresses of
+// them, each for knownAddressTTL after its last sign-in.
+const (
+	knownAddresses  = 10
+	knownAddressTTL = 90 * 24 * time.Hour
+)
+
+// addressID is how the known addresses hold an address: the first 16 bytes
+// of its SHA-256, so that Redis keeps no list of where a user signs in from
+// in the clear (a hash of an IPv4 address can be reversed by trying them
+// all; it keeps addresses out of sight, it does not make them secret).
+func addressID(addr string) string {
+	sum := sha256.Sum256([]byte(addr))
+	return hex.EncodeToString(sum[:16])
+}
+
 // SignIn checks a login and password, given from the client address addr
 // ("" when unknown), and opens a new session. Every attempt on an existing
-// login is counted, before its password is checked, against that user and
-// address: past SignInFailures attempts within SignInFailureWindow it
-// answers a *RateLimitError without checking the password, and a right
-// password clears the count. An attack from one address leaves sign-ins from
-// others alone. An unknown login costs the same bcrypt comparison as a known
-// one and writes nothing.
+// login is counted before its password is checked, so that a refused one
+// costs no bcrypt work:
+//
+//   - against that user and address: past SignInFailures attempts within
+//     SignInFailureWindow it answers a *RateLimitError, and a right password
+//     clears the count. An attack from one address leaves sign-ins from
+//     others alone.
+//   - unless the user signed in from addr lately (the newest
+//     knownAddresses, for knownAddressTTL), against that user from every
+//     such address together: past SignInAccountLimit attempts within
+//     SignInAccountWindow it answers a *RateLimitError with Account set. An
+//     attack spread over many addresses has a ceiling, and the owner still
+//     signs in from where they did before.
+//
+// An unknown login costs the same bcrypt comparison as a known one and
+// writes nothing.
 func (s *Service) SignIn(ctx context.Context, login, password, addr string) (User, string, error) {
 	if !ValidLogin(login) || len(password) > MaxPasswordBytes {
 		return User{}, "", ErrInvalidCredentials
 	}
 	k := s.keys
+	addrID := addressID(addr)
 	// The login index and the user live in different slots on a cluster:
 	// the uid first, then the attempt counted and the user read in one
 	// script. A login never changes its uid.
@@ -230,29 +277,42 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 	case err != nil:
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 	default:
-		args := []any{s.opts.SignInFailureWindow.Milliseconds()}
+		args := []any{
+			s.opts.SignInFailureWindow.Milliseconds(), s.opts.SignInFailures,
+			s.opts.SignInAccountWindow.Milliseconds(), s.opts.SignInAccountLimit,
+			addrID, knownAddressTTL.Milliseconds(),
+		}
 		for _, f := range userFields {
 			args = append(args, f)
 		}
-		res, err = signinScript.Run(ctx, s.rdb, []string{k.user(uid), k.signInFailures(uid, addr)},
+		res, err = signinScript.Run(ctx, s.rdb,
+			[]string{k.user(uid), k.signInFailures(uid, addr), k.signInUnknown(uid), k.signInKnown(uid)},
 			append(args, "password")...).Slice()
 		if err != nil {
 			return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 		}
 	}
 	var (
-		u    User
-		hash = s.dummyHash // spends the time a real check takes, so answers do not tell which logins exist
-		ok   = len(res) == 2+len(userFields)+1
+		u       User
+		hash    = s.dummyHash // spends the time a real check takes, so answers do not tell which logins exist
+		counted int64
+		ok      = len(res) == 3+len(userFields)+1
 	)
-	if ok {
-		attempts, _ := res[0].(int64)
+	if len(res) >= 3 {
+		verdict, _ := res[0].(int64)
 		ttl, _ := res[1].(int64)
-		if attempts > int64(s.opts.SignInFailures) {
+		counted, _ = res[2].(int64)
+		switch verdict {
+		case signInAddressLimited:
 			s.stats.SignInsThrottled.Add(1)
 			return User{}, "", &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond}
+		case signInAccountLimited:
+			s.stats.SignInsCeiling.Add(1)
+			return User{}, "", &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond, Account: true}
 		}
-		fields := res[2:]
+	}
+	if ok {
+		fields := res[3:]
 		if u, ok = parseUser(fields[:len(userFields)]); ok {
 			h, _ := fields[len(userFields)].(string)
 			hash = []byte(h)
@@ -266,15 +326,25 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 		return User{}, "", ErrInvalidCredentials
 	}
 	token, tokenHash := newToken()
-	// Two slots on a cluster, and nothing to hold together: a pipeline.
-	pipe := s.rdb.Pipeline()
-	pipe.Set(ctx, k.session(tokenHash), u.ID, s.opts.SessionTTL)
-	pipe.Del(ctx, k.signInFailures(u.ID, addr))
-	if _, err := pipe.Exec(ctx); err != nil {
+	// The session and the user's keys are two slots on a cluster, and
+	// nothing to hold together.
+	if err := s.rdb.Set(ctx, k.session(tokenHash), u.ID, s.opts.SessionTTL).Err(); err != nil {
+		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+	}
+	err = signinOKScript.Run(ctx, s.rdb,
+		[]string{k.signInFailures(u.ID, addr), k.signInUnknown(u.ID), k.signInKnown(u.ID)},
+		addrID, counted, knownAddresses, knownAddressTTL.Milliseconds()).Err()
+	if err != nil {
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 	}
 	return u, token, nil
 }
+
+// Verdicts of signin.lua.
+const (
+	signInAddressLimited = 1 // too many attempts from the address
+	signInAccountLimited = 2 // too many attempts from unknown addresses
+)
 
 // SignOut ends the session of token; other sessions of the user live on.
 func (s *Service) SignOut(ctx context.Context, token string) error {

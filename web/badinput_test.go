@@ -54,20 +54,22 @@ func TestBadInput(t *testing.T) {
 		{"signup empty body", anon, "POST", "/api/v1/users", "", 400, "invalid_json"},
 		{"signup array", anon, "POST", "/api/v1/users", "[1,2]", 400, "invalid_json"},
 		{"signup two objects", anon, "POST", "/api/v1/users", `{"login":"x"}{"login":"y"}`, 400, "invalid_json"},
-		{"signup login wrong type", anon, "POST", "/api/v1/users", `{"login":5,"name":"n","password":"password1"}`, 400, "invalid_json"},
-		{"signup login short", anon, "POST", "/api/v1/users", map[string]string{"login": "ab", "name": "n", "password": "password1"}, 400, "invalid_login"},
-		{"signup login long", anon, "POST", "/api/v1/users", map[string]string{"login": strings.Repeat("a", 33), "name": "n", "password": "password1"}, 400, "invalid_login"},
-		{"signup login punctuation", anon, "POST", "/api/v1/users", map[string]string{"login": "al-ice", "name": "n", "password": "password1"}, 400, "invalid_login"},
-		{"signup login unicode", anon, "POST", "/api/v1/users", map[string]string{"login": "ålice", "name": "n", "password": "password1"}, 400, "invalid_login"},
-		{"signup name empty", anon, "POST", "/api/v1/users", map[string]string{"login": "carol", "name": "  ", "password": "password1"}, 400, "invalid_name"},
-		{"signup name long", anon, "POST", "/api/v1/users", map[string]string{"login": "carol", "name": strings.Repeat("é", 65), "password": "password1"}, 400, "invalid_name"},
-		{"signup name control", anon, "POST", "/api/v1/users", map[string]string{"login": "carol", "name": "a\x00b", "password": "password1"}, 400, "invalid_name"},
+		{"signup login wrong type", anon, "POST", "/api/v1/users", `{"login":5,"name":"n","password":"kettle-drum-41"}`, 400, "invalid_json"},
+		{"signup login short", anon, "POST", "/api/v1/users", map[string]string{"login": "ab", "name": "n", "password": "kettle-drum-41"}, 400, "invalid_login"},
+		{"signup login long", anon, "POST", "/api/v1/users", map[string]string{"login": strings.Repeat("a", 33), "name": "n", "password": "kettle-drum-41"}, 400, "invalid_login"},
+		{"signup login punctuation", anon, "POST", "/api/v1/users", map[string]string{"login": "al-ice", "name": "n", "password": "kettle-drum-41"}, 400, "invalid_login"},
+		{"signup login unicode", anon, "POST", "/api/v1/users", map[string]string{"login": "ålice", "name": "n", "password": "kettle-drum-41"}, 400, "invalid_login"},
+		{"signup name empty", anon, "POST", "/api/v1/users", map[string]string{"login": "carol", "name": "  ", "password": "kettle-drum-41"}, 400, "invalid_name"},
+		{"signup name long", anon, "POST", "/api/v1/users", map[string]string{"login": "carol", "name": strings.Repeat("é", 65), "password": "kettle-drum-41"}, 400, "invalid_name"},
+		{"signup name control", anon, "POST", "/api/v1/users", map[string]string{"login": "carol", "name": "a\x00b", "password": "kettle-drum-41"}, 400, "invalid_name"},
 		{"signup password short", anon, "POST", "/api/v1/users", map[string]string{"login": "carol", "name": "n", "password": "1234567"}, 400, "invalid_password"},
 		{"signup password long", anon, "POST", "/api/v1/users", map[string]string{"login": "carol", "name": "n", "password": strings.Repeat("p", 129)}, 400, "invalid_password"},
+		{"signup password common", anon, "POST", "/api/v1/users", map[string]string{"login": "carol", "name": "n", "password": "12345678"}, 400, "invalid_password"},
+		{"signup password common any case", anon, "POST", "/api/v1/users", map[string]string{"login": "carol", "name": "n", "password": "PASSWORD"}, 400, "invalid_password"},
 		{"signup too large", anon, "POST", "/api/v1/users", `{"login":"carol","name":"` + big + `"}`, 413, "too_large"},
 		{"signin wrong password", anon, "POST", "/api/v1/sessions", map[string]string{"login": "alice", "password": "nope-nope"}, 401, "invalid_credentials"},
-		{"signin unknown login", anon, "POST", "/api/v1/sessions", map[string]string{"login": "nobody", "password": "password1"}, 401, "invalid_credentials"},
-		{"signin malformed login", anon, "POST", "/api/v1/sessions", map[string]string{"login": "no body", "password": "password1"}, 401, "invalid_credentials"},
+		{"signin unknown login", anon, "POST", "/api/v1/sessions", map[string]string{"login": "nobody", "password": "kettle-drum-41"}, 401, "invalid_credentials"},
+		{"signin malformed login", anon, "POST", "/api/v1/sessions", map[string]string{"login": "no body", "password": "kettle-drum-41"}, 401, "invalid_credentials"},
 		{"signin not json", anon, "POST", "/api/v1/sessions", "nope", 400, "invalid_json"},
 		{"me without auth", anon, "GET", "/api/v1/me", nil, 401, "not_signed_in"},
 		{"signout without auth", anon, "DELETE", "/api/v1/sessions/current", nil, 401, "not_signed_in"},
@@ -178,7 +180,7 @@ func TestCookieAuthAndOrigin(t *testing.T) {
 	t.Parallel()
 	in := newEnv(t, social.Options{}).start()
 	anon := in.anon(t)
-	res := anon.do("POST", "/api/v1/users", map[string]string{"login": "cookie", "name": "C", "password": "password1"})
+	res := anon.do("POST", "/api/v1/users", map[string]string{"login": "cookie", "name": "C", "password": "kettle-drum-41"})
 	if res.Status != http.StatusCreated {
 		t.Fatalf("sign up: %d", res.Status)
 	}

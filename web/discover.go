@@ -26,7 +26,8 @@ func (s *Server) searchUsers(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	users, err := s.social.SearchUsers(r.Context(), r.URL.Query().Get("q"), int(limit))
+	viewer, _ := viewerFrom(r.Context())
+	users, err := s.social.SearchUsers(r.Context(), viewer.UID, r.URL.Query().Get("q"), int(limit))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -80,6 +80,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &limited):
 		w.Header().Set("Retry-After", retryAfter(limited.retryAfter))
 		ae = newError(http.StatusTooManyRequests, "rate_limited", limited.message+" Try again in "+humanDuration(limited.retryAfter)+".")
+	case errors.As(err, &throttled) && throttled.Account:
+		w.Header().Set("Retry-After", retryAfter(throttled.RetryAfter))
+		ae = newError(http.StatusTooManyRequests, "rate_limited", "Too many failed sign-ins for this login from addresses it has not signed in from; "+
+			"try again in "+humanDuration(throttled.RetryAfter)+", or from a device that signed in to it before.")
 	case errors.As(err, &throttled):
 		w.Header().Set("Retry-After", retryAfter(throttled.RetryAfter))
 		ae = newError(http.StatusTooManyRequests, "rate_limited", "Too many failed sign-ins for this login from your address; try again in "+

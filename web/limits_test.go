@@ -282,3 +282,37 @@ func TestLongPasswordsCountWhole(t *testing.T) {
 		t.Fatalf("129-byte password: %d %s", res.Status, res.Body)
 	}
 }
+
+// Failed sign-ins for one login from many addresses meet the login's
+// ceiling: past it, new addresses get 429 with Retry-After and a message
+// that says what to do, counted as signin_account_failures, while the
+// address the owner signed in from before still signs in.
+func TestSignInCeilingPerAccount(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{SignInAccountLimit: 4})
+	e.proxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	in := e.start()
+	in.signUp(t, "victim")
+	signIn := func(password, from string) response {
+		return in.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": "victim", "password": password}, "X-Forwarded-For", from)
+	}
+	if res := signIn("password-victim", "198.51.100.7"); res.Status != http.StatusOK {
+		t.Fatalf("the owner at home: %d %s", res.Status, res.Body)
+	}
+	for i := range 4 {
+		if res := signIn("wrong-password", "203.0.113."+strconv.Itoa(i)); res.Status != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d %s, want 401", i, res.Status, res.Body)
+		}
+	}
+	res := signIn("password-victim", "203.0.113.99")
+	refused(t, "the right password from a new address past the ceiling", res)
+	if !strings.Contains(string(res.Body), "addresses it has not signed in from") {
+		t.Fatalf("message %s does not say why", res.Body)
+	}
+	if got := in.metric(t, "chorus_rate_limited_total", `limit="signin_account_failures"`); got != 1 {
+		t.Fatalf("chorus_rate_limited_total{limit=signin_account_failures} = %v, want 1", got)
+	}
+	if res := signIn("password-victim", "198.51.100.7"); res.Status != http.StatusOK {
+		t.Fatalf("the owner at home past the ceiling: %d %s", res.Status, res.Body)
+	}
+}

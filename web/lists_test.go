@@ -262,7 +262,7 @@ func TestListCapsAPI(t *testing.T) {
 	defer cancel()
 	full := lists[0]
 	for i := range social.MaxListMembers {
-		u, _, err := in.social.SignUp(ctx, fmt.Sprintf("m%03d", i), "M", "password1")
+		u, _, err := in.social.SignUp(ctx, fmt.Sprintf("m%03d", i), "M", "kettle-drum-41")
 		if err != nil {
 			t.Fatal(err)
 		}

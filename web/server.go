@@ -36,7 +36,7 @@ type Social interface {
 	Friends(ctx context.Context, uid int64, p social.Page) ([]social.User, error)
 	Relations(ctx context.Context, uid int64, ids []int64) ([]social.Relation, error)
 	Users(ctx context.Context, ids []int64) ([]social.User, error)
-	SearchUsers(ctx context.Context, q string, limit int) ([]social.User, error)
+	SearchUsers(ctx context.Context, viewer int64, q string, limit int) ([]social.User, error)
 	Suggestions(ctx context.Context, uid int64, limit int) ([]social.Suggestion, error)
 	Post(ctx context.Context, uid int64, message string) (social.Status, error)
 	Status(ctx context.Context, id int64) (social.Status, error)

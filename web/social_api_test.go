@@ -22,7 +22,7 @@ func TestCreateUserAndStatus(t *testing.T) {
 	if alice.id <= 0 || alice.login != "Alice" {
 		t.Fatalf("signed up as %q #%d", alice.login, alice.id)
 	}
-	res := in.anon(t).do("POST", "/api/v1/users", map[string]string{"login": "aLICE", "name": "X", "password": "password123"})
+	res := in.anon(t).do("POST", "/api/v1/users", map[string]string{"login": "aLICE", "name": "X", "password": "kettle-drum-123"})
 	if res.Status != http.StatusConflict || res.errorCode(t) != "login_taken" {
 		t.Fatalf("second sign-up in other case: %d %s", res.Status, res.Body)
 	}
@@ -301,7 +301,7 @@ func TestConcurrentSignUpsOfOneLogin(t *testing.T) {
 				login = strings.ToLower(login)
 			}
 			statuses[i] = in.anon(t).do("POST", "/api/v1/users",
-				map[string]string{"login": login, "name": "S", "password": fmt.Sprintf("password%d", i)}).Status
+				map[string]string{"login": login, "name": "S", "password": fmt.Sprintf("kettle-drum-%d", i)}).Status
 		}()
 	}
 	wg.Wait()

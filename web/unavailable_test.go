@@ -19,7 +19,7 @@ func TestRedisUnavailable(t *testing.T) {
 	in := e.startOn(redistest.ClientOf(t, srv.URL))
 	c := in.anon(t)
 	c.must(http.StatusOK, "GET", "/readyz", nil, nil)
-	c.must(http.StatusCreated, "POST", "/api/v1/users", map[string]string{"login": "early", "name": "E", "password": "password1"}, nil)
+	c.must(http.StatusCreated, "POST", "/api/v1/users", map[string]string{"login": "early", "name": "E", "password": "kettle-drum-41"}, nil)
 
 	srv.Stop()
 	if res := c.do("GET", "/readyz", nil); res.Status != http.StatusServiceUnavailable {
@@ -31,7 +31,7 @@ func TestRedisUnavailable(t *testing.T) {
 		{"GET", "/api/v1/users/early"},
 		{"GET", "/api/v1/timelines/global"},
 	} {
-		res := c.do(req.method, req.path, map[string]string{"login": "late", "name": "L", "password": "password1"})
+		res := c.do(req.method, req.path, map[string]string{"login": "late", "name": "L", "password": "kettle-drum-41"})
 		if res.Status != http.StatusServiceUnavailable || res.errorCode(t) != "redis_unavailable" {
 			t.Fatalf("%s %s with Redis down: %d %s", req.method, req.path, res.Status, res.Body)
 		}

@@ -41,6 +41,7 @@ type config struct {
 	SignUpLimit       redis_rate.Limit // per address
 	SignInLimit       redis_rate.Limit // per address
 	SignInFailures    redis_rate.Limit // per login and address: Rate failures per Period
+	SignInAccount     redis_rate.Limit // per login, from addresses it has not signed in from lately
 	PostLimit         redis_rate.Limit // per user
 	FollowLimit       redis_rate.Limit // per user
 	ListLimit         redis_rate.Limit // per user
@@ -59,6 +60,7 @@ var (
 	defaultSignUpLimit      = redis_rate.Limit{Rate: 20, Period: time.Hour, Burst: 5}
 	defaultSignInLimit      = redis_rate.Limit{Rate: 60, Period: 10 * time.Minute, Burst: 20}
 	defaultSignInFailures   = redis_rate.Limit{Rate: 10, Period: 10 * time.Minute, Burst: 10}
+	defaultSignInAccount    = redis_rate.Limit{Rate: 100, Period: time.Hour, Burst: 100}
 	defaultPostLimit        = redis_rate.Limit{Rate: 300, Period: 3 * time.Hour, Burst: 10}
 	defaultFollowLimit      = redis_rate.Limit{Rate: 400, Period: 24 * time.Hour, Burst: 50}
 	defaultListLimit        = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
@@ -85,6 +87,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		SignUpLimit: defaultSignUpLimit, SignInLimit: defaultSignInLimit, SignInFailures: defaultSignInFailures,
 		PostLimit: defaultPostLimit, FollowLimit: defaultFollowLimit, ListLimit: defaultListLimit, SearchLimit: defaultSearchLimit,
 		StreamFrameLimit: defaultStreamFrameLimit, ResumeLimit: defaultResumeLimit,
+
+		SignInAccount: defaultSignInAccount,
 	}
 	var origins, proxies string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
@@ -166,6 +170,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.SignUpLimit, "signup-limit", "CHORUS_SIGNUP_LIMIT", "sign-ups per client address"},
 		{&c.SignInLimit, "signin-limit", "CHORUS_SIGNIN_LIMIT", "sign-in attempts per client address, any login"},
 		{&c.SignInFailures, "signin-failures", "CHORUS_SIGNIN_FAILURES", "failed sign-ins per login and client address before 429 (N/window; burst ignored)"},
+		{&c.SignInAccount, "signin-account-failures", "CHORUS_SIGNIN_ACCOUNT_FAILURES", "failed sign-ins per login from all the addresses it has not signed in from lately, before 429 for those (N/window; burst ignored)"},
 		{&c.PostLimit, "post-limit", "CHORUS_POST_LIMIT", "statuses posted per user"},
 		{&c.FollowLimit, "follow-limit", "CHORUS_FOLLOW_LIMIT", "follows and unfollows per user"},
 		{&c.ListLimit, "list-limit", "CHORUS_LIST_LIMIT", "changes to lists and their members per user"},
@@ -222,6 +227,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		return c, fmt.Errorf("-password-hashers must be 0 or more, got %d", c.PasswordHashers)
 	case c.SignInFailures.IsZero():
 		return c, fmt.Errorf("-signin-failures cannot be off: it is what stops password guessing")
+	case c.SignInAccount.IsZero():
+		return c, fmt.Errorf("-signin-account-failures cannot be off: it is what stops password guessing spread over addresses")
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return c, fmt.Errorf("-log-format must be text or json, got %q", c.LogFormat)
 	}

@@ -66,7 +66,7 @@ func (l logLine) number(key string) float64 {
 // signUp creates a user through the API and returns its id and token.
 func signUp(t *testing.T, base, login string) (int64, string) {
 	t.Helper()
-	status, out := post(t, base+"/api/v1/users", `{"login":"`+login+`","name":"N","password":"password1"}`)
+	status, out := post(t, base+"/api/v1/users", `{"login":"`+login+`","name":"N","password":"kettle-drum-41"}`)
 	user, _ := out["user"].(map[string]any)
 	token, _ := out["token"].(string)
 	id, _ := user["id"].(float64)
@@ -257,7 +257,7 @@ func TestCleanShutdownLogsNoWarnings(t *testing.T) {
 	// is let finish.
 	signedIn := make(chan int, 1)
 	go func() {
-		status, _ := post(t, base+"/api/v1/sessions", `{"login":"stayer","password":"password1"}`)
+		status, _ := post(t, base+"/api/v1/sessions", `{"login":"stayer","password":"kettle-drum-41"}`)
 		signedIn <- status
 	}()
 	time.Sleep(20 * time.Millisecond)

@@ -114,6 +114,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Social: social.Options{
 			SignInFailures:      cfg.SignInFailures.Rate,
 			SignInFailureWindow: cfg.SignInFailures.Period,
+			SignInAccountLimit:  cfg.SignInAccount.Rate,
+			SignInAccountWindow: cfg.SignInAccount.Period,
 			PasswordHashers:     cfg.PasswordHashers,
 			HashWait:            cfg.PasswordHashWait,
 			InactiveAfter:       orNever(cfg.InactiveAfter),

@@ -85,7 +85,7 @@ func TestRunEmbedded(t *testing.T) {
 	if !strings.Contains(logs.String(), "embedded in-memory store") {
 		t.Fatalf("no loud warning about the embedded store in:\n%s", logs)
 	}
-	status, out := post(t, base+"/api/v1/users", `{"login":"embedded","name":"E","password":"password1"}`)
+	status, out := post(t, base+"/api/v1/users", `{"login":"embedded","name":"E","password":"kettle-drum-41"}`)
 	if status != http.StatusCreated || out["token"] == "" {
 		t.Fatalf("sign up on the embedded store: %d %v", status, out)
 	}
@@ -101,7 +101,7 @@ func TestRunEmbedded(t *testing.T) {
 func TestRunOnRedis(t *testing.T) {
 	prefix := redistest.Prefix()
 	base, logs := start(t, map[string]string{"REDIS_URL": redistest.URL(t), "CHORUS_KEY_PREFIX": prefix}, "-log-format", "json")
-	status, _ := post(t, base+"/api/v1/users", `{"login":"onredis","name":"R","password":"password1"}`)
+	status, _ := post(t, base+"/api/v1/users", `{"login":"onredis","name":"R","password":"kettle-drum-41"}`)
 	if status != http.StatusCreated {
 		t.Fatalf("sign up: %d", status)
 	}
@@ -165,6 +165,13 @@ func TestConfig(t *testing.T) {
 		{"bad burst", []string{"-post-limit", "5/m,burst=-1"}, nil, nil, true},
 		{"bad rate in env", nil, map[string]string{"CHORUS_POST_LIMIT": "5 per minute"}, nil, true},
 		{"sign-in failures cannot be off", []string{"-signin-failures", "off"}, nil, nil, true},
+		{"sign-in ceiling per account", nil, map[string]string{"CHORUS_SIGNIN_ACCOUNT_FAILURES": "50/30m"}, func(c config) bool {
+			return c.SignInAccount.Rate == 50 && c.SignInAccount.Period == 30*time.Minute
+		}, false},
+		{"sign-in ceiling per account defaults to 100 an hour", nil, nil, func(c config) bool {
+			return c.SignInAccount.Rate == 100 && c.SignInAccount.Period == time.Hour
+		}, false},
+		{"sign-in ceiling per account cannot be off", []string{"-signin-account-failures", "off"}, nil, nil, true},
 		{"bad proxy", []string{"-trusted-proxies", "10.0.0.0/33"}, nil, nil, true},
 		{"zero idle timeout", []string{"-idle-timeout", "0s"}, nil, nil, true},
 		{"zero streams per user", []string{"-max-streams-per-user", "0"}, nil, nil, true},

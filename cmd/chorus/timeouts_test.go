@@ -74,7 +74,7 @@ func TestStreamOutlivesHTTPTimeouts(t *testing.T) {
 	env := map[string]string{"REDIS_URL": redistest.URL(t), "CHORUS_KEY_PREFIX": redistest.Prefix()}
 	signUpBase, _ := start(t, env)
 	base, _ := start(t, env, "-read-timeout", "1s", "-write-timeout", "1s", "-idle-timeout", "1s")
-	status, out := post(t, signUpBase+"/api/v1/users", `{"login":"streamer","name":"S","password":"password1"}`)
+	status, out := post(t, signUpBase+"/api/v1/users", `{"login":"streamer","name":"S","password":"kettle-drum-41"}`)
 	if status != http.StatusCreated {
 		t.Fatalf("sign up: %d %v", status, out)
 	}

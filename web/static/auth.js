@@ -44,7 +44,7 @@ export function renderAuth(root, { mode = 'signin', notice = '', login = '', onS
     ? [
       field({ label: 'Login', name: 'login', autocomplete: 'username', value: login, hint: '3 to 32 letters, digits or _. People find you by it.', extra: loginExtra }),
       field({ label: 'Name', name: 'name', autocomplete: 'name', hint: 'How you appear to others; up to 64 characters.' }),
-      field({ label: 'Password', name: 'password', type: 'password', autocomplete: 'new-password', hint: 'At least 8 characters.' }),
+      field({ label: 'Password', name: 'password', type: 'password', autocomplete: 'new-password', hint: 'At least 8 characters, and not a common password.' }),
     ]
     : [
       field({ label: 'Login', name: 'login', autocomplete: 'username', value: login, extra: loginExtra }),

@@ -1,0 +1,26 @@
+-- Notes a right password: the address's attempts start again, an attempt
+-- that signin.lua counted against the unknown addresses' ceiling is taken
+-- back (it was no failure), and the address becomes known, keeping only the
+-- newest known addresses and none older than their lifetime.
+--
+-- KEYS[1] the user's sign-in attempt counter for the address
+-- KEYS[2] the user's counter of sign-in attempts from unknown addresses
+-- KEYS[3] the user's known addresses: address hash -> last sign-in, ms
+-- ARGV[1] the address's hash
+-- ARGV[2] 1 when signin.lua counted the attempt in KEYS[2], else 0
+-- ARGV[3] most known addresses kept
+-- ARGV[4] how long a sign-in keeps its address known, ms
+-- Returns the number of known addresses.
+redis.call('DEL', KEYS[1])
+-- A counter whose window ended meanwhile is not made again, without an
+-- expiry, at -1.
+if ARGV[2] == '1' and redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('DECR', KEYS[2])
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[3], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[4]))
+redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return redis.call('ZCARD', KEYS[3])
