@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"chorus/protocol"
 	"chorus/social"
@@ -31,6 +32,8 @@ const (
 	statusTryLater         = websocket.StatusCode(protocol.CloseTryLater)
 	statusTooBig           = websocket.StatusCode(protocol.CloseTooBig)
 	statusHeartbeatTimeout = websocket.StatusCode(protocol.CloseHeartbeatTimeout)
+	statusBadData          = websocket.StatusCode(protocol.CloseBadData)
+	statusProtocolError    = websocket.StatusCode(protocol.CloseProtocolError)
 )
 
 // outgoing is one item of a connection's queue: a frame to send, or a
@@ -48,6 +51,7 @@ type outgoing struct {
 type conn struct {
 	hub     *Hub
 	ws      *websocket.Conn
+	wire    *meteredConn // the socket under ws, which counts the client's frames
 	uid     int64
 	session string
 	id      string
@@ -74,7 +78,7 @@ type conn struct {
 
 	// Owned by the reader (set before it starts).
 	connectedAt time.Time     // when presence registered the connection
-	frames      *rate.Limiter // every client frame
+	frames      *rate.Limiter // every client frame, counted by wire as it comes
 	resumes     *rate.Limiter // resume frames
 
 	presence presenceGate // coalesces presence frames per user
@@ -199,9 +203,9 @@ func (c *conn) attach(ws *websocket.Conn) bool {
 
 // read handles the client's frames until the connection ends, and returns
 // how it ended: the client's close frame; the close this side made (a frame
-// too big, too many frames, or a close already under way); or 1006 and the
-// error when the connection ended without a close frame. ctx ends when the
-// connection closes.
+// too big, too many frames, a frame refused, or a close already under way);
+// or 1006 and the error when the connection ended without a close frame.
+// ctx ends when the connection closes.
 func (c *conn) read(ctx context.Context) websocket.CloseError {
 	h := c.hub
 	for {
@@ -210,7 +214,10 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			var closed websocket.CloseError
-			switch {
+			switch fail := c.wire.failed(); {
+			case fail != nil:
+				c.fail(*fail)
+				return c.closedWith()
 			case errors.As(err, &closed):
 				return closed
 			case errors.Is(err, websocket.ErrMessageTooBig):
@@ -225,14 +232,17 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 			return c.closedWith()
 		}
 		now := time.Now()
-		if !c.frames.AllowN(now, 1) {
-			h.Stats.FloodClosed.Add(1)
-			c.close(statusPolicy, protocol.ReasonTooManyFrames)
-			return c.closedWith()
-		}
 		c.active(now)
 		if typ != websocket.MessageText {
 			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidFrame, "Frames must be text, one JSON object each.")})
+			continue
+		}
+		if !utf8.Valid(data) {
+			c.fail(websocket.CloseError{Code: statusBadData, Reason: "text frame not UTF-8"})
+			return c.closedWith()
+		}
+		if err := protocol.CheckJSONText(data); err != nil {
+			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is refused: "+err.Error()+".")})
 			continue
 		}
 		var f protocol.ClientFrame
@@ -261,6 +271,17 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeUnknownType, "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat or resume.")})
 		}
 	}
+}
+
+// fail closes the connection with why, counted: the client sent a frame
+// over the frame limit (1008), an unmasked frame (1002) or a text frame
+// that is not UTF-8 (1007). Nothing more it sent is read.
+func (c *conn) fail(why websocket.CloseError) {
+	count := &c.hub.Stats.ProtocolClosed
+	if why.Code == statusPolicy {
+		count = &c.hub.Stats.FloodClosed
+	}
+	c.end(why.Code, why.Reason, false, count)
 }
 
 // keepAlive pings the client every heartbeat interval, from a timer rather

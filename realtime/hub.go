@@ -77,7 +77,9 @@ type Options struct {
 	SubscribeWait     time.Duration // how long a new connection waits for its subscription
 	MaxStreams        int           // most streams held at once; 0: no limit
 	// FrameRate and FrameBurst bound the frames one client sends, of every
-	// type: past them the stream is closed with 1008. rate.Inf: no limit.
+	// type, pings, pongs and each fragment of a message included: past them
+	// the stream fails with 1008 and nothing more it sent is read.
+	// rate.Inf: no limit.
 	FrameRate  rate.Limit
 	FrameBurst int
 	// ResumeRate and ResumeBurst bound one stream's resumes: past them a
@@ -171,9 +173,12 @@ type Stats struct {
 	// HeartbeatsRecorded counts heartbeats written to presence: at most one
 	// per connection per heartbeat interval, however many frames come.
 	HeartbeatsRecorded atomic.Int64
-	// FloodClosed counts connections closed with 1008 for sending frames
-	// faster than Options.FrameRate allows.
+	// FloodClosed counts connections closed with 1008 for sending frames,
+	// control frames included, faster than Options.FrameRate allows.
 	FloodClosed atomic.Int64
+	// ProtocolClosed counts connections failed for a frame the protocol
+	// refuses: unmasked (1002), or a text frame not UTF-8 (1007).
+	ProtocolClosed atomic.Int64
 	// ResumesLimited counts resume frames answered rate_limited.
 	ResumesLimited atomic.Int64
 	// SessionClosed counts connections closed with 1008 because their
