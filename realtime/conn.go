@@ -79,7 +79,6 @@ type conn struct {
 	// Owned by the reader (set before it starts).
 	connectedAt time.Time     // when presence registered the connection
 	frames      *rate.Limiter // every client frame, counted by wire as it comes
-	resumes     *rate.Limiter // resume frames
 
 	presence presenceGate // coalesces presence frames per user
 
@@ -101,8 +100,7 @@ func newConn(h *Hub, uid int64, sessionID string) *conn {
 		hub: h, uid: uid, session: sessionID, id: uuid.NewString(),
 		queue: newQueue(h.opts.QueueSize),
 		life:  life, stop: stop,
-		frames:  rate.NewLimiter(h.opts.FrameRate, h.opts.FrameBurst),
-		resumes: rate.NewLimiter(h.opts.ResumeRate, h.opts.ResumeBurst),
+		frames: rate.NewLimiter(h.opts.FrameRate, h.opts.FrameBurst),
 	}
 }
 
@@ -260,10 +258,15 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidResume, `"after" must be a status id, a whole number from 0.`)})
 				continue
 			}
-			if !c.resumes.AllowN(now, 1) {
+			wait, err := h.allowResume(c.life, c.uid)
+			switch {
+			case err != nil:
+				c.resumeFailed(err)
+				continue
+			case wait > 0:
 				h.Stats.ResumesLimited.Add(1)
 				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeRateLimited,
-					"Too many resumes on this stream; send resume again in "+retryIn(c.resumes, now).String()+".")})
+					"Too many resumes on your streams; send resume again in "+wait.String()+".")})
 				continue
 			}
 			c.enqueue(outgoing{resume: true, after: after})
@@ -345,15 +348,6 @@ func (c *conn) active(now time.Time) {
 // in, for heartbeats every interval.
 func heartbeatWindow(elapsed, interval time.Duration) int64 {
 	return int64((elapsed + interval/2) / interval)
-}
-
-// retryIn is how long until l allows one more event, in whole seconds
-// rounded up.
-func retryIn(l *rate.Limiter, now time.Time) time.Duration {
-	r := l.ReserveN(now, 1)
-	defer r.CancelAt(now)
-	d := r.DelayFrom(now)
-	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
 }
 
 func parseAfter(raw *json.RawMessage) (int64, bool) {

@@ -79,7 +79,7 @@ func newEnv(tb testing.TB, o envOptions) *env {
 		hubPres = o.pres(pres)
 	}
 	hopts := o.hub
-	hopts.Logger = log
+	hopts.Prefix, hopts.Logger = prefix, log
 	hub := New(rdb, feed, hubPres, hopts)
 	refusals := make(chan error, 16)
 	handler := func(w http.ResponseWriter, r *http.Request) {
