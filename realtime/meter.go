@@ -71,15 +71,24 @@ const (
 )
 
 // Close closes the connection. A failed one lingers first, after the close
-// frame: half-closed, with what the client still sends dropped unread, up
-// to lingerBytes or lingerTime, then closed. Closed at once with bytes of
-// the client's unread, the kernel would answer with a reset, which can
-// take the close frame from the client before it reads why.
+// frame: half-closed where the connection can be, it reads and drops what
+// the client still sends, up to lingerBytes, until the client closes its
+// side; a client that goes on sending past that is left unread until
+// lingerTime is over. Closed at once with bytes of the client's unread,
+// the kernel would answer with a reset, which drops what is still on its
+// way to the client, the close frame that says why among it.
 func (m *meteredConn) Close() error {
 	if m.failure.Load() != nil {
-		if hc, ok := m.Conn.(interface{ CloseWrite() error }); ok && hc.CloseWrite() == nil {
-			m.Conn.SetReadDeadline(time.Now().Add(lingerTime))
-			io.CopyN(io.Discard, m.Conn, lingerBytes)
+		// Not every listener's connections can half-close (a limited
+		// listener's cannot): then the client learns of the end from the
+		// close frame alone.
+		if hc, ok := m.Conn.(interface{ CloseWrite() error }); ok {
+			hc.CloseWrite()
+		}
+		end := time.Now().Add(lingerTime)
+		m.Conn.SetReadDeadline(end)
+		if _, err := io.CopyN(io.Discard, m.Conn, lingerBytes); err == nil {
+			time.Sleep(time.Until(end))
 		}
 	}
 	return m.Conn.Close()
