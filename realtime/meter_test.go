@@ -18,10 +18,12 @@ import (
 
 // WebSocket opcodes, for clients that write frames by hand.
 const (
-	opText  = 0x1
-	opClose = 0x8
-	opPing  = 0x9
-	opPong  = 0xa
+	opContinuation = 0x0
+	opText         = 0x1
+	opBinary       = 0x2
+	opClose        = 0x8
+	opPing         = 0x9
+	opPong         = 0xa
 )
 
 // rawClient is a stream's client that writes its frames by hand on a plain
@@ -181,6 +183,10 @@ func TestEveryControlFrameCounts(t *testing.T) {
 		want   websocket.StatusCode
 	}{
 		{"pongs", repeat(clientFrame(opPong, nil, false), 1000), websocket.StatusPolicyViolation},
+		// One message in a thousand fragments, each a frame: the library
+		// would read them as one message, never done.
+		{"fragments", append([][]byte{fragment(opText, []byte(`{"type":`))}, repeat(fragment(opContinuation, nil), 1000)...),
+			websocket.StatusPolicyViolation},
 		// The burst's frames, then a close over it: failed, not answered
 		// with the client's own code.
 		{"a close past the burst", append(repeat(clientFrame(opPong, nil, false), burst),
@@ -196,6 +202,13 @@ func TestEveryControlFrameCounts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fragment is a client frame that is not the last of its message.
+func fragment(op byte, payload []byte) []byte {
+	b := clientFrame(op, payload, false)
+	b[0] &^= 0x80
+	return b
 }
 
 func repeat(frame []byte, n int) [][]byte {
@@ -258,4 +271,38 @@ func loginOf(name string) string {
 		}
 		return '_'
 	}, name)
+}
+
+// The meter finds every frame's start however the bytes are split across
+// reads, with payload lengths of each size (7 bits, 16, 64), and refuses
+// the first frame past the burst at its first byte.
+func TestMeterScan(t *testing.T) {
+	frames := [][]byte{
+		clientFrame(opPing, nil, false),
+		clientFrame(opText, bytes.Repeat([]byte("a"), 125), false),
+		clientFrame(opText, bytes.Repeat([]byte("b"), 126), false),
+		clientFrame(opBinary, bytes.Repeat([]byte("c"), 70000), false),
+		clientFrame(opPong, nil, false),
+	}
+	all := bytes.Join(frames, nil)
+	allowed := len(all) - len(frames[4])
+	for _, chunk := range []int{1, 2, 7, 4096, len(all)} {
+		t.Run(fmt.Sprintf("reads of %d", chunk), func(t *testing.T) {
+			m := &meteredConn{frames: rate.NewLimiter(rate.Every(time.Hour), 4)}
+			passed := 0
+			for off := 0; off < len(all); off += chunk {
+				ok, fail := m.scan(all[off:min(off+chunk, len(all))])
+				passed += ok
+				if fail != nil {
+					if fail.Code != websocket.StatusPolicyViolation {
+						t.Fatalf("refused with %v, want 1008", fail.Code)
+					}
+					break
+				}
+			}
+			if passed != allowed {
+				t.Fatalf("%d bytes passed, want the %d of the first four frames", passed, allowed)
+			}
+		})
+	}
 }
