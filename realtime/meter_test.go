@@ -38,14 +38,22 @@ type rawClient struct {
 // dialRaw opens a stream of u with a handshake written by hand.
 func (e *env) dialRaw(u user) *rawClient {
 	e.tb.Helper()
+	return e.dialRawWith(u, nil)
+}
+
+// dialRawWith is dialRaw, with early, the client's first frames, sent with
+// the handshake in one write, before the server has answered it.
+func (e *env) dialRawWith(u user, early []byte) *rawClient {
+	e.tb.Helper()
 	addr := strings.TrimSuffix(strings.TrimPrefix(e.url, "ws://"), "/stream")
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		e.tb.Fatalf("dial %s: %v", addr, err)
 	}
 	e.tb.Cleanup(func() { conn.Close() })
-	fmt.Fprintf(conn, "GET /stream HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+	req := fmt.Appendf(nil, "GET /stream HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n%s: %s\r\n\r\n", addr, tokenHeader, u.token)
+	conn.Write(append(req, early...))
 	c := &rawClient{tb: e.tb, conn: conn, r: bufio.NewReader(conn)}
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	res, err := http.ReadResponse(c.r, nil)
@@ -169,6 +177,19 @@ func TestPingFloodFailsTheStream(t *testing.T) {
 				t.Fatalf("another user's stream closed: %v", calm.closeErr)
 			}
 		})
+	}
+}
+
+// Frames sent with the handshake, which the HTTP server reads before the
+// upgrade, are counted as the others are.
+func TestFramesWithTheHandshakeCount(t *testing.T) {
+	t.Parallel()
+	const burst = 20
+	e := newEnv(t, envOptions{hub: Options{FrameRate: rate.Every(time.Hour), FrameBurst: burst}})
+	c := e.dialRawWith(e.signUp("eager"), bytes.Join(repeat(clientFrame(opPing, nil, false), 2*burst), nil))
+	counts, code := c.serverFrames()
+	if code != websocket.StatusPolicyViolation || counts[opPong] != burst {
+		t.Fatalf("closed with %v after %d pongs, want 1008 after %d", code, counts[opPong], burst)
 	}
 }
 
