@@ -280,6 +280,7 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 // over the frame limit (1008), an unmasked frame (1002) or a text frame
 // that is not UTF-8 (1007). Nothing more it sent is read.
 func (c *conn) fail(why websocket.CloseError) {
+	c.wire.fail(why)
 	count := &c.hub.Stats.ProtocolClosed
 	if why.Code == statusPolicy {
 		count = &c.hub.Stats.FloodClosed

@@ -94,6 +94,13 @@ func (m *meteredConn) Close() error {
 	return m.Conn.Close()
 }
 
+// fail fails the connection for why, found by the reader in a frame the
+// meter let through (a text frame not UTF-8), unless it failed already:
+// from now on reads fail at once.
+func (m *meteredConn) fail(why websocket.CloseError) {
+	m.failure.CompareAndSwap(nil, &why)
+}
+
 // failed is why the connection failed, or nil.
 func (m *meteredConn) failed() *websocket.CloseError { return m.failure.Load() }
 
