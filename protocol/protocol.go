@@ -52,9 +52,13 @@ const (
 	// CloseGoingAway: the instance is shutting down; reconnect (to
 	// another) and resume.
 	CloseGoingAway = 1001
+	// CloseProtocolError: the client sent a frame it did not mask.
+	CloseProtocolError = 1002
+	// CloseBadData: the client sent a text frame that is not UTF-8.
+	CloseBadData = 1007
 	// ClosePolicy: the session ended (reason ReasonSignedOut or
-	// ReasonSessionEnded), or the client sent too many frames
-	// (ReasonTooManyFrames).
+	// ReasonSessionEnded), or the client sent too many frames, pings,
+	// pongs and its close included (ReasonTooManyFrames).
 	ClosePolicy = 1008
 	// CloseTooBig: the client sent a frame over MaxFrameBytes.
 	CloseTooBig = 1009

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"chorus/protocol"
 	"chorus/social"
@@ -31,6 +32,8 @@ const (
 	statusTryLater         = websocket.StatusCode(protocol.CloseTryLater)
 	statusTooBig           = websocket.StatusCode(protocol.CloseTooBig)
 	statusHeartbeatTimeout = websocket.StatusCode(protocol.CloseHeartbeatTimeout)
+	statusBadData          = websocket.StatusCode(protocol.CloseBadData)
+	statusProtocolError    = websocket.StatusCode(protocol.CloseProtocolError)
 )
 
 // outgoing is one item of a connection's queue: a frame to send, or a
@@ -48,6 +51,7 @@ type outgoing struct {
 type conn struct {
 	hub     *Hub
 	ws      *websocket.Conn
+	wire    *meteredConn // the socket under ws, which counts the client's frames
 	uid     int64
 	session string
 	id      string
@@ -74,8 +78,7 @@ type conn struct {
 
 	// Owned by the reader (set before it starts).
 	connectedAt time.Time     // when presence registered the connection
-	frames      *rate.Limiter // every client frame
-	resumes     *rate.Limiter // resume frames
+	frames      *rate.Limiter // every client frame, counted by wire as it comes
 
 	presence presenceGate // coalesces presence frames per user
 
@@ -97,8 +100,7 @@ func newConn(h *Hub, uid int64, sessionID string) *conn {
 		hub: h, uid: uid, session: sessionID, id: uuid.NewString(),
 		queue: newQueue(h.opts.QueueSize),
 		life:  life, stop: stop,
-		frames:  rate.NewLimiter(h.opts.FrameRate, h.opts.FrameBurst),
-		resumes: rate.NewLimiter(h.opts.ResumeRate, h.opts.ResumeBurst),
+		frames: rate.NewLimiter(h.opts.FrameRate, h.opts.FrameBurst),
 	}
 }
 
@@ -199,9 +201,9 @@ func (c *conn) attach(ws *websocket.Conn) bool {
 
 // read handles the client's frames until the connection ends, and returns
 // how it ended: the client's close frame; the close this side made (a frame
-// too big, too many frames, or a close already under way); or 1006 and the
-// error when the connection ended without a close frame. ctx ends when the
-// connection closes.
+// too big, too many frames, a frame refused, or a close already under way);
+// or 1006 and the error when the connection ended without a close frame.
+// ctx ends when the connection closes.
 func (c *conn) read(ctx context.Context) websocket.CloseError {
 	h := c.hub
 	for {
@@ -210,7 +212,10 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			var closed websocket.CloseError
-			switch {
+			switch fail := c.wire.failed(); {
+			case fail != nil:
+				c.fail(*fail)
+				return c.closedWith()
 			case errors.As(err, &closed):
 				return closed
 			case errors.Is(err, websocket.ErrMessageTooBig):
@@ -225,14 +230,17 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 			return c.closedWith()
 		}
 		now := time.Now()
-		if !c.frames.AllowN(now, 1) {
-			h.Stats.FloodClosed.Add(1)
-			c.close(statusPolicy, protocol.ReasonTooManyFrames)
-			return c.closedWith()
-		}
 		c.active(now)
 		if typ != websocket.MessageText {
 			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidFrame, "Frames must be text, one JSON object each.")})
+			continue
+		}
+		if !utf8.Valid(data) {
+			c.fail(websocket.CloseError{Code: statusBadData, Reason: "text frame not UTF-8"})
+			return c.closedWith()
+		}
+		if err := protocol.CheckJSONText(data); err != nil {
+			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is refused: "+err.Error()+".")})
 			continue
 		}
 		var f protocol.ClientFrame
@@ -250,10 +258,15 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidResume, `"after" must be a status id, a whole number from 0.`)})
 				continue
 			}
-			if !c.resumes.AllowN(now, 1) {
+			wait, err := h.allowResume(c.life, c.uid)
+			switch {
+			case err != nil:
+				c.resumeFailed(err)
+				continue
+			case wait > 0:
 				h.Stats.ResumesLimited.Add(1)
 				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeRateLimited,
-					"Too many resumes on this stream; send resume again in "+retryIn(c.resumes, now).String()+".")})
+					"Too many resumes on your streams; send resume again in "+wait.String()+".")})
 				continue
 			}
 			c.enqueue(outgoing{resume: true, after: after})
@@ -261,6 +274,18 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeUnknownType, "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat or resume.")})
 		}
 	}
+}
+
+// fail closes the connection with why, counted: the client sent a frame
+// over the frame limit (1008), an unmasked frame (1002) or a text frame
+// that is not UTF-8 (1007). Nothing more it sent is read.
+func (c *conn) fail(why websocket.CloseError) {
+	c.wire.fail(why)
+	count := &c.hub.Stats.ProtocolClosed
+	if why.Code == statusPolicy {
+		count = &c.hub.Stats.FloodClosed
+	}
+	c.end(why.Code, why.Reason, false, count)
 }
 
 // keepAlive pings the client every heartbeat interval, from a timer rather
@@ -324,15 +349,6 @@ func (c *conn) active(now time.Time) {
 // in, for heartbeats every interval.
 func heartbeatWindow(elapsed, interval time.Duration) int64 {
 	return int64((elapsed + interval/2) / interval)
-}
-
-// retryIn is how long until l allows one more event, in whole seconds
-// rounded up.
-func retryIn(l *rate.Limiter, now time.Time) time.Duration {
-	r := l.ReserveN(now, 1)
-	defer r.CancelAt(now)
-	d := r.DelayFrom(now)
-	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
 }
 
 func parseAfter(raw *json.RawMessage) (int64, bool) {

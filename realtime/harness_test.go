@@ -22,6 +22,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/net/netutil"
 )
 
 // tokenHeader carries a test user's session token to the test server, which
@@ -51,6 +52,9 @@ type envOptions struct {
 	presence presence.Options
 	feed     func(*social.Service) Feed       // wraps the hub's feed; nil: the service itself
 	pres     func(*presence.Tracker) Presence // wraps the hub's presence; nil: the tracker itself
+	// limited serves through netutil.LimitListener, as cmd/chorus does:
+	// its connections cannot half-close.
+	limited bool
 }
 
 func newEnv(tb testing.TB, o envOptions) *env {
@@ -79,7 +83,7 @@ func newEnv(tb testing.TB, o envOptions) *env {
 		hubPres = o.pres(pres)
 	}
 	hopts := o.hub
-	hopts.Logger = log
+	hopts.Prefix, hopts.Logger = prefix, log
 	hub := New(rdb, feed, hubPres, hopts)
 	refusals := make(chan error, 16)
 	handler := func(w http.ResponseWriter, r *http.Request) {
@@ -101,14 +105,23 @@ func newEnv(tb testing.TB, o envOptions) *env {
 	}
 	return &env{
 		tb: tb, rdb: rdb, prefix: prefix, social: soc, presence: pres, hub: hub, refusals: refusals,
-		url: serve(tb, hub, handler),
+		url: serveOn(tb, hub, handler, o.limited),
 	}
 }
 
 // serve serves a test's streams with handler and returns their URL; when
 // the test ends it shuts hub down and closes the server.
 func serve(tb testing.TB, hub *Hub, handler http.HandlerFunc) string {
-	srv := httptest.NewServer(handler)
+	return serveOn(tb, hub, handler, false)
+}
+
+// serveOn is serve, through netutil.LimitListener when limited.
+func serveOn(tb testing.TB, hub *Hub, handler http.HandlerFunc, limited bool) string {
+	srv := httptest.NewUnstartedServer(handler)
+	if limited {
+		srv.Listener = netutil.LimitListener(srv.Listener, 1000)
+	}
+	srv.Start()
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

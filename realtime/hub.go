@@ -25,6 +25,7 @@ import (
 	"chorus/protocol"
 	"chorus/social"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 )
@@ -62,8 +63,6 @@ const (
 	DefaultSubscribeWait        = 5 * time.Second
 	DefaultFrameRate            = rate.Limit(5)
 	DefaultFrameBurst           = 20
-	DefaultResumeRate           = rate.Limit(0.1) // one every 10 s
-	DefaultResumeBurst          = 3
 	DefaultSessionCheckInterval = time.Minute
 	// subscribeBatch is the most channels one SUBSCRIBE or UNSUBSCRIBE names.
 	subscribeBatch = 500
@@ -77,13 +76,17 @@ type Options struct {
 	SubscribeWait     time.Duration // how long a new connection waits for its subscription
 	MaxStreams        int           // most streams held at once; 0: no limit
 	// FrameRate and FrameBurst bound the frames one client sends, of every
-	// type: past them the stream is closed with 1008. rate.Inf: no limit.
+	// type, pings, pongs and each fragment of a message included: past them
+	// the stream fails with 1008 and nothing more it sent is read.
+	// rate.Inf: no limit.
 	FrameRate  rate.Limit
 	FrameBurst int
-	// ResumeRate and ResumeBurst bound one stream's resumes: past them a
-	// resume is answered with a rate_limited error frame. rate.Inf: no limit.
-	ResumeRate  rate.Limit
-	ResumeBurst int
+	// ResumeLimit bounds one user's resumes, on all of their streams on
+	// every instance together, counted in Redis under Prefix: past it a
+	// resume is answered with a rate_limited error frame. Zero: no limit.
+	ResumeLimit redis_rate.Limit
+	// Prefix is the key prefix of the hub's own keys (the resume budgets).
+	Prefix string
 	// SessionCheckInterval is how often the sessions of every local stream
 	// are checked, closing those that ended without the hub being told.
 	SessionCheckInterval time.Duration
@@ -107,8 +110,9 @@ type Hub struct {
 	log      *slog.Logger
 
 	ps      pubSub
-	syncCh  chan string   // channels whose subscription may need to change
-	recheck chan struct{} // wakes the session checker for channels in h.unchecked
+	budgets *redis_rate.Limiter // the users' resume budgets
+	syncCh  chan string         // channels whose subscription may need to change
+	recheck chan struct{}       // wakes the session checker for channels in h.unchecked
 
 	mu        sync.RWMutex
 	users     map[string]*local   // by channel
@@ -171,10 +175,14 @@ type Stats struct {
 	// HeartbeatsRecorded counts heartbeats written to presence: at most one
 	// per connection per heartbeat interval, however many frames come.
 	HeartbeatsRecorded atomic.Int64
-	// FloodClosed counts connections closed with 1008 for sending frames
-	// faster than Options.FrameRate allows.
+	// FloodClosed counts connections closed with 1008 for sending frames,
+	// control frames included, faster than Options.FrameRate allows.
 	FloodClosed atomic.Int64
-	// ResumesLimited counts resume frames answered rate_limited.
+	// ProtocolClosed counts connections failed for a frame the protocol
+	// refuses: unmasked (1002), or a text frame not UTF-8 (1007).
+	ProtocolClosed atomic.Int64
+	// ResumesLimited counts resume frames answered rate_limited: their
+	// user's budget (Options.ResumeLimit) was spent.
 	ResumesLimited atomic.Int64
 	// SessionClosed counts connections closed with 1008 because their
 	// session ended: signed out, found gone by a check, or predating a user
@@ -222,8 +230,6 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	orDefault(&opts.SubscribeWait, DefaultSubscribeWait)
 	orDefault(&opts.FrameRate, DefaultFrameRate)
 	orDefault(&opts.FrameBurst, DefaultFrameBurst)
-	orDefault(&opts.ResumeRate, DefaultResumeRate)
-	orDefault(&opts.ResumeBurst, DefaultResumeBurst)
 	orDefault(&opts.SessionCheckInterval, DefaultSessionCheckInterval)
 	orDefault(&opts.HealthInterval, DefaultHealthInterval)
 	orDefault(&opts.BeatFlushInterval, min(time.Second, opts.HeartbeatInterval/10))
@@ -233,6 +239,7 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
 		rdb: rdb, cluster: slots.Cluster(rdb), feed: feed, presence: pres, opts: opts, log: opts.Logger,
+		budgets:   redis_rate.NewLimiter(rdb),
 		syncCh:    make(chan string, 1024),
 		recheck:   make(chan struct{}, 1),
 		users:     map[string]*local{},

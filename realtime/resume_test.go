@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"chorus/social"
+
+	"github.com/go-redis/redis_rate/v10"
 )
 
 func TestSentRange(t *testing.T) {
@@ -90,25 +92,43 @@ func TestResumeTwiceSendsEachStatusOnce(t *testing.T) {
 	}
 }
 
-// Past its burst, a resume is answered rate_limited and the stream stays
-// open.
-func TestResumeRateLimited(t *testing.T) {
+// A user's resumes share one budget, whichever of their streams sends them
+// and on whichever instance: past it a resume is answered rate_limited and
+// the stream stays open.
+func TestResumeBudgetPerUser(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
+	const burst = 3
+	// No refill: the budget is the burst, however slow the machine.
+	limit := redis_rate.Limit{Rate: 1, Period: time.Hour, Burst: burst}
+	e := newEnv(t, envOptions{hub: Options{ResumeLimit: limit}})
+	peer := e.peer(envOptions{hub: Options{ResumeLimit: limit}})
 	u := e.signUp("resumer")
-	s := e.connect(u)
-	for range DefaultResumeBurst + 1 {
+	a, b := e.connect(u), peer.connect(u)
+	// resume sends one resume on s and returns the frames it brought,
+	// up to the answer to a ping sent after it.
+	resume := func(s *stream) []frame {
 		s.send(map[string]any{"type": "resume", "after": 0})
+		s.ping()
+		return s.until("unknown_type", 10*time.Second)
 	}
-	f := s.next(5 * time.Second)
-	if f.Type != "error" || f.Code != "rate_limited" || f.Message == "" {
-		t.Fatalf("frame after %d resumes: %+v, want a rate_limited error", DefaultResumeBurst+1, f)
+	for i, s := range []*stream{a, b, a} {
+		if got := resume(s); len(got) != 0 {
+			t.Fatalf("resume %d of the budget's %d got %v, want nothing (an empty timeline)", i+1, burst, describe(got))
+		}
 	}
-	if n := e.hub.Stats.ResumesLimited.Load(); n != 1 {
-		t.Fatalf("ResumesLimited = %d, want 1", n)
+	for i, s := range []*stream{b, a} {
+		got := resume(s)
+		if len(got) != 1 || got[0].Type != "error" || got[0].Code != "rate_limited" || got[0].Message == "" {
+			t.Fatalf("resume %d past the budget got %v, want a rate_limited error", i+1, describe(got))
+		}
+	}
+	if n := e.hub.Stats.ResumesLimited.Load() + peer.hub.Stats.ResumesLimited.Load(); n != 2 {
+		t.Fatalf("ResumesLimited = %d, want 2", n)
 	}
 	st := e.post(u, "still here")
-	if f := s.next(5 * time.Second); f.Type != "status" || f.Status.ID != st.ID {
-		t.Fatalf("after a limited resume got %+v, want status %d", f, st.ID)
+	for _, s := range []*stream{a, b} {
+		if f := s.next(5 * time.Second); f.Type != "status" || f.Status.ID != st.ID {
+			t.Fatalf("after a limited resume got %+v, want status %d", f, st.ID)
+		}
 	}
 }

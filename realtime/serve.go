@@ -129,12 +129,15 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byt
 		return nil, unavailable(err)
 	}
 	// The edge (web) has checked the request's Origin before Serve.
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	// Every byte from the client passes the frame meter (meteredConn).
+	mw := &meteredWriter{ResponseWriter: w, frames: c.frames}
+	ws, err := websocket.Accept(mw, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		h.log.InfoContext(ctx, "websocket refused", "uid", c.uid, "err", err)
 		undo()
 		return nil, nil // Accept has answered
 	}
+	c.wire = mw.conn
 	if !c.attach(ws) {
 		undo()
 		return nil, nil

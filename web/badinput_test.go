@@ -95,6 +95,8 @@ func TestBadInput(t *testing.T) {
 		{"post empty message", alice, "POST", "/api/v1/statuses", map[string]string{"message": " \n\t "}, 400, "invalid_message"},
 		{"post long message", alice, "POST", "/api/v1/statuses", map[string]string{"message": strings.Repeat("ü", 501)}, 400, "invalid_message"},
 		{"post invalid utf-8", alice, "POST", "/api/v1/statuses", []byte("{\"message\":\"\xff\xfe\"}"), 400, "invalid_json"},
+		{"post lone surrogate", alice, "POST", "/api/v1/statuses", `{"message":"a\ud800b"}`, 400, "invalid_json"},
+		{"post lone low surrogate", alice, "POST", "/api/v1/statuses", `{"message":"\udfff"}`, 400, "invalid_json"},
 		{"post message wrong type", alice, "POST", "/api/v1/statuses", `{"message":42}`, 400, "invalid_json"},
 		{"post too large", alice, "POST", "/api/v1/statuses", `{"message":"` + big + `"}`, 413, "too_large"},
 		{"status unknown", anon, "GET", "/api/v1/statuses/999999", nil, 404, "status_not_found"},

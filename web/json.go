@@ -8,8 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
+	"chorus/protocol"
 	"chorus/social"
 )
 
@@ -24,7 +24,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decode reads one JSON object from the request body into v. The body must
-// be UTF-8: the JSON decoder would quietly turn bad bytes into U+FFFD.
+// be UTF-8 and escape no lone surrogate: the JSON decoder would quietly turn
+// either into U+FFFD.
 func decode(r *http.Request, v any) error {
 	raw, err := io.ReadAll(r.Body)
 	var maxErr *http.MaxBytesError
@@ -34,8 +35,11 @@ func decode(r *http.Request, v any) error {
 	if err != nil {
 		return newError(http.StatusBadRequest, "invalid_json", "The request body could not be read.")
 	}
-	if !utf8.Valid(raw) {
+	switch err := protocol.CheckJSONText(raw); {
+	case errors.Is(err, protocol.ErrNotUTF8):
 		return newError(http.StatusBadRequest, "invalid_json", "The request body must be UTF-8.")
+	case err != nil:
+		return newError(http.StatusBadRequest, "invalid_json", "The request body is refused: "+err.Error()+".")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	err = dec.Decode(v)

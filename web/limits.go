@@ -31,11 +31,17 @@ type Limits struct {
 	// SearchesPerClient bounds user searches and suggestions, per signed-in
 	// user, or per client address for visitors.
 	SearchesPerClient redis_rate.Limit
+	// StreamOpensPerUser and StreamOpensPerAddress bound how often streams
+	// are opened, per signed-in user and per client address: refused
+	// before the stream touches Redis.
+	StreamOpensPerUser    redis_rate.Limit
+	StreamOpensPerAddress redis_rate.Limit
 }
 
 // limitCounters count the requests each limit refused, for /metrics.
 type limitCounters struct {
 	signUp, signIn, posts, follows, lists, searches atomic.Int64
+	streamOpens, streamOpensAddress                 atomic.Int64
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -137,4 +143,18 @@ func (s *Server) searchLimit() func(http.Handler) http.Handler {
 		name: "search", limit: s.limits.SearchesPerClient, refused: &s.limitStats.searches, key: s.byClient,
 		message: "You are searching too fast.",
 	})
+}
+
+// streamOpenLimit bounds the streams a user opens, and those opened from
+// one client address, before any of the stream's own Redis work.
+func (s *Server) streamOpenLimit() func(http.Handler) http.Handler {
+	byUser := s.limit(rateLimit{
+		name: "stream", limit: s.limits.StreamOpensPerUser, refused: &s.limitStats.streamOpens, key: byViewer,
+		message: "You are opening streams too fast.",
+	})
+	byAddress := s.limit(rateLimit{
+		name: "streamaddr", limit: s.limits.StreamOpensPerAddress, refused: &s.limitStats.streamOpensAddress, key: s.clientAddr,
+		message: "Too many streams opened from your address.",
+	})
+	return func(next http.Handler) http.Handler { return byAddress(byUser(next)) }
 }

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"io"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -314,5 +315,63 @@ func TestSignInCeilingPerAccount(t *testing.T) {
 	}
 	if res := signIn("password-victim", "198.51.100.7"); res.Status != http.StatusOK {
 		t.Fatalf("the owner at home past the ceiling: %d %s", res.Status, res.Body)
+	}
+}
+
+// dialRefused dials a stream as c and fails unless it is refused 429
+// rate_limited, in the API's error shape, with a Retry-After.
+func dialRefused(tb testing.TB, what string, c *client) {
+	tb.Helper()
+	ws, res, err := c.dial(nil)
+	if err == nil {
+		ws.CloseNow()
+		tb.Fatalf("%s: the stream opened, want 429", what)
+	}
+	if res == nil {
+		tb.Fatalf("%s: %v, want 429", what, err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	refused(tb, what, response{Status: res.StatusCode, Header: res.Header, Body: body})
+}
+
+// Opening streams is limited per user, on every instance together, before
+// the stream does any work of its own: a refused open subscribes to
+// nothing and leaves its user offline.
+func TestStreamOpenLimitPerUser(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{StreamOpensPerUser: perHour(2)}
+	one, two := e.start(), e.start()
+	a := one.signUp(t, "opener")
+	b := one.signUp(t, "neighbour")
+	one.as(a).connect().close()
+	two.as(a).connect().close()
+	subscribes := one.hub.Stats.SubscribeCommands.Load()
+	dialRefused(t, "a third stream of one user", one.as(a))
+	if n := one.hub.Stats.SubscribeCommands.Load() - subscribes; n != 0 {
+		t.Fatalf("a refused stream sent %d SUBSCRIBE commands, want none", n)
+	}
+	if got := one.metric(t, "chorus_rate_limited_total", `limit="stream_opens"`); got != 1 {
+		t.Fatalf("chorus_rate_limited_total{limit=stream_opens} = %v, want 1", got)
+	}
+	b.connect() // another user is not limited
+}
+
+// Opening streams is limited per client address too, whoever opens them.
+func TestStreamOpenLimitPerAddress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{StreamOpensPerAddress: perHour(3)}
+	in := e.start()
+	var users []*client
+	for i := range 4 {
+		users = append(users, in.signUp(t, "neighbour"+strconv.Itoa(i)))
+	}
+	for _, c := range users[:3] {
+		c.connect()
+	}
+	dialRefused(t, "a fourth stream from one address", users[3])
+	if got := in.metric(t, "chorus_rate_limited_total", `limit="stream_opens_address"`); got != 1 {
+		t.Fatalf("chorus_rate_limited_total{limit=stream_opens_address} = %v, want 1", got)
 	}
 }

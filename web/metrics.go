@@ -105,6 +105,7 @@ func (m *Metrics) register(s *Server) {
 			Help: "Time spent writing the activity of this instance's streams to presence, every tick: its rate is the share of the time the flusher is busy; near 1, presence writes fall behind.",
 		}, func() float64 { return time.Duration(st.BeatFlushTime.Load()).Seconds() }),
 		counter("chorus_stream_pongs_total", "Pongs to the server's pings of streams, each counted as activity.", &st.Pongs),
+		counter("chorus_streams_protocol_closed_total", "Streams failed for a frame the protocol refuses: unmasked (1002), or a text frame not UTF-8 (1007).", &st.ProtocolClosed),
 		counter("chorus_streams_idle_closed_total", "Streams closed with 4000: no frame and no pong for three heartbeat intervals.", &st.IdleClosed),
 		counter("chorus_stream_sessions_closed_total", "Streams closed with 1008 because their session ended (sign-out, expiry, or lost by Redis).", &st.SessionClosed),
 		counter("chorus_stream_sessions_refused_total", "Streams refused with 401 because their session ended while they were being opened.", &st.SessionRefused),
@@ -120,7 +121,7 @@ func (m *Metrics) register(s *Server) {
 		"post": &s.limitStats.posts, "follow": &s.limitStats.follows, "list": &s.limitStats.lists, "search": &s.limitStats.searches,
 		"signin_failures": &sc.SignInsThrottled, "password_hashers": &sc.HashesRefused,
 		"user_streams": &st.UserStreamsRefused, "stream_frames": &st.FloodClosed, "resume": &st.ResumesLimited,
-
+		"stream_opens": &s.limitStats.streamOpens, "stream_opens_address": &s.limitStats.streamOpensAddress,
 		"signin_account_failures": &sc.SignInsCeiling,
 	} {
 		m.reg.MustRegister(refusals(name, n))

@@ -198,7 +198,7 @@ func (s *Server) routes() chi.Router {
 			r.Get("/friends", s.friends)
 			r.Get("/friends/online", s.onlineFriends)
 			r.Get("/presence", s.sitePresence)
-			r.Get("/stream", s.serveStream)
+			r.With(s.streamOpenLimit()).Get("/stream", s.serveStream)
 			r.With(s.postLimit()).Post("/statuses", s.post)
 			r.Delete("/statuses/{id}", s.deleteStatus)
 			r.Get("/timelines/home", s.homeTimeline)

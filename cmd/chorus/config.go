@@ -48,11 +48,15 @@ type config struct {
 	SearchLimit       redis_rate.Limit // per user, or address for visitors
 	MaxStreamsPerUser int
 	StreamFrameLimit  redis_rate.Limit // per stream, counted in memory
-	ResumeLimit       redis_rate.Limit // per stream, counted in memory
+	ResumeLimit       redis_rate.Limit // per user, all their streams together
 	PasswordHashers   int
 	PasswordHashWait  time.Duration
 	InactiveAfter     time.Duration
 	PullThreshold     int
+
+	// Stream opens: per user, and per client address.
+	StreamOpenLimit        redis_rate.Limit
+	StreamOpenAddressLimit redis_rate.Limit
 }
 
 // Defaults of the limits a real site can run with.
@@ -66,7 +70,13 @@ var (
 	defaultListLimit        = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
 	defaultSearchLimit      = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
 	defaultStreamFrameLimit = redis_rate.Limit{Rate: 5, Period: time.Second, Burst: 20}
-	defaultResumeLimit      = redis_rate.Limit{Rate: 6, Period: time.Minute, Burst: 3}
+	// A page sends a resume as its stream opens and once its first page of
+	// the home timeline is in: two per tab, with room for ten tabs at once.
+	defaultResumeLimit = redis_rate.Limit{Rate: 20, Period: time.Minute, Burst: 20}
+	// Ten tabs reconnecting at once after a deploy, then their backoff.
+	defaultStreamOpenLimit = redis_rate.Limit{Rate: 30, Period: time.Minute, Burst: 20}
+	// Generous: many users behind one NAT reconnect together after a deploy.
+	defaultStreamOpenAddressLimit = redis_rate.Limit{Rate: 1200, Period: time.Minute, Burst: 300}
 )
 
 // about heads the help (-h): what Chorus is and where it is described.
@@ -87,7 +97,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		SignUpLimit: defaultSignUpLimit, SignInLimit: defaultSignInLimit, SignInFailures: defaultSignInFailures,
 		PostLimit: defaultPostLimit, FollowLimit: defaultFollowLimit, ListLimit: defaultListLimit, SearchLimit: defaultSearchLimit,
 		StreamFrameLimit: defaultStreamFrameLimit, ResumeLimit: defaultResumeLimit,
-
+		StreamOpenLimit: defaultStreamOpenLimit, StreamOpenAddressLimit: defaultStreamOpenAddressLimit,
 		SignInAccount: defaultSignInAccount,
 	}
 	var origins, proxies string
@@ -175,8 +185,10 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.FollowLimit, "follow-limit", "CHORUS_FOLLOW_LIMIT", "follows and unfollows per user"},
 		{&c.ListLimit, "list-limit", "CHORUS_LIST_LIMIT", "changes to lists and their members per user"},
 		{&c.SearchLimit, "search-limit", "CHORUS_SEARCH_LIMIT", "user searches and suggestions per user, or per client address for visitors"},
-		{&c.StreamFrameLimit, "stream-frame-limit", "CHORUS_STREAM_FRAME_LIMIT", "frames a client may send on one stream; over it the stream is closed (1008)"},
-		{&c.ResumeLimit, "resume-limit", "CHORUS_RESUME_LIMIT", "resume frames per stream; over it the client gets an error frame"},
+		{&c.StreamFrameLimit, "stream-frame-limit", "CHORUS_STREAM_FRAME_LIMIT", "frames a client may send on one stream, pings and pongs included; over it the stream is closed (1008)"},
+		{&c.ResumeLimit, "resume-limit", "CHORUS_RESUME_LIMIT", "resume frames per user, all their streams on every instance together; over it the client gets an error frame"},
+		{&c.StreamOpenLimit, "stream-open-limit", "CHORUS_STREAM_OPEN_LIMIT", "streams opened per user; over it 429"},
+		{&c.StreamOpenAddressLimit, "stream-open-address-limit", "CHORUS_STREAM_OPEN_ADDRESS_LIMIT", "streams opened per client address, any user; over it 429"},
 	}
 	for _, r := range rates {
 		if raw := getenv(r.env); raw != "" {

@@ -128,14 +128,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Realtime: realtime.Options{
 			HeartbeatInterval: cfg.HeartbeatInterval, MaxStreams: maxStreams(cfg.MaxStreams),
 			FrameRate: perSecond(cfg.StreamFrameLimit), FrameBurst: cfg.StreamFrameLimit.Burst,
-			ResumeRate: perSecond(cfg.ResumeLimit), ResumeBurst: cfg.ResumeLimit.Burst,
+			ResumeLimit: cfg.ResumeLimit,
 		},
 		Web: web.Config{
 			AllowedOrigins: cfg.AllowedOrigins, TrustedProxies: cfg.TrustedProxies,
 			Limits: web.Limits{
 				SignUpPerAddress: cfg.SignUpLimit, SignInPerAddress: cfg.SignInLimit,
 				PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, ListWritesPerUser: cfg.ListLimit,
-				SearchesPerClient: cfg.SearchLimit,
+				SearchesPerClient:  cfg.SearchLimit,
+				StreamOpensPerUser: cfg.StreamOpenLimit, StreamOpensPerAddress: cfg.StreamOpenAddressLimit,
 			},
 		},
 	})

@@ -73,7 +73,7 @@ func New(rdb redis.UniversalClient, o Options) *Instance {
 	pres := presence.New(rdb, po)
 
 	ro := o.Realtime
-	ro.Logger = log.With("component", "realtime")
+	ro.Prefix, ro.Logger = o.Prefix, log.With("component", "realtime")
 	if ro.HeartbeatInterval == 0 {
 		ro.HeartbeatInterval = pres.HeartbeatInterval()
 	}
