@@ -1,0 +1,118 @@
+package social
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisCost is what a private Redis has run since its last CONFIG
+// RESETSTAT: commands (scripts' own calls included) and the microseconds
+// it spent in them, INFO and CONFIG left out.
+func redisCost(tb testing.TB, rdb *redis.Client) (calls, usec int64) {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		name, stats, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "cmdstat_"), ":")
+		if !ok || name == "info" || strings.HasPrefix(name, "config") {
+			continue
+		}
+		for _, field := range strings.Split(stats, ",") {
+			k, v, _ := strings.Cut(field, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				calls += n
+			case "usec":
+				usec += n
+			}
+		}
+	}
+	return calls, usec
+}
+
+// followPulled signs up n authors, makes each pulled, has reader follow
+// them all, and has each post `statuses` statuses through Post (as a pulled
+// author's are written), the authors taking turns.
+func followPulled(tb testing.TB, s *Service, reader User, n, statuses int) {
+	tb.Helper()
+	ctx := context.Background()
+	authors := make([]User, n)
+	for i := range authors {
+		authors[i] = signUp(tb, s, fmt.Sprintf("pulled%04d", i))
+		if _, _, err := s.Follow(ctx, reader.ID, authors[i].Login); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	pipe := s.rdb.Pipeline()
+	for i, a := range authors {
+		pipe.ZAdd(ctx, s.keys.pulledAuthors(), redis.Z{Score: 1, Member: a.ID})
+		pipe.ZAdd(ctx, s.keys.pulls(reader.ID), redis.Z{Score: float64(i + 1), Member: a.ID})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	for range statuses {
+		for _, a := range authors {
+			if _, err := s.Post(ctx, a.ID, "pulled status"); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkHomeReadPulledAuthors measures the newest page of 20 of the
+// home timeline of a reader who follows 10 or 1,000 pulled authors (3
+// statuses each) and one pushed author (100 statuses): the Redis commands
+// and the Redis time of one read: running its commands (INFO commandstats)
+// and all of Redis's CPU time, the reading and answering of them included
+// (INFO cpu).
+func BenchmarkHomeReadPulledAuthors(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("pulled=%d", n), func(b *testing.B) {
+			s, rdb := newPrivateService(b, Options{})
+			ctx := context.Background()
+			reader := signUp(b, s, "reader")
+			pushed := signUp(b, s, "pushed")
+			if _, _, err := s.Follow(ctx, reader.ID, pushed.Login); err != nil {
+				b.Fatal(err)
+			}
+			followPulled(b, s, reader, n, 3)
+			for i := range 100 {
+				if _, err := s.Post(ctx, pushed.ID, fmt.Sprintf("pushed %d", i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			reads, cpu := 0, redisCPU(b, rdb)
+			b.ResetTimer()
+			for b.Loop() {
+				page, err := s.HomeTimeline(ctx, reader.ID, Cursor{Limit: 20})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page.Statuses) != 20 {
+					b.Fatalf("page of %d", len(page.Statuses))
+				}
+				reads++
+			}
+			b.StopTimer()
+			cpu = redisCPU(b, rdb) - cpu
+			calls, usec := redisCost(b, rdb)
+			b.ReportMetric(float64(calls)/float64(reads), "redis-cmds/op")
+			b.ReportMetric(float64(usec)/float64(reads)/1000, "redis-ms/op")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(reads)/1000, "redis-cpu-ms/op")
+		})
+	}
+}
