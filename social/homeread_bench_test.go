@@ -40,15 +40,14 @@ func redisCost(tb testing.TB, rdb *redis.Client) (calls, usec int64) {
 	return calls, usec
 }
 
-// followPulled signs up n authors, makes each pulled, has reader follow
-// them all, and has each post `statuses` statuses through Post (as a pulled
-// author's are written), the authors taking turns.
-func followPulled(tb testing.TB, s *Service, reader User, n, statuses int) {
+// followPulled signs up n authors (reader's login and a number), makes
+// each pulled and has reader follow them all.
+func followPulled(tb testing.TB, s *Service, reader User, n int) []User {
 	tb.Helper()
 	ctx := context.Background()
 	authors := make([]User, n)
 	for i := range authors {
-		authors[i] = signUp(tb, s, fmt.Sprintf("pulled%04d", i))
+		authors[i] = signUp(tb, s, fmt.Sprintf("%s%04d", reader.Login, i))
 		if _, _, err := s.Follow(ctx, reader.ID, authors[i].Login); err != nil {
 			tb.Fatal(err)
 		}
@@ -61,18 +60,13 @@ func followPulled(tb testing.TB, s *Service, reader User, n, statuses int) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	for range statuses {
-		for _, a := range authors {
-			if _, err := s.Post(ctx, a.ID, "pulled status"); err != nil {
-				tb.Fatal(err)
-			}
-		}
-	}
+	return authors
 }
 
 // BenchmarkHomeReadPulledAuthors measures the newest page of 20 of the
-// home timeline of a reader who follows 10 or 1,000 pulled authors (3
-// statuses each) and one pushed author (100 statuses): the Redis commands
+// home timeline of a reader who follows 10 or 1,000 pulled authors and one
+// pushed author, who take turns: 33 pushed statuses, then one of each
+// pulled author, three times. It reports the Redis commands
 // and the Redis time of one read: running its commands (INFO commandstats)
 // and all of Redis's CPU time, the reading and answering of them included
 // (INFO cpu).
@@ -86,10 +80,17 @@ func BenchmarkHomeReadPulledAuthors(b *testing.B) {
 			if _, _, err := s.Follow(ctx, reader.ID, pushed.Login); err != nil {
 				b.Fatal(err)
 			}
-			followPulled(b, s, reader, n, 3)
-			for i := range 100 {
-				if _, err := s.Post(ctx, pushed.ID, fmt.Sprintf("pushed %d", i)); err != nil {
-					b.Fatal(err)
+			authors := followPulled(b, s, reader, n)
+			for range 3 {
+				for range 33 {
+					if _, err := s.Post(ctx, pushed.ID, "pushed status"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for _, a := range authors {
+					if _, err := s.Post(ctx, a.ID, "pulled status"); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {

@@ -35,6 +35,7 @@ const (
 	DefaultHashWait            = 2 * time.Second
 	DefaultInactiveAfter       = 7 * 24 * time.Hour
 	DefaultPullThreshold       = 10_000
+	DefaultPulledStatuses      = 20_000
 )
 
 // DefaultPasswordHashers is the default of Options.PasswordHashers: half the
@@ -74,6 +75,13 @@ type Options struct {
 	// reaches it stays pulled. Negative: never.
 	PullThreshold int
 
+	// PulledStatuses is how many of the newest statuses of pulled authors
+	// the site keeps in one sorted set, which the home reads of those who
+	// follow more than a few pulled authors scan (see HomeTimeline): older
+	// ones stay in their authors' profiles but leave those readers' home
+	// timelines.
+	PulledStatuses int
+
 	// InactiveAfter is how long a user may go without activity (a signed-in
 	// request, or a connection presence holds) before posts stop being
 	// pushed to their home timeline; the first request when they come back
@@ -110,6 +118,7 @@ func (o *Options) fill() {
 	if o.PullThreshold == 0 {
 		o.PullThreshold = DefaultPullThreshold
 	}
+	def(&o.PulledStatuses, DefaultPulledStatuses)
 	def(&o.RefillStep, DefaultRefillStep)
 	def(&o.RefillPassStatuses, DefaultRefillPassStatuses)
 	def(&o.BcryptCost, DefaultBcryptCost)
@@ -139,6 +148,8 @@ type Service struct {
 	hashers   hashers
 	touches   *touches
 	stats     Stats
+
+	pulledScan int // pulled statuses one home read scans a round (see mergePulled)
 }
 
 // New returns a Service using rdb under the options' key prefix.
@@ -153,7 +164,7 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 	}
 	s := &Service{
 		rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix, cluster: slots.Cluster(rdb)}, dummyHash: dummy,
-		hashers: newHashers(opts.PasswordHashers, opts.HashWait),
+		hashers: newHashers(opts.PasswordHashers, opts.HashWait), pulledScan: defaultPulledScan,
 	}
 	s.touches = newTouches(s.touchEvery())
 	return s
