@@ -31,11 +31,15 @@ type Limits struct {
 	// SearchesPerClient bounds user searches and suggestions, per signed-in
 	// user, or per client address for visitors.
 	SearchesPerClient redis_rate.Limit
+	// ReadsPerClient bounds the reads of timelines, statuses, users and
+	// lists (every GET of the API but the stream and the searches), per
+	// signed-in user, or per client address for visitors.
+	ReadsPerClient redis_rate.Limit
 }
 
 // limitCounters count the requests each limit refused, for /metrics.
 type limitCounters struct {
-	signUp, signIn, posts, follows, lists, searches atomic.Int64
+	signUp, signIn, posts, follows, lists, searches, reads atomic.Int64
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -136,5 +140,12 @@ func (s *Server) searchLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "search", limit: s.limits.SearchesPerClient, refused: &s.limitStats.searches, key: s.byClient,
 		message: "You are searching too fast.",
+	})
+}
+
+func (s *Server) readLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "read", limit: s.limits.ReadsPerClient, refused: &s.limitStats.reads, key: s.byClient,
+		message: "You are reading too fast.",
 	})
 }

@@ -120,6 +120,7 @@ func (m *Metrics) register(s *Server) {
 		"post": &s.limitStats.posts, "follow": &s.limitStats.follows, "list": &s.limitStats.lists, "search": &s.limitStats.searches,
 		"signin_failures": &sc.SignInsThrottled, "password_hashers": &sc.HashesRefused,
 		"user_streams": &st.UserStreamsRefused, "stream_frames": &st.FloodClosed, "resume": &st.ResumesLimited,
+		"read": &s.limitStats.reads,
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}

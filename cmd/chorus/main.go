@@ -134,6 +134,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				SignUpPerAddress: cfg.SignUpLimit, SignInPerAddress: cfg.SignInLimit,
 				PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, ListWritesPerUser: cfg.ListLimit,
 				SearchesPerClient: cfg.SearchLimit,
+				ReadsPerClient:    cfg.ReadLimit,
 			},
 		},
 	})
