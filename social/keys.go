@@ -73,6 +73,12 @@ func (k keys) pulls(uid int64) string { return k.pullsPrefix() + k.u(uid) }
 // id), which the home reads of those who follow many pulled authors scan.
 func (k keys) pulledStatuses() string { return k.prefix + "authors:pulled:statuses" }
 
+// followedNotice marks that followee was told of follower's follow (the
+// followed frame) within followedNoticeTTL: in the followee's slot.
+func (k keys) followedNotice(followee, follower int64) string {
+	return k.prefix + "followed:" + k.u(followee) + ":" + itoa(follower)
+}
+
 // Lists: list:<id> is a list's hash; list:out:<uid> the lists uid owns,
 // list:members:<id> a list's members and list:in:<uid> the lists that hold
 // uid (what fan-out pages through), both scored by list:member:seq;
