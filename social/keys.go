@@ -73,6 +73,10 @@ func (k keys) pulls(uid int64) string { return k.pullsPrefix() + k.u(uid) }
 // id), which the home reads of those who follow many pulled authors scan.
 func (k keys) pulledStatuses() string { return k.prefix + "authors:pulled:statuses" }
 
+// pulledStatusesFilled marks the pulled statuses as filled from the pulled
+// authors' profiles (FillPulledStatuses): "filling", then "done".
+func (k keys) pulledStatusesFilled() string { return k.prefix + "authors:pulled:statuses:filled" }
+
 // followedNotice marks that followee was told of follower's follow (the
 // followed frame) within followedNoticeTTL: in the followee's slot.
 func (k keys) followedNotice(followee, follower int64) string {

@@ -2,9 +2,13 @@ package social
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -105,4 +109,80 @@ func (s *Service) mergePulled(ctx context.Context, uid int64, stored []string, n
 		ids = slices.DeleteFunc(ids, func(id int64) bool { return (newestFirst && id < edge) || (!newestFirst && id > edge) })
 	}
 	return ids[:min(n, len(ids))], edge, nil
+}
+
+// The fill of the pulled statuses from a Redis from before them: whichever
+// instance starts first does it, in batches; a fill cut short is begun again
+// by the next start.
+const (
+	pulledFillBatch = 10 // authors read in one pipeline
+	pulledFillLock  = 10 * time.Minute
+)
+
+// FillPulledStatuses writes into the site's pulled statuses what each
+// pulled author posted once pulled (their newest Options.PulledStatuses),
+// unless that was done already: a Redis from before the pulled statuses
+// holds them only in the authors' profiles. Posts keep them up to date
+// afterwards; writing a status twice changes nothing. It reads every
+// pulled author once, in one pipeline a batch.
+func (s *Service) FillPulledStatuses(ctx context.Context, log *slog.Logger) (err error) {
+	k := s.keys
+	err = s.rdb.SetArgs(ctx, k.pulledStatusesFilled(), "filling", redis.SetArgs{Mode: "NX", TTL: pulledFillLock}).Err()
+	if errors.Is(err, redis.Nil) {
+		return nil // filled, or being filled
+	}
+	if err != nil {
+		return fmt.Errorf("fill pulled statuses: %w", err)
+	}
+	defer func() {
+		if err != nil { // let the next start try again at once
+			s.rdb.Del(context.WithoutCancel(ctx), k.pulledStatusesFilled())
+		}
+	}()
+	authors, err := s.rdb.ZRangeWithScores(ctx, k.pulledAuthors(), 0, -1).Result()
+	if err != nil {
+		return fmt.Errorf("fill pulled statuses: %w", err)
+	}
+	written := 0
+	for batch := range slices.Chunk(authors, pulledFillBatch) {
+		pipe := s.rdb.Pipeline()
+		reads := make([]*redis.StringSliceCmd, len(batch))
+		uids := make([]int64, len(batch))
+		for i, a := range batch {
+			m, _ := a.Member.(string)
+			uid, _ := strconv.ParseInt(m, 10, 64)
+			uids[i] = uid
+			// Since the first status id not pushed: those before reached
+			// their followers' home timelines.
+			reads[i] = pipe.ZRevRangeByScore(ctx, k.profile(uid), &redis.ZRangeBy{
+				Max: "+inf", Min: strconv.FormatFloat(a.Score, 'f', -1, 64), Count: int64(s.opts.PulledStatuses),
+			})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("fill pulled statuses: %w", err)
+		}
+		var members []redis.Z
+		for i, r := range reads {
+			for _, sid := range parseIDs(r.Val()) {
+				members = append(members, redis.Z{Score: float64(sid), Member: pulledMember(sid, uids[i])})
+			}
+		}
+		if len(members) == 0 {
+			continue
+		}
+		pipe = s.rdb.Pipeline()
+		pipe.ZAdd(ctx, k.pulledStatuses(), members...)
+		pipe.ZRemRangeByRank(ctx, k.pulledStatuses(), 0, int64(-s.opts.PulledStatuses-1))
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("fill pulled statuses: %w", err)
+		}
+		written += len(members)
+	}
+	if err := s.rdb.Set(ctx, k.pulledStatusesFilled(), "done", 0).Err(); err != nil {
+		return fmt.Errorf("fill pulled statuses: %w", err)
+	}
+	if len(authors) > 0 {
+		log.Info("pulled statuses filled from the pulled authors' profiles", "authors", len(authors), "statuses", written)
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package social
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -148,5 +150,54 @@ func TestPulledStatusesTrimmed(t *testing.T) {
 	}
 	if len(held) < 10 || len(held) > 10+trimEvery || held[len(held)-1] != pulledMember(last, author.ID) {
 		t.Errorf("pulled statuses hold %d, newest %q; want 10 to %d, newest %q", len(held), held[len(held)-1], 10+trimEvery, pulledMember(last, author.ID))
+	}
+}
+
+// A Redis from before the pulled statuses gets them filled once from the
+// pulled authors' profiles: what each posted once pulled, not what was
+// pushed before.
+func TestFillPulledStatuses(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	reader := signUp(t, s, "reader")
+	authors := followPulled(t, s, reader, directPulls+1)
+	var want []string
+	for i, a := range authors {
+		pushed := post(t, s, a.ID, "before").ID
+		// Pulled from the status after: as a promotion writes it.
+		rdb.ZAdd(ctx, s.keys.pulledAuthors(), redis.Z{Score: float64(pushed + 1), Member: a.ID})
+		if i%2 == 0 {
+			want = append(want, pulledMember(post(t, s, a.ID, "after").ID, a.ID))
+		}
+	}
+	// As an older Redis: the statuses only in the profiles.
+	rdb.Del(ctx, s.keys.pulledStatuses(), s.keys.pulledStatusesFilled())
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := s.FillPulledStatuses(ctx, log); err != nil {
+		t.Fatal(err)
+	}
+	got, err := rdb.ZRange(ctx, s.keys.pulledStatuses(), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("pulled statuses after the fill: %v, want %v", got, want)
+	}
+	page, err := s.HomeTimeline(ctx, reader.ID, Cursor{Limit: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Statuses) != len(want) {
+		t.Errorf("home after the fill holds %d statuses, want the %d pulled ones", len(page.Statuses), len(want))
+	}
+	// Once filled, never again.
+	rdb.Del(ctx, s.keys.pulledStatuses())
+	if err := s.FillPulledStatuses(ctx, log); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, s.keys.pulledStatuses()).Result(); n != 0 {
+		t.Error("a second fill wrote the pulled statuses again")
 	}
 }
