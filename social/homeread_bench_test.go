@@ -64,15 +64,28 @@ func followPulled(tb testing.TB, s *Service, reader User, n int) []User {
 }
 
 // BenchmarkHomeReadPulledAuthors measures the newest page of 20 of the
-// home timeline of a reader who follows 10 or 1,000 pulled authors and one
-// pushed author, who take turns: 33 pushed statuses, then one of each
-// pulled author, three times. It reports the Redis commands
-// and the Redis time of one read: running its commands (INFO commandstats)
-// and all of Redis's CPU time, the reading and answering of them included
-// (INFO cpu).
+// home timeline of a reader who follows one pushed author and 10, 128 or
+// 1,000 pulled authors, or 129 of 1,000 pulled authors who post (the
+// reader's are 12.9% of the pulled statuses, or none: "silent", where the
+// scans find nothing of theirs and a read takes every round). The authors
+// take turns: 33 pushed statuses, then one of each pulled author, three
+// times. It reports the
+// Redis commands and the Redis time of one read: running its commands
+// (INFO commandstats) and all of Redis's CPU time, the reading and
+// answering of them included (INFO cpu).
 func BenchmarkHomeReadPulledAuthors(b *testing.B) {
-	for _, n := range []int{10, 1000} {
-		b.Run(fmt.Sprintf("pulled=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		name           string
+		pulled, follow int  // pulled authors, and how many of them the reader follows
+		silent         bool // the reader's pulled authors post nothing: every scan comes back empty
+	}{
+		{"pulled=10", 10, 10, false},
+		{"pulled=128", 128, 128, false},
+		{"pulled=129of1000", 1000, 129, false},
+		{"pulled=1000", 1000, 1000, false},
+		{"pulled=129of1000,silent", 1000, 129, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
 			s, rdb := newPrivateService(b, Options{})
 			ctx := context.Background()
 			reader := signUp(b, s, "reader")
@@ -80,15 +93,23 @@ func BenchmarkHomeReadPulledAuthors(b *testing.B) {
 			if _, _, err := s.Follow(ctx, reader.ID, pushed.Login); err != nil {
 				b.Fatal(err)
 			}
-			authors := followPulled(b, s, reader, n)
+			authors := followPulled(b, s, reader, c.follow)
+			if c.pulled > c.follow {
+				authors = append(authors, followPulled(b, s, signUp(b, s, "other"), c.pulled-c.follow)...)
+			}
 			for range 3 {
 				for range 33 {
 					if _, err := s.Post(ctx, pushed.ID, "pushed status"); err != nil {
 						b.Fatal(err)
 					}
 				}
-				for _, a := range authors {
-					if _, err := s.Post(ctx, a.ID, "pulled status"); err != nil {
+				// The reader's pulled authors spread among the others.
+				for i := range authors {
+					j := (i * 37) % len(authors)
+					if c.silent && j < c.follow {
+						continue
+					}
+					if _, err := s.Post(ctx, authors[j].ID, "pulled status"); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -15,13 +15,18 @@ import (
 
 // How a home read merges the statuses of the pulled authors its reader
 // follows. Up to directPulls of them, it reads each one's profile timeline
-// (a range each, as few as a pushed read costs more). Past that, it reads
-// the site's newest pulled statuses (pulledStatuses), at most pulledScan
-// of them a round, and keeps those whose author the reader follows (one
-// ZMSCORE), so a read costs the same whether the reader follows 9 pulled
-// authors or 100,000: at most maxTimelineRounds rounds of pulledScan.
+// (a range each). Past that, it reads the site's newest pulled statuses
+// (pulledStatuses), at most pulledScan of them a round, and keeps those
+// whose author the reader follows (one ZMSCORE), so a read costs the same
+// whether the reader follows 129 pulled authors or 100,000: at most
+// maxTimelineRounds rounds of pulledScan. A range costs Redis about as
+// much as scanning 2 or 3 pulled statuses (docs/BENCHMARKS.md), so the
+// ranges are cheaper for a reader whose pulled authors post a small share
+// of the pulled statuses, the scan for one whose authors post much of
+// them; directPulls is about where they cost the same on a site of 1,000
+// pulled authors who post alike.
 const (
-	directPulls       = 8
+	directPulls       = 128
 	defaultPulledScan = 1000
 )
 
