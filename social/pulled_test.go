@@ -175,7 +175,11 @@ func TestFillPulledStatuses(t *testing.T) {
 		}
 	}
 	// As an older Redis: the statuses only in the profiles.
-	rdb.Del(ctx, s.keys.pulledStatuses(), s.keys.pulledStatusesFilled())
+	for _, key := range []string{s.keys.pulledStatuses(), s.keys.pulledStatusesFilled()} { // two slots on a cluster
+		if err := rdb.Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if err := s.FillPulledStatuses(ctx, log); err != nil {
