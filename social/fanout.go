@@ -173,8 +173,8 @@ func (s *Service) pageStep(page []redis.Z, set map[string]string) step {
 // sends the live frame to those connected. Its first pass reads where the
 // job stops (the newest follow then: later follows get the status from
 // their backfill), and whether the author is pulled (then nobody's home
-// timeline gets it: one frame on the author's channel reaches those
-// connected).
+// timeline gets it: it goes into the site's pulled statuses, and one frame
+// on the author's channel reaches those connected).
 //
 // The writes come before the checks: after pushing, the pass looks whether
 // the status still exists and each follower still follows, and takes the
@@ -215,7 +215,7 @@ func (s *Service) postPass(ctx context.Context, j job) (step, error) {
 	}
 	if until == "" {
 		if pulled.Err() == nil {
-			return step{finished: true}, s.publish(ctx, s.rdb, k.authorChannel(uid), payload).Err()
+			return step{finished: true}, s.writePulled(ctx, uid, sid, payload)
 		}
 		until = "0"
 		if v := seq.Val(); v != "" {

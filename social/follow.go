@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"chorus/protocol"
 
@@ -26,6 +27,11 @@ var (
 	pullAddSource string
 	pullAddScript = redis.NewScript(pullAddSource)
 )
+
+// followedNoticeTTL is how long a followee told of a follower's follow (the
+// followed frame) is not told again of that follower's: follow, unfollow
+// and follow again within it sends one frame.
+const followedNoticeTTL = 24 * time.Hour
 
 // A follow (and an unfollow, unfollow.go) changes two users, whose keys are
 // in two slots of a Redis Cluster, and keys in slots of their own besides:
@@ -208,8 +214,9 @@ func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score stri
 				return side, err
 			}
 			res, err := followFolloweeScript.Run(ctx, s.rdb,
-				[]string{k.followers(other), k.following(other), k.friends(other), k.user(other)},
-				uid, score, n.now, s.publishCommand(), k.userChannel(other), n.plain, n.back).Int64Slice()
+				[]string{k.followers(other), k.following(other), k.friends(other), k.user(other), k.followedNotice(other, uid)},
+				uid, score, n.now, s.publishCommand(), k.userChannel(other), n.plain, n.back,
+				int64(followedNoticeTTL/time.Second)).Int64Slice()
 			if err != nil {
 				return side, err
 			}

@@ -2,12 +2,15 @@
 -- joins the followers set with the follow's score (unless there already,
 -- so that running this again changes nothing), the followers count with
 -- it, and the friends set when the followee follows them; a follower just
--- added is told to the followee's channel.
+-- added is told to the followee's channel, once a day for each follower
+-- (the notice key, set with NX and a TTL), so following and unfollowing
+-- again and again sends one frame.
 --
 -- KEYS[1] the followee's followers set
 -- KEYS[2] the followee's following set
 -- KEYS[3] the followee's friends set
 -- KEYS[4] the followee's user hash
+-- KEYS[5] the notice key of this follower to this followee
 -- ARGV[1] follower uid
 -- ARGV[2] the follow's score, as the follower's side holds it
 -- ARGV[3] now, unix ms (friend-since score)
@@ -15,6 +18,7 @@
 -- ARGV[5] the followee's event channel
 -- ARGV[6] the followed frame when the followee does not follow the follower
 -- ARGV[7] the followed frame when they do
+-- ARGV[8] how long a notice stands, in seconds
 -- Returns {1 when this added the follower, the follower count, 1 when this
 -- made the two friends}.
 local added = 0
@@ -28,7 +32,7 @@ local made = 0
 if followsBack then
   made = redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[1])
 end
-if added == 1 then
+if added == 1 and redis.call('SET', KEYS[5], 1, 'NX', 'EX', ARGV[8]) then
   local frame = ARGV[6]
   if followsBack then
     frame = ARGV[7]

@@ -86,6 +86,21 @@ func (k keys) authorChannel(uid int64) string {
 func (k keys) pulledAuthors() string  { return k.prefix + "authors:pulled" }
 func (k keys) pulls(uid int64) string { return k.pullsPrefix() + k.u(uid) }
 
+// pulledStatuses is the sorted set of the newest statuses pulled authors
+// posted once pulled (pulledMember: "<status id>:<author uid>" -> status
+// id), which the home reads of those who follow many pulled authors scan.
+func (k keys) pulledStatuses() string { return k.prefix + "authors:pulled:statuses" }
+
+// pulledStatusesFilled marks the pulled statuses as filled from the pulled
+// authors' profiles (FillPulledStatuses): "filling", then "done".
+func (k keys) pulledStatusesFilled() string { return k.prefix + "authors:pulled:statuses:filled" }
+
+// followedNotice marks that followee was told of follower's follow (the
+// followed frame) within followedNoticeTTL: in the followee's slot.
+func (k keys) followedNotice(followee, follower int64) string {
+	return k.prefix + "followed:" + k.u(followee) + ":" + itoa(follower)
+}
+
 // Lists: list:<id> is a list's hash; list:out:<uid> the lists uid owns,
 // list:members:<id> a list's members and list:in:<uid> the lists that hold
 // uid (what fan-out pages through), both scored by list:member:seq;

@@ -273,12 +273,13 @@ func (s *Service) ListTimeline(ctx context.Context, id int64, c Cursor) (Timelin
 		return TimelinePage{}, err
 	}
 	key := s.keys.listStatuses(id)
-	return s.page(ctx, key, c, func(newestFirst bool, cursor int64, n int) ([]int64, error) {
+	return s.page(ctx, key, c, func(newestFirst bool, cursor int64, n int) ([]int64, int64, error) {
 		stored, err := s.window(ctx, s.rdb, key, newestFirst, cursor, 0, n).Result()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		return s.mergePulled(ctx, stored, pulled, newestFirst, cursor, n)
+		ids, err := s.mergeAuthors(ctx, stored, pulled, newestFirst, cursor, n)
+		return ids, 0, err
 	})
 }
 

@@ -37,6 +37,7 @@ const (
 	DefaultHashWait            = 2 * time.Second
 	DefaultInactiveAfter       = 7 * 24 * time.Hour
 	DefaultPullThreshold       = 10_000
+	DefaultPulledStatuses      = 20_000
 )
 
 // DefaultPasswordHashers is the default of Options.PasswordHashers: half the
@@ -87,6 +88,13 @@ type Options struct {
 	// pulled. Negative: never.
 	PullThreshold int
 
+	// PulledStatuses is how many of the newest statuses of pulled authors
+	// the site keeps in one sorted set, which the home reads of those who
+	// follow more than a few pulled authors scan (see HomeTimeline): older
+	// ones stay in their authors' profiles but leave those readers' home
+	// timelines.
+	PulledStatuses int
+
 	// InactiveAfter is how long a user may go without activity (a signed-in
 	// request, or a connection presence holds) before posts stop being
 	// pushed to their home timeline; the first request when they come back
@@ -123,6 +131,7 @@ func (o *Options) fill() {
 	if o.PullThreshold == 0 {
 		o.PullThreshold = DefaultPullThreshold
 	}
+	def(&o.PulledStatuses, DefaultPulledStatuses)
 	def(&o.RefillStep, DefaultRefillStep)
 	def(&o.RefillPassStatuses, DefaultRefillPassStatuses)
 	def(&o.BcryptCost, DefaultBcryptCost)
@@ -158,6 +167,7 @@ type Service struct {
 	// afterQueue, when set, runs between queuing a post's or a deletion's
 	// jobs and writing it; tests use it to widen that window.
 	afterQueue func()
+	pulledScan int // pulled statuses one home read scans a round (see mergePulled)
 }
 
 // New returns a Service using rdb under the options' key prefix.
@@ -172,7 +182,7 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 	}
 	s := &Service{
 		rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix, cluster: slots.Cluster(rdb)}, dummyHash: dummy,
-		hashers: newHashers(opts.PasswordHashers, opts.HashWait),
+		hashers: newHashers(opts.PasswordHashers, opts.HashWait), pulledScan: defaultPulledScan,
 	}
 	s.touches = newTouches(s.touchEvery())
 	return s

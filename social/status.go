@@ -259,8 +259,8 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 // writeDelete takes a status out of where its author owns it: the status
 // hash first (from then on every read leaves it out, and a copy or a
 // fan-out pass that raced it takes it out again), then the author's
-// timelines and post count, and the global timeline. Idempotent, as
-// writePost.
+// timelines and post count, the global timeline and the pulled statuses.
+// Idempotent, as writePost.
 func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte) error {
 	k := s.keys
 	if err := s.rdb.Del(ctx, k.status(id)).Err(); err != nil {
@@ -270,6 +270,7 @@ func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte
 	deleteAuthorScript.Eval(ctx, pipe, []string{k.user(uid), k.profile(uid), k.home(uid)},
 		id, s.publishCommand(), k.userChannel(uid), payload)
 	pipe.ZRem(ctx, k.global(), id)
+	pipe.ZRem(ctx, k.pulledStatuses(), pulledMember(id, uid))
 	_, err := pipe.Exec(ctx)
 	return err
 }

@@ -49,30 +49,43 @@ type TimelinePage struct {
 
 // HomeTimeline pages through uid's home timeline: their own statuses and
 // those of whom they follow, the pulled authors' merged in by id, without
-// duplicates (a status pushed before its author was pulled is in both),
-// from their profile timelines. A reader who follows no pulled author
-// costs one round trip for the ids, as a plain timeline does; one who does,
-// a second for the authors' timelines (on a cluster they live with their
-// authors, on other shards).
+// duplicates (a status pushed before its author was pulled is in both).
+// A reader who follows no pulled author costs one round trip for the ids,
+// as a plain timeline does. One who follows up to directPulls of them, a
+// second for those authors' profile timelines (on a cluster they live with
+// their authors, on other shards). One who follows more, two: a range of
+// the site's pulled statuses past the cursor and one ZMSCORE of their
+// authors in the reader's pulled authors (see mergePulled), four times as
+// many statuses each round, up to pulledScan; only the newest
+// Options.PulledStatuses pulled statuses are there, and a page ends early,
+// its cursor exact, where its last round stopped short of the rest.
 func (s *Service) HomeTimeline(ctx context.Context, uid int64, c Cursor) (TimelinePage, error) {
 	k := s.keys
-	return s.page(ctx, k.home(uid), c, func(newestFirst bool, cursor int64, n int) ([]int64, error) {
+	scan := 0 // pulled statuses the last round scanned
+	return s.page(ctx, k.home(uid), c, func(newestFirst bool, cursor int64, n int) ([]int64, int64, error) {
 		pipe := s.rdb.Pipeline()
 		home := s.window(ctx, pipe, k.home(uid), newestFirst, cursor, 0, n)
-		pulls := pipe.ZRange(ctx, k.pulls(uid), 0, -1)
+		pulls := pipe.ZRange(ctx, k.pulls(uid), 0, directPulls)
 		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		return s.mergePulled(ctx, home.Val(), parseIDs(pulls.Val()), newestFirst, cursor, n)
+		if authors := pulls.Val(); len(authors) > directPulls {
+			// A few pages' worth first, as a reader of many pulled authors
+			// fills a page from them; more each round for one who does not.
+			scan = min(s.pulledScan, max(4*n, 4*scan))
+			return s.mergePulled(ctx, uid, home.Val(), newestFirst, cursor, n, scan)
+		}
+		ids, err := s.mergeAuthors(ctx, home.Val(), parseIDs(pulls.Val()), newestFirst, cursor, n)
+		return ids, 0, err
 	})
 }
 
-// mergePulled merges stored, up to n ids of a stored timeline past cursor
+// mergeAuthors merges stored, up to n ids of a stored timeline past cursor
 // in the page's direction, with the statuses of the pulled authors, read
 // from their profile timelines in one pipeline, into the first n of their
 // union, without duplicates (a status pushed before its author was pulled
 // is in both). With no authors it reads nothing.
-func (s *Service) mergePulled(ctx context.Context, stored []string, authors []int64, newestFirst bool, cursor int64, n int) ([]int64, error) {
+func (s *Service) mergeAuthors(ctx context.Context, stored []string, authors []int64, newestFirst bool, cursor int64, n int) ([]int64, error) {
 	if len(authors) == 0 {
 		return parseIDs(stored), nil
 	}
@@ -151,14 +164,17 @@ func (s *Service) GlobalTimeline(ctx context.Context, c Cursor) (TimelinePage, e
 const maxTimelineRounds = 4
 
 func (s *Service) timeline(ctx context.Context, key string, c Cursor) (TimelinePage, error) {
-	return s.page(ctx, key, c, func(newestFirst bool, cursor int64, n int) ([]int64, error) {
-		return s.timelineIDs(ctx, key, newestFirst, cursor, n)
+	return s.page(ctx, key, c, func(newestFirst bool, cursor int64, n int) ([]int64, int64, error) {
+		ids, err := s.timelineIDs(ctx, key, newestFirst, cursor, n)
+		return ids, 0, err
 	})
 }
 
 // page reads one page of the timeline named key, whose ids read gives: up
-// to n past cursor, in the page's direction.
-func (s *Service) page(ctx context.Context, key string, c Cursor, read func(newestFirst bool, cursor int64, n int) ([]int64, error)) (TimelinePage, error) {
+// to n past cursor, in the page's direction. A read that stops short of
+// some ids past cursor gives the last id it got to (edge; else 0): the ids
+// it returns are all those up to edge, and the page goes on past edge.
+func (s *Service) page(ctx context.Context, key string, c Cursor, read func(newestFirst bool, cursor int64, n int) (ids []int64, edge int64, err error)) (TimelinePage, error) {
 	if err := c.validate(); err != nil {
 		return TimelinePage{}, err
 	}
@@ -171,7 +187,7 @@ func (s *Service) page(ctx context.Context, key string, c Cursor, read func(newe
 	more := false
 	for round := 0; round < maxTimelineRounds; round++ {
 		want := c.Limit - len(page.Statuses)
-		ids, err := read(newestFirst, cursor, want+1)
+		ids, edge, err := read(newestFirst, cursor, want+1)
 		if err != nil {
 			return TimelinePage{}, fmt.Errorf("timeline %s: %w", key, err)
 		}
@@ -186,6 +202,9 @@ func (s *Service) page(ctx context.Context, key string, c Cursor, read func(newe
 		page.Statuses = append(page.Statuses, sts...)
 		if len(ids) > 0 {
 			cursor = ids[len(ids)-1]
+		}
+		if edge != 0 && !more {
+			cursor, more = edge, true
 		}
 		if !more || len(page.Statuses) == c.Limit {
 			break

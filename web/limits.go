@@ -36,12 +36,16 @@ type Limits struct {
 	// before the stream touches Redis.
 	StreamOpensPerUser    redis_rate.Limit
 	StreamOpensPerAddress redis_rate.Limit
+	// ReadsPerClient bounds the reads of timelines, statuses, users and
+	// lists (every GET of the API but the stream and the searches), per
+	// signed-in user, or per client address for visitors.
+	ReadsPerClient redis_rate.Limit
 }
 
 // limitCounters count the requests each limit refused, for /metrics.
 type limitCounters struct {
-	signUp, signIn, posts, follows, lists, searches atomic.Int64
-	streamOpens, streamOpensAddress                 atomic.Int64
+	signUp, signIn, posts, follows, lists, searches, reads atomic.Int64
+	streamOpens, streamOpensAddress                        atomic.Int64
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -157,4 +161,12 @@ func (s *Server) streamOpenLimit() func(http.Handler) http.Handler {
 		message: "Too many streams opened from your address.",
 	})
 	return func(next http.Handler) http.Handler { return byAddress(byUser(next)) }
+}
+
+// readLimit bounds reads per user, or per client address for visitors.
+func (s *Server) readLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "read", limit: s.limits.ReadsPerClient, refused: &s.limitStats.reads, key: s.byClient,
+		message: "You are reading too fast.",
+	})
 }

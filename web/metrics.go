@@ -123,6 +123,7 @@ func (m *Metrics) register(s *Server) {
 		"user_streams": &st.UserStreamsRefused, "stream_frames": &st.FloodClosed, "resume": &st.ResumesLimited,
 		"stream_opens": &s.limitStats.streamOpens, "stream_opens_address": &s.limitStats.streamOpensAddress,
 		"signin_account_failures": &sc.SignInsCeiling,
+		"read":                    &s.limitStats.reads,
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}

@@ -46,6 +46,7 @@ type config struct {
 	FollowLimit       redis_rate.Limit // per user
 	ListLimit         redis_rate.Limit // per user
 	SearchLimit       redis_rate.Limit // per user, or address for visitors
+	ReadLimit         redis_rate.Limit // per user, or address for visitors
 	MaxStreamsPerUser int
 	StreamFrameLimit  redis_rate.Limit // per stream, counted in memory
 	ResumeLimit       redis_rate.Limit // per user, all their streams together
@@ -69,6 +70,7 @@ var (
 	defaultFollowLimit      = redis_rate.Limit{Rate: 400, Period: 24 * time.Hour, Burst: 50}
 	defaultListLimit        = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
 	defaultSearchLimit      = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
+	defaultReadLimit        = redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
 	defaultStreamFrameLimit = redis_rate.Limit{Rate: 5, Period: time.Second, Burst: 20}
 	// A page sends a resume as its stream opens and once its first page of
 	// the home timeline is in: two per tab, with room for ten tabs at once.
@@ -98,7 +100,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		PostLimit: defaultPostLimit, FollowLimit: defaultFollowLimit, ListLimit: defaultListLimit, SearchLimit: defaultSearchLimit,
 		StreamFrameLimit: defaultStreamFrameLimit, ResumeLimit: defaultResumeLimit,
 		StreamOpenLimit: defaultStreamOpenLimit, StreamOpenAddressLimit: defaultStreamOpenAddressLimit,
-		SignInAccount: defaultSignInAccount,
+		SignInAccount: defaultSignInAccount, ReadLimit: defaultReadLimit,
 	}
 	var origins, proxies string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
@@ -185,6 +187,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.FollowLimit, "follow-limit", "CHORUS_FOLLOW_LIMIT", "follows and unfollows per user"},
 		{&c.ListLimit, "list-limit", "CHORUS_LIST_LIMIT", "changes to lists and their members per user"},
 		{&c.SearchLimit, "search-limit", "CHORUS_SEARCH_LIMIT", "user searches and suggestions per user, or per client address for visitors"},
+		{&c.ReadLimit, "read-limit", "CHORUS_READ_LIMIT", "reads of timelines, statuses, users and lists per user, or per client address for visitors"},
 		{&c.StreamFrameLimit, "stream-frame-limit", "CHORUS_STREAM_FRAME_LIMIT", "frames a client may send on one stream, pings and pongs included; over it the stream is closed (1008)"},
 		{&c.ResumeLimit, "resume-limit", "CHORUS_RESUME_LIMIT", "resume frames per user, all their streams on every instance together; over it the client gets an error frame"},
 		{&c.StreamOpenLimit, "stream-open-limit", "CHORUS_STREAM_OPEN_LIMIT", "streams opened per user; over it 429"},

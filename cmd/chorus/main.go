@@ -137,6 +137,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, ListWritesPerUser: cfg.ListLimit,
 				SearchesPerClient:  cfg.SearchLimit,
 				StreamOpensPerUser: cfg.StreamOpenLimit, StreamOpensPerAddress: cfg.StreamOpenAddressLimit,
+				ReadsPerClient: cfg.ReadLimit,
 			},
 		},
 	})

@@ -150,7 +150,8 @@ func TestConfig(t *testing.T) {
 		{"negative max streams", []string{"-max-streams", "-3"}, nil, nil, true},
 		{"limit defaults", nil, nil, func(c config) bool {
 			return c.PostLimit == redis_rate.Limit{Rate: 300, Period: 3 * time.Hour, Burst: 10} &&
-				c.SignInFailures.Rate == 10 && c.MaxStreamsPerUser == 10 && c.ReadTimeout == 20*time.Second
+				c.SignInFailures.Rate == 10 && c.MaxStreamsPerUser == 10 && c.ReadTimeout == 20*time.Second &&
+				c.ReadLimit == redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
 		}, false},
 		{"limits", []string{"-post-limit", "5/m", "-follow-limit", "off", "-list-limit", "7/h", "-signin-limit", "100/10m,burst=7", "-trusted-proxies", "10.0.0.0/8, 192.0.2.7"},
 			map[string]string{"CHORUS_SIGNUP_LIMIT": "3/h,burst=1", "CHORUS_MAX_STREAMS_PER_USER": "4"}, func(c config) bool {
@@ -160,6 +161,9 @@ func TestConfig(t *testing.T) {
 					c.SignUpLimit == redis_rate.Limit{Rate: 3, Period: time.Hour, Burst: 1} &&
 					c.MaxStreamsPerUser == 4 && len(c.TrustedProxies) == 2 && c.TrustedProxies[1].String() == "192.0.2.7/32"
 			}, false},
+		{"read limit", nil, map[string]string{"CHORUS_READ_LIMIT": "60/1m,burst=30"}, func(c config) bool {
+			return c.ReadLimit == redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 30}
+		}, false},
 		{"bad rate", []string{"-post-limit", "lots"}, nil, nil, true},
 		{"rate without period", []string{"-post-limit", "5"}, nil, nil, true},
 		{"bad burst", []string{"-post-limit", "5/m,burst=-1"}, nil, nil, true},

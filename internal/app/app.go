@@ -94,7 +94,8 @@ func New(rdb redis.UniversalClient, o Options) *Instance {
 
 // Run runs the instance's background work until ctx ends, then waits for
 // it: the fan-out worker, the presence sweeper, and the search index of
-// users from before it (built once per Redis, by the first instance).
+// users and the pulled statuses from before them (built once per Redis, by
+// the first instance).
 func (in *Instance) Run(ctx context.Context) {
 	var work sync.WaitGroup
 	if !in.opts.NoFanoutWorker {
@@ -104,6 +105,11 @@ func (in *Instance) Run(ctx context.Context) {
 	work.Go(func() {
 		if err := in.Social.BuildIndexes(ctx, in.log); err != nil && ctx.Err() == nil {
 			in.log.Warn("user search index not built; the next start tries again", "err", err)
+		}
+	})
+	work.Go(func() {
+		if err := in.Social.FillPulledStatuses(ctx, in.log); err != nil && ctx.Err() == nil {
+			in.log.Warn("pulled statuses not filled; the next start tries again", "err", err)
 		}
 	})
 	work.Wait()
