@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -115,6 +116,10 @@ type Server struct {
 	keys           keys
 	log            *slog.Logger
 	router         chi.Router
+
+	// allowedOriginList holds the allowed origins as the CSP names them:
+	// valid ones only, without their path.
+	allowedOriginList []string
 }
 
 // NewServer builds the HTTP handler of Chorus.
@@ -144,7 +149,11 @@ func NewServer(cfg Config) *Server {
 	}
 	s.metrics.register(s)
 	for _, o := range cfg.AllowedOrigins {
-		s.allowedOrigins[strings.ToLower(strings.TrimRight(o, "/"))] = struct{}{}
+		o = strings.ToLower(strings.TrimRight(o, "/"))
+		s.allowedOrigins[o] = struct{}{}
+		if u, err := url.Parse(o); err == nil && (u.Scheme == "http" || u.Scheme == "https") && plainHost(u.Host) {
+			s.allowedOriginList = append(s.allowedOriginList, u.Scheme+"://"+u.Host)
+		}
 	}
 	s.router = s.routes()
 	return s
@@ -155,11 +164,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.logRequests, s.metrics.instrument, middleware.Recoverer, middleware.GetHead)
+	r.Use(middleware.RequestID, s.logRequests, s.metrics.instrument, middleware.Recoverer, middleware.GetHead,
+		middleware.SetHeader("X-Content-Type-Options", "nosniff"))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotAllowed) })
 
-	index, files := clientHandlers()
+	index, files := s.clientHandlers()
 	// The client's own pages: each answers with the client, which reads
 	// the path, so a link to a profile or a status can be shared.
 	for _, page := range clientPages {
