@@ -36,6 +36,7 @@ type Limits struct {
 // limitCounters count the requests each limit refused, for /metrics.
 type limitCounters struct {
 	signUp, signIn, posts, follows, lists, searches atomic.Int64
+	deadlines                                       atomic.Int64 // requests answered 503 past their deadline
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.

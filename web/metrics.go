@@ -119,7 +119,8 @@ func (m *Metrics) register(s *Server) {
 		"signup": &s.limitStats.signUp, "signin": &s.limitStats.signIn,
 		"post": &s.limitStats.posts, "follow": &s.limitStats.follows, "list": &s.limitStats.lists, "search": &s.limitStats.searches,
 		"signin_failures": &sc.SignInsThrottled, "password_hashers": &sc.HashesRefused,
-		"user_streams": &st.UserStreamsRefused, "stream_frames": &st.FloodClosed, "resume": &st.ResumesLimited,
+		"request_timeout": &s.limitStats.deadlines,
+		"user_streams":    &st.UserStreamsRefused, "stream_frames": &st.FloodClosed, "resume": &st.ResumesLimited,
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}

@@ -98,6 +98,10 @@ type Config struct {
 	KeyPrefix string // prefix of the limiter's keys, as the other packages'
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client.
 	TrustedProxies []netip.Prefix
+	// RequestTimeout bounds each API request's work, Redis calls included:
+	// past it the request is answered 503. Zero: DefaultRequestTimeout;
+	// negative: no bound.
+	RequestTimeout time.Duration
 }
 
 // Server serves Chorus over HTTP.
@@ -116,6 +120,8 @@ type Server struct {
 	keys           keys
 	log            *slog.Logger
 	router         chi.Router
+
+	requestTimeout time.Duration
 
 	// allowedOriginList holds the allowed origins as the CSP names them:
 	// valid ones only, without their path.
@@ -137,6 +143,10 @@ func NewServer(cfg Config) *Server {
 		limits:         cfg.Limits,
 		keys:           keys{prefix: cfg.KeyPrefix},
 		log:            cfg.Logger,
+		requestTimeout: cfg.RequestTimeout,
+	}
+	if s.requestTimeout == 0 {
+		s.requestTimeout = DefaultRequestTimeout
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -181,7 +191,7 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, "/metrics", s.metrics.handler())
 
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Use(s.cors(), limitBody)
+		r.Use(s.cors(), limitBody, s.withDeadline)
 		// Open to anyone; a signed-in viewer sees more (presence of friends).
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate(false))

@@ -36,6 +36,7 @@ type config struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
+	RequestTimeout    time.Duration // bound of one API request's work, Redis calls included
 
 	// Limits on one client.
 	SignUpLimit       redis_rate.Limit // per address
@@ -143,6 +144,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.ReadTimeout, "read-timeout", "CHORUS_READ_TIMEOUT", 20 * time.Second, "how long a client may take to send a whole request (streams exempt once upgraded)"},
 		{&c.WriteTimeout, "write-timeout", "CHORUS_WRITE_TIMEOUT", 30 * time.Second, "how long an answer may take from the end of its request's headers (streams exempt)"},
 		{&c.IdleTimeout, "idle-timeout", "CHORUS_IDLE_TIMEOUT", 60 * time.Second, "how long an idle keep-alive connection stays open"},
+		{&c.RequestTimeout, "request-timeout", "CHORUS_REQUEST_TIMEOUT", web.DefaultRequestTimeout, "how long an API request may take, its Redis calls included, before 503 timeout (streams exempt once upgraded)"},
 		{&c.InactiveAfter, "inactive-after", "CHORUS_INACTIVE_AFTER", 7 * 24 * time.Hour, "users without a signed-in request or a stream this long get no pushed posts until they come back (their home timeline is then rebuilt); 0: never"},
 		{&c.PasswordHashWait, "password-hash-wait", "CHORUS_PASSWORD_HASH_WAIT", 2 * time.Second, "how long a sign-up or sign-in waits for a password hasher before 429 server_busy"},
 	}
@@ -228,7 +230,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"-read-header-timeout", c.ReadHeaderTimeout}, {"-read-timeout", c.ReadTimeout}, {"-write-timeout", c.WriteTimeout}, {"-idle-timeout", c.IdleTimeout}, {"-password-hash-wait", c.PasswordHashWait}} {
+	}{{"-read-header-timeout", c.ReadHeaderTimeout}, {"-read-timeout", c.ReadTimeout}, {"-write-timeout", c.WriteTimeout}, {"-idle-timeout", c.IdleTimeout}, {"-password-hash-wait", c.PasswordHashWait}, {"-request-timeout", c.RequestTimeout}} {
 		if d.v <= 0 {
 			return c, fmt.Errorf("%s must be positive, got %s", d.name, d.v)
 		}

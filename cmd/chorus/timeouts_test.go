@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -114,6 +115,52 @@ func TestReadyzAnswersWithinItsBoundWhileRedisStalls(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("readyz while Redis stalls: %d, want 503", res.StatusCode)
+	}
+}
+
+// Every API request has a deadline that its Redis calls honour: while Redis
+// stalls, a read answers 503 timeout past -request-timeout, not after the
+// stall or the Redis client's retries, and the metric counts it.
+func TestRequestsAnswerPastTheirDeadlineWhileRedisStalls(t *testing.T) {
+	srv := redistest.Start(t)
+	base, _ := start(t, map[string]string{"REDIS_URL": srv.URL, "CHORUS_KEY_PREFIX": redistest.Prefix()}, "-request-timeout", "1s")
+	_, token := signUp(t, base, "stalled")
+	srv.Pause(t)
+	defer srv.Resume()
+	// The client's bound is generous: without the deadline, the Redis
+	// client's read timeout (3 s) and retries take 12 s and more.
+	client := &http.Client{Timeout: 8 * time.Second}
+	for _, req := range []struct{ path, token string }{
+		{"/api/v1/users/stalled", ""},
+		{"/api/v1/timelines/global", ""},
+		{"/api/v1/me", token},
+	} {
+		r, err := http.NewRequest("GET", base+req.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.token != "" {
+			r.Header.Set("Authorization", "Bearer "+req.token)
+		}
+		res, err := client.Do(r)
+		if err != nil {
+			t.Fatalf("GET %s while Redis stalls: %v (it should answer 503 after 1 s)", req.path, err)
+		}
+		var body struct{ Error struct{ Code string } }
+		json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable || body.Error.Code != "timeout" {
+			t.Errorf("GET %s while Redis stalls: %d %q, want 503 timeout", req.path, res.StatusCode, body.Error.Code)
+		}
+	}
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if want := `chorus_rate_limited_total{limit="request_timeout"} 3`; !strings.Contains(string(metrics), want) {
+		t.Errorf("/metrics does not say %s", want)
 	}
 }
 
