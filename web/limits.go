@@ -49,13 +49,18 @@ type rateLimit struct {
 }
 
 // limit refuses, with 429 and Retry-After, requests over l. A limit that
-// cannot be checked because Redis is away answers as Redis being away.
+// cannot be checked because Redis is away answers as Redis being away. Its
+// gate (gate.go) refuses a client far over it without asking Redis.
 func (s *Server) limit(l rateLimit) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if l.limit.IsZero() || s.limiter == nil {
 			return next
 		}
+		g := s.gates.newGate(l)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !s.gateInLimit(g, w, r) {
+				return
+			}
 			res, err := s.limiter.Allow(r.Context(), s.keys.limit(l.name, l.key(r)), l.limit)
 			if err != nil {
 				s.writeError(w, r, fmt.Errorf("rate limit %s: %w", l.name, err))

@@ -124,6 +124,8 @@ func (m *Metrics) register(s *Server) {
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}
+	m.reg.MustRegister(counter("chorus_rate_limited_in_process_total",
+		"Requests refused by the in-process gate in front of their limit, without asking Redis (counted in chorus_rate_limited_total too).", &s.gates.refused))
 }
 
 // refusals counts the requests (or frames, or streams) one limit refused,

@@ -6,6 +6,7 @@ package web
 
 import (
 	"context"
+	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -98,6 +99,10 @@ type Config struct {
 	KeyPrefix string // prefix of the limiter's keys, as the other packages'
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client.
 	TrustedProxies []netip.Prefix
+	// GateFactor sets the in-process gates in front of the limits: each
+	// lets a client through this many times its limit. Zero:
+	// DefaultGateFactor; negative: no gates.
+	GateFactor int
 	// RequestTimeout bounds each API request's work, Redis calls included:
 	// past it the request is answered 503. Zero: DefaultRequestTimeout;
 	// negative: no bound.
@@ -122,6 +127,7 @@ type Server struct {
 	router         chi.Router
 
 	requestTimeout time.Duration
+	gates          gates
 
 	// allowedOriginList holds the allowed origins as the CSP names them:
 	// valid ones only, without their path.
@@ -147,6 +153,10 @@ func NewServer(cfg Config) *Server {
 	}
 	if s.requestTimeout == 0 {
 		s.requestTimeout = DefaultRequestTimeout
+	}
+	s.gates.factor, s.gates.seed, s.gates.clients = cfg.GateFactor, maphash.MakeSeed(), newClientLimiters(gateClients)
+	if s.gates.factor == 0 {
+		s.gates.factor = DefaultGateFactor
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -194,7 +204,7 @@ func (s *Server) routes() chi.Router {
 		r.Use(s.cors(), limitBody, s.withDeadline)
 		// Open to anyone; a signed-in viewer sees more (presence of friends).
 		r.Group(func(r chi.Router) {
-			r.Use(s.authenticate(false))
+			r.Use(s.checkGate, s.authenticate(false))
 			r.With(s.cookieSetter, s.signUpLimit()).Post("/users", s.signUp)
 			r.With(s.cookieSetter, s.signInLimit()).Post("/sessions", s.signIn)
 			r.With(s.searchLimit()).Get("/users", s.searchUsers)
@@ -209,7 +219,7 @@ func (s *Server) routes() chi.Router {
 			r.Get("/lists/{id}/statuses", s.listTimeline)
 		})
 		r.Group(func(r chi.Router) {
-			r.Use(s.authenticate(true))
+			r.Use(s.checkGate, s.authenticate(true))
 			r.Delete("/sessions/current", s.signOut)
 			r.Get("/me", s.me)
 			r.With(s.followLimit()).Put("/following/{login}", s.follow)

@@ -53,6 +53,10 @@ type config struct {
 	PasswordHashWait  time.Duration
 	InactiveAfter     time.Duration
 	PullThreshold     int
+
+	// InProcessLimitFactor sizes the in-process gate in front of each limit
+	// counted in Redis: this many times the limit, per client; 0: none.
+	InProcessLimitFactor int
 }
 
 // Defaults of the limits a real site can run with.
@@ -117,6 +121,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.MaxConnections, "max-connections", "CHORUS_MAX_CONNECTIONS", 0, "most client connections (streams included) this instance accepts at once; 0: the open-file limit less 256"},
 		{&c.MaxStreamsPerUser, "max-streams-per-user", "CHORUS_MAX_STREAMS_PER_USER", 10, "most streams one user holds at once, on all instances together"},
 		{&c.PullThreshold, "pull-threshold", "CHORUS_PULL_THRESHOLD", 10_000, "follower count from which an author's statuses are pulled by readers rather than pushed to their home timelines; 0: never"},
+		{&c.InProcessLimitFactor, "in-process-limit-factor", "CHORUS_IN_PROCESS_LIMIT_FACTOR", web.DefaultGateFactor, "in front of each rate limit counted in Redis, an in-process one per client (session, or address) this many times it, which refuses a flood without a Redis call; 0: none"},
 		{&c.PasswordHashers, "password-hashers", "CHORUS_PASSWORD_HASHERS", 0, "passwords hashed or checked at once; 0: half the CPUs, at least 1"},
 	}
 	for _, n := range ints {
@@ -220,6 +225,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		return c, fmt.Errorf("-max-connections must be 0 or more, got %d", c.MaxConnections)
 	case c.MaxStreamsPerUser <= 0:
 		return c, fmt.Errorf("-max-streams-per-user must be positive, got %d", c.MaxStreamsPerUser)
+	case c.InProcessLimitFactor < 0:
+		return c, fmt.Errorf("-in-process-limit-factor must be 0 or more, got %d", c.InProcessLimitFactor)
 	case c.PasswordHashers < 0:
 		return c, fmt.Errorf("-password-hashers must be 0 or more, got %d", c.PasswordHashers)
 	case c.SignInFailures.IsZero():

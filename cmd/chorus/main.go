@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		},
 		Web: web.Config{
 			AllowedOrigins: cfg.AllowedOrigins, TrustedProxies: cfg.TrustedProxies,
-			RequestTimeout: cfg.RequestTimeout,
+			RequestTimeout: cfg.RequestTimeout, GateFactor: orNever(cfg.InProcessLimitFactor),
 			Limits: web.Limits{
 				SignUpPerAddress: cfg.SignUpLimit, SignInPerAddress: cfg.SignInLimit,
 				PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, ListWritesPerUser: cfg.ListLimit,
