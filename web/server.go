@@ -103,6 +103,9 @@ type Config struct {
 	// lets a client through this many times its limit. Zero:
 	// DefaultGateFactor; negative: no gates.
 	GateFactor int
+	// ConnStats are the counts of the server's ConnGuard, for /metrics;
+	// nil: none.
+	ConnStats *ConnStats
 	// RequestTimeout bounds each API request's work, Redis calls included:
 	// past it the request is answered 503. Zero: DefaultRequestTimeout;
 	// negative: no bound.
@@ -128,6 +131,7 @@ type Server struct {
 
 	requestTimeout time.Duration
 	gates          gates
+	connStats      *ConnStats
 
 	// allowedOriginList holds the allowed origins as the CSP names them:
 	// valid ones only, without their path.
@@ -150,6 +154,10 @@ func NewServer(cfg Config) *Server {
 		keys:           keys{prefix: cfg.KeyPrefix},
 		log:            cfg.Logger,
 		requestTimeout: cfg.RequestTimeout,
+		connStats:      cfg.ConnStats,
+	}
+	if s.connStats == nil {
+		s.connStats = &ConnStats{}
 	}
 	if s.requestTimeout == 0 {
 		s.requestTimeout = DefaultRequestTimeout

@@ -57,6 +57,9 @@ type config struct {
 	// InProcessLimitFactor sizes the in-process gate in front of each limit
 	// counted in Redis: this many times the limit, per client; 0: none.
 	InProcessLimitFactor int
+	// MaxConnsPerAddress caps the connections of one TCP peer address
+	// (trusted proxies exempt); 0: no cap.
+	MaxConnsPerAddress int
 }
 
 // Defaults of the limits a real site can run with.
@@ -119,6 +122,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 	}{
 		{&c.MaxStreams, "max-streams", "CHORUS_MAX_STREAMS", 0, "most WebSocket streams this instance holds; 0: the open-file limit less 1024"},
 		{&c.MaxConnections, "max-connections", "CHORUS_MAX_CONNECTIONS", 0, "most client connections (streams included) this instance accepts at once; 0: the open-file limit less 256"},
+		{&c.MaxConnsPerAddress, "max-connections-per-address", "CHORUS_MAX_CONNECTIONS_PER_ADDRESS", web.DefaultMaxConnsPerAddress, "most connections (streams included) one client address holds at once, an IPv6 one counted by its /64; the excess is closed at once; -trusted-proxies are exempt; 0: no cap"},
 		{&c.MaxStreamsPerUser, "max-streams-per-user", "CHORUS_MAX_STREAMS_PER_USER", 10, "most streams one user holds at once, on all instances together"},
 		{&c.PullThreshold, "pull-threshold", "CHORUS_PULL_THRESHOLD", 10_000, "follower count from which an author's statuses are pulled by readers rather than pushed to their home timelines; 0: never"},
 		{&c.InProcessLimitFactor, "in-process-limit-factor", "CHORUS_IN_PROCESS_LIMIT_FACTOR", web.DefaultGateFactor, "in front of each rate limit counted in Redis, an in-process one per client (session, or address) this many times it, which refuses a flood without a Redis call; 0: none"},
@@ -225,6 +229,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		return c, fmt.Errorf("-max-connections must be 0 or more, got %d", c.MaxConnections)
 	case c.MaxStreamsPerUser <= 0:
 		return c, fmt.Errorf("-max-streams-per-user must be positive, got %d", c.MaxStreamsPerUser)
+	case c.MaxConnsPerAddress < 0:
+		return c, fmt.Errorf("-max-connections-per-address must be 0 or more, got %d", c.MaxConnsPerAddress)
 	case c.InProcessLimitFactor < 0:
 		return c, fmt.Errorf("-in-process-limit-factor must be 0 or more, got %d", c.InProcessLimitFactor)
 	case c.PasswordHashers < 0:
