@@ -57,6 +57,15 @@ type gates struct {
 	refused atomic.Int64
 }
 
+// init readies the gates, factor times their limits (0: DefaultGateFactor;
+// negative: none).
+func (g *gates) init(factor int) {
+	if factor == 0 {
+		factor = DefaultGateFactor
+	}
+	g.factor, g.seed, g.clients = factor, maphash.MakeSeed(), newClientLimiters(gateClients)
+}
+
 // newGate makes the gate of limit l, or nil when there is none.
 func (g *gates) newGate(l rateLimit) *gate {
 	if g.factor <= 0 || l.limit.IsZero() {

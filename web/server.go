@@ -6,7 +6,6 @@ package web
 
 import (
 	"context"
-	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -162,10 +161,7 @@ func NewServer(cfg Config) *Server {
 	if s.requestTimeout == 0 {
 		s.requestTimeout = DefaultRequestTimeout
 	}
-	s.gates.factor, s.gates.seed, s.gates.clients = cfg.GateFactor, maphash.MakeSeed(), newClientLimiters(gateClients)
-	if s.gates.factor == 0 {
-		s.gates.factor = DefaultGateFactor
-	}
+	s.gates.init(cfg.GateFactor)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
