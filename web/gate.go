@@ -32,8 +32,8 @@ const (
 //
 // The client is the session token a request carries (hashed), since
 // limits per user cannot know the user before authentication, and one
-// address may hold many users; a request without one counts for its
-// client address.
+// address may hold many users; a request without one, or of a limit per
+// address, counts for its client address.
 //
 // The gate of a route is checked before authentication (checkGate, in each
 // group of routes, before authenticate) once the route's limit middleware
@@ -41,11 +41,12 @@ const (
 // middleware checks it itself, so each request is counted by its gate
 // once.
 type gate struct {
-	name    string // the limit's, for the key
-	every   rate.Limit
-	burst   int
-	refused *atomic.Int64 // the limit's refusals
-	message string        // the limit's
+	name       string // the limit's, for the key
+	every      rate.Limit
+	burst      int
+	perAddress bool          // the limit's: count by address, token or not
+	refused    *atomic.Int64 // the limit's refusals
+	message    string        // the limit's
 }
 
 // gates are the in-process limits of one Server.
@@ -72,11 +73,12 @@ func (g *gates) newGate(l rateLimit) *gate {
 		return nil
 	}
 	return &gate{
-		name:    l.name,
-		every:   rate.Limit(float64(g.factor*l.limit.Rate) / l.limit.Period.Seconds()),
-		burst:   g.factor * l.limit.Burst,
-		refused: l.refused,
-		message: l.message,
+		name:       l.name,
+		every:      rate.Limit(float64(g.factor*l.limit.Rate) / l.limit.Period.Seconds()),
+		burst:      g.factor * l.limit.Burst,
+		perAddress: l.perAddress,
+		refused:    l.refused,
+		message:    l.message,
 	}
 }
 
@@ -122,7 +124,7 @@ func routeOf(r *http.Request) string {
 // the client must wait for one.
 func (s *Server) passGate(g *gate, r *http.Request) (time.Duration, bool) {
 	client := "a" + s.clientAddr(r)
-	if token, _, present := credentials(r); present && token != "" {
+	if token, _, present := credentials(r); present && token != "" && !g.perAddress {
 		client = "t" + strconv.FormatUint(maphash.String(s.gates.seed, token), 36)
 	}
 	return s.gates.clients.take(g.name+":"+client, g.every, g.burst, time.Now())

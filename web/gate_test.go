@@ -68,9 +68,20 @@ func TestGateRefusesFloodsWithoutRedis(t *testing.T) {
 			}
 		})
 	}
+	// A limit per address is gated by address: made-up tokens, each a
+	// client of its own to a limit per user, do not get past it.
+	for i := range 20 {
+		before := commands.Load()
+		res := anon.do("POST", "/api/v1/users", map[string]any{"login": "token" + strconv.Itoa(i), "name": "T", "password": "password-token"},
+			"Authorization", "Bearer made-up-"+strconv.Itoa(i))
+		if cost := commands.Load() - before; res.Status != http.StatusTooManyRequests || cost > 0 {
+			t.Fatalf("sign-up %d with a made-up token, past the address's gate: %d %s, %d Redis commands; want 429 and none", i, res.Status, res.Body, cost)
+		}
+	}
+
 	res := anon.do("GET", "/metrics", nil)
 	for _, want := range []string{
-		"chorus_rate_limited_in_process_total " + strconv.Itoa(2*(flood-bites)),
+		"chorus_rate_limited_in_process_total " + strconv.Itoa(2*(flood-bites)+20),
 	} {
 		if !strings.Contains(string(res.Body), want) {
 			t.Errorf("/metrics does not say %s", want)

@@ -46,6 +46,9 @@ type rateLimit struct {
 	refused *atomic.Int64
 	message string
 	key     func(r *http.Request) string // whom the request is counted for
+	// perAddress says key is the client address: the limit's gate counts
+	// by it too, whatever credentials the request carries.
+	perAddress bool
 }
 
 // limit refuses, with 429 and Retry-After, requests over l. A limit that
@@ -96,14 +99,14 @@ func byViewer(r *http.Request) string {
 
 func (s *Server) signUpLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, key: s.clientAddr,
+		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, key: s.clientAddr, perAddress: true,
 		message: "Too many sign-ups from your address.",
 	})
 }
 
 func (s *Server) signInLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, key: s.clientAddr,
+		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, key: s.clientAddr, perAddress: true,
 		message: "Too many sign-in attempts from your address.",
 	})
 }
