@@ -68,6 +68,14 @@ func (t *Tracker) Connect(ctx context.Context, uid int64, connID string) (first 
 	if err := checkConn(c); err != nil {
 		return false, fmt.Errorf("connect %d: %w", uid, err)
 	}
+	// No lease is a lost one only when the instance held connections when
+	// this call began: a fresh instance has no lease yet, nor one that held
+	// none for W, and neither has anything to register again. Connections
+	// registered by Connects racing with this one renewed the lease
+	// themselves, before or after this call's script.
+	t.mu.Lock()
+	holding := len(t.held) > 0
+	t.mu.Unlock()
 	res, err := t.register(ctx, []Beat{c}, max(t.opts.MaxConnsPerUser, 0))
 	if err != nil {
 		return false, fmt.Errorf("connect %d: %w", uid, err)
@@ -75,7 +83,7 @@ func (t *Tracker) Connect(ctx context.Context, uid int64, connID string) (first 
 	if res.refused > 0 {
 		return false, ErrTooManyConnections
 	}
-	if res.lost {
+	if res.lost && holding {
 		t.again.Add(1)
 		t.registerAgain(ctx) // the others; c is registered
 	}

@@ -2,9 +2,13 @@ package presence
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"chorus/internal/redistest"
+	"chorus/internal/testio"
 )
 
 func TestTwoConnectionsOfOneUser(t *testing.T) {
@@ -416,5 +421,111 @@ func (f failRegister) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 func (failRegister) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A fresh instance has no lease yet, which is no lease lost: the streams
+// that open at its start, all at once, are registered once each, and
+// nothing is registered again nor logged as such; nor when a stream opens
+// after the instance held none until its lease ran out. A lease that runs
+// out while the instance holds connections is: they are registered again,
+// and the log says so.
+func TestNoLeaseYetIsNoLeaseLost(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	var calls atomic.Int64
+	rdb.AddHook(countRegister{&calls})
+	var logs testio.Buffer
+	e := env{rdb: rdb, prefix: prefix}
+	tr := e.tracker(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx := ctxT(t)
+	k := e.keys()
+	const again = "connections registered again"
+
+	const streams = 20
+	var wg sync.WaitGroup
+	var beats []Beat
+	for uid := int64(1); uid <= streams; uid++ {
+		beats = append(beats, Beat{UID: uid, ConnID: "c" + itoa(uid)})
+		wg.Go(func() { mustConnect(t, tr, uid, "c"+itoa(uid)) })
+	}
+	wg.Wait()
+	if err := tr.Heartbeats(ctx, beats); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != streams {
+		t.Errorf("%d register calls for %d streams opening on a fresh instance, want one each", n, streams)
+	}
+	if strings.Contains(logs.String(), again) {
+		t.Errorf("a fresh start logged a registration again:\n%s", logs.String())
+	}
+
+	// Every stream closes, and the lease runs out while the instance holds
+	// none; then one opens.
+	for _, b := range beats {
+		if _, err := tr.Disconnect(ctx, b.UID, b.ConnID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.ZAdd(ctx, k.instances(), redis.Z{Score: 1, Member: tr.id}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls.Store(0)
+	mustConnect(t, tr, 1, "again")
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d register calls for a stream opening on an instance that held none, want 1", n)
+	}
+	if strings.Contains(logs.String(), again) {
+		t.Errorf("opening a stream on an instance that held none logged a registration again:\n%s", logs.String())
+	}
+
+	// The lease is lost while the instance holds a connection.
+	if err := rdb.ZRem(ctx, k.instances(), tr.id).Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls.Store(0)
+	if err := tr.Heartbeats(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d register calls after a lost lease, want 1", n)
+	}
+	if !strings.Contains(logs.String(), again) {
+		t.Errorf("a lost lease was not logged:\n%s", logs.String())
+	}
+}
+
+// runs reports whether cmd runs script, by EVALSHA or EVAL.
+func runs(cmd redis.Cmder, script *redis.Script) bool {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return false
+	}
+	body, _ := args[1].(string)
+	switch cmd.Name() {
+	case "evalsha":
+		return body == script.Hash()
+	case "eval":
+		return fmt.Sprintf("%x", sha1.Sum([]byte(body))) == script.Hash()
+	}
+	return false
+}
+
+// countRegister counts the register script's calls that ran.
+type countRegister struct{ n *atomic.Int64 }
+
+func (countRegister) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c countRegister) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil && runs(cmd, registerScript) {
+			c.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (countRegister) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }

@@ -51,15 +51,26 @@ func ValidateMessage(message string) (string, error) {
 		return "", invalid("message", "must be 1 to %d characters after trimming", MaxMessageRunes)
 	}
 	if strings.ContainsFunc(message, forbiddenInMessage) {
-		return "", invalid("message", "must not contain control characters other than tab, newline and carriage return")
+		return "", invalid("message", "must not contain control characters other than tab, newline and carriage return, nor bidirectional embeddings, overrides or isolates")
 	}
 	return message, nil
 }
 
 // forbiddenInMessage reports whether r may not appear in a message: a control
-// character (C0, DEL, C1) other than tab, newline and carriage return.
+// character (C0, DEL, C1) other than tab, newline and carriage return, or a
+// bidirectional embedding, override or isolate (U+202A-U+202E,
+// U+2066-U+2069), which would reorder the text shown around the message.
+// The marks (U+200E, U+200F, U+061C), which text mixing directions needs to
+// read right, and the zero-width spaces and joiners, which some scripts and
+// emoji need, stay allowed: unlike a name, a message impersonates nothing.
 func forbiddenInMessage(r rune) bool {
-	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r'
+	return (unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r') || isBidiControl(r)
+}
+
+// isBidiControl reports whether r is a bidirectional embedding, override or
+// isolate, or the pop that ends one.
+func isBidiControl(r rune) bool {
+	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
 // Post publishes a status by uid: it is in the author's timelines and the

@@ -14,7 +14,16 @@ func TestNameRules(t *testing.T) {
 		{"Alice Liddell", true},
 		{"Zoë Ōsaka 山田", true},
 		{"  padded  ", true},
-		{"right\u200fmark", true}, // a mark, not an embedding or override
+		{"فارسی\u200cنیم‌فاصله", true}, // the zero-width non-joiner Persian needs
+		{"family \U0001F468\u200d\U0001F469\u200d\U0001F467", true},
+		{"flag \U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F", true},
+		{"right\u200fmark", false},
+		{"left\u200emark", false},
+		{"arabic\u061cmark", false},
+		{"zero\u200bwidth", false},
+		{"word\u2060joiner", false},
+		{"\ufeffbom", false},
+		{"soft\u00adhyphen", false},
 		{"nul\x00", false},
 		{"esc\x1b[31mred", false},
 		{"tab\there", false},
@@ -55,7 +64,19 @@ func TestMessageRules(t *testing.T) {
 		{"tab\tseparated", true},
 		{"two\nlines", true},
 		{"windows\r\nlines", true},
-		{"arabic \u202eoverride", true}, // not a control character
+		{"right\u200fmark", true}, // marks order mixed text, as it needs
+		{"arabic\u061cmark", true},
+		{"thai\u200bbreak", true}, // a line break opportunity
+		{"family \U0001F468\u200d\U0001F469", true},
+		{"lre\u202a", false},
+		{"rle\u202b", false},
+		{"pdf\u202c", false},
+		{"lro\u202d", false},
+		{"gnp.exe\u202e", false},
+		{"lri\u2066", false},
+		{"rli\u2067", false},
+		{"fsi\u2068", false},
+		{"pdi\u2069", false},
 		{"nul\x00byte", false},
 		{"esc\x1b[2Jclear", false},
 		{"bell\x07", false},

@@ -91,16 +91,27 @@ func validateName(name string, most int) (string, error) {
 	case name == "" || utf8.RuneCountInString(name) > most:
 		return "", invalid("name", "must be 1 to %d characters", most)
 	case strings.ContainsFunc(name, forbiddenInName):
-		return "", invalid("name", "must not contain control characters or bidirectional formatting characters")
+		return "", invalid("name", "must not contain control characters, bidirectional formatting characters or invisible characters")
 	}
 	return name, nil
 }
 
 // forbiddenInName reports whether r may not appear in a name: a control
-// character (C0, DEL, C1), or a bidirectional embedding, override or isolate,
-// which would reorder the text shown around the name.
+// character (C0, DEL, C1), or an invisible format character (Unicode's Cf):
+// the bidirectional embeddings, overrides and isolates, which would reorder
+// the text shown around the name, and the marks (U+200E, U+200F, U+061C),
+// zero-width spaces (U+200B, U+2060, U+FEFF) and the like, with which one
+// name would look like another. The zero-width joiner and non-joiner, which
+// Persian and Indic scripts and emoji sequences need, and the tag characters
+// of flag emoji stay allowed.
 func forbiddenInName(r rune) bool {
-	return unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+	switch {
+	case unicode.IsControl(r):
+		return true
+	case r == 0x200c || r == 0x200d || (r >= 0xe0020 && r <= 0xe007f):
+		return false
+	}
+	return unicode.Is(unicode.Cf, r)
 }
 
 // SignUp creates a user and a first session, returning both.

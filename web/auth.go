@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"chorus/social"
 )
@@ -66,7 +65,7 @@ func (s *Server) authenticate(required bool) func(http.Handler) http.Handler {
 				// Only a session that is gone ends the cookie: a Redis that
 				// does not answer says nothing about it.
 				if byCookie && errors.Is(err, social.ErrUnauthenticated) {
-					clearSessionCookie(w, r)
+					s.clearSessionCookie(w, r)
 				}
 				s.writeError(w, r, err)
 				return
@@ -104,7 +103,7 @@ func (s *Server) originAllowed(r *http.Request) bool {
 		return false
 	}
 	scheme := "http"
-	if isTLS(r) {
+	if s.isTLS(r) {
 		scheme = "https"
 	}
 	return strings.EqualFold(u.Scheme, scheme)
@@ -135,22 +134,27 @@ func isJSON(r *http.Request) bool {
 	return err == nil && mt == "application/json"
 }
 
-func setSessionCookie(w http.ResponseWriter, r *http.Request, token string, ttl time.Duration) {
+func (s *Server) setSessionCookie(w http.ResponseWriter, r *http.Request, token string) {
 	http.SetCookie(w, &http.Cookie{
-		Name: SessionCookie, Value: token, Path: "/", MaxAge: int(ttl.Seconds()),
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(r),
+		Name: SessionCookie, Value: token, Path: "/", MaxAge: int(s.sessionTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.isTLS(r),
 	})
 }
 
-func clearSessionCookie(w http.ResponseWriter, r *http.Request) {
+func (s *Server) clearSessionCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(r),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.isTLS(r),
 	})
 }
 
 // isTLS reports whether the browser reached us over TLS, directly or through
-// a proxy that says so.
-func isTLS(r *http.Request) bool {
-	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+// one of the trusted proxies (-trusted-proxies) that says so in
+// X-Forwarded-Proto. Nobody else's X-Forwarded-Proto is believed: a client
+// could make a plain http page count as this server's https origin.
+func (s *Server) isTLS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	return s.trusted(peerAddr(r)) && strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https")
 }

@@ -40,7 +40,7 @@ const gzipSuffix = "-gzip"
 // files answers /static/. Both give each file a strong ETag, answer a
 // client that holds the file already with 304, and compress for clients
 // that accept gzip.
-func clientHandlers() (index http.HandlerFunc, files http.Handler) {
+func (s *Server) clientHandlers() (index http.HandlerFunc, files http.Handler) {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err) // the directory is embedded above
@@ -68,11 +68,14 @@ func clientHandlers() (index http.HandlerFunc, files http.Handler) {
 	if err != nil {
 		panic(err) // the options above are valid
 	}
-	index = compress(http.HandlerFunc(page.serve))
+	index = compress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.setClientHeaders(w.Header(), r)
+		page.serve(w, r)
+	}))
 	files = compress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.setClientHeaders(w.Header(), r)
 		a, ok := assets[strings.TrimPrefix(r.URL.Path, "/static/")]
 		if !ok {
-			setClientHeaders(w.Header())
 			http.NotFound(w, r)
 			return
 		}
@@ -101,7 +104,6 @@ func newAsset(name string, body []byte) asset {
 // browser ask each time, so a new build is seen at once; the 304 makes
 // asking cheap.
 func (a asset) serve(w http.ResponseWriter, r *http.Request) {
-	setClientHeaders(w.Header())
 	if tag, ok := a.heldBy(r); ok {
 		w.Header().Set("ETag", tag)
 		w.WriteHeader(http.StatusNotModified)
@@ -133,10 +135,40 @@ func (a asset) heldBy(r *http.Request) (string, bool) {
 
 // setClientHeaders sets the security headers of every file of the client:
 // the page and what it loads alike, since any of them may be opened alone.
-func setClientHeaders(h http.Header) {
+func (s *Server) setClientHeaders(h http.Header, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", s.contentSecurityPolicy(r))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
+}
+
+// contentSecurityPolicy lets the client load from its own origin only,
+// connect to its own origin, its stream (ws: or wss:, whichever the page's
+// scheme, which a proxy may hide) and the -allowed-origins only, and post
+// forms to its own origin only: a script injected into a page could not
+// send what it read anywhere else.
+func (s *Server) contentSecurityPolicy(r *http.Request) string {
+	connect := []string{"'self'"}
+	if plainHost(r.Host) {
+		connect = append(connect, "ws://"+r.Host, "wss://"+r.Host)
+	}
+	connect = append(connect, s.allowedOriginList...)
+	return "default-src 'self'; connect-src " + strings.Join(connect, " ") +
+		"; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+}
+
+// plainHost reports whether host is a host name or address with an
+// optional port, nothing that could end a directive of the policy it is
+// written into.
+func plainHost(host string) bool {
+	if host == "" {
+		return false
+	}
+	for _, c := range host {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-:[]", c)) {
+			return false
+		}
+	}
+	return true
 }

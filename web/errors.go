@@ -49,6 +49,7 @@ var (
 	errTooLarge        = newError(http.StatusRequestEntityTooLarge, "too_large", "The request body is over 64 KiB.")
 	errNotFound        = newError(http.StatusNotFound, "not_found", "There is nothing here.")
 	errNoRedis         = newError(http.StatusServiceUnavailable, "redis_unavailable", "The data store is unavailable; try again shortly.")
+	errTimedOut        = newError(http.StatusServiceUnavailable, "timeout", "The request took longer than the server allows; try again shortly.")
 	errInternal        = newError(http.StatusInternalServerError, "internal_error", "Something went wrong on our side.")
 	errNotAllowed      = newError(http.StatusMethodNotAllowed, "method_not_allowed", "This method is not allowed here.")
 	errBothCursors     = newError(http.StatusBadRequest, "invalid_cursor", "Give before or after, not both.")
@@ -134,6 +135,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, realtime.ErrUnavailable):
 		s.log.WarnContext(r.Context(), "stream unavailable", "request_id", middleware.GetReqID(r.Context()), "err", err)
 		ae = errStreamUnavailable
+	case errors.Is(r.Context().Err(), context.DeadlineExceeded):
+		// Past the request's deadline (withDeadline), whatever the call
+		// that noticed says: a Redis call cut short, a wait given up.
+		s.limitStats.deadlines.Add(1)
+		s.log.WarnContext(r.Context(), "request past its deadline", "request_id", middleware.GetReqID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", "1")
+		ae = errTimedOut
 	case isUnavailable(err):
 		s.log.WarnContext(r.Context(), "redis unavailable", "request_id", middleware.GetReqID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = errNoRedis

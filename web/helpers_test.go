@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -50,6 +51,10 @@ type env struct {
 	proxies  []netip.Prefix // trusted proxies
 	origins  []string       // allowed origins besides the server's own
 	noWorker bool           // run no fan-out worker: jobs wait past their first pass
+	// requestTimeout is each request's deadline; zero: a minute, which no
+	// request of a test takes however busy the machine, where the server's
+	// default would.
+	requestTimeout time.Duration
 }
 
 func newEnv(tb testing.TB, opts social.Options) *env {
@@ -79,7 +84,7 @@ func (e *env) startOn(rdb redis.UniversalClient) *instance {
 	}
 	chorus := app.New(rdb, app.Options{
 		Prefix: e.prefix, Social: e.opts, Presence: popts, Realtime: e.realtime,
-		Web:    web.Config{Limits: e.limits, TrustedProxies: e.proxies, AllowedOrigins: e.origins},
+		Web:    web.Config{Limits: e.limits, TrustedProxies: e.proxies, AllowedOrigins: e.origins, RequestTimeout: cmp.Or(e.requestTimeout, time.Minute)},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Name:   "test-" + uuid.NewString(), NoFanoutWorker: e.noWorker,
 	})

@@ -46,6 +46,7 @@ type Limits struct {
 type limitCounters struct {
 	signUp, signIn, posts, follows, lists, searches, reads atomic.Int64
 	streamOpens, streamOpensAddress                        atomic.Int64
+	deadlines                                              atomic.Int64 // requests answered 503 past their deadline
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -55,16 +56,24 @@ type rateLimit struct {
 	refused *atomic.Int64
 	message string
 	key     func(r *http.Request) string // whom the request is counted for
+	// perAddress says key is the client address: the limit's gate counts
+	// by it too, whatever credentials the request carries.
+	perAddress bool
 }
 
 // limit refuses, with 429 and Retry-After, requests over l. A limit that
-// cannot be checked because Redis is away answers as Redis being away.
+// cannot be checked because Redis is away answers as Redis being away. Its
+// gate (gate.go) refuses a client far over it without asking Redis.
 func (s *Server) limit(l rateLimit) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if l.limit.IsZero() || s.limiter == nil {
 			return next
 		}
+		g := s.gates.newGate(l)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !s.gateInLimit(g, w, r) {
+				return
+			}
 			res, err := s.limiter.Allow(r.Context(), s.keys.limit(l.name, l.key(r)), l.limit)
 			if err != nil {
 				s.writeError(w, r, fmt.Errorf("rate limit %s: %w", l.name, err))
@@ -100,14 +109,14 @@ func byViewer(r *http.Request) string {
 
 func (s *Server) signUpLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, key: s.clientAddr,
+		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, key: s.clientAddr, perAddress: true,
 		message: "Too many sign-ups from your address.",
 	})
 }
 
 func (s *Server) signInLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, key: s.clientAddr,
+		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, key: s.clientAddr, perAddress: true,
 		message: "Too many sign-in attempts from your address.",
 	})
 }

@@ -187,13 +187,64 @@ func TestOriginSchemeCounts(t *testing.T) {
 	if res.Status != http.StatusForbidden {
 		t.Fatalf("cookie write from https://%s to an http server: %d, want 403", host, res.Status)
 	}
-	// Behind a TLS proxy that says so, https is this server's own scheme.
-	res = anon.do("POST", "/api/v1/statuses", map[string]string{"message": "y"}, "Cookie", cookie, "Origin", "https://"+host, "X-Forwarded-Proto", "https")
-	if res.Status != http.StatusCreated {
-		t.Fatalf("cookie write from https behind TLS: %d %s", res.Status, res.Body)
+	// X-Forwarded-Proto from a client that is no trusted proxy is not
+	// believed.
+	res = anon.do("POST", "/api/v1/statuses", map[string]string{"message": "x"}, "Cookie", cookie, "Origin", "https://"+host, "X-Forwarded-Proto", "https")
+	if res.Status != http.StatusForbidden {
+		t.Fatalf("cookie write from https with a client's own X-Forwarded-Proto: %d, want 403", res.Status)
 	}
 	if _, res, err := a.dial(http.Header{"Origin": {"https://" + host}}); err == nil || res == nil || res.StatusCode != http.StatusForbidden {
 		t.Fatalf("stream from the other scheme: %v, want 403", res)
+	}
+}
+
+// X-Forwarded-Proto is believed from -trusted-proxies only: from them, https
+// is this server's own scheme and the session cookie is Secure; from anyone
+// else, neither.
+func TestForwardedProtoFromTrustedProxiesOnly(t *testing.T) {
+	t.Parallel()
+	secureCookie := func(t *testing.T, res response) bool {
+		t.Helper()
+		for _, c := range (&http.Response{Header: res.Header}).Cookies() {
+			if c.Name == web.SessionCookie {
+				return c.Secure
+			}
+		}
+		t.Fatalf("no session cookie in %d %s", res.Status, res.Body)
+		return false
+	}
+	for _, tc := range []struct {
+		name    string
+		proxies []netip.Prefix
+		believe bool
+	}{
+		{"direct client", nil, false},
+		{"proxy not trusted", []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}, false},
+		{"trusted proxy", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, social.Options{})
+			e.proxies = tc.proxies
+			in := e.start()
+			host := strings.TrimPrefix(in.srv.URL, "http://")
+			anon := in.anon(t)
+			res := anon.do("POST", "/api/v1/users", map[string]string{"login": "proto", "name": "P", "password": "password-proto"},
+				"Origin", "https://"+host, "X-Forwarded-Proto", "https")
+			if want := map[bool]int{true: http.StatusCreated, false: http.StatusForbidden}[tc.believe]; res.Status != want {
+				t.Fatalf("sign-up from https://%s saying X-Forwarded-Proto: https: %d %s, want %d", host, res.Status, res.Body, want)
+			}
+			if !tc.believe {
+				res = anon.do("POST", "/api/v1/users", map[string]string{"login": "proto", "name": "P", "password": "password-proto"},
+					"Origin", "http://"+host, "X-Forwarded-Proto", "https")
+				if res.Status != http.StatusCreated {
+					t.Fatalf("sign-up from http://%s: %d %s", host, res.Status, res.Body)
+				}
+			}
+			if got := secureCookie(t, res); got != tc.believe {
+				t.Fatalf("session cookie Secure = %v, want %v", got, tc.believe)
+			}
+		})
 	}
 }
 

@@ -120,6 +120,7 @@ func (m *Metrics) register(s *Server) {
 		"signup": &s.limitStats.signUp, "signin": &s.limitStats.signIn,
 		"post": &s.limitStats.posts, "follow": &s.limitStats.follows, "list": &s.limitStats.lists, "search": &s.limitStats.searches,
 		"signin_failures": &sc.SignInsThrottled, "password_hashers": &sc.HashesRefused,
+		"request_timeout": &s.limitStats.deadlines, "address_connections": &s.connStats.Refused,
 		"user_streams": &st.UserStreamsRefused, "stream_frames": &st.FloodClosed, "resume": &st.ResumesLimited,
 		"stream_opens": &s.limitStats.streamOpens, "stream_opens_address": &s.limitStats.streamOpensAddress,
 		"signin_account_failures": &sc.SignInsCeiling,
@@ -127,6 +128,10 @@ func (m *Metrics) register(s *Server) {
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}
+	m.reg.MustRegister(counter("chorus_keepalives_off_total",
+		"Times keep-alives were turned off (idle connections closed) because over three quarters of -max-connections were open.", &s.connStats.KeepAlivesOff))
+	m.reg.MustRegister(counter("chorus_rate_limited_in_process_total",
+		"Requests refused by the in-process gate in front of their limit, without asking Redis (counted in chorus_rate_limited_total too).", &s.gates.refused))
 }
 
 // refusals counts the requests (or frames, or streams) one limit refused,

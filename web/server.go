@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -97,6 +98,17 @@ type Config struct {
 	KeyPrefix string // prefix of the limiter's keys, as the other packages'
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client.
 	TrustedProxies []netip.Prefix
+	// GateFactor sets the in-process gates in front of the limits: each
+	// lets a client through this many times its limit. Zero:
+	// DefaultGateFactor; negative: no gates.
+	GateFactor int
+	// ConnStats are the counts of the server's ConnGuard, for /metrics;
+	// nil: none.
+	ConnStats *ConnStats
+	// RequestTimeout bounds each API request's work, Redis calls included:
+	// past it the request is answered 503. Zero: DefaultRequestTimeout;
+	// negative: no bound.
+	RequestTimeout time.Duration
 }
 
 // Server serves Chorus over HTTP.
@@ -115,6 +127,14 @@ type Server struct {
 	keys           keys
 	log            *slog.Logger
 	router         chi.Router
+
+	requestTimeout time.Duration
+	gates          gates
+	connStats      *ConnStats
+
+	// allowedOriginList holds the allowed origins as the CSP names them:
+	// valid ones only, without their path.
+	allowedOriginList []string
 }
 
 // NewServer builds the HTTP handler of Chorus.
@@ -132,7 +152,16 @@ func NewServer(cfg Config) *Server {
 		limits:         cfg.Limits,
 		keys:           keys{prefix: cfg.KeyPrefix},
 		log:            cfg.Logger,
+		requestTimeout: cfg.RequestTimeout,
+		connStats:      cfg.ConnStats,
 	}
+	if s.connStats == nil {
+		s.connStats = &ConnStats{}
+	}
+	if s.requestTimeout == 0 {
+		s.requestTimeout = DefaultRequestTimeout
+	}
+	s.gates.init(cfg.GateFactor)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -144,7 +173,11 @@ func NewServer(cfg Config) *Server {
 	}
 	s.metrics.register(s)
 	for _, o := range cfg.AllowedOrigins {
-		s.allowedOrigins[strings.ToLower(strings.TrimRight(o, "/"))] = struct{}{}
+		o = strings.ToLower(strings.TrimRight(o, "/"))
+		s.allowedOrigins[o] = struct{}{}
+		if u, err := url.Parse(o); err == nil && (u.Scheme == "http" || u.Scheme == "https") && plainHost(u.Host) {
+			s.allowedOriginList = append(s.allowedOriginList, u.Scheme+"://"+u.Host)
+		}
 	}
 	s.router = s.routes()
 	return s
@@ -155,11 +188,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.logRequests, s.metrics.instrument, middleware.Recoverer, middleware.GetHead)
+	r.Use(middleware.RequestID, s.logRequests, s.metrics.instrument, middleware.Recoverer, middleware.GetHead,
+		middleware.SetHeader("X-Content-Type-Options", "nosniff"))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotAllowed) })
 
-	index, files := clientHandlers()
+	index, files := s.clientHandlers()
 	// The client's own pages: each answers with the client, which reads
 	// the path, so a link to a profile or a status can be shared.
 	for _, page := range clientPages {
@@ -171,10 +205,10 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, "/metrics", s.metrics.handler())
 
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Use(s.cors(), limitBody)
+		r.Use(s.cors(), limitBody, s.withDeadline)
 		// Open to anyone; a signed-in viewer sees more (presence of friends).
 		r.Group(func(r chi.Router) {
-			r.Use(s.authenticate(false))
+			r.Use(s.checkGate, s.authenticate(false))
 			r.With(s.cookieSetter, s.signUpLimit()).Post("/users", s.signUp)
 			r.With(s.cookieSetter, s.signInLimit()).Post("/sessions", s.signIn)
 			r.With(s.searchLimit()).Get("/users", s.searchUsers)
@@ -189,7 +223,7 @@ func (s *Server) routes() chi.Router {
 			r.With(s.readLimit()).Get("/lists/{id}/statuses", s.listTimeline)
 		})
 		r.Group(func(r chi.Router) {
-			r.Use(s.authenticate(true))
+			r.Use(s.checkGate, s.authenticate(true))
 			r.Delete("/sessions/current", s.signOut)
 			r.With(s.readLimit()).Get("/me", s.me)
 			r.With(s.followLimit()).Put("/following/{login}", s.follow)

@@ -81,7 +81,7 @@ func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "signed up", "request_id", middleware.GetReqID(r.Context()), "uid", u.ID, "login", u.Login)
-	setSessionCookie(w, r, token, s.sessionTTL)
+	s.setSessionCookie(w, r, token)
 	noteUser(r.Context(), u.ID)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": protocol.UserView{User: u}, "token": token})
 }
@@ -97,7 +97,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	setSessionCookie(w, r, token, s.sessionTTL)
+	s.setSessionCookie(w, r, token)
 	noteUser(r.Context(), u.ID)
 	writeJSON(w, http.StatusOK, map[string]any{"user": protocol.UserView{User: u}, "token": token})
 }
@@ -113,7 +113,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	if err := s.stream.EndSession(r.Context(), viewer.UID, social.SessionID(viewer.Token)); err != nil {
 		s.log.WarnContext(r.Context(), "could not close the signed-out session's streams", "uid", viewer.UID, "err", err)
 	}
-	clearSessionCookie(w, r)
+	s.clearSessionCookie(w, r)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -127,7 +127,7 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 	if viewer.ByCookie {
 		// The session was just renewed; so is the browser's cookie, which
 		// the client reads /me with on every page load.
-		setSessionCookie(w, r, viewer.Token, s.sessionTTL)
+		s.setSessionCookie(w, r, viewer.Token)
 	}
 	s.writeUser(w, r, http.StatusOK, u)
 }

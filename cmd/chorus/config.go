@@ -36,6 +36,7 @@ type config struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
+	RequestTimeout    time.Duration // bound of one API request's work, Redis calls included
 
 	// Limits on one client.
 	SignUpLimit       redis_rate.Limit // per address
@@ -58,6 +59,12 @@ type config struct {
 	// Stream opens: per user, and per client address.
 	StreamOpenLimit        redis_rate.Limit
 	StreamOpenAddressLimit redis_rate.Limit
+	// InProcessLimitFactor sizes the in-process gate in front of each limit
+	// counted in Redis: this many times the limit, per client; 0: none.
+	InProcessLimitFactor int
+	// MaxConnsPerAddress caps the connections of one TCP peer address
+	// (trusted proxies exempt); 0: no cap.
+	MaxConnsPerAddress int
 }
 
 // Defaults of the limits a real site can run with.
@@ -130,8 +137,10 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 	}{
 		{&c.MaxStreams, "max-streams", "CHORUS_MAX_STREAMS", 0, "most WebSocket streams this instance holds; 0: the open-file limit less 1024"},
 		{&c.MaxConnections, "max-connections", "CHORUS_MAX_CONNECTIONS", 0, "most client connections (streams included) this instance accepts at once; 0: the open-file limit less 256"},
+		{&c.MaxConnsPerAddress, "max-connections-per-address", "CHORUS_MAX_CONNECTIONS_PER_ADDRESS", web.DefaultMaxConnsPerAddress, "most connections (streams included) one client address holds at once, an IPv6 one counted by its /64; the excess is closed at once; -trusted-proxies are exempt; 0: no cap"},
 		{&c.MaxStreamsPerUser, "max-streams-per-user", "CHORUS_MAX_STREAMS_PER_USER", 10, "most streams one user holds at once, on all instances together"},
 		{&c.PullThreshold, "pull-threshold", "CHORUS_PULL_THRESHOLD", 10_000, "follower count (or count of lists holding them) from which an author's statuses are pulled by readers rather than pushed to their home timelines and lists; 0: never"},
+		{&c.InProcessLimitFactor, "in-process-limit-factor", "CHORUS_IN_PROCESS_LIMIT_FACTOR", web.DefaultGateFactor, "in front of each rate limit counted in Redis, an in-process one per client (session, or address) this many times it, which refuses a flood without a Redis call; 0: none"},
 		{&c.PasswordHashers, "password-hashers", "CHORUS_PASSWORD_HASHERS", 0, "passwords hashed or checked at once; 0: half the CPUs, at least 1"},
 	}
 	for _, n := range ints {
@@ -159,6 +168,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.ReadTimeout, "read-timeout", "CHORUS_READ_TIMEOUT", 20 * time.Second, "how long a client may take to send a whole request (streams exempt once upgraded)"},
 		{&c.WriteTimeout, "write-timeout", "CHORUS_WRITE_TIMEOUT", 30 * time.Second, "how long an answer may take from the end of its request's headers (streams exempt)"},
 		{&c.IdleTimeout, "idle-timeout", "CHORUS_IDLE_TIMEOUT", 60 * time.Second, "how long an idle keep-alive connection stays open"},
+		{&c.RequestTimeout, "request-timeout", "CHORUS_REQUEST_TIMEOUT", web.DefaultRequestTimeout, "how long an API request may take, its Redis calls included, before 503 timeout (streams exempt once upgraded)"},
 		{&c.InactiveAfter, "inactive-after", "CHORUS_INACTIVE_AFTER", 7 * 24 * time.Hour, "users without a signed-in request or a stream this long get no pushed posts until they come back (their home timeline is then rebuilt); 0: never"},
 		{&c.PasswordHashWait, "password-hash-wait", "CHORUS_PASSWORD_HASH_WAIT", 2 * time.Second, "how long a sign-up or sign-in waits for a password hasher before 429 server_busy"},
 	}
@@ -238,6 +248,10 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		return c, fmt.Errorf("-max-connections must be 0 or more, got %d", c.MaxConnections)
 	case c.MaxStreamsPerUser <= 0:
 		return c, fmt.Errorf("-max-streams-per-user must be positive, got %d", c.MaxStreamsPerUser)
+	case c.MaxConnsPerAddress < 0:
+		return c, fmt.Errorf("-max-connections-per-address must be 0 or more, got %d", c.MaxConnsPerAddress)
+	case c.InProcessLimitFactor < 0:
+		return c, fmt.Errorf("-in-process-limit-factor must be 0 or more, got %d", c.InProcessLimitFactor)
 	case c.PasswordHashers < 0:
 		return c, fmt.Errorf("-password-hashers must be 0 or more, got %d", c.PasswordHashers)
 	case c.SignInFailures.IsZero():
@@ -250,7 +264,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"-read-header-timeout", c.ReadHeaderTimeout}, {"-read-timeout", c.ReadTimeout}, {"-write-timeout", c.WriteTimeout}, {"-idle-timeout", c.IdleTimeout}, {"-password-hash-wait", c.PasswordHashWait}} {
+	}{{"-read-header-timeout", c.ReadHeaderTimeout}, {"-read-timeout", c.ReadTimeout}, {"-write-timeout", c.WriteTimeout}, {"-idle-timeout", c.IdleTimeout}, {"-password-hash-wait", c.PasswordHashWait}, {"-request-timeout", c.RequestTimeout}} {
 		if d.v <= 0 {
 			return c, fmt.Errorf("%s must be positive, got %s", d.name, d.v)
 		}

@@ -109,6 +109,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	instance := hostname() + "-" + uuid.NewString()[:8]
+	connStats := &web.ConnStats{}
 	chorus := app.New(rdb, app.Options{
 		Prefix: cfg.KeyPrefix, Name: instance, Logger: log,
 		Social: social.Options{
@@ -132,6 +133,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		},
 		Web: web.Config{
 			AllowedOrigins: cfg.AllowedOrigins, TrustedProxies: cfg.TrustedProxies,
+			RequestTimeout: cfg.RequestTimeout, GateFactor: orNever(cfg.InProcessLimitFactor),
+			ConnStats: connStats,
 			Limits: web.Limits{
 				SignUpPerAddress: cfg.SignUpLimit, SignInPerAddress: cfg.SignInLimit,
 				PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, ListWritesPerUser: cfg.ListLimit,
@@ -149,7 +152,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// Beyond this many connections the rest wait in the kernel's backlog
 	// rather than fail for want of a file, which would leave the instance
 	// unable to reach Redis.
-	ln = netutil.LimitListener(ln, maxConnections(cfg.MaxConnections))
+	limited := netutil.LimitListener(ln, maxConnections(cfg.MaxConnections))
 	httpSrv := &http.Server{
 		Handler:           chorus.Server,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -166,11 +169,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var work sync.WaitGroup
 	work.Go(func() { chorus.Run(workCtx) })
 
+	// No one client address holds every connection, and idle keep-alives
+	// give way while connections run short.
+	guarded := web.NewConnGuard(limited, httpSrv, web.ConnGuardOptions{
+		MaxConnections: maxConnections(cfg.MaxConnections), PerAddress: orNever(cfg.MaxConnsPerAddress),
+		TrustedProxies: cfg.TrustedProxies, Stats: connStats,
+	})
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpSrv.Serve(ln) }()
+	go func() { serveErr <- httpSrv.Serve(guarded) }()
 	log.Info("chorus listening", "addr", ln.Addr().String(), "open", openURL(ln.Addr()), "instance", instance, "redis", store,
 		"key_prefix", cfg.KeyPrefix, "max_streams", maxStreams(cfg.MaxStreams),
-		"max_connections", maxConnections(cfg.MaxConnections))
+		"max_connections", maxConnections(cfg.MaxConnections), "max_connections_per_address", cfg.MaxConnsPerAddress)
 	if listening != nil {
 		listening <- ln.Addr().String()
 	}

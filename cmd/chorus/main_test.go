@@ -36,7 +36,9 @@ func startStoppable(t *testing.T, env map[string]string, args ...string) (string
 	done := make(chan error, 1)
 	getenv := func(k string) string { return env[k] }
 	go func() {
-		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), getenv, io.Discard, logs, listening)
+		// A request's deadline no request takes however busy the machine,
+		// where the default might; a test's own -request-timeout wins.
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-request-timeout", "1m"}, args...), getenv, io.Discard, logs, listening)
 	}()
 	var addr string
 	select {

@@ -3,10 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +143,52 @@ func TestReadyzAnswersWithinItsBoundWhileRedisStalls(t *testing.T) {
 	}
 }
 
+// Every API request has a deadline that its Redis calls honour: while Redis
+// stalls, a read answers 503 timeout past -request-timeout, not after the
+// stall or the Redis client's retries, and the metric counts it.
+func TestRequestsAnswerPastTheirDeadlineWhileRedisStalls(t *testing.T) {
+	srv := redistest.Start(t)
+	base, _ := start(t, map[string]string{"REDIS_URL": srv.URL, "CHORUS_KEY_PREFIX": redistest.Prefix()}, "-request-timeout", "1s")
+	token := "a-token-whose-check-waits-on-redis"
+	srv.Pause(t)
+	defer srv.Resume()
+	// The client's bound is generous: without the deadline, the Redis
+	// client's read timeout (3 s) and retries take 12 s and more.
+	client := &http.Client{Timeout: 8 * time.Second}
+	for _, req := range []struct{ path, token string }{
+		{"/api/v1/users/stalled", ""},
+		{"/api/v1/timelines/global", ""},
+		{"/api/v1/me", token},
+	} {
+		r, err := http.NewRequest("GET", base+req.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.token != "" {
+			r.Header.Set("Authorization", "Bearer "+req.token)
+		}
+		res, err := client.Do(r)
+		if err != nil {
+			t.Fatalf("GET %s while Redis stalls: %v (it should answer 503 after 1 s)", req.path, err)
+		}
+		var body struct{ Error struct{ Code string } }
+		json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable || body.Error.Code != "timeout" {
+			t.Errorf("GET %s while Redis stalls: %d %q, want 503 timeout", req.path, res.StatusCode, body.Error.Code)
+		}
+	}
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if want := `chorus_rate_limited_total{limit="request_timeout"} 3`; !strings.Contains(string(metrics), want) {
+		t.Errorf("/metrics does not say %s", want)
+	}
+}
+
 func TestUnworkableRedisFailsStart(t *testing.T) {
 	srv := redistest.Start(t)
 	addr := strings.TrimPrefix(srv.URL, "redis://")
@@ -200,6 +249,9 @@ func isNotFound(err error) bool {
 func TestConnectionsCappedBelowFileLimit(t *testing.T) {
 	base, _ := start(t, nil, "-max-connections", "2")
 	addr := strings.TrimPrefix(base, "http://")
+	// Two connections whose requests are under way (their headers not
+	// all sent): unlike idle keep-alives, which give way while connections
+	// run short, they hold their slots.
 	var held []net.Conn
 	for range 2 {
 		c, err := net.Dial("tcp", addr)
@@ -207,10 +259,7 @@ func TestConnectionsCappedBelowFileLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: chorus\r\n\r\n")
-		if res, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || res.StatusCode != http.StatusOK {
-			t.Fatalf("connection %d: %v %v", len(held)+1, res, err)
-		}
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\n")
 		held = append(held, c)
 	}
 	third, err := net.Dial("tcp", addr) // the kernel's backlog takes it
@@ -229,4 +278,135 @@ func TestConnectionsCappedBelowFileLimit(t *testing.T) {
 	if res, err := http.ReadResponse(br, nil); err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("the third connection once a slot was free: %v %v", res, err)
 	}
+}
+
+// keepAlive opens a connection to addr and makes one request on it,
+// leaving it open and idle, as a keep-alive; it returns the answer, nil
+// when there was none.
+func keepAlive(t *testing.T, addr string) (net.Conn, *http.Response) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: chorus\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return c, nil
+	}
+	res.Body.Close()
+	return c, res
+}
+
+// metricsOf reads base's /metrics, on a connection of its own, once it is
+// let in, and says how many tries were refused first.
+func metricsOf(t *testing.T, base string) (metrics string, refused int) {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	testio.Eventually(t, 10*time.Second, func() string {
+		res, err := client.Get(base + "/metrics")
+		if err != nil {
+			refused++
+			return "GET /metrics: " + err.Error()
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		metrics = string(raw)
+		return ""
+	})
+	return metrics, refused
+}
+
+// One client address holds at most -max-connections-per-address: a
+// connection past it is closed at once, unanswered. A trusted proxy, which
+// carries many clients, is exempt.
+func TestConnectionsPerAddressCapped(t *testing.T) {
+	base, _ := start(t, nil, "-max-connections-per-address", "3")
+	addr := strings.TrimPrefix(base, "http://")
+	var held []net.Conn
+	for i := range 3 {
+		c, res := keepAlive(t, addr)
+		if res == nil {
+			t.Fatalf("connection %d of 3 was not answered", i+1)
+		}
+		held = append(held, c)
+	}
+	if _, res := keepAlive(t, addr); res != nil {
+		t.Fatal("a fourth connection from one address was answered; the cap is 3")
+	}
+	// Once the server has seen a connection close, /metrics gets in.
+	held[0].Close()
+	m, refused := metricsOf(t, base)
+	if want := fmt.Sprintf(`chorus_rate_limited_total{limit="address_connections"} %d`, 1+refused); !strings.Contains(m, want) {
+		t.Errorf("/metrics does not say %s:\n%s", want, grepLines(m, "address_connections"))
+	}
+
+	proxied, _ := start(t, nil, "-max-connections-per-address", "3", "-trusted-proxies", "127.0.0.0/8")
+	for i := range 5 {
+		if _, res := keepAlive(t, strings.TrimPrefix(proxied, "http://")); res == nil {
+			t.Fatalf("connection %d from a trusted proxy was not answered", i+1)
+		}
+	}
+}
+
+// While connections run short, idle keep-alives give way: a client that
+// holds every slot with idle connections, under a long -idle-timeout,
+// keeps a new client waiting no longer than it takes to close them. Once
+// connections are free again, keep-alives come back.
+func TestIdleKeepAlivesGiveWayWhenConnectionsRunShort(t *testing.T) {
+	const slots = 8
+	base, _ := start(t, nil, "-max-connections", strconv.Itoa(slots), "-idle-timeout", "10m", "-max-connections-per-address", "0")
+	addr := strings.TrimPrefix(base, "http://")
+	var held []net.Conn
+	for range slots {
+		c, _ := keepAlive(t, addr)
+		held = append(held, c)
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	res, err := client.Get(base + "/healthz")
+	if err != nil {
+		t.Fatalf("a new client while one holds %d idle keep-alives: %v", slots, err)
+	}
+	res.Body.Close()
+	// Which of them were idle when keep-alives went off depends on the
+	// scheduling; some were, and the server closed them.
+	testio.Eventually(t, 10*time.Second, func() string {
+		for _, c := range held {
+			c.SetReadDeadline(time.Now().Add(time.Millisecond))
+			if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+				return ""
+			}
+		}
+		return "the server closed none of the idle keep-alives"
+	})
+	for _, c := range held {
+		c.Close()
+	}
+	testio.Eventually(t, 10*time.Second, func() string {
+		c, res := keepAlive(t, addr)
+		defer c.Close()
+		switch {
+		case res == nil:
+			return "a request was not answered"
+		case res.Close:
+			return "keep-alives are still off: the answer says Connection: close"
+		}
+		return ""
+	})
+	if m, _ := metricsOf(t, base); strings.Contains(m, "chorus_keepalives_off_total 0") || !strings.Contains(m, "chorus_keepalives_off_total") {
+		t.Errorf("/metrics does not count keep-alives turned off:\n%s", grepLines(m, "keepalives"))
+	}
+}
+
+// grepLines is the lines of s that hold sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -1,0 +1,184 @@
+package web
+
+import (
+	"container/list"
+	"context"
+	"hash/maphash"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"golang.org/x/time/rate"
+)
+
+// Defaults of the in-process gates in front of the Redis-counted limits.
+const (
+	// DefaultGateFactor is how many times a limit its gate lets through
+	// per client: enough that only a client far over the limit meets it.
+	DefaultGateFactor = 4
+	// gateClients bounds the clients whose gates an instance remembers;
+	// past it the least recently seen is forgotten (and starts afresh).
+	gateClients = 50_000
+)
+
+// A gate is the in-process limit in front of one Redis-counted limit: per
+// client, GateFactor times the limit's rate and burst, counted in this
+// instance's memory. Refusing a flood costs Redis nothing, where each
+// request the Redis limit refuses costs a script call, and a signed-in one
+// its authentication too: gates are checked before authentication.
+//
+// The client is the session token a request carries (hashed), since
+// limits per user cannot know the user before authentication, and one
+// address may hold many users; a request without one, or of a limit per
+// address, counts for its client address.
+//
+// The gate of a route is checked before authentication (checkGate, in each
+// group of routes, before authenticate) once the route's limit middleware
+// has said which limit it has (routeGates); until then, the limit
+// middleware checks it itself, so each request is counted by its gate
+// once.
+type gate struct {
+	name       string // the limit's, for the key
+	every      rate.Limit
+	burst      int
+	perAddress bool          // the limit's: count by address, token or not
+	refused    *atomic.Int64 // the limit's refusals
+	message    string        // the limit's
+}
+
+// gates are the in-process limits of one Server.
+type gates struct {
+	factor  int
+	seed    maphash.Seed
+	clients *clientLimiters
+	routes  sync.Map // "METHOD pattern" -> *gate, as the limits say
+	refused atomic.Int64
+}
+
+// init readies the gates, factor times their limits (0: DefaultGateFactor;
+// negative: none).
+func (g *gates) init(factor int) {
+	if factor == 0 {
+		factor = DefaultGateFactor
+	}
+	g.factor, g.seed, g.clients = factor, maphash.MakeSeed(), newClientLimiters(gateClients)
+}
+
+// newGate makes the gate of limit l, or nil when there is none.
+func (g *gates) newGate(l rateLimit) *gate {
+	if g.factor <= 0 || l.limit.IsZero() {
+		return nil
+	}
+	return &gate{
+		name:       l.name,
+		every:      rate.Limit(float64(g.factor*l.limit.Rate) / l.limit.Period.Seconds()),
+		burst:      g.factor * l.limit.Burst,
+		perAddress: l.perAddress,
+		refused:    l.refused,
+		message:    l.message,
+	}
+}
+
+type gatedKey struct{}
+
+// checkGate checks the request against its route's gate, once the route
+// is known to have one, before anything that costs Redis.
+func (s *Server) checkGate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, ok := s.gates.routes.Load(routeOf(r))
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if wait, ok := s.passGate(v.(*gate), r); !ok {
+			s.refuseAtGate(w, r, v.(*gate), wait)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), gatedKey{}, true)))
+	})
+}
+
+// gateInLimit checks a request that checkGate did not (its route's first
+// requests), and tells checkGate the route's gate.
+func (s *Server) gateInLimit(g *gate, w http.ResponseWriter, r *http.Request) bool {
+	if g == nil || r.Context().Value(gatedKey{}) != nil {
+		return true
+	}
+	s.gates.routes.LoadOrStore(routeOf(r), g)
+	if wait, ok := s.passGate(g, r); !ok {
+		s.refuseAtGate(w, r, g, wait)
+		return false
+	}
+	return true
+}
+
+// routeOf is the route a request was routed to: its method and pattern.
+func routeOf(r *http.Request) string {
+	return r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
+}
+
+// passGate takes one unit of g for the request's client, or says how long
+// the client must wait for one.
+func (s *Server) passGate(g *gate, r *http.Request) (time.Duration, bool) {
+	client := "a" + s.clientAddr(r)
+	if token, _, present := credentials(r); present && token != "" && !g.perAddress {
+		client = "t" + strconv.FormatUint(maphash.String(s.gates.seed, token), 36)
+	}
+	return s.gates.clients.take(g.name+":"+client, g.every, g.burst, time.Now())
+}
+
+// refuseAtGate answers a request its gate refused as its limit would,
+// counting it among the limit's refusals and the gates'.
+func (s *Server) refuseAtGate(w http.ResponseWriter, r *http.Request, g *gate, wait time.Duration) {
+	s.gates.refused.Add(1)
+	g.refused.Add(1)
+	s.writeError(w, r, &rateLimitedError{retryAfter: wait, message: g.message})
+}
+
+// clientLimiters holds the in-process limiters of the clients seen last,
+// forgetting the least recently seen past max, so that its memory is
+// bounded whatever the number of clients.
+type clientLimiters struct {
+	mu    sync.Mutex
+	max   int
+	order list.List // of *clientLimiter, the most recently seen first
+	byKey map[string]*list.Element
+}
+
+type clientLimiter struct {
+	key string
+	lim *rate.Limiter
+}
+
+func newClientLimiters(max int) *clientLimiters {
+	return &clientLimiters{max: max, byKey: make(map[string]*list.Element)}
+}
+
+// take takes one unit of key's limiter (every, burst), made full when key
+// is new, or says how long until one is there.
+func (c *clientLimiters) take(key string, every rate.Limit, burst int, now time.Time) (time.Duration, bool) {
+	c.mu.Lock()
+	var lim *rate.Limiter
+	if e, ok := c.byKey[key]; ok {
+		c.order.MoveToFront(e)
+		lim = e.Value.(*clientLimiter).lim
+	} else {
+		lim = rate.NewLimiter(every, burst)
+		c.byKey[key] = c.order.PushFront(&clientLimiter{key: key, lim: lim})
+		if c.order.Len() > c.max {
+			oldest := c.order.Back()
+			c.order.Remove(oldest)
+			delete(c.byKey, oldest.Value.(*clientLimiter).key)
+		}
+	}
+	c.mu.Unlock()
+	res := lim.ReserveN(now, 1)
+	if wait := res.DelayFrom(now); wait > 0 {
+		res.CancelAt(now)
+		return wait, false
+	}
+	return 0, true
+}

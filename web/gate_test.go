@@ -1,0 +1,114 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"chorus/social"
+	"chorus/web"
+
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// A client far over a limit is refused in process: once the gate in front
+// of the limit bites, a flood of refused requests costs Redis no command,
+// signed in (a per-user limit, whose requests are authenticated first) or
+// not (a per-address one).
+func TestGateRefusesFloodsWithoutRedis(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	var commands atomic.Int64
+	e.rdb.AddHook(requestCommands{&commands})
+	const burst = 2
+	e.limits = web.Limits{
+		PostsPerUser:     redis_rate.Limit{Rate: 1, Period: time.Hour, Burst: burst},
+		SignUpPerAddress: redis_rate.Limit{Rate: 1, Period: time.Hour, Burst: burst},
+	}
+	in := e.start()
+	flooder := in.signUp(t, "flooder")
+	anon := in.anon(t)
+
+	// Past the limit's burst Redis refuses; past the gate's, the gate does.
+	bites := web.DefaultGateFactor * burst
+	const flood = 200
+	for _, tc := range []struct {
+		name string
+		send func(i int) response
+		sent int // requests of the limit sent before the flood
+	}{
+		{"posts of a signed-in user", func(i int) response {
+			return flooder.do("POST", "/api/v1/statuses", map[string]string{"message": "again"})
+		}, 0},
+		{"sign-ups from one address", func(i int) response {
+			return anon.do("POST", "/api/v1/users", map[string]any{"login": "flood" + strconv.Itoa(i), "name": "F", "password": "password-flood"})
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			costly := 0
+			for i := tc.sent; i < flood; i++ {
+				before := commands.Load()
+				res := tc.send(i)
+				cost := commands.Load() - before
+				if i >= burst && res.Status != http.StatusTooManyRequests {
+					t.Fatalf("request %d: %d %s, want 429", i+1, res.Status, res.Body)
+				}
+				if i >= bites && cost > 0 {
+					costly++
+				}
+			}
+			if costly > 0 {
+				t.Errorf("%d of the %d requests past the gate (%d) cost Redis commands, want none", costly, flood-bites, bites)
+			}
+		})
+	}
+	// A limit per address is gated by address: made-up tokens, each a
+	// client of its own to a limit per user, do not get past it.
+	for i := range 20 {
+		before := commands.Load()
+		res := anon.do("POST", "/api/v1/users", map[string]any{"login": "token" + strconv.Itoa(i), "name": "T", "password": "password-token"},
+			"Authorization", "Bearer made-up-"+strconv.Itoa(i))
+		if cost := commands.Load() - before; res.Status != http.StatusTooManyRequests || cost > 0 {
+			t.Fatalf("sign-up %d with a made-up token, past the address's gate: %d %s, %d Redis commands; want 429 and none", i, res.Status, res.Body, cost)
+		}
+	}
+
+	res := anon.do("GET", "/metrics", nil)
+	for _, want := range []string{
+		"chorus_rate_limited_in_process_total " + strconv.Itoa(2*(flood-bites)+20),
+	} {
+		if !strings.Contains(string(res.Body), want) {
+			t.Errorf("/metrics does not say %s", want)
+		}
+	}
+}
+
+// requestCommands counts the Redis commands run for HTTP requests (their
+// context carries a request id), not the instance's background work.
+type requestCommands struct{ n *atomic.Int64 }
+
+func (requestCommands) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c requestCommands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if middleware.GetReqID(ctx) != "" {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c requestCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if middleware.GetReqID(ctx) != "" {
+			c.n.Add(int64(len(cmds)))
+		}
+		return next(ctx, cmds)
+	}
+}
