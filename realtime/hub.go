@@ -352,7 +352,7 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 	case protocol.TypeSessionEnded:
 		for c := range u.conns {
 			if c.session == ev.Session {
-				h.endSession(c, protocol.ReasonSignedOut)
+				h.endSession(c, closeSignedOut)
 			}
 		}
 		return
@@ -361,7 +361,7 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		// by a user Redis has since lost. Closed before this event is done,
 		// none is sent a frame of the new user.
 		for c := range u.conns {
-			h.endSession(c, protocol.ReasonSessionEnded)
+			h.endSession(c, closeSessionEnded)
 		}
 		return
 	}
@@ -662,7 +662,7 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	h.mu.Unlock()
 	for _, c := range all {
 		c.shuttingDown.Store(true)
-		c.closeSoon(statusGoingAway, "server shutting down")
+		c.closeSoon(closeShutdown)
 	}
 	done := make(chan struct{})
 	go func() { h.conns.Wait(); close(done) }()
