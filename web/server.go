@@ -35,9 +35,9 @@ type Config struct {
 	Presence       *presence.Tracker
 	Stream         *realtime.Hub
 	Metrics        *Metrics      // nil: a fresh set
-	SessionTTL     time.Duration // lifetime of the session cookie
+	SessionTTL     time.Duration // lifetime of the session cookie; 0: social.DefaultSessionTTL
 	AllowedOrigins []string      // origins besides the server's own, e.g. "https://app.example.com"
-	Logger         *slog.Logger
+	Logger         *slog.Logger  // nil: slog.Default()
 
 	// Limiter and Limits rate-limit clients; with no Limiter, nothing is.
 	Limiter   Limiter
