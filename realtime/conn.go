@@ -37,7 +37,9 @@ type outgoing struct {
 }
 
 // conn is one live WebSocket. Its queue is filled by the router without
-// blocking and drained by its writer, the only goroutine that writes.
+// blocking and drained by drain, a writer that runs only while frames wait
+// and writes every data frame; the pings come from keepAlive's timer and
+// the close frame from end.
 type conn struct {
 	hub     *Hub
 	ws      *websocket.Conn
@@ -281,7 +283,7 @@ func (c *conn) fail(why closeReason) {
 // keepAlive pings the client every heartbeat interval, from a timer rather
 // than a goroutine of its own, and counts its pong as activity. Browsers
 // answer pings themselves, even in a background tab whose timers are
-// throttled or frozen, so presence no longer hangs on the page's heartbeat
+// throttled or frozen, so presence does not hang on the page's heartbeat
 // frames. A connection with no activity for three intervals, no frame and
 // no pong, is closed with 4000.
 func (c *conn) keepAlive() {
