@@ -121,7 +121,7 @@ type Hub struct {
 	syncCh  chan string         // channels whose subscription may need to change
 	recheck chan struct{}       // wakes the session checker for channels in h.unchecked
 
-	mu        sync.RWMutex
+	mu        sync.RWMutex        // the first lock of all (locks.go)
 	users     map[string]*local   // by channel
 	authors   map[string]*readers // pulled authors' channels: the local users who follow them
 	live      map[string]bool     // channels whose subscription Redis confirmed
