@@ -3,7 +3,6 @@ package realtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"chorus/protocol"
@@ -34,8 +33,12 @@ func (h *Hub) AnnounceFriendshipEnded(ctx context.Context, a, b int64) error {
 // announcePair publishes to each of a and b the frame about the other.
 func (h *Hub) announcePair(ctx context.Context, a, b int64, about func(social.User) (any, error)) error {
 	users, err := h.feed.Users(ctx, []int64{a, b})
-	if err != nil || len(users) != 2 {
-		return fmt.Errorf("announce to %d and %d: %w", a, b, errors.Join(err, social.ErrUserNotFound))
+	if err != nil {
+		// A failure to read is no missing user: it stays what it is.
+		return fmt.Errorf("announce to %d and %d: %w", a, b, err)
+	}
+	if len(users) != 2 {
+		return fmt.Errorf("announce to %d and %d: %w", a, b, social.ErrUserNotFound)
 	}
 	pipe := h.rdb.Pipeline()
 	for i, u := range users {
