@@ -80,7 +80,6 @@ type holders struct {
 	done  []chan struct{} // closed when each shard has ended
 	errs  chan error      // a worker that failed, or reported nonsense
 	procs []*exec.Cmd     // workers, to kill if they overstay
-	wait  sync.WaitGroup  // readers of the workers' output
 	once  []sync.Once     // each stop once
 }
 
