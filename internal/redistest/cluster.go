@@ -62,7 +62,7 @@ func ClusterClientOf(tb testing.TB, addrs []string) *redis.ClusterClient {
 	}); err != nil {
 		tb.Fatalf("redistest: ping cluster %v: %v", addrs, err)
 	}
-	tb.Cleanup(func() { rdb.Close() })
+	tb.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
 
@@ -170,12 +170,12 @@ func (c *Cluster) waitReady(masters, replicas int, timeout time.Duration) error 
 				break
 			}
 			if ctx.Err() != nil {
-				rdb.Close()
+				_ = rdb.Close()
 				return fmt.Errorf("cluster node %s not ready: %v %q", n.Addr, err, info)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		rdb.Close()
+		_ = rdb.Close()
 	}
 	return nil
 }
