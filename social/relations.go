@@ -2,10 +2,7 @@ package social
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Page selects part of a list: Limit items from Offset on.
@@ -35,27 +32,6 @@ func (s *Service) Following(ctx context.Context, login string, p Page) ([]User, 
 // Friends lists uid's friends (mutual follows), newest friendship first.
 func (s *Service) Friends(ctx context.Context, uid int64, p Page) ([]User, error) {
 	return s.userList(ctx, s.keys.friends(uid), p)
-}
-
-// AreFriends reports whether a and b follow each other.
-func (s *Service) AreFriends(ctx context.Context, a, b int64) (bool, error) {
-	return s.inSet(ctx, s.keys.friends(a), b)
-}
-
-// IsFollowing reports whether a follows b.
-func (s *Service) IsFollowing(ctx context.Context, a, b int64) (bool, error) {
-	return s.inSet(ctx, s.keys.following(a), b)
-}
-
-func (s *Service) inSet(ctx context.Context, key string, uid int64) (bool, error) {
-	_, err := s.rdb.ZScore(ctx, key, itoa(uid)).Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("is %d in %s: %w", uid, key, err)
-	}
-	return true, nil
 }
 
 func (s *Service) userList(ctx context.Context, key string, p Page) ([]User, error) {
