@@ -78,17 +78,24 @@ func (b *Bus) Queue(ctx context.Context, c redis.Cmdable, channel string, payloa
 	return c.Publish(ctx, channel, payload)
 }
 
-// PublishAll sends payload on each of channels, in one pipeline.
-func (b *Bus) PublishAll(ctx context.Context, channels []string, payload any) error {
-	if len(channels) == 0 {
+// Message is one payload for one channel, in a batch.
+type Message struct {
+	Channel string
+	Payload any // a []byte or string of JSON, as the frame goes on the wire
+}
+
+// PublishBatch publishes msgs in one pipeline: on a cluster, one per master
+// of their channels' slots, which the client sends side by side.
+func (b *Bus) PublishBatch(ctx context.Context, msgs []Message) error {
+	if len(msgs) == 0 {
 		return nil
 	}
 	pipe := b.rdb.Pipeline()
-	for _, ch := range channels {
-		b.Queue(ctx, pipe, ch, payload)
+	for _, m := range msgs {
+		b.Queue(ctx, pipe, m.Channel, m.Payload)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("publish on %d channels: %w", len(channels), err)
+		return fmt.Errorf("publish on %d channels: %w", len(msgs), err)
 	}
 	return nil
 }
