@@ -71,7 +71,7 @@ func newEnv(tb testing.TB, o envOptions) *env {
 	sopts.Prefix, sopts.BcryptCost, sopts.Logger = prefix, 4, log
 	soc := social.New(rdb, sopts)
 	popts := o.presence
-	popts.Prefix, popts.FriendsKey, popts.Channel, popts.Profile = prefix, soc.FriendsKey, soc.UserChannel, soc.Profile
+	popts.Prefix, popts.FriendsKey, popts.Profile = prefix, soc.FriendsKey, soc.Profile
 	popts.Logger = log
 	pres := presence.New(rdb, popts)
 	var feed Feed = soc

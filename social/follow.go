@@ -82,6 +82,13 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 		return User{}, false, fmt.Errorf("follow %d->%d: %w", uid, other, err)
 	}
 	followee, err = s.UserByID(ctx, other)
+	if err == nil && made && s.opts.Befriended != nil {
+		// The follow stands; introducing the new friends to each other's
+		// streams is a courtesy that may fail.
+		if err := s.opts.Befriended(ctx, uid, other); err != nil {
+			s.opts.Logger.WarnContext(ctx, "could not announce a friendship", "uid", uid, "friend", other, "err", err)
+		}
+	}
 	return followee, made, err
 }
 

@@ -69,9 +69,6 @@ type Presence interface {
 // Stream serves the live WebSocket stream.
 type Stream interface {
 	Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string) error
-	EndSession(ctx context.Context, uid int64, sessionID string) error
-	AnnounceFriendship(ctx context.Context, a, b int64) error
-	AnnounceFriendshipEnded(ctx context.Context, a, b int64) error
 	StreamStats
 }
 
