@@ -191,7 +191,7 @@ type clusterEnv struct {
 func newClusterEnv(tb testing.TB, rdb, hubRDB *redis.ClusterClient) *clusterEnv {
 	tb.Helper()
 	feed := &memFeed{prefix: redistest.Prefix(), rdb: rdb, home: map[int64][]social.Status{}, pulls: map[int64][]int64{}, sessions: map[string]int64{}}
-	hub := New(hubRDB, feed, memPresence{}, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	hub := New(hubRDB, feed, memPresence{}, Options{Prefix: feed.prefix, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	url := serve(tb, hub, func(w http.ResponseWriter, r *http.Request) {
 		session := r.Header.Get(tokenHeader)
 		owners, _ := feed.SessionOwners(r.Context(), []string{session})

@@ -15,18 +15,18 @@ import (
 	"github.com/coder/websocket"
 )
 
-// joinHookFeed runs a hook, once, when the hub first asks for a user's
-// channel: as a stream joins, before its subscription is live.
+// joinHookFeed runs a hook, once, when the hub first reads the last status
+// id: as a stream opens, just before it joins, its subscription not live.
 type joinHookFeed struct {
 	*social.Service
 	hook atomic.Pointer[func()]
 }
 
-func (f *joinHookFeed) UserChannel(uid int64) string {
+func (f *joinHookFeed) LastStatusID(ctx context.Context) (int64, error) {
 	if hook := f.hook.Swap(nil); hook != nil {
 		(*hook)()
 	}
-	return f.Service.UserChannel(uid)
+	return f.Service.LastStatusID(ctx)
 }
 
 // A sign-out while the stream is being opened, published before the
