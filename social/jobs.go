@@ -3,31 +3,207 @@ package social
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
+// A fan-out job is a hash in the jobs' slot ("{fanout}") named by an entry
+// of the job stream, which every instance's Worker reads. Its passes, run
+// from Go, touch keys on many shards of a cluster: the job's hash and
+// stream, the author's followers, each follower's home timeline. No one
+// step can hold them, so a pass is built to be run twice: every write it
+// makes is idempotent (a status added to a sorted set, or taken out), a
+// live frame goes only with a write that changed something, and the job
+// moves on only after its writes, by the advance script, and only if no
+// other worker moved it meanwhile. A worker that dies mid-pass leaves the
+// job where it was; the next one redoes the pass, writing nothing twice.
+
 var (
+	//go:embed queue_job.lua
+	queueJobSource string
+	queueJobScript = redis.NewScript(queueJobSource)
+
 	//go:embed advance.lua
 	advanceSource string
 	advanceScript = redis.NewScript(advanceSource)
 )
 
-// A job's passes run from Go touch keys on many shards of a cluster: the
-// job's hash and stream (slot "{fanout}"), the author's followers, each
-// follower's home timeline. No one step can hold them, so a pass is built
-// to be run twice: every write it makes is idempotent (a status added to a
-// sorted set, or taken out), a live frame goes only with a write that
-// changed something, and the job moves on only after its writes, by the
-// advance script, and only if no other worker moved it meanwhile. A worker
-// that dies mid-pass leaves the job where it was; the next one redoes the
-// pass, writing nothing twice.
+// jobKind is what a fan-out job does: its hash's "kind" field.
+type jobKind string
 
-// job is a fan-out job's hash, as a pass read it.
+// The kinds of fan-out job. The values are stored in job hashes: an
+// instance runs the jobs an older one queued.
+const (
+	jobPost       jobKind = "post"        // a status into its author's followers' home timelines (postPass)
+	jobDelete     jobKind = "delete"      // a deleted status out of them (deletePass)
+	jobPromote    jobKind = "promote"     // an author made pulled (promotePass)
+	jobRefill     jobKind = "refill"      // a short home timeline filled again (refillPass)
+	jobListPost   jobKind = "list_post"   // a status into the lists that hold its author (listPostPass)
+	jobListDelete jobKind = "list_delete" // a deleted status out of them (listDeletePass)
+)
+
+// The prefixes of job ids that other code looks for: a status id follows.
+const (
+	deleteJobPrefix     = "delete:"       // a status's cleanup (see dropFollowee)
+	listDeleteJobPrefix = "lists:delete:" // its cleanup from lists (see dropStatusesOf)
+)
+
+func postJobID(sid int64) string       { return "post:" + itoa(sid) }
+func deleteJobID(sid int64) string     { return deleteJobPrefix + itoa(sid) }
+func promoteJobID(uid int64) string    { return "promote:" + itoa(uid) }
+func refillJobID(uid int64) string     { return "refill:" + itoa(uid) }
+func listPostJobID(sid int64) string   { return "lists:post:" + itoa(sid) }
+func listDeleteJobID(sid int64) string { return listDeleteJobPrefix + itoa(sid) }
+
+// job is a fan-out job's hash, parsed once (parseJob), queued one way
+// (queueJob) and moved on by advance. A status's jobs are named by the
+// status, an author's promotion and a reader's refill by the user: one job
+// of each at a time.
 type job struct {
-	key string
-	f   map[string]string
+	key     string  // the hash's key
+	kind    jobKind // "kind"
+	uid     int64   // "uid": the author, or the reader whose home a refill fills
+	sid     int64   // "sid": the status (post, delete, list_post, list_delete)
+	cursor  float64 // "cursor": the score of the last member done, 0 before the first
+	until   string  // "until": the last score the job reaches, read by its first pass ("" before)
+	payload string  // "payload": the frame the job carries (post, delete, list_post, list_delete)
+	ready   bool    // "ready": what the job reads is written (see queueJob)
+	entry   string  // "entry": its entry in the job stream
+	pass    int64   // "pass": how many times it was moved on (see advance)
+
+	// A refill's place (see refillPass).
+	floor string // "floor": the lowest id home held when it was queued, or "+inf"
+	part  string // "part": the followee a pass stopped inside, "" for none
+	below string // "below": the lowest id copied from part
+}
+
+// id is the job's id: its key without the jobs' prefix.
+func (j job) id() string {
+	switch j.kind {
+	case jobPost:
+		return postJobID(j.sid)
+	case jobDelete:
+		return deleteJobID(j.sid)
+	case jobPromote:
+		return promoteJobID(j.uid)
+	case jobRefill:
+		return refillJobID(j.uid)
+	case jobListPost:
+		return listPostJobID(j.sid)
+	case jobListDelete:
+		return listDeleteJobID(j.sid)
+	}
+	panic(fmt.Sprintf("job of unknown kind %q", j.kind))
+}
+
+// parseJob reads a job's hash. A missing or malformed number reads as 0,
+// which no user or status has: a pass finds nothing to do with it.
+func parseJob(key string, f map[string]string) job {
+	j := job{
+		key: key, kind: jobKind(f["kind"]), until: f["until"], payload: f["payload"],
+		ready: f["ready"] != "", entry: f["entry"], floor: f["floor"], part: f["part"], below: f["below"],
+	}
+	j.uid, _ = strconv.ParseInt(f["uid"], 10, 64)
+	j.sid, _ = strconv.ParseInt(f["sid"], 10, 64)
+	j.cursor, _ = strconv.ParseFloat(f["cursor"], 64)
+	j.pass, _ = strconv.ParseInt(f["pass"], 10, 64)
+	if j.kind == jobRefill {
+		j.ready = true // see fields
+	}
+	return j
+}
+
+// fields are the hash fields queueJob writes for j ("entry" is the
+// script's), in the order older instances wrote them.
+func (j job) fields() []any {
+	f := []any{"kind", string(j.kind), "uid", j.uid}
+	if j.sid != 0 {
+		f = append(f, "sid", j.sid)
+	}
+	f = append(f, "cursor", score(j.cursor))
+	if j.payload != "" {
+		f = append(f, "payload", j.payload)
+	}
+	if j.kind == jobRefill {
+		f = append(f, "floor", j.floor)
+	} else if j.ready {
+		// A refill never carried "ready": it reads only follows and a home
+		// timeline written before it is queued, and never waits.
+		f = append(f, "ready", 1)
+	}
+	return f
+}
+
+// moves are the field, value pairs that take j to next, for advance: an
+// empty value deletes the field.
+func (j job) moves(next job) []any {
+	var m []any
+	if next.cursor != j.cursor {
+		m = append(m, "cursor", score(next.cursor))
+	}
+	if next.until != j.until {
+		m = append(m, "until", next.until)
+	}
+	if next.ready && !j.ready {
+		m = append(m, "ready", "1")
+	}
+	if next.part != j.part {
+		m = append(m, "part", next.part)
+	}
+	if next.below != j.below {
+		m = append(m, "below", next.below)
+	}
+	return m
+}
+
+// score formats a sorted set score as Redis reads it back.
+func score(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// jobInputs says, when a job is queued, whether what it reads is written.
+type jobInputs bool
+
+const (
+	// inputsPending: its maker writes them next, then marks the job ready
+	// (markReady). A pass waits until then, or until the maker is taken
+	// for dead and the pass redoes its writes (see makerDone).
+	inputsPending jobInputs = false
+	// inputsWritten: the job may run at once.
+	inputsWritten jobInputs = true
+)
+
+// queueJob queues j on c (a client, or a pipeline) unless a job of its key
+// is queued: its hash, and the stream entry that names it. The command's
+// value is 1 when it queued the job, 0 when one was there.
+//
+// A job becomes runnable only after everything it reads is written: a job
+// queued before its inputs (so that a worker finishes what its maker leaves
+// part way) is queued inputsPending and marked ready once they are.
+func (s *Service) queueJob(ctx context.Context, c redis.Scripter, j job, inputs jobInputs) *redis.Cmd {
+	j.ready = bool(inputs)
+	keys := []string{s.keys.jobs(), s.keys.job(j.id())}
+	if _, ok := c.(redis.Pipeliner); ok {
+		// A pipeline's EVALSHA cannot fall back to EVAL.
+		return queueJobScript.Eval(ctx, c, keys, j.fields()...)
+	}
+	return queueJobScript.Run(ctx, c, keys, j.fields()...)
+}
+
+// markReady marks jobs (keys) ready to run, once what they read is written;
+// "" stands for no job.
+func (s *Service) markReady(ctx context.Context, jobs ...string) error {
+	pipe := s.rdb.Pipeline()
+	for _, j := range jobs {
+		if j != "" {
+			pipe.HSet(ctx, j, "ready", 1)
+		}
+	}
+	_, err := pipe.Exec(ctx)
+	return err
 }
 
 // readJob reads the job at key; ok is false when it is gone.
@@ -36,38 +212,156 @@ func (s *Service) readJob(ctx context.Context, key string) (j job, ok bool, err 
 	if err != nil {
 		return job{}, false, err
 	}
-	return job{key: key, f: f}, len(f) > 0, nil
+	return parseJob(key, f), len(f) > 0, nil
 }
 
-// step is what one pass of a job did, and where the job goes next.
-type step struct {
-	finished bool              // the job is done
-	wait     bool              // the job is not ready: nothing written, try again shortly
-	set      map[string]string // fields to write when not finished; "" deletes one
-	reached  int64             // members reached (see passResult)
-	copied   int64             // statuses copied (refill)
+// passResult is what one pass of a job did, and where the job goes next.
+type passResult struct {
+	finished bool  // the job is done (and gone, once advanced)
+	wait     bool  // the job is not ready: nothing written, try again shortly (see makerDone)
+	next     job   // the job as the next pass is to read it, when not finished
+	reached  int64 // followers reached (post, delete, promote), followees looked at (refill), or lists (list_post, list_delete)
+	copied   int64 // statuses copied into a home timeline (refill)
 }
 
-// advance moves j on as st says, unless another worker moved it since j was
-// read. It reports whether it wrote.
-func (s *Service) advance(ctx context.Context, j job, st step) (bool, error) {
-	pass := j.f["pass"]
-	if pass == "" {
-		pass = "0"
+// pass runs one pass of the job whose hash is at key, and moves it on.
+func (s *Service) pass(ctx context.Context, key string) (passResult, error) {
+	j, ok, err := s.readJob(ctx, key)
+	if err != nil {
+		return passResult{}, fmt.Errorf("job %s: %w", key, err)
 	}
+	if !ok {
+		return passResult{finished: true}, nil
+	}
+	var res passResult
+	switch j.kind {
+	case jobPost:
+		res, err = s.postPass(ctx, j)
+	case jobDelete:
+		res, err = s.deletePass(ctx, j)
+	case jobPromote:
+		res, err = s.promotePass(ctx, j)
+	case jobRefill:
+		res, err = s.refillPass(ctx, j)
+	case jobListPost:
+		res, err = s.listPostPass(ctx, j)
+	case jobListDelete:
+		res, err = s.listDeletePass(ctx, j)
+	default:
+		res = passResult{finished: true}
+	}
+	if err != nil {
+		return passResult{}, fmt.Errorf("job %s: %w", key, err)
+	}
+	if res.wait {
+		return passResult{wait: true}, nil
+	}
+	moved, err := s.advance(ctx, j, res)
+	if err != nil {
+		return passResult{}, err
+	}
+	// A pass whose job another worker moved meanwhile wrote only what that
+	// worker wrote too; the next pass reads the job again.
+	res.finished = moved && res.finished
+	return res, nil
+}
+
+// advance moves j on as res says, unless another worker moved it since j
+// was read. It reports whether it wrote.
+func (s *Service) advance(ctx context.Context, j job, res passResult) (bool, error) {
 	finish := "0"
-	if st.finished {
+	if res.finished {
 		finish = "1"
 	}
-	args := []any{jobGroup, pass, finish}
-	if !st.finished {
-		for f, v := range st.set {
-			args = append(args, f, v)
-		}
+	args := []any{jobGroup, itoa(j.pass), finish}
+	if !res.finished {
+		args = append(args, j.moves(res.next)...)
 	}
 	n, err := advanceScript.Run(ctx, s.rdb, []string{j.key, s.keys.jobs()}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("advance job %s: %w", j.key, err)
 	}
 	return n == 1, nil
+}
+
+// inlinePass runs the first pass of a job for the caller. Its failure is not
+// the caller's: the job is durable and a worker carries it on.
+func (s *Service) inlinePass(ctx context.Context, key string) {
+	if _, err := s.pass(ctx, key); err != nil {
+		s.opts.Logger.WarnContext(ctx, "inline fan-out pass failed; a worker will retry", "job", key, "err", err)
+	}
+}
+
+// makerDone makes sure the writes j was queued for (by Post or
+// DeleteStatus) are done before its pass goes on, and returns the job its
+// pass starts from. A job its maker has not marked ready is waited for
+// (wait), until JobClaimIdle after it was queued: its maker is then taken
+// for dead, and redo does the maker's writes, all idempotent.
+func (s *Service) makerDone(ctx context.Context, j job, redo func() error) (next job, wait bool, err error) {
+	if j.ready {
+		return j, false, nil
+	}
+	now, err := s.now(ctx)
+	if err != nil {
+		return job{}, false, err
+	}
+	ms, _, _ := strings.Cut(j.entry, "-")
+	queued, _ := strconv.ParseInt(ms, 10, 64)
+	if now.Sub(time.UnixMilli(queued)) <= s.opts.JobClaimIdle {
+		return job{}, true, nil
+	}
+	if err := redo(); err != nil {
+		return job{}, false, err
+	}
+	j.ready = true
+	return j, false, nil
+}
+
+// jobPage reads up to FanoutPassSize members of the sorted set key scored
+// after cursor and up to until: one page of a job.
+func (s *Service) jobPage(ctx context.Context, key string, cursor float64, until string) ([]redis.Z, error) {
+	return s.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+		Min: "(" + score(cursor), Max: until, Count: int64(s.opts.FanoutPassSize),
+	}).Result()
+}
+
+// pageMembers returns the members of a page.
+func pageMembers(page []redis.Z) []string {
+	members := make([]string, len(page))
+	for i, z := range page {
+		members[i], _ = z.Member.(string)
+	}
+	return members
+}
+
+// pageStep is the result of a pass over page that starts the job's next
+// pass from next: finished when the page is short, else on from its last
+// score.
+func (s *Service) pageStep(page []redis.Z, next job) passResult {
+	res := passResult{reached: int64(len(page)), next: next}
+	if len(page) < s.opts.FanoutPassSize {
+		res.finished = true
+		return res
+	}
+	res.next.cursor = page[len(page)-1].Score
+	return res
+}
+
+// JobBacklog reports how many fan-out jobs are queued or under way
+// site-wide, and how long ago the oldest was queued (by Redis's clock).
+func (s *Service) JobBacklog(ctx context.Context) (jobs int64, oldest time.Duration, err error) {
+	pipe := s.rdb.Pipeline()
+	n := pipe.XLen(ctx, s.keys.jobs())
+	first := pipe.XRangeN(ctx, s.keys.jobs(), "-", "+", 1)
+	now := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, 0, fmt.Errorf("job backlog: %w", err)
+	}
+	if msgs := first.Val(); len(msgs) > 0 {
+		ms, _, _ := strings.Cut(msgs[0].ID, "-")
+		if at, err := strconv.ParseInt(ms, 10, 64); err == nil {
+			oldest = max(0, now.Val().Sub(time.UnixMilli(at)))
+		}
+	}
+	return n.Val(), oldest, nil
 }

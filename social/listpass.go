@@ -1,6 +1,7 @@
 package social
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,14 +18,6 @@ import (
 // timeline, then checks what could have changed under the writes and takes
 // back what no longer stands. Every write is idempotent, so a pass run
 // twice leaves the same timelines.
-
-// listJobFields reads the author and the status of a list job; ok is false
-// when the job names neither, which leaves nothing to do.
-func listJobFields(j job) (uid, sid int64, ok bool) {
-	uid, uerr := strconv.ParseInt(j.f["uid"], 10, 64)
-	sid, serr := strconv.ParseInt(j.f["sid"], 10, 64)
-	return uid, sid, uerr == nil && serr == nil
-}
 
 // listPostPass runs one pass of a list_post job: status "sid" by "uid"
 // into the timeline of each list that has held uid since no later than
@@ -45,24 +38,24 @@ func listJobFields(j job) (uid, sid int64, ok bool) {
 // meanwhile (RemoveListMember's walk may have read the timeline before the
 // write). Each of those ends is written before its cleanup reads, so either
 // the check here sees it or the cleanup comes after the write.
-func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
-	uid, sid, ok := listJobFields(j)
-	if !ok {
-		return step{finished: true}, nil
+func (s *Service) listPostPass(ctx context.Context, j job) (passResult, error) {
+	uid, sid := j.uid, j.sid
+	if uid == 0 || sid == 0 {
+		return passResult{finished: true}, nil // names no author or status
 	}
 	// Queued before the status was written (see queuePost), the job waits
 	// until it is; a job whose maker died writes the status from its frame,
 	// as the post job does.
 	var frame protocol.StatusFrame
-	if j.f["ready"] == "" && json.Unmarshal([]byte(j.f["payload"]), &frame) != nil {
-		return step{finished: true}, nil // not a job Post queued
+	if !j.ready && json.Unmarshal([]byte(j.payload), &frame) != nil {
+		return passResult{finished: true}, nil // not a job Post queued
 	}
-	set, wait, err := s.makerDone(ctx, j, func() error { return s.writePost(ctx, frame.Status, []byte(j.f["payload"])) })
+	next, wait, err := s.makerDone(ctx, j, func() error { return s.writePost(ctx, frame.Status, []byte(j.payload)) })
 	if err != nil || wait {
-		return step{wait: wait}, err
+		return passResult{wait: wait}, err
 	}
 	k := s.keys
-	until := j.f["until"]
+	until := j.until
 	pipe := s.rdb.Pipeline()
 	exists := pipe.Exists(ctx, k.status(sid))
 	var seq *redis.StringCmd
@@ -75,38 +68,35 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 		promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return step{}, err
+		return passResult{}, err
 	}
 	if exists.Val() == 0 {
-		return step{finished: true}, nil
+		return passResult{finished: true}, nil
 	}
 	if seq != nil {
 		// A pulled author's statuses are merged into list reads (see
 		// ListTimeline): the job, queued before the author was pulled,
 		// writes nothing.
 		if pulled.Err() == nil {
-			return step{finished: true}, nil
+			return passResult{finished: true}, nil
 		}
 		// An author in as many lists as the pull threshold is made pulled,
 		// as one with that many followers is: list fan-out is bounded by
 		// the threshold as home fan-out is. This status is still written.
 		if t := s.opts.PullThreshold; t > 0 && inLists.Val() >= int64(t) && promoting.Val() == 0 {
 			if err := s.queuePromotion(ctx, uid); err != nil {
-				return step{}, err
+				return passResult{}, err
 			}
 		}
-		until = seq.Val()
-		if until == "" {
-			until = "0"
-		}
-		set["until"] = until
+		until = cmp.Or(seq.Val(), "0")
+		next.until = until
 	}
-	page, err := s.jobPage(ctx, s.keys.listsIn(uid), j.f["cursor"], until)
+	page, err := s.jobPage(ctx, s.keys.listsIn(uid), j.cursor, until)
 	if err != nil {
-		return step{}, err
+		return passResult{}, err
 	}
 	if len(page) == 0 {
-		return s.pageStep(page, set), nil
+		return s.pageStep(page, next), nil
 	}
 	lists := make([]int64, len(page))
 	pipe = s.rdb.Pipeline()
@@ -119,7 +109,7 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 		pipe.ZRemRangeByRank(ctx, timeline, 0, int64(-s.opts.HomeSize-1))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return step{}, err
+		return passResult{}, err
 	}
 
 	pipe = s.rdb.Pipeline()
@@ -131,7 +121,7 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 		member[i] = pipe.ZScore(ctx, k.listMembers(id), itoa(uid))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return step{}, err
+		return passResult{}, err
 	}
 	pipe = s.rdb.Pipeline()
 	if exists.Val() == 0 {
@@ -139,7 +129,7 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 			pipe.ZRem(ctx, k.listStatuses(id), sid)
 		}
 		_, err := pipe.Exec(ctx)
-		return step{finished: true, reached: int64(len(lists))}, err
+		return passResult{finished: true, reached: int64(len(lists))}, err
 	}
 	for i, id := range lists {
 		gone := listed[i].Val() == 0
@@ -156,9 +146,9 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 		listLeaveScript.Eval(ctx, pipe, []string{k.listsIn(uid)}, id, int64(page[i].Score))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return step{}, err
+		return passResult{}, err
 	}
-	return s.pageStep(page, set), nil
+	return s.pageStep(page, next), nil
 }
 
 // listDeletePass runs one pass of a list_delete job: status "sid" out of
@@ -167,29 +157,29 @@ func (s *Service) listPostPass(ctx context.Context, j job) (step, error) {
 // deleted never got it: its backfill and list_post passes check the status
 // after writing. A status uid posted once pulled went to no list (as to no
 // home timeline; see deletePass): the job ends at its first pass.
-func (s *Service) listDeletePass(ctx context.Context, j job) (step, error) {
-	uid, sid, ok := listJobFields(j)
-	if !ok {
-		return step{finished: true}, nil
+func (s *Service) listDeletePass(ctx context.Context, j job) (passResult, error) {
+	uid, sid := j.uid, j.sid
+	if uid == 0 || sid == 0 {
+		return passResult{finished: true}, nil // names no author or status
 	}
 	// As a list_post job, it waits for the deletion to be written.
-	set, wait, err := s.makerDone(ctx, j, func() error { return s.writeDelete(ctx, uid, sid, []byte(j.f["payload"])) })
+	next, wait, err := s.makerDone(ctx, j, func() error { return s.writeDelete(ctx, uid, sid, []byte(j.payload)) })
 	if err != nil || wait {
-		return step{wait: wait}, err
+		return passResult{wait: wait}, err
 	}
 	// A status its author posted once pulled was written to no list.
-	if j.f["cursor"] == "0" {
+	if j.cursor == 0 {
 		since, err := s.rdb.ZScore(ctx, s.keys.pulledAuthors(), itoa(uid)).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return step{}, err
+			return passResult{}, err
 		}
 		if err == nil && float64(sid) >= since {
-			return step{finished: true}, nil
+			return passResult{finished: true}, nil
 		}
 	}
-	page, err := s.jobPage(ctx, s.keys.listsIn(uid), j.f["cursor"], "+inf")
+	page, err := s.jobPage(ctx, s.keys.listsIn(uid), j.cursor, "+inf")
 	if err != nil {
-		return step{}, err
+		return passResult{}, err
 	}
 	pipe := s.rdb.Pipeline()
 	for _, p := range page {
@@ -199,7 +189,7 @@ func (s *Service) listDeletePass(ctx context.Context, j job) (step, error) {
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return step{}, err
+		return passResult{}, err
 	}
-	return s.pageStep(page, set), nil
+	return s.pageStep(page, next), nil
 }

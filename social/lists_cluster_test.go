@@ -94,10 +94,10 @@ func queueListJob(tb testing.TB, s *Service, rdb redis.UniversalClient, key, kin
 
 // runListJob runs passes of the job at key until it finishes, as a worker
 // would, and returns what each did.
-func runListJob(tb testing.TB, s *Service, key string, pass func(context.Context, job) (step, error)) []step {
+func runListJob(tb testing.TB, s *Service, key string, pass func(context.Context, job) (passResult, error)) []passResult {
 	tb.Helper()
 	ctx := ctxT(tb)
-	var steps []step
+	var steps []passResult
 	for len(steps) < 1000 {
 		j, ok, err := s.readJob(ctx, key)
 		if err != nil {
@@ -370,7 +370,7 @@ func TestListPassesOnBothBackends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if first.finished || first.reached != passSize || first.set["until"] == "" || first.set["cursor"] == "" {
+		if first.finished || first.reached != passSize || first.next.until == "" || first.next.cursor == 0 {
 			t.Fatalf("first pass = %+v", first)
 		}
 		if _, err := s.advance(ctx, j, first); err != nil {

@@ -33,10 +33,6 @@ var (
 	//go:embed delete_author.lua
 	deleteAuthorSource string
 	deleteAuthorScript = redis.NewScript(deleteAuthorSource)
-
-	//go:embed queue_job.lua
-	queueJobSource string
-	queueJobScript = redis.NewScript(queueJobSource)
 )
 
 var statusFields = []string{"id", "uid", "login", "message", "posted", "name"}
@@ -82,11 +78,11 @@ func isBidiControl(r rune) bool {
 // queued first: once Post has queued them, a worker finishes the post
 // should this instance die before it wrote the rest (see writePost).
 func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, error) {
-	st, job, listJob, err := s.queuePost(ctx, uid, message)
+	st, homeJob, listJob, err := s.queuePost(ctx, uid, message)
 	if err != nil {
 		return Status{}, err
 	}
-	s.inlinePass(ctx, job)
+	s.inlinePass(ctx, homeJob)
 	if listJob != "" {
 		s.inlinePass(ctx, listJob)
 	}
@@ -96,7 +92,7 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 // queuePost queues a status's fan-out jobs, writes the status, and marks the
 // jobs ready. It returns the keys of the jobs: the followers' and the
 // lists' ("" when no list holds the author).
-func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st Status, job, listJob string, err error) {
+func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st Status, homeJob, listJob string, err error) {
 	message, err = ValidateMessage(message)
 	if err != nil {
 		return Status{}, "", "", err
@@ -124,19 +120,18 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 	if err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
-	job = k.job(postJobID(st.ID))
-	if inLists.Val() > 0 && pulled.Err() != nil {
-		listJob = k.job(listPostJobID(st.ID))
-	}
+	post := job{kind: jobPost, uid: uid, sid: st.ID, payload: string(payload)}
+	homeJob = k.job(post.id())
+	toLists := inLists.Val() > 0 && pulled.Err() != nil
 	// Neither job is ready until the status is written: a worker that reads
 	// one before waits (see makerDone), so no pass looks for a status that
 	// is not there yet and ends its job.
 	pipe = s.rdb.Pipeline()
-	queueJobScript.Eval(ctx, pipe, []string{k.jobs(), job},
-		"kind", "post", "uid", uid, "sid", st.ID, "cursor", 0, "payload", payload)
-	if listJob != "" {
-		queueJobScript.Eval(ctx, pipe, []string{k.jobs(), listJob},
-			"kind", "list_post", "uid", uid, "sid", st.ID, "cursor", 0, "payload", payload)
+	s.queueJob(ctx, pipe, post, inputsPending)
+	if toLists {
+		post.kind = jobListPost
+		listJob = k.job(post.id())
+		s.queueJob(ctx, pipe, post, inputsPending)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
@@ -147,23 +142,10 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 	if err := s.writePost(ctx, st, payload); err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
-	if err := s.markReady(ctx, job, listJob); err != nil {
+	if err := s.markReady(ctx, homeJob, listJob); err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
-	return st, job, listJob, nil
-}
-
-// markReady marks jobs ready to run, once what they read is written; ""
-// stands for no job.
-func (s *Service) markReady(ctx context.Context, jobs ...string) error {
-	pipe := s.rdb.Pipeline()
-	for _, j := range jobs {
-		if j != "" {
-			pipe.HSet(ctx, j, "ready", 1)
-		}
-	}
-	_, err := pipe.Exec(ctx)
-	return err
+	return st, homeJob, listJob, nil
 }
 
 // writePost writes a status where its author owns it: the status hash, the
@@ -234,19 +216,17 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	if err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	job, listJob := k.job(deleteJobID(id)), ""
-	if inLists.Val() > 0 {
-		listJob = k.job(listDeleteJobID(id))
-	}
+	cleanup := job{kind: jobDelete, uid: uid, sid: id, payload: string(payload)}
+	homeJob, listJob := k.job(cleanup.id()), ""
 	// As in queuePost, the jobs wait for the deletion to be written: a list
 	// pass that ran first could race a list_post pass that, seeing the
 	// status still there, leaves it in a list for good.
 	pipe = s.rdb.Pipeline()
-	queueJobScript.Eval(ctx, pipe, []string{k.jobs(), job},
-		"kind", "delete", "uid", uid, "sid", id, "cursor", 0, "payload", payload)
-	if listJob != "" {
-		queueJobScript.Eval(ctx, pipe, []string{k.jobs(), listJob},
-			"kind", "list_delete", "uid", uid, "sid", id, "cursor", 0, "payload", payload)
+	s.queueJob(ctx, pipe, cleanup, inputsPending)
+	if inLists.Val() > 0 {
+		cleanup.kind = jobListDelete
+		listJob = k.job(cleanup.id())
+		s.queueJob(ctx, pipe, cleanup, inputsPending)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
@@ -257,10 +237,10 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	if err := s.writeDelete(ctx, uid, id, payload); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	if err := s.markReady(ctx, job, listJob); err != nil {
+	if err := s.markReady(ctx, homeJob, listJob); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	s.inlinePass(ctx, job)
+	s.inlinePass(ctx, homeJob)
 	if listJob != "" {
 		s.inlinePass(ctx, listJob)
 	}

@@ -41,3 +41,15 @@ func (t *touches) note(uid int64) {
 	}
 	t.at[uid] = time.Now()
 }
+
+// inactiveAfter is Options.InactiveAfter, 0 for never.
+func (s *Service) inactiveAfter() time.Duration { return max(0, s.opts.InactiveAfter) }
+
+// touchEvery is how often, at most, a user's activity is written: hourly,
+// or more often when InactiveAfter is short (tests).
+func (s *Service) touchEvery() time.Duration {
+	if d := s.inactiveAfter(); d > 0 {
+		return min(time.Hour, d/4)
+	}
+	return time.Hour
+}

@@ -272,6 +272,5 @@ func (s *Service) queueRefill(ctx context.Context, uid int64) error {
 	if l := lowest.Val(); len(l) == 1 {
 		floor = strconv.FormatFloat(l[0].Score, 'f', -1, 64)
 	}
-	return queueJobScript.Run(ctx, s.rdb, []string{k.jobs(), k.job(refillJobID(uid))},
-		"kind", "refill", "uid", uid, "cursor", 0, "floor", floor).Err()
+	return s.queueJob(ctx, s.rdb, job{kind: jobRefill, uid: uid, floor: floor}, inputsWritten).Err()
 }

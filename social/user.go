@@ -446,8 +446,7 @@ func (s *Service) noteActivity(ctx context.Context, uid int64) error {
 	} else if n > 0 {
 		// The rebuild is a refill with no floor, unless one is queued
 		// already (it then does that work).
-		q, err := queueJobScript.Run(ctx, s.rdb, []string{k.jobs(), k.job(refillJobID(uid))},
-			"kind", "refill", "uid", uid, "cursor", 0, "floor", "+inf").Int()
+		q, err := s.queueJob(ctx, s.rdb, job{kind: jobRefill, uid: uid, floor: "+inf"}, inputsWritten).Int()
 		if err != nil {
 			return err
 		}

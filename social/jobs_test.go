@@ -1,0 +1,191 @@
+package social
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// queueJob writes each kind's hash with the fields and values older
+// instances wrote, so that either runs the other's jobs: a job queued
+// before its inputs has no "ready", and a refill never has one.
+func TestQueuedJobHashesKeepTheirLayout(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	const uid, sid, payload = 7, 9, `{"type":"status"}`
+	for _, tc := range []struct {
+		j      job
+		inputs jobInputs
+		want   map[string]string
+	}{
+		{job{kind: jobPost, uid: uid, sid: sid, payload: payload}, inputsPending,
+			map[string]string{"kind": "post", "uid": "7", "sid": "9", "cursor": "0", "payload": payload}},
+		{job{kind: jobListPost, uid: uid, sid: sid, payload: payload}, inputsPending,
+			map[string]string{"kind": "list_post", "uid": "7", "sid": "9", "cursor": "0", "payload": payload}},
+		{job{kind: jobDelete, uid: uid, sid: sid, payload: payload}, inputsPending,
+			map[string]string{"kind": "delete", "uid": "7", "sid": "9", "cursor": "0", "payload": payload}},
+		{job{kind: jobListDelete, uid: uid, sid: sid, payload: payload}, inputsPending,
+			map[string]string{"kind": "list_delete", "uid": "7", "sid": "9", "cursor": "0", "payload": payload}},
+		{job{kind: jobPromote, uid: uid}, inputsWritten,
+			map[string]string{"kind": "promote", "uid": "7", "cursor": "0", "ready": "1"}},
+		{job{kind: jobRefill, uid: uid, floor: "+inf"}, inputsWritten,
+			map[string]string{"kind": "refill", "uid": "7", "cursor": "0", "floor": "+inf"}},
+		{job{kind: jobRefill, uid: uid + 1, floor: "41"}, inputsWritten,
+			map[string]string{"kind": "refill", "uid": "8", "cursor": "0", "floor": "41"}},
+	} {
+		t.Run(tc.j.id(), func(t *testing.T) {
+			key := s.keys.job(tc.j.id())
+			// Once through a pipeline (Post, DeleteStatus), once on the
+			// client (the others): the second finds the job queued.
+			pipe := rdb.Pipeline()
+			first := s.queueJob(ctx, pipe, tc.j, tc.inputs)
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := first.Int(); err != nil || n != 1 {
+				t.Fatalf("queue = %d, %v; want 1", n, err)
+			}
+			if n, err := s.queueJob(ctx, rdb, tc.j, tc.inputs).Int(); err != nil || n != 0 {
+				t.Fatalf("queue again = %d, %v; want 0", n, err)
+			}
+			got, err := rdb.HGetAll(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries, err := rdb.XRange(ctx, s.keys.jobs(), got["entry"], got["entry"]).Result()
+			if err != nil || len(entries) != 1 || entries[0].Values["job"] != key {
+				t.Errorf("entry %q names %v, %v; want the job", got["entry"], entries, err)
+			}
+			delete(got, "entry")
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("hash = %v, want %v", got, tc.want)
+			}
+			if j := parseJob(key, got); j.kind != tc.j.kind || j.uid != tc.j.uid || j.sid != tc.j.sid ||
+				j.payload != tc.j.payload || j.floor != tc.j.floor || j.ready != (tc.inputs == inputsWritten) {
+				t.Errorf("parsed back = %+v, want %+v", j, tc.j)
+			}
+		})
+	}
+}
+
+// oldJob writes a job hash field by field as an older instance did, with
+// its stream entry, and returns its key.
+func oldJob(tb testing.TB, s *Service, id string, fields ...any) string {
+	tb.Helper()
+	ctx := ctxT(tb)
+	k := s.keys
+	if err := s.rdb.XGroupCreateMkStream(ctx, k.jobs(), jobGroup, "0").Err(); err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
+		tb.Fatal(err)
+	}
+	key := k.job(id)
+	entry, err := s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.jobs(), Values: []any{"job", key}}).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.rdb.HSet(ctx, key, append([]any{"entry", entry}, fields...)...).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
+// Jobs an older instance queued, one of them part way through, run to
+// their end: a post job resumed after its first pass, a refill, a
+// promotion and a cleanup, each leaving no hash and no stream entry.
+func TestJobsQueuedByAnOlderInstanceRun(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{FanoutPassSize: 2})
+	ctx := ctxT(t)
+	k := s.keys
+	author := signUp(t, s, "author")
+	followers := followersOf(t, s, "author", 5)
+	homes := func() [][]int64 {
+		var got [][]int64
+		for _, f := range followers {
+			got = append(got, homeIDs(t, s, f.ID))
+		}
+		return got
+	}
+	done := func(key string) {
+		t.Helper()
+		if n := rdb.Exists(ctx, key).Val(); n != 0 {
+			t.Errorf("%s is left after its job", key)
+		}
+		if n := rdb.XLen(ctx, k.jobs()).Val(); n != 0 {
+			t.Errorf("job stream holds %d entries after the job, want 0", n)
+		}
+	}
+
+	// A status written, whose post job reached the first follower only.
+	sid := rdb.Incr(ctx, k.statusSeq()).Val()
+	st := Status{ID: sid, UID: author.ID, Login: author.Login, Name: author.Name, Message: "old",
+		Posted: time.Now().UTC().Truncate(time.Millisecond)}
+	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.writePost(ctx, st, payload); err != nil {
+		t.Fatal(err)
+	}
+	first, err := rdb.ZRangeWithScores(ctx, k.followers(author.ID), 0, 0).Result()
+	if err != nil || len(first) != 1 {
+		t.Fatalf("first follower = %v, %v", first, err)
+	}
+	seq := rdb.Get(ctx, k.followSeq()).Val()
+	key := oldJob(t, s, "post:"+itoa(sid), "kind", "post", "uid", author.ID, "sid", sid,
+		"cursor", first[0].Score, "payload", payload, "ready", 1, "until", seq, "pass", 1)
+	if passes := runJob(t, s, key); len(passes) != 3 {
+		t.Errorf("the post job ran %d passes, want 3 (4 followers left, 2 a pass, and one finding none)", len(passes))
+	}
+	want := [][]int64{nil, {sid}, {sid}, {sid}, {sid}}
+	if got := homes(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("homes after the post job = %v, want %v", got, want)
+	}
+	done(key)
+
+	// The first follower's home is refilled.
+	key = oldJob(t, s, "refill:"+itoa(followers[0].ID), "kind", "refill", "uid", followers[0].ID, "cursor", 0, "floor", "+inf")
+	if passes := runJob(t, s, key); len(passes) != 1 || passes[0].copied != 1 {
+		t.Errorf("the refill ran %+v, want one pass copying the status", passes)
+	}
+	if got := homeIDs(t, s, followers[0].ID); !slices.Equal(got, []int64{sid}) {
+		t.Errorf("home after the refill = %v, want %v", got, []int64{sid})
+	}
+	done(key)
+
+	// The author is made pulled.
+	key = oldJob(t, s, "promote:"+itoa(author.ID), "kind", "promote", "uid", author.ID, "cursor", 0, "ready", 1)
+	runJob(t, s, key)
+	if _, err := rdb.ZScore(ctx, k.pulledAuthors(), itoa(author.ID)).Result(); err != nil {
+		t.Errorf("the author is not pulled after the promotion: %v", err)
+	}
+	for _, f := range followers {
+		if _, err := rdb.ZScore(ctx, k.pulls(f.ID), itoa(author.ID)).Result(); err != nil {
+			t.Errorf("follower %d does not pull the author: %v", f.ID, err)
+		}
+	}
+	done(key)
+
+	// The status is deleted, and its cleanup takes it out of every home.
+	deleted, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.writeDelete(ctx, author.ID, sid, deleted); err != nil {
+		t.Fatal(err)
+	}
+	key = oldJob(t, s, "delete:"+itoa(sid), "kind", "delete", "uid", author.ID, "sid", sid, "cursor", 0,
+		"payload", deleted, "ready", 1)
+	runJob(t, s, key)
+	want = [][]int64{nil, nil, nil, nil, nil}
+	if got := homes(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("homes after the cleanup = %v, want %v", got, want)
+	}
+	done(key)
+}

@@ -1,0 +1,107 @@
+package social
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// refillPass runs one pass of a refill: it copies into uid's home timeline
+// (after an unfollow left it short, or for a user back after a long
+// absence) the statuses of each followee older than "floor" (the lowest id
+// home held when the job was queued, or +inf when it was empty: everything
+// newer is there already), newest first, and once home is full only those
+// newer than its lowest. A pass looks at up to RefillStep followees and
+// copies up to RefillPassStatuses statuses; a followee cut short is resumed
+// below "below", the lowest id copied from it ("part" names it), and
+// "cursor" is the follow score of the last followee done. Pulled followees
+// are skipped: reads merge their statuses.
+func (s *Service) refillPass(ctx context.Context, j job) (passResult, error) {
+	k := s.keys
+	stepSize, budget := s.opts.RefillStep, s.opts.RefillPassStatuses
+	home := k.home(j.uid)
+	floor := "+inf"
+	if j.floor != "" && j.floor != "+inf" {
+		floor = "(" + j.floor
+	}
+	// One followee more than a pass looks at tells whether any remain.
+	followees, err := s.rdb.ZRangeByScoreWithScores(ctx, k.following(j.uid), &redis.ZRangeBy{
+		Min: "(" + score(j.cursor), Max: "+inf", Count: int64(stepSize + 1),
+	}).Result()
+	if err != nil {
+		return passResult{}, err
+	}
+	names := make([]string, len(followees))
+	for i, z := range followees {
+		names[i], _ = z.Member.(string)
+	}
+	var pulled []float64
+	if len(names) > 0 {
+		if pulled, err = s.rdb.ZMScore(ctx, k.pulls(j.uid), names...).Result(); err != nil {
+			return passResult{}, err
+		}
+	}
+	cursor, looked, copied := j.cursor, int64(0), 0
+	next := func(part, below string) passResult {
+		n := j
+		n.cursor, n.part, n.below = cursor, part, below
+		return passResult{next: n, reached: looked, copied: int64(copied)}
+	}
+	for i, z := range followees[:min(len(followees), stepSize)] {
+		followee := names[i]
+		if copied >= budget {
+			return next("", ""), nil
+		}
+		below := floor
+		if i == 0 && j.part == followee {
+			below = "(" + j.below
+		}
+		looked++
+		if pulled[i] == 0 {
+			f, _ := strconv.ParseInt(followee, 10, 64)
+			n, last, done, err := s.copyBelow(ctx, home, k.profile(f), guard{k.following(j.uid), followee},
+				below, s.opts.HomeSize, budget-copied)
+			if err != nil {
+				return passResult{}, err
+			}
+			copied += n
+			if !done {
+				return next(followee, last), nil
+			}
+		}
+		cursor = z.Score
+	}
+	res := next("", "")
+	res.finished = len(followees) <= stepSize
+	return res, nil
+}
+
+// rebuildWait bounds the passes of a returning user's rebuild that run for
+// their first request; a worker does the rest.
+const rebuildWait = time.Second
+
+// rebuild runs the rebuild of uid's home timeline queued by Authenticate,
+// for up to rebuildWait. Its failure is not the caller's: a worker carries
+// the job on.
+func (s *Service) rebuild(ctx context.Context, uid int64) {
+	ctx, cancel := context.WithTimeout(ctx, rebuildWait)
+	defer cancel()
+	key := s.keys.job(refillJobID(uid))
+	for ctx.Err() == nil {
+		res, err := s.pass(ctx, key)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.opts.Logger.WarnContext(ctx, "rebuild of a returning user's home failed; a worker will retry", "job", key, "err", err)
+			}
+			return
+		}
+		if res.finished {
+			return
+		}
+		if res.wait && !sleepCtx(ctx, notReadyWait) {
+			return
+		}
+	}
+}

@@ -1,0 +1,221 @@
+package social
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// jobGroup is the consumer group every instance's worker reads jobs through.
+const jobGroup = "fanout"
+
+// consumerReapEvery is how often, at most, a worker removes the consumers
+// of dead instances from the job group.
+const consumerReapEvery = time.Minute
+
+var (
+	//go:embed reap_consumers.lua
+	reapSource string
+	reapScript = redis.NewScript(reapSource)
+)
+
+// notReadyWait is how long a worker waits before it looks again at a job
+// whose maker is still writing.
+const notReadyWait = 20 * time.Millisecond
+
+// sleepCtx sleeps for d, or until ctx ends; it reports whether it slept.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Worker runs fan-out jobs from the job stream until its context ends. Every
+// instance runs one; a job whose worker stops (or dies) part way is taken
+// over by another worker once it has been idle for JobClaimIdle.
+type Worker struct {
+	s        *Service
+	consumer string
+	log      *slog.Logger
+
+	// afterPass, when set, runs after every pass that did not finish a job;
+	// tests use it to stop a worker part way.
+	afterPass func()
+
+	lastReap time.Time // when this worker last removed dead consumers
+}
+
+// NewWorker returns a worker reading as consumer, a name unique to the
+// instance.
+func (s *Service) NewWorker(consumer string, log *slog.Logger) *Worker {
+	return &Worker{s: s, consumer: consumer, log: log}
+}
+
+// Run works until ctx ends. A failing round is logged and retried, backing
+// off up to five seconds.
+func (w *Worker) Run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	needGroup := true
+	for ctx.Err() == nil {
+		var err error
+		if needGroup {
+			err = w.createGroup(ctx)
+			needGroup = err != nil
+		}
+		if err == nil {
+			err = w.round(ctx)
+			// The stream (and its group) goes when someone deletes it.
+			needGroup = redis.HasErrorPrefix(err, "NOGROUP")
+		}
+		if err == nil {
+			backoff = 100 * time.Millisecond
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		w.log.Warn("fan-out worker", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// createGroup makes the job stream's consumer group, unless it exists.
+func (w *Worker) createGroup(ctx context.Context) error {
+	s := w.s
+	exists, err := s.rdb.Exists(ctx, s.keys.jobs()).Result()
+	if err == nil && exists == 1 {
+		groups, gerr := s.rdb.XInfoGroups(ctx, s.keys.jobs()).Result()
+		if gerr == nil && slices.ContainsFunc(groups, func(g redis.XInfoGroup) bool { return g.Name == jobGroup }) {
+			return nil
+		}
+	}
+	err = s.rdb.XGroupCreateMkStream(ctx, s.keys.jobs(), jobGroup, "0").Err()
+	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
+		return fmt.Errorf("create job group: %w", err)
+	}
+	return nil
+}
+
+// round takes over jobs left idle by other workers, then waits briefly for
+// new ones, and runs what it got.
+func (w *Worker) round(ctx context.Context) error {
+	s := w.s
+	stream := s.keys.jobs()
+	w.reapConsumers(ctx)
+	claimed, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+		Stream: stream, Group: jobGroup, Consumer: w.consumer,
+		MinIdle: s.opts.JobClaimIdle, Start: "0-0", Count: 10,
+	}).Result()
+	if err != nil {
+		return fmt.Errorf("claim idle jobs: %w", err)
+	}
+	for _, m := range claimed {
+		w.log.Info("took over an idle fan-out job", "entry", m.ID, "job", m.Values["job"])
+		if err := w.run(ctx, m); err != nil {
+			return err
+		}
+	}
+	block := min(time.Second, s.opts.JobClaimIdle/2)
+	streams, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: jobGroup, Consumer: w.consumer, Streams: []string{stream, ">"},
+		Count: 10, Block: block,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read jobs: %w", err)
+	}
+	for _, st := range streams {
+		for _, m := range st.Messages {
+			if err := w.run(ctx, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reapConsumers removes, at most once every consumerReapEvery, the consumers
+// of the job group that have nothing pending and have been idle longer than
+// ConsumerIdle: each instance that ever ran leaves one behind. A failure is
+// only logged; the next try comes a minute later.
+func (w *Worker) reapConsumers(ctx context.Context) {
+	if !w.lastReap.IsZero() && time.Since(w.lastReap) < consumerReapEvery {
+		return
+	}
+	w.lastReap = time.Now()
+	s := w.s
+	removed, err := reapScript.Run(ctx, s.rdb, []string{s.keys.jobs()},
+		jobGroup, s.opts.ConsumerIdle.Milliseconds(), w.consumer).StringSlice()
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("remove idle fan-out consumers", "err", err)
+		}
+		return
+	}
+	if len(removed) > 0 {
+		w.log.Info("removed idle fan-out consumers", "consumers", removed)
+	}
+}
+
+// run carries one job to its end, or returns when ctx ends, leaving the job
+// pending for whoever claims it next.
+func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
+	s := w.s
+	stream := s.keys.jobs()
+	key, _ := m.Values["job"].(string)
+	for key != "" {
+		res, err := s.pass(ctx, key)
+		if err != nil {
+			return err
+		}
+		if res.finished {
+			break
+		}
+		if res.wait {
+			if !sleepCtx(ctx, notReadyWait) {
+				return nil
+			}
+			continue
+		}
+		if w.afterPass != nil {
+			w.afterPass()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Claiming our own entry again resets its idle time, so no other
+		// worker takes over a job that is moving.
+		err = s.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
+			Stream: stream, Group: jobGroup, Consumer: w.consumer, Messages: []string{m.ID},
+		}).Err()
+		if err != nil {
+			return fmt.Errorf("keep job %s: %w", key, err)
+		}
+	}
+	// The last pass acknowledges the entry it was queued with; this covers
+	// an entry whose job another worker finished, or one with no job.
+	pipe := s.rdb.Pipeline()
+	pipe.XAck(ctx, stream, jobGroup, m.ID)
+	pipe.XDel(ctx, stream, m.ID)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("acknowledge job %s: %w", key, err)
+	}
+	return nil
+}
