@@ -222,7 +222,7 @@ func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score stri
 			}
 			res, err := followFolloweeScript.Run(ctx, s.rdb,
 				[]string{k.followers(other), k.following(other), k.friends(other), k.user(other), k.followedNotice(other, uid)},
-				uid, score, n.now, s.publishCommand(), k.userChannel(other), n.plain, n.back,
+				uid, score, n.now, s.bus.Command(), s.bus.UserChannel(other), n.plain, n.back,
 				int64(followedNoticeTTL/time.Second)).Int64Slice()
 			if err != nil {
 				return side, err
@@ -313,7 +313,7 @@ func (s *Service) reachFollowee(ctx context.Context, uid, other int64, followers
 			return err
 		}
 		return pullAddScript.Run(ctx, s.rdb, []string{k.following(uid), k.pulls(uid)},
-			other, s.publishCommand(), k.userChannel(uid), msg).Err()
+			other, s.bus.Command(), s.bus.UserChannel(uid), msg).Err()
 	}
 	if _, err := s.copyLatest(ctx, k.home(uid), k.profile(other),
 		guard{k.following(uid), itoa(other)}, s.opts.HomeSize); err != nil {

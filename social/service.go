@@ -209,9 +209,9 @@ type Stats struct {
 // Counters returns the service's live counters.
 func (s *Service) Counters() *Stats { return &s.stats }
 
-// UserChannel is the pub/sub channel that carries live events for one user:
-// every frame published there goes to each of that user's open connections.
-func (s *Service) UserChannel(uid int64) string { return s.keys.userChannel(uid) }
+// UserChannel is the bus's channel of live frames for one user (see
+// bus.Bus.UserChannel), for those who listen outside the hub: tools, tests.
+func (s *Service) UserChannel(uid int64) string { return s.bus.UserChannel(uid) }
 
 // FriendsKey is the sorted set of uid's friends (mutual follows), for the
 // presence script to intersect with.

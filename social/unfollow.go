@@ -104,7 +104,7 @@ func (s *Service) unfollow(ctx context.Context, uid, other int64) (endedFriends 
 	// 1. The follower's side.
 	res, err := unfollowFollowerScript.Run(ctx, s.rdb,
 		[]string{k.following(uid), k.friends(uid), k.pulls(uid), k.user(uid)},
-		other, s.publishCommand(), k.userChannel(uid), msg).Int64Slice()
+		other, s.bus.Command(), s.bus.UserChannel(uid), msg).Int64Slice()
 	if err != nil {
 		return false, err
 	}
@@ -240,7 +240,7 @@ func (s *Service) dropFollowee(ctx context.Context, uid, other int64) (int, erro
 			if err != nil {
 				return n, err
 			}
-			s.publish(ctx, pipe, k.userChannel(uid), frame)
+			s.bus.Queue(ctx, pipe, s.bus.UserChannel(uid), frame)
 		}
 	}
 	if pipe.Len() > 0 {

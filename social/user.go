@@ -198,7 +198,7 @@ func (s *Service) newUser(ctx context.Context, login, name string, hash []byte, 
 		}
 		created, err := createUserScript.Run(ctx, s.rdb, []string{k.user(uid)},
 			uid, login, name, hash, now.UnixMilli(),
-			k.userChannel(uid), s.publishCommand(), userCreatedEvent).Int()
+			s.bus.UserChannel(uid), s.bus.Command(), userCreatedEvent).Int()
 		if err != nil {
 			return 0, err
 		}
