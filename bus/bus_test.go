@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"go/build"
+	"strings"
 	"testing"
 
 	"chorus/internal/slots"
@@ -32,5 +34,21 @@ func TestChannelsInTheUsersSlot(t *testing.T) {
 	}
 	if slots.Of(cluster.UserChannel(43)) == slots.Of(home) && slots.Of(cluster.UserChannel(44)) == slots.Of(home) {
 		t.Error("users 42, 43 and 44 share a slot: the tags do not spread channels")
+	}
+}
+
+// The bus is a ground floor beside protocol: it imports the standard
+// library, internal/slots and go-redis alone, so that every package that
+// publishes may import it.
+func TestImportsGroundFloorOnly(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range pkg.Imports {
+		std := !strings.Contains(path, ".") && !strings.HasPrefix(path, "chorus/")
+		if !std && path != "chorus/internal/slots" && path != "github.com/redis/go-redis/v9" {
+			t.Errorf("bus imports %s", path)
+		}
 	}
 }

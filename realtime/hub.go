@@ -1,10 +1,11 @@
 // Package realtime holds the live connections of one Chorus instance: each
 // WebSocket's reader and writer, heartbeats, resume, and the routing of
-// events from Redis pub/sub to the local connections they are for. Each
-// instance subscribes, on one pub/sub connection (on a Redis Cluster, with
-// sharded pub/sub, one per master), to the channels of the users connected
-// to it, and unsubscribes when their last connection goes: publishers never
-// need to know where a user is connected. It subscribes too to the channels
+// frames from the bus (package bus, Redis pub/sub) to the local connections
+// they are for; it publishes nothing. Each instance subscribes, through the
+// bus's subscriber (one pub/sub connection, or on a Redis Cluster one per
+// master), to the channels of the users connected to it, and unsubscribes
+// when their last connection goes: publishers never need to know where a
+// user is connected. It subscribes too to the channels
 // of the pulled authors its users follow (authors with so many followers
 // that their statuses are published once, not to each follower), and routes
 // their frames to those users.

@@ -186,7 +186,7 @@ func (s *Service) deletePass(ctx context.Context, j job) (passResult, error) {
 			return passResult{}, err
 		}
 		if err == nil && float64(sid) >= since {
-			return passResult{finished: true}, s.bus.Queue(ctx, s.rdb, s.bus.AuthorChannel(uid), payload).Err()
+			return passResult{finished: true}, s.bus.Publish(ctx, s.bus.AuthorChannel(uid), payload)
 		}
 	}
 	page, err := s.jobPage(ctx, k.followers(uid), j.cursor, "+inf")
