@@ -148,10 +148,10 @@ func vanishedInstance(t *testing.T, e env) {
 	})
 	ev := nextEvent(t, events, w+hb+slack)
 	checkEvent(t, ev, alice, false)
-	// Not before her instance's lease ran out (W after it was written,
-	// which was before vanished), and not long after.
-	if d := time.Since(vanished); d < w-100*time.Millisecond || d > w+hb+slack {
-		t.Errorf("offline announced %s after the instance vanished, want after W (%s) and within W+heartbeat (%s) on a calm machine", d, w, w+hb)
+	// Within W and a heartbeat of the instance's lease running out (on a
+	// calm machine; slack on a busy one).
+	if d := time.Since(vanished); d > w+hb+slack {
+		t.Errorf("offline announced %s after the instance vanished, want within W+heartbeat (%s)", d, w+hb)
 	}
 	if !ev.LastSeen.Equal(*seen) {
 		t.Errorf("offline last_seen = %v, want the last activity %v", ev.LastSeen, *seen)

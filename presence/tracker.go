@@ -64,27 +64,33 @@ var (
 	ErrTooManyConnections = errors.New("too many connections for one user")
 )
 
-// Options tune a Tracker. The zero value of every duration and count means
-// its default; FriendsKey is required.
+// Options tune a Tracker. Each default is the Default constant of the
+// field's name, applied by fill to a field left zero; cmd/chorus takes its
+// flags' defaults from the same constants. FriendsKey is required.
 type Options struct {
 	// Prefix goes before every key, as the social package's does ("chorus:"
 	// in production); it is used as given.
 	Prefix string
 	// Window is W: a user counts as online while seen within W and still
 	// connected, and a connection counts for W after its last heartbeat.
+	// Zero: DefaultWindow.
 	Window time.Duration
-	// HeartbeatInterval is how often clients send heartbeats; RunSweeper
-	// sweeps every half of it. It should be well under Window.
+	// HeartbeatInterval is how often the hub records each connection's
+	// activity (a frame, or a pong to its ping) with Heartbeats; RunSweeper
+	// sweeps every half of it. It should be well under Window. Zero:
+	// DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
 	// CopyTTL is the least time between two trims of the shared online
 	// copy, which the instances' sweepers do (see copy.lua). Negative copies
 	// last.seen afresh on every read, as the classic layout does (for comparison in
-	// benchmarks).
+	// benchmarks). Zero: DefaultCopyTTL.
 	CopyTTL time.Duration
-	// MaxOnlineFriends caps the list OnlineFriends returns (most recent kept).
+	// MaxOnlineFriends caps the list OnlineFriends returns (most recent
+	// kept). Zero: DefaultMaxOnlineFriends.
 	MaxOnlineFriends int
 	// MaxConnsPerUser is the most live connections one user may hold, on
-	// all instances together: Connect refuses more. Negative: no cap.
+	// all instances together: Connect refuses more. Zero:
+	// DefaultMaxConnsPerUser; negative: no cap.
 	MaxConnsPerUser int
 	// CountsTTL is how long a Tracker serves the site-wide Counts it last
 	// computed; zero means HeartbeatInterval. Negative computes them on
@@ -199,7 +205,8 @@ func shardOf(ctx context.Context, rdb redis.UniversalClient, k keys) (redis.Cmda
 // Window is the online window W the tracker was built with.
 func (t *Tracker) Window() time.Duration { return t.opts.Window }
 
-// HeartbeatInterval is how often clients are expected to send heartbeats.
+// HeartbeatInterval is how often a connection's activity is recorded: the
+// hub pings each stream this often, and writes what came in between.
 func (t *Tracker) HeartbeatInterval() time.Duration { return t.opts.HeartbeatInterval }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }

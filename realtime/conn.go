@@ -26,16 +26,6 @@ const (
 	timelinePage = 100
 )
 
-const (
-	statusGoingAway        = websocket.StatusCode(protocol.CloseGoingAway)
-	statusPolicy           = websocket.StatusCode(protocol.ClosePolicy)
-	statusTryLater         = websocket.StatusCode(protocol.CloseTryLater)
-	statusTooBig           = websocket.StatusCode(protocol.CloseTooBig)
-	statusHeartbeatTimeout = websocket.StatusCode(protocol.CloseHeartbeatTimeout)
-	statusBadData          = websocket.StatusCode(protocol.CloseBadData)
-	statusProtocolError    = websocket.StatusCode(protocol.CloseProtocolError)
-)
-
 // outgoing is one item of a connection's queue: a frame to send, or a
 // request to catch up on the home timeline.
 type outgoing struct {
@@ -47,7 +37,9 @@ type outgoing struct {
 }
 
 // conn is one live WebSocket. Its queue is filled by the router without
-// blocking and drained by its writer, the only goroutine that writes.
+// blocking and drained by drain, a writer that runs only while frames wait
+// and writes every data frame; the pings come from keepAlive's timer and
+// the close frame from end.
 type conn struct {
 	hub     *Hub
 	ws      *websocket.Conn
@@ -63,13 +55,11 @@ type conn struct {
 	life context.Context
 	stop context.CancelFunc
 
-	mu           sync.Mutex // guards ws, set after the upgrade, and the close fields
-	ended        bool
-	closeCode    websocket.StatusCode
-	closeReason  string
+	mu           sync.Mutex  // guards ws, set after the upgrade, and the close fields
+	closedFor    closeReason // notClosed until the connection closes
+	closeFrame   websocket.CloseError
 	closers      sync.WaitGroup // closing handshakes closeSoon left running
 	shuttingDown atomic.Bool
-	overflowed   atomic.Bool
 
 	// Liveness: a client frame or a pong to the server's ping is activity.
 	// Written by the reader and the pinger.
@@ -114,10 +104,7 @@ func (c *conn) enqueue(o outgoing) {
 	ok, start := c.queue.push(o)
 	if !ok {
 		c.hub.Stats.FramesDropped.Add(1)
-		if c.overflowed.CompareAndSwap(false, true) {
-			c.hub.Stats.SlowClosed.Add(1)
-			c.closeSoon(statusTryLater, "too slow: reconnect and resume")
-		}
+		c.closeSoon(closeSlow)
 	}
 	if start {
 		go c.drain()
@@ -128,32 +115,39 @@ func (c *conn) enqueue(o outgoing) {
 // queued, sent or acted on.
 func (c *conn) isClosed() bool { return c.life.Err() != nil }
 
-// close closes the connection once, with code, and waits for the closing
+// close closes the connection once, for why, and waits for the closing
 // handshake. Before the upgrade it marks the connection so that attach
 // closes it. It reports whether this call closed it.
-func (c *conn) close(code websocket.StatusCode, reason string) bool {
-	return c.end(code, reason, false, nil)
+func (c *conn) close(why closeReason) bool {
+	return c.end(why, why.closeError(), false)
 }
 
 // closeSoon closes the connection as close does, at once, but leaves the
 // closing handshake to a goroutine that run waits for: for callers that
 // must not block (the router, the session checker, the writer).
-func (c *conn) closeSoon(code websocket.StatusCode, reason string) bool {
-	return c.end(code, reason, true, nil)
+func (c *conn) closeSoon(why closeReason) bool {
+	return c.end(why, why.closeError(), true)
 }
 
-// end closes the connection once. If this call closes it, it adds one to
-// count (when not nil) before the close frame can leave, so that a client
-// that has seen the close finds it counted.
-func (c *conn) end(code websocket.StatusCode, reason string, async bool, count *atomic.Int64) bool {
+// answerClient answers the client's close, or the end of its connection,
+// with code.
+func (c *conn) answerClient(code websocket.StatusCode) bool {
+	return c.end(closeClient, websocket.CloseError{Code: code}, false)
+}
+
+// end closes the connection once, for why, with frame. It is the one place
+// a connection closes: if this call closes it, it adds one to why's counter
+// before the close frame can leave, so that a client that has seen the
+// close finds it counted, and records why for run's closing line.
+func (c *conn) end(why closeReason, frame websocket.CloseError, async bool) bool {
 	c.mu.Lock()
-	if c.ended {
+	if c.closedFor != notClosed {
 		c.mu.Unlock()
 		return false
 	}
-	c.ended, c.closeCode, c.closeReason = true, code, reason
-	if count != nil {
-		count.Add(1)
+	c.closedFor, c.closeFrame = why, frame
+	if counter := why.rule().counter; counter != nil {
+		counter(&c.hub.Stats).Add(1)
 	}
 	c.stop()
 	ws := c.ws
@@ -168,19 +162,20 @@ func (c *conn) end(code websocket.StatusCode, reason string, async bool, count *
 	case async:
 		go func() {
 			defer c.closers.Done()
-			ws.Close(code, reason)
+			ws.Close(frame.Code, frame.Reason)
 		}()
 	default:
-		ws.Close(code, reason)
+		ws.Close(frame.Code, frame.Reason)
 	}
 	return true
 }
 
-// closedWith is the code and reason the connection was closed with.
-func (c *conn) closedWith() websocket.CloseError {
+// closedWith is why the connection was closed, and the close frame it was
+// closed with.
+func (c *conn) closedWith() (closeReason, websocket.CloseError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return websocket.CloseError{Code: c.closeCode, Reason: c.closeReason}
+	return c.closedFor, c.closeFrame
 }
 
 // attach gives the connection its upgraded WebSocket, unless it was closed
@@ -188,10 +183,10 @@ func (c *conn) closedWith() websocket.CloseError {
 // socket.
 func (c *conn) attach(ws *websocket.Conn) bool {
 	c.mu.Lock()
-	if c.ended {
-		code, reason := c.closeCode, c.closeReason
+	if c.closedFor != notClosed {
+		frame := c.closeFrame
 		c.mu.Unlock()
-		ws.Close(code, reason)
+		ws.Close(frame.Code, frame.Reason)
 		return false
 	}
 	c.ws = ws
@@ -200,10 +195,11 @@ func (c *conn) attach(ws *websocket.Conn) bool {
 }
 
 // read handles the client's frames until the connection ends, and returns
-// how it ended: the client's close frame; the close this side made (a frame
-// too big, too many frames, a frame refused, or a close already under way);
-// or 1006 and the error when the connection ended without a close frame.
-// ctx ends when the connection closes.
+// how the client ended it: its close frame, or 1006 and the error when the
+// connection ended without one. When this side closed it first (a frame
+// too big, too many frames, a frame refused, or a close already under way)
+// it returns nothing; run finds the close made. ctx ends when the
+// connection closes.
 func (c *conn) read(ctx context.Context) websocket.CloseError {
 	h := c.hub
 	for {
@@ -213,21 +209,21 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 		if err != nil {
 			var closed websocket.CloseError
 			switch fail := c.wire.failed(); {
-			case fail != nil:
-				c.fail(*fail)
-				return c.closedWith()
+			case fail != notClosed:
+				c.fail(fail)
+				return websocket.CloseError{}
 			case errors.As(err, &closed):
 				return closed
 			case errors.Is(err, websocket.ErrMessageTooBig):
 				// The library has sent the client 1009 already.
-				c.close(statusTooBig, "frame over the size limit")
-				return c.closedWith()
+				c.close(closeTooBig)
+				return websocket.CloseError{}
 			}
 			return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: err.Error()}
 		}
 		if c.isClosed() {
 			// Frames the client sent before the close are not acted on.
-			return c.closedWith()
+			return websocket.CloseError{}
 		}
 		now := time.Now()
 		c.active(now)
@@ -236,8 +232,8 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 			continue
 		}
 		if !utf8.Valid(data) {
-			c.fail(websocket.CloseError{Code: statusBadData, Reason: "text frame not UTF-8"})
-			return c.closedWith()
+			c.fail(closeNotUTF8)
+			return websocket.CloseError{}
 		}
 		if err := protocol.CheckJSONText(data); err != nil {
 			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is refused: "+err.Error()+".")})
@@ -276,22 +272,18 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 	}
 }
 
-// fail closes the connection with why, counted: the client sent a frame
-// over the frame limit (1008), an unmasked frame (1002) or a text frame
-// that is not UTF-8 (1007). Nothing more it sent is read.
-func (c *conn) fail(why websocket.CloseError) {
+// fail closes the connection for why: the client sent a frame over the
+// frame limit (1008), an unmasked frame (1002) or a text frame that is not
+// UTF-8 (1007). Nothing more it sent is read.
+func (c *conn) fail(why closeReason) {
 	c.wire.fail(why)
-	count := &c.hub.Stats.ProtocolClosed
-	if why.Code == statusPolicy {
-		count = &c.hub.Stats.FloodClosed
-	}
-	c.end(why.Code, why.Reason, false, count)
+	c.close(why)
 }
 
 // keepAlive pings the client every heartbeat interval, from a timer rather
 // than a goroutine of its own, and counts its pong as activity. Browsers
 // answer pings themselves, even in a background tab whose timers are
-// throttled or frozen, so presence no longer hangs on the page's heartbeat
+// throttled or frozen, so presence does not hang on the page's heartbeat
 // frames. A connection with no activity for three intervals, no frame and
 // no pong, is closed with 4000.
 func (c *conn) keepAlive() {
@@ -303,8 +295,7 @@ func (c *conn) keepAlive() {
 			return
 		}
 		if start.Sub(time.Unix(0, c.lastActive.Load())) >= 3*interval {
-			c.hub.Stats.IdleClosed.Add(1)
-			c.closeSoon(statusHeartbeatTimeout, "no heartbeat")
+			c.closeSoon(closeIdle)
 			return
 		}
 		// Wait for the pong at most an interval, then ping again: a pong
@@ -518,7 +509,7 @@ func (c *conn) send(frame []byte) bool {
 			c.hub.log.Info("write failed; closing", "uid", c.uid, "conn", c.id, "err", err)
 		}
 		c.hub.Stats.FramesDropped.Add(1)
-		c.closeSoon(statusTryLater, "write failed")
+		c.closeSoon(closeWriteFailed)
 		return false
 	}
 	c.hub.Stats.FramesSent.Add(1)

@@ -65,17 +65,22 @@ const (
 	DefaultSessionCheckInterval = time.Minute
 )
 
-// Options tune a Hub.
+// Options tune a Hub. Each default is the Default constant of the field's
+// name, applied by New to a field left zero (or negative); cmd/chorus takes
+// its flags' defaults from the same constants.
 type Options struct {
-	HeartbeatInterval time.Duration // told to clients in the ready frame
-	QueueSize         int           // frames waiting for one slow connection before it is closed
-	WriteTimeout      time.Duration // limit of one frame's write
-	SubscribeWait     time.Duration // how long a new connection waits for its subscription
+	// HeartbeatInterval is how often each stream is pinged and its activity
+	// recorded, told to clients in the ready frame. Zero:
+	// presence.DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	QueueSize         int           // frames waiting for one slow connection before it is closed; 0: DefaultQueueSize
+	WriteTimeout      time.Duration // limit of one frame's write; 0: DefaultWriteTimeout
+	SubscribeWait     time.Duration // how long a new connection waits for its subscription; 0: DefaultSubscribeWait
 	MaxStreams        int           // most streams held at once; 0: no limit
 	// FrameRate and FrameBurst bound the frames one client sends, of every
 	// type, pings, pongs and each fragment of a message included: past them
 	// the stream fails with 1008 and nothing more it sent is read.
-	// rate.Inf: no limit.
+	// rate.Inf: no limit; zero: DefaultFrameRate and DefaultFrameBurst.
 	FrameRate  rate.Limit
 	FrameBurst int
 	// ResumeLimit bounds one user's resumes, on all of their streams on
@@ -86,15 +91,17 @@ type Options struct {
 	Prefix string
 	// SessionCheckInterval is how often the sessions of every local stream
 	// are checked, closing those that ended without the hub being told.
+	// Zero: DefaultSessionCheckInterval.
 	SessionCheckInterval time.Duration
 	// BeatFlushInterval is how often the hub writes its connections'
-	// activity to presence, all of it in one call. Default: a tenth of the
+	// activity to presence, all of it in one call. Zero: a tenth of the
 	// heartbeat interval, at most a second.
 	BeatFlushInterval time.Duration
 	// HealthInterval is how often the hub pings Redis to tell its streams
-	// whether the instance can serve (the service frame).
+	// whether the instance can serve (the service frame). Zero:
+	// DefaultHealthInterval.
 	HealthInterval time.Duration
-	Logger         *slog.Logger
+	Logger         *slog.Logger // nil: slog.Default()
 }
 
 // Hub routes live events to this instance's connections.
@@ -111,7 +118,7 @@ type Hub struct {
 	syncCh  chan string         // channels whose subscription may need to change
 	recheck chan struct{}       // wakes the session checker for channels in h.unchecked
 
-	mu        sync.RWMutex
+	mu        sync.RWMutex        // the first lock of all (locks.go)
 	users     map[string]*local   // by channel
 	authors   map[string]*readers // pulled authors' channels: the local users who follow them
 	live      map[string]bool     // channels whose subscription Redis confirmed
@@ -345,7 +352,7 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 	case protocol.TypeSessionEnded:
 		for c := range u.conns {
 			if c.session == ev.Session {
-				h.endSession(c, protocol.ReasonSignedOut)
+				h.endSession(c, closeSignedOut)
 			}
 		}
 		return
@@ -354,7 +361,7 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		// by a user Redis has since lost. Closed before this event is done,
 		// none is sent a frame of the new user.
 		for c := range u.conns {
-			h.endSession(c, protocol.ReasonSessionEnded)
+			h.endSession(c, closeSessionEnded)
 		}
 		return
 	}
@@ -645,7 +652,7 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	h.mu.Unlock()
 	for _, c := range all {
 		c.shuttingDown.Store(true)
-		c.closeSoon(statusGoingAway, "server shutting down")
+		c.closeSoon(closeShutdown)
 	}
 	done := make(chan struct{})
 	go func() { h.conns.Wait(); close(done) }()

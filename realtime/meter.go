@@ -10,9 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"chorus/protocol"
-
-	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 )
 
@@ -41,12 +38,12 @@ type meteredConn struct {
 	headAll int      // the header's length, known from its second byte
 	payload uint64   // bytes of the frame's payload still to pass
 
-	failure atomic.Pointer[websocket.CloseError] // why the connection failed; nil while it has not
+	failure atomic.Uint32 // why the connection failed, a closeReason; notClosed while it has not
 }
 
 // Read reads the client's bytes up to the first refused frame.
 func (m *meteredConn) Read(p []byte) (int, error) {
-	if m.failure.Load() != nil {
+	if m.failed() != notClosed {
 		return 0, errConnFailed
 	}
 	var n int
@@ -57,8 +54,8 @@ func (m *meteredConn) Read(p []byte) (int, error) {
 	} else {
 		n, err = m.Conn.Read(p)
 	}
-	if ok, fail := m.scan(p[:n]); fail != nil {
-		m.failure.Store(fail)
+	if ok, fail := m.scan(p[:n]); fail != notClosed {
+		m.failure.Store(uint32(fail))
 		return ok, errConnFailed
 	}
 	return n, err
@@ -78,7 +75,7 @@ const (
 // the kernel would answer with a reset, which drops what is still on its
 // way to the client, the close frame that says why among it.
 func (m *meteredConn) Close() error {
-	if m.failure.Load() != nil {
+	if m.failed() != notClosed {
 		// Not every listener's connections can half-close (a limited
 		// listener's cannot): then the client learns of the end from the
 		// close frame alone.
@@ -97,17 +94,18 @@ func (m *meteredConn) Close() error {
 // fail fails the connection for why, found by the reader in a frame the
 // meter let through (a text frame not UTF-8), unless it failed already:
 // from now on reads fail at once.
-func (m *meteredConn) fail(why websocket.CloseError) {
-	m.failure.CompareAndSwap(nil, &why)
+func (m *meteredConn) fail(why closeReason) {
+	m.failure.CompareAndSwap(uint32(notClosed), uint32(why))
 }
 
-// failed is why the connection failed, or nil.
-func (m *meteredConn) failed() *websocket.CloseError { return m.failure.Load() }
+// failed is why the connection failed, or notClosed.
+func (m *meteredConn) failed() closeReason { return closeReason(m.failure.Load()) }
 
 // scan walks the frame headers in b, the next bytes from the client, counting
 // each frame as it begins. It returns how many of the bytes may be read and,
-// when a frame is refused, why: the bytes of that frame are not among them.
-func (m *meteredConn) scan(b []byte) (int, *websocket.CloseError) {
+// when a frame is refused, why (else notClosed): the bytes of that frame are
+// not among them.
+func (m *meteredConn) scan(b []byte) (int, closeReason) {
 	for i := 0; i < len(b); {
 		if m.payload > 0 {
 			step := min(m.payload, uint64(len(b)-i))
@@ -116,7 +114,7 @@ func (m *meteredConn) scan(b []byte) (int, *websocket.CloseError) {
 			continue
 		}
 		if m.headLen == 0 && !m.frames.Allow() {
-			return i, &websocket.CloseError{Code: statusPolicy, Reason: protocol.ReasonTooManyFrames}
+			return i, closeFlood
 		}
 		m.head[m.headLen] = b[i]
 		m.headLen++
@@ -126,7 +124,7 @@ func (m *meteredConn) scan(b []byte) (int, *websocket.CloseError) {
 			if m.head[1]&0x80 == 0 {
 				// Byte 0 of this frame may have gone already: a header cut
 				// short is all the library can have of it.
-				return i - 1, &websocket.CloseError{Code: statusProtocolError, Reason: "unmasked frame"}
+				return i - 1, closeUnmasked
 			}
 			switch m.head[1] & 0x7f {
 			case 126:
@@ -148,7 +146,7 @@ func (m *meteredConn) scan(b []byte) (int, *websocket.CloseError) {
 			m.headLen = 0
 		}
 	}
-	return len(b), nil
+	return len(b), notClosed
 }
 
 // meteredWriter hands websocket.Accept the connection it hijacks as a

@@ -171,14 +171,15 @@ func (c *conn) run(ready []byte) {
 		go c.drain()
 	}
 	c.keepAlive()
-	end, by := c.read(c.life), "client"
+	end, by, why := c.read(c.life), "client", closeClient
 	wire := end.Code
 	if wire == websocket.StatusAbnormalClosure {
 		wire = websocket.StatusNormalClosure // no close frame came: none to answer
 	}
-	if !c.close(wire, "") {
+	if !c.answerClient(wire) {
 		// The server closed it first; its code and reason say why.
-		end, by = c.closedWith(), "server"
+		why, end = c.closedWith()
+		by = "server"
 	}
 	lived := time.Since(c.connectedAt)
 	c.closers.Wait()
@@ -194,7 +195,7 @@ func (c *conn) run(ready []byte) {
 		}
 		dcancel()
 	}
-	h.log.Info("stream closed", "uid", c.uid, "conn", c.id, "code", int(end.Code), "reason", end.Reason,
+	h.log.Log(context.Background(), why.rule().level, "stream closed", "uid", c.uid, "conn", c.id, "code", int(end.Code), "reason", end.Reason,
 		"by", by, "duration", lived.Round(time.Millisecond))
 }
 

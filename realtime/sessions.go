@@ -6,8 +6,6 @@ import (
 	"maps"
 	"slices"
 	"time"
-
-	"chorus/protocol"
 )
 
 const (
@@ -114,7 +112,7 @@ func (h *Hub) closeEnded(ctx context.Context, conns []*conn) error {
 		}
 		for i, c := range batch {
 			if owners[i] != c.uid {
-				h.endSession(c, protocol.ReasonSessionEnded)
+				h.endSession(c, closeSessionEnded)
 			}
 		}
 	}
@@ -123,8 +121,8 @@ func (h *Hub) closeEnded(ctx context.Context, conns []*conn) error {
 
 // endSession closes c, whose session has ended, with 1008, without waiting
 // for the closing handshake.
-func (h *Hub) endSession(c *conn, reason string) {
-	c.end(statusPolicy, reason, true, &h.Stats.SessionClosed)
+func (h *Hub) endSession(c *conn, why closeReason) {
+	c.closeSoon(why)
 }
 
 // allConns lists every local connection.

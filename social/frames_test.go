@@ -2,6 +2,7 @@ package social
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -68,5 +69,33 @@ func TestChangesPublishTheirFrames(t *testing.T) {
 	}
 	if got := ofType(events[s.UserChannel(bob.ID)], protocol.TypeSessionEnded); len(got) != 0 {
 		t.Errorf("bob's channel got session_ended %+v, want none", got)
+	}
+}
+
+// Announcing the end of a friendship fails with what failed: a read of the
+// users that failed is not a user missing (which web answers 404), and a
+// user missing is.
+func TestAnnounceFriendshipEndedFailures(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ada := signUp(t, s, "ada")
+	down, cancel := context.WithCancel(ctxT(t))
+	cancel()
+	for _, c := range []struct {
+		name     string
+		ctx      context.Context
+		a, b     int64
+		want     error
+		notFound bool
+	}{
+		{"read failed", down, ada.ID, ada.ID + 1000, context.Canceled, false},
+		{"user missing", ctxT(t), ada.ID, ada.ID + 1000, ErrUserNotFound, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := s.announceFriendshipEnded(c.ctx, c.a, c.b)
+			if !errors.Is(err, c.want) || errors.Is(err, ErrUserNotFound) != c.notFound {
+				t.Errorf("announce: %v, want %v (not found: %v)", err, c.want, c.notFound)
+			}
+		})
 	}
 }

@@ -45,24 +45,28 @@ const (
 // processors, so that password hashing cannot take them all.
 func DefaultPasswordHashers() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
-// Options tune a Service. The zero value of every field means its default.
+// Options tune a Service. Each default is the Default constant of the
+// field's name, applied by fill to a field left zero (or, where the field
+// says so, negative); cmd/chorus takes its flags' defaults from the same
+// constants.
 type Options struct {
-	Prefix             string        // key prefix, "chorus:" in production
-	HomeSize           int           // statuses kept in a home timeline
-	GlobalSize         int           // statuses kept in the global timeline
-	FanoutPassSize     int           // followers reached per fan-out pass
-	RefillBelow        int           // a home timeline smaller than this after an unfollow is refilled
-	RefillStep         int           // most followees one refill pass looks at
-	RefillPassStatuses int           // most statuses one refill pass copies
-	SessionTTL         time.Duration // lifetime of a session token
-	JobClaimIdle       time.Duration // a job untouched this long is taken over by another worker
-	ConsumerIdle       time.Duration // a job-group consumer idle this long, with nothing pending, is removed
-	BcryptCost         int           // cost of password hashes
+	Prefix             string        // key prefix, "chorus:" in production; empty: none
+	HomeSize           int           // statuses kept in a home timeline; 0: DefaultHomeSize
+	GlobalSize         int           // statuses kept in the global timeline; 0: DefaultGlobalSize
+	FanoutPassSize     int           // followers reached per fan-out pass; 0: DefaultFanoutPassSize
+	RefillBelow        int           // a home timeline smaller than this after an unfollow is refilled; 0: DefaultRefillBelow
+	RefillStep         int           // most followees one refill pass looks at; 0: DefaultRefillStep
+	RefillPassStatuses int           // most statuses one refill pass copies; 0: DefaultRefillPassStatuses
+	SessionTTL         time.Duration // lifetime of a session token; 0: DefaultSessionTTL
+	JobClaimIdle       time.Duration // a job untouched this long is taken over by another worker; 0: DefaultJobClaimIdle
+	ConsumerIdle       time.Duration // a job-group consumer idle this long, with nothing pending, is removed; 0: DefaultConsumerIdle
+	BcryptCost         int           // cost of password hashes; 0: DefaultBcryptCost
 
 	// SignInFailures is how many sign-ins for one user from one address
 	// have their password checked within SignInFailureWindow, counted from
 	// the first; later ones are refused with a *RateLimitError until the
-	// window ends, and a right password starts the count again.
+	// window ends, and a right password starts the count again. Zero:
+	// DefaultSignInFailures in DefaultSignInFailureWindow.
 	SignInFailures      int
 	SignInFailureWindow time.Duration
 
@@ -72,13 +76,14 @@ type Options struct {
 	// later ones from such addresses are refused with a *RateLimitError
 	// (Account set) until the window ends, while the addresses it signed in
 	// from lately (see knownAddresses) may still sign in. A right password
-	// takes its attempt back.
+	// takes its attempt back. Zero: DefaultSignInAccountLimit in
+	// DefaultSignInAccountWindow.
 	SignInAccountLimit  int
 	SignInAccountWindow time.Duration
 
 	// PasswordHashers is how many bcrypt hashes or comparisons run at once
-	// (default DefaultPasswordHashers()); a request waits up to HashWait for
-	// a turn, then gets ErrBusy.
+	// (zero: DefaultPasswordHashers()); a request waits up to HashWait (zero:
+	// DefaultHashWait) for a turn, then gets ErrBusy.
 	PasswordHashers int
 	HashWait        time.Duration
 
@@ -86,20 +91,20 @@ type Options struct {
 	// from which an author's statuses are no longer pushed to followers'
 	// home timelines or to lists: readers pull them from the author's
 	// profile timeline, merged by id. An author who reaches it stays
-	// pulled. Negative: never.
+	// pulled. Zero: DefaultPullThreshold; negative: never.
 	PullThreshold int
 
 	// PulledStatuses is how many of the newest statuses of pulled authors
 	// the site keeps in one sorted set, which the home reads of those who
 	// follow more than a few pulled authors scan (see HomeTimeline): older
 	// ones stay in their authors' profiles but leave those readers' home
-	// timelines.
+	// timelines. Zero: DefaultPulledStatuses.
 	PulledStatuses int
 
 	// InactiveAfter is how long a user may go without activity (a signed-in
 	// request, or a connection presence holds) before posts stop being
 	// pushed to their home timeline; the first request when they come back
-	// rebuilds it. Negative: never.
+	// rebuilds it. Zero: DefaultInactiveAfter; negative: never.
 	InactiveAfter time.Duration
 
 	// ConnectedKey is presence's sorted set of the users connected now: a

@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -77,8 +76,12 @@ func (s *Service) Unfollow(ctx context.Context, uid int64, login string) (exFrie
 // list (friend_removed, about the other).
 func (s *Service) announceFriendshipEnded(ctx context.Context, a, b int64) error {
 	users, err := s.Users(ctx, []int64{a, b})
-	if err != nil || len(users) != 2 {
-		return fmt.Errorf("announce to %d and %d: %w", a, b, errors.Join(err, ErrUserNotFound))
+	if err != nil {
+		// A failure to read is no missing user: it stays what it is.
+		return fmt.Errorf("announce to %d and %d: %w", a, b, err)
+	}
+	if len(users) != 2 {
+		return fmt.Errorf("announce to %d and %d: %w", a, b, ErrUserNotFound)
 	}
 	msgs := make([]bus.Message, 2)
 	for i, u := range users {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"chorus/internal/version"
-	"chorus/realtime"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -71,16 +70,6 @@ func buildInfo(v version.Info) prometheus.Collector {
 
 // RedisHook counts failed Redis commands; add it to the Redis client.
 func (m *Metrics) RedisHook() redis.Hook { return redisErrorHook{m.redisErrors} }
-
-// StreamStats is what the metrics read of the live stream.
-type StreamStats interface {
-	Counters() *realtime.Stats
-}
-
-// JobStats is what the metrics read of the fan-out job stream.
-type JobStats interface {
-	JobBacklog(ctx context.Context) (jobs int64, oldest time.Duration, err error)
-}
 
 // register adds the metrics read from the server's parts at scrape time.
 func (m *Metrics) register(s *Server) {
@@ -169,7 +158,7 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(onlineDesc, prometheus.GaugeValue, float64(counts.Online))
 		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(counts.ActiveLast10m))
 	}
-	if jobs, oldest, err := c.s.jobs.JobBacklog(ctx); err == nil {
+	if jobs, oldest, err := c.s.social.JobBacklog(ctx); err == nil {
 		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(jobs))
 		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, oldest.Seconds())
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"chorus/presence"
-	"chorus/protocol"
 	"chorus/realtime"
 	"chorus/social"
 
@@ -22,72 +21,23 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 )
 
-// Social is what the edge calls on the social core.
-type Social interface {
-	SignUp(ctx context.Context, login, name, password string) (social.User, string, error)
-	SignIn(ctx context.Context, login, password, addr string) (social.User, string, error)
-	SignOut(ctx context.Context, token string) error
-	Authenticate(ctx context.Context, token string) (int64, error)
-	UserByID(ctx context.Context, uid int64) (social.User, error)
-	UserByLogin(ctx context.Context, login string) (social.User, error)
-	Follow(ctx context.Context, uid int64, login string) (followee social.User, madeFriends bool, err error)
-	Unfollow(ctx context.Context, uid int64, login string) (exFriend int64, err error)
-	Followers(ctx context.Context, login string, p social.Page) ([]social.User, error)
-	Following(ctx context.Context, login string, p social.Page) ([]social.User, error)
-	Friends(ctx context.Context, uid int64, p social.Page) ([]social.User, error)
-	Relations(ctx context.Context, uid int64, ids []int64) ([]social.Relation, error)
-	Users(ctx context.Context, ids []int64) ([]social.User, error)
-	SearchUsers(ctx context.Context, viewer int64, q string, limit int) ([]social.User, error)
-	Suggestions(ctx context.Context, uid int64, limit int) ([]social.Suggestion, error)
-	Post(ctx context.Context, uid int64, message string) (social.Status, error)
-	Status(ctx context.Context, id int64) (social.Status, error)
-	DeleteStatus(ctx context.Context, uid, id int64) error
-	HomeTimeline(ctx context.Context, uid int64, c social.Cursor) (social.TimelinePage, error)
-	ProfileTimeline(ctx context.Context, login string, c social.Cursor) (social.TimelinePage, error)
-	GlobalTimeline(ctx context.Context, c social.Cursor) (social.TimelinePage, error)
-	CreateList(ctx context.Context, owner int64, name string) (social.List, error)
-	RenameList(ctx context.Context, uid, id int64, name string) (social.List, error)
-	DeleteList(ctx context.Context, uid, id int64) error
-	Lists(ctx context.Context, owner int64) ([]social.List, error)
-	List(ctx context.Context, id int64) (social.List, error)
-	AddListMember(ctx context.Context, uid, id int64, login string) (social.List, error)
-	RemoveListMember(ctx context.Context, uid, id int64, login string) (social.List, error)
-	ListMembers(ctx context.Context, id int64, p social.Page) ([]social.User, error)
-	ListTimeline(ctx context.Context, id int64, c social.Cursor) (social.TimelinePage, error)
-	Ping(ctx context.Context) error
-	JobStats
-	Counters() *social.Stats
-}
-
-// Presence is what the edge asks of presence.
-type Presence interface {
-	Presences(ctx context.Context, uids []int64) ([]protocol.Presence, error)
-	OnlineFriends(ctx context.Context, uid int64) ([]presence.FriendSeen, error)
-	Counts(ctx context.Context) (presence.Counts, error)
-}
-
-// Stream serves the live WebSocket stream.
-type Stream interface {
-	Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID string) error
-	StreamStats
-}
-
-var (
-	_ Social   = (*social.Service)(nil)
-	_ Presence = (*presence.Tracker)(nil)
-	_ Stream   = (*realtime.Hub)(nil)
-)
+// The edge calls its parts through their concrete types, not through
+// interfaces of its own: each part has one implementation, which the tests
+// run for real on a real Redis, so an interface here would only mirror the
+// part's method set and have to change with it. A handler that comes to
+// need a second implementation (a fake, another store) declares then the
+// small interface it calls.
 
 // Config is what a Server is built from. Social, Presence and Stream are
 // required.
 type Config struct {
-	Social         Social
-	Presence       Presence
-	Stream         Stream
+	Social         *social.Service
+	Presence       *presence.Tracker
+	Stream         *realtime.Hub
 	Metrics        *Metrics      // nil: a fresh set
-	SessionTTL     time.Duration // lifetime of the session cookie
+	SessionTTL     time.Duration // lifetime of the session cookie; 0: social.DefaultSessionTTL
 	AllowedOrigins []string      // origins besides the server's own, e.g. "https://app.example.com"
-	Logger         *slog.Logger
+	Logger         *slog.Logger  // nil: slog.Default()
 
 	// Limiter and Limits rate-limit clients; with no Limiter, nothing is.
 	Limiter   Limiter
@@ -110,10 +60,9 @@ type Config struct {
 
 // Server serves Chorus over HTTP.
 type Server struct {
-	social         Social
-	presence       Presence
-	stream         Stream
-	jobs           JobStats
+	social         *social.Service
+	presence       *presence.Tracker
+	stream         *realtime.Hub
 	metrics        *Metrics
 	sessionTTL     time.Duration
 	allowedOrigins map[string]struct{}
@@ -140,7 +89,6 @@ func NewServer(cfg Config) *Server {
 		social:         cfg.Social,
 		presence:       cfg.Presence,
 		stream:         cfg.Stream,
-		jobs:           cfg.Social,
 		metrics:        cfg.Metrics,
 		sessionTTL:     cfg.SessionTTL,
 		allowedOrigins: map[string]struct{}{},

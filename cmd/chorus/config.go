@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"chorus/presence"
+	"chorus/realtime"
+	"chorus/social"
 	"chorus/web"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -67,18 +70,21 @@ type config struct {
 	MaxConnsPerAddress int
 }
 
-// Defaults of the limits a real site can run with.
+// Defaults of the limits a real site can run with. A limit a package
+// enforces takes that package's default (social.DefaultSignInFailures,
+// realtime.DefaultFrameRate); the rest are web's limits, which have none of
+// their own (a zero web.Limits field is no limit), so they are set here.
 var (
 	defaultSignUpLimit      = redis_rate.Limit{Rate: 20, Period: time.Hour, Burst: 5}
 	defaultSignInLimit      = redis_rate.Limit{Rate: 60, Period: 10 * time.Minute, Burst: 20}
-	defaultSignInFailures   = redis_rate.Limit{Rate: 10, Period: 10 * time.Minute, Burst: 10}
-	defaultSignInAccount    = redis_rate.Limit{Rate: 100, Period: time.Hour, Burst: 100}
+	defaultSignInFailures   = redis_rate.Limit{Rate: social.DefaultSignInFailures, Period: social.DefaultSignInFailureWindow, Burst: social.DefaultSignInFailures}
+	defaultSignInAccount    = redis_rate.Limit{Rate: social.DefaultSignInAccountLimit, Period: social.DefaultSignInAccountWindow, Burst: social.DefaultSignInAccountLimit}
 	defaultPostLimit        = redis_rate.Limit{Rate: 300, Period: 3 * time.Hour, Burst: 10}
 	defaultFollowLimit      = redis_rate.Limit{Rate: 400, Period: 24 * time.Hour, Burst: 50}
 	defaultListLimit        = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
 	defaultSearchLimit      = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
 	defaultReadLimit        = redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
-	defaultStreamFrameLimit = redis_rate.Limit{Rate: 5, Period: time.Second, Burst: 20}
+	defaultStreamFrameLimit = redis_rate.Limit{Rate: int(realtime.DefaultFrameRate), Period: time.Second, Burst: realtime.DefaultFrameBurst}
 	// A page sends a resume as its stream opens and once its first page of
 	// the home timeline is in: two per tab, with room for ten tabs at once.
 	defaultResumeLimit = redis_rate.Limit{Rate: 20, Period: time.Minute, Burst: 20}
@@ -138,8 +144,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.MaxStreams, "max-streams", "CHORUS_MAX_STREAMS", 0, "most WebSocket streams this instance holds; 0: the open-file limit less 1024"},
 		{&c.MaxConnections, "max-connections", "CHORUS_MAX_CONNECTIONS", 0, "most client connections (streams included) this instance accepts at once; 0: the open-file limit less 256"},
 		{&c.MaxConnsPerAddress, "max-connections-per-address", "CHORUS_MAX_CONNECTIONS_PER_ADDRESS", web.DefaultMaxConnsPerAddress, "most connections (streams included) one client address holds at once, an IPv6 one counted by its /64; the excess is closed at once; -trusted-proxies are exempt; 0: no cap"},
-		{&c.MaxStreamsPerUser, "max-streams-per-user", "CHORUS_MAX_STREAMS_PER_USER", 10, "most streams one user holds at once, on all instances together"},
-		{&c.PullThreshold, "pull-threshold", "CHORUS_PULL_THRESHOLD", 10_000, "follower count (or count of lists holding them) from which an author's statuses are pulled by readers rather than pushed to their home timelines and lists; 0: never"},
+		{&c.MaxStreamsPerUser, "max-streams-per-user", "CHORUS_MAX_STREAMS_PER_USER", presence.DefaultMaxConnsPerUser, "most streams one user holds at once, on all instances together"},
+		{&c.PullThreshold, "pull-threshold", "CHORUS_PULL_THRESHOLD", social.DefaultPullThreshold, "follower count (or count of lists holding them) from which an author's statuses are pulled by readers rather than pushed to their home timelines and lists; 0: never"},
 		{&c.InProcessLimitFactor, "in-process-limit-factor", "CHORUS_IN_PROCESS_LIMIT_FACTOR", web.DefaultGateFactor, "in front of each rate limit counted in Redis, an in-process one per client (session, or address) this many times it, which refuses a flood without a Redis call; 0: none"},
 		{&c.PasswordHashers, "password-hashers", "CHORUS_PASSWORD_HASHERS", 0, "passwords hashed or checked at once; 0: half the CPUs, at least 1"},
 	}
@@ -161,16 +167,16 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		def       time.Duration
 		usage     string
 	}{
-		{&c.OnlineWindow, "online-window", "CHORUS_ONLINE_WINDOW", 30 * time.Second, "how long after their last activity a user counts as online"},
-		{&c.HeartbeatInterval, "heartbeat-interval", "CHORUS_HEARTBEAT_INTERVAL", 10 * time.Second, "how often clients send heartbeats"},
+		{&c.OnlineWindow, "online-window", "CHORUS_ONLINE_WINDOW", presence.DefaultWindow, "how long after their last activity a user counts as online"},
+		{&c.HeartbeatInterval, "heartbeat-interval", "CHORUS_HEARTBEAT_INTERVAL", presence.DefaultHeartbeatInterval, "how often the server pings each stream and records its activity; three intervals without a frame or a pong close it"},
 		{&c.ShutdownTimeout, "shutdown-timeout", "CHORUS_SHUTDOWN_TIMEOUT", 10 * time.Second, "how long shutdown waits for requests to finish"},
 		{&c.ReadHeaderTimeout, "read-header-timeout", "CHORUS_READ_HEADER_TIMEOUT", 10 * time.Second, "how long a client may take to send a request's headers"},
 		{&c.ReadTimeout, "read-timeout", "CHORUS_READ_TIMEOUT", 20 * time.Second, "how long a client may take to send a whole request (streams exempt once upgraded)"},
 		{&c.WriteTimeout, "write-timeout", "CHORUS_WRITE_TIMEOUT", 30 * time.Second, "how long an answer may take from the end of its request's headers (streams exempt)"},
 		{&c.IdleTimeout, "idle-timeout", "CHORUS_IDLE_TIMEOUT", 60 * time.Second, "how long an idle keep-alive connection stays open"},
 		{&c.RequestTimeout, "request-timeout", "CHORUS_REQUEST_TIMEOUT", web.DefaultRequestTimeout, "how long an API request may take, its Redis calls included, before 503 timeout (streams exempt once upgraded)"},
-		{&c.InactiveAfter, "inactive-after", "CHORUS_INACTIVE_AFTER", 7 * 24 * time.Hour, "users without a signed-in request or a stream this long get no pushed posts until they come back (their home timeline is then rebuilt); 0: never"},
-		{&c.PasswordHashWait, "password-hash-wait", "CHORUS_PASSWORD_HASH_WAIT", 2 * time.Second, "how long a sign-up or sign-in waits for a password hasher before 429 server_busy"},
+		{&c.InactiveAfter, "inactive-after", "CHORUS_INACTIVE_AFTER", social.DefaultInactiveAfter, "users without a signed-in request or a stream this long get no pushed posts until they come back (their home timeline is then rebuilt); 0: never"},
+		{&c.PasswordHashWait, "password-hash-wait", "CHORUS_PASSWORD_HASH_WAIT", social.DefaultHashWait, "how long a sign-up or sign-in waits for a password hasher before 429 server_busy"},
 	}
 	for _, d := range durations {
 		def := d.def

@@ -1,30 +1,26 @@
-// Chorus web client: asks GET /me whether someone is signed in, then routes
-// every page (PAGES) for them or for a visitor. Signed in, it also runs the
-// home feed, the friends sidebar, the stream and the connection indicator.
+// The composition root of the Chorus web client: asks GET /me whether
+// someone is signed in, then routes every page (PAGES) for them or for a
+// visitor, and shows one at a time in <main>. Signed in, a Session
+// (session.js) runs the home feed, the friends sidebar, the stream and the
+// connection indicator; its frames are dispatched by frames.js.
 
-import { api, query, setUnauthorizedHandler, setHealthHandler } from './api.js';
-import { h, announce, toast, sameLogin } from './dom.js';
+import { api, setUnauthorizedHandler } from './api.js';
+import { h, announce, toast } from './dom.js';
 import { startClock, refreshTimes } from './time.js';
-import { Stream } from './stream.js';
-import { Timeline } from './timeline.js';
-import { Sidebar } from './sidebar.js';
 import { Header } from './header.js';
-import { Health } from './health.js';
-import { learnName } from './names.js';
 import { startShortcuts } from './keys.js';
 import { parseRoute, startRouter, navigate, savedScroll } from './router.js';
-import { homeView, homeEmpty, welcomeView, globalView, peopleView, notFoundView } from './views.js';
+import { homeView, welcomeView, globalView, peopleView, notFoundView } from './views.js';
 import { profileView } from './profile.js';
 import { statusView } from './statuspage.js';
 import { searchView } from './search.js';
 import { listsView, listView } from './lists.js';
-import { Suggestions } from './suggestions.js';
-import { Notifications } from './notifications.js';
+import { Session } from './session.js';
 
 const main = document.getElementById('main');
 const aside = document.getElementById('sidebar');
 
-// What exists only while signed in; null for a visitor.
+// What exists only while signed in (a Session); null for a visitor.
 let session = null;
 let view = null; // the page shown
 let route = null; // and its route
@@ -113,7 +109,7 @@ function show({ pop = false, first = false } = {}) {
   refreshTimes(view.el); // a kept feed's ages stood still while it was away
   document.title = `${view.title} · Chorus`;
   header.setRoute(r);
-  if (session && r.name === 'home') setUnseen(0);
+  if (session && r.name === 'home') session.setUnseen(0);
   window.scrollTo(0, (pop && savedScroll()) || 0);
   // Move focus to the new page, for keyboard and screen reader users; on
   // the first page, leave it where the browser puts it, but for the form.
@@ -167,74 +163,20 @@ function signedIn(user) {
   else navigate(location.pathname, { replace: true });
 }
 
+// enterApp starts a session for user. It is held before it starts, so
+// that what it starts finds it (ctx.me, the page's frames).
 function enterApp(user) {
   if (session) leaveApp(null);
-  document.body.classList.remove('signed-out');
-  learnName(user);
-  session = {
-    me: user,
-    unseen: 0,
-    newBatch: [],
-    batchTimer: 0,
-    friendsTimer: 0,
-    friendsKnown: false, // GET /friends answered once: unknown friends are new ones
-    countsAt: 0,
-    countsTimer: 0,
-    timers: [],
-  };
-
-  ctx.homeFeed = new Timeline({
-    testid: 'feed',
-    label: 'Home feed',
-    empty: homeEmpty(),
-    me: ctx.me,
-    onDelete: deleteStatus,
-    fetchPage: (before, signal) => api('GET', '/timelines/home' + query({ limit: 30, before }), undefined, { signal }),
-    // The page and the stream race: a page read just before the stream
-    // subscribed would leave a gap that the `ready` resume (sent while the
-    // page was still loading) could not cover. Asking again closes it;
-    // anything sent twice is dropped by id.
-    onLoaded: () => {
-      if (session && session.stream.state === 'live') session.stream.send({ type: 'resume', after: ctx.homeFeed.maxId });
-    },
+  session = new Session(user, {
+    ctx,
+    header,
+    aside,
+    view: () => view,
+    route: () => route,
+    removeStatus,
+    leave: leaveApp,
   });
-  ctx.timelines.add(ctx.homeFeed);
-
-  session.sidebar = new Sidebar();
-  session.suggestions = new Suggestions(ctx);
-  session.sidebar.el.append(session.suggestions.el);
-  aside.replaceChildren(session.sidebar.el);
-  aside.hidden = false;
-  session.notes = new Notifications(ctx);
-  header.signedIn(user, { tools: session.notes.el });
-
-  const sidebar = session.sidebar;
-  const health = new Health((v) => {
-    header.setConn(v);
-    sidebar.setLive(v.state === 'live');
-  });
-  session.health = health;
-  setHealthHandler((ok) => health.setApi(ok));
-
-  session.stream = new Stream({
-    onReady,
-    onFrame,
-    onState: (state, info) => health.setStream(state, info),
-    resumeAfter: () => ctx.homeFeed.maxId,
-    onSignedOut: () => leaveApp('You were signed out.'),
-    checkSession: () => api('GET', '/me').then(() => true, (err) => (err.status === 401 ? false : Promise.reject(err))),
-  });
-  session.stream.start();
-
-  refreshFriends();
-  refreshSiteCounts();
-  session.suggestions.load();
-  session.timers.push(setInterval(refreshSiteCounts, 60000));
-  // Frames sent while the stream was down are not replayed, so GET
-  // /friends now and then keeps the panel whole.
-  session.timers.push(setInterval(() => {
-    if (!document.hidden) refreshFriends();
-  }, 60000));
+  session.start();
 }
 
 // leaveApp ends the signed-in session here. The page shown stays (public
@@ -244,22 +186,7 @@ function leaveApp(text) {
   if (!session) return;
   const old = session;
   session = null;
-  old.health.stop();
-  old.stream.stop();
-  old.notes.destroy();
-  setHealthHandler(null);
-  for (const t of old.timers) clearInterval(t);
-  clearTimeout(old.batchTimer);
-  clearTimeout(old.friendsTimer);
-  clearTimeout(old.countsTimer);
-  for (const tl of ctx.timelines) tl.destroy();
-  ctx.timelines.clear();
-  ctx.homeFeed = null;
-  ctx.draft = '';
-  aside.replaceChildren();
-  aside.hidden = true;
-  document.body.classList.add('signed-out');
-  header.signedOut();
+  old.close();
   if (text === null) return; // another session follows at once
   notice = text;
   if (route && route.name !== 'home' && text) {
@@ -271,107 +198,16 @@ function leaveApp(text) {
 
 async function signOut(btn) {
   btn.disabled = true;
-  // Close the stream first: once the token is revoked the server closes it
-  // with 1008, which would read as "you were signed out" by someone else.
-  session.stream.stop();
   try {
-    await api('DELETE', '/sessions/current');
+    await session.signOut();
   } catch (err) {
-    if (err.status !== 401 && session) {
-      btn.disabled = false;
-      session.stream.start();
-      toast(`Could not sign out: ${err.message}`, 'error');
-      return;
-    }
+    btn.disabled = false;
+    toast(`Could not sign out: ${err.message}`, 'error');
+    return;
   }
   leaveApp(null);
   notice = 'You have signed out.';
   navigate('/');
-}
-
-function setUnseen(n) {
-  session.unseen = n;
-  header.setUnseen(n);
-}
-
-// ------------------------------------------------------------ stream frames
-
-function onReady(frame) {
-  if (!session) return;
-  if (frame.user) {
-    session.me = { ...session.me, ...frame.user };
-    header.setName(session.me);
-  }
-  session.health.setService(true); // `ready` comes only from a server that can serve
-  session.sidebar.setSnapshot(frame.online_friends);
-  // The counts fetched at sign-in predate this connection, so they left you out.
-  refreshSiteCounts();
-}
-
-function onFrame(frame) {
-  if (!session) return;
-  if (frame.type === 'service') {
-    session.health.setService(frame.available !== false);
-    return;
-  }
-  if (frame.type !== 'status_deleted' && view && view.onFrame) view.onFrame(frame);
-  switch (frame.type) {
-    case 'status': {
-      const s = frame.status;
-      if (!s) return;
-      const added = ctx.homeFeed.add(s, { complete: true });
-      if (added && s.uid !== session.me.id) noteNew(s);
-      break;
-    }
-    case 'status_deleted':
-      removeStatus(frame.id);
-      break;
-    case 'presence': {
-      const made = session.friendsKnown && frame.user && !session.sidebar.has(frame.user.login);
-      session.sidebar.presence(frame);
-      if (made) followsChanged(frame.user);
-      siteCountsSoon();
-      break;
-    }
-    case 'friend_removed':
-      session.sidebar.removeFriend(frame.user);
-      if (frame.user) followsChanged(frame.user);
-      break;
-    case 'followed':
-      if (!frame.user) break;
-      session.notes.followed(frame);
-      followsChanged(frame.user);
-      break;
-    case 'error':
-      console.warn('stream error frame', frame.code, frame.message);
-      break;
-    default:
-      // Unknown types are extensions this client predates.
-  }
-}
-
-// followsChanged tells the page that user followed you, or that a
-// friendship with them was made or ended: counts on a profile change.
-function followsChanged(user) {
-  if (view && view.onFollows) view.onFollows(user);
-}
-
-// noteNew batches arrivals (a resume can bring dozens at once) into one
-// announcement, or a count on the Home link while you are elsewhere.
-function noteNew(status) {
-  session.newBatch.push(status);
-  clearTimeout(session.batchTimer);
-  session.batchTimer = setTimeout(() => {
-    if (!session) return;
-    const batch = session.newBatch;
-    session.newBatch = [];
-    if (route && route.name === 'home') {
-      const s = batch[0];
-      announce(batch.length === 1 ? `New post from ${s.login}: ${String(s.message).slice(0, 140)}` : `${batch.length} new posts`);
-    } else {
-      setUnseen(session.unseen + batch.length);
-    }
-  }, 800);
 }
 
 // ------------------------------------------------------------ actions
@@ -379,6 +215,11 @@ function noteNew(status) {
 function removeStatus(id) {
   if (view && view.onDeleted) view.onDeleted(id);
   for (const tl of ctx.timelines) tl.remove(id);
+}
+
+// followChanged: you (un)followed login on some page.
+function followChanged(login, following) {
+  if (session) session.followChanged(login, following);
 }
 
 // deleteStatus deletes a status of yours; it rejects with the error to show.
@@ -394,63 +235,6 @@ async function deleteStatus(status, li) {
   removeStatus(status.id);
   if (hadFocus && view) (next && next.isConnected ? next : view.heading).focus();
   announce('Post deleted.');
-}
-
-// followChanged keeps the home feed and friends honest after (un)following.
-function followChanged(login, following) {
-  if (!session) return;
-  if (following) {
-    ctx.homeStale = true; // the server backfilled their latest posts
-  } else {
-    ctx.homeFeed.removeWhere((l) => sameLogin(l, login));
-  }
-  clearTimeout(session.friendsTimer);
-  session.friendsTimer = setTimeout(refreshFriends, 300);
-}
-
-async function refreshFriends() {
-  if (!session) return;
-  const users = [];
-  let complete = false;
-  try {
-    for (let offset = 0; offset < 1000; offset += 100) {
-      const page = await api('GET', '/friends' + query({ limit: 100, offset }));
-      users.push(...(page.users || []));
-      if ((page.users || []).length < 100) {
-        complete = true;
-        break;
-      }
-    }
-  } catch (err) {
-    console.warn('friends:', err.message);
-    if (users.length === 0) return;
-  }
-  if (!session) return;
-  session.sidebar.setFriends(users, complete);
-  session.friendsKnown = true;
-}
-
-async function refreshSiteCounts() {
-  if (!session || document.hidden) return;
-  session.countsAt = Date.now();
-  try {
-    const counts = await api('GET', '/presence');
-    if (session) session.sidebar.setSiteCounts(counts);
-  } catch {
-    if (session) session.sidebar.setSiteCounts(null);
-  }
-}
-
-// siteCountsSoon refreshes the site-wide counts after a friend came or
-// went, at most every 15 s (the server recomputes them no more often).
-function siteCountsSoon() {
-  if (session.countsTimer) return;
-  const wait = Math.max(0, session.countsAt + 15000 - Date.now());
-  session.countsTimer = setTimeout(() => {
-    if (!session) return;
-    session.countsTimer = 0;
-    refreshSiteCounts();
-  }, wait);
 }
 
 boot();

@@ -6,7 +6,7 @@
 import { h, announce, plural, sameLogin, confirmControls } from './dom.js';
 import { api, isAbort, query } from './api.js';
 import { listHref, profileHref } from './router.js';
-import { heading, statusTimeline, pollNewer } from './views.js';
+import { heading, statusTimeline, pollNewer } from './page.js';
 import { UserList } from './userlist.js';
 import { followControl } from './follow.js';
 import { learnName } from './names.js';

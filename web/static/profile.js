@@ -6,7 +6,7 @@ import { api, isAbort, query, userPath } from './api.js';
 import { profileHref } from './router.js';
 import { timeEl, parseTime } from './time.js';
 import { learnName } from './names.js';
-import { heading, statusTimeline } from './views.js';
+import { heading, statusTimeline } from './page.js';
 
 // followState answers whether the viewer follows `login`: from `you_follow`
 // when the server sends it, else by scanning the viewer's following list.

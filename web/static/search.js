@@ -7,7 +7,7 @@ import { h, plural } from './dom.js';
 import { api, isAbort, query } from './api.js';
 import { userItem } from './userlist.js';
 import { followControl } from './follow.js';
-import { heading } from './views.js';
+import { heading } from './page.js';
 
 const WAIT_MS = 250;
 const LIMIT = 20;

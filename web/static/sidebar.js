@@ -16,7 +16,7 @@ function byLastSeen(a, b) {
   return tb - ta || byName(a, b);
 }
 
-/** Sidebar renders the friends panel; app.js feeds it frames and lists. */
+/** Sidebar renders the friends panel; session.js feeds it lists, frames.js frames. */
 export class Sidebar {
   constructor() {
     // login (lower case) → {user: {id, login, name}, online, lastSeen, li, shape}

@@ -6,7 +6,7 @@ import { api, isAbort, userPath } from './api.js';
 import { profileHref } from './router.js';
 import { timeEl, exactTime, parseTime } from './time.js';
 import { learnName } from './names.js';
-import { heading } from './views.js';
+import { heading } from './page.js';
 import { statusEl } from './status.js';
 
 function authorCard(user) {

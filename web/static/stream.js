@@ -1,5 +1,7 @@
-// The one WebSocket to /api/v1/stream: heartbeats, reconnects with
-// exponential backoff and jitter, and `resume` so a reconnect misses nothing.
+// The one WebSocket to /api/v1/stream: reconnects with exponential backoff
+// and jitter, and `resume` so a reconnect misses nothing. It sends no
+// heartbeats: the server pings, and the browser answers by itself, even
+// from a background tab whose timers are throttled or frozen.
 
 const BACKOFF_BASE_MS = 500;
 const BACKOFF_CAP_MS = 30000;
@@ -25,52 +27,6 @@ export function streamURL(loc = location) {
 }
 
 /**
- * Ticker calls fn every `ms` from a worker (see ticker.js), falling back
- * to setInterval where a worker cannot be had.
- */
-class Ticker {
-  constructor(fn) {
-    this.fn = fn;
-    this.worker = null;
-    this.interval = 0;
-    this.every = 0;
-    try {
-      this.worker = new Worker('/static/ticker.js');
-      this.worker.onmessage = () => this.fn();
-      this.worker.onerror = () => this.fallBack();
-    } catch {
-      this.worker = null;
-    }
-  }
-
-  start(ms) {
-    this.stop();
-    this.every = ms;
-    if (this.worker) this.worker.postMessage({ every: ms });
-    else this.interval = setInterval(this.fn, ms);
-  }
-
-  stop() {
-    this.every = 0;
-    clearInterval(this.interval);
-    if (this.worker) this.worker.postMessage({ every: 0 });
-  }
-
-  // The worker script failed to load: tick from this page instead.
-  fallBack() {
-    if (this.worker) this.worker.terminate();
-    this.worker = null;
-    if (this.every) this.interval = setInterval(this.fn, this.every);
-  }
-
-  close() {
-    this.stop();
-    if (this.worker) this.worker.terminate();
-    this.worker = null;
-  }
-}
-
-/**
  * Stream keeps one connection open while started.
  *
  * handlers:
@@ -88,7 +44,6 @@ export class Stream {
     this.stopped = true;
     this.attempt = 0;
     this.retryTimer = 0;
-    this.heartbeat = null; // a Ticker while started
     this.retryAt = 0;
     this.state = 'offline';
     this.onOnline = () => this.retryNow();
@@ -101,7 +56,6 @@ export class Stream {
     if (!this.stopped) return;
     this.stopped = false;
     this.attempt = 0;
-    this.heartbeat = new Ticker(() => this.send({ type: 'heartbeat' }));
     window.addEventListener('online', this.onOnline);
     window.addEventListener('offline', this.onOffline);
     this.connect();
@@ -113,8 +67,6 @@ export class Stream {
     window.removeEventListener('online', this.onOnline);
     window.removeEventListener('offline', this.onOffline);
     clearTimeout(this.retryTimer);
-    if (this.heartbeat) this.heartbeat.close();
-    this.heartbeat = null;
     const ws = this.ws;
     this.ws = null;
     if (ws) ws.close(1000, 'bye');
@@ -164,7 +116,6 @@ export class Stream {
       if (!frame || typeof frame.type !== 'string') return;
       if (frame.type === 'ready') {
         readyAt = Date.now();
-        this.startHeartbeat(frame.heartbeat_interval_ms);
         this.setState('live');
         this.h.onReady(frame);
         // After ready, so the server knows who we are; the feed dedupes
@@ -180,7 +131,6 @@ export class Stream {
       if (this.ws !== ws) return; // a socket we already gave up on
       this.ws = null;
       if (this.stopped) return;
-      this.heartbeat.stop();
       if (ev.code === 1008) {
         this.stop();
         this.h.onSignedOut();
@@ -191,10 +141,6 @@ export class Stream {
     };
     // An error is always followed by close, which does the work.
     ws.onerror = () => {};
-  }
-
-  startHeartbeat(ms) {
-    this.heartbeat.start(Number.isFinite(ms) && ms >= 1000 ? ms : 10000);
   }
 
   // neverReady: the dial failed before `ready`. A browser cannot see the

@@ -7,7 +7,7 @@ const DAY = 24 * HOUR;
 
 // The server's clock is the one that stamped the times we show; a client
 // clock that runs ahead or behind would otherwise make fresh posts read
-// "5 min ago". app.js sets this from the HTTP Date header.
+// "5 min ago". api.js sets this from the HTTP Date header.
 let serverOffsetMs = 0;
 
 /** setServerOffset records how far the server's clock is ahead of ours. */

@@ -1,43 +1,16 @@
-// The pages behind the routes. A view is {el, title, heading, destroy} and
-// may have mounted(), focus(), onFrame(frame) (stream frames while it is
-// shown), onDeleted(id) and onFollows(user) (someone followed you, or a
-// friendship was made or ended); app.js mounts one at a time in <main>.
-// Profiles are in profile.js, a status's own page in statuspage.js.
+// Home (the composer over your feed, or for a visitor the sign-in form),
+// the global timeline, someone's followers and following, and not found.
+// The other pages are profile.js, statuspage.js, search.js and lists.js;
+// page.js holds what they are built from, and what a page is.
 
 import { h } from './dom.js';
 import { api, query, userPath } from './api.js';
 import { profileHref } from './router.js';
-import { Timeline } from './timeline.js';
 import { composer } from './composer.js';
 import { renderAuth } from './auth.js';
 import { UserList } from './userlist.js';
 import { followControl } from './follow.js';
-
-const PAGE = 30;
-// How often a timeline the stream does not feed (global, a list) asks for
-// what is new while it is shown.
-const POLL_MS = 15000;
-
-/** heading is a page's h1, focused (without a tab stop) when the route changes. */
-export function heading(text, extra = {}) {
-  return h('h1', { class: 'page-title', tabindex: '-1', ...extra }, text);
-}
-
-/** statusTimeline is a Timeline of path (a statuses page), loading now. */
-export function statusTimeline(ctx, { label, path, empty, newer = false }) {
-  const tl = new Timeline({
-    testid: 'timeline',
-    label,
-    empty,
-    me: ctx.me,
-    onDelete: ctx.deleteStatus,
-    fetchPage: (before, signal) => api('GET', path + query({ limit: PAGE, before }), undefined, { signal }),
-    fetchNewer: newer ? (after, signal) => api('GET', path + query({ limit: PAGE, after }), undefined, { signal }) : null,
-  });
-  ctx.timelines.add(tl);
-  tl.load();
-  return tl;
-}
+import { heading, statusTimeline, pollNewer } from './page.js';
 
 // ---------------------------------------------------------------- home
 
@@ -84,24 +57,6 @@ export function welcomeView(ctx, auth) {
     heading: form.heading,
     focus: form.focus,
     destroy() {},
-  };
-}
-
-/**
- * pollNewer has tl ask for newer statuses every 15 s while the page is
- * visible, and at once when it becomes visible again; it returns what
- * stops it.
- */
-export function pollNewer(tl) {
-  const poll = () => {
-    if (!document.hidden) tl.loadNewer();
-  };
-  const timer = setInterval(poll, POLL_MS);
-  // Back to a tab that was hidden: catch up now rather than in up to 15 s.
-  document.addEventListener('visibilitychange', poll);
-  return () => {
-    clearInterval(timer);
-    document.removeEventListener('visibilitychange', poll);
   };
 }
 

@@ -1,0 +1,34 @@
+package realtime
+
+// The order of realtime's locks. A goroutine that holds one of them takes
+// only those after it in this list, never one before, and never waits for
+// a goroutine that may be waiting for one it holds:
+//
+//  1. Hub.mu (hub.go): the local users, the pulled authors' readers and the
+//     state of each channel. The router holds it (read-locked) while it
+//     hands a frame to every connection of a user; the subscriber, joins,
+//     leaves, the session checker and Shutdown hold it while they change
+//     or list those maps. Under it a connection is only queued to (enqueue)
+//     or closed with closeSoon, whose closing handshake runs in a goroutine
+//     of its own; never with close, which waits for the client.
+//  2. conn.mu (conn.go): a connection's socket and why it closed. Taken
+//     under Hub.mu when a full queue or an ended session closes the
+//     connection (conn.end); it is let go before the close frame is written.
+//  3. presenceGate.mu (coalesce.go) and queue.mu (queue.go): a connection's
+//     held-back presence frames and its queue of frames. Each is taken
+//     alone or under the locks above, and takes no other: enqueuePresence
+//     lets presenceGate.mu go before it enqueues, and a full queue is
+//     closed after queue.mu is let go.
+//  4. beats.flushing, then beats.mu (beats.go): the activity waiting for
+//     the next flush to presence. Neither is taken with any lock above:
+//     a connection adds its activity from its reader or its ping timer, and
+//     run waits for a flush (settle) once the connection is closed.
+//     beats.flushing is held across the flush's Redis call.
+//
+// The pub/sub subscriber (Hub.ps) has locks of its own: on a cluster, a
+// shard's, which it holds while it hands the router a message or a
+// confirmation, and the router then takes Hub.mu. So Hub.mu is never held across a call into
+// Hub.ps (Subscribe, Unsubscribe, Close) nor across a send that can block:
+// join, leave and setPull ask the subscriber for a change (resync) after
+// they let Hub.mu go, and restart only wakes the session checker if it is
+// not woken already.

@@ -1,0 +1,112 @@
+// What each stream frame does, while signed in: `ready` refreshes who you
+// are, the friends online and the counts; a status goes into the home feed
+// (announced, or counted on the Home link while you are elsewhere); a
+// deletion leaves every timeline; presence, friendships and followers
+// reach the sidebar, the notifications and the page shown, which sees
+// every frame first through its onFrame.
+
+import { announce } from './dom.js';
+
+// Arrivals this close together (a resume can bring dozens at once) make
+// one announcement.
+const BATCH_MS = 800;
+
+/** Frames dispatches the frames of one Session; app is as the Session's. */
+export class Frames {
+  constructor(session, app) {
+    this.session = session;
+    this.app = app;
+    this.newBatch = [];
+    this.batchTimer = 0;
+  }
+
+  /** ready takes the `ready` frame of each (re)connection. */
+  ready(frame) {
+    const session = this.session;
+    if (session.closed) return;
+    if (frame.user) {
+      session.me = { ...session.me, ...frame.user };
+      this.app.header.setName(session.me);
+    }
+    session.health.setService(true); // `ready` comes only from a server that can serve
+    session.sidebar.setSnapshot(frame.online_friends);
+    // The counts fetched at sign-in predate this connection, so they left you out.
+    session.refreshSiteCounts();
+  }
+
+  /** dispatch takes every frame after `ready`. */
+  dispatch(frame) {
+    const session = this.session;
+    if (session.closed) return;
+    if (frame.type === 'service') {
+      session.health.setService(frame.available !== false);
+      return;
+    }
+    const view = this.app.view();
+    if (frame.type !== 'status_deleted' && view && view.onFrame) view.onFrame(frame);
+    switch (frame.type) {
+      case 'status': {
+        const s = frame.status;
+        if (!s) return;
+        const added = this.app.ctx.homeFeed.add(s, { complete: true });
+        if (added && s.uid !== session.me.id) this.noteNew(s);
+        break;
+      }
+      case 'status_deleted':
+        this.app.removeStatus(frame.id);
+        break;
+      case 'presence': {
+        const made = session.friendsKnown && frame.user && !session.sidebar.has(frame.user.login);
+        session.sidebar.presence(frame);
+        if (made) this.followsChanged(frame.user);
+        session.siteCountsSoon();
+        break;
+      }
+      case 'friend_removed':
+        session.sidebar.removeFriend(frame.user);
+        if (frame.user) this.followsChanged(frame.user);
+        break;
+      case 'followed':
+        if (!frame.user) break;
+        session.notes.followed(frame);
+        this.followsChanged(frame.user);
+        break;
+      case 'error':
+        console.warn('stream error frame', frame.code, frame.message);
+        break;
+      default:
+        // Unknown types are extensions this client predates.
+    }
+  }
+
+  // followsChanged tells the page that user followed you, or that a
+  // friendship with them was made or ended: counts on a profile change.
+  followsChanged(user) {
+    const view = this.app.view();
+    if (view && view.onFollows) view.onFollows(user);
+  }
+
+  // noteNew batches arrivals into one announcement, or a count on the
+  // Home link while you are elsewhere.
+  noteNew(status) {
+    this.newBatch.push(status);
+    clearTimeout(this.batchTimer);
+    this.batchTimer = setTimeout(() => {
+      if (this.session.closed) return;
+      const batch = this.newBatch;
+      this.newBatch = [];
+      const route = this.app.route();
+      if (route && route.name === 'home') {
+        const s = batch[0];
+        announce(batch.length === 1 ? `New post from ${s.login}: ${String(s.message).slice(0, 140)}` : `${batch.length} new posts`);
+      } else {
+        this.session.setUnseen(this.session.unseen + batch.length);
+      }
+    }, BATCH_MS);
+  }
+
+  /** close drops arrivals not yet announced. */
+  close() {
+    clearTimeout(this.batchTimer);
+  }
+}

@@ -1,0 +1,206 @@
+// The signed-in session: what exists only while someone is signed in (the
+// home feed, the friends sidebar with suggestions, the notifications, the
+// connection indicator and the stream), how it starts and ends, and what
+// keeps the friends list and the site-wide counts fresh.
+
+import { api, query, setHealthHandler } from './api.js';
+import { sameLogin } from './dom.js';
+import { Stream } from './stream.js';
+import { Timeline } from './timeline.js';
+import { Sidebar } from './sidebar.js';
+import { Health } from './health.js';
+import { learnName } from './names.js';
+import { Suggestions } from './suggestions.js';
+import { Notifications } from './notifications.js';
+import { homeEmpty } from './views.js';
+import { Frames } from './frames.js';
+
+/**
+ * Session is built for user, then start()ed once the app holds it (what
+ * it starts calls back into the app at once), and close()d for good.
+ *
+ * app is what it reaches of the page around it:
+ *  ctx               what the pages get to work with; the session keeps its homeFeed
+ *  header            the site header (header.js)
+ *  aside             the element the sidebar goes in
+ *  view(), route()   the page shown and its route
+ *  removeStatus(id)  a status is gone: take it off the page and every timeline
+ *  leave(text)       end this session here, saying text
+ */
+export class Session {
+  constructor(user, app) {
+    this.app = app;
+    this.me = user;
+    this.closed = false;
+    this.unseen = 0;
+    this.friendsTimer = 0;
+    this.friendsKnown = false; // GET /friends answered once: unknown friends are new ones
+    this.countsAt = 0;
+    this.countsTimer = 0;
+    this.timers = [];
+
+    const { ctx, header, aside } = app;
+    document.body.classList.remove('signed-out');
+    learnName(user);
+    ctx.homeFeed = new Timeline({
+      testid: 'feed',
+      label: 'Home feed',
+      empty: homeEmpty(),
+      me: ctx.me,
+      onDelete: ctx.deleteStatus,
+      fetchPage: (before, signal) => api('GET', '/timelines/home' + query({ limit: 30, before }), undefined, { signal }),
+      // The page and the stream race: a page read just before the stream
+      // subscribed would leave a gap that the `ready` resume (sent while the
+      // page was still loading) could not cover. Asking again closes it;
+      // anything sent twice is dropped by id.
+      onLoaded: () => {
+        if (!this.closed && this.stream.state === 'live') this.stream.send({ type: 'resume', after: ctx.homeFeed.maxId });
+      },
+    });
+    ctx.timelines.add(ctx.homeFeed);
+
+    this.sidebar = new Sidebar();
+    this.suggestions = new Suggestions(ctx);
+    this.sidebar.el.append(this.suggestions.el);
+    aside.replaceChildren(this.sidebar.el);
+    aside.hidden = false;
+    this.notes = new Notifications(ctx);
+    header.signedIn(user, { tools: this.notes.el });
+
+    const sidebar = this.sidebar;
+    const health = new Health((v) => {
+      header.setConn(v);
+      sidebar.setLive(v.state === 'live');
+    });
+    this.health = health;
+    setHealthHandler((ok) => health.setApi(ok));
+
+    this.frames = new Frames(this, app);
+    this.stream = new Stream({
+      onReady: (frame) => this.frames.ready(frame),
+      onFrame: (frame) => this.frames.dispatch(frame),
+      onState: (state, info) => health.setStream(state, info),
+      resumeAfter: () => ctx.homeFeed.maxId,
+      onSignedOut: () => app.leave('You were signed out.'),
+      checkSession: () => api('GET', '/me').then(() => true, (err) => (err.status === 401 ? false : Promise.reject(err))),
+    });
+  }
+
+  /** start opens the stream and reads the friends, the counts and the suggestions. */
+  start() {
+    this.stream.start();
+    this.refreshFriends();
+    this.refreshSiteCounts();
+    this.suggestions.load();
+    this.timers.push(setInterval(() => this.refreshSiteCounts(), 60000));
+    // Frames sent while the stream was down are not replayed, so GET
+    // /friends now and then keeps the panel whole.
+    this.timers.push(setInterval(() => {
+      if (!document.hidden) this.refreshFriends();
+    }, 60000));
+  }
+
+  /** close ends the session here: nothing of it runs or shows afterwards. */
+  close() {
+    const { ctx, header, aside } = this.app;
+    this.closed = true;
+    this.health.stop();
+    this.stream.stop();
+    this.notes.destroy();
+    setHealthHandler(null);
+    for (const t of this.timers) clearInterval(t);
+    this.frames.close();
+    clearTimeout(this.friendsTimer);
+    clearTimeout(this.countsTimer);
+    for (const tl of ctx.timelines) tl.destroy();
+    ctx.timelines.clear();
+    ctx.homeFeed = null;
+    ctx.draft = '';
+    aside.replaceChildren();
+    aside.hidden = true;
+    document.body.classList.add('signed-out');
+    header.signedOut();
+  }
+
+  /**
+   * signOut revokes the session on the server. Where the server would not,
+   * it reopens the stream and rejects with the error to show.
+   */
+  async signOut() {
+    // Close the stream first: once the token is revoked the server closes it
+    // with 1008, which would read as "you were signed out" by someone else.
+    this.stream.stop();
+    try {
+      await api('DELETE', '/sessions/current');
+    } catch (err) {
+      if (err.status === 401 || this.closed) return; // signed out already
+      this.stream.start();
+      throw err;
+    }
+  }
+
+  /** setUnseen shows n new statuses on the Home link. */
+  setUnseen(n) {
+    this.unseen = n;
+    this.app.header.setUnseen(n);
+  }
+
+  /** followChanged keeps the home feed and friends honest after (un)following login. */
+  followChanged(login, following) {
+    const { ctx } = this.app;
+    if (following) {
+      ctx.homeStale = true; // the server backfilled their latest posts
+    } else {
+      ctx.homeFeed.removeWhere((l) => sameLogin(l, login));
+    }
+    clearTimeout(this.friendsTimer);
+    this.friendsTimer = setTimeout(() => this.refreshFriends(), 300);
+  }
+
+  async refreshFriends() {
+    if (this.closed) return;
+    const users = [];
+    let complete = false;
+    try {
+      for (let offset = 0; offset < 1000; offset += 100) {
+        const page = await api('GET', '/friends' + query({ limit: 100, offset }));
+        users.push(...(page.users || []));
+        if ((page.users || []).length < 100) {
+          complete = true;
+          break;
+        }
+      }
+    } catch (err) {
+      console.warn('friends:', err.message);
+      if (users.length === 0) return;
+    }
+    if (this.closed) return;
+    this.sidebar.setFriends(users, complete);
+    this.friendsKnown = true;
+  }
+
+  async refreshSiteCounts() {
+    if (this.closed || document.hidden) return;
+    this.countsAt = Date.now();
+    try {
+      const counts = await api('GET', '/presence');
+      if (!this.closed) this.sidebar.setSiteCounts(counts);
+    } catch {
+      if (!this.closed) this.sidebar.setSiteCounts(null);
+    }
+  }
+
+  /**
+   * siteCountsSoon refreshes the site-wide counts after a friend came or
+   * went, at most every 15 s (the server recomputes them no more often).
+   */
+  siteCountsSoon() {
+    if (this.countsTimer) return;
+    const wait = Math.max(0, this.countsAt + 15000 - Date.now());
+    this.countsTimer = setTimeout(() => {
+      if (this.closed) return;
+      this.countsTimer = 0;
+      this.refreshSiteCounts();
+    }, wait);
+  }
+}
