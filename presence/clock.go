@@ -15,7 +15,7 @@ const minuteMoved = -1
 // second run has the minute of Redis's own clock.
 const minuteTries = 3
 
-var errMinute = errors.New("Redis's minute kept moving under the script")
+var errMinute = errors.New("the minute by Redis's clock kept moving under the script")
 
 // inMinute calls run with the minute (unix s / 60) by Redis's clock now, as
 // this instance estimates it, for run to hand the script that minute's keys:

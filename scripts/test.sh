@@ -46,7 +46,7 @@ redis_pid=
 cluster_pids=()
 cleanup() {
   [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
-  for pid in "${cluster_pids[@]}"; do kill "$pid" 2>/dev/null; done
+  for pid in "${cluster_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null
   rm -rf "$workdir"
 }
@@ -57,11 +57,12 @@ for _ in $(seq 1 20); do
     --dir "$workdir" --loglevel warning >"$workdir/redis.log" 2>&1 &
   redis_pid=$!
   for _ in $(seq 1 50); do
-    if redis-cli -p "$port" ping >/dev/null 2>&1; then break 2; fi
+    # Ours only if it still runs: another server may hold the port.
     kill -0 "$redis_pid" 2>/dev/null || break
+    if redis-cli -p "$port" ping >/dev/null 2>&1 && kill -0 "$redis_pid" 2>/dev/null; then break 2; fi
     sleep 0.1
   done
-  kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null || true
+  kill "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true
   redis_pid=
 done
 if [ -z "$redis_pid" ]; then
@@ -105,7 +106,7 @@ start_cluster() {
 cluster_ok=
 for _ in $(seq 1 5); do
   if start_cluster $((20000 + RANDOM % 20000)); then cluster_ok=1; break; fi
-  for pid in "${cluster_pids[@]}"; do kill "$pid" 2>/dev/null; done
+  for pid in "${cluster_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait "${cluster_pids[@]}" 2>/dev/null || true
   cluster_pids=()
 done

@@ -14,7 +14,7 @@ func TestNameRules(t *testing.T) {
 		{"Alice Liddell", true},
 		{"Zoë Ōsaka 山田", true},
 		{"  padded  ", true},
-		{"فارسی\u200cنیم‌فاصله", true}, // the zero-width non-joiner Persian needs
+		{"فارسی\u200cنیم\u200cفاصله", true}, // the zero-width non-joiner Persian needs
 		{"family \U0001F468\u200d\U0001F469\u200d\U0001F467", true},
 		{"flag \U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F", true},
 		{"right\u200fmark", false},

@@ -89,7 +89,7 @@ func (c *apiClient) do(ctx context.Context, method, base, path, token string, bo
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, u, err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if err != nil {
 		return fmt.Errorf("%s %s: read answer: %w", method, u, err)

@@ -62,7 +62,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	if err != nil {
 		return res, err
 	}
-	defer hs.stop(15 * time.Second) // at once after the stop below: stop is idempotent
+	defer func() { _ = hs.stop(15 * time.Second) }() // at once after the stop below: stop is idempotent
 
 	if err := sleep(ctx, cfg.Hold); err != nil {
 		return res, err
@@ -85,7 +85,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		if col.missing(posts, g) == 0 {
 			break
 		}
-		sleep(ctx, 100*time.Millisecond)
+		_ = sleep(ctx, 100*time.Millisecond)
 	}
 	res.Conns.HeldAtEnd = col.heldAt(time.Now().UnixNano())
 	for i := range res.Memory {
@@ -108,7 +108,7 @@ func connectAll(ctx context.Context, workers int, exe string, specs []connSpec, 
 		return nil, err
 	}
 	if err := awaitShards(ctx, hs, col, func(dialed, _ int) bool { return dialed == hs.count }); err != nil {
-		hs.stop(15 * time.Second)
+		_ = hs.stop(15 * time.Second)
 		return nil, fmt.Errorf("connecting: %w", err)
 	}
 	addDialed(res, col)

@@ -83,8 +83,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("chorus-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: chorus-bench -url http://host:port [flags]")
-		fmt.Fprintln(fs.Output(), "Holds WebSocket connections to a Chorus deployment, posts at a rate and measures delivery.")
+		_, _ = fmt.Fprintln(fs.Output(), "Usage: chorus-bench -url http://host:port [flags]")
+		_, _ = fmt.Fprintln(fs.Output(), "Holds WebSocket connections to a Chorus deployment, posts at a rate and measures delivery.")
 		fs.PrintDefaults()
 	}
 	fs.Var(&urls, "url", "base URL of a Chorus instance; repeat or comma-separate to spread connections and posts over several")

@@ -271,7 +271,7 @@ func (s *shard) open(ctx context.Context, spec connSpec) (int64, error) {
 	_, data, err := ws.Read(dctx)
 	at := time.Now().UnixNano()
 	if err != nil {
-		ws.CloseNow()
+		_ = ws.CloseNow()
 		return 0, errors.New("no ready frame: " + failureReason(err))
 	}
 	var ready struct {
@@ -279,7 +279,7 @@ func (s *shard) open(ctx context.Context, spec connSpec) (int64, error) {
 		HeartbeatIntervalMS int64  `json:"heartbeat_interval_ms"`
 	}
 	if json.Unmarshal(data, &ready) != nil || ready.Type != protocol.TypeReady {
-		ws.CloseNow()
+		_ = ws.CloseNow()
 		return 0, fmt.Errorf("first frame not ready: %.60s", data)
 	}
 	s.count("ready")
@@ -290,7 +290,7 @@ func (s *shard) open(ctx context.Context, spec connSpec) (int64, error) {
 	s.mu.Lock()
 	if s.stopping.Load() {
 		s.mu.Unlock()
-		ws.CloseNow()
+		_ = ws.CloseNow()
 		return 0, errors.New("closed while opening")
 	}
 	s.conns = append(s.conns, c)
@@ -390,7 +390,7 @@ func (s *shard) move(ctx context.Context, old *benchConn, closed int64) {
 	old.closed = true
 	old.hb.Stop()
 	old.mu.Unlock()
-	old.ws.CloseNow()
+	_ = old.ws.CloseNow()
 	ev := moveEvent{Conn: old.spec.Index, Closed: closed}
 	defer func() {
 		s.mu.Lock()
@@ -446,14 +446,14 @@ func (s *shard) closeAll() {
 		c.mu.Lock()
 		c.hb.Stop()
 		c.mu.Unlock()
-		go c.ws.Close(websocket.StatusNormalClosure, "benchmark done")
+		go func() { _ = c.ws.Close(websocket.StatusNormalClosure, "benchmark done") }()
 	}
 	deadline := time.After(10 * time.Second)
 	for _, c := range conns {
 		select {
 		case <-c.done:
 		case <-deadline:
-			c.ws.CloseNow()
+			_ = c.ws.CloseNow()
 			<-c.done
 		}
 	}

@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "%s: %v (%s)\n", progName, err, usageSuffix)
+		_, _ = fmt.Fprintf(stderr, "%s: %v (%s)\n", progName, err, usageSuffix)
 		return exitUsage
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	exe, err := os.Executable()
 	if err != nil && cfg.workerCount() > 0 {
-		fmt.Fprintf(stderr, "%s: cannot find this program to run workers: %v\n", progName, err)
+		_, _ = fmt.Fprintf(stderr, "%s: cannot find this program to run workers: %v\n", progName, err)
 		return exitFailed
 	}
 
@@ -96,16 +96,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			werr = writeTable(stdout, res)
 		}
 		if werr != nil {
-			fmt.Fprintf(stderr, "%s: write report: %v\n", progName, werr)
+			_, _ = fmt.Fprintf(stderr, "%s: write report: %v\n", progName, werr)
 			return exitFailed
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
+		_, _ = fmt.Fprintf(stderr, "%s: %v\n", progName, err)
 		return exitFailed
 	}
 	if p := res.Problems(); len(p) > 0 {
-		fmt.Fprintf(stderr, "%s: FAIL: %s\n", progName, strings.Join(p, "; "))
+		_, _ = fmt.Fprintf(stderr, "%s: FAIL: %s\n", progName, strings.Join(p, "; "))
 		return exitFailed
 	}
 	return exitOK

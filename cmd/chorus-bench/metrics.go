@@ -83,7 +83,7 @@ func fetchMetrics(ctx context.Context, api *apiClient, base string, parse func(i
 	if err != nil {
 		return nil
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	if res.StatusCode != http.StatusOK {
 		return nil
 	}

@@ -215,7 +215,9 @@ func writeTable(w io.Writer, r *Result) error {
 		return writeStormTable(w, r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
+	row := func(k, format string, args ...any) {
+		_, _ = fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...)
+	}
 	row("run", "%s at %s against %s", r.RunID, r.Started.Format(time.RFC3339), strings.Join(r.URLs, ", "))
 	row("shape", "%d conns, %d authors × %d followers, %.1f posts/s for %.1fs, %d workers, %d source IPs",
 		r.Params.Conns, r.Params.Authors, r.Params.FollowersPerAuthor, r.Params.Rate, r.Params.DurationSeconds, r.Client.Workers, r.Params.SourceIPs)
@@ -274,7 +276,7 @@ func readRSS(pid int) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rss of %d: %w", pid, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {

@@ -101,7 +101,7 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	if err != nil {
 		return res, err
 	}
-	defer hs.stop(15 * time.Second) // at once after the stop below: stop is idempotent
+	defer func() { _ = hs.stop(15 * time.Second) }() // at once after the stop below: stop is idempotent
 	if err := sleep(ctx, cfg.Hold); err != nil {
 		return res, err
 	}

@@ -12,7 +12,9 @@ import (
 func writeStormTable(w io.Writer, r *Result) error {
 	s := r.Storm
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
+	row := func(k, format string, args ...any) {
+		_, _ = fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...)
+	}
 	row("run", "%s at %s against %s", r.RunID, r.Started.Format(time.RFC3339), strings.Join(r.URLs, ", "))
 	row("shape", "storm: %d movers from %s, %d observers on the others, each mover friends with %d of them; spread %.1fs, watch %.1fs; %d workers, %d source IPs",
 		r.Params.Conns, first(r.URLs), r.Params.Observers, r.Params.FriendsPerMover, r.Params.SpreadSeconds, r.Params.WatchSeconds, r.Client.Workers, r.Params.SourceIPs)

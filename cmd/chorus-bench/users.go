@@ -76,9 +76,9 @@ func saveUsers(path string, s *userStore) error {
 	if err != nil {
 		return fmt.Errorf("users file: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("users file: %w", err)
 	}
 	if err := tmp.Close(); err != nil {

@@ -30,26 +30,26 @@ type assignment struct {
 // lifetime ends.
 func workerMain(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
 	if _, _, err := raiseFileLimit(); err != nil {
-		fmt.Fprintln(stderr, "raise open-file limit:", err)
+		_, _ = fmt.Fprintln(stderr, "raise open-file limit:", err)
 	}
 	in := bufio.NewReader(stdin)
 	line, err := in.ReadBytes('\n')
 	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
-		fmt.Fprintln(stderr, "read assignment:", err)
+		_, _ = fmt.Fprintln(stderr, "read assignment:", err)
 		return 1
 	}
 	var a assignment
 	if err := json.Unmarshal(line, &a); err != nil {
-		fmt.Fprintln(stderr, "assignment:", err)
+		_, _ = fmt.Fprintln(stderr, "assignment:", err)
 		return 1
 	}
 	if a.Options.Lifetime <= 0 || a.Options.DialTimeout <= 0 {
-		fmt.Fprintln(stderr, "assignment: lifetime and dial timeout must be positive")
+		_, _ = fmt.Fprintln(stderr, "assignment: lifetime and dial timeout must be positive")
 		return 1
 	}
 	stop := make(chan struct{})
 	go func() {
-		in.ReadByte() // anything, or the end of input
+		_, _ = in.ReadByte() // anything, or the end of input
 		close(stop)
 	}()
 	out := bufio.NewWriterSize(stdout, 64<<10)
@@ -66,7 +66,7 @@ func workerMain(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) 
 		failed = out.Flush()
 	})
 	if failed != nil {
-		fmt.Fprintln(stderr, "report:", failed)
+		_, _ = fmt.Fprintln(stderr, "report:", failed)
 		return 1
 	}
 	return 0
@@ -80,7 +80,6 @@ type holders struct {
 	done  []chan struct{} // closed when each shard has ended
 	errs  chan error      // a worker that failed, or reported nonsense
 	procs []*exec.Cmd     // workers, to kill if they overstay
-	wait  sync.WaitGroup  // readers of the workers' output
 	once  []sync.Once     // each stop once
 }
 
@@ -107,7 +106,7 @@ func startHolders(ctx context.Context, workers int, exe string, specs []connSpec
 	}
 	for w, part := range parts {
 		if err := h.startWorker(w, exe, assignment{Conns: part, Options: opts}, col, stderr); err != nil {
-			h.stop(5 * time.Second)
+			_ = h.stop(5 * time.Second)
 			return nil, fmt.Errorf("worker %d: %w", w, err)
 		}
 	}
@@ -147,7 +146,7 @@ func (h *holders) startWorker(id int, exe string, a assignment, col *collector, 
 		return err
 	}
 	done := make(chan struct{})
-	h.add(func() { stdin.Close() }, done, cmd)
+	h.add(func() { _ = stdin.Close() }, done, cmd)
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stdout)
@@ -197,7 +196,7 @@ func (h *holders) stop(timeout time.Duration) error {
 		case <-deadline:
 			late++
 			if h.procs[i] != nil && h.procs[i].Process != nil {
-				h.procs[i].Process.Kill()
+				_ = h.procs[i].Process.Kill()
 				<-d
 			}
 		}
@@ -232,7 +231,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		if i < 0 {
 			return len(b), nil
 		}
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		_, _ = fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
 		p.buf = p.buf[i+1:]
 	}
 }

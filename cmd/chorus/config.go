@@ -220,7 +220,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			io.WriteString(help, about)
+			_, _ = io.WriteString(help, about)
 			fs.SetOutput(help)
 			fs.PrintDefaults()
 		}

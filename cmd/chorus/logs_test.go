@@ -237,7 +237,7 @@ func TestStreamCloseLog(t *testing.T) {
 		t.Errorf("closed by the server for a frame over 64 KiB: %v", line)
 	}
 
-	ws = dialStream(t, base, token)
+	dialStream(t, base, token) // the stream the sign-out ends
 	if status := do(t, "DELETE", base+"/api/v1/sessions/current", "Authorization", "Bearer "+token); status != http.StatusNoContent {
 		t.Fatalf("sign out: %d", status)
 	}

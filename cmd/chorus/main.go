@@ -55,10 +55,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case errors.Is(err, flag.ErrHelp):
 		return nil
 	case err != nil:
-		fmt.Fprintf(stderr, "chorus: %v\nRun chorus -h for the flags.\n", err)
+		_, _ = fmt.Fprintf(stderr, "chorus: %v\nRun chorus -h for the flags.\n", err)
 		return errUsage
 	case cfg.ShowVersion:
-		fmt.Fprint(stdout, version.Current())
+		_, _ = fmt.Fprint(stdout, version.Current())
 		return nil
 	}
 	log := newLogger(cfg.LogFormat, stderr)
@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		store = target.addr()
 	}
 	rdb := target.client()
-	defer rdb.Close()
+	defer func() { _ = rdb.Close() }()
 	pingCtx, cancelPing := context.WithTimeout(ctx, 5*time.Second)
 	err = rdb.Ping(pingCtx).Err()
 	cancelPing()

@@ -50,8 +50,8 @@ func speaksPlainRedis(addr string) bool {
 	if err != nil {
 		return false
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
 		return false
 	}

@@ -58,7 +58,7 @@ func check(target string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	if res.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", target, res.Status)
 	}

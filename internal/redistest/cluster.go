@@ -62,7 +62,7 @@ func ClusterClientOf(tb testing.TB, addrs []string) *redis.ClusterClient {
 	}); err != nil {
 		tb.Fatalf("redistest: ping cluster %v: %v", addrs, err)
 	}
-	tb.Cleanup(func() { rdb.Close() })
+	tb.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
 
@@ -151,25 +151,31 @@ func (c *Cluster) waitReady(masters, replicas int, timeout time.Duration) error 
 			ready := err == nil && strings.Contains(info, "cluster_state:ok") &&
 				strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(len(c.Nodes))+"\r")
 			if ready {
-				// CLUSTER SLOTS lists a replica once the node has heard it
-				// is in sync.
-				var slots []redis.ClusterSlot
-				slots, err = rdb.ClusterSlots(ctx).Result()
-				ready = err == nil && len(slots) == masters
-				for _, s := range slots {
-					ready = ready && len(s.Nodes) == 1+replicas
+				// CLUSTER SHARDS says a replica is online once the node has
+				// heard it is in sync.
+				var shards []redis.ClusterShard
+				shards, err = rdb.ClusterShards(ctx).Result()
+				ready = err == nil && len(shards) == masters
+				for _, s := range shards {
+					online := 0
+					for _, n := range s.Nodes {
+						if n.Health == "online" {
+							online++
+						}
+					}
+					ready = ready && online == 1+replicas
 				}
 			}
 			if ready {
 				break
 			}
 			if ctx.Err() != nil {
-				rdb.Close()
+				_ = rdb.Close()
 				return fmt.Errorf("cluster node %s not ready: %v %q", n.Addr, err, info)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		rdb.Close()
+		_ = rdb.Close()
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func ClientOf(tb testing.TB, url string) *redis.Client {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		tb.Fatalf("redistest: ping %s: %v", url, err)
 	}
-	tb.Cleanup(func() { rdb.Close() })
+	tb.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
 
@@ -119,13 +119,13 @@ func (s *Server) Pause(tb testing.TB) {
 }
 
 // Resume lets a paused server run again.
-func (s *Server) Resume() { s.cmd.Process.Signal(syscall.SIGCONT) }
+func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Stop kills the server.
 func (s *Server) Stop() {
 	if s.cmd.Process != nil {
-		s.cmd.Process.Kill()
-		s.cmd.Wait()
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
 	}
 }
 
@@ -173,13 +173,13 @@ func startOn(port int, extra ...string) (*Server, error) {
 	for time.Now().Before(deadline) {
 		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 			return &Server{URL: "redis://" + addr, Addr: addr, Port: port, cmd: cmd}, nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
 	return nil, fmt.Errorf("redis-server on %s did not start", addr)
 }
 
@@ -188,7 +188,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	addr := l.Addr().String()
 	_, p, _ := strings.Cut(addr, ":")
 	return strconv.Atoi(p)

@@ -87,7 +87,7 @@ func signUp(base string) string {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	var out struct{ Token string }
 	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || out.Token == "" {
 		log.Fatalf("sign up: %d %v", res.StatusCode, err)
@@ -103,8 +103,8 @@ func flood(host, token string, deadline time.Time, pongs *atomic.Int64) string {
 	if err != nil {
 		return "dial failed"
 	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /api/v1/stream HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+	defer func() { _ = conn.Close() }()
+	_, _ = fmt.Fprintf(conn, "GET /api/v1/stream HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer %s\r\n\r\n", host, token)
 	r := bufio.NewReader(conn)
 	res, err := http.ReadResponse(r, nil)
@@ -114,7 +114,7 @@ func flood(host, token string, deadline time.Time, pongs *atomic.Int64) string {
 	if res.StatusCode != http.StatusSwitchingProtocols {
 		return "refused " + strconv.Itoa(res.StatusCode)
 	}
-	conn.SetDeadline(deadline)
+	_ = conn.SetDeadline(deadline)
 
 	// 4,096 masked pings with empty payloads, written over and over.
 	ping := []byte{0x89, 0x80, 1, 2, 3, 4}
@@ -140,11 +140,11 @@ func flood(host, token string, deadline time.Time, pongs *atomic.Int64) string {
 		switch n {
 		case 126:
 			var ext [2]byte
-			io.ReadFull(r, ext[:])
+			_, _ = io.ReadFull(r, ext[:])
 			n = int(binary.BigEndian.Uint16(ext[:]))
 		case 127:
 			var ext [8]byte
-			io.ReadFull(r, ext[:])
+			_, _ = io.ReadFull(r, ext[:])
 			n = int(binary.BigEndian.Uint64(ext[:]))
 		}
 		payload := make([]byte, n)
