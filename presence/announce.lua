@@ -10,7 +10,8 @@
 -- ARGV[1] uid
 -- ARGV[2] 1 to announce "online", 0 to announce "offline"
 -- ARGV[3] the frame (JSON)
--- ARGV[4..] the channels to publish on
+-- ARGV[4] the command to publish with (PUBLISH: one Redis only)
+-- ARGV[5..] the channels to publish on
 -- Returns the number of channels published on, or -1 when the frame is stale.
 local told = 0
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
@@ -19,7 +20,7 @@ end
 if told ~= tonumber(ARGV[2]) then
   return -1
 end
-for i = 4, #ARGV do
-  redis.call('PUBLISH', ARGV[i], ARGV[3])
+for i = 5, #ARGV do
+  redis.call(ARGV[4], ARGV[i], ARGV[3])
 end
-return #ARGV - 3
+return #ARGV - 4

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"chorus/bus"
 	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
@@ -60,10 +61,10 @@ func (t *Tracker) announceAll(ctx context.Context, uids []int64, online bool, la
 // report, by whichever instance made it, so an "offline" can come after a
 // newer "online" (a tab reloaded onto another instance).
 //
-// On one Redis, announce.lua checks connected and PUBLISHes in one step, one
+// On one Redis, announce.lua checks connected and publishes in one step, one
 // round trip per batch. On a cluster the friends' channels live in their own
 // slots, where a script on presence's slot cannot publish, so the frames go
-// out with SPUBLISH from here, checked before and after (publishSharded).
+// out through the bus from here, checked before and after (publishSharded).
 // One Redis keeps the script: the checked publish would cost it two round
 // trips per batch where the script costs one, and gain nothing there.
 func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen time.Time) error {
@@ -87,7 +88,7 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 			if err != nil {
 				continue // not a user id; nobody to tell
 			}
-			batch = append(batch, t.opts.Channel(fid))
+			batch = append(batch, t.bus.UserChannel(fid))
 		}
 		batches = append(batches, batch)
 	}
@@ -100,8 +101,8 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 		flag = 1
 	}
 	for _, batch := range batches {
-		args := make([]any, 0, 3+len(batch))
-		args = append(args, uid, flag, frame)
+		args := make([]any, 0, 4+len(batch))
+		args = append(args, uid, flag, frame, t.bus.Command())
 		for _, ch := range batch {
 			args = append(args, ch)
 		}
@@ -117,7 +118,7 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 }
 
 // publishSharded publishes frame, saying uid is online (or not), to the
-// batches of channels with SPUBLISH, one pipeline per batch, which the
+// batches of channels through the bus, one pipeline per batch, which the
 // cluster client splits by node. connected was checked before (publish):
 // it matched. After each batch connected is read again; when the user's
 // state changed since the last read, the frame of the current state goes
@@ -148,7 +149,7 @@ func (t *Tracker) publishSharded(ctx context.Context, uid int64, online bool, us
 	for _, batch := range batches {
 		sent := online
 		for corrections := 0; ; corrections++ {
-			if err := t.spublish(ctx, batch, frame); err != nil {
+			if err := t.publishAll(ctx, batch, frame); err != nil {
 				return fmt.Errorf("publish presence of %d: %w", uid, err)
 			}
 			st, err := t.state(ctx, uid)
@@ -173,17 +174,13 @@ func (t *Tracker) publishSharded(ctx context.Context, uid int64, online bool, us
 	return nil
 }
 
-// spublish sends frame on channels with SPUBLISH, in one pipeline.
-func (t *Tracker) spublish(ctx context.Context, channels []string, frame []byte) error {
-	if len(channels) == 0 {
-		return nil
+// publishAll sends frame on channels through the bus, in one pipeline.
+func (t *Tracker) publishAll(ctx context.Context, channels []string, frame []byte) error {
+	msgs := make([]bus.Message, len(channels))
+	for i, ch := range channels {
+		msgs[i] = bus.Message{Channel: ch, Payload: frame}
 	}
-	pipe := t.rdb.Pipeline()
-	for _, ch := range channels {
-		pipe.SPublish(ctx, ch, frame)
-	}
-	_, err := pipe.Exec(ctx)
-	return err
+	return t.bus.PublishBatch(ctx, msgs)
 }
 
 // userState is a user's presence at one moment, as connected and last.seen

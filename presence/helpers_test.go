@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"chorus/bus"
 	"chorus/internal/redistest"
-	"chorus/internal/slots"
 	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
@@ -85,7 +85,7 @@ func (e env) friendsKey(uid int64) string {
 // channel is uid's channel as the social package names it: on a cluster
 // it carries uid as hash tag, in uid's slot, not presence's.
 func (e env) channel(uid int64) string {
-	return protocol.UserChannelPrefix(e.prefix) + slots.Tag(e.cluster, itoa(uid))
+	return bus.New(e.rdb, e.prefix).UserChannel(uid)
 }
 
 // node is the Redis holding the deployment's presence keys, for commands
@@ -101,12 +101,11 @@ func (e env) node(tb testing.TB) redis.Cmdable {
 }
 
 // tracker returns a Tracker of this deployment (one per instance); opts'
-// FriendsKey, Channel and Prefix are filled in, and Profile when nil.
+// FriendsKey and Prefix are filled in, and Profile when nil.
 func (e env) tracker(tb testing.TB, opts Options) *Tracker {
 	tb.Helper()
 	opts.Prefix = e.prefix
 	opts.FriendsKey = e.friendsKey
-	opts.Channel = e.channel
 	if opts.Profile == nil {
 		opts.Profile = profile
 	}

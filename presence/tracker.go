@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"chorus/bus"
 	"chorus/internal/slots"
 
 	"github.com/google/uuid"
@@ -65,8 +66,7 @@ var (
 
 // Options tune a Tracker. Each default is the Default constant of the
 // field's name, applied by fill to a field left zero; cmd/chorus takes its
-// flags' defaults from the same constants. FriendsKey and Channel are
-// required.
+// flags' defaults from the same constants. FriendsKey is required.
 type Options struct {
 	// Prefix goes before every key, as the social package's does ("chorus:"
 	// in production); it is used as given.
@@ -102,8 +102,6 @@ type Options struct {
 	// Redis Cluster it must be the mirror in presence's slot
 	// (FriendsMirrorKey), which the social package keeps.
 	FriendsKey func(uid int64) string
-	// Channel names the pub/sub channel carrying uid's live events.
-	Channel func(uid int64) string
 	// Profile gives the login and name shown in presence events. When nil,
 	// or when it fails, events carry the id alone.
 	Profile func(ctx context.Context, uid int64) (login, name string, err error)
@@ -141,7 +139,8 @@ func (o *Options) fill() {
 type Tracker struct {
 	id      string // this instance's, for its lease
 	rdb     redis.UniversalClient
-	cluster bool // rdb is a Redis Cluster: announcements go out with SPUBLISH
+	cluster bool // rdb is a Redis Cluster: announcements are checked from Go, not in a script
+	bus     *bus.Bus
 	opts    Options
 	keys    keys
 	log     *slog.Logger
@@ -170,12 +169,12 @@ type Tracker struct {
 }
 
 // New returns a Tracker using rdb under the options' key prefix; on a Redis
-// Cluster every key is in one slot (see keys). It panics when FriendsKey or
-// Channel is missing, or on a cluster when FriendsKey names a key outside
-// presence's slot: wiring mistakes.
+// Cluster every key is in one slot (see keys). It panics when FriendsKey is
+// missing, or on a cluster when FriendsKey names a key outside presence's
+// slot: wiring mistakes.
 func New(rdb redis.UniversalClient, opts Options) *Tracker {
-	if opts.FriendsKey == nil || opts.Channel == nil {
-		panic("presence: Options.FriendsKey and Options.Channel are required")
+	if opts.FriendsKey == nil {
+		panic("presence: Options.FriendsKey is required")
 	}
 	cluster := slots.Cluster(rdb)
 	k := newKeys(opts.Prefix, cluster)
@@ -184,7 +183,7 @@ func New(rdb redis.UniversalClient, opts Options) *Tracker {
 	}
 	opts.fill()
 	return &Tracker{
-		id: uuid.NewString(), rdb: rdb, cluster: cluster, opts: opts, keys: k,
+		id: uuid.NewString(), rdb: rdb, cluster: cluster, bus: bus.New(rdb, opts.Prefix), opts: opts, keys: k,
 		log: opts.Logger, now: time.Now, held: map[Beat]struct{}{}, leaving: map[Beat]struct{}{},
 	}
 }

@@ -1,36 +1,12 @@
 // Package protocol is what Chorus says to its clients: the JSON of the REST
 // API's users, statuses and errors, every frame of the stream in either
-// direction with its type, the stream's close codes, and the name of the
-// pub/sub channel that carries a user's frames between instances.
+// direction with its type, and the stream's close codes. The channels that
+// carry frames between instances are named by package bus.
 //
 // It is the bottom floor of the module: it imports the standard library
 // alone, and every other package may import it. docs/API.md describes the
 // stream in the order of frames.go.
 package protocol
-
-import "strconv"
-
-// UserChannel is the pub/sub channel, under a deployment's key prefix, on
-// which every frame for uid's streams is published, by whichever instance
-// makes it, and which the instances holding uid's streams subscribe to.
-func UserChannel(prefix string, uid int64) string {
-	return UserChannelPrefix(prefix) + strconv.FormatInt(uid, 10)
-}
-
-// UserChannelPrefix is what every user channel name starts with, for
-// scripts that build them from a user id.
-func UserChannelPrefix(prefix string) string { return prefix + "events:user:" }
-
-// AuthorChannel is the pub/sub channel on which the statuses (and their
-// deletions) of uid are published once each when uid's followers pull them
-// rather than have them pushed: the instances subscribe to it on behalf of
-// their streams' users who follow uid, and route its frames to them.
-func AuthorChannel(prefix string, uid int64) string {
-	return AuthorChannelPrefix(prefix) + strconv.FormatInt(uid, 10)
-}
-
-// AuthorChannelPrefix is what every author channel name starts with.
-func AuthorChannelPrefix(prefix string) string { return prefix + "events:author:" }
 
 // Error is the API's one error shape, {"code", "message"}: code is stable
 // and meant for programs, message is a sentence meant for people.

@@ -60,15 +60,6 @@ func TestWireShapes(t *testing.T) {
 	}
 }
 
-func TestUserChannel(t *testing.T) {
-	if got := UserChannel("chorus:", 42); got != "chorus:events:user:42" {
-		t.Fatalf("UserChannel = %q", got)
-	}
-	if got := UserChannelPrefix("chorus:") + "42"; got != UserChannel("chorus:", 42) {
-		t.Fatalf("a channel built from the prefix, %q, is not the user's channel", got)
-	}
-}
-
 // The protocol is the bottom floor: it imports the standard library alone,
 // so that any package, and any Go client, may import it.
 func TestImportsStandardLibraryOnly(t *testing.T) {

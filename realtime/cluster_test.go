@@ -191,7 +191,7 @@ type clusterEnv struct {
 func newClusterEnv(tb testing.TB, rdb, hubRDB *redis.ClusterClient) *clusterEnv {
 	tb.Helper()
 	feed := &memFeed{prefix: redistest.Prefix(), rdb: rdb, home: map[int64][]social.Status{}, pulls: map[int64][]int64{}, sessions: map[string]int64{}}
-	hub := New(hubRDB, feed, memPresence{}, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	hub := New(hubRDB, feed, memPresence{}, Options{Prefix: feed.prefix, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	url := serve(tb, hub, func(w http.ResponseWriter, r *http.Request) {
 		session := r.Header.Get(tokenHeader)
 		owners, _ := feed.SessionOwners(r.Context(), []string{session})
@@ -228,6 +228,18 @@ func (e *clusterEnv) upToMark(uid int64, s *stream) []frame {
 		e.tb.Fatal(err)
 	}
 	return s.upTo(func(f frame) bool { return f.Type == "mark" && f.Mark == mark }, 10*time.Second)
+}
+
+// send publishes v, as JSON, on uid's channel, as any instance would.
+func (e *clusterEnv) send(uid int64, v any) {
+	e.tb.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	if err := e.rdb.SPublish(e.tb.Context(), e.feed.UserChannel(uid), raw).Err(); err != nil {
+		e.tb.Fatal(err)
+	}
 }
 
 // masterOf is the address of the master serving channel.
@@ -286,9 +298,10 @@ func TestHubOnCluster(t *testing.T) {
 			b = uids[0]
 		}
 	}
-	if err := e.hub.AnnounceFriendship(t.Context(), a, b); err != nil {
-		t.Fatal(err)
-	}
+	// a and b are told of each other as presence tells new friends.
+	now := time.Now()
+	e.send(a, protocol.PresenceFrame{Type: protocol.TypePresence, User: protocol.UserRef{ID: b}, Online: true, LastSeen: &now})
+	e.send(b, protocol.PresenceFrame{Type: protocol.TypePresence, User: protocol.UserRef{ID: a}, Online: true, LastSeen: &now})
 	want[a] = append(want[a], fmt.Sprintf("presence of %d online=true", b))
 	want[b] = append(want[b], fmt.Sprintf("presence of %d online=true", a))
 	for uid, s := range streams {
@@ -303,9 +316,8 @@ func TestHubOnCluster(t *testing.T) {
 	if n := e.hub.Stats.SubscribeCommands.Load(); n != users+2 {
 		t.Fatalf("SubscribeCommands = %d for %d channels subscribed one at a time, want one each", n, users+2)
 	}
-	if err := e.hub.EndSession(t.Context(), users, "session-"+strconv.Itoa(users)); err != nil {
-		t.Fatal(err)
-	}
+	// The session ends as social's sign-out ends it.
+	e.send(users, protocol.Internal{Type: protocol.TypeSessionEnded, Session: "session-" + strconv.Itoa(users)})
 	if code, _ := streams[users].closed(5 * time.Second); code != websocket.StatusCode(protocol.ClosePolicy) {
 		t.Fatalf("stream of a signed-out user closed with %v, want 1008", code)
 	}

@@ -71,7 +71,7 @@ func newEnv(tb testing.TB, o envOptions) *env {
 	sopts.Prefix, sopts.BcryptCost, sopts.Logger = prefix, 4, log
 	soc := social.New(rdb, sopts)
 	popts := o.presence
-	popts.Prefix, popts.FriendsKey, popts.Channel, popts.Profile = prefix, soc.FriendsKey, soc.UserChannel, soc.Profile
+	popts.Prefix, popts.FriendsKey, popts.Profile = prefix, soc.FriendsKey, soc.Profile
 	popts.Logger = log
 	pres := presence.New(rdb, popts)
 	var feed Feed = soc
@@ -157,14 +157,21 @@ func (e *env) signUp(login string) user {
 	return user{id: u.ID, login: login, token: token}
 }
 
-// signOut ends u's session as web does: the session first, then its streams.
+// signOut ends u's session as web does: social ends it, and tells its
+// streams.
 func (e *env) signOut(ctx context.Context, u user) {
 	e.tb.Helper()
 	if err := e.social.SignOut(ctx, u.token); err != nil {
 		e.tb.Fatalf("sign out %s: %v", u.login, err)
 	}
-	if err := e.hub.EndSession(ctx, u.id, social.SessionID(u.token)); err != nil {
-		e.tb.Fatalf("end session of %s: %v", u.login, err)
+}
+
+// dropSession deletes u's session as its expiry would: nothing is
+// published, and only a check of the sessions finds it gone.
+func (e *env) dropSession(ctx context.Context, u user) {
+	e.tb.Helper()
+	if err := e.rdb.Del(ctx, e.prefix+"session:"+social.SessionID(u.token)).Err(); err != nil {
+		e.tb.Fatalf("drop the session of %s: %v", u.login, err)
 	}
 }
 

@@ -1,10 +1,11 @@
 // Package realtime holds the live connections of one Chorus instance: each
 // WebSocket's reader and writer, heartbeats, resume, and the routing of
-// events from Redis pub/sub to the local connections they are for. Each
-// instance subscribes, on one pub/sub connection (on a Redis Cluster, with
-// sharded pub/sub, one per master), to the channels of the users connected
-// to it, and unsubscribes when their last connection goes: publishers never
-// need to know where a user is connected. It subscribes too to the channels
+// frames from the bus (package bus, Redis pub/sub) to the local connections
+// they are for; it publishes nothing. Each instance subscribes, through the
+// bus's subscriber (one pub/sub connection, or on a Redis Cluster one per
+// master), to the channels of the users connected to it, and unsubscribes
+// when their last connection goes: publishers never need to know where a
+// user is connected. It subscribes too to the channels
 // of the pulled authors its users follow (authors with so many followers
 // that their statuses are published once, not to each follower), and routes
 // their frames to those users.
@@ -20,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"chorus/internal/slots"
+	"chorus/bus"
 	"chorus/presence"
 	"chorus/protocol"
 	"chorus/social"
@@ -35,9 +36,7 @@ type Feed interface {
 	HomeTimeline(ctx context.Context, uid int64, c social.Cursor) (social.TimelinePage, error)
 	UserByID(ctx context.Context, uid int64) (social.User, error)
 	Users(ctx context.Context, ids []int64) ([]social.User, error)
-	UserChannel(uid int64) string
 	PulledAuthors(ctx context.Context, uid int64) ([]int64, error)
-	AuthorChannel(uid int64) string
 	SessionOwners(ctx context.Context, sessionIDs []string) ([]int64, error)
 	LastStatusID(ctx context.Context) (int64, error)
 }
@@ -64,8 +63,6 @@ const (
 	DefaultFrameRate            = rate.Limit(5)
 	DefaultFrameBurst           = 20
 	DefaultSessionCheckInterval = time.Minute
-	// subscribeBatch is the most channels one SUBSCRIBE or UNSUBSCRIBE names.
-	subscribeBatch = 500
 )
 
 // Options tune a Hub. Each default is the Default constant of the field's
@@ -110,13 +107,13 @@ type Options struct {
 // Hub routes live events to this instance's connections.
 type Hub struct {
 	rdb      redis.UniversalClient
-	cluster  bool // rdb is a Redis Cluster: sharded pub/sub
+	bus      *bus.Bus // the channels' names, and the subscriber's Redis
 	feed     Feed
 	presence Presence
 	opts     Options
 	log      *slog.Logger
 
-	ps      pubSub
+	ps      bus.Subscriber
 	budgets *redis_rate.Limiter // the users' resume budgets
 	syncCh  chan string         // channels whose subscription may need to change
 	recheck chan struct{}       // wakes the session checker for channels in h.unchecked
@@ -245,7 +242,7 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
-		rdb: rdb, cluster: slots.Cluster(rdb), feed: feed, presence: pres, opts: opts, log: opts.Logger,
+		rdb: rdb, bus: bus.New(rdb, opts.Prefix), feed: feed, presence: pres, opts: opts, log: opts.Logger,
 		budgets:   redis_rate.NewLimiter(rdb),
 		syncCh:    make(chan string, 1024),
 		recheck:   make(chan struct{}, 1),
@@ -256,11 +253,7 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 		lost:      map[string]struct{}{},
 		cancel:    cancel, stopped: ctx.Done(),
 	}
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		h.ps = newShardedPubSub(ctx, cc, &h.Stats.SubscribeCommands, h.log)
-	} else {
-		h.ps = newSinglePubSub(ctx, rdb, &h.Stats.SubscribeCommands)
-	}
+	h.ps = h.bus.Subscribe(ctx, &h.Stats.SubscribeCommands, h.log)
 	h.routerWG.Add(5)
 	go h.route(ctx)
 	go h.subscriber(ctx)
@@ -289,7 +282,7 @@ func (h *Hub) route(ctx context.Context) {
 			}
 		case *redis.Message:
 			h.dispatch(m.Channel, []byte(m.Payload))
-		case lostChannels:
+		case bus.LostChannels:
 			h.lose(m)
 		}
 	}
@@ -414,7 +407,7 @@ func (h *Hub) subscriber(ctx context.Context) {
 		// Take every change waiting, up to a batch: a reconnect storm of
 		// thousands of streams costs a few commands, not one per channel.
 	more:
-		for len(batch) < subscribeBatch {
+		for len(batch) < bus.SubscribeBatch {
 			select {
 			case channel := <-h.syncCh:
 				batch[channel] = struct{}{}
@@ -465,7 +458,7 @@ func (h *Hub) subscriber(ctx context.Context) {
 // join adds c to its user's local set, subscribing on the user's first
 // local connection, and waits until the subscription is live.
 func (h *Hub) join(ctx context.Context, c *conn) error {
-	channel := h.feed.UserChannel(c.uid)
+	channel := h.bus.UserChannel(c.uid)
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
@@ -501,7 +494,7 @@ func (h *Hub) joinAuthors(ctx context.Context, c *conn) error {
 		return err
 	}
 	h.mu.Lock()
-	u := h.users[h.feed.UserChannel(c.uid)]
+	u := h.users[h.bus.UserChannel(c.uid)]
 	if u == nil { // c left meanwhile
 		h.mu.Unlock()
 		return nil
@@ -541,7 +534,7 @@ func (h *Hub) wait(ctx context.Context, ready <-chan struct{}) error {
 
 // leave takes c out of its user's local set, unsubscribing after the last.
 func (h *Hub) leave(c *conn) {
-	channel := h.feed.UserChannel(c.uid)
+	channel := h.bus.UserChannel(c.uid)
 	h.mu.Lock()
 	u := h.users[channel]
 	var changed []string
@@ -587,7 +580,7 @@ func (h *Hub) setPull(channel string, author int64, add bool) {
 // whether it gained its first reader. Called with h.mu held.
 func (h *Hub) addPull(u *local, author int64) (string, bool) {
 	u.pulls[author] = struct{}{}
-	ch := h.feed.AuthorChannel(author)
+	ch := h.bus.AuthorChannel(author)
 	r := h.authors[ch]
 	first := r == nil
 	if first {
@@ -608,7 +601,7 @@ func (h *Hub) addPull(u *local, author int64) (string, bool) {
 // whether it lost its last reader. Called with h.mu held.
 func (h *Hub) removePull(u *local, author int64) (string, bool) {
 	delete(u.pulls, author)
-	ch := h.feed.AuthorChannel(author)
+	ch := h.bus.AuthorChannel(author)
 	if _, lost := h.lost[ch]; lost && u.checking {
 		h.restart(u) // held back for this author alone, maybe
 	}
@@ -642,16 +635,6 @@ func (h *Hub) resync(channel string) {
 var (
 	errNoSubscription = errors.New("no pub/sub subscription")
 )
-
-// EndSession closes, on every instance, the connections opened with the
-// session sessionID (a signed-out token's social.SessionID), with 1008.
-func (h *Hub) EndSession(ctx context.Context, uid int64, sessionID string) error {
-	payload, _ := json.Marshal(protocol.Internal{Type: protocol.TypeSessionEnded, Session: sessionID})
-	if err := h.publish(ctx, h.rdb, h.feed.UserChannel(uid), payload).Err(); err != nil {
-		return fmt.Errorf("end session of %d: %w", uid, err)
-	}
-	return nil
-}
 
 // Shutdown closes every connection with 1001 (reconnect elsewhere, then
 // resume) and waits for them, until ctx ends. Their presence is left to

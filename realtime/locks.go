@@ -25,7 +25,7 @@ package realtime
 //     run waits for a flush (settle) once the connection is closed.
 //     beats.flushing is held across the flush's Redis call.
 //
-// The pub/sub subscriber (Hub.ps) has locks of its own: on a cluster, a
+// The bus's subscriber (Hub.ps, package bus) has locks of its own: on a cluster, a
 // shard's, which it holds while it hands the router a message or a
 // confirmation, and the router then takes Hub.mu. So Hub.mu is never held across a call into
 // Hub.ps (Subscribe, Unsubscribe, Close) nor across a send that can block:

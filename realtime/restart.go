@@ -1,5 +1,7 @@
 package realtime
 
+import "chorus/bus"
+
 // When a subscription is lost and made again, a channel's streams may have
 // missed frames. On one Redis every channel goes with the one connection, so
 // nothing reaches any stream until Redis confirms them all again; then each
@@ -17,7 +19,7 @@ package realtime
 
 // lose holds back the frames of the users of channels, live channels whose
 // subscription a cluster lost, until they are confirmed again.
-func (h *Hub) lose(channels lostChannels) {
+func (h *Hub) lose(channels bus.LostChannels) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, ch := range channels {
@@ -42,7 +44,7 @@ func (h *Hub) lose(channels lostChannels) {
 func (h *Hub) restart(u *local) {
 	u.checking = true
 	u.checkRound++
-	h.unchecked[h.feed.UserChannel(u.uid)] = struct{}{}
+	h.unchecked[h.bus.UserChannel(u.uid)] = struct{}{}
 	select {
 	case h.recheck <- struct{}{}:
 	default: // the checker is woken already
@@ -55,11 +57,11 @@ func (h *Hub) holdsLost(u *local) bool {
 	if len(h.lost) == 0 {
 		return false
 	}
-	if _, lost := h.lost[h.feed.UserChannel(u.uid)]; lost {
+	if _, lost := h.lost[h.bus.UserChannel(u.uid)]; lost {
 		return true
 	}
 	for author := range u.pulls {
-		if _, lost := h.lost[h.feed.AuthorChannel(author)]; lost {
+		if _, lost := h.lost[h.bus.AuthorChannel(author)]; lost {
 			return true
 		}
 	}

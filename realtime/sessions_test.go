@@ -15,18 +15,18 @@ import (
 	"github.com/coder/websocket"
 )
 
-// joinHookFeed runs a hook, once, when the hub first asks for a user's
-// channel: as a stream joins, before its subscription is live.
+// joinHookFeed runs a hook, once, when the hub first reads the last status
+// id: as a stream opens, just before it joins, its subscription not live.
 type joinHookFeed struct {
 	*social.Service
 	hook atomic.Pointer[func()]
 }
 
-func (f *joinHookFeed) UserChannel(uid int64) string {
+func (f *joinHookFeed) LastStatusID(ctx context.Context) (int64, error) {
 	if hook := f.hook.Swap(nil); hook != nil {
 		(*hook)()
 	}
-	return f.Service.UserChannel(uid)
+	return f.Service.LastStatusID(ctx)
 }
 
 // A sign-out while the stream is being opened, published before the
@@ -102,10 +102,8 @@ func TestPeriodicSessionCheck(t *testing.T) {
 	e := newEnv(t, envOptions{hub: Options{SessionCheckInterval: 20 * time.Millisecond}})
 	gone, kept := e.signUp("gone"), e.signUp("kept")
 	gs, ks := e.connect(gone), e.connect(kept)
-	// Sign out without telling the hub.
-	if err := e.social.SignOut(t.Context(), gone.token); err != nil {
-		t.Fatal(err)
-	}
+	// The session ends without telling the hub.
+	e.dropSession(t.Context(), gone)
 	if code, _ := gs.closed(5 * time.Second); code != websocket.StatusPolicyViolation {
 		t.Fatalf("stream of an ended session closed with %v, want 1008", code)
 	}
@@ -130,9 +128,7 @@ func TestPubSubReconnectChecksSessions(t *testing.T) {
 
 	// Redis loses gone's session (nothing is published), and the hub its
 	// pub/sub connection.
-	if err := e.social.SignOut(t.Context(), gone.token); err != nil {
-		t.Fatal(err)
-	}
+	e.dropSession(t.Context(), gone)
 	if err := rdb.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)
 	}

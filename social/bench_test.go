@@ -532,13 +532,17 @@ var (
 	passScript = redis.NewScript(sharedSource + passSource)
 )
 
+// oldChannelPrefix is what the old pass script put a uid after to name its
+// channel: the bus's user channel on one Redis, where it ran.
+func oldChannelPrefix(prefix string) string { return prefix + "events:user:" }
+
 // passArgs are the old pass script's ARGV.
 func (s *Service) passArgs() []any {
 	k := s.keys
 	return []any{
 		s.opts.FanoutPassSize, s.opts.HomeSize, jobGroup,
 		k.homePrefix(), k.followersPrefix(), k.followingPrefix(), k.profilePrefix(),
-		k.statusPrefix(), k.channelPrefix(), s.opts.RefillStep, s.opts.RefillPassStatuses,
+		k.statusPrefix(), oldChannelPrefix(s.opts.Prefix), s.opts.RefillStep, s.opts.RefillPassStatuses,
 		k.pullsPrefix(), k.pulledAuthors(), k.statusSeq(),
 		k.listsInPrefix(), k.listStatusesPrefix(),
 	}

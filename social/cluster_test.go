@@ -46,7 +46,8 @@ func seedUser(tb testing.TB, s *Service, rdb redis.UniversalClient, uid int64, l
 	return token
 }
 
-// On a cluster a user's keys and channels share the uid's slot, the job
+// On a cluster a user's keys share the uid's slot (its channels too:
+// bus's TestChannelsInTheUsersSlot), the job
 // keys theirs, and the names on one Redis stay as they were.
 func TestClusterKeyLayout(t *testing.T) {
 	single := keys{prefix: "chorus:"}
@@ -59,8 +60,7 @@ func TestClusterKeyLayout(t *testing.T) {
 	k := keys{prefix: "chorus:", cluster: true}
 	slot := slots.Of(k.user(42))
 	for _, key := range []string{k.home(42), k.profile(42), k.followers(42), k.following(42),
-		k.friends(42), k.pulls(42), k.listsOut(42), k.listsIn(42), k.signInFailures(42, "10.0.0.1"),
-		k.userChannel(42), k.authorChannel(42)} {
+		k.friends(42), k.pulls(42), k.listsOut(42), k.listsIn(42), k.signInFailures(42, "10.0.0.1")} {
 		if slots.Of(key) != slot {
 			t.Errorf("%s is not in user 42's slot", key)
 		}

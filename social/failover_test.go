@@ -58,12 +58,12 @@ func TestFanoutSurvivesFailover(t *testing.T) {
 	// victim's subscribers lose their connection with it.
 	var heard []string
 	for uid := first; uid < first+followers && len(heard) < 30; uid++ {
-		m, err := rdb.MasterForKey(ctx, k.userChannel(uid))
+		m, err := rdb.MasterForKey(ctx, s.bus.UserChannel(uid))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if m.Options().Addr != victimAddr {
-			heard = append(heard, k.userChannel(uid))
+			heard = append(heard, s.bus.UserChannel(uid))
 		}
 	}
 	sub := listen(t, s, rdb, heard...)

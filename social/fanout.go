@@ -161,7 +161,7 @@ func (s *Service) pushStatus(ctx context.Context, author, sid int64, payload str
 			pipe.ZRem(ctx, homes[i], sid)
 		case connected[i] && added[i].Val() == 1:
 			uid, _ := strconv.ParseInt(m, 10, 64)
-			s.publish(ctx, pipe, k.userChannel(uid), payload)
+			s.bus.Queue(ctx, pipe, s.bus.UserChannel(uid), payload)
 		}
 	}
 	_, err := pipe.Exec(ctx)
@@ -186,7 +186,7 @@ func (s *Service) deletePass(ctx context.Context, j job) (passResult, error) {
 			return passResult{}, err
 		}
 		if err == nil && float64(sid) >= since {
-			return passResult{finished: true}, s.publish(ctx, s.rdb, k.authorChannel(uid), payload).Err()
+			return passResult{finished: true}, s.bus.Publish(ctx, s.bus.AuthorChannel(uid), payload)
 		}
 	}
 	page, err := s.jobPage(ctx, k.followers(uid), j.cursor, "+inf")
@@ -207,7 +207,7 @@ func (s *Service) deletePass(ctx context.Context, j job) (passResult, error) {
 	pipe = s.rdb.Pipeline()
 	for i, r := range removed {
 		if r.Val() == 1 {
-			s.publish(ctx, pipe, k.userChannel(uids[i]), payload)
+			s.bus.Queue(ctx, pipe, s.bus.UserChannel(uids[i]), payload)
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {

@@ -82,6 +82,13 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 		return User{}, false, fmt.Errorf("follow %d->%d: %w", uid, other, err)
 	}
 	followee, err = s.UserByID(ctx, other)
+	if err == nil && made && s.opts.Befriended != nil {
+		// The follow stands; introducing the new friends to each other's
+		// streams is a courtesy that may fail.
+		if err := s.opts.Befriended(ctx, uid, other); err != nil {
+			s.opts.Logger.WarnContext(ctx, "could not announce a friendship", "uid", uid, "friend", other, "err", err)
+		}
+	}
 	return followee, made, err
 }
 
@@ -215,7 +222,7 @@ func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score stri
 			}
 			res, err := followFolloweeScript.Run(ctx, s.rdb,
 				[]string{k.followers(other), k.following(other), k.friends(other), k.user(other), k.followedNotice(other, uid)},
-				uid, score, n.now, s.publishCommand(), k.userChannel(other), n.plain, n.back,
+				uid, score, n.now, s.bus.Command(), s.bus.UserChannel(other), n.plain, n.back,
 				int64(followedNoticeTTL/time.Second)).Int64Slice()
 			if err != nil {
 				return side, err
@@ -306,7 +313,7 @@ func (s *Service) reachFollowee(ctx context.Context, uid, other int64, followers
 			return err
 		}
 		return pullAddScript.Run(ctx, s.rdb, []string{k.following(uid), k.pulls(uid)},
-			other, s.publishCommand(), k.userChannel(uid), msg).Err()
+			other, s.bus.Command(), s.bus.UserChannel(uid), msg).Err()
 	}
 	if _, err := s.copyLatest(ctx, k.home(uid), k.profile(other),
 		guard{k.following(uid), itoa(other)}, s.opts.HomeSize); err != nil {

@@ -392,7 +392,7 @@ func TestFollowAndUnfollowRacingAgree(t *testing.T) {
 	// The unfollow's followee step comes after a whole follow.
 	if err := unfollowFollowerScript.Run(ctx, rdb,
 		[]string{k.following(ada), k.friends(ada), k.pulls(ada), k.user(ada)},
-		bob, s.publishCommand(), k.userChannel(ada), "{}").Err(); err != nil {
+		bob, s.bus.Command(), s.bus.UserChannel(ada), "{}").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Follow(ctx, ada, "bob"); err != nil {

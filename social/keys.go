@@ -4,14 +4,15 @@ import (
 	"strconv"
 
 	"chorus/internal/slots"
-	"chorus/protocol"
 )
 
-// keys builds every Redis key and channel name the social package uses, under
-// one prefix, so the layout can be read in one place.
+// keys builds every Redis key the social package uses, under one prefix, so
+// the layout can be read in one place. The live frames' channels are the
+// bus's (bus.Bus.UserChannel), hash-tagged as a user's keys are here, so that
+// a script on a user's keys can publish on the user's channel.
 //
 // On a Redis Cluster the keys a script touches together carry one hash tag:
-// a user's keys and channels the uid ("home:{42}"), the fan-out jobs
+// a user's keys the uid ("home:{42}"), the fan-out jobs
 // "{fanout}", a list's keys its id ("list:members:{l7}"). On one Redis the
 // names are those from before clusters were supported (the tags are left
 // out), so a running deployment keeps its data.
@@ -66,19 +67,15 @@ func (k keys) signInKnown(uid int64) string {
 	return k.prefix + "signin_known:" + k.u(uid)
 }
 
-func (k keys) status(id int64) string       { return k.prefix + "status:" + itoa(id) }
-func (k keys) home(uid int64) string        { return k.prefix + "home:" + k.u(uid) }
-func (k keys) profile(uid int64) string     { return k.prefix + "profile:" + k.u(uid) }
-func (k keys) global() string               { return k.prefix + "global" }
-func (k keys) followers(uid int64) string   { return k.prefix + "followers:" + k.u(uid) }
-func (k keys) following(uid int64) string   { return k.prefix + "following:" + k.u(uid) }
-func (k keys) friends(uid int64) string     { return k.prefix + "friends:" + k.u(uid) }
-func (k keys) jobs() string                 { return k.fanout() + "jobs" }
-func (k keys) job(id string) string         { return k.fanout() + "job:" + id }
-func (k keys) userChannel(uid int64) string { return protocol.UserChannelPrefix(k.prefix) + k.u(uid) }
-func (k keys) authorChannel(uid int64) string {
-	return protocol.AuthorChannelPrefix(k.prefix) + k.u(uid)
-}
+func (k keys) status(id int64) string     { return k.prefix + "status:" + itoa(id) }
+func (k keys) home(uid int64) string      { return k.prefix + "home:" + k.u(uid) }
+func (k keys) profile(uid int64) string   { return k.prefix + "profile:" + k.u(uid) }
+func (k keys) global() string             { return k.prefix + "global" }
+func (k keys) followers(uid int64) string { return k.prefix + "followers:" + k.u(uid) }
+func (k keys) following(uid int64) string { return k.prefix + "following:" + k.u(uid) }
+func (k keys) friends(uid int64) string   { return k.prefix + "friends:" + k.u(uid) }
+func (k keys) jobs() string               { return k.fanout() + "jobs" }
+func (k keys) job(id string) string       { return k.fanout() + "job:" + id }
 
 // pulledAuthors is the sorted set of the authors whose statuses their
 // followers pull (uid -> the first status id not pushed); pulls(uid) the
@@ -121,7 +118,6 @@ func (k keys) userPrefix() string           { return k.prefix + "user:" }
 func (k keys) signInFailuresPrefix() string { return k.prefix + "signin_failures:" }
 func (k keys) homePrefix() string           { return k.prefix + "home:" }
 func (k keys) profilePrefix() string        { return k.prefix + "profile:" }
-func (k keys) channelPrefix() string        { return protocol.UserChannelPrefix(k.prefix) }
 func (k keys) statusPrefix() string         { return k.prefix + "status:" }
 func (k keys) followersPrefix() string      { return k.prefix + "followers:" }
 func (k keys) followingPrefix() string      { return k.prefix + "following:" }

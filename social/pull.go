@@ -3,8 +3,11 @@ package social
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
+
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -47,12 +50,15 @@ func (s *Service) promotePass(ctx context.Context, j job) (passResult, error) {
 		if _, err := pipe.Exec(ctx); err != nil {
 			return passResult{}, err
 		}
-		frame := `{"type":"pull_added","author":` + itoa(uid) + `}`
+		frame, err := json.Marshal(protocol.Internal{Type: protocol.TypePullAdded, Author: uid})
+		if err != nil {
+			return passResult{}, err
+		}
 		pipe = s.rdb.Pipeline()
 		for i, m := range members {
 			if added[i].Val() == 1 {
 				f, _ := strconv.ParseInt(m, 10, 64)
-				s.publish(ctx, pipe, k.userChannel(f), frame)
+				s.bus.Queue(ctx, pipe, s.bus.UserChannel(f), frame)
 			}
 		}
 		if _, err := pipe.Exec(ctx); err != nil {

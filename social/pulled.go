@@ -54,7 +54,7 @@ func (s *Service) writePulled(ctx context.Context, uid, sid int64, payload strin
 	if sid%trimEvery == 0 {
 		pipe.ZRemRangeByRank(ctx, k.pulledStatuses(), 0, int64(-s.opts.PulledStatuses-1))
 	}
-	s.publish(ctx, pipe, k.authorChannel(uid), payload)
+	s.bus.Queue(ctx, pipe, s.bus.AuthorChannel(uid), payload)
 	_, err := pipe.Exec(ctx)
 	return err
 }

@@ -90,6 +90,7 @@ func (s *Service) PulledAuthors(ctx context.Context, uid int64) ([]int64, error)
 	return parseIDs(members), nil
 }
 
-// AuthorChannel is the pub/sub channel of a pulled author's statuses and
-// their deletions, published once each for all their followers.
-func (s *Service) AuthorChannel(uid int64) string { return s.keys.authorChannel(uid) }
+// AuthorChannel is the bus's channel of a pulled author's statuses and
+// their deletions (see bus.Bus.AuthorChannel), for those who listen outside
+// the hub: tools, tests.
+func (s *Service) AuthorChannel(uid int64) string { return s.bus.AuthorChannel(uid) }

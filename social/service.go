@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"chorus/bus"
 	"chorus/internal/slots"
 
 	"github.com/redis/go-redis/v9"
@@ -118,8 +119,15 @@ type Options struct {
 	// where presence reads the friend set itself).
 	FriendsMirror func(uid int64) string
 
+	// Befriended is told of each follow that makes two users friends, once
+	// it stands, to introduce them to each other's streams (the wiring
+	// gives presence's AnnounceFriendship). Its failure is logged: the
+	// follow stands. Nil: nobody is told.
+	Befriended func(ctx context.Context, a, b int64) error
+
 	// Logger takes the failures of work nobody waits for (an inline
-	// fan-out pass a worker will retry); nil is slog.Default().
+	// fan-out pass a worker will retry, a frame that tells of a change
+	// made); nil is slog.Default().
 	Logger *slog.Logger
 }
 
@@ -162,6 +170,7 @@ func (o *Options) fill() {
 // Service is the social core on one Redis.
 type Service struct {
 	rdb       redis.UniversalClient
+	bus       *bus.Bus // the live frames' channels, and their publishing
 	opts      Options
 	keys      keys
 	dummyHash []byte // compared against for unknown logins
@@ -186,7 +195,7 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 		opts.Logger = slog.Default()
 	}
 	s := &Service{
-		rdb: rdb, opts: opts, keys: keys{prefix: opts.Prefix, cluster: slots.Cluster(rdb)}, dummyHash: dummy,
+		rdb: rdb, bus: bus.New(rdb, opts.Prefix), opts: opts, keys: keys{prefix: opts.Prefix, cluster: slots.Cluster(rdb)}, dummyHash: dummy,
 		hashers: newHashers(opts.PasswordHashers, opts.HashWait), pulledScan: defaultPulledScan,
 	}
 	s.touches = newTouches(s.touchEvery())
@@ -205,9 +214,9 @@ type Stats struct {
 // Counters returns the service's live counters.
 func (s *Service) Counters() *Stats { return &s.stats }
 
-// UserChannel is the pub/sub channel that carries live events for one user:
-// every frame published there goes to each of that user's open connections.
-func (s *Service) UserChannel(uid int64) string { return s.keys.userChannel(uid) }
+// UserChannel is the bus's channel of live frames for one user (see
+// bus.Bus.UserChannel), for those who listen outside the hub: tools, tests.
+func (s *Service) UserChannel(uid int64) string { return s.bus.UserChannel(uid) }
 
 // FriendsKey is the sorted set of uid's friends (mutual follows), for the
 // presence script to intersect with.

@@ -191,6 +191,7 @@ type event struct {
 	Author    int64             `json:"author"`
 	User      *protocol.UserRef `json:"user"`
 	YouFollow *bool             `json:"you_follow"`
+	Session   string            `json:"session"`
 }
 
 // eventsSoFar returns, by channel, the events published on l's channels

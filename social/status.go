@@ -159,7 +159,7 @@ func (s *Service) writePost(ctx context.Context, st Status, payload []byte) erro
 	pipe.HSet(ctx, k.status(st.ID), "id", st.ID, "uid", st.UID, "login", st.Login,
 		"name", st.Name, "message", st.Message, "posted", st.Posted.UnixMilli())
 	postAuthorScript.Eval(ctx, pipe, []string{k.user(st.UID), k.profile(st.UID), k.home(st.UID)},
-		st.ID, s.opts.HomeSize, s.publishCommand(), k.userChannel(st.UID), payload)
+		st.ID, s.opts.HomeSize, s.bus.Command(), s.bus.UserChannel(st.UID), payload)
 	pipe.ZAdd(ctx, k.global(), z)
 	pipe.ZRemRangeByRank(ctx, k.global(), 0, int64(-s.opts.GlobalSize-1))
 	_, err := pipe.Exec(ctx)
@@ -259,7 +259,7 @@ func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte
 	}
 	pipe := s.rdb.Pipeline()
 	deleteAuthorScript.Eval(ctx, pipe, []string{k.user(uid), k.profile(uid), k.home(uid)},
-		id, s.publishCommand(), k.userChannel(uid), payload)
+		id, s.bus.Command(), s.bus.UserChannel(uid), payload)
 	pipe.ZRem(ctx, k.global(), id)
 	pipe.ZRem(ctx, k.pulledStatuses(), pulledMember(id, uid))
 	_, err := pipe.Exec(ctx)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"chorus/bus"
 	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
@@ -60,9 +61,40 @@ func (s *Service) Unfollow(ctx context.Context, uid int64, login string) (exFrie
 		return 0, fmt.Errorf("unfollow %d->%d: %w", uid, other, err)
 	}
 	if ended {
+		// The unfollow stands; telling the ex-friends' streams is a
+		// courtesy that may fail.
+		if err := s.announceFriendshipEnded(ctx, uid, other); err != nil {
+			s.opts.Logger.WarnContext(ctx, "could not announce the end of a friendship", "uid", uid, "friend", other, "err", err)
+		}
 		return other, nil
 	}
 	return 0, nil
+}
+
+// announceFriendshipEnded tells a and b, on every instance, that an
+// unfollow has ended their friendship: each leaves the other's friends
+// list (friend_removed, about the other).
+func (s *Service) announceFriendshipEnded(ctx context.Context, a, b int64) error {
+	users, err := s.Users(ctx, []int64{a, b})
+	if err != nil {
+		// A failure to read is no missing user: it stays what it is.
+		return fmt.Errorf("announce to %d and %d: %w", a, b, err)
+	}
+	if len(users) != 2 {
+		return fmt.Errorf("announce to %d and %d: %w", a, b, ErrUserNotFound)
+	}
+	msgs := make([]bus.Message, 2)
+	for i, u := range users {
+		frame, err := json.Marshal(protocol.FriendRemoved{Type: protocol.TypeFriendRemoved, User: u.Ref()})
+		if err != nil {
+			return fmt.Errorf("announce to %d and %d: %w", a, b, err)
+		}
+		msgs[i] = bus.Message{Channel: s.bus.UserChannel(users[1-i].ID), Payload: frame}
+	}
+	if err := s.bus.PublishBatch(ctx, msgs); err != nil {
+		return fmt.Errorf("announce to %d and %d: %w", a, b, err)
+	}
+	return nil
 }
 
 func (s *Service) unfollow(ctx context.Context, uid, other int64) (endedFriends bool, err error) {
@@ -75,7 +107,7 @@ func (s *Service) unfollow(ctx context.Context, uid, other int64) (endedFriends 
 	// 1. The follower's side.
 	res, err := unfollowFollowerScript.Run(ctx, s.rdb,
 		[]string{k.following(uid), k.friends(uid), k.pulls(uid), k.user(uid)},
-		other, s.publishCommand(), k.userChannel(uid), msg).Int64Slice()
+		other, s.bus.Command(), s.bus.UserChannel(uid), msg).Int64Slice()
 	if err != nil {
 		return false, err
 	}
@@ -211,7 +243,7 @@ func (s *Service) dropFollowee(ctx context.Context, uid, other int64) (int, erro
 			if err != nil {
 				return n, err
 			}
-			s.publish(ctx, pipe, k.userChannel(uid), frame)
+			s.bus.Queue(ctx, pipe, s.bus.UserChannel(uid), frame)
 		}
 	}
 	if pipe.Len() > 0 {

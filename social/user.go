@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -197,7 +198,7 @@ func (s *Service) newUser(ctx context.Context, login, name string, hash []byte, 
 		}
 		created, err := createUserScript.Run(ctx, s.rdb, []string{k.user(uid)},
 			uid, login, name, hash, now.UnixMilli(),
-			k.userChannel(uid), s.publishCommand(), userCreatedEvent).Int()
+			s.bus.UserChannel(uid), s.bus.Command(), userCreatedEvent).Int()
 		if err != nil {
 			return 0, err
 		}
@@ -357,10 +358,25 @@ const (
 	signInAccountLimited = 2 // too many attempts from unknown addresses
 )
 
-// SignOut ends the session of token; other sessions of the user live on.
+// SignOut ends the session of token, and tells its streams on every
+// instance to close (session_ended); other sessions of the user live on.
 func (s *Service) SignOut(ctx context.Context, token string) error {
-	if err := s.rdb.Del(ctx, s.keys.session(hashToken(token))).Err(); err != nil {
+	id := hashToken(token)
+	uid, err := s.rdb.GetDel(ctx, s.keys.session(id)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return nil // ended already: by a sign-out that told its streams, or expired, which a check of them finds
+	}
+	if err != nil {
 		return fmt.Errorf("sign out: %w", err)
+	}
+	// The session is gone; closing its streams, on every instance, is a
+	// courtesy that may fail without undoing the sign-out.
+	frame, err := json.Marshal(protocol.Internal{Type: protocol.TypeSessionEnded, Session: id})
+	if err == nil {
+		err = s.bus.Publish(ctx, s.bus.UserChannel(uid), frame)
+	}
+	if err != nil {
+		s.opts.Logger.WarnContext(ctx, "could not close the signed-out session's streams", "uid", uid, "err", err)
 	}
 	return nil
 }

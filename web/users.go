@@ -108,11 +108,6 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// The session is gone; closing its live connections is a courtesy
-	// that may fail without undoing the sign-out.
-	if err := s.stream.EndSession(r.Context(), viewer.UID, social.SessionID(viewer.Token)); err != nil {
-		s.log.WarnContext(r.Context(), "could not close the signed-out session's streams", "uid", viewer.UID, "err", err)
-	}
 	s.clearSessionCookie(w, r)
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -153,17 +148,10 @@ func (s *Server) writeUser(w http.ResponseWriter, r *http.Request, status int, u
 func (s *Server) follow(w http.ResponseWriter, r *http.Request) {
 	viewer, _ := viewerFrom(r.Context())
 	ctx := r.Context()
-	u, madeFriends, err := s.social.Follow(ctx, viewer.UID, chi.URLParam(r, "login"))
+	u, _, err := s.social.Follow(ctx, viewer.UID, chi.URLParam(r, "login"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	// The follow stands; telling open streams of a new friendship is a
-	// courtesy that may fail.
-	if madeFriends {
-		if err := s.stream.AnnounceFriendship(ctx, viewer.UID, u.ID); err != nil {
-			s.log.WarnContext(ctx, "could not announce a friendship", "request_id", middleware.GetReqID(ctx), "err", err)
-		}
 	}
 	s.writeUser(w, r, http.StatusOK, u)
 }
@@ -171,15 +159,9 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request) {
 func (s *Server) unfollow(w http.ResponseWriter, r *http.Request) {
 	viewer, _ := viewerFrom(r.Context())
 	ctx := r.Context()
-	exFriend, err := s.social.Unfollow(ctx, viewer.UID, chi.URLParam(r, "login"))
-	if err != nil {
+	if _, err := s.social.Unfollow(ctx, viewer.UID, chi.URLParam(r, "login")); err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	if exFriend != 0 {
-		if err := s.stream.AnnounceFriendshipEnded(ctx, viewer.UID, exFriend); err != nil {
-			s.log.WarnContext(ctx, "could not announce the end of a friendship", "request_id", middleware.GetReqID(ctx), "err", err)
-		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

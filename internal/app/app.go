@@ -62,15 +62,19 @@ func New(rdb redis.UniversalClient, o Options) *Instance {
 		// mirror of the friend set, which social keeps.
 		so.FriendsMirror = func(uid int64) string { return presence.FriendsMirrorKey(o.Prefix, uid) }
 	}
+	// A follow that makes two users friends introduces them through
+	// presence, which social does not import: it is told through this.
+	var pres *presence.Tracker
+	so.Befriended = func(ctx context.Context, a, b int64) error { return pres.AnnounceFriendship(ctx, a, b) }
 	soc := social.New(rdb, so)
 
 	po := o.Presence
 	po.Prefix, po.Logger = o.Prefix, log.With("component", "presence")
-	po.FriendsKey, po.Channel, po.Profile = soc.FriendsKey, soc.UserChannel, soc.Profile
+	po.FriendsKey, po.Profile = soc.FriendsKey, soc.Profile
 	if so.FriendsMirror != nil {
 		po.FriendsKey = so.FriendsMirror
 	}
-	pres := presence.New(rdb, po)
+	pres = presence.New(rdb, po)
 
 	ro := o.Realtime
 	ro.Prefix, ro.Logger = o.Prefix, log.With("component", "realtime")

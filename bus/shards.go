@@ -1,4 +1,4 @@
-package realtime
+package bus
 
 import (
 	"context"
@@ -209,7 +209,7 @@ func (p *shardedPubSub) place(ctx context.Context, slot int) {
 	}
 	p.placed[slot] = sh
 	sh.slots[slot] = struct{}{}
-	for batch := range slices.Chunk(channels, subscribeBatch) {
+	for batch := range slices.Chunk(channels, SubscribeBatch) {
 		if !p.send(ctx, sh, &shardCmd{subscribe: true, slot: slot, channels: batch}) {
 			return // the shard broke; the slot waits for a repair
 		}
@@ -268,7 +268,7 @@ func (p *shardedPubSub) handle(ctx context.Context, ev shardEvent) {
 // lose tells the hub that the wanted channels of these slots are no longer
 // subscribed, and has a repair subscribe them again.
 func (p *shardedPubSub) lose(ctx context.Context, lostSlots ...int) {
-	var lost lostChannels
+	var lost LostChannels
 	for _, slot := range lostSlots {
 		p.unplace(slot)
 		lost = slices.AppendSeq(lost, maps.Keys(p.want[slot]))

@@ -1,38 +1,54 @@
-package realtime
+package bus
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// pubSub is the hub's side of Redis pub/sub: the subscriber changes its
-// channels, the router reads what comes. On one Redis it is one PubSub
-// (singlePubSub); on a cluster, sharded pub/sub with a connection per master
-// (shardedPubSub).
-type pubSub interface {
+// Subscriber is the receiving side of the bus: its owner changes its
+// channels, and reads what comes through Incoming. On one Redis it is one
+// PubSub (singlePubSub); on a cluster, sharded pub/sub with a connection per
+// master (shardedPubSub).
+type Subscriber interface {
 	// Subscribe and Unsubscribe send Redis the commands for a batch of
-	// channels, counting them in Stats.SubscribeCommands. Redis's
-	// confirmations come through Incoming. A command that fails is sent
-	// again when the connection is made again.
+	// channels, counting them in the commands counter given to Subscribe.
+	// Redis's confirmations come through Incoming. A command that fails is
+	// sent again when the connection is made again.
 	Subscribe(ctx context.Context, channels ...string) error
 	Unsubscribe(ctx context.Context, channels ...string) error
 	// Incoming yields every *redis.Message, every subscribe confirmation
 	// (a *redis.Subscription of kind "subscribe" or "ssubscribe") and, on a
-	// cluster, lostChannels.
+	// cluster, LostChannels.
 	Incoming() <-chan any
 	// Close stops it and waits for its goroutines.
 	Close() error
 }
 
-// lostChannels are channels whose subscription a cluster lost (a
+// LostChannels are channels whose subscription a cluster lost (a
 // connection to a master broke, or their slot moved to another master):
 // nothing comes through them until Redis confirms each one again.
-type lostChannels []string
+type LostChannels []string
 
-// incomingBuffer is how many messages wait for the router.
-const incomingBuffer = 4096
+const (
+	// SubscribeBatch is the most channels one SUBSCRIBE or UNSUBSCRIBE
+	// names (on a cluster, one SSUBSCRIBE of a slot's channels).
+	SubscribeBatch = 500
+	// incomingBuffer is how many messages wait for the reader of Incoming.
+	incomingBuffer = 4096
+)
+
+// Subscribe starts the bus's subscriber on b's Redis, subscribed to
+// nothing yet; commands counts the subscribe and unsubscribe commands it
+// sends. Close stops it.
+func (b *Bus) Subscribe(ctx context.Context, commands *atomic.Int64, log *slog.Logger) Subscriber {
+	if cc, ok := b.rdb.(*redis.ClusterClient); ok {
+		return newShardedPubSub(ctx, cc, commands, log)
+	}
+	return newSinglePubSub(ctx, b.rdb, commands)
+}
 
 // singlePubSub is pub/sub on one Redis: one connection, which go-redis
 // makes again, subscribed to every channel, when it is lost.
@@ -43,8 +59,8 @@ type singlePubSub struct {
 }
 
 var (
-	_ pubSub = (*singlePubSub)(nil)
-	_ pubSub = (*shardedPubSub)(nil)
+	_ Subscriber = (*singlePubSub)(nil)
+	_ Subscriber = (*shardedPubSub)(nil)
 )
 
 func newSinglePubSub(ctx context.Context, rdb redis.UniversalClient, commands *atomic.Int64) *singlePubSub {
@@ -65,13 +81,3 @@ func (p *singlePubSub) Unsubscribe(ctx context.Context, channels ...string) erro
 func (p *singlePubSub) Incoming() <-chan any { return p.in }
 
 func (p *singlePubSub) Close() error { return p.ps.Close() }
-
-// publish sends payload to the subscribers of channel on every instance:
-// PUBLISH on one Redis, SPUBLISH on a cluster, where c (the client, or a
-// pipeline of it) sends it to the master of the channel's slot.
-func (h *Hub) publish(ctx context.Context, c redis.Cmdable, channel string, payload []byte) *redis.IntCmd {
-	if h.cluster {
-		return c.SPublish(ctx, channel, payload)
-	}
-	return c.Publish(ctx, channel, payload)
-}

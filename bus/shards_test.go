@@ -1,4 +1,4 @@
-package realtime
+package bus
 
 import (
 	"context"
@@ -29,7 +29,7 @@ type tap struct {
 	lost      map[string]int      // lost notices by channel
 }
 
-func newTap(tb testing.TB, p pubSub) *tap {
+func newTap(tb testing.TB, p Subscriber) *tap {
 	t := &tap{confirmed: map[string]int{}, messages: map[string][]string{}, lost: map[string]int{}}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -50,7 +50,7 @@ func newTap(tb testing.TB, p pubSub) *tap {
 				}
 			case *redis.Message:
 				t.messages[m.Channel] = append(t.messages[m.Channel], m.Payload)
-			case lostChannels:
+			case LostChannels:
 				for _, ch := range m {
 					t.lost[ch]++
 				}
@@ -186,7 +186,7 @@ func TestShardedSubscribe(t *testing.T) {
 	channels := spreadChannels(redistest.Prefix(), 700)
 
 	var wantCommands int64
-	for batch := range slices.Chunk(channels, subscribeBatch) {
+	for batch := range slices.Chunk(channels, SubscribeBatch) {
 		if err := p.Subscribe(t.Context(), batch...); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,101 @@
+// Package bus carries every live frame between Chorus's instances on Redis
+// pub/sub: it names the channels (hash-tagged on a Redis Cluster, in the
+// slot of the user's keys), publishes on them (PUBLISH on one Redis,
+// SPUBLISH on a cluster, or the command a Lua script is given to publish
+// with itself), and subscribes to them (one connection, or sharded pub/sub
+// with a connection per master). No other package knows whether Redis is a
+// cluster when it publishes or subscribes.
+//
+// The packages whose data changed publish what follows from it (social,
+// presence); realtime's hub alone subscribes, and routes what comes to its
+// connections (the "hub" in this package's comments). It imports only
+// internal/slots and go-redis.
+package bus
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"chorus/internal/slots"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Bus is the pub/sub of one deployment: its channels under a key prefix, on
+// one Redis or a Redis Cluster.
+type Bus struct {
+	rdb     redis.UniversalClient
+	prefix  string
+	cluster bool // sharded pub/sub, and hash tags in the channel names
+}
+
+// New returns the bus on rdb, its channels under prefix.
+func New(rdb redis.UniversalClient, prefix string) *Bus {
+	return &Bus{rdb: rdb, prefix: prefix, cluster: slots.Cluster(rdb)}
+}
+
+// UserChannel is the channel of every frame for uid's streams, published
+// by whichever instance makes it, and subscribed to by the instances that
+// hold uid's streams. On a cluster it is in the slot of uid's keys
+// ("events:user:{42}"), so a script on them can publish on it.
+func (b *Bus) UserChannel(uid int64) string {
+	return b.prefix + "events:user:" + slots.Tag(b.cluster, strconv.FormatInt(uid, 10))
+}
+
+// AuthorChannel is the channel of a pulled author's statuses and their
+// deletions, published once each for all their followers: the instances
+// subscribe to it on behalf of their streams' users who follow uid.
+func (b *Bus) AuthorChannel(uid int64) string {
+	return b.prefix + "events:author:" + slots.Tag(b.cluster, strconv.FormatInt(uid, 10))
+}
+
+// Command is what a Lua script publishes with, passed to it in ARGV beside
+// the channel: PUBLISH, or SPUBLISH on a cluster, where the channel must be
+// in the slot of the script's keys.
+func (b *Bus) Command() string {
+	if b.cluster {
+		return "SPUBLISH"
+	}
+	return "PUBLISH"
+}
+
+// Publish sends payload to the subscribers of channel on every instance.
+func (b *Bus) Publish(ctx context.Context, channel string, payload any) error {
+	if err := b.Queue(ctx, b.rdb, channel, payload).Err(); err != nil {
+		return fmt.Errorf("publish on %s: %w", channel, err)
+	}
+	return nil
+}
+
+// Queue publishes payload on channel through c: the bus's client, or a
+// pipeline of it, where the publish waits for the pipeline's Exec and a
+// cluster's pipeline sends it to the master of the channel's slot.
+func (b *Bus) Queue(ctx context.Context, c redis.Cmdable, channel string, payload any) *redis.IntCmd {
+	if b.cluster {
+		return c.SPublish(ctx, channel, payload)
+	}
+	return c.Publish(ctx, channel, payload)
+}
+
+// Message is one payload for one channel, in a batch.
+type Message struct {
+	Channel string
+	Payload any // a []byte or string of JSON, as the frame goes on the wire
+}
+
+// PublishBatch publishes msgs in one pipeline: on a cluster, one per master
+// of their channels' slots, which the client sends side by side.
+func (b *Bus) PublishBatch(ctx context.Context, msgs []Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	pipe := b.rdb.Pipeline()
+	for _, m := range msgs {
+		b.Queue(ctx, pipe, m.Channel, m.Payload)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("publish on %d channels: %w", len(msgs), err)
+	}
+	return nil
+}
