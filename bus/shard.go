@@ -59,7 +59,7 @@ type shardEvent struct {
 func dialShard(ctx context.Context, master *redis.Client) (*shard, error) {
 	ps := master.SSubscribe(ctx)
 	if err := ps.Ping(ctx); err != nil {
-		ps.Close()
+		_ = ps.Close()
 		return nil, err
 	}
 	return &shard{addr: master.Options().Addr, ps: ps, slots: map[int]struct{}{}, done: make(chan struct{})}, nil
@@ -88,7 +88,7 @@ func (sh *shard) close() {
 	sh.closed = true
 	sh.mu.Unlock()
 	close(sh.done)
-	sh.ps.Close()
+	_ = sh.ps.Close() // the shard is done with it either way
 }
 
 // read reads the connection until it fails or is closed: messages and

@@ -100,16 +100,16 @@ func (t *Tracker) TrimCopy(ctx context.Context) (int, error) {
 }
 
 // RunSweeper sweeps, and trims the shared online copy, every half heartbeat
-// interval until ctx ends, then returns nil. Every instance runs one, so
+// interval until ctx ends. Every instance runs one, so
 // friends learn that a user's instance vanished within W and one heartbeat
 // interval of its last word.
-func (t *Tracker) RunSweeper(ctx context.Context) error {
+func (t *Tracker) RunSweeper(ctx context.Context) {
 	tick := time.NewTicker(max(t.opts.HeartbeatInterval/2, time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-tick.C:
 		}
 		n, err := t.Sweep(ctx)

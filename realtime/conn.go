@@ -162,10 +162,10 @@ func (c *conn) end(why closeReason, frame websocket.CloseError, async bool) bool
 	case async:
 		go func() {
 			defer c.closers.Done()
-			ws.Close(frame.Code, frame.Reason)
+			_ = ws.Close(frame.Code, frame.Reason) // an error: the client went first
 		}()
 	default:
-		ws.Close(frame.Code, frame.Reason)
+		_ = ws.Close(frame.Code, frame.Reason) // an error: the client went first
 	}
 	return true
 }
@@ -186,7 +186,7 @@ func (c *conn) attach(ws *websocket.Conn) bool {
 	if c.closedFor != notClosed {
 		frame := c.closeFrame
 		c.mu.Unlock()
-		ws.Close(frame.Code, frame.Reason)
+		_ = ws.Close(frame.Code, frame.Reason) // an error: the client went first
 		return false
 	}
 	c.ws = ws

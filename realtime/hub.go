@@ -663,7 +663,7 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	h.cancel()
-	h.ps.Close()
+	_ = h.ps.Close() // its connections end with the process
 	h.routerWG.Wait()
 	return err
 }

@@ -80,10 +80,12 @@ func (m *meteredConn) Close() error {
 		// listener's cannot): then the client learns of the end from the
 		// close frame alone.
 		if hc, ok := m.Conn.(interface{ CloseWrite() error }); ok {
-			hc.CloseWrite()
+			_ = hc.CloseWrite() // failing, the client reads the close frame alone
 		}
 		end := time.Now().Add(lingerTime)
-		m.Conn.SetReadDeadline(end)
+		if err := m.Conn.SetReadDeadline(end); err != nil {
+			return m.Conn.Close()
+		}
 		if _, err := io.CopyN(io.Discard, m.Conn, lingerBytes); err == nil {
 			time.Sleep(time.Until(end))
 		}
@@ -166,7 +168,7 @@ func (w *meteredWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	pending, _ := brw.Reader.Peek(brw.Reader.Buffered())
 	pending = append([]byte(nil), pending...)
-	brw.Reader.Discard(len(pending))
+	_, _ = brw.Reader.Discard(len(pending)) // all of it is buffered
 	w.conn = &meteredConn{Conn: nc, pending: pending, frames: w.frames}
 	return w.conn, brw, nil
 }

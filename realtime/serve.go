@@ -120,7 +120,9 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byt
 	undo := func() {
 		h.leave(c)
 		if !c.shuttingDown.Load() {
-			h.presence.Disconnect(context.WithoutCancel(ctx), c.uid, c.id)
+			if _, err := h.presence.Disconnect(context.WithoutCancel(ctx), c.uid, c.id); err != nil {
+				h.log.Warn("presence disconnect of a stream that did not open failed; retried at the next tick", "uid", c.uid, "err", err)
+			}
 		}
 	}
 	ready, err = h.readyFrame(ctx, c)

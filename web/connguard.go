@@ -99,7 +99,7 @@ func (g *ConnGuard) Accept() (net.Conn, error) {
 		if counted && g.opts.PerAddress > 0 && g.byAddr[addr] >= g.opts.PerAddress {
 			g.mu.Unlock()
 			g.stats.Refused.Add(1)
-			c.Close()
+			_ = c.Close() // refused unanswered
 			continue
 		}
 		if counted {

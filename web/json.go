@@ -20,7 +20,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	// The status is sent: a failed write means the client went away.
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // decode reads one JSON object from the request body into v. The body must
