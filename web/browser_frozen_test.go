@@ -1,10 +1,12 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
 	"chorus/social"
 
 	"github.com/chromedp/cdproto/page"
@@ -17,7 +19,9 @@ import (
 func TestBrowserFrozenTabStaysOnline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, social.Options{})
-	interval := 200 * time.Millisecond
+	// Short enough that fifteen intervals pass quickly, long enough that a
+	// busy machine's late pong does not end the stream before the freeze.
+	interval := 500 * time.Millisecond
 	e.presence.HeartbeatInterval, e.presence.Window = interval, 3*interval
 	in := e.start()
 	br := newBrowser(t)
@@ -33,6 +37,12 @@ func TestBrowserFrozenTabStaysOnline(t *testing.T) {
 			t.Fatalf("set lifecycle %s: %v", state, err)
 		}
 	}
+	testio.Eventually(t, time.Minute, func() string {
+		if n := in.hub.Stats.Open.Load(); n != 1 {
+			return fmt.Sprintf("%d streams open before the freeze, want 1", n)
+		}
+		return ""
+	})
 	heartbeats := in.hub.Stats.Heartbeats.Load()
 	setState(page.SetWebLifecycleStateStateFrozen)
 	frozenFor := 15 * interval
