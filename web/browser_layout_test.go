@@ -136,3 +136,51 @@ func TestBrowserLongNames(t *testing.T) {
 		}
 	}
 }
+
+// A three-letter login, the shortest there is, reads whole beside its name
+// in every timeline, on a desktop and on a phone: only a login too long for
+// the line gives way to an ellipsis.
+func TestBrowserShortLoginWhole(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{})
+	srv := in.start()
+	author := srv.signUpAs(t, "bob", "Bo")
+	message := "A post by someone with a short login"
+	first := author.post(message)
+
+	br := newBrowser(t)
+	p := br.newTab(t, "bob", srv.srv.URL)
+	p.signInUI("bob", "password-bob")
+	// scrollWidth and clientWidth round to whole pixels, and a login a
+	// fraction of a pixel too wide for its box already shows as "@b…": so
+	// the box is measured against the login's own width, unbounded.
+	whole := `(() => {
+		const logins = [...document.querySelectorAll('.status-author .login')];
+		if (logins.length === 0) return 'no login shown';
+		for (const l of logins) {
+			const shown = l.getBoundingClientRect().width;
+			const saved = l.style.cssText;
+			l.style.cssText = 'max-width: none; min-width: max-content; flex: none';
+			const natural = l.getBoundingClientRect().width;
+			l.style.cssText = saved;
+			if (shown < natural - 0.01 || l.scrollWidth > l.clientWidth) return 'login ' + l.textContent + ' clipped: ' + shown + ' < ' + natural;
+		}
+		return '';
+	})()`
+	for _, size := range []struct {
+		width  int64
+		mobile bool
+	}{{1280, false}, {360, true}} {
+		p.viewport(size.width, 800, size.mobile)
+		for _, page := range []struct{ label, path, list string }{
+			{"home", "/", "feed"},
+			{"profile", "/u/bob", "timeline"},
+			{"global", "/global", "timeline"},
+			{"status", fmt.Sprintf("/s/%d", first.ID), "status-page"},
+		} {
+			p.goTo(page.path)
+			p.waitUntil("the post on "+page.label, stepTimeout, statusIn(page.list, message))
+			p.waitUntil(fmt.Sprintf("the login whole on %s at %d px", page.label, size.width), stepTimeout, whole)
+		}
+	}
+}
