@@ -112,3 +112,29 @@ func TestBrowserVisitorPages(t *testing.T) {
 		return document.querySelector('[data-testid="signin-form"]') ? '' : 'no sign-in form';
 	})()`)
 }
+
+// An address that is no page opens the client's not-found page, whatever
+// its shape, and a page's address with a slash after it lands on the page.
+func TestBrowserUnknownAddresses(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{})
+	srv := in.start()
+	srv.signUpAs(t, "alice", "Alice")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "visitor", srv.srv.URL)
+	for _, path := range []string{"/s/abc", "/settings", "/u/alice/likes", "/lists/abc"} {
+		p.open(path)
+		p.waitUntil("not found at "+path, stepTimeout, `(() => {
+			const h1 = document.querySelector('main h1');
+			if (document.body.innerText.includes('"error"')) return 'raw JSON: ' + document.body.innerText.slice(0, 80);
+			return h1 && h1.textContent === 'Page not found' ? '' : 'heading is ' + (h1 && h1.textContent);
+		})()`)
+	}
+	p.open("/u/alice/")
+	p.waitUntil("alice's profile at /u/alice", stepTimeout, `(() => {
+		if (location.pathname !== '/u/alice') return 'at ' + location.pathname;
+		const h1 = document.querySelector('main h1');
+		return h1 && h1.textContent.includes('Alice') ? '' : 'heading is ' + (h1 && h1.textContent);
+	})()`)
+}

@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/klauspost/compress/gzhttp"
 )
 
@@ -25,10 +27,10 @@ var clientPages = []string{
 	"/u/{login}",
 	"/u/{login}/followers",
 	"/u/{login}/following",
-	"/s/{id}",
+	"/s/{id:[1-9][0-9]*}",
 	"/search",
 	"/lists",
-	"/lists/{id}",
+	"/lists/{id:[1-9][0-9]*}",
 }
 
 // gzipSuffix is what gzhttp adds inside the ETag of an answer it
@@ -39,8 +41,10 @@ const gzipSuffix = "-gzip"
 // clientHandlers serve the client: index answers its pages with index.html,
 // files answers /static/. Both give each file a strong ETag, answer a
 // client that holds the file already with 304, and compress for clients
-// that accept gzip.
-func (s *Server) clientHandlers() (index http.HandlerFunc, files http.Handler) {
+// that accept gzip. missing answers an address that is no page with
+// index.html too, under 404, so the browser shows the client's not-found
+// page.
+func (s *Server) clientHandlers() (index, missing http.HandlerFunc, files http.Handler) {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err) // the directory is embedded above
@@ -72,6 +76,12 @@ func (s *Server) clientHandlers() (index http.HandlerFunc, files http.Handler) {
 		s.setClientHeaders(w.Header(), r)
 		page.serve(w, r)
 	}))
+	missing = compress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.setClientHeaders(w.Header(), r)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write(page.body) // a client gone away is no error of ours
+	}))
 	files = compress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.setClientHeaders(w.Header(), r)
 		a, ok := assets[strings.TrimPrefix(r.URL.Path, "/static/")]
@@ -81,7 +91,35 @@ func (s *Server) clientHandlers() (index http.HandlerFunc, files http.Handler) {
 		}
 		a.serve(w, r)
 	}))
-	return index, files
+	return index, missing, files
+}
+
+// notFound answers a request that no route takes. Under /api/, and for
+// any method but GET (and HEAD), it is the API's 404. Otherwise a client
+// page's address with slashes after it redirects to the address without
+// them, and anything else is missing: the client's page, which shows its
+// not-found view, under 404.
+func (s *Server) notFound(missing http.HandlerFunc) http.HandlerFunc {
+	pages := chi.NewRouter()
+	for _, page := range clientPages {
+		pages.Get(page, func(http.ResponseWriter, *http.Request) {})
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.Path
+		if path == "/api" || strings.HasPrefix(path, "/api/") || r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.writeError(w, r, errNotFound)
+			return
+		}
+		// Every page but / starts with a name, so the trimmed path cannot
+		// start with "//" and be taken for another host.
+		if trimmed := strings.TrimRight(path, "/"); trimmed != path && trimmed != "" &&
+			pages.Match(chi.NewRouteContext(), http.MethodGet, trimmed) {
+			target := url.URL{Path: trimmed, RawQuery: r.URL.RawQuery}
+			http.Redirect(w, r, target.String(), http.StatusMovedPermanently)
+			return
+		}
+		missing(w, r)
+	}
 }
 
 // asset is one file of the client, read and hashed once at start.

@@ -17,11 +17,12 @@ import (
 )
 
 // The client's pages answer with the client, so a shared link opens it;
-// other paths stay 404 in the API's error shape.
+// other paths answer with the client too, under 404, so the browser shows
+// its not-found page; under /api/ a 404 stays in the API's error shape.
 func TestClientPagesServeTheClient(t *testing.T) {
 	in := newEnv(t, social.Options{}).start()
 	c := in.anon(t)
-	for _, path := range []string{"/", "/global", "/u/ada", "/u/ada/followers", "/u/ada/following", "/s/42", "/search"} {
+	for _, path := range []string{"/", "/global", "/u/ada", "/u/ada/followers", "/u/ada/following", "/s/42", "/s/123", "/search", "/lists", "/lists/7"} {
 		res := c.do(http.MethodGet, path, nil)
 		if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `<main id="main"`) {
 			t.Errorf("GET %s: %d, want the client page", path, res.Status)
@@ -30,10 +31,52 @@ func TestClientPagesServeTheClient(t *testing.T) {
 			t.Errorf("GET %s: Content-Type %q", path, ct)
 		}
 	}
-	for _, path := range []string{"/u", "/u/ada/likes", "/s", "/settings"} {
+	for _, path := range []string{"/u", "/u/ada/likes", "/s", "/s/abc", "/s/0", "/s/12x", "/lists/abc", "/settings", "/nothing/here/", "//example.com/"} {
 		res := c.do(http.MethodGet, path, nil)
+		if res.Status != http.StatusNotFound || !strings.Contains(string(res.Body), `<main id="main"`) {
+			t.Errorf("GET %s: %d %.80s, want 404 with the client page", path, res.Status, res.Body)
+		}
+		if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+			t.Errorf("GET %s: Content-Type %q", path, ct)
+		}
+		if csp := res.Header.Get("Content-Security-Policy"); csp == "" {
+			t.Errorf("GET %s: no Content-Security-Policy", path)
+		}
+	}
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1/nothing"},
+		{http.MethodGet, "/api/v1/users/ada/"},
+		{http.MethodGet, "/api/nothing"},
+		{http.MethodPost, "/nothing"},
+	} {
+		res := c.do(tc.method, tc.path, nil)
 		if res.Status != http.StatusNotFound || res.errorCode(t) != "not_found" {
-			t.Errorf("GET %s: %d %s, want 404 not_found", path, res.Status, res.Body)
+			t.Errorf("%s %s: %d %s, want 404 not_found", tc.method, tc.path, res.Status, res.Body)
+		}
+	}
+}
+
+// A client page's address with a slash after it redirects, for good, to
+// the address without it, keeping the query.
+func TestClientPagesTrailingSlashRedirects(t *testing.T) {
+	in := newEnv(t, social.Options{}).start()
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct{ path, want string }{
+		{"/u/alice/", "/u/alice"},
+		{"/u/alice//", "/u/alice"},
+		{"/u/alice/followers/", "/u/alice/followers"},
+		{"/global/", "/global"},
+		{"/s/123/", "/s/123"},
+		{"/search/?q=ada", "/search?q=ada"},
+		{"/u/a%20b/", "/u/a%20b"},
+	} {
+		res, err := hc.Get(in.srv.URL + tc.path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", tc.path, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != tc.want {
+			t.Errorf("GET %s: %d to %q, want 301 to %q", tc.path, res.StatusCode, res.Header.Get("Location"), tc.want)
 		}
 	}
 }

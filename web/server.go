@@ -135,10 +135,10 @@ func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, s.logRequests, s.metrics.instrument, middleware.Recoverer, middleware.GetHead,
 		middleware.SetHeader("X-Content-Type-Options", "nosniff"))
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotFound) })
+	index, missing, files := s.clientHandlers()
+	r.NotFound(s.notFound(missing))
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, errNotAllowed) })
 
-	index, files := s.clientHandlers()
 	// The client's own pages: each answers with the client, which reads
 	// the path, so a link to a profile or a status can be shared.
 	for _, page := range clientPages {
