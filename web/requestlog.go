@@ -18,6 +18,24 @@ type requestLog struct {
 
 type requestLogKey struct{}
 
+// statusClientClosed is what the log says of a request whose client went
+// away before an answer was written: nginx's 499, which no answer carries.
+const statusClientClosed = 499
+
+// loggedStatus is the status the log gives a request whose handler wrote
+// status (0: nothing). Nothing written is the 200 net/http then sends, or,
+// when the client is gone (its context ended before the handler
+// returned), no answer at all: 499.
+func loggedStatus(r *http.Request, status int) int {
+	if status != 0 {
+		return status
+	}
+	if r.Context().Err() != nil {
+		return statusClientClosed
+	}
+	return http.StatusOK
+}
+
 // noteUser puts uid in the log line of the request ctx belongs to.
 func noteUser(ctx context.Context, uid int64) {
 	if l, ok := ctx.Value(requestLogKey{}).(*requestLog); ok {
@@ -43,7 +61,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			slog.String("request_id", middleware.GetReqID(r.Context())),
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.Path),
-			slog.Int("status", ww.Status()),
+			slog.Int("status", loggedStatus(r, ww.Status())),
 			slog.Int("bytes", ww.BytesWritten()),
 			slog.Duration("duration", time.Since(start)),
 			slog.String("client", client),
