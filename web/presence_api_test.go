@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -196,4 +197,48 @@ func TestUserViewsNeverSeenAndYouFollow(t *testing.T) {
 			t.Fatalf("a visitor's list carries you_follow: %v", u)
 		}
 	}
+}
+
+// The user that sign-up and sign-in answer with carries their own presence,
+// as /me does: a new account is offline and never seen; signing in while a
+// stream of theirs is open finds them online, and after it closes, offline
+// and last seen then.
+func TestSignInAnswersOwnPresence(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	type answer struct {
+		User  map[string]any `json:"user"`
+		Token string         `json:"token"`
+	}
+	var up answer
+	in.anon(t).must(http.StatusCreated, "POST", "/api/v1/users",
+		map[string]string{"login": "ada", "name": "Ada", "password": "password-ada"}, &up)
+	if online, ok := up.User["online"]; !ok || online != false {
+		t.Errorf("sign-up: online = %v (shown %v), want false", online, ok)
+	}
+	if seen, ok := up.User["last_seen"]; !ok || seen != nil {
+		t.Errorf("sign-up: last_seen = %v (shown %v), want null", seen, ok)
+	}
+
+	signIn := func() answer {
+		var out answer
+		in.anon(t).must(http.StatusOK, "POST", "/api/v1/sessions",
+			map[string]string{"login": "ada", "password": "password-ada"}, &out)
+		return out
+	}
+	ada := in.anon(t)
+	ada.token, ada.login = up.Token, "ada"
+	s := ada.connect()
+	in1 := signIn()
+	if in1.User["online"] != true || in1.User["last_seen"] == nil {
+		t.Errorf("sign-in with a stream open: online = %v, last_seen = %v; want true and a time", in1.User["online"], in1.User["last_seen"])
+	}
+	s.close()
+	testio.Eventually(t, 10*time.Second, func() string {
+		out := signIn()
+		if out.User["online"] != false || out.User["last_seen"] == nil {
+			return fmt.Sprintf("sign-in after the stream closed: online = %v, last_seen = %v; want false and a time", out.User["online"], out.User["last_seen"])
+		}
+		return ""
+	})
 }

@@ -83,7 +83,11 @@ func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
 	s.log.InfoContext(r.Context(), "signed up", "request_id", middleware.GetReqID(r.Context()), "uid", u.ID, "login", u.Login)
 	s.setSessionCookie(w, r, token)
 	noteUser(r.Context(), u.ID)
-	writeJSON(w, http.StatusCreated, map[string]any{"user": protocol.UserView{User: u}, "token": token})
+	// Presence would say so too: a stream makes a user online, and this
+	// one has never had one. Not asking spares an account, made already,
+	// an error answer when Redis stumbles now.
+	never := protocol.Presence{Online: false, LastSeen: nil}
+	writeJSON(w, http.StatusCreated, map[string]any{"user": protocol.UserView{User: u, Presence: &never}, "token": token})
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
@@ -97,9 +101,16 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.setSessionCookie(w, r, token)
 	noteUser(r.Context(), u.ID)
-	writeJSON(w, http.StatusOK, map[string]any{"user": protocol.UserView{User: u}, "token": token})
+	// Their own presence, as /me shows it: online while a stream of theirs
+	// is open elsewhere.
+	ps, err := s.presence.Presences(r.Context(), []int64{u.ID})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.setSessionCookie(w, r, token)
+	writeJSON(w, http.StatusOK, map[string]any{"user": protocol.UserView{User: u, Presence: &ps[0]}, "token": token})
 }
 
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
