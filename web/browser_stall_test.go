@@ -21,8 +21,8 @@ func connState(state string) string {
 
 // While Redis stalls with a page open, the indicator stops saying Live,
 // and a post fails within the client's 10 s timeout with a message, keeping
-// its text; once Redis answers again the indicator says Live and the same
-// post goes through.
+// its text; once Redis answers again the indicator says Live, the failure's
+// message goes, and the same post goes through.
 func TestBrowserRedisStall(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -84,6 +84,15 @@ func TestBrowserRedisStall(t *testing.T) {
 
 	srv.Resume()
 	p.waitUntil("Live again", 20*time.Second, connState("live"))
+	// The failure is old news once the connection is back: its message
+	// goes, the draft stays.
+	p.waitUntil("the failure's message gone", stepTimeout, `(() => {
+		const err = document.querySelector('[data-testid="composer-error"]');
+		return err.hidden ? '' : 'the composer still says ' + err.textContent;
+	})()`)
+	if got := eval[string](p, `document.querySelector(`+js(input)+`).value`); got != message {
+		t.Fatalf("the draft once live again: %q", got)
+	}
 	p.click(testID("composer-submit"))
 	p.waitUntil("the post went through", stepTimeout, `(() => {
 		const err = document.querySelector('[data-testid="composer-error"]:not([hidden])');

@@ -33,6 +33,7 @@ const ctx = {
   homeFeed: null,
   homeStale: false, // set after a follow: reload the feed on the next visit
   draft: '', // the composer's text, kept across pages
+  liveAgain: new Set(), // called each time the connection turns live, after a break too
   deleteStatus,
   followChanged,
   signedIn,

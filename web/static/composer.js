@@ -22,7 +22,16 @@ function failureText(err) {
   return err.message;
 }
 
-/** composer builds the form; ctx.draft keeps its text, ctx.homeFeed gets the post. */
+// unsentFailure: the post failed because Chorus could not be reached or
+// did not answer, which a live connection again makes old news.
+function unsentFailure(err) {
+  return err.code === 'timeout' || err.status === 0 || err.status >= 500;
+}
+
+/**
+ * composer builds the form; ctx.draft keeps its text, ctx.homeFeed gets the
+ * post. destroy() stops it listening to ctx.liveAgain.
+ */
 export function composer(ctx) {
   const input = h('textarea', {
     id: 'composer-input', name: 'message', rows: '3',
@@ -65,16 +74,27 @@ export function composer(ctx) {
   const refocus = () => {
     if (!touchScreen()) input.focus();
   };
-  const fail = (text) => {
+  // unsent: the error shown says the post could not be sent. Once the
+  // connection is live again it no longer holds, so it goes (the draft
+  // stays); a refusal (too long, too many) stays until the next try.
+  let unsent = false;
+  const fail = (text, connection = false) => {
     error.textContent = text;
     error.hidden = false;
+    unsent = connection;
     refocus();
   };
+  const onLive = () => {
+    if (unsent) error.hidden = true;
+    unsent = false;
+  };
+  ctx.liveAgain.add(onLive);
 
   const send = async () => {
     if (submit.disabled) return;
     const n = charCount(input.value);
     error.hidden = true;
+    unsent = false;
     if (n === 0) return fail('Write something first.');
     if (n > MAX_CHARS) return fail(`That is ${n} characters; a status can have at most ${MAX_CHARS}.`);
     submit.disabled = true;
@@ -89,7 +109,7 @@ export function composer(ctx) {
       announce('Posted.');
       refocus();
     } catch (err) {
-      fail(failureText(err));
+      fail(failureText(err), unsentFailure(err));
     } finally {
       input.readOnly = false;
       submit.disabled = false;
@@ -114,5 +134,5 @@ export function composer(ctx) {
     ev.preventDefault();
     send();
   });
-  return { el: form, input };
+  return { el: form, input, destroy: () => ctx.liveAgain.delete(onLive) };
 }

@@ -68,9 +68,13 @@ export class Session {
     header.signedIn(user, { tools: this.notes.el });
 
     const sidebar = this.sidebar;
+    let wasLive = false;
     const health = new Health((v) => {
       header.setConn(v);
-      sidebar.setLive(v.state === 'live');
+      const live = v.state === 'live';
+      sidebar.setLive(live);
+      if (live && !wasLive) ctx.liveAgain.forEach((f) => f());
+      wasLive = live;
     });
     this.health = health;
     setHealthHandler((ok) => health.setApi(ok));

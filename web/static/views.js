@@ -30,7 +30,7 @@ export function homeView(ctx) {
     heading: h1,
     composer: form.input,
     mounted: () => feed.rearm(),
-    destroy() {}, // the feed keeps living (and receiving frames) off-screen
+    destroy: () => form.destroy(), // the feed keeps living (and receiving frames) off-screen
   };
 }
 
