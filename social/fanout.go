@@ -172,7 +172,8 @@ func (s *Service) pushStatus(ctx context.Context, author, sid int64, payload str
 // of the next page of its author's followers' home timelines, telling those
 // it was taken from. A status its author posted once pulled was never
 // pushed: its first pass tells the followers connected through the
-// author's channel, and ends.
+// author's channel (once, by the worker whose pass moves the job), and
+// ends.
 func (s *Service) deletePass(ctx context.Context, j job) (passResult, error) {
 	k := s.keys
 	uid, sid, payload := j.uid, j.sid, j.payload
@@ -186,7 +187,9 @@ func (s *Service) deletePass(ctx context.Context, j job) (passResult, error) {
 			return passResult{}, err
 		}
 		if err == nil && float64(sid) >= since {
-			return passResult{finished: true}, s.bus.Publish(ctx, s.bus.AuthorChannel(uid), payload)
+			return passResult{finished: true, announce: func(ctx context.Context) error {
+				return s.bus.Publish(ctx, s.bus.AuthorChannel(uid), payload)
+			}}, nil
 		}
 	}
 	page, err := s.jobPage(ctx, k.followers(uid), j.cursor, "+inf")

@@ -222,6 +222,12 @@ type passResult struct {
 	next     job   // the job as the next pass is to read it, when not finished
 	reached  int64 // followers reached (post, delete, promote), followees looked at (refill), or lists (list_post, list_delete)
 	copied   int64 // statuses copied into a home timeline (refill)
+
+	// announce, when set, sends what follows from a pass that wrote nothing
+	// a second pass could see (a frame on a pulled author's channel): it
+	// runs only when this pass moved the job, so two workers running the
+	// same pass send it once.
+	announce func(context.Context) error
 }
 
 // pass runs one pass of the job whose hash is at key, and moves it on.
@@ -259,6 +265,11 @@ func (s *Service) pass(ctx context.Context, key string) (passResult, error) {
 	moved, err := s.advance(ctx, j, res)
 	if err != nil {
 		return passResult{}, err
+	}
+	if moved && res.announce != nil {
+		if err := res.announce(ctx); err != nil {
+			return passResult{}, fmt.Errorf("job %s: %w", key, err)
+		}
 	}
 	// A pass whose job another worker moved meanwhile wrote only what that
 	// worker wrote too; the next pass reads the job again.
