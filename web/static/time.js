@@ -111,14 +111,22 @@ export function refreshTimes(root = document, onlyFresh = false) {
   }
 }
 
-// A link around a compact time ("5m") is named in words for screen readers:
-// mark it data-spoken-time.
+// A link around a compact time ("5m") is also named in words for screen
+// readers: mark it data-spoken-time. The name starts with what it shows
+// ("5m, 5 minutes ago"), so that someone who says or types the visible text
+// to pick the link still finds it.
 function speak(el, d, now) {
   const link = el.parentElement;
-  if (link && 'spokenTime' in link.dataset) link.setAttribute('aria-label', spokenAge(d, now));
+  if (link && 'spokenTime' in link.dataset) link.setAttribute('aria-label', timeName(el.textContent, spokenAge(d, now)));
 }
 
-/** nameTimeLink names link, which holds a compact timeEl, by the time in words. */
+// timeName names a link that shows `shown` by the time in words, `spoken`:
+// what it shows first, unless the words say it already ("now", "just now").
+function timeName(shown, spoken) {
+  return spoken.toLowerCase().includes(shown.toLowerCase()) ? spoken : `${shown}, ${spoken}`;
+}
+
+/** nameTimeLink names link, which holds a compact timeEl, by what it shows and the time in words. */
 export function nameTimeLink(link) {
   link.dataset.spokenTime = '';
   const el = link.querySelector('time[data-rel]');
