@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -135,7 +136,8 @@ func TestBrowserPeopleFollowBack(t *testing.T) {
 }
 
 // Who to follow: carol follows ada; bob, whom ada follows, follows dan; the
-// sidebar says why each, and Follow marks the row.
+// sidebar says why each, and following one, there or on their profile,
+// takes them off the list.
 func TestBrowserPeopleSuggestions(t *testing.T) {
 	t.Parallel()
 	in := newEnv(t, social.Options{}).start()
@@ -163,11 +165,27 @@ func TestBrowserPeopleSuggestions(t *testing.T) {
 	btn := followToggle(testID("suggestions"), "dan")
 	p.waitUntil("Follow for dan", stepTimeout, buttonSays(btn, "Follow"))
 	p.click(btn)
-	p.waitUntil("Following dan", stepTimeout, buttonSays(btn, "Following"))
-	p.waitVisible(`[data-testid="suggestion"][data-login="dan"].is-followed`)
+	// The list is read again: dan leaves it, carol stays, and the focus
+	// stays in the panel.
+	p.waitUntil("dan gone from Who to follow", stepTimeout, suggested("carol"))
+	if !eval[bool](p, `document.querySelector('[data-testid="suggestions"]').contains(document.activeElement)`) {
+		t.Error("the focus left Who to follow with dan's row")
+	}
 	if u := ada.user("dan"); u.YouFollow == nil || !*u.YouFollow {
 		t.Fatal("the server does not say ada follows dan")
 	}
+	// Following from elsewhere, carol's profile, reads it again too.
+	p.followUI("carol")
+	p.goTo("/")
+	p.waitUntil("carol gone from Who to follow", stepTimeout, suggested())
+}
+
+// suggested is a check that Who to follow lists exactly logins, in order.
+func suggested(logins ...string) string {
+	return `(() => {
+		const got = [...document.querySelectorAll('[data-testid="suggestion"]')].map((r) => r.dataset.login).join(' ');
+		return got === ` + js(strings.Join(logins, " ")) + ` ? '' : 'suggested: ' + got;
+	})()`
 }
 
 // ada's page is open; bob follows her through the API: the bell counts one

@@ -158,7 +158,12 @@ export class Session {
       ctx.homeFeed.removeWhere((l) => sameLogin(l, login));
     }
     clearTimeout(this.friendsTimer);
-    this.friendsTimer = setTimeout(() => this.refreshFriends(), 300);
+    this.friendsTimer = setTimeout(() => {
+      this.refreshFriends();
+      // Who to follow no longer holds someone you follow now, and may
+      // hold someone you stopped following or whom they follow.
+      if (!this.closed) this.suggestions.load();
+    }, 300);
   }
 
   async refreshFriends() {

@@ -1,6 +1,7 @@
 // "Who to follow": GET /suggestions in the sidebar, each person with why
 // (they follow you, people you follow follow them, or they are popular)
-// and a Follow button. A row you follow stays, marked, until the next load.
+// and a Follow button. A row you follow is marked, and the list is read
+// again just after any follow or unfollow (session.js), which drops it.
 
 import { h, avatar, loginEl } from './dom.js';
 import { api } from './api.js';
@@ -26,6 +27,7 @@ export function reasonText(u) {
 export class Suggestions {
   constructor(ctx) {
     this.ctx = ctx;
+    this.pressed = false; // a row's button was pressed since the last load
     this.list = h('ul', { class: 'suggestion-list', 'aria-labelledby': 'suggest-heading' });
     this.note = h('p', { class: 'muted small' });
     // Open beside the feed; closed on a phone, where it would push the feed down.
@@ -43,9 +45,18 @@ export class Suggestions {
     try {
       const res = await api('GET', '/suggestions' + `?limit=${LIMIT}`);
       const users = res.users || [];
+      // Whoever just pressed Follow in a row that goes keeps the focus in
+      // the panel rather than losing it to the page (the button let go of
+      // it already while it was disabled, waiting for the server).
+      const active = document.activeElement;
+      const refocus = this.list.contains(active) || (this.pressed && (!active || active === document.body));
+      this.pressed = false;
       this.list.replaceChildren(...users.map((u) => this.row(u)));
       this.note.textContent = users.length ? '' : 'No suggestions right now.';
       this.el.hidden = users.length === 0;
+      if (refocus && !this.list.contains(document.activeElement)) {
+        (this.list.querySelector('[data-testid="follow-toggle"]') || this.group.querySelector('summary')).focus();
+      }
     } catch (err) {
       console.warn('suggestions:', err.message);
     }
@@ -55,7 +66,10 @@ export class Suggestions {
     learnName(u);
     const li = h('li', { class: 'suggestion', dataset: { testid: 'suggestion', login: u.login } });
     const action = followControl(this.ctx, { ...u, follows_you: u.reason === 'follows_you' || u.follows_you === true }, {
-      onChange: (following) => li.classList.toggle('is-followed', following),
+      onChange: (following) => {
+        li.classList.toggle('is-followed', following);
+        this.pressed = true;
+      },
     });
     li.append(
       h('a', { class: 'friend-link', href: profileHref(u.login) },
