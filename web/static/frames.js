@@ -30,7 +30,10 @@ export class Frames {
     }
     session.health.setService(true); // `ready` comes only from a server that can serve
     session.sidebar.setSnapshot(frame.online_friends);
-    // The counts fetched at sign-in predate this connection, so they left you out.
+    // The counts fetched at sign-in predate this connection, so they left
+    // you out; an instance may still serve those for a heartbeat interval,
+    // which the poll this sets outlasts.
+    session.siteCountsPace(frame.heartbeat_interval_ms);
     session.refreshSiteCounts();
   }
 

@@ -15,6 +15,11 @@ import { Notifications } from './notifications.js';
 import { homeEmpty } from './views.js';
 import { Frames } from './frames.js';
 
+// How often the site-wide counts are asked for before the stream's `ready`
+// says the server's heartbeat interval, and the least interval ever used.
+const COUNTS_EVERY_MS = 15000;
+const COUNTS_MIN_MS = 5000;
+
 /**
  * Session is built for user, then start()ed once the app holds it (what
  * it starts calls back into the app at once), and close()d for good.
@@ -37,6 +42,8 @@ export class Session {
     this.friendsKnown = false; // GET /friends answered once: unknown friends are new ones
     this.countsAt = 0;
     this.countsTimer = 0;
+    this.countsPoll = 0;
+    this.countsEvery = COUNTS_EVERY_MS; // until `ready` says the server's pace
     this.timers = [];
 
     const { ctx, header, aside } = app;
@@ -96,7 +103,7 @@ export class Session {
     this.refreshFriends();
     this.refreshSiteCounts();
     this.suggestions.load();
-    this.timers.push(setInterval(() => this.refreshSiteCounts(), 60000));
+    this.pollSiteCounts();
     // Frames sent while the stream was down are not replayed, so GET
     // /friends now and then keeps the panel whole.
     this.timers.push(setInterval(() => {
@@ -116,6 +123,7 @@ export class Session {
     this.frames.close();
     clearTimeout(this.friendsTimer);
     clearTimeout(this.countsTimer);
+    clearInterval(this.countsPoll);
     for (const tl of ctx.timelines) tl.destroy();
     ctx.timelines.clear();
     ctx.homeFeed = null;
@@ -200,12 +208,33 @@ export class Session {
   }
 
   /**
+   * siteCountsPace sets how often the site-wide counts are asked for to the
+   * server's heartbeat interval, heartbeatMs from `ready`: each instance
+   * counts afresh at most that often, so asking as often shows anyone who
+   * came online, friend or not, within about two intervals. Never more than
+   * once per COUNTS_MIN_MS, so the reads stay well inside the read limit.
+   */
+  siteCountsPace(heartbeatMs) {
+    if (!Number.isFinite(heartbeatMs) || heartbeatMs <= 0) return;
+    const every = Math.max(COUNTS_MIN_MS, heartbeatMs);
+    if (every === this.countsEvery) return;
+    this.countsEvery = every;
+    this.pollSiteCounts();
+  }
+
+  pollSiteCounts() {
+    clearInterval(this.countsPoll);
+    if (!this.closed) this.countsPoll = setInterval(() => this.refreshSiteCounts(), this.countsEvery);
+  }
+
+  /**
    * siteCountsSoon refreshes the site-wide counts after a friend came or
-   * went, at most every 15 s (the server recomputes them no more often).
+   * went, at most once per poll interval (the server recomputes them no
+   * more often).
    */
   siteCountsSoon() {
     if (this.countsTimer) return;
-    const wait = Math.max(0, this.countsAt + 15000 - Date.now());
+    const wait = Math.max(0, this.countsAt + this.countsEvery - Date.now());
     this.countsTimer = setTimeout(() => {
       if (this.closed) return;
       this.countsTimer = 0;
