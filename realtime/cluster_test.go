@@ -38,6 +38,11 @@ type memFeed struct {
 	home     map[int64][]social.Status // by reader, oldest first
 	pulls    map[int64][]int64         // the pulled authors each user follows
 	sessions map[string]int64          // session id → uid
+
+	// shortPages is how many of the next newest-first reads end early,
+	// empty, with an exact cursor under the statuses they looked at (as a
+	// home read past its pulled statuses' scan does): one status each.
+	shortPages int
 }
 
 var _ Feed = (*memFeed)(nil)
@@ -92,6 +97,12 @@ func (f *memFeed) HomeTimeline(_ context.Context, uid int64, c social.Cursor) (s
 	for _, st := range statuses {
 		if !keep(st) {
 			continue
+		}
+		if !c.Forward && f.shortPages > 0 {
+			f.shortPages--
+			next := st.ID + 1 // nothing above st was left unread: st comes next
+			page.NextBefore = &next
+			return page, nil
 		}
 		if len(page.Statuses) == c.Limit {
 			next := page.Statuses[len(page.Statuses)-1].ID
@@ -428,9 +439,16 @@ func TestHubCatchUpAfterFailover(t *testing.T) {
 // other's goes out (a post waiting out a failover) and then reaches no
 // subscriber, the stream's subscription being lost, is sent by the
 // catch-up, though it is older than the newest status the stream was sent.
-// A status posted before the stream opened is not.
+// A status posted before the stream opened is not. The catch-up reads on
+// past a page that ends early (a reader of many pulled authors).
 func TestCatchUpSendsSkippedStatuses(t *testing.T) {
 	t.Parallel()
+	for _, short := range []int{0, 2} {
+		t.Run(fmt.Sprintf("short pages %d", short), func(t *testing.T) { catchUpSendsSkipped(t, short) })
+	}
+}
+
+func catchUpSendsSkipped(t *testing.T, shortPages int) {
 	cluster := redistest.StartCluster(t, 3, 0)
 	rdb := redistest.ClusterClientOf(t, cluster.Addrs())
 	gate := &dialGate{open: make(chan struct{})}
@@ -464,6 +482,9 @@ func TestCatchUpSendsSkippedStatuses(t *testing.T) {
 	if n, err := e.feed.publish(ctx, channel, skipped); err != nil || n != 0 {
 		t.Fatalf("the skipped status reached %d subscribers (%v), want none", n, err)
 	}
+	e.feed.mu.Lock()
+	e.feed.shortPages = shortPages
+	e.feed.mu.Unlock()
 	close(gate.open)
 
 	got := statusesUntil(s, []int64{skipped.ID}, 20*time.Second)

@@ -398,24 +398,39 @@ func (c *conn) catchUp() bool {
 	return c.sendTimeline(c.newest)
 }
 
-// sendSkipped sends, oldest first, the statuses of the page of the home
-// timeline just under c.newest that this connection was not sent, down to
-// c.floor.
+// skippedReads bounds the reads of sendSkipped: a page of a reader of
+// many pulled authors may end early, short of timelinePage, at an exact
+// cursor, and the next read goes on from there.
+const skippedReads = 8
+
+// sendSkipped sends, oldest first, the statuses of the page's worth of the
+// home timeline just under c.newest that this connection was not sent, down
+// to c.floor.
 func (c *conn) sendSkipped() bool {
-	ctx, cancel := context.WithTimeout(c.life, resumeReadTimeout)
-	page, err := c.hub.feed.HomeTimeline(ctx, c.uid, social.Cursor{Limit: timelinePage, Before: c.newest})
-	cancel()
-	if err != nil {
-		return c.resumeFailed(err)
-	}
 	var skipped []social.Status
-	for _, st := range page.Statuses { // newest first
-		if st.ID <= c.floor {
+	before, looked := c.newest, 0
+	for reads := 0; reads < skippedReads && looked < timelinePage; reads++ {
+		ctx, cancel := context.WithTimeout(c.life, resumeReadTimeout)
+		page, err := c.hub.feed.HomeTimeline(ctx, c.uid, social.Cursor{Limit: timelinePage - looked, Before: before})
+		cancel()
+		if err != nil {
+			return c.resumeFailed(err)
+		}
+		floor := false
+		for _, st := range page.Statuses { // newest first
+			if st.ID <= c.floor {
+				floor = true
+				break
+			}
+			looked++
+			if !c.sent.has(st.ID) && !c.timeline.has(st.ID) {
+				skipped = append(skipped, st)
+			}
+		}
+		if floor || page.NextBefore == nil || *page.NextBefore <= c.floor {
 			break
 		}
-		if !c.sent.has(st.ID) && !c.timeline.has(st.ID) {
-			skipped = append(skipped, st)
-		}
+		before = *page.NextBefore
 	}
 	for _, st := range slices.Backward(skipped) {
 		if !c.sendOnce(st.ID, statusFrameJSON(st)) {
