@@ -17,6 +17,9 @@ const (
 	TypeFollowed      = "followed"
 	TypeService       = "service"
 	TypeError         = "error"
+
+	TypeNotification      = "notification"
+	TypeNotificationsRead = "notifications_read"
 )
 
 // Ready is the first frame of every stream, once.
@@ -25,6 +28,7 @@ type Ready struct {
 	User                UserView       `json:"user"` // with the user's own presence
 	HeartbeatIntervalMS int64          `json:"heartbeat_interval_ms"`
 	OnlineFriends       []OnlineFriend `json:"online_friends"`
+	UnreadNotifications int64          `json:"unread_notifications"`
 }
 
 // StatusFrame: a status has just entered the user's home timeline.
@@ -61,6 +65,19 @@ type Followed struct {
 	Type      string  `json:"type"` // TypeFollowed
 	User      UserRef `json:"user"`
 	YouFollow bool    `json:"you_follow"`
+}
+
+// NotificationFrame: a notification was stored for the user.
+type NotificationFrame struct {
+	Type         string       `json:"type"` // TypeNotification
+	Notification Notification `json:"notification"`
+}
+
+// NotificationsRead: a session of the user moved the read marker to
+// LastRead; every other session clears its unread marks up to it.
+type NotificationsRead struct {
+	Type     string `json:"type"` // TypeNotificationsRead
+	LastRead int64  `json:"last_read"`
 }
 
 // Service: whether the instance can serve (reach Redis). Sent on a change

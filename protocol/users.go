@@ -49,12 +49,60 @@ type OnlineFriend struct {
 	LastSeen time.Time `json:"last_seen"`
 }
 
-// Status is one posted message.
+// Status is one posted message, or a repost: a timeline entry of its own
+// (its own id, the reposter's uid, login and time, no message) carrying the
+// status reposted in RepostOf.
 type Status struct {
+	ID       int64      `json:"id"`
+	UID      int64      `json:"uid"`
+	Login    string     `json:"login"`
+	Name     string     `json:"name,omitempty"` // the author's, as it was at posting
+	Message  string     `json:"message"`
+	Posted   time.Time  `json:"posted"`
+	ReplyTo  *StatusRef `json:"reply_to"` // the status answered, null for none; it may be deleted since
+	Mentions []Mention  `json:"mentions"` // the users @mentioned, never null
+	Replies  int64      `json:"replies"`
+	Likes    int64      `json:"likes"`
+	Reposts  int64      `json:"reposts"`
+
+	// Liked and Reposted are the viewer's own state, for a signed-in viewer
+	// only (left out otherwise).
+	Liked    *bool `json:"liked,omitempty"`
+	Reposted *bool `json:"reposted,omitempty"`
+
+	RepostOf *Status `json:"repost_of,omitempty"` // a repost's original
+}
+
+// StatusRef names a status and its author: what a reply answers.
+type StatusRef struct {
+	ID    int64  `json:"id"`
+	UID   int64  `json:"uid"`
+	Login string `json:"login"`
+}
+
+// Mention is a user @mentioned in a status.
+type Mention struct {
+	UID   int64  `json:"uid"`
+	Login string `json:"login"`
+}
+
+// The kinds of notification.
+const (
+	NotifyFollowed  = "followed"
+	NotifyMentioned = "mentioned"
+	NotifyReplied   = "replied"
+	NotifyLiked     = "liked"
+	NotifyReposted  = "reposted"
+)
+
+// Notification is something that happened to a user: someone followed
+// them, mentioned them, replied to, liked or reposted their status. Status
+// is the status concerned (the reply or the mention for those kinds, the
+// user's own status for likes and reposts), null for a follow.
+type Notification struct {
 	ID      int64     `json:"id"`
-	UID     int64     `json:"uid"`
-	Login   string    `json:"login"`
-	Name    string    `json:"name,omitempty"` // the author's, as it was at posting
-	Message string    `json:"message"`
-	Posted  time.Time `json:"posted"`
+	Type    string    `json:"type"`
+	From    User      `json:"from"`
+	Status  *Status   `json:"status"`
+	Created time.Time `json:"created"`
 }

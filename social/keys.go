@@ -112,6 +112,27 @@ func (k keys) listStatuses(id int64) string { return k.listStatusesPrefix() + k.
 func (k keys) listsInPrefix() string        { return k.prefix + "list:in:" }
 func (k keys) listStatusesPrefix() string   { return k.prefix + "list:statuses:" }
 
+// s is the part of a status's conversation keys that keeps them in one
+// slot: its replies, likes and reposts.
+func (k keys) s(sid int64) string {
+	if k.cluster {
+		return "{s" + itoa(sid) + "}"
+	}
+	return itoa(sid)
+}
+
+// A status's conversation: replies:<sid> its direct replies (reply id ->
+// reply id), likes:<sid> who liked it (uid -> ms), reposts:<sid> who
+// reposted it (uid -> the repost's own id). liked:<uid> is what uid liked
+// (sid -> ms); home:reposts:<uid> the originals reposts brought into uid's
+// home timeline (original id -> repost id), so that a second repost of one
+// status does not come twice.
+func (k keys) replies(sid int64) string     { return k.prefix + "replies:" + k.s(sid) }
+func (k keys) likes(sid int64) string       { return k.prefix + "likes:" + k.s(sid) }
+func (k keys) reposts(sid int64) string     { return k.prefix + "reposts:" + k.s(sid) }
+func (k keys) liked(uid int64) string       { return k.prefix + "liked:" + k.u(uid) }
+func (k keys) homeReposts(uid int64) string { return k.prefix + "home:reposts:" + k.u(uid) }
+
 // Scripts that touch keys they only learn while running (a follower's home,
 // a followee's profile) build them from these prefixes.
 func (k keys) userPrefix() string           { return k.prefix + "user:" }

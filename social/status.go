@@ -35,7 +35,13 @@ var (
 	deleteAuthorScript = redis.NewScript(deleteAuthorSource)
 )
 
-var statusFields = []string{"id", "uid", "login", "message", "posted", "name"}
+// statusFields are the fields of a status hash that statusesByID reads, in
+// the order parseStatus takes them: a reply's "reply_to" (the id),
+// "reply_uid" and "reply_login", its "path" (the ids of its nearest
+// ancestors, oldest first, comma-separated), its "mentions" ("uid:login"
+// pairs, space-separated), and a repost's "repost_of".
+var statusFields = []string{"id", "uid", "login", "message", "posted", "name",
+	"reply_to", "reply_uid", "reply_login", "path", "mentions", "repost_of"}
 
 // ValidateMessage trims message and checks it against the API's rules.
 func ValidateMessage(message string) (string, error) {
@@ -282,14 +288,56 @@ func (s *Service) statusesByID(ctx context.Context, ids []int64) ([]Status, erro
 	}
 	out := make([]Status, 0, len(ids))
 	for _, c := range cmds {
-		v := c.Val()
-		str := func(i int) string { s, _ := v[i].(string); return s }
-		if str(0) == "" {
-			continue
+		if st, ok := parseStatus(c.Val()); ok {
+			out = append(out, st)
 		}
-		id, _ := strconv.ParseInt(str(0), 10, 64)
-		uid, _ := strconv.ParseInt(str(1), 10, 64)
-		out = append(out, Status{ID: id, UID: uid, Login: str(2), Message: str(3), Posted: unixMilli(str(4)), Name: str(5)})
 	}
 	return out, nil
+}
+
+// parseStatus reads a status hash's statusFields; ok is false for a status
+// that is not there (deleted). A repost's RepostOf holds only the
+// original's id (see Decorate).
+func parseStatus(v []any) (st Status, ok bool) {
+	str := func(i int) string { s, _ := v[i].(string); return s }
+	num := func(i int) int64 { n, _ := strconv.ParseInt(str(i), 10, 64); return n }
+	if str(0) == "" {
+		return Status{}, false
+	}
+	st = Status{ID: num(0), UID: num(1), Login: str(2), Message: str(3), Posted: unixMilli(str(4)), Name: str(5),
+		Mentions: parseMentions(str(10))}
+	if id := num(6); id != 0 {
+		st.ReplyTo = &protocol.StatusRef{ID: id, UID: num(7), Login: str(8)}
+	}
+	if id := num(11); id != 0 {
+		st.RepostOf = &Status{ID: id}
+	}
+	return st, true
+}
+
+// formatMentions is the status hash's "mentions" field for ms.
+func formatMentions(ms []protocol.Mention) string {
+	var b strings.Builder
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(itoa(m.UID))
+		b.WriteByte(':')
+		b.WriteString(m.Login)
+	}
+	return b.String()
+}
+
+// parseMentions reads a "mentions" field; never nil.
+func parseMentions(f string) []protocol.Mention {
+	ms := []protocol.Mention{}
+	for _, pair := range strings.Fields(f) {
+		id, login, _ := strings.Cut(pair, ":")
+		uid, err := strconv.ParseInt(id, 10, 64)
+		if err == nil && login != "" {
+			ms = append(ms, protocol.Mention{UID: uid, Login: login})
+		}
+	}
+	return ms
 }

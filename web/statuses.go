@@ -55,7 +55,29 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": st})
+	s.writeStatus(w, r, http.StatusOK, st)
+}
+
+// writeStatus answers {"status": st}, decorated for the viewer; a repost
+// whose original is gone is not found.
+func (s *Server) writeStatus(w http.ResponseWriter, r *http.Request, code int, st social.Status) {
+	sts, err := s.decorate(r, []social.Status{st})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(sts) == 0 {
+		s.writeError(w, r, social.ErrStatusNotFound)
+		return
+	}
+	writeJSON(w, code, map[string]any{"status": sts[0]})
+}
+
+// decorate fills in the counts, reposts' originals and the viewer's own
+// likes and reposts (see social.Service.Decorate).
+func (s *Server) decorate(r *http.Request, sts []social.Status) ([]social.Status, error) {
+	viewer, _ := viewerFrom(r.Context())
+	return s.social.Decorate(r.Context(), viewer.UID, sts)
 }
 
 func (s *Server) deleteStatus(w http.ResponseWriter, r *http.Request) {
@@ -99,6 +121,10 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, read func(soci
 	}
 	page, err := read(c)
 	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if page.Statuses, err = s.decorate(r, page.Statuses); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

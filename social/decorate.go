@@ -1,0 +1,69 @@
+package social
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Decorate fills in what statuses show beyond their hashes, in one round
+// trip: each repost's original, and each status's (a repost's: its
+// original's) reply, like and repost counts and, for viewer (0: no one
+// signed in), whether the viewer liked and reposted it. A repost whose
+// original is gone is left out: the original's deletion is taking its
+// reposts out (see the unrepost job).
+//
+// The counts are the cardinalities of the sets the writes add to and take
+// from, so they are exact whatever the writes raced.
+func (s *Service) Decorate(ctx context.Context, viewer int64, sts []Status) ([]Status, error) {
+	if len(sts) == 0 {
+		return sts, nil
+	}
+	k := s.keys
+	type reads struct {
+		original                *redis.SliceCmd
+		replies, likes, reposts *redis.IntCmd
+		liked, reposted         *redis.FloatCmd
+	}
+	rs := make([]reads, len(sts))
+	pipe := s.rdb.Pipeline()
+	for i, st := range sts {
+		t := st.ID
+		if st.RepostOf != nil {
+			t = st.RepostOf.ID
+			rs[i].original = pipe.HMGet(ctx, k.status(t), statusFields...)
+		}
+		rs[i].replies = pipe.ZCard(ctx, k.replies(t))
+		rs[i].likes = pipe.ZCard(ctx, k.likes(t))
+		rs[i].reposts = pipe.ZCard(ctx, k.reposts(t))
+		if viewer != 0 {
+			rs[i].liked = pipe.ZScore(ctx, k.likes(t), itoa(viewer))
+			rs[i].reposted = pipe.ZScore(ctx, k.reposts(t), itoa(viewer))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("decorate statuses: %w", err)
+	}
+	out := sts[:0]
+	for i, st := range sts {
+		r := rs[i]
+		target := &st
+		if r.original != nil {
+			orig, ok := parseStatus(r.original.Val())
+			if !ok || orig.RepostOf != nil {
+				continue
+			}
+			st.RepostOf = &orig
+			target = st.RepostOf
+		}
+		target.Replies, target.Likes, target.Reposts = r.replies.Val(), r.likes.Val(), r.reposts.Val()
+		if viewer != 0 {
+			liked, reposted := r.liked.Err() == nil, r.reposted.Err() == nil
+			target.Liked, target.Reposted = &liked, &reposted
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
