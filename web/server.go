@@ -162,6 +162,7 @@ func (s *Server) routes() chi.Router {
 			r.With(s.readLimit()).Get("/users/{login}/followers", s.followers)
 			r.With(s.readLimit()).Get("/users/{login}/following", s.following)
 			r.With(s.readLimit()).Get("/statuses/{id}", s.status)
+			r.With(s.readLimit()).Get("/statuses/{id}/context", s.statusContext)
 			r.With(s.readLimit()).Get("/timelines/global", s.globalTimeline)
 			r.With(s.readLimit()).Get("/lists/{id}", s.list)
 			r.With(s.readLimit()).Get("/lists/{id}/members", s.listMembers)
