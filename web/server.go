@@ -183,6 +183,9 @@ func (s *Server) routes() chi.Router {
 			r.Delete("/statuses/{id}", s.deleteStatus)
 			r.With(s.readLimit()).Get("/timelines/home", s.homeTimeline)
 			r.With(s.readLimit()).Get("/lists", s.myLists)
+			r.With(s.readLimit()).Get("/notifications", s.notifications)
+			r.With(s.readLimit()).Get("/notifications/unread", s.unreadNotifications)
+			r.With(s.readLimit()).Put("/notifications/read", s.readNotifications)
 			r.Group(func(r chi.Router) {
 				r.Use(s.listLimit())
 				r.Post("/lists", s.createList)
