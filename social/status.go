@@ -248,10 +248,13 @@ func (s *Service) Status(ctx context.Context, id int64) (Status, error) {
 // timelines of lists that hold its author are cleaned by background jobs
 // whose first passes run before it returns. As with Post, the jobs are
 // queued first, and a worker finishes a deletion its instance left part way.
+// A third job takes out the status's likes and reposts (every repost entry
+// deleted in turn), or, for a repost entry, its claim (dropReactionsPass).
 func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	k := s.keys
 	pipe := s.rdb.Pipeline()
 	owner := pipe.HGet(ctx, k.status(id), "uid")
+	repostOf := pipe.HGet(ctx, k.status(id), "repost_of")
 	inLists := pipe.ZCard(ctx, k.listsIn(uid))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("delete status %d: %w", id, err)
@@ -280,6 +283,8 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 		listJob = k.job(cleanup.id())
 		s.queueJob(ctx, pipe, cleanup, inputsPending)
 	}
+	of, _ := repostOf.Int64()
+	reactionsJob := s.queueDropReactions(ctx, pipe, uid, id, of, string(payload))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
@@ -289,13 +294,14 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	if err := s.writeDelete(ctx, uid, id, payload); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	if err := s.markReady(ctx, homeJob, listJob); err != nil {
+	if err := s.markReady(ctx, homeJob, listJob, reactionsJob); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
 	s.inlinePass(ctx, homeJob)
 	if listJob != "" {
 		s.inlinePass(ctx, listJob)
 	}
+	s.inlinePass(ctx, reactionsJob)
 	return nil
 }
 
