@@ -32,6 +32,8 @@ type frame struct {
 	Message  string      `json:"message"`
 	// YouFollow is the followed frame's.
 	YouFollow *bool `json:"you_follow"`
+	// Timeline is the watching frame's.
+	Timeline string `json:"timeline"`
 }
 
 func (f frame) login(tb testing.TB) string {
