@@ -15,6 +15,7 @@ const (
 	TypePresence      = "presence"
 	TypeFriendRemoved = "friend_removed"
 	TypeFollowed      = "followed"
+	TypeProfile       = "profile"
 	TypeService       = "service"
 	TypeError         = "error"
 
@@ -66,6 +67,12 @@ type Followed struct {
 	Type      string  `json:"type"` // TypeFollowed
 	User      UserRef `json:"user"`
 	YouFollow bool    `json:"you_follow"`
+}
+
+// ProfileFrame: a user (the stream's own, or a friend) changed their name.
+type ProfileFrame struct {
+	Type string  `json:"type"` // TypeProfile
+	User UserRef `json:"user"`
 }
 
 // NotificationFrame: a notification was stored for the user.

@@ -14,6 +14,7 @@ import (
 
 	"chorus/bus"
 	"chorus/internal/slots"
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
@@ -124,6 +125,12 @@ type Options struct {
 	// gives presence's AnnounceFriendship). Its failure is logged: the
 	// follow stands. Nil: nobody is told.
 	Befriended func(ctx context.Context, a, b int64) error
+
+	// ProfileChanged is told of a user's new name, with the profile frame
+	// that tells of it, to pass the frame on to the user's friends
+	// connected now (the wiring gives presence's AnnounceProfile). Its
+	// failure is logged: the name is changed. Nil: nobody is told.
+	ProfileChanged func(ctx context.Context, user protocol.UserRef, frame []byte) error
 
 	// Logger takes the failures of work nobody waits for (an inline
 	// fan-out pass a worker will retry, a frame that tells of a change

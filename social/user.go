@@ -48,7 +48,7 @@ var (
 	signinOKScript = redis.NewScript(signinOKSource)
 )
 
-var userFields = []string{"id", "login", "name", "followers", "following", "posts", "signup"}
+var userFields = []string{"id", "login", "name", "followers", "following", "posts", "signup", "bio"}
 
 // ValidLogin reports whether login has the form the API accepts.
 func ValidLogin(login string) bool { return loginPattern.MatchString(login) }
@@ -556,7 +556,7 @@ func parseUser(vals []any) (User, bool) {
 	return User{
 		ID: num(0), Login: str(1), Name: str(2),
 		Followers: num(3), Following: num(4), Posts: num(5),
-		Signup: unixMilli(str(6)),
+		Signup: unixMilli(str(6)), Bio: str(7),
 	}, true
 }
 

@@ -40,6 +40,9 @@ type Limits struct {
 	// lists (every GET of the API but the stream and the searches), per
 	// signed-in user, or per client address for visitors.
 	ReadsPerClient redis_rate.Limit
+	// ProfileEditsPerUser bounds PATCH /me per signed-in user: each new
+	// name is told to the user's connected friends.
+	ProfileEditsPerUser redis_rate.Limit
 }
 
 // limitCounters count the requests each limit refused, for /metrics.
@@ -47,6 +50,7 @@ type limitCounters struct {
 	signUp, signIn, posts, follows, lists, searches, reads atomic.Int64
 	streamOpens, streamOpensAddress                        atomic.Int64
 	deadlines                                              atomic.Int64 // requests answered 503 past their deadline
+	profiles                                               atomic.Int64
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -139,6 +143,13 @@ func (s *Server) listLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "list", limit: s.limits.ListWritesPerUser, refused: &s.limitStats.lists, key: byViewer,
 		message: "You are changing lists too fast.",
+	})
+}
+
+func (s *Server) profileLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "profile", limit: s.limits.ProfileEditsPerUser, refused: &s.limitStats.profiles, key: byViewer,
+		message: "You are editing your profile too often.",
 	})
 }
 

@@ -51,6 +51,7 @@ type config struct {
 	ListLimit         redis_rate.Limit // per user
 	SearchLimit       redis_rate.Limit // per user, or address for visitors
 	ReadLimit         redis_rate.Limit // per user, or address for visitors
+	ProfileLimit      redis_rate.Limit // per user
 	MaxStreamsPerUser int
 	StreamFrameLimit  redis_rate.Limit // per stream, counted in memory
 	ResumeLimit       redis_rate.Limit // per user, all their streams together
@@ -84,6 +85,7 @@ var (
 	defaultListLimit        = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
 	defaultSearchLimit      = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
 	defaultReadLimit        = redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
+	defaultProfileLimit     = redis_rate.Limit{Rate: 30, Period: time.Hour, Burst: 10}
 	defaultStreamFrameLimit = redis_rate.Limit{Rate: int(realtime.DefaultFrameRate), Period: time.Second, Burst: realtime.DefaultFrameBurst}
 	// A page sends a resume as its stream opens and once its first page of
 	// the home timeline is in: two per tab, with room for ten tabs at once.
@@ -114,6 +116,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		StreamFrameLimit: defaultStreamFrameLimit, ResumeLimit: defaultResumeLimit,
 		StreamOpenLimit: defaultStreamOpenLimit, StreamOpenAddressLimit: defaultStreamOpenAddressLimit,
 		SignInAccount: defaultSignInAccount, ReadLimit: defaultReadLimit,
+		ProfileLimit: defaultProfileLimit,
 	}
 	var origins, proxies string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
@@ -208,6 +211,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.ResumeLimit, "resume-limit", "CHORUS_RESUME_LIMIT", "resume frames per user, all their streams on every instance together; over it the client gets an error frame"},
 		{&c.StreamOpenLimit, "stream-open-limit", "CHORUS_STREAM_OPEN_LIMIT", "streams opened per user; over it 429"},
 		{&c.StreamOpenAddressLimit, "stream-open-address-limit", "CHORUS_STREAM_OPEN_ADDRESS_LIMIT", "streams opened per client address, any user; over it 429"},
+		{&c.ProfileLimit, "profile-limit", "CHORUS_PROFILE_LIMIT", "profile edits (name, bio) per user"},
 	}
 	for _, r := range rates {
 		if raw := getenv(r.env); raw != "" {
