@@ -159,5 +159,9 @@ const (
 type Internal struct {
 	Type    string `json:"type"`
 	Session string `json:"session,omitempty"` // TypeSessionEnded's
-	Author  int64  `json:"author,omitempty"`  // TypePullAdded's and TypePullRemoved's
+	// Ended marks a TypeSessionEnded of a session ended by a change to its
+	// account (a new password, a sign-in past the sessions a user holds)
+	// rather than signed out: its streams close with ReasonSessionEnded.
+	Ended  bool  `json:"ended,omitempty"`
+	Author int64 `json:"author,omitempty"` // TypePullAdded's and TypePullRemoved's
 }

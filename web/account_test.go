@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -11,6 +12,8 @@ import (
 
 	"chorus/social"
 	"chorus/web"
+
+	"github.com/coder/websocket"
 )
 
 // searchLogins returns the logins a user search for q finds, as c.
@@ -159,4 +162,117 @@ func TestEditProfileLimit(t *testing.T) {
 	if got := in.metric(t, "chorus_rate_limited_total", `limit="profile"`); got != 1 {
 		t.Fatalf("chorus_rate_limited_total{limit=profile} = %v, want 1", got)
 	}
+}
+
+// signIn opens another session of login (password "password-<login>", as
+// signUp makes them) on this instance.
+func (in *instance) signIn(tb testing.TB, login string) *client {
+	tb.Helper()
+	c := in.anon(tb)
+	var out struct {
+		User  userJSON `json:"user"`
+		Token string   `json:"token"`
+	}
+	c.must(http.StatusOK, "POST", "/api/v1/sessions", map[string]string{"login": login, "password": "password-" + login}, &out)
+	c.token, c.login, c.id = out.Token, out.User.Login, out.User.ID
+	return c
+}
+
+// closeReason waits for the server to close s and returns the code and
+// reason it gave.
+func (s *stream) closeReason(within time.Duration) (websocket.StatusCode, string) {
+	s.tb.Helper()
+	code := s.closedWith(within)
+	var ce websocket.CloseError
+	if !errors.As(s.closeErr, &ce) {
+		return code, ""
+	}
+	return code, ce.Reason
+}
+
+// A new password ends every other session of the user at once, their
+// streams on either instance closed with 1008 "session ended"; the session
+// that asked, and its stream, stay.
+func TestChangePasswordAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	in1, in2 := e.start(), e.start()
+	ada := in1.signUp(t, "ada")
+	onTwo := in2.signIn(t, "ada")
+	onOne := in1.signIn(t, "ada")
+	bob := in2.signUp(t, "bob")
+	mine := ada.connect()
+	others := []*stream{onTwo.connect(), onOne.connect()}
+	bobs := bob.connect()
+
+	ada.must(http.StatusNoContent, "PUT", "/api/v1/me/password", map[string]string{"current": "password-ada", "new": "violin-case-77"}, nil)
+	for i, s := range others {
+		if code, reason := s.closeReason(10 * time.Second); code != websocket.StatusPolicyViolation || reason != "session ended" {
+			t.Fatalf("other session %d's stream closed %d %q, want 1008 \"session ended\"", i, code, reason)
+		}
+	}
+	for _, c := range []*client{onTwo, onOne} {
+		if res := c.do("GET", "/api/v1/me", nil); res.Status != http.StatusUnauthorized {
+			t.Fatalf("an ended session reads /me: %d", res.Status)
+		}
+	}
+	ada.must(http.StatusOK, "GET", "/api/v1/me", nil, nil)
+	mine.send(map[string]string{"type": "heartbeat"})
+	bob.post("still here")
+	if f := bobs.nextOf("status", 10*time.Second); f.Status == nil || f.Status.Message != "still here" {
+		t.Fatalf("bob's stream got %+v", f)
+	}
+	select {
+	case <-mine.done:
+		t.Fatalf("the asking session's stream closed: %v", mine.closeErr)
+	default:
+	}
+	if res := in2.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": "ada", "password": "password-ada"}); res.Status != http.StatusUnauthorized {
+		t.Fatalf("the old password signs in: %d", res.Status)
+	}
+	in2.anon(t).must(http.StatusOK, "POST", "/api/v1/sessions", map[string]string{"login": "ada", "password": "violin-case-77"}, nil)
+}
+
+// Every bad password change is refused in the API's error shape and changes
+// nothing; wrong current passwords count as failed sign-ins.
+func TestChangePasswordBadInput(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{SignInFailures: 3}).start()
+	ada := in.signUp(t, "ada")
+	other := in.signIn(t, "ada")
+	anon := in.anon(t)
+	good := "violin-case-77"
+	for _, tc := range []struct {
+		name   string
+		c      *client
+		body   any
+		status int
+		code   string
+	}{
+		{"no session", anon, map[string]string{"current": "password-ada", "new": good}, 401, "not_signed_in"},
+		{"not JSON", ada, "current=x", 400, "invalid_json"},
+		{"new a number", ada, map[string]any{"current": "password-ada", "new": 12345678}, 400, "invalid_json"},
+		{"no new", ada, map[string]string{"current": "password-ada"}, 400, "invalid_password"},
+		{"new too short", ada, map[string]string{"current": "password-ada", "new": "short"}, 400, "invalid_password"},
+		{"new too long", ada, map[string]string{"current": "password-ada", "new": strings.Repeat("x", social.MaxPasswordBytes+1)}, 400, "invalid_password"},
+		{"new common", ada, map[string]string{"current": "password-ada", "new": "password123"}, 400, "invalid_password"},
+		{"too large", ada, `{"current": "` + strings.Repeat("x", 70<<10) + `"}`, 413, "too_large"},
+		{"no current", ada, map[string]string{"new": good}, 401, "invalid_credentials"},
+		{"wrong current", ada, map[string]string{"current": "password-bob", "new": good}, 401, "invalid_credentials"},
+		{"wrong current again", ada, map[string]string{"current": "password-ada!", "new": good}, 401, "invalid_credentials"},
+		{"past the failures", ada, map[string]string{"current": "password-ada", "new": good}, 429, "rate_limited"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := tc.c.do("PUT", "/api/v1/me/password", tc.body)
+			if res.Status != tc.status || res.errorCode(t) != tc.code {
+				t.Fatalf("got %d %s, want %d %s", res.Status, res.Body, tc.status, tc.code)
+			}
+		})
+	}
+	// Nothing changed: both sessions live. The wrong current passwords were
+	// failed sign-ins from this address: a sign-in from it is refused too.
+	ada.must(http.StatusOK, "GET", "/api/v1/me", nil, nil)
+	other.must(http.StatusOK, "GET", "/api/v1/me", nil, nil)
+	refused(t, "a sign-in after three wrong current passwords",
+		in.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": "ada", "password": "password-ada"}))
 }

@@ -59,6 +59,7 @@ type config struct {
 	PasswordHashWait  time.Duration
 	InactiveAfter     time.Duration
 	PullThreshold     int
+	SessionsPerUser   int
 
 	// Stream opens: per user, and per client address.
 	StreamOpenLimit        redis_rate.Limit
@@ -150,6 +151,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.MaxStreamsPerUser, "max-streams-per-user", "CHORUS_MAX_STREAMS_PER_USER", presence.DefaultMaxConnsPerUser, "most streams one user holds at once, on all instances together"},
 		{&c.PullThreshold, "pull-threshold", "CHORUS_PULL_THRESHOLD", social.DefaultPullThreshold, "follower count (or count of lists holding them) from which an author's statuses are pulled by readers rather than pushed to their home timelines and lists; 0: never"},
 		{&c.InProcessLimitFactor, "in-process-limit-factor", "CHORUS_IN_PROCESS_LIMIT_FACTOR", web.DefaultGateFactor, "in front of each rate limit counted in Redis, an in-process one per client (session, or address) this many times it, which refuses a flood without a Redis call; 0: none"},
+		{&c.SessionsPerUser, "sessions-per-user", "CHORUS_SESSIONS_PER_USER", social.DefaultMaxSessionsPerUser, "most sessions (signed-in devices) one user holds; signing in past it ends the oldest"},
 		{&c.PasswordHashers, "password-hashers", "CHORUS_PASSWORD_HASHERS", 0, "passwords hashed or checked at once; 0: half the CPUs, at least 1"},
 	}
 	for _, n := range ints {
@@ -262,6 +264,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		return c, fmt.Errorf("-max-connections-per-address must be 0 or more, got %d", c.MaxConnsPerAddress)
 	case c.InProcessLimitFactor < 0:
 		return c, fmt.Errorf("-in-process-limit-factor must be 0 or more, got %d", c.InProcessLimitFactor)
+	case c.SessionsPerUser <= 0:
+		return c, fmt.Errorf("-sessions-per-user must be positive, got %d", c.SessionsPerUser)
 	case c.PasswordHashers < 0:
 		return c, fmt.Errorf("-password-hashers must be 0 or more, got %d", c.PasswordHashers)
 	case c.SignInFailures.IsZero():

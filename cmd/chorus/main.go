@@ -121,6 +121,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			HashWait:            cfg.PasswordHashWait,
 			InactiveAfter:       orNever(cfg.InactiveAfter),
 			PullThreshold:       orNever(cfg.PullThreshold),
+			MaxSessionsPerUser:  cfg.SessionsPerUser,
 		},
 		Presence: presence.Options{
 			Window: cfg.OnlineWindow, HeartbeatInterval: cfg.HeartbeatInterval,
