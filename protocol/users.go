@@ -7,6 +7,7 @@ type User struct {
 	ID        int64     `json:"id"`
 	Login     string    `json:"login"`
 	Name      string    `json:"name"`
+	Bio       string    `json:"bio"` // plain text, "" for none; never HTML
 	Followers int64     `json:"followers"`
 	Following int64     `json:"following"`
 	Posts     int64     `json:"posts"`

@@ -41,8 +41,9 @@ const (
 	closeIdle
 	// closeSignedOut: the stream's session was signed out.
 	closeSignedOut
-	// closeSessionEnded: the stream's session was found gone by a check, or
-	// predates a user created anew under its uid.
+	// closeSessionEnded: the stream's session was found gone by a check,
+	// was ended by a change to its account (a new password), or predates a
+	// user created anew under its uid.
 	closeSessionEnded
 )
 

@@ -47,6 +47,10 @@ func (k keys) seen() string               { return k.prefix + "users:seen" }
 func (k keys) user(uid int64) string      { return k.prefix + "user:" + k.u(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
 
+// sessions is uid's index of their sessions (session id -> when opened,
+// ms), in uid's slot.
+func (k keys) sessions(uid int64) string { return k.prefix + "sessions:" + k.u(uid) }
+
 // searchIndexLowerBuilt marked an index built before its terms were
 // folded; a build that folds them deletes it.
 func (k keys) searchIndexLowerBuilt() string {
