@@ -28,6 +28,8 @@ type config struct {
 	AllowedOrigins    []string
 	TrustedProxies    []netip.Prefix
 	LogFormat         string
+	Registrations     string   // who may sign up: social.RegistrationsOpen, Approval or Closed
+	Admins            []string // logins that may act as admins
 	ShutdownTimeout   time.Duration
 	MaxStreams        int
 	MaxConnections    int
@@ -119,7 +121,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		SignInAccount: defaultSignInAccount, ReadLimit: defaultReadLimit,
 		ProfileLimit: defaultProfileLimit,
 	}
-	var origins, proxies string
+	var origins, proxies, admins string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
 	// Errors are returned, not printed; the flag list is printed when asked
 	// for.
@@ -137,6 +139,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 	fs.StringVar(&origins, "allowed-origins", env("CHORUS_ALLOWED_ORIGINS", ""), "comma-separated extra origins allowed for WebSockets and cookie writes (CHORUS_ALLOWED_ORIGINS)")
 	fs.StringVar(&proxies, "trusted-proxies", env("CHORUS_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR blocks of proxies whose X-Forwarded-For names the client (CHORUS_TRUSTED_PROXIES)")
 	fs.StringVar(&c.LogFormat, "log-format", env("CHORUS_LOG_FORMAT", "text"), "log format: text or json (CHORUS_LOG_FORMAT)")
+	fs.StringVar(&c.Registrations, "registrations", env("CHORUS_REGISTRATIONS", social.RegistrationsOpen), "who may sign up: open (anyone), approval (anyone, signing in once an admin approves) or closed (CHORUS_REGISTRATIONS)")
+	fs.StringVar(&admins, "admins", env("CHORUS_ADMINS", ""), "comma-separated logins of the site's admins, who approve sign-ups and read the audit log (CHORUS_ADMINS)")
 	fs.BoolVar(&c.ShowVersion, "version", false, "print the version, VCS revision and Go version of this build, and exit")
 
 	ints := []struct {
@@ -242,6 +246,17 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		if o = strings.TrimSpace(o); o != "" {
 			c.AllowedOrigins = append(c.AllowedOrigins, o)
 		}
+	}
+	for _, a := range strings.Split(admins, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		} else if !social.ValidLogin(a) {
+			return c, fmt.Errorf("-admins: %q is not a login", a)
+		}
+		c.Admins = append(c.Admins, a)
+	}
+	if !social.ValidRegistrations(c.Registrations) {
+		return c, fmt.Errorf("-registrations must be open, approval or closed, got %q", c.Registrations)
 	}
 	var err error
 	if c.TrustedProxies, err = web.ParseProxies(proxies); err != nil {

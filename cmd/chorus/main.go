@@ -122,6 +122,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			InactiveAfter:       orNever(cfg.InactiveAfter),
 			PullThreshold:       orNever(cfg.PullThreshold),
 			MaxSessionsPerUser:  cfg.SessionsPerUser,
+			Registrations:       cfg.Registrations,
+			Admins:              cfg.Admins,
 		},
 		Presence: presence.Options{
 			Window: cfg.OnlineWindow, HeartbeatInterval: cfg.HeartbeatInterval,
