@@ -115,6 +115,7 @@ func (m *Metrics) register(s *Server) {
 		"signin_account_failures": &sc.SignInsCeiling,
 		"read":                    &s.limitStats.reads,
 		"profile":                 &s.limitStats.profiles,
+		"export":                  &s.limitStats.exports,
 		"user_sessions":           &sc.SessionsEvicted,
 	} {
 		m.reg.MustRegister(refusals(name, n))

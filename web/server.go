@@ -174,6 +174,7 @@ func (s *Server) routes() chi.Router {
 			r.With(s.readLimit()).Get("/me", s.me)
 			r.With(s.profileLimit()).Patch("/me", s.editProfile)
 			r.Put("/me/password", s.changePassword)
+			r.With(s.exportLimit()).Get("/me/export", s.exportAccount)
 			r.With(s.readLimit()).Get("/admin/approvals", s.pendingUsers)
 			r.Put("/admin/approvals/{login}", s.approve)
 			r.With(s.readLimit()).Get("/admin/log", s.auditLog)

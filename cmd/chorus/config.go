@@ -54,6 +54,7 @@ type config struct {
 	SearchLimit       redis_rate.Limit // per user, or address for visitors
 	ReadLimit         redis_rate.Limit // per user, or address for visitors
 	ProfileLimit      redis_rate.Limit // per user
+	ExportLimit       redis_rate.Limit // per user
 	MaxStreamsPerUser int
 	StreamFrameLimit  redis_rate.Limit // per stream, counted in memory
 	ResumeLimit       redis_rate.Limit // per user, all their streams together
@@ -89,6 +90,7 @@ var (
 	defaultSearchLimit      = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
 	defaultReadLimit        = redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
 	defaultProfileLimit     = redis_rate.Limit{Rate: 30, Period: time.Hour, Burst: 10}
+	defaultExportLimit      = redis_rate.Limit{Rate: 2, Period: time.Hour, Burst: 2}
 	defaultStreamFrameLimit = redis_rate.Limit{Rate: int(realtime.DefaultFrameRate), Period: time.Second, Burst: realtime.DefaultFrameBurst}
 	// A page sends a resume as its stream opens and once its first page of
 	// the home timeline is in: two per tab, with room for ten tabs at once.
@@ -119,7 +121,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		StreamFrameLimit: defaultStreamFrameLimit, ResumeLimit: defaultResumeLimit,
 		StreamOpenLimit: defaultStreamOpenLimit, StreamOpenAddressLimit: defaultStreamOpenAddressLimit,
 		SignInAccount: defaultSignInAccount, ReadLimit: defaultReadLimit,
-		ProfileLimit: defaultProfileLimit,
+		ProfileLimit: defaultProfileLimit, ExportLimit: defaultExportLimit,
 	}
 	var origins, proxies, admins string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
@@ -218,6 +220,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.StreamOpenLimit, "stream-open-limit", "CHORUS_STREAM_OPEN_LIMIT", "streams opened per user; over it 429"},
 		{&c.StreamOpenAddressLimit, "stream-open-address-limit", "CHORUS_STREAM_OPEN_ADDRESS_LIMIT", "streams opened per client address, any user; over it 429"},
 		{&c.ProfileLimit, "profile-limit", "CHORUS_PROFILE_LIMIT", "profile edits (name, bio) per user"},
+		{&c.ExportLimit, "export-limit", "CHORUS_EXPORT_LIMIT", "account exports (GET /me/export) per user"},
 	}
 	for _, r := range rates {
 		if raw := getenv(r.env); raw != "" {
