@@ -189,6 +189,9 @@ const (
 	TypePullAdded = "pull_added"
 	// TypePullRemoved: the user stopped following Author.
 	TypePullRemoved = "pull_removed"
+	// TypeAccountSuspended closes every stream of the user, on every
+	// instance: an admin suspended the account.
+	TypeAccountSuspended = "account_suspended"
 )
 
 // Internal is a message of the internal types.

@@ -12,6 +12,10 @@ type User struct {
 	Following int64     `json:"following"`
 	Posts     int64     `json:"posts"`
 	Signup    time.Time `json:"signup"`
+
+	// Suspended is set on an account an admin suspended, as admins read
+	// it; no one else reads a suspended account.
+	Suspended bool `json:"suspended,omitempty"`
 }
 
 // UserRef is the short form of a user, in frames about someone:

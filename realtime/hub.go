@@ -378,6 +378,11 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 			}
 		}
 		return
+	case protocol.TypeAccountSuspended:
+		for c := range u.conns {
+			h.endSession(c, closeSuspended)
+		}
+		return
 	case protocol.TypeUserCreated:
 		// Every connection under this uid predates the user: it was opened
 		// by a user Redis has since lost. Closed before this event is done,

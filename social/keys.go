@@ -44,6 +44,7 @@ func (k keys) searchIndex() string        { return k.prefix + "users:search" }
 func (k keys) searchIndexBuilt() string   { return k.prefix + "users:search:folded" }
 func (k keys) popular() string            { return k.prefix + "users:by_followers" }
 func (k keys) seen() string               { return k.prefix + "users:seen" }
+func (k keys) suspended() string          { return k.prefix + "users:suspended" }
 func (k keys) user(uid int64) string      { return k.prefix + "user:" + k.u(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ var (
 	signinOKScript = redis.NewScript(signinOKSource)
 )
 
-var userFields = []string{"id", "login", "name", "followers", "following", "posts", "signup", "bio"}
+var userFields = []string{"id", "login", "name", "followers", "following", "posts", "signup", "bio", "suspended"}
 
 // ValidLogin reports whether login has the form the API accepts.
 func ValidLogin(login string) bool { return loginPattern.MatchString(login) }
@@ -318,6 +319,9 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 		}
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 	}
+	if u.Suspended {
+		return User{}, "", ErrSuspended
+	}
 	token, err := s.openSession(ctx, u.ID)
 	if err != nil {
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
@@ -583,6 +587,13 @@ func (s *Service) UID(ctx context.Context, login string) (int64, error) {
 // usersByID reads users in one round trip, in the order given, leaving out
 // those that do not exist.
 func (s *Service) usersByID(ctx context.Context, ids []int64) ([]User, error) {
+	users, err := s.usersByIDAll(ctx, ids)
+	return slices.DeleteFunc(users, func(u User) bool { return u.Suspended }), err
+}
+
+// usersByIDAll reads users as usersByID does, suspended accounts included:
+// for the admins.
+func (s *Service) usersByIDAll(ctx context.Context, ids []int64) ([]User, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -612,7 +623,7 @@ func parseUser(vals []any) (User, bool) {
 	return User{
 		ID: num(0), Login: str(1), Name: str(2),
 		Followers: num(3), Following: num(4), Posts: num(5),
-		Signup: unixMilli(str(6)), Bio: str(7),
+		Signup: unixMilli(str(6)), Bio: str(7), Suspended: str(8) != "",
 	}, true
 }
 
