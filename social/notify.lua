@@ -34,7 +34,10 @@ if over > 0 then
   for _, old in ipairs(redis.call('ZRANGE', KEYS[1], 0, over - 1)) do
     local record = redis.call('HGET', KEYS[2], old)
     if record then
-      redis.call('HDEL', KEYS[3], string.match(record, '^%S+'))
+      local cause = string.match(record, '^%S+')
+      if redis.call('HGET', KEYS[3], cause) == old then
+        redis.call('HDEL', KEYS[3], cause)
+      end
     end
     redis.call('HDEL', KEYS[2], old)
   end

@@ -172,7 +172,7 @@ func (s *Service) rewritePost(ctx context.Context, st Status, payload []byte) er
 	if st.RepostOf != nil {
 		return s.writeRepost(ctx, st, payload)
 	}
-	return s.writePost(ctx, st, payload)
+	return s.redoPost(ctx, st, payload)
 }
 
 // Unrepost takes uid's repost of status id (a repost entry: its original)

@@ -162,6 +162,7 @@ func (s *Server) routes() chi.Router {
 			r.With(s.readLimit()).Get("/users/{login}/followers", s.followers)
 			r.With(s.readLimit()).Get("/users/{login}/following", s.following)
 			r.With(s.readLimit()).Get("/statuses/{id}", s.status)
+			r.With(s.readLimit()).Get("/statuses/{id}/context", s.statusContext)
 			r.With(s.readLimit()).Get("/statuses/{id}/likes", s.reactors(s.social.Likers))
 			r.With(s.readLimit()).Get("/statuses/{id}/reposts", s.reactors(s.social.Reposters))
 			r.With(s.readLimit()).Get("/timelines/global", s.globalTimeline)
@@ -188,6 +189,9 @@ func (s *Server) routes() chi.Router {
 			r.With(s.reactLimit()).Delete("/statuses/{id}/repost", s.react(s.social.Unrepost))
 			r.With(s.readLimit()).Get("/timelines/home", s.homeTimeline)
 			r.With(s.readLimit()).Get("/lists", s.myLists)
+			r.With(s.readLimit()).Get("/notifications", s.notifications)
+			r.With(s.readLimit()).Get("/notifications/unread", s.unreadNotifications)
+			r.With(s.readLimit()).Put("/notifications/read", s.readNotifications)
 			r.Group(func(r chi.Router) {
 				r.Use(s.listLimit())
 				r.Post("/lists", s.createList)
