@@ -320,3 +320,35 @@ func repostOf(st Status) int64 {
 	}
 	return st.RepostOf.ID
 }
+
+// Originals fills in the original of each repost entry of sts, in one
+// round trip when there is one (none otherwise), leaving out entries whose
+// original is gone, as Decorate does, without counts: what a stream's
+// catch-up sends, as the live frames carry it.
+func (s *Service) Originals(ctx context.Context, sts []Status) ([]Status, error) {
+	reads := make([]*redis.SliceCmd, len(sts))
+	pipe := s.rdb.Pipeline()
+	for i, st := range sts {
+		if st.RepostOf != nil {
+			reads[i] = pipe.HMGet(ctx, s.keys.status(st.RepostOf.ID), statusFields...)
+		}
+	}
+	if pipe.Len() == 0 {
+		return sts, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("originals of reposts: %w", err)
+	}
+	out := make([]Status, 0, len(sts))
+	for i, st := range sts {
+		if reads[i] != nil {
+			orig, ok := parseStatus(reads[i].Val())
+			if !ok || orig.RepostOf != nil {
+				continue
+			}
+			st.RepostOf = &orig
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}

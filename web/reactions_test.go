@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"chorus/protocol"
 	"chorus/social"
@@ -188,5 +189,32 @@ func TestReactionLimit(t *testing.T) {
 	alice.react("PUT", "like", st.ID) // another user is not limited
 	if got := one.metric(t, "chorus_rate_limited_total", `limit="react"`) + two.metric(t, "chorus_rate_limited_total", `limit="react"`); got != 2 {
 		t.Fatalf("chorus_rate_limited_total{limit=react} = %v, want 2", got)
+	}
+}
+
+// A repost reaches a connected follower as a status frame carrying the
+// original, live and in a resume's catch-up alike.
+func TestStreamCarriesReposts(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{})
+	one := in.start()
+	alice, bob, reader := one.signUp(t, "alice"), one.signUp(t, "bob"), one.signUp(t, "reader")
+	reader.follow("bob")
+	first := alice.post("first original")
+	bob.react("PUT", "repost", first.ID)
+
+	s := reader.connect()
+	s.send(map[string]any{"type": "resume", "after": 0})
+	caught := s.nextOf("status", 5*time.Second)
+	if caught.Status == nil || caught.Status.RepostOf == nil || caught.Status.RepostOf.ID != first.ID ||
+		caught.Status.RepostOf.Message != first.Message || caught.Status.Login != "bob" {
+		t.Fatalf("the resume sent %+v, want bob's repost carrying %d", caught.Status, first.ID)
+	}
+	second := alice.post("second original")
+	bob.react("PUT", "repost", second.ID)
+	live := s.nextOf("status", 5*time.Second)
+	if live.Status == nil || live.Status.RepostOf == nil || live.Status.RepostOf.ID != second.ID ||
+		live.Status.RepostOf.Message != second.Message {
+		t.Fatalf("the live frame was %+v, want bob's repost carrying %d", live.Status, second.ID)
 	}
 }
