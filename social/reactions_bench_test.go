@@ -86,13 +86,20 @@ func BenchmarkLike(b *testing.B) {
 // counted) before it.
 func BenchmarkRepostFanout(b *testing.B) {
 	const followers = 10_000
-	for _, repost := range []bool{false, true} {
-		name := "post"
-		if repost {
-			name = "repost"
-		}
-		b.Run(fmt.Sprintf("%s/followers=%d", name, followers), func(b *testing.B) {
+	for _, c := range []struct {
+		name            string
+		repost, cluster bool
+	}{
+		{"post", false, false},
+		{"repost", true, false},
+		// Keys laid out as on a cluster, on one Redis: one script call a
+		// follower, as a cluster runs them.
+		{"repost,call-a-follower", true, true},
+	} {
+		repost := c.repost
+		b.Run(fmt.Sprintf("%s/followers=%d", c.name, followers), func(b *testing.B) {
 			s, rdb := newPrivateService(b, Options{})
+			s.keys.cluster = c.cluster
 			ctx := context.Background()
 			author := signUp(b, s, "author")
 			other := signUp(b, s, "other")
@@ -132,8 +139,7 @@ func BenchmarkRepostFanout(b *testing.B) {
 				b.StartTimer()
 			}
 			b.StopTimer()
-			last := itoa(int64(1_000_000 + followers - 1))
-			if n, _ := rdb.ZCard(ctx, s.keys.homePrefix()+last).Result(); n == 0 {
+			if n, _ := rdb.ZCard(ctx, s.keys.home(1_000_000+followers-1)).Result(); n == 0 {
 				b.Fatal("the last follower's home timeline is empty")
 			}
 			b.ReportMetric(float64(calls)/float64(b.N), "redis-cmds/op")
