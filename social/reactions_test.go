@@ -620,3 +620,47 @@ func TestRepostPulledAndListed(t *testing.T) {
 		t.Errorf("the list's newest status = %v, %v; want the repost %v", statusIDs(lp.Statuses), err, entry)
 	}
 }
+
+// A deleting instance that dies once the deletion's jobs are queued, before
+// it wrote anything, leaves the deletion to a worker, which deletes the
+// status and then its reposts and likes.
+func TestDeletionOfRepostedStatusSurvivesDeadMaker(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{JobClaimIdle: 200 * time.Millisecond})
+	ctx := ctxT(t)
+	alice, bob, carol := signUp(t, s, "alice"), signUp(t, s, "bob"), signUp(t, s, "carol")
+	follow(t, s, carol.ID, "bob")
+	st := post(t, s, alice.ID, "doomed")
+	if _, err := s.Repost(ctx, bob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Like(ctx, carol.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	entry := zsetIDs(t, s, s.keys.profile(bob.ID))
+	if got := homeIDs(t, s, carol.ID); !slices.Equal(got, entry) {
+		t.Fatalf("carol's home = %v, want bob's repost %v", got, entry)
+	}
+	dead, die := context.WithCancel(ctx)
+	s.afterQueue = die
+	if err := s.DeleteStatus(dead, alice.ID, st.ID); err == nil {
+		t.Fatal("a deletion whose context ended part way succeeded")
+	}
+	s.afterQueue = nil
+	if n := rdb.Exists(ctx, s.keys.status(st.ID)).Val(); n != 1 {
+		t.Fatal("the dead deletion wrote something")
+	}
+	startWorker(t, s, "heir")
+	waitJobsDone(t, s)
+	for key, what := range map[string]string{
+		s.keys.status(st.ID): "the status", s.keys.status(entry[0]): "the repost", s.keys.likes(st.ID): "the likes",
+		s.keys.reposts(st.ID): "the reposts", s.keys.profile(bob.ID): "bob's profile", s.keys.home(carol.ID): "carol's home",
+	} {
+		if n := rdb.Exists(ctx, key).Val(); n != 0 {
+			t.Errorf("%s is left after the worker finished the deletion", what)
+		}
+	}
+	if _, err := rdb.ZScore(ctx, s.keys.liked(carol.ID), itoa(st.ID)).Result(); !errors.Is(err, redis.Nil) {
+		t.Errorf("carol's liked index holds the deleted status (%v)", err)
+	}
+}
