@@ -615,7 +615,7 @@ func TestRepostPulledAndListed(t *testing.T) {
 	if n := rdb.ZCard(ctx, s.keys.home(fans[0].ID)).Val(); n != 0 {
 		t.Errorf("a pulled reposter's repost was pushed to %d home entries", n)
 	}
-	lp, err := s.ListTimeline(ctx, list.ID, Cursor{Limit: 1})
+	lp, err := s.ListTimeline(ctx, lister.ID, list.ID, Cursor{Limit: 1})
 	if err != nil || !slices.Equal(statusIDs(lp.Statuses), entry) {
 		t.Errorf("the list's newest status = %v, %v; want the repost %v", statusIDs(lp.Statuses), err, entry)
 	}
