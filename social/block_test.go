@@ -106,6 +106,12 @@ func TestBlockEndsFollowsBothWays(t *testing.T) {
 	if got := followState(t, s, ann.ID, bob.ID); slices.ContainsFunc(got, func(n int64) bool { return n != 0 }) {
 		t.Fatalf("follow state after refused follows: %v; want all 0", got)
 	}
+	// A mention of ann by bob stores no notification.
+	before := noteSizes(t, s, ann.ID)
+	post(t, s, bob.ID, "@ann are you there")
+	if after := noteSizes(t, s, ann.ID); after != before {
+		t.Errorf("ann's notification ids, records, causes: %v after bob's mention, %v before", after, before)
+	}
 	blocks, err := s.Blocks(ctx, ann.ID, Page{Limit: 10})
 	if err != nil || len(blocks) != 1 || blocks[0].Login != "bob" {
 		t.Fatalf("ann's blocks: %+v, %v; want bob", blocks, err)
