@@ -1,6 +1,7 @@
 package social
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -335,4 +336,56 @@ func TestBlockAndMuteHideReads(t *testing.T) {
 			t.Errorf("blk is suggested ann, who blocks them")
 		}
 	}
+}
+
+// A follow that makes two users friends while one blocks the other tells
+// their streams of the friendship (Befriended) and then, the friendship
+// being gone, of its end: friend_removed is the last word each stream gets
+// of the other, so no open stream is left showing the other's presence.
+func TestBlockRacesBefriending(t *testing.T) {
+	t.Parallel()
+	var s *Service
+	s, rdb := newService(t, Options{Befriended: func(ctx context.Context, a, b int64) error {
+		// As presence's announcement does: a frame about each to the other.
+		for _, p := range [2][2]int64{{a, b}, {b, a}} {
+			frame := fmt.Sprintf(`{"type":"presence","user":{"id":%d},"online":true}`, p[1])
+			if err := s.bus.Publish(ctx, s.UserChannel(p[0]), frame); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+	ctx := ctxT(t)
+	const rounds = 40
+	befriended := 0
+	for i := range rounds {
+		a, b := signUp(t, s, fmt.Sprintf("a%02d", i)), signUp(t, s, fmt.Sprintf("b%02d", i))
+		follow(t, s, a.ID, b.Login)
+		l := listen(t, s, rdb, s.UserChannel(a.ID), s.UserChannel(b.ID))
+		var wg sync.WaitGroup
+		var blockErr, followErr error
+		var made bool
+		wg.Go(func() { blockErr = s.Block(ctx, a.ID, b.Login) })
+		wg.Go(func() { _, made, followErr = s.Follow(ctx, b.ID, a.Login) })
+		wg.Wait()
+		if blockErr != nil || (followErr != nil && !errors.Is(followErr, ErrBlocked)) {
+			t.Fatalf("round %d: block %v, follow %v", i, blockErr, followErr)
+		}
+		if made {
+			befriended++
+		}
+		events := eventsSoFar(t, l)
+		for _, p := range [2][2]int64{{a.ID, b.ID}, {b.ID, a.ID}} {
+			var last string
+			for _, ev := range events[s.UserChannel(p[0])] {
+				if (ev.Type == protocol.TypePresence || ev.Type == protocol.TypeFriendRemoved) && ev.User != nil && ev.User.ID == p[1] {
+					last = ev.Type
+				}
+			}
+			if last == protocol.TypePresence {
+				t.Fatalf("round %d: the last frame to %d about %d is a presence frame", i, p[0], p[1])
+			}
+		}
+	}
+	t.Logf("%d of %d racing follows made friends before the block ended it", befriended, rounds)
 }
