@@ -13,7 +13,7 @@ import (
 // original's) reply, like and repost counts and, for viewer (0: no one
 // signed in), whether the viewer liked and reposted it. A repost whose
 // original is gone is left out: the original's deletion is taking its
-// reposts out (see the unrepost job). So is every status viewer may not
+// reposts out (see dropReactionsPass). So is every status viewer may not
 // see (visibility.go): its author's, or a repost's original's author's,
 // asked in the same round trip (a second, only for the authors of reposts'
 // originals not on the page).

@@ -151,6 +151,17 @@ func (k keys) mutes(uid int64) string     { return k.prefix + "mutes:" + k.u(uid
 func (k keys) blocks(uid int64) string    { return k.prefix + "blocks:" + k.u(uid) }
 func (k keys) blockedBy(uid int64) string { return k.prefix + "blocked_by:" + k.u(uid) }
 
+// Reports, all in one slot ("{reports}" on a cluster), so that a script
+// files or resolves one at once: reports:seq the ids, report:<id> a
+// report's hash, reports:open the open ones and reports:resolved the
+// resolved ones (id -> id).
+func (k keys) reports() string         { return k.prefix + slots.Tag(k.cluster, "reports") + ":" }
+func (k keys) reportSeq() string       { return k.reports() + "seq" }
+func (k keys) report(id int64) string  { return k.reports() + "report:" + itoa(id) }
+func (k keys) reportsOpen() string     { return k.reports() + "open" }
+func (k keys) reportsResolved() string { return k.reports() + "resolved" }
+func (k keys) reportPrefix() string    { return k.reports() + "report:" }
+
 // Scripts that touch keys they only learn while running (a follower's home,
 // a followee's profile) build them from these prefixes.
 func (k keys) userPrefix() string           { return k.prefix + "user:" }
