@@ -182,6 +182,11 @@ const (
 	TypePullAdded = "pull_added"
 	// TypePullRemoved: the user stopped following Author.
 	TypePullRemoved = "pull_removed"
+	// TypeHiddenChanged tells the instances holding a user's streams that
+	// whose statuses the user may not see changed (a block or a mute, made
+	// or taken back, by the user or of them): the streams that watch the
+	// global timeline read it again.
+	TypeHiddenChanged = "hidden_changed"
 )
 
 // Internal is a message of the internal types.

@@ -40,6 +40,7 @@ type Feed interface {
 	PulledAuthors(ctx context.Context, uid int64) ([]int64, error)
 	SessionOwners(ctx context.Context, sessionIDs []string) ([]int64, error)
 	LastStatusID(ctx context.Context) (int64, error)
+	HiddenAuthors(ctx context.Context, uid int64) ([]int64, error)
 }
 
 // Presence is what the hub tells of connections, and asks of friends.
@@ -367,6 +368,9 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		return
 	}
 	switch ev.Type {
+	case protocol.TypeHiddenChanged:
+		h.hiddenChanged(u)
+		return
 	case protocol.TypeSessionEnded:
 		for c := range u.conns {
 			if c.session == ev.Session {

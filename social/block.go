@@ -3,8 +3,12 @@ package social
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
+
+	"chorus/bus"
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -57,6 +61,7 @@ func (s *Service) Block(ctx context.Context, uid int64, login string) error {
 	if err := s.block(ctx, uid, other); err != nil {
 		return fmt.Errorf("block %d->%d: %w", uid, other, err)
 	}
+	s.announceHiddenChanged(ctx, uid, other)
 	return nil
 }
 
@@ -103,6 +108,7 @@ func (s *Service) Unblock(ctx context.Context, uid int64, login string) error {
 	if err := s.rdb.ZRem(ctx, k.blockedBy(other), itoa(uid)).Err(); err != nil {
 		return fmt.Errorf("unblock %d->%d: %w", uid, other, err)
 	}
+	s.announceHiddenChanged(ctx, uid, other)
 	return nil
 }
 
@@ -121,6 +127,7 @@ func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
 	if err := s.addRelation(ctx, s.keys.mutes(uid), other, now.UnixMilli(), MaxMutes, ErrTooManyMutes); err != nil {
 		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
 	}
+	s.announceHiddenChanged(ctx, uid)
 	return nil
 }
 
@@ -133,6 +140,7 @@ func (s *Service) Unmute(ctx context.Context, uid int64, login string) error {
 	if err := s.rdb.ZRem(ctx, s.keys.mutes(uid), itoa(other)).Err(); err != nil {
 		return fmt.Errorf("unmute %d->%d: %w", uid, other, err)
 	}
+	s.announceHiddenChanged(ctx, uid)
 	return nil
 }
 
@@ -144,6 +152,44 @@ func (s *Service) Blocks(ctx context.Context, uid int64, p Page) ([]User, error)
 // Mutes lists whom uid mutes, newest mute first.
 func (s *Service) Mutes(ctx context.Context, uid int64, p Page) ([]User, error) {
 	return s.userList(ctx, s.keys.mutes(uid), p)
+}
+
+// HiddenAuthors returns the authors whose statuses uid may not see
+// (visibility.go): whom uid blocks and mutes (at most MaxBlocks and
+// MaxMutes) and the newest MaxBlocks of those who block uid. A stream that
+// watches the global timeline holds them, to leave their statuses out.
+func (s *Service) HiddenAuthors(ctx context.Context, uid int64) ([]int64, error) {
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	blocks := pipe.ZRange(ctx, k.blocks(uid), 0, -1)
+	mutes := pipe.ZRange(ctx, k.mutes(uid), 0, -1)
+	by := pipe.ZRevRange(ctx, k.blockedBy(uid), 0, MaxBlocks-1)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("hidden from %d: %w", uid, err)
+	}
+	var out []int64
+	for _, c := range []*redis.StringSliceCmd{blocks, mutes, by} {
+		out = append(out, parseIDs(c.Val())...)
+	}
+	return out, nil
+}
+
+// announceHiddenChanged tells the instances holding the streams of uids
+// that whom they may not see changed (hidden_changed). The change stands;
+// telling is a courtesy that may fail: a stream's watch of the global
+// timeline reads it again when it is made.
+func (s *Service) announceHiddenChanged(ctx context.Context, uids ...int64) {
+	msg, err := json.Marshal(protocol.Internal{Type: protocol.TypeHiddenChanged})
+	if err == nil {
+		msgs := make([]bus.Message, len(uids))
+		for i, uid := range uids {
+			msgs[i] = bus.Message{Channel: s.bus.UserChannel(uid), Payload: msg}
+		}
+		err = s.bus.PublishBatch(ctx, msgs)
+	}
+	if err != nil {
+		s.opts.Logger.WarnContext(ctx, "could not announce a block or mute", "uids", uids, "err", err)
+	}
 }
 
 // relationTarget resolves the login uid blocks or mutes: not uid, and a user.
@@ -167,6 +213,19 @@ func (s *Service) addRelation(ctx context.Context, key string, other, ms int64, 
 	}
 	if res < 0 {
 		return full
+	}
+	return nil
+}
+
+// refuseBlocked answers ErrBlocked when uid blocks other or other blocks
+// uid: a reply, a like or a repost between them is refused.
+func (s *Service) refuseBlocked(ctx context.Context, uid, other int64) error {
+	blocked, err := s.blockedEither(ctx, uid, other)
+	if err != nil {
+		return err
+	}
+	if blocked {
+		return ErrBlocked
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
+	if err := s.refuseBlocked(ctx, uid, st.UID); err != nil {
+		return Status{}, fmt.Errorf("like %d: %w", id, err)
+	}
 	from, err := s.actor(ctx, uid)
 	if err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)

@@ -122,10 +122,8 @@ func (s *Service) queuePost(ctx context.Context, uid, replyTo int64, message str
 			return Status{}, "", "", err
 		}
 		// No reply between two of whom one blocks the other (block.go).
-		if blocked, err := s.blockedEither(ctx, uid, answers.ref.UID); err != nil {
+		if err := s.refuseBlocked(ctx, uid, answers.ref.UID); err != nil {
 			return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
-		} else if blocked {
-			return Status{}, "", "", ErrBlocked
 		}
 	}
 	mentions, err := s.resolveMentions(ctx, mentionCandidates(message))

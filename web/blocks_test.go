@@ -3,9 +3,11 @@ package web_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
+	"chorus/protocol"
 	"chorus/social"
 	"chorus/web"
 )
@@ -176,4 +178,62 @@ func TestBlockLimit(t *testing.T) {
 	if u := a.user("target"); *u.Blocking {
 		t.Fatalf("the refused block was written")
 	}
+}
+
+// A stream that watches the global timeline gets no status of whom its
+// user blocks, mutes or is blocked by, from the block or mute on, on
+// another instance than the one that made it; taking it back lets them
+// through again.
+func TestBlockAndMuteHideLiveGlobal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	one, two := e.start(), e.start()
+	ann, bob, cat, dan := one.signUp(t, "ann"), one.signUp(t, "bob"), one.signUp(t, "cat"), one.signUp(t, "dan")
+	ann.must(http.StatusNoContent, "PUT", "/api/v1/blocks/bob", nil, nil)
+	as, bs := two.as(ann).connect(), two.as(bob).connect()
+	for _, s := range []*stream{as, bs} {
+		s.send(map[string]string{"type": "watch", "timeline": "global"})
+		s.nextOf(protocol.TypeWatching, 10*time.Second)
+	}
+	// globalUntil returns the logins of the global statuses s gets up to
+	// the one with id last.
+	globalUntil := func(s *stream, last int64) []string {
+		t.Helper()
+		var logins []string
+		for {
+			f := s.nextOf(protocol.TypeGlobalStatus, 10*time.Second)
+			logins = append(logins, f.Status.Login)
+			if f.Status.ID == last {
+				return logins
+			}
+		}
+	}
+	check := func(stage string, s *stream, last int64, want ...string) {
+		t.Helper()
+		if got := globalUntil(s, last); !slices.Equal(got, want) {
+			t.Errorf("%s: global statuses %v, want %v", stage, got, want)
+		}
+	}
+
+	bob.post("bob, blocked by ann")
+	dan.post("dan, before the mute")
+	last := cat.post("cat").ID
+	check("ann, blocking bob", as, last, "dan", "cat")
+	ann.post("ann, who blocks bob")
+	last = cat.post("cat again").ID
+	check("bob, blocked by ann", bs, last, "bob", "dan", "cat", "cat")
+
+	// A mute made on instance one reaches ann's stream on two.
+	ann.must(http.StatusNoContent, "PUT", "/api/v1/mutes/dan", nil, nil)
+	dan.post("dan, muted")
+	last = cat.post("cat, after the mute").ID
+	check("ann, muting dan", as, last, "ann", "cat", "cat")
+
+	// Taken back: both come through again.
+	ann.must(http.StatusNoContent, "DELETE", "/api/v1/mutes/dan", nil, nil)
+	ann.must(http.StatusNoContent, "DELETE", "/api/v1/blocks/bob", nil, nil)
+	bob.post("bob, unblocked")
+	dan.post("dan, unmuted")
+	last = cat.post("cat, last").ID
+	check("ann, after unblocking and unmuting", as, last, "bob", "dan", "cat")
 }
