@@ -49,7 +49,9 @@ const (
 // Presence is shown to friends only (presence frames, online friends, the
 // online and last_seen of user views), so ending the follows hides it both
 // ways on every instance. Reads hide each other's statuses at read time
-// (visibility.go). Unblock takes steps 1 and 2 back in that order and
+// (visibility.go), and the streams of both that watch the global timeline
+// are told (hidden_changed) to read again whose statuses they leave out.
+// Unblock takes steps 1 and 2 back in that order and
 // restores nothing.
 
 // Block makes uid block the user with login (idempotent): see above.
