@@ -17,6 +17,10 @@ var (
 	//go:embed relation_add.lua
 	relationAddSource string
 	relationAddScript = redis.NewScript(relationAddSource)
+
+	//go:embed notes_drop_from.lua
+	notesDropFromSource string
+	notesDropFromScript = redis.NewScript(notesDropFromSource)
 )
 
 // Caps of a user's sets of accounts.
@@ -35,6 +39,8 @@ const (
 //  3. uid unfollows other and other unfollows uid, each as an Unfollow
 //     does it (lists, the followee's side, counts, the friend mirror, the
 //     walk of the home timeline, friend_removed when a friendship ends).
+//  4. uid's notifications from other go (notes_drop_from.lua), so that the
+//     unread count holds none of them; the store script refuses new ones.
 //
 // A follow's first step (follow_follower.lua) refuses, in the follower's
 // slot, a followee the follower blocks (step 1 of uid -> other) or is
@@ -93,7 +99,7 @@ func (s *Service) block(ctx context.Context, uid, other int64) error {
 			}
 		}
 	}
-	return nil
+	return notesDropFromScript.Run(ctx, s.rdb, []string{k.notes(uid), k.noteData(uid), k.noteCauses(uid)}, other).Err()
 }
 
 // Unblock takes back uid's block of the user with login (idempotent). It

@@ -62,6 +62,10 @@ func TestBlockEndsFollowsBothWays(t *testing.T) {
 	if home := zsetIDs(t, s, s.keys.home(ann.ID)); len(home) != 3 {
 		t.Fatalf("ann's home before the block: %v, want 3 statuses", home)
 	}
+	post(t, s, bob.ID, "@ann before the block")
+	if got := noteSizes(t, s, ann.ID); got != [3]int64{2, 2, 2} {
+		t.Fatalf("ann's notification ids, records, causes before the block: %v, want bob's follow and mention", got)
+	}
 	l := listen(t, s, rdb, s.UserChannel(ann.ID), s.UserChannel(bob.ID))
 
 	for range 2 { // twice: the second changes nothing
@@ -107,8 +111,12 @@ func TestBlockEndsFollowsBothWays(t *testing.T) {
 	if got := followState(t, s, ann.ID, bob.ID); slices.ContainsFunc(got, func(n int64) bool { return n != 0 }) {
 		t.Fatalf("follow state after refused follows: %v; want all 0", got)
 	}
-	// A mention of ann by bob stores no notification.
+	// Bob's notifications to ann went with the block (his follow's);
+	// a mention of ann by him stores none.
 	before := noteSizes(t, s, ann.ID)
+	if before != [3]int64{} {
+		t.Errorf("ann's notification ids, records, causes after the block: %v, want none", before)
+	}
 	post(t, s, bob.ID, "@ann are you there")
 	if after := noteSizes(t, s, ann.ID); after != before {
 		t.Errorf("ann's notification ids, records, causes: %v after bob's mention, %v before", after, before)
