@@ -108,6 +108,20 @@ func TestBlockEndsFollowsBothWays(t *testing.T) {
 	if _, err := s.Reply(ctx, ann.ID, theirs[0], "hey"); !errors.Is(err, ErrBlocked) {
 		t.Errorf("ann replies to bob: %v, want ErrBlocked", err)
 	}
+	for _, c := range []struct {
+		name string
+		act  func(ctx context.Context, uid, id int64) (Status, error)
+	}{{"like", s.Like}, {"repost", s.Repost}} {
+		if _, err := c.act(ctx, bob.ID, mine.ID); !errors.Is(err, ErrBlocked) {
+			t.Errorf("bob's %s of ann's status: %v, want ErrBlocked", c.name, err)
+		}
+		if _, err := c.act(ctx, ann.ID, theirs[1]); !errors.Is(err, ErrBlocked) {
+			t.Errorf("ann's %s of bob's status: %v, want ErrBlocked", c.name, err)
+		}
+	}
+	if n := rdb.ZCard(ctx, s.keys.likes(mine.ID)).Val() + rdb.ZCard(ctx, s.keys.reposts(mine.ID)).Val(); n != 0 {
+		t.Errorf("ann's status has %d likes and reposts after refused ones", n)
+	}
 	if got := followState(t, s, ann.ID, bob.ID); slices.ContainsFunc(got, func(n int64) bool { return n != 0 }) {
 		t.Fatalf("follow state after refused follows: %v; want all 0", got)
 	}

@@ -143,6 +143,11 @@ func TestBlockAndMuteAPI(t *testing.T) {
 	if res := ann.do("POST", "/api/v1/statuses", map[string]any{"message": "hi", "reply_to": bobs.ID}); res.Status != http.StatusForbidden || res.errorCode(t) != "blocked" {
 		t.Errorf("ann replies to bob: %d %s, want 403 blocked", res.Status, res.Body)
 	}
+	for _, path := range []string{"like", "repost"} {
+		if res := ann.do("PUT", fmt.Sprintf("/api/v1/statuses/%d/%s", bobs.ID, path), nil); res.Status != http.StatusForbidden || res.errorCode(t) != "blocked" {
+			t.Errorf("ann's %s of bob's status: %d %s, want 403 blocked", path, res.Status, res.Body)
+		}
+	}
 	for _, st := range ann.timeline("/api/v1/timelines/global").Statuses {
 		if st.Login == "bob" {
 			t.Errorf("ann's global timeline shows bob's %d", st.ID)
