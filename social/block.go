@@ -57,8 +57,7 @@ const (
 // ways on every instance. Reads hide each other's statuses at read time
 // (visibility.go), and the streams of both that watch the global timeline
 // are told (hidden_changed) to read again whose statuses they leave out.
-// Unblock takes steps 1 and 2 back in that order and
-// restores nothing.
+// Unblock takes steps 1 and 2 back in that order and restores nothing.
 
 // Block makes uid block the user with login (idempotent): see above.
 func (s *Service) Block(ctx context.Context, uid int64, login string) error {
