@@ -63,6 +63,20 @@ func TestBlockEndsFollowsBothWays(t *testing.T) {
 		t.Fatalf("ann's home before the block: %v, want 3 statuses", home)
 	}
 	post(t, s, bob.ID, "@ann before the block")
+	var lists []List
+	for _, c := range []struct {
+		owner  int64
+		member string
+	}{{ann.ID, "bob"}, {bob.ID, "ann"}} {
+		l, err := s.CreateList(ctx, c.owner, "close")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AddListMember(ctx, c.owner, l.ID, c.member); err != nil {
+			t.Fatal(err)
+		}
+		lists = append(lists, l)
+	}
 	if got := noteSizes(t, s, ann.ID); got != [3]int64{2, 2, 2} {
 		t.Fatalf("ann's notification ids, records, causes before the block: %v, want bob's follow and mention", got)
 	}
@@ -81,6 +95,11 @@ func TestBlockEndsFollowsBothWays(t *testing.T) {
 	}
 	if home := zsetIDs(t, s, s.keys.home(bob.ID)); slices.Contains(home, mine.ID) {
 		t.Fatalf("bob's home after the block holds ann's %d: %v", mine.ID, home)
+	}
+	for _, list := range lists {
+		if members, err := s.ListMembers(ctx, list.ID, Page{Limit: 10}); err != nil || len(members) != 0 {
+			t.Errorf("list %d after the block: members %+v, %v; want none", list.ID, members, err)
+		}
 	}
 	events := eventsSoFar(t, l)
 	for _, c := range []struct {
