@@ -97,7 +97,7 @@ func TestBlockEndsFollowsBothWays(t *testing.T) {
 		t.Fatalf("bob's home after the block holds ann's %d: %v", mine.ID, home)
 	}
 	for _, list := range lists {
-		if members, err := s.ListMembers(ctx, list.ID, Page{Limit: 10}); err != nil || len(members) != 0 {
+		if members, err := s.ListMembers(ctx, list.Owner.ID, list.ID, Page{Limit: 10}); err != nil || len(members) != 0 {
 			t.Errorf("list %d after the block: members %+v, %v; want none", list.ID, members, err)
 		}
 	}

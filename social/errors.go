@@ -25,6 +25,10 @@ var (
 	ErrBlocked            = errors.New("one of the two blocks the other")
 	ErrTooManyBlocks      = fmt.Errorf("a user may block at most %d accounts", MaxBlocks)
 	ErrTooManyMutes       = fmt.Errorf("a user may mute at most %d accounts", MaxMutes)
+
+	ErrRegistrationsClosed = errors.New("registrations are closed")
+	ErrApprovalPending     = errors.New("the account waits for an admin's approval")
+	ErrNotAdmin            = errors.New("not an admin")
 )
 
 // ErrNotListOwner refuses a change to someone else's list; errors.Is(err,

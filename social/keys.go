@@ -44,8 +44,18 @@ func (k keys) searchIndex() string        { return k.prefix + "users:search" }
 func (k keys) searchIndexBuilt() string   { return k.prefix + "users:search:folded" }
 func (k keys) popular() string            { return k.prefix + "users:by_followers" }
 func (k keys) seen() string               { return k.prefix + "users:seen" }
+func (k keys) suspended() string          { return k.prefix + "users:suspended" }
 func (k keys) user(uid int64) string      { return k.prefix + "user:" + k.u(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
+
+// pendingUsers are the accounts that wait for an admin's approval (uid ->
+// sign-up ms); auditLog the capped list of admin actions, newest first.
+func (k keys) pendingUsers() string { return k.prefix + "users:pending" }
+func (k keys) auditLog() string     { return k.prefix + "audit:log" }
+
+// sessions is uid's index of their sessions (session id -> when opened,
+// ms), in uid's slot.
+func (k keys) sessions(uid int64) string { return k.prefix + "sessions:" + k.u(uid) }
 
 // searchIndexLowerBuilt marked an index built before its terms were
 // folded; a build that folds them deletes it.

@@ -106,7 +106,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, social.ErrListNotFound):
 		ae = errUnknownList
 	case errors.Is(err, social.ErrNotListOwner):
-		ae = newError(http.StatusForbidden, "not_owner", "Only its owner can change a list.")
+		// Lists are private: to anyone but its owner a list is none, so
+		// that a refusal tells nobody which ids are taken.
+		ae = errUnknownList
 	case errors.Is(err, social.ErrTooManyLists):
 		ae = newError(http.StatusConflict, "too_many_lists",
 			fmt.Sprintf("You have %d lists, as many as one may; delete one first.", social.MaxListsPerUser))
@@ -117,6 +119,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(http.StatusUnprocessableEntity, "not_following", "Only accounts you follow can be put in your lists; follow them first.")
 	case errors.Is(err, social.ErrNotOwner):
 		ae = newError(http.StatusForbidden, "not_owner", "Only its author can delete a status.")
+	case errors.Is(err, social.ErrSuspended):
+		ae = newError(http.StatusForbidden, "suspended", "This account is suspended by the site's admins.")
+	case errors.Is(err, social.ErrReportNotFound):
+		ae = newError(http.StatusNotFound, "report_not_found", "No such report.")
 	case errors.Is(err, social.ErrSelfFollow):
 		ae = newError(http.StatusBadRequest, "cannot_follow_self", "You cannot follow yourself.")
 	case errors.Is(err, social.ErrSelfBlock):
@@ -129,6 +135,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, social.ErrTooManyMutes):
 		ae = newError(http.StatusConflict, "too_many_mutes",
 			fmt.Sprintf("You mute %d accounts, as many as one may; unmute one first.", social.MaxMutes))
+	case errors.Is(err, social.ErrRegistrationsClosed):
+		ae = newError(http.StatusForbidden, "registrations_closed", "Sign-ups are closed on this site; no new accounts are being made.")
+	case errors.Is(err, social.ErrApprovalPending):
+		ae = newError(http.StatusForbidden, "approval_pending", "This account waits for an admin's approval; you can sign in once it is approved.")
+	case errors.Is(err, social.ErrNotAdmin):
+		ae = newError(http.StatusForbidden, "not_admin", "Only an admin of this site may do this.")
 	case errors.Is(err, social.ErrUnauthenticated):
 		ae = errNotSignedIn
 	case errors.Is(err, realtime.ErrNotWebSocket):

@@ -116,6 +116,10 @@ func (m *Metrics) register(s *Server) {
 		"read":                    &s.limitStats.reads,
 		"react":                   &s.limitStats.reactions,
 		"block":                   &s.limitStats.blocks,
+		"profile":                 &s.limitStats.profiles,
+		"report":                  &s.limitStats.reports,
+		"export":                  &s.limitStats.exports,
+		"user_sessions":           &sc.SessionsEvicted,
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}
