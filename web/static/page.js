@@ -25,7 +25,7 @@ export function statusTimeline(ctx, { label, path, empty, newer = false }) {
     testid: 'timeline',
     label,
     empty,
-    me: ctx.me,
+    ctx,
     onDelete: ctx.deleteStatus,
     fetchPage: (before, signal) => api('GET', path + query({ limit: PAGE, before }), undefined, { signal }),
     fetchNewer: newer ? (after, signal) => api('GET', path + query({ limit: PAGE, after }), undefined, { signal }) : null,

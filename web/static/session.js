@@ -53,7 +53,7 @@ export class Session {
       testid: 'feed',
       label: 'Home feed',
       empty: homeEmpty(),
-      me: ctx.me,
+      ctx,
       onDelete: ctx.deleteStatus,
       fetchPage: (before, signal) => api('GET', '/timelines/home' + query({ limit: 30, before }), undefined, { signal }),
       // The page and the stream race: a page read just before the stream
@@ -65,14 +65,16 @@ export class Session {
       },
     });
     ctx.timelines.add(ctx.homeFeed);
+    ctx.homeFeed.el.dataset.kept = 'true'; // it lives off-screen between visits (actions.js)
 
     this.sidebar = new Sidebar();
     this.suggestions = new Suggestions(ctx);
     this.sidebar.el.append(this.suggestions.el);
     aside.replaceChildren(this.sidebar.el);
     aside.hidden = false;
-    this.notes = new Notifications(ctx);
+    this.notes = new Notifications();
     header.signedIn(user, { tools: this.notes.el });
+    this.notes.listen((n) => header.setNotes(n));
 
     const sidebar = this.sidebar;
     let wasLive = false;
