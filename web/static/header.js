@@ -37,7 +37,7 @@ export class Header {
       icon(iconName, 22), h('span', { class: 'tabbar-label' }, label), badge);
     const set = (n, what) => {
       badge.hidden = n === 0;
-      badge.textContent = n > 99 ? '99+' : String(n);
+      badge.textContent = n === 0 ? '' : n > 99 ? '99+' : String(n);
       if (n === 0) a.removeAttribute('aria-label');
       else a.setAttribute('aria-label', `${label}, ${badge.textContent} ${what}`);
     };

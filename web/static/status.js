@@ -169,7 +169,7 @@ export function statusEl(entry, { ctx, onDelete = null, onReplied = null, depth 
     },
   });
 
-  li.append(
+  li.append(...[
     entry.repost_of && h('p', { class: 'status-repost muted small', dataset: { testid: 'status-repost' } },
       h('span', { class: 'repost-mark', 'aria-hidden': 'true' }, '↻ '),
       h('a', { href: profileHref(entry.login), class: 'repost-by' }, authorName(entry.login, entry.name), loginEl(entry.login)),
@@ -194,7 +194,7 @@ export function statusEl(entry, { ctx, onDelete = null, onReplied = null, depth 
       actions.error,
       replyArea,
     ),
-  );
+  ].filter(Boolean));
   if (entry.repost_of) li.classList.add('is-repost');
   return li;
 }
