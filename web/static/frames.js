@@ -76,6 +76,9 @@ export class Frames {
       case 'notification':
         session.notes.notification(frame.notification);
         break;
+      case 'notification_removed':
+        session.notes.removed(frame.id);
+        break;
       case 'notifications_read':
         session.notes.read(frame.last_read);
         break;

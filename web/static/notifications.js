@@ -1,7 +1,8 @@
 // Notifications, as the server keeps them: the bell (a link to the
 // notifications page, with the number unread), and the page itself.
 // The number unread comes with each connection's `ready`, grows with each
-// `notification` frame and goes to zero once read here or, through a
+// `notification` frame (and shrinks when one is taken back,
+// `notification_removed`) and goes to zero once read here or, through a
 // `notifications_read` frame, on another device. The page (/notifications)
 // pages through GET /notifications, groups adjacent likes and reposts of
 // one post ("Ada and 3 others liked your post"), marks those newer than
@@ -67,6 +68,19 @@ export class Notifications {
     this.live.textContent = `${describe([n])}. ${plural(this.unread, 'unread notification')}.`;
   }
 
+  /**
+   * removed takes a `notification_removed` frame's id: what it told of was
+   * undone. Unread, it counted: ask the server how many are left.
+   */
+  removed(id) {
+    if (Number(id) <= this.lastRead || this.unread === 0) return;
+    this.refresh();
+  }
+
+  refresh() {
+    api('GET', '/notifications/unread').then((res) => this.setUnread(res.count), () => {});
+  }
+
   /** read takes the read marker moved to lastRead, here or on another device. */
   read(lastRead) {
     const marker = Number(lastRead) || 0;
@@ -76,8 +90,7 @@ export class Notifications {
       this.setUnread(0);
       return;
     }
-    // Some came after the marker: ask how many.
-    api('GET', '/notifications/unread').then((res) => this.setUnread(res.count), () => {});
+    this.refresh(); // some came after the marker: ask how many
   }
 
   destroy() {
@@ -229,6 +242,24 @@ export function notificationsView(ctx, notes) {
     if (await loadPage(null)) markRead();
   })();
 
+  // Frames missed while the connection was down are not replayed: once it
+  // is live again, the newest page fills the gap.
+  const catchUp = async () => {
+    if (loading || items.length === 0) return;
+    try {
+      const page = await api('GET', '/notifications' + query({ limit: PAGE }), undefined, { signal: abort.signal });
+      const top = Number(items[0].id);
+      const fresh = (page.notifications || []).filter((x) => x.from && Number(x.id) > top);
+      if (fresh.length === 0) return;
+      items = fresh.concat(items);
+      render();
+      markRead();
+    } catch (err) {
+      if (!isAbort(err)) console.warn('notifications:', err.message);
+    }
+  };
+  ctx.liveAgain.add(catchUp);
+
   const onVisible = () => {
     if (!document.hidden) markRead();
   };
@@ -247,6 +278,10 @@ export function notificationsView(ctx, notes) {
         render();
         announce(describe([n]));
         markRead();
+      } else if (frame.type === 'notification_removed') {
+        const before = items.length;
+        items = items.filter((x) => Number(x.id) !== Number(frame.id));
+        if (items.length !== before) render();
       } else if (frame.type === 'notifications_read') {
         // Read on another device: the marks go. (Our own read moves the
         // marker too; what this page marked stays marked until it is left.)
@@ -259,6 +294,7 @@ export function notificationsView(ctx, notes) {
     },
     destroy() {
       abort.abort();
+      ctx.liveAgain.delete(catchUp);
       notes.viewing = false;
       document.removeEventListener('visibilitychange', onVisible);
     },
