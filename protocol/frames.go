@@ -18,8 +18,9 @@ const (
 	TypeService       = "service"
 	TypeError         = "error"
 
-	TypeNotification      = "notification"
-	TypeNotificationsRead = "notifications_read"
+	TypeNotification        = "notification"
+	TypeNotificationRemoved = "notification_removed"
+	TypeNotificationsRead   = "notifications_read"
 )
 
 // Ready is the first frame of every stream, once.
@@ -71,6 +72,13 @@ type Followed struct {
 type NotificationFrame struct {
 	Type         string       `json:"type"` // TypeNotification
 	Notification Notification `json:"notification"`
+}
+
+// NotificationRemoved: what a notification told of was undone (an unlike,
+// an unfollow, a reply deleted); the notification is gone.
+type NotificationRemoved struct {
+	Type string `json:"type"` // TypeNotificationRemoved
+	ID   int64  `json:"id"`
 }
 
 // NotificationsRead: a session of the user moved the read marker to

@@ -59,6 +59,11 @@ func (f *memFeed) UserByID(_ context.Context, uid int64) (social.User, error) {
 	return social.User{ID: uid, Login: "user" + strconv.FormatInt(uid, 10)}, nil
 }
 
+func (f *memFeed) UserWithUnread(ctx context.Context, uid int64) (social.User, int64, error) {
+	u, err := f.UserByID(ctx, uid)
+	return u, 0, err
+}
+
 func (f *memFeed) Users(ctx context.Context, ids []int64) ([]social.User, error) {
 	users := make([]social.User, len(ids))
 	for i, id := range ids {

@@ -34,7 +34,7 @@ import (
 // Feed is what the hub reads from the social core.
 type Feed interface {
 	HomeTimeline(ctx context.Context, uid int64, c social.Cursor) (social.TimelinePage, error)
-	UserByID(ctx context.Context, uid int64) (social.User, error)
+	UserWithUnread(ctx context.Context, uid int64) (u social.User, unreadNotifications int64, err error)
 	Users(ctx context.Context, ids []int64) ([]social.User, error)
 	PulledAuthors(ctx context.Context, uid int64) ([]int64, error)
 	SessionOwners(ctx context.Context, sessionIDs []string) ([]int64, error)

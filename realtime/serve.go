@@ -209,7 +209,8 @@ func isUpgrade(r *http.Request) bool {
 // readyFrame builds a connection's first frame, once its presence is
 // registered.
 func (h *Hub) readyFrame(ctx context.Context, c *conn) ([]byte, error) {
-	u, err := h.feed.UserByID(ctx, c.uid)
+	// The unread count comes in the round trip that reads the user.
+	u, unread, err := h.feed.UserWithUnread(ctx, c.uid)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +227,7 @@ func (h *Hub) readyFrame(ctx context.Context, c *conn) ([]byte, error) {
 		User:                protocol.UserView{User: u, Presence: &protocol.Presence{Online: online, LastSeen: lastSeen}},
 		HeartbeatIntervalMS: h.opts.HeartbeatInterval.Milliseconds(),
 		OnlineFriends:       friends,
+		UnreadNotifications: unread,
 	})
 }
 

@@ -195,7 +195,7 @@ func TestFollowPublishesFollowed(t *testing.T) {
 		{to: bob, from: ada, youFollow: false},
 		{to: ada, from: bob, youFollow: true}, // a follow back
 	} {
-		got := events[s.UserChannel(tc.to.ID)]
+		got := ofType(events[s.UserChannel(tc.to.ID)], protocol.TypeFollowed)
 		want := protocol.UserRef{ID: tc.from.ID, Login: tc.from.Login, Name: tc.from.Name}
 		if len(got) != 1 || got[0].Type != protocol.TypeFollowed || got[0].User == nil || *got[0].User != want ||
 			got[0].YouFollow == nil || *got[0].YouFollow != tc.youFollow {

@@ -45,7 +45,7 @@ const followedNoticeTTL = 24 * time.Hour
 // The follower's following set is where a follow stands or not: the
 // follower's side is written first, and everything else is brought to
 // agree with it. The followee's side (followers, count, friends, the
-// followed frame) follows the follower's by write-then-verify (see
+// followed frame, the stored followed notification) follows the follower's by write-then-verify (see
 // syncFollowee), so a follow and an unfollow of the same pair running at
 // once (two tabs) leave both sides agreeing with whichever wrote the
 // follower's side last. Each side keeps its user's friends set from the
@@ -100,7 +100,7 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	pipe := s.rdb.Pipeline()
 	follower := pipe.Exists(ctx, k.user(uid))
 	followee := pipe.Exists(ctx, k.user(other))
-	who := pipe.HMGet(ctx, k.user(uid), "login", "name")
+	who := pipe.HMGet(ctx, k.user(uid), userFields...)
 	seq := pipe.Incr(ctx, k.followSeq())
 	clock := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -150,21 +150,21 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 }
 
 // followNote is what the followee's side of a new follow writes besides the
-// follow: the time a friendship made then starts, and the followed frames.
+// follow: the time a friendship made then starts, the followed frames, and
+// the follower, whom the stored notification names.
 type followNote struct {
 	now         int64  // unix ms
 	plain, back string // the followed frame when the followee does not follow back, and when they do
+	follower    User
 }
 
-// newFollowNote builds the note of a follow by uid, whose login and name
-// are fields (from HMGET), at now.
+// newFollowNote builds the note of a follow by uid, whose userFields are
+// fields (from HMGET), at now.
 func newFollowNote(uid int64, fields []any, now int64) (followNote, error) {
 	n := followNote{now: now}
-	ref := protocol.UserRef{ID: uid}
-	if len(fields) == 2 {
-		ref.Login, _ = fields[0].(string)
-		ref.Name, _ = fields[1].(string)
-	}
+	n.follower, _ = parseUser(fields)
+	n.follower.ID = uid
+	ref := n.follower.Ref()
 	for _, f := range []struct {
 		back bool
 		to   *string
@@ -178,10 +178,16 @@ func newFollowNote(uid int64, fields []any, now int64) (followNote, error) {
 	return n, nil
 }
 
+// followedNote is the notification of uid's follow of other, whose note
+// is n; its cause has no status.
+func followedNote(uid, other int64, n followNote) note {
+	return note{to: other, from: uid, kind: protocol.NotifyFollowed, at: time.UnixMilli(n.now), fromUser: n.follower}
+}
+
 // loadFollowNote reads the note of a follow by uid now.
 func (s *Service) loadFollowNote(ctx context.Context, uid int64) (followNote, error) {
 	pipe := s.rdb.Pipeline()
-	who := pipe.HMGet(ctx, s.keys.user(uid), "login", "name")
+	who := pipe.HMGet(ctx, s.keys.user(uid), userFields...)
 	clock := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return followNote{}, err
@@ -220,10 +226,19 @@ func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score stri
 			if err != nil {
 				return side, err
 			}
-			res, err := followFolloweeScript.Run(ctx, s.rdb,
+			// The stored notification goes with the followee's side, in
+			// its slot: written in every round as that side is, so it
+			// ends agreeing with the follow as the side does.
+			pipe := s.rdb.Pipeline()
+			cmd := followFolloweeScript.Eval(ctx, pipe,
 				[]string{k.followers(other), k.following(other), k.friends(other), k.user(other), k.followedNotice(other, uid)},
 				uid, score, n.now, s.bus.Command(), s.bus.UserChannel(other), n.plain, n.back,
-				int64(followedNoticeTTL/time.Second)).Int64Slice()
+				int64(followedNoticeTTL/time.Second))
+			s.queueNotify(ctx, pipe, followedNote(uid, other, n))
+			if _, err := pipe.Exec(ctx); err != nil {
+				return side, err
+			}
+			res, err := cmd.Int64Slice()
 			if err != nil {
 				return side, err
 			}

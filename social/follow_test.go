@@ -335,7 +335,7 @@ func TestFollowCutShortIsCompletedByRetry(t *testing.T) {
 	if got := rankOf(t, s, bob); got != 1 {
 		t.Errorf("bob ranks with %v followers, want 1", got)
 	}
-	if got := eventsSoFar(t, sub)[s.UserChannel(bob)]; len(got) != 1 || got[0].Type != protocol.TypeFollowed {
+	if got := ofType(eventsSoFar(t, sub)[s.UserChannel(bob)], protocol.TypeFollowed); len(got) != 1 {
 		t.Errorf("bob was told %+v, want one %s", got, protocol.TypeFollowed)
 	}
 }

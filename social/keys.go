@@ -133,6 +133,20 @@ func (k keys) reposts(sid int64) string     { return k.prefix + "reposts:" + k.s
 func (k keys) liked(uid int64) string       { return k.prefix + "liked:" + k.u(uid) }
 func (k keys) homeReposts(uid int64) string { return k.prefix + "home:reposts:" + k.u(uid) }
 
+// A user's notifications, all in the user's slot: notes:<uid> the ids
+// (id -> id), notes:data:<uid> their records (id -> "cause created-ms"),
+// notes:cause:<uid> the id of each cause ("kind:from:sid"), notes:seq:<uid>
+// the ids' sequence, notes:read:<uid> the read marker (the newest id read).
+func (k keys) notes(uid int64) string      { return k.prefix + "notes:" + k.u(uid) }
+func (k keys) noteData(uid int64) string   { return k.prefix + "notes:data:" + k.u(uid) }
+func (k keys) noteCauses(uid int64) string { return k.prefix + "notes:cause:" + k.u(uid) }
+func (k keys) noteSeq(uid int64) string    { return k.prefix + "notes:seq:" + k.u(uid) }
+func (k keys) notesRead(uid int64) string  { return k.prefix + "notes:read:" + k.u(uid) }
+
+// mutes:<uid> and blocks:<uid> are whom uid mutes and blocks (uid -> ms).
+func (k keys) mutes(uid int64) string  { return k.prefix + "mutes:" + k.u(uid) }
+func (k keys) blocks(uid int64) string { return k.prefix + "blocks:" + k.u(uid) }
+
 // Scripts that touch keys they only learn while running (a follower's home,
 // a followee's profile) build them from these prefixes.
 func (k keys) userPrefix() string           { return k.prefix + "user:" }

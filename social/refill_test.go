@@ -300,10 +300,11 @@ func TestFollowBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := commandCalls(t, rdb)
-	// The follow itself adds to the following and followers sets and the
-	// ranking; no status is older-but-kept, so none is copied.
-	if calls["zadd"] != 3 {
-		t.Errorf("%d ZADD following a user with only older statuses into a full home, want 3 (the follow sets, the ranking)", calls["zadd"])
+	// The follow itself adds to the following and followers sets, the
+	// ranking and the followee's notifications; no status is
+	// older-but-kept, so none is copied.
+	if calls["zadd"] != 4 {
+		t.Errorf("%d ZADD following a user with only older statuses into a full home, want 4 (the follow sets, the ranking, the notification)", calls["zadd"])
 	}
 	if got := homeIDs(t, s, reader.ID); len(got) != homeSize || got[0] != 1001 {
 		t.Errorf("home = %d statuses from %v, want the same %d from 1001", len(got), got[:1], homeSize)

@@ -167,13 +167,19 @@ func (s *Service) unfollow(ctx context.Context, uid, other int64) (endedFriends 
 	return endedFriends, nil
 }
 
-// unfollowFollowee writes the followee's side of uid's unfollow of other.
-// It reports whether it removed the follower, and whether that ended a
-// friendship.
+// unfollowFollowee writes the followee's side of uid's unfollow of other,
+// and takes back the followed notification with it. It reports whether it
+// removed the follower, and whether that ended a friendship.
 func (s *Service) unfollowFollowee(ctx context.Context, uid, other int64) (removed, ended bool, err error) {
 	k := s.keys
-	res, err := unfollowFolloweeScript.Run(ctx, s.rdb,
-		[]string{k.followers(other), k.friends(other), k.user(other)}, uid).Int64Slice()
+	pipe := s.rdb.Pipeline()
+	cmd := unfollowFolloweeScript.Eval(ctx, pipe,
+		[]string{k.followers(other), k.friends(other), k.user(other)}, uid)
+	s.queueUnnotify(ctx, pipe, note{to: other, from: uid, kind: protocol.NotifyFollowed})
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, false, err
+	}
+	res, err := cmd.Int64Slice()
 	if err != nil {
 		return false, false, err
 	}

@@ -162,6 +162,7 @@ func (s *Server) routes() chi.Router {
 			r.With(s.readLimit()).Get("/users/{login}/followers", s.followers)
 			r.With(s.readLimit()).Get("/users/{login}/following", s.following)
 			r.With(s.readLimit()).Get("/statuses/{id}", s.status)
+			r.With(s.readLimit()).Get("/statuses/{id}/context", s.statusContext)
 			r.With(s.readLimit()).Get("/timelines/global", s.globalTimeline)
 			r.With(s.readLimit()).Get("/lists/{id}", s.list)
 			r.With(s.readLimit()).Get("/lists/{id}/members", s.listMembers)
@@ -182,6 +183,9 @@ func (s *Server) routes() chi.Router {
 			r.Delete("/statuses/{id}", s.deleteStatus)
 			r.With(s.readLimit()).Get("/timelines/home", s.homeTimeline)
 			r.With(s.readLimit()).Get("/lists", s.myLists)
+			r.With(s.readLimit()).Get("/notifications", s.notifications)
+			r.With(s.readLimit()).Get("/notifications/unread", s.unreadNotifications)
+			r.With(s.readLimit()).Put("/notifications/read", s.readNotifications)
 			r.Group(func(r chi.Router) {
 				r.Use(s.listLimit())
 				r.Post("/lists", s.createList)

@@ -32,6 +32,10 @@ type frame struct {
 	Message  string      `json:"message"`
 	// YouFollow is the followed frame's.
 	YouFollow *bool `json:"you_follow"`
+	// The notification frames' and the ready frame's count.
+	UnreadNotifications int64             `json:"unread_notifications"`
+	Notification        *notificationJSON `json:"notification"`
+	LastRead            *int64            `json:"last_read"`
 }
 
 func (f frame) login(tb testing.TB) string {

@@ -1,0 +1,95 @@
+package social
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"time"
+
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MaxNotifications is how many notifications a user keeps: the newest.
+const MaxNotifications = 1000
+
+var (
+	//go:embed notify.lua
+	notifySource string
+	notifyScript = redis.NewScript(notifySource)
+
+	//go:embed unnotify.lua
+	unnotifySource string
+	unnotifyScript = redis.NewScript(unnotifySource)
+)
+
+// note is a notification to store, or to take back: to is told that from
+// did kind (a protocol.Notify* constant) about status sid (0 for a follow).
+// Its cause, kind, from and sid together, names it: one notification per
+// cause, which an undo takes back.
+type note struct {
+	to, from int64
+	kind     string
+	sid      int64
+	at       time.Time // when it happened; zero: now, by this instance's clock
+
+	// For the live frame: the sender and the status concerned (nil for a
+	// follow).
+	fromUser protocol.User
+	status   *protocol.Status
+}
+
+// cause is the name of what n tells of.
+func (n note) cause() string { return n.kind + ":" + itoa(n.from) + ":" + itoa(n.sid) }
+
+// queueNotify queues on pipe the storing of n, and its live frame to n.to's
+// streams; nothing when n.to is n.from, or n.to mutes or blocks n.from.
+// Storing it again, as a job's redo does, changes nothing.
+func (s *Service) queueNotify(ctx context.Context, pipe redis.Pipeliner, n note) {
+	if n.to == n.from || n.to == 0 {
+		return
+	}
+	at := n.at
+	if at.IsZero() {
+		at = time.Now()
+	}
+	at = at.UTC().Truncate(time.Millisecond)
+	frame, err := json.Marshal(protocol.NotificationFrame{Type: protocol.TypeNotification, Notification: protocol.Notification{
+		Type: n.kind, From: n.fromUser, Status: n.status, Created: at,
+	}})
+	if err != nil {
+		return // a Status and a User always marshal
+	}
+	prefix, suffix := splitID(frame)
+	k := s.keys
+	notifyScript.Eval(ctx, pipe,
+		[]string{k.notes(n.to), k.noteData(n.to), k.noteCauses(n.to), k.noteSeq(n.to), k.mutes(n.to), k.blocks(n.to)},
+		n.cause(), at.UnixMilli(), n.from, MaxNotifications, s.bus.Command(), s.bus.UserChannel(n.to), prefix, suffix)
+}
+
+// queueUnnotify queues on pipe the taking back of the notification of n's
+// cause (to, from, kind and sid are read), telling n.to's streams.
+func (s *Service) queueUnnotify(ctx context.Context, pipe redis.Pipeliner, n note) {
+	if n.to == n.from || n.to == 0 {
+		return
+	}
+	frame, _ := json.Marshal(protocol.NotificationRemoved{Type: protocol.TypeNotificationRemoved})
+	prefix, suffix := splitID(frame)
+	k := s.keys
+	unnotifyScript.Eval(ctx, pipe, []string{k.notes(n.to), k.noteData(n.to), k.noteCauses(n.to)},
+		n.cause(), s.bus.Command(), s.bus.UserChannel(n.to), prefix, suffix)
+}
+
+// splitID cuts a frame whose object carries "id":0 around that 0, so that a
+// script can splice the id it gives.
+func splitID(frame []byte) (prefix, suffix string) {
+	const field = `"id":0`
+	i := bytes.Index(frame, []byte(field))
+	if i < 0 {
+		return string(frame), ""
+	}
+	i += len(field) - 1
+	return string(frame[:i]), string(frame[i+1:])
+}
