@@ -7,7 +7,7 @@
 
 import { h, avatar, loginEl } from './dom.js';
 import { api, isAbort, userPath } from './api.js';
-import { profileHref } from './router.js';
+import { profileHref, statusHref, navigate } from './router.js';
 import { timeEl, exactTime, parseTime } from './time.js';
 import { learnName } from './names.js';
 import { heading } from './page.js';
@@ -93,6 +93,11 @@ export function statusView(ctx, id) {
   };
 
   api('GET', `/statuses/${encodeURIComponent(id)}`, undefined, { signal: abort.signal }).then((res) => {
+    if (res.status.repost_of) {
+      // A repost entry's address: its thread is the original's.
+      navigate(statusHref(res.status.repost_of.id), { replace: true });
+      return null;
+    }
     const s = res.status;
     shown = s;
     const li = item(s, 0);
