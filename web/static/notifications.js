@@ -8,7 +8,7 @@
 // one post ("Ada and 3 others liked your post"), marks those newer than
 // the server's read marker, and then moves the marker to the newest.
 
-import { h, avatar, loginEl, announce, plural } from './dom.js';
+import { h, avatar, announce, plural } from './dom.js';
 import { api, isAbort, query } from './api.js';
 import { profileHref, statusHref } from './router.js';
 import { timeEl } from './time.js';
@@ -161,7 +161,6 @@ function groupEl(group, lastRead) {
       who, ...rest),
     excerpt,
     h('span', { class: 'muted small' }, timeEl(n.created)),
-    n.type === 'followed' && h('span', { class: 'muted small' }, loginEl(n.from.login)),
   ));
 }
 
