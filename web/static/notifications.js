@@ -58,10 +58,15 @@ export class Notifications {
     for (const fn of this.listeners) fn(u);
   }
 
+  /** seen notes that notification id exists (the page showed it). */
+  seen(id) {
+    this.newest = Math.max(this.newest, Number(id) || 0);
+  }
+
   /** notification takes a `notification` frame's notification. */
   notification(n) {
     if (!n || !n.id) return;
-    this.newest = Math.max(this.newest, Number(n.id));
+    this.seen(n.id);
     if (this.viewing && !document.hidden) return; // the page shows it and reads it
     if (Number(n.id) <= this.lastRead) return;
     this.setUnread(this.unread + 1);
@@ -86,7 +91,9 @@ export class Notifications {
     const marker = Number(lastRead) || 0;
     if (marker <= this.lastRead) return;
     this.lastRead = marker;
-    if (marker >= this.newest) {
+    // Past the newest heard of since this page loaded: nothing is left.
+    // Before any arrival the newest is unknown, so ask.
+    if (this.newest > 0 && marker >= this.newest) {
       this.setUnread(0);
       return;
     }
@@ -193,6 +200,7 @@ export function notificationsView(ctx, notes) {
     const newest = items.length ? Number(items[0].id) : 0;
     if (document.hidden || newest <= sentUpTo) return;
     sentUpTo = newest;
+    notes.seen(newest);
     notes.read(newest);
     try {
       await api('PUT', '/notifications/read', { up_to: newest }, { signal: abort.signal });
