@@ -40,7 +40,7 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if err := json.Unmarshal([]byte(payload), &frame); err != nil {
 		return passResult{finished: true}, nil // not a job Post queued
 	}
-	next, wait, err := s.makerDone(ctx, j, func() error { return s.redoPost(ctx, frame.Status, []byte(payload)) })
+	next, wait, err := s.makerDone(ctx, j, func() error { return s.rewritePost(ctx, frame.Status, []byte(payload)) })
 	if err != nil || wait {
 		return passResult{wait: wait}, err
 	}
@@ -85,7 +85,7 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if err != nil {
 		return passResult{}, err
 	}
-	if err := s.pushStatus(ctx, uid, sid, payload, push, connected); err != nil {
+	if err := s.pushStatus(ctx, uid, sid, repostOf(frame.Status), payload, push, connected); err != nil {
 		return passResult{}, err
 	}
 	return s.pageStep(page, next), nil
@@ -134,27 +134,25 @@ func (s *Service) activeFollowers(ctx context.Context, members []string, answere
 }
 
 // pushStatus adds status sid to the home timelines of push (trimmed one time
-// in trimEvery), checks that the status still exists and each of them still
-// follows author, takes it out again where not, and sends the live frame to
-// those connected whose home it newly reached.
-func (s *Service) pushStatus(ctx context.Context, author, sid int64, payload string, push []string, connected []bool) error {
+// in trimEvery; a repost entry of repostOf only where neither its original
+// nor another repost of it is, see queueHomeAdd), checks that the status
+// still exists and each of them still follows author, takes it out again
+// where not, and sends the live frame to those connected whose home it
+// newly reached.
+func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool) error {
 	if len(push) == 0 {
 		return nil
 	}
 	k := s.keys
-	z := redis.Z{Score: float64(sid), Member: sid}
 	homes := make([]string, len(push))
 	added := make([]*redis.IntCmd, len(push))
 	pipe := s.rdb.Pipeline()
 	for i, m := range push {
 		uid, _ := strconv.ParseInt(m, 10, 64)
 		homes[i] = k.home(uid)
-		added[i] = pipe.ZAdd(ctx, homes[i], z)
-		if (sid+uid)%trimEvery == 0 {
-			pipe.ZRemRangeByRank(ctx, homes[i], 0, int64(-s.opts.HomeSize-1))
-		}
+		added[i] = s.queueHomeAdd(ctx, pipe, uid, sid, repostOf)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := s.execHomeAdds(ctx, pipe, added); err != nil {
 		return err
 	}
 	pipe = s.rdb.Pipeline()

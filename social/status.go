@@ -182,13 +182,19 @@ func (s *Service) queuePost(ctx context.Context, uid, replyTo int64, message str
 
 // writePost writes a status where its author owns it: the status hash, the
 // author's profile and home timelines and post count, and the global
-// timeline; and its conversation (queueConversation): a reply's place in
+// timeline, which it publishes on the global channel for the streams that
+// watch it; and its conversation (queueConversation): a reply's place in
 // its thread, path its path (see childPath), and the notifications. Each
 // write is idempotent, so the post job of an instance that died part way
-// redoes them all (see postPass and redoPost).
+// redoes them all (see postPass and redoPost); the global frame goes again
+// then, and clients drop it by id.
 func (s *Service) writePost(ctx context.Context, st Status, path string, payload []byte) error {
 	k := s.keys
 	z := redis.Z{Score: float64(st.ID), Member: st.ID}
+	global, err := json.Marshal(protocol.GlobalStatus{Type: protocol.TypeGlobalStatus, Status: st})
+	if err != nil {
+		return err
+	}
 	fields := []any{"id", st.ID, "uid", st.UID, "login", st.Login,
 		"name", st.Name, "message", st.Message, "posted", st.Posted.UnixMilli()}
 	if r := st.ReplyTo; r != nil {
@@ -204,7 +210,10 @@ func (s *Service) writePost(ctx context.Context, st Status, path string, payload
 		st.ID, s.opts.HomeSize, s.bus.Command(), s.bus.UserChannel(st.UID), payload)
 	pipe.ZAdd(ctx, k.global(), z)
 	pipe.ZRemRangeByRank(ctx, k.global(), 0, int64(-s.opts.GlobalSize-1))
-	_, err := pipe.Exec(ctx)
+	if st.RepostOf == nil { // a repost is not in the global timeline
+		s.bus.Queue(ctx, pipe, s.bus.GlobalChannel(), global)
+	}
+	_, err = pipe.Exec(ctx)
 	return err
 }
 
@@ -248,10 +257,13 @@ func (s *Service) Status(ctx context.Context, id int64) (Status, error) {
 // timelines of lists that hold its author are cleaned by background jobs
 // whose first passes run before it returns. As with Post, the jobs are
 // queued first, and a worker finishes a deletion its instance left part way.
+// A third job takes out the status's likes and reposts (every repost entry
+// deleted in turn), or, for a repost entry, its claim (dropReactionsPass).
 func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	k := s.keys
 	pipe := s.rdb.Pipeline()
 	owner := pipe.HGet(ctx, k.status(id), "uid")
+	repostOf := pipe.HGet(ctx, k.status(id), "repost_of")
 	inLists := pipe.ZCard(ctx, k.listsIn(uid))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("delete status %d: %w", id, err)
@@ -280,6 +292,8 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 		listJob = k.job(cleanup.id())
 		s.queueJob(ctx, pipe, cleanup, inputsPending)
 	}
+	of, _ := repostOf.Int64()
+	reactionsJob := s.queueDropReactions(ctx, pipe, uid, id, of, string(payload))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
@@ -289,23 +303,28 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	if err := s.writeDelete(ctx, uid, id, payload); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	if err := s.markReady(ctx, homeJob, listJob); err != nil {
+	if err := s.markReady(ctx, homeJob, listJob, reactionsJob); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
 	s.inlinePass(ctx, homeJob)
 	if listJob != "" {
 		s.inlinePass(ctx, listJob)
 	}
+	s.inlinePass(ctx, reactionsJob)
 	return nil
 }
 
 // writeDelete takes a status out of where its author owns it: its
 // conversation (queueUnconversation), then the status hash (from then on every read leaves it out, and a copy or a
 // fan-out pass that raced it takes it out again), then the author's
-// timelines and post count, the global timeline and the pulled statuses.
-// Idempotent, as writePost.
+// timelines and post count, the global timeline (publishing the deletion
+// on the global channel) and the pulled statuses. Idempotent, as writePost.
 func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte) error {
 	k := s.keys
+	global, err := json.Marshal(protocol.GlobalStatusDeleted{Type: protocol.TypeGlobalStatusDeleted, ID: id})
+	if err != nil {
+		return err
+	}
 	// The conversation first, while the hash still says what it was: a
 	// redo after the hash is gone finds it undone already.
 	reply, err := s.rdb.HMGet(ctx, k.status(id), replyFields...).Result()
@@ -326,6 +345,7 @@ func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte
 	deleteAuthorScript.Eval(ctx, pipe, []string{k.user(uid), k.profile(uid), k.home(uid)},
 		id, s.bus.Command(), s.bus.UserChannel(uid), payload)
 	pipe.ZRem(ctx, k.global(), id)
+	s.bus.Queue(ctx, pipe, s.bus.GlobalChannel(), global)
 	pipe.ZRem(ctx, k.pulledStatuses(), pulledMember(id, uid))
 	_, err = pipe.Exec(ctx)
 	return err
