@@ -226,6 +226,14 @@ func TestBrowserThreadReply(t *testing.T) {
 		return got.split(' ').length === 4 && got.startsWith(`+js(fmt.Sprintf("%d:0 %d:0* %d:1 ", root.ID, mid.ID, leaf.ID))+`) && got.endsWith(':1') ? '' : 'thread: ' + got;
 	})()`)
 
+	// On a phone, in the dark, the thread fits.
+	p.viewport(360, 780, true)
+	p.colorScheme("dark")
+	p.waitUntil("the thread fits 360 px", stepTimeout, fitsCheck)
+	p.keep("thread-360-dark")
+	p.viewport(1280, 800, false)
+	p.colorScheme("light")
+
 	// An @word that names no one stays text.
 	p.goTo(fmt.Sprintf("/s/%d", aside.ID))
 	p.waitUntil("the unknown mention as text", stepTimeout, `(() => {

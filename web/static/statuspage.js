@@ -80,6 +80,23 @@ export function statusView(ctx, id) {
       last.after(li);
       last = li;
     }
+    // The context reads a bounded part of a big thread: a post with more
+    // replies than shown under it links to its own thread for the rest.
+    const children = new Map();
+    for (const d of descendants) {
+      const p = d.reply_to && Number(d.reply_to.id);
+      children.set(p, (children.get(p) || 0) + 1);
+    }
+    for (const st of [s, ...descendants]) {
+      const more = (Number(st.replies) || 0) - (children.get(Number(st.id)) || 0);
+      if (more <= 0) continue;
+      const li = thread.querySelector(`:scope > [data-id="${Number(st.id)}"]`);
+      const depth = depthOf(li) + 1;
+      let after = li;
+      for (let next = li.nextElementSibling; next && depthOf(next) >= depth; next = next.nextElementSibling) after = next;
+      after.after(h('li', { class: `thread-more depth-${Math.min(depth, 6)}`, dataset: { depth: String(depth), testid: 'thread-more' } },
+        h('a', { href: statusHref(st.id) }, `${more} more ${more === 1 ? 'reply' : 'replies'} to `, loginEl(st.login))));
+    }
     // The status answers a post the context does not hold: it was deleted.
     const parent = s.reply_to && Number(s.reply_to.id);
     if (parent && !ancestors.some((a) => Number(a.id) === parent)) parentGone(parent, [thread]);
