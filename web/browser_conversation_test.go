@@ -93,6 +93,26 @@ func TestBrowserActionRow(t *testing.T) {
 	a.open(fmt.Sprintf("/s/%d", post.ID))
 	a.waitUntil("one like left, ada's", stepTimeout, actionIs("status-page", post.ID, "like", "Like, 1 like", "true"))
 
+
+	// Reply under the post in the feed: the reply shows under it, counted.
+	b.click(actionSel("feed", post.ID, "reply"))
+	box := testID("feed", fmt.Sprintf(` [data-id="%d"] `, post.ID)) + testID("reply-input")
+	b.waitVisible(box)
+	b.typeInto(box, "Patterns like a loom's")
+	b.click(testID("feed", fmt.Sprintf(` [data-id="%d"] `, post.ID)) + testID("reply-submit"))
+	b.waitUntil("the reply under the post", stepTimeout, `(() => {
+		const li = document.querySelector('[data-testid="feed"] > [data-id="`+fmt.Sprint(post.ID)+`"]');
+		const r = li && li.querySelector('.inline-replies [data-testid="status"]');
+		if (!r) return 'no reply under the post';
+		if (li.querySelector('[data-testid="reply-composer"]')) return 'the reply box is still open';
+		const line = r.querySelector('[data-testid="status-reply"]')?.textContent;
+		return r.querySelector('[data-testid="status-message"]').textContent === "Patterns like a loom's" && line === 'Replying to ada' ? '' : 'reply reads ' + r.textContent;
+	})()`)
+	b.waitUntil("one reply counted", stepTimeout, `(() => {
+		const btn = document.querySelector('[data-testid="feed"] > [data-id="`+fmt.Sprint(post.ID)+`"] > .status-body > [data-testid="status-actions"] [data-testid="reply-button"]');
+		return btn && btn.getAttribute('aria-label') === 'Reply, 1 reply' ? '' : 'reply button: ' + (btn && btn.getAttribute('aria-label'));
+	})()`)
+
 	// carol follows bob, not ada: bob's repost brings ada's post to her.
 	c := br.newTab(t, "carol", in.srv.URL)
 	c.signInUI("carol", "password-carol")
@@ -134,6 +154,7 @@ func TestBrowserActionRow(t *testing.T) {
 	v := br.newTab(t, "visitor", in.srv.URL)
 	v.open(fmt.Sprintf("/s/%d", post.ID))
 	v.waitUntil("counts for a visitor", stepTimeout, actionIs("status-page", post.ID, "like", "Like, 1 like", ""))
+	v.waitUntil("replies for a visitor", stepTimeout, actionIs("status-page", post.ID, "reply", "Reply, 1 reply", ""))
 	v.waitUntil("reposts for a visitor", stepTimeout, actionIs("status-page", post.ID, "repost", "Repost, 1 repost", ""))
 	v.click(actionSel("status-page", post.ID, "like"))
 	v.waitVisible(testID("signin-form"))
@@ -420,4 +441,38 @@ func TestBrowserPhoneTabBar(t *testing.T) {
 		const shown = [...document.querySelectorAll('#nav a')].filter((a) => a.offsetParent).map((a) => a.firstChild.textContent);
 		return shown.join(',') === 'Home,Global,Profile,Search,Lists' ? '' : 'header links: ' + shown.join(',');
 	})()`)
+}
+
+// More notifications than a page: the page shows the newest thirty, and
+// "Load more" the rest, all marked unread.
+func TestBrowserNotificationsPaged(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	for i := range 32 {
+		bob.post(fmt.Sprintf("Note %d for @ada", i))
+	}
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.waitUntil("32 unread", stepTimeout, badgeIs(32))
+	p.goTo("/notifications")
+	count := func(n int) string {
+		return `(() => {
+			const all = [...document.querySelectorAll('[data-testid="notes-list"] [data-testid="note"]')];
+			const unread = all.filter((li) => li.dataset.unread === 'true').length;
+			if (all.length !== ` + fmt.Sprint(n) + ` || unread !== all.length) return all.length + ' shown, ' + unread + ' unread';
+			const first = all[0].querySelector('[data-testid="note-status"]')?.textContent;
+			return first === 'Note 31 for @ada' ? '' : 'newest: ' + first;
+		})()`
+	}
+	p.waitUntil("the first page", stepTimeout, count(30))
+	p.click(testID("notes-more"))
+	p.waitUntil("the rest", stepTimeout, count(32))
+	p.waitUntil("the bell cleared", stepTimeout, badgeIs(0))
+	if !eval[bool](p, `document.querySelector('[data-testid="notes-more"]').hidden`) {
+		t.Fatal("Load more still offered at the end")
+	}
 }
