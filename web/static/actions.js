@@ -50,7 +50,7 @@ function label(kind, n) {
 /**
  * actionRow builds the row for status (an original, never a repost entry).
  *  ctx      the app's: me(), askSignIn()
- *  onReply  () => void, Reply was pressed by a signed-in viewer; it returns
+ *  onReply  () => boolean: a signed-in viewer pressed Reply; it answers
  *           whether the reply box is open now (for aria-expanded)
  */
 export function actionRow(ctx, status, { onReply }) {
