@@ -48,7 +48,7 @@ func TestRouting(t *testing.T) {
 			online := fmt.Sprintf("presence of %d online=true", author.id)
 			posted, deleted := fmt.Sprintf("status %d", st.ID), fmt.Sprintf("status_deleted %d", st.ID)
 			want := map[user][]string{
-				author:   {posted, deleted, fmt.Sprintf("followed by %d you_follow=false", stranger.id)},
+				author:   {posted, deleted, fmt.Sprintf("followed by %d you_follow=false", stranger.id), "notification"},
 				friend:   {online, posted, deleted},
 				fan:      {posted, deleted},
 				stranger: nil,
