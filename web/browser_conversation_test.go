@@ -270,6 +270,18 @@ func TestBrowserThreadReply(t *testing.T) {
 		const r = document.querySelector('[data-testid="status-page"] .is-focus [data-testid="status-reply"]');
 		return r && r.textContent === 'Replying to a deleted post' ? '' : 'reply line: ' + (r && r.textContent);
 	})()`)
+	// So does bob's profile, freshly loaded, which asks once the reply is seen.
+	p.open("/u/bob")
+	p.waitUntil("a reply to a deleted post on a profile", stepTimeout, `(() => {
+		const r = document.querySelector('[data-testid="timeline"] [data-id="`+fmt.Sprint(mid.ID)+`"] [data-testid="status-reply"]');
+		return r && r.textContent === 'Replying to a deleted post' ? '' : 'reply line: ' + (r && r.textContent);
+	})()`)
+	// carol's answers bob's reply, which is there: it keeps its link.
+	p.goTo("/u/carol")
+	p.waitUntil("a reply to a post that exists", stepTimeout, `(() => {
+		const r = document.querySelector('[data-testid="timeline"] [data-id="`+fmt.Sprint(leaf.ID)+`"] [data-testid="status-reply"]');
+		return r && r.textContent === 'Replying to bob' && r.querySelector('a') ? '' : 'reply line: ' + (r && r.textContent);
+	})()`)
 }
 
 // noteIs is a check that the notifications page lists exactly want: one

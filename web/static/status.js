@@ -10,6 +10,7 @@ import { timeEl, nameTimeLink } from './time.js';
 import { knownName, learnName, nameOf } from './names.js';
 import { actionRow, replyAdded } from './actions.js';
 import { replyComposer } from './composer.js';
+import { api } from './api.js';
 
 // @login words (not inside e-mail addresses) and plain http(s) links.
 const LINKS = /(?<![A-Za-z0-9_])@([A-Za-z0-9_]{3,32})(?![A-Za-z0-9_])|\bhttps?:\/\/[^\s<>"]+/g;
@@ -64,6 +65,7 @@ const gone = new Set();
 export function parentGone(id, roots = [document]) {
   const n = Number(id);
   gone.add(n);
+  parentExists.set(n, false);
   for (const root of roots) {
     for (const p of root.querySelectorAll(`[data-testid="status-reply"][data-reply-to="${n}"]`)) {
       p.replaceChildren(...replyWords(null));
@@ -78,13 +80,86 @@ function replyWords(ref) {
   return ['Replying to ', h('a', { href: statusHref(ref.id), class: 'reply-link' }, loginEl(ref.login))];
 }
 
-/** replyLine says whom status answers, or null when it answers no one. */
-function replyLine(status) {
+// A reply carries whom it answers even after that post is deleted, so
+// whether it still exists is asked (GET /statuses/{id}) for replies that
+// come into view, each parent once, one at a time, and at most
+// CHECKS_PER_MINUTE a minute, well inside the read limit; a thread page
+// knows from its context instead.
+const CHECKS_PER_MINUTE = 10;
+const parentExists = new Map(); // id -> true, or false once found deleted
+const checkQueue = [];
+let checking = false;
+let checksLeft = CHECKS_PER_MINUTE;
+let checksResetAt = 0;
+let watcher = null;
+
+function watchParent(line) {
+  if (!('IntersectionObserver' in window)) return;
+  if (!watcher) {
+    watcher = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        if (!e.isIntersecting) continue;
+        watcher.unobserve(e.target);
+        const id = Number(e.target.dataset.replyTo);
+        if (parentExists.get(id) === false) parentGone(id);
+        else if (!parentExists.has(id) && !checkQueue.includes(id)) checkQueue.push(id);
+      }
+      checkParents();
+    });
+  }
+  watcher.observe(line);
+}
+
+async function checkParents() {
+  if (checking) return;
+  checking = true;
+  try {
+    while (checkQueue.length > 0) {
+      const id = checkQueue[0];
+      // A parent shown on the page exists; no need to ask.
+      if (parentExists.has(id) || document.querySelector(`[data-testid="status"][data-id="${id}"]`)) {
+        parentExists.set(id, parentExists.get(id) ?? true);
+        checkQueue.shift();
+        continue;
+      }
+      const now = Date.now();
+      if (now >= checksResetAt) {
+        checksLeft = CHECKS_PER_MINUTE;
+        checksResetAt = now + 60000;
+      }
+      if (checksLeft === 0) {
+        setTimeout(checkParents, checksResetAt - now);
+        return;
+      }
+      checksLeft--;
+      checkQueue.shift();
+      try {
+        await api('GET', `/statuses/${encodeURIComponent(id)}`);
+        parentExists.set(id, true);
+      } catch (err) {
+        if (err.status === 404) {
+          parentExists.set(id, false);
+          parentGone(id);
+        }
+      }
+    }
+  } finally {
+    checking = false;
+  }
+}
+
+/**
+ * replyLine says whom status answers, or null when it answers no one;
+ * check: ask, once it is seen, whether that post still exists.
+ */
+function replyLine(status, check) {
   const ref = status.reply_to;
   if (!ref || !ref.id) return null;
   const isGone = gone.has(Number(ref.id));
-  return h('p', { class: 'status-reply muted small', dataset: { testid: 'status-reply', replyTo: String(ref.id) } },
+  const line = h('p', { class: 'status-reply muted small', dataset: { testid: 'status-reply', replyTo: String(ref.id) } },
     ...replyWords(isGone ? null : ref));
+  if (check && !isGone) watchParent(line);
+  return line;
 }
 
 // deleteControls is the Delete button and the confirmation it opens.
@@ -111,8 +186,9 @@ export function isMine(me, status) {
  *  onReplied  (reply, li) => void: where a reply posted from this status
  *             goes; without it, under the status
  *  depth      how deep in a thread (indents), 0 or absent: no indent
+ *  inThread   shown in its thread, which says whether what it answers exists
  */
-export function statusEl(entry, { ctx, onDelete = null, onReplied = null, depth = 0 }) {
+export function statusEl(entry, { ctx, onDelete = null, onReplied = null, depth = 0, inThread = false }) {
   const status = entry.repost_of || entry; // what is shown
   const href = profileHref(status.login);
   const li = h('li', {
@@ -156,7 +232,7 @@ export function statusEl(entry, { ctx, onDelete = null, onReplied = null, depth 
             list = h('ol', { class: 'inline-replies', 'aria-label': `Your replies to @${status.login}` });
             replyArea.append(list);
           }
-          const rli = statusEl(reply, { ctx, onDelete });
+          const rli = statusEl(reply, { ctx, onDelete, inThread: true }); // it answers the post above it
           rli.classList.add('is-new');
           list.append(rli);
           rli.focus({ preventScroll: true });
@@ -186,7 +262,7 @@ export function statusEl(entry, { ctx, onDelete = null, onReplied = null, depth 
         ),
         del && del.open,
       ),
-      replyLine(status),
+      replyLine(status, !inThread),
       h('p', { class: 'status-message', dataset: { testid: 'status-message' } }, messageNodes(String(status.message ?? ''), status.mentions)),
       del && del.ask,
       del && del.error,

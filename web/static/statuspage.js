@@ -44,7 +44,7 @@ export function statusView(ctx, id) {
 
   // item renders one post of the thread at depth (0: the status and what
   // it answers).
-  const item = (s, depth) => statusEl(s, { ctx, onDelete: ctx.deleteStatus, onReplied: placeReply, depth });
+  const item = (s, depth) => statusEl(s, { ctx, onDelete: ctx.deleteStatus, onReplied: placeReply, depth, inThread: true });
 
   // placeReply puts a reply posted from parentLi after the replies already
   // under it, one step deeper.
