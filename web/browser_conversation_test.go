@@ -93,7 +93,6 @@ func TestBrowserActionRow(t *testing.T) {
 	a.open(fmt.Sprintf("/s/%d", post.ID))
 	a.waitUntil("one like left, ada's", stepTimeout, actionIs("status-page", post.ID, "like", "Like, 1 like", "true"))
 
-
 	// Reply under the post in the feed: the reply shows under it, counted.
 	b.click(actionSel("feed", post.ID, "reply"))
 	box := testID("feed", fmt.Sprintf(` [data-id="%d"] `, post.ID)) + testID("reply-input")
