@@ -98,6 +98,8 @@ export function actionRow(ctx, status, { onReply }) {
     if (!ctx.me()) return ctx.askSignIn();
     if (busy[kind]) return;
     busy[kind] = true;
+    const btn = kind === 'like' ? like.b : repost.b;
+    btn.setAttribute('aria-busy', 'true'); // pressed again meanwhile, it waits for this answer
     const on = kind === 'like' ? 'liked' : 'reposted';
     const count = kind === 'like' ? 'likes' : 'reposts';
     const before = { ...st };
@@ -118,6 +120,7 @@ export function actionRow(ctx, status, { onReply }) {
       error.hidden = false;
     } finally {
       busy[kind] = false;
+      btn.removeAttribute('aria-busy');
     }
   };
   like.b.addEventListener('click', () => toggle('like'));
