@@ -47,6 +47,11 @@ type Limits struct {
 	// ProfileEditsPerUser bounds PATCH /me per signed-in user: each new
 	// name is told to the user's connected friends.
 	ProfileEditsPerUser redis_rate.Limit
+	// ReportsPerUser bounds POST /reports per signed-in user.
+	ReportsPerUser redis_rate.Limit
+	// ExportsPerUser bounds GET /me/export per signed-in user: each reads
+	// every status, follow and list of theirs.
+	ExportsPerUser redis_rate.Limit
 }
 
 // limitCounters count the requests each limit refused, for /metrics.
@@ -55,7 +60,8 @@ type limitCounters struct {
 	streamOpens, streamOpensAddress                        atomic.Int64
 	reactions                                              atomic.Int64
 	deadlines                                              atomic.Int64 // requests answered 503 past their deadline
-	profiles                                               atomic.Int64
+	profiles, exports                                      atomic.Int64
+	reports                                                atomic.Int64
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -158,6 +164,13 @@ func (s *Server) profileLimit() func(http.Handler) http.Handler {
 	})
 }
 
+func (s *Server) exportLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "export", limit: s.limits.ExportsPerUser, refused: &s.limitStats.exports, key: byViewer,
+		message: "You have exported your account as often as one may for now.",
+	})
+}
+
 // byClient counts a signed-in request for its user and any other for its
 // client address.
 func (s *Server) byClient(r *http.Request) string {
@@ -193,5 +206,12 @@ func (s *Server) readLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "read", limit: s.limits.ReadsPerClient, refused: &s.limitStats.reads, key: s.byClient,
 		message: "You are reading too fast.",
+	})
+}
+
+func (s *Server) reportLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "report", limit: s.limits.ReportsPerUser, refused: &s.limitStats.reports, key: byViewer,
+		message: "You have filed many reports lately; an admin is looking at them.",
 	})
 }
