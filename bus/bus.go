@@ -50,6 +50,15 @@ func (b *Bus) AuthorChannel(uid int64) string {
 	return b.prefix + "events:author:" + slots.Tag(b.cluster, strconv.FormatInt(uid, 10))
 }
 
+// GlobalChannel is the channel of the global timeline's new statuses and
+// deletions, published once each for the whole site: the instances
+// subscribe to it while any of their streams watches the global timeline.
+// On a cluster it is one channel, so its messages go through the master of
+// its slot alone.
+func (b *Bus) GlobalChannel() string {
+	return b.prefix + "events:" + slots.Tag(b.cluster, "global")
+}
+
 // Command is what a Lua script publishes with, passed to it in ARGV beside
 // the channel: PUBLISH, or SPUBLISH on a cluster, where the channel must be
 // in the slot of the script's keys.

@@ -21,6 +21,10 @@ const (
 	TypeNotification        = "notification"
 	TypeNotificationRemoved = "notification_removed"
 	TypeNotificationsRead   = "notifications_read"
+
+	TypeWatching            = "watching"
+	TypeGlobalStatus        = "global_status"
+	TypeGlobalStatusDeleted = "global_status_deleted"
 )
 
 // Ready is the first frame of every stream, once.
@@ -88,6 +92,29 @@ type NotificationsRead struct {
 	LastRead int64  `json:"last_read"`
 }
 
+// Watching: the stream's watch of Timeline is live: every change to it from
+// now on comes as a frame. The client reads what it missed before (the
+// timeline after the newest status it holds) on each one, which also comes
+// again after the instance's subscription was lost and made again.
+type Watching struct {
+	Type     string `json:"type"`     // TypeWatching
+	Timeline string `json:"timeline"` // TimelineGlobal
+}
+
+// GlobalStatus: a status has just entered the global timeline. Sent to
+// streams that watch it.
+type GlobalStatus struct {
+	Type   string `json:"type"` // TypeGlobalStatus
+	Status Status `json:"status"`
+}
+
+// GlobalStatusDeleted: a status was deleted, and left the global timeline
+// if it was there. Sent to streams that watch it.
+type GlobalStatusDeleted struct {
+	Type string `json:"type"` // TypeGlobalStatusDeleted
+	ID   int64  `json:"id"`
+}
+
 // Service: whether the instance can serve (reach Redis). Sent on a change
 // only; the ready frame means available.
 type Service struct {
@@ -110,6 +137,7 @@ const (
 	CodeInvalidResume = "invalid_resume" // after missing, negative or not an integer
 	CodeResumeFailed  = "resume_failed"  // the timeline could not be read
 	CodeRateLimited   = "rate_limited"   // too many resumes
+	CodeInvalidWatch  = "invalid_watch"  // a watch or unwatch of no timeline that can be watched
 )
 
 // Frames a client sends.
@@ -120,14 +148,22 @@ const (
 	// TypeResume asks for every home-timeline status after After, oldest
 	// first, then live, with no gap and no duplicate.
 	TypeResume = "resume"
+	// TypeWatch asks for the changes of Timeline (TimelineGlobal) as frames,
+	// from the Watching frame that answers it until TypeUnwatch.
+	TypeWatch   = "watch"
+	TypeUnwatch = "unwatch"
 )
 
-// ClientFrame is any frame a client sends: {"type": "heartbeat"} or
-// {"type": "resume", "after": 41}. After is left raw so that a bad value
-// gets its own error code.
+// TimelineGlobal is the timeline a stream may watch: every user's statuses.
+const TimelineGlobal = "global"
+
+// ClientFrame is any frame a client sends: {"type": "heartbeat"},
+// {"type": "resume", "after": 41} or {"type": "watch", "timeline":
+// "global"}. After is left raw so that a bad value gets its own error code.
 type ClientFrame struct {
-	Type  string           `json:"type"`
-	After *json.RawMessage `json:"after,omitempty"`
+	Type     string           `json:"type"`
+	After    *json.RawMessage `json:"after,omitempty"`
+	Timeline string           `json:"timeline,omitempty"` // TypeWatch's and TypeUnwatch's
 }
 
 // Messages published on user channels for the instances alone, never sent

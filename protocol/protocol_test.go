@@ -22,11 +22,18 @@ func TestWireShapes(t *testing.T) {
 		want  string
 	}{
 		{"ready", Ready{Type: TypeReady, User: UserView{User: ada, Presence: &Presence{Online: true, LastSeen: &at}},
-			HeartbeatIntervalMS: 10000, OnlineFriends: []OnlineFriend{{User: ada.Ref(), LastSeen: at}}},
+			HeartbeatIntervalMS: 10000, OnlineFriends: []OnlineFriend{{User: ada.Ref(), LastSeen: at}}, UnreadNotifications: 3},
 			`{"type":"ready","user":{` + adaJSON + `,"online":true,"last_seen":"2030-01-02T03:04:05.006Z"},` +
-				`"heartbeat_interval_ms":10000,"online_friends":[{"user":` + ref + `,"last_seen":"2030-01-02T03:04:05.006Z"}]}`},
-		{"status", StatusFrame{Type: TypeStatus, Status: Status{ID: 42, UID: 7, Login: "ada", Message: "hi", Posted: at}},
-			`{"type":"status","status":{"id":42,"uid":7,"login":"ada","message":"hi","posted":"2030-01-02T03:04:05.006Z"}}`},
+				`"heartbeat_interval_ms":10000,"online_friends":[{"user":` + ref + `,"last_seen":"2030-01-02T03:04:05.006Z"}],` +
+				`"unread_notifications":3}`},
+		{"status", StatusFrame{Type: TypeStatus, Status: Status{ID: 42, UID: 7, Login: "ada", Message: "hi", Posted: at,
+			Mentions: []Mention{}}},
+			`{"type":"status","status":{"id":42,"uid":7,"login":"ada","message":"hi","posted":"2030-01-02T03:04:05.006Z",` +
+				`"reply_to":null,"mentions":[],"replies":0,"likes":0,"reposts":0}}`},
+		{"reply", StatusFrame{Type: TypeStatus, Status: Status{ID: 43, UID: 7, Login: "ada", Message: "@bob yes", Posted: at,
+			ReplyTo: &StatusRef{ID: 41, UID: 8, Login: "bob"}, Mentions: []Mention{{UID: 8, Login: "bob"}}}},
+			`{"type":"status","status":{"id":43,"uid":7,"login":"ada","message":"@bob yes","posted":"2030-01-02T03:04:05.006Z",` +
+				`"reply_to":{"id":41,"uid":8,"login":"bob"},"mentions":[{"uid":8,"login":"bob"}],"replies":0,"likes":0,"reposts":0}}`},
 		{"status deleted", StatusDeleted{Type: TypeStatusDeleted, ID: 42}, `{"type":"status_deleted","id":42}`},
 		{"presence", PresenceFrame{Type: TypePresence, User: ada.Ref(), Online: true, LastSeen: &at},
 			`{"type":"presence","user":` + ref + `,"online":true,"last_seen":"2030-01-02T03:04:05.006Z"}`},
@@ -38,7 +45,10 @@ func TestWireShapes(t *testing.T) {
 		{"service", Service{Type: TypeService, Available: false}, `{"type":"service","available":false}`},
 		{"error frame", ErrorFrame{Type: TypeError, Error: Error{Code: CodeUnknownType, Message: "Unknown."}},
 			`{"type":"error","code":"unknown_type","message":"Unknown."}`},
+		{"watching", Watching{Type: TypeWatching, Timeline: TimelineGlobal}, `{"type":"watching","timeline":"global"}`},
+		{"global status deleted", GlobalStatusDeleted{Type: TypeGlobalStatusDeleted, ID: 42}, `{"type":"global_status_deleted","id":42}`},
 		{"resume", ClientFrame{Type: TypeResume, After: &after}, `{"type":"resume","after":41}`},
+		{"watch", ClientFrame{Type: TypeWatch, Timeline: TimelineGlobal}, `{"type":"watch","timeline":"global"}`},
 		{"heartbeat", ClientFrame{Type: TypeHeartbeat}, `{"type":"heartbeat"}`},
 		{"session ended", Internal{Type: TypeSessionEnded, Session: "s1"}, `{"type":"session_ended","session":"s1"}`},
 		{"user created", Internal{Type: TypeUserCreated}, `{"type":"user_created"}`},

@@ -266,8 +266,14 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 				continue
 			}
 			c.enqueue(outgoing{resume: true, after: after})
+		case protocol.TypeWatch, protocol.TypeUnwatch:
+			if f.Timeline != protocol.TimelineGlobal {
+				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidWatch, `"timeline" must be "global", the one timeline a stream may watch.`)})
+				continue
+			}
+			h.watch(c, f.Type == protocol.TypeWatch)
 		default:
-			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeUnknownType, "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat or resume.")})
+			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeUnknownType, "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat, resume, watch or unwatch.")})
 		}
 	}
 }

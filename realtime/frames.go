@@ -9,6 +9,10 @@ import (
 // The stream's frames and close codes are protocol's; these build the
 // frames the hub makes itself.
 
+// watchingGlobalFrame answers a watch of the global timeline once it is
+// live.
+var watchingGlobalFrame, _ = json.Marshal(protocol.Watching{Type: protocol.TypeWatching, Timeline: protocol.TimelineGlobal})
+
 func errorFrameJSON(code, message string) []byte {
 	b, _ := json.Marshal(protocol.ErrorFrame{Type: protocol.TypeError, Error: protocol.Error{Code: code, Message: message}})
 	return b

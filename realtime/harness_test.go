@@ -293,8 +293,10 @@ type frame struct {
 	Status  *social.Status `json:"status"`
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
-	// ID is the status_deleted frame's.
+	// ID is the status_deleted and global_status_deleted frames'.
 	ID int64 `json:"id"`
+	// Timeline is the watching frame's.
+	Timeline string `json:"timeline"`
 	// YouFollow is the followed frame's.
 	YouFollow *bool `json:"you_follow"`
 	// Seq and Mark are those of the frames tests publish themselves.
@@ -321,7 +323,7 @@ func (f frame) String() string {
 	switch {
 	case f.Status != nil:
 		return fmt.Sprintf("%s %d", f.Type, f.Status.ID)
-	case f.Type == protocol.TypeStatusDeleted:
+	case f.Type == protocol.TypeStatusDeleted || f.Type == protocol.TypeGlobalStatusDeleted:
 		return fmt.Sprintf("%s %d", f.Type, f.ID)
 	case f.User != nil && f.Type == protocol.TypePresence:
 		return fmt.Sprintf("%s of %d online=%v", f.Type, f.User.ID, f.Online)

@@ -8,7 +8,8 @@
 // user is connected. It subscribes too to the channels
 // of the pulled authors its users follow (authors with so many followers
 // that their statuses are published once, not to each follower), and routes
-// their frames to those users.
+// their frames to those users; and, while any of its streams watches the
+// global timeline, to that timeline's channel (watch.go).
 package realtime
 
 import (
@@ -121,6 +122,8 @@ type Hub struct {
 	mu        sync.RWMutex        // the first lock of all (locks.go)
 	users     map[string]*local   // by channel
 	authors   map[string]*readers // pulled authors' channels: the local users who follow them
+	watchers  map[*conn]struct{}  // the streams that watch the global timeline (watch.go)
+	global    string              // the global timeline's channel
 	live      map[string]bool     // channels whose subscription Redis confirmed
 	unchecked map[string]struct{} // channels confirmed again, their sessions still to check
 	lost      map[string]struct{} // live channels a cluster lost, until confirmed again
@@ -248,11 +251,13 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 		recheck:   make(chan struct{}, 1),
 		users:     map[string]*local{},
 		authors:   map[string]*readers{},
+		watchers:  map[*conn]struct{}{},
 		live:      map[string]bool{},
 		unchecked: map[string]struct{}{},
 		lost:      map[string]struct{}{},
 		cancel:    cancel, stopped: ctx.Done(),
 	}
+	h.global = h.bus.GlobalChannel()
 	h.ps = h.bus.Subscribe(ctx, &h.Stats.SubscribeCommands, h.log)
 	h.routerWG.Add(5)
 	go h.route(ctx)
@@ -299,6 +304,15 @@ func (h *Hub) route(ctx context.Context) {
 func (h *Hub) confirmed(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if channel == h.global {
+		if h.live[channel] {
+			h.Stats.PubSubRestarts.Add(1)
+			delete(h.lost, channel)
+		}
+		h.live[channel] = true
+		h.watchConfirmed()
+		return
+	}
 	r, u := h.authors[channel], h.users[channel]
 	if !h.live[channel] {
 		h.live[channel] = true
@@ -323,6 +337,10 @@ func (h *Hub) confirmed(channel string) {
 }
 
 func (h *Hub) dispatch(channel string, payload []byte) {
+	if channel == h.global {
+		h.forwardGlobal(payload)
+		return
+	}
 	var ev event
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		h.log.Warn("unreadable event", "channel", channel, "err", err)
@@ -418,7 +436,8 @@ func (h *Hub) subscriber(ctx context.Context) {
 		var subscribe, unsubscribe []string
 		h.mu.Lock()
 		for channel := range batch {
-			want := h.users[channel] != nil || h.authors[channel] != nil
+			want := h.users[channel] != nil || h.authors[channel] != nil ||
+				(channel == h.global && len(h.watchers) > 0)
 			if !want {
 				// From here on a joining connection waits for a new
 				// confirmation.
@@ -532,12 +551,19 @@ func (h *Hub) wait(ctx context.Context, ready <-chan struct{}) error {
 	}
 }
 
-// leave takes c out of its user's local set, unsubscribing after the last.
+// leave takes c out of its user's local set, unsubscribing after the last,
+// and out of the global timeline's watchers.
 func (h *Hub) leave(c *conn) {
 	channel := h.bus.UserChannel(c.uid)
 	h.mu.Lock()
 	u := h.users[channel]
 	var changed []string
+	if _, watching := h.watchers[c]; watching {
+		delete(h.watchers, c)
+		if len(h.watchers) == 0 {
+			changed = append(changed, h.global)
+		}
+	}
 	if u != nil {
 		delete(u.conns, c)
 		if len(u.conns) == 0 {

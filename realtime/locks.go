@@ -5,8 +5,9 @@ package realtime
 // a goroutine that may be waiting for one it holds:
 //
 //  1. Hub.mu (hub.go): the local users, the pulled authors' readers and the
-//     state of each channel. The router holds it (read-locked) while it
-//     hands a frame to every connection of a user; the subscriber, joins,
+//     state of each channel, and the global timeline's watchers. The
+//     router holds it (read-locked) while it hands a frame to every
+//     connection of a user, or to every watcher; the subscriber, joins,
 //     leaves, the session checker and Shutdown hold it while they change
 //     or list those maps. Under it a connection is only queued to (enqueue)
 //     or closed with closeSoon, whose closing handshake runs in a goroutine
@@ -29,6 +30,6 @@ package realtime
 // shard's, which it holds while it hands the router a message or a
 // confirmation, and the router then takes Hub.mu. So Hub.mu is never held across a call into
 // Hub.ps (Subscribe, Unsubscribe, Close) nor across a send that can block:
-// join, leave and setPull ask the subscriber for a change (resync) after
+// join, leave, setPull and watch ask the subscriber for a change (resync) after
 // they let Hub.mu go, and restart only wakes the session checker if it is
 // not woken already.

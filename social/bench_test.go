@@ -289,7 +289,7 @@ func BenchmarkFanout(b *testing.B) {
 					errs := make([]error, len(authors))
 					for i, a := range authors {
 						b.StopTimer()
-						_, job, _, err := s.queuePost(ctx, a.ID, "benchmark status")
+						_, job, _, err := s.queuePost(ctx, a.ID, 0, "benchmark status")
 						b.StartTimer()
 						if err != nil {
 							b.Fatal(err)
@@ -454,7 +454,7 @@ func BenchmarkPostCost(b *testing.B) {
 				}
 				b.ResetTimer()
 				for b.Loop() {
-					_, job, _, err := s.queuePost(ctx, author.ID, "benchmark status")
+					_, job, _, err := s.queuePost(ctx, author.ID, 0, "benchmark status")
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -13,7 +13,7 @@ import (
 // original's) reply, like and repost counts and, for viewer (0: no one
 // signed in), whether the viewer liked and reposted it. A repost whose
 // original is gone is left out: the original's deletion is taking its
-// reposts out (see the unrepost job).
+// reposts out (see dropReactionsPass).
 //
 // The counts are the cardinalities of the sets the writes add to and take
 // from, so they are exact whatever the writes raced.

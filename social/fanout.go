@@ -40,7 +40,7 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if err := json.Unmarshal([]byte(payload), &frame); err != nil {
 		return passResult{finished: true}, nil // not a job Post queued
 	}
-	next, wait, err := s.makerDone(ctx, j, func() error { return s.writePost(ctx, frame.Status, []byte(payload)) })
+	next, wait, err := s.makerDone(ctx, j, func() error { return s.rewritePost(ctx, frame.Status, []byte(payload)) })
 	if err != nil || wait {
 		return passResult{wait: wait}, err
 	}
@@ -81,11 +81,11 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 		return passResult{finished: true}, err
 	}
 	members := pageMembers(page)
-	push, connected, err := s.activeFollowers(ctx, members)
+	push, connected, err := s.activeFollowers(ctx, members, answeredOnly(frame.Status))
 	if err != nil {
 		return passResult{}, err
 	}
-	if err := s.pushStatus(ctx, uid, sid, payload, push, connected); err != nil {
+	if err := s.pushStatus(ctx, uid, sid, repostOf(frame.Status), payload, push, connected); err != nil {
 		return passResult{}, err
 	}
 	return s.pageStep(page, next), nil
@@ -94,10 +94,16 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 // activeFollowers returns those of members whose home timelines a post
 // reaches, and whether each is connected now. A follower never seen (one
 // from before activity was kept) counts as active; one connected now is
-// active whatever their last request.
-func (s *Service) activeFollowers(ctx context.Context, members []string) (push []string, connected []bool, err error) {
+// active whatever their last request. When answered is set (a reply to
+// them, see answeredOnly), only those who follow answered, and answered,
+// are reached.
+func (s *Service) activeFollowers(ctx context.Context, members []string, answered int64) (push []string, connected []bool, err error) {
 	pipe := s.rdb.Pipeline()
 	seen := pipe.ZMScore(ctx, s.keys.seen(), members...)
+	var alsoFollow *redis.FloatSliceCmd
+	if answered != 0 {
+		alsoFollow = pipe.ZMScore(ctx, s.keys.followers(answered), members...)
+	}
 	var online *redis.FloatSliceCmd
 	if s.opts.ConnectedKey != "" {
 		online = pipe.ZMScore(ctx, s.opts.ConnectedKey, members...)
@@ -114,6 +120,9 @@ func (s *Service) activeFollowers(ctx context.Context, members []string) (push [
 	connected = make([]bool, 0, len(members))
 	for i, m := range members {
 		// ZMSCORE reads a missing member as 0; activity times never are.
+		if alsoFollow != nil && alsoFollow.Val()[i] == 0 && m != itoa(answered) {
+			continue
+		}
 		on := online == nil || online.Val()[i] != 0
 		last := seen.Val()[i]
 		if on || last == 0 || last >= cutoff {
@@ -125,27 +134,25 @@ func (s *Service) activeFollowers(ctx context.Context, members []string) (push [
 }
 
 // pushStatus adds status sid to the home timelines of push (trimmed one time
-// in trimEvery), checks that the status still exists and each of them still
-// follows author, takes it out again where not, and sends the live frame to
-// those connected whose home it newly reached.
-func (s *Service) pushStatus(ctx context.Context, author, sid int64, payload string, push []string, connected []bool) error {
+// in trimEvery; a repost entry of repostOf only where neither its original
+// nor another repost of it is, see queueHomeAdd), checks that the status
+// still exists and each of them still follows author, takes it out again
+// where not, and sends the live frame to those connected whose home it
+// newly reached.
+func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool) error {
 	if len(push) == 0 {
 		return nil
 	}
 	k := s.keys
-	z := redis.Z{Score: float64(sid), Member: sid}
 	homes := make([]string, len(push))
 	added := make([]*redis.IntCmd, len(push))
 	pipe := s.rdb.Pipeline()
 	for i, m := range push {
 		uid, _ := strconv.ParseInt(m, 10, 64)
 		homes[i] = k.home(uid)
-		added[i] = pipe.ZAdd(ctx, homes[i], z)
-		if (sid+uid)%trimEvery == 0 {
-			pipe.ZRemRangeByRank(ctx, homes[i], 0, int64(-s.opts.HomeSize-1))
-		}
+		added[i] = s.queueHomeAdd(ctx, pipe, uid, sid, repostOf)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := s.execHomeAdds(ctx, pipe, added); err != nil {
 		return err
 	}
 	pipe = s.rdb.Pipeline()

@@ -45,6 +45,9 @@ const (
 	jobRefill     jobKind = "refill"      // a short home timeline filled again (refillPass)
 	jobListPost   jobKind = "list_post"   // a status into the lists that hold its author (listPostPass)
 	jobListDelete jobKind = "list_delete" // a deleted status out of them (listDeletePass)
+	// A deleted status's likes and reposts taken out, or a deleted repost
+	// entry's claim (dropReactionsPass).
+	jobDropReactions jobKind = "drop_reactions"
 )
 
 // The prefixes of job ids that other code looks for: a status id follows.
@@ -71,7 +74,8 @@ type job struct {
 	sid     int64   // "sid": the status (post, delete, list_post, list_delete)
 	cursor  float64 // "cursor": the score of the last member done, 0 before the first
 	until   string  // "until": the last score the job reaches, read by its first pass ("" before)
-	payload string  // "payload": the frame the job carries (post, delete, list_post, list_delete)
+	payload string  // "payload": the frame the job carries (post, delete, list_post, list_delete, drop_reactions)
+	of      int64   // "of": the original of the deleted repost entry (drop_reactions), 0 for a status
 	ready   bool    // "ready": what the job reads is written (see queueJob)
 	entry   string  // "entry": its entry in the job stream
 	pass    int64   // "pass": how many times it was moved on (see advance)
@@ -97,6 +101,8 @@ func (j job) id() string {
 		return listPostJobID(j.sid)
 	case jobListDelete:
 		return listDeleteJobID(j.sid)
+	case jobDropReactions:
+		return dropReactionsJobID(j.sid)
 	}
 	panic(fmt.Sprintf("job of unknown kind %q", j.kind))
 }
@@ -110,6 +116,7 @@ func parseJob(key string, f map[string]string) job {
 	}
 	j.uid, _ = strconv.ParseInt(f["uid"], 10, 64)
 	j.sid, _ = strconv.ParseInt(f["sid"], 10, 64)
+	j.of, _ = strconv.ParseInt(f["of"], 10, 64)
 	j.cursor, _ = strconv.ParseFloat(f["cursor"], 64)
 	j.pass, _ = strconv.ParseInt(f["pass"], 10, 64)
 	if j.kind == jobRefill {
@@ -128,6 +135,9 @@ func (j job) fields() []any {
 	f = append(f, "cursor", score(j.cursor))
 	if j.payload != "" {
 		f = append(f, "payload", j.payload)
+	}
+	if j.of != 0 {
+		f = append(f, "of", j.of)
 	}
 	if j.kind == jobRefill {
 		f = append(f, "floor", j.floor)
@@ -253,6 +263,8 @@ func (s *Service) pass(ctx context.Context, key string) (passResult, error) {
 		res, err = s.listPostPass(ctx, j)
 	case jobListDelete:
 		res, err = s.listDeletePass(ctx, j)
+	case jobDropReactions:
+		res, err = s.dropReactionsPass(ctx, j)
 	default:
 		res = passResult{finished: true}
 	}

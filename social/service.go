@@ -218,6 +218,10 @@ func (s *Service) Counters() *Stats { return &s.stats }
 // bus.Bus.UserChannel), for those who listen outside the hub: tools, tests.
 func (s *Service) UserChannel(uid int64) string { return s.bus.UserChannel(uid) }
 
+// GlobalChannel is the channel of the global timeline's new statuses and
+// deletions (bus.Bus.GlobalChannel).
+func (s *Service) GlobalChannel() string { return s.bus.GlobalChannel() }
+
 // FriendsKey is the sorted set of uid's friends (mutual follows), for the
 // presence script to intersect with.
 func (s *Service) FriendsKey(uid int64) string { return s.keys.friends(uid) }

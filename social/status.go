@@ -84,7 +84,20 @@ func isBidiControl(r rune) bool {
 // queued first: once Post has queued them, a worker finishes the post
 // should this instance die before it wrote the rest (see writePost).
 func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, error) {
-	st, homeJob, listJob, err := s.queuePost(ctx, uid, message)
+	return s.Reply(ctx, uid, 0, message)
+}
+
+// Reply posts a status by uid that answers status replyTo (0: none, a post),
+// as Post does. The status answered must exist (ErrStatusNotFound); a
+// repost is answered as its original. The reply reaches the home timelines
+// of its author's followers who follow the person answered too, and that
+// person's (see answeredOnly); it notifies that person (replied) and those
+// it @mentions (mentioned).
+func (s *Service) Reply(ctx context.Context, uid, replyTo int64, message string) (Status, error) {
+	if replyTo < 0 {
+		return Status{}, invalid("reply_to", "must be a status id")
+	}
+	st, homeJob, listJob, err := s.queuePost(ctx, uid, replyTo, message)
 	if err != nil {
 		return Status{}, err
 	}
@@ -98,8 +111,18 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 // queuePost queues a status's fan-out jobs, writes the status, and marks the
 // jobs ready. It returns the keys of the jobs: the followers' and the
 // lists' ("" when no list holds the author).
-func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st Status, homeJob, listJob string, err error) {
+func (s *Service) queuePost(ctx context.Context, uid, replyTo int64, message string) (st Status, homeJob, listJob string, err error) {
 	message, err = ValidateMessage(message)
+	if err != nil {
+		return Status{}, "", "", err
+	}
+	var answers parent
+	if replyTo != 0 {
+		if answers, err = s.readParent(ctx, replyTo); err != nil {
+			return Status{}, "", "", err
+		}
+	}
+	mentions, err := s.resolveMentions(ctx, mentionCandidates(message))
 	if err != nil {
 		return Status{}, "", "", err
 	}
@@ -120,7 +143,10 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 	}
 	st = Status{
 		ID: sid.Val(), UID: uid, Login: login, Name: name, Message: message,
-		Posted: now.Val().UTC().Truncate(time.Millisecond),
+		Posted: now.Val().UTC().Truncate(time.Millisecond), Mentions: mentions,
+	}
+	if replyTo != 0 {
+		st.ReplyTo = &answers.ref
 	}
 	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: st})
 	if err != nil {
@@ -145,7 +171,7 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 	if s.afterQueue != nil {
 		s.afterQueue()
 	}
-	if err := s.writePost(ctx, st, payload); err != nil {
+	if err := s.writePost(ctx, st, answers.path, payload); err != nil {
 		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
 	}
 	if err := s.markReady(ctx, homeJob, listJob); err != nil {
@@ -156,20 +182,49 @@ func (s *Service) queuePost(ctx context.Context, uid int64, message string) (st 
 
 // writePost writes a status where its author owns it: the status hash, the
 // author's profile and home timelines and post count, and the global
-// timeline. Each write is idempotent, so the post job of an instance that
-// died part way redoes them all (see postPass).
-func (s *Service) writePost(ctx context.Context, st Status, payload []byte) error {
+// timeline, which it publishes on the global channel for the streams that
+// watch it; and its conversation (queueConversation): a reply's place in
+// its thread, path its path (see childPath), and the notifications. Each
+// write is idempotent, so the post job of an instance that died part way
+// redoes them all (see postPass and redoPost); the global frame goes again
+// then, and clients drop it by id.
+func (s *Service) writePost(ctx context.Context, st Status, path string, payload []byte) error {
 	k := s.keys
 	z := redis.Z{Score: float64(st.ID), Member: st.ID}
+	global, err := json.Marshal(protocol.GlobalStatus{Type: protocol.TypeGlobalStatus, Status: st})
+	if err != nil {
+		return err
+	}
+	fields := []any{"id", st.ID, "uid", st.UID, "login", st.Login,
+		"name", st.Name, "message", st.Message, "posted", st.Posted.UnixMilli()}
+	if r := st.ReplyTo; r != nil {
+		fields = append(fields, "reply_to", r.ID, "reply_uid", r.UID, "reply_login", r.Login, "path", path)
+	}
+	if len(st.Mentions) > 0 {
+		fields = append(fields, "mentions", formatMentions(st.Mentions))
+	}
 	pipe := s.rdb.Pipeline()
-	pipe.HSet(ctx, k.status(st.ID), "id", st.ID, "uid", st.UID, "login", st.Login,
-		"name", st.Name, "message", st.Message, "posted", st.Posted.UnixMilli())
+	pipe.HSet(ctx, k.status(st.ID), fields...)
+	s.queueConversation(ctx, pipe, st)
 	postAuthorScript.Eval(ctx, pipe, []string{k.user(st.UID), k.profile(st.UID), k.home(st.UID)},
 		st.ID, s.opts.HomeSize, s.bus.Command(), s.bus.UserChannel(st.UID), payload)
 	pipe.ZAdd(ctx, k.global(), z)
 	pipe.ZRemRangeByRank(ctx, k.global(), 0, int64(-s.opts.GlobalSize-1))
-	_, err := pipe.Exec(ctx)
+	if st.RepostOf == nil { // a repost is not in the global timeline
+		s.bus.Queue(ctx, pipe, s.bus.GlobalChannel(), global)
+	}
+	_, err = pipe.Exec(ctx)
 	return err
+}
+
+// redoPost does a post's writePost again, for a job whose maker died: a
+// reply's path is read again from its parent.
+func (s *Service) redoPost(ctx context.Context, st Status, payload []byte) error {
+	path, err := s.replyPath(ctx, st)
+	if err != nil {
+		return err
+	}
+	return s.writePost(ctx, st, path, payload)
 }
 
 // LastStatusID returns the id the last status posted was given (0 before
@@ -202,10 +257,13 @@ func (s *Service) Status(ctx context.Context, id int64) (Status, error) {
 // timelines of lists that hold its author are cleaned by background jobs
 // whose first passes run before it returns. As with Post, the jobs are
 // queued first, and a worker finishes a deletion its instance left part way.
+// A third job takes out the status's likes and reposts (every repost entry
+// deleted in turn), or, for a repost entry, its claim (dropReactionsPass).
 func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	k := s.keys
 	pipe := s.rdb.Pipeline()
 	owner := pipe.HGet(ctx, k.status(id), "uid")
+	repostOf := pipe.HGet(ctx, k.status(id), "repost_of")
 	inLists := pipe.ZCard(ctx, k.listsIn(uid))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("delete status %d: %w", id, err)
@@ -234,6 +292,8 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 		listJob = k.job(cleanup.id())
 		s.queueJob(ctx, pipe, cleanup, inputsPending)
 	}
+	of, _ := repostOf.Int64()
+	reactionsJob := s.queueDropReactions(ctx, pipe, uid, id, of, string(payload))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
@@ -243,23 +303,41 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	if err := s.writeDelete(ctx, uid, id, payload); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	if err := s.markReady(ctx, homeJob, listJob); err != nil {
+	if err := s.markReady(ctx, homeJob, listJob, reactionsJob); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
 	s.inlinePass(ctx, homeJob)
 	if listJob != "" {
 		s.inlinePass(ctx, listJob)
 	}
+	s.inlinePass(ctx, reactionsJob)
 	return nil
 }
 
-// writeDelete takes a status out of where its author owns it: the status
-// hash first (from then on every read leaves it out, and a copy or a
+// writeDelete takes a status out of where its author owns it: its
+// conversation (queueUnconversation), then the status hash (from then on every read leaves it out, and a copy or a
 // fan-out pass that raced it takes it out again), then the author's
-// timelines and post count, the global timeline and the pulled statuses.
-// Idempotent, as writePost.
+// timelines and post count, the global timeline (publishing the deletion
+// on the global channel) and the pulled statuses. Idempotent, as writePost.
 func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte) error {
 	k := s.keys
+	global, err := json.Marshal(protocol.GlobalStatusDeleted{Type: protocol.TypeGlobalStatusDeleted, ID: id})
+	if err != nil {
+		return err
+	}
+	// The conversation first, while the hash still says what it was: a
+	// redo after the hash is gone finds it undone already.
+	reply, err := s.rdb.HMGet(ctx, k.status(id), replyFields...).Result()
+	if err != nil {
+		return err
+	}
+	if r, _ := reply[0].(string); r != "" {
+		pipe := s.rdb.Pipeline()
+		s.queueUnconversation(ctx, pipe, id, reply)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+	}
 	if err := s.rdb.Del(ctx, k.status(id)).Err(); err != nil {
 		return err
 	}
@@ -267,8 +345,9 @@ func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte
 	deleteAuthorScript.Eval(ctx, pipe, []string{k.user(uid), k.profile(uid), k.home(uid)},
 		id, s.bus.Command(), s.bus.UserChannel(uid), payload)
 	pipe.ZRem(ctx, k.global(), id)
+	s.bus.Queue(ctx, pipe, s.bus.GlobalChannel(), global)
 	pipe.ZRem(ctx, k.pulledStatuses(), pulledMember(id, uid))
-	_, err := pipe.Exec(ctx)
+	_, err = pipe.Exec(ctx)
 	return err
 }
 

@@ -33,8 +33,8 @@ func TestBrowserFeedLive(t *testing.T) {
 		return a.querySelector('.status-name')?.textContent === 'Name bob' ? '' : 'author shows ' + JSON.stringify(a.textContent);
 	})()`)
 
-	// The global timeline, signed in or not, is not on the stream for
-	// strangers: it asks for what is new by itself.
+	// The global timeline brings posts of strangers too: signed in, through
+	// the stream (browser_global_test.go).
 	p.goTo("/global")
 	p.waitUntil("the global timeline", stepTimeout, statusIn("timeline", "Bob's post number 39"))
 	stranger := carol.post("Carol, whom nobody follows, says hello")

@@ -55,6 +55,7 @@ var (
 	errBothCursors     = newError(http.StatusBadRequest, "invalid_cursor", "Give before or after, not both.")
 	errUnknownStatus   = newError(http.StatusNotFound, "status_not_found", "No such status.")
 	errUnknownUser     = newError(http.StatusNotFound, "not_found", "No such user.")
+	errUnknownParent   = newError(http.StatusNotFound, "not_found", "The status replied to does not exist or was deleted.")
 	errUnknownList     = newError(http.StatusNotFound, "list_not_found", "No such list.")
 	// Refusals of a stream request, before its upgrade.
 	errNotWebSocket       = newError(http.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks WebSocket only.")

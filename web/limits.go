@@ -40,12 +40,17 @@ type Limits struct {
 	// lists (every GET of the API but the stream and the searches), per
 	// signed-in user, or per client address for visitors.
 	ReadsPerClient redis_rate.Limit
+
+	// ReactionsPerUser bounds likes, reposts and their undoing (PUT and
+	// DELETE /statuses/{id}/like and /repost), per signed-in user.
+	ReactionsPerUser redis_rate.Limit
 }
 
 // limitCounters count the requests each limit refused, for /metrics.
 type limitCounters struct {
 	signUp, signIn, posts, follows, lists, searches, reads atomic.Int64
 	streamOpens, streamOpensAddress                        atomic.Int64
+	reactions                                              atomic.Int64
 	deadlines                                              atomic.Int64 // requests answered 503 past their deadline
 }
 

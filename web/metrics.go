@@ -114,6 +114,7 @@ func (m *Metrics) register(s *Server) {
 		"stream_opens": &s.limitStats.streamOpens, "stream_opens_address": &s.limitStats.streamOpensAddress,
 		"signin_account_failures": &sc.SignInsCeiling,
 		"read":                    &s.limitStats.reads,
+		"react":                   &s.limitStats.reactions,
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}

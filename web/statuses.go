@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -19,6 +20,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	viewer, _ := viewerFrom(r.Context())
 	var body struct {
 		Message *string `json:"message"`
+		ReplyTo *int64  `json:"reply_to"`
 	}
 	if err := decode(r, &body); err != nil {
 		s.writeError(w, r, err)
@@ -28,12 +30,26 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &social.InvalidError{Field: "message", Message: "is required"})
 		return
 	}
-	st, err := s.social.Post(r.Context(), viewer.UID, *body.Message)
+	var replyTo int64
+	if body.ReplyTo != nil {
+		if replyTo = *body.ReplyTo; replyTo <= 0 {
+			s.writeError(w, r, &social.InvalidError{Field: "reply_to", Message: "must be a status id"})
+			return
+		}
+	}
+	st, err := s.social.Reply(r.Context(), viewer.UID, replyTo, *body.Message)
+	if replyTo != 0 && errors.Is(err, social.ErrStatusNotFound) {
+		s.writeError(w, r, errUnknownParent)
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.metrics.posted.Inc()
+	// A new status has no replies, likes or reposts yet: nothing to read.
+	no := false
+	st.Liked, st.Reposted = &no, &no
 	writeJSON(w, http.StatusCreated, map[string]any{"status": st})
 }
 
@@ -129,4 +145,31 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, read func(soci
 		return
 	}
 	writeJSON(w, http.StatusOK, statusPage{Statuses: page.Statuses, NextBefore: page.NextBefore, NextAfter: page.NextAfter})
+}
+
+// statusContext answers the thread around a status (social.Service.Context),
+// decorated for the viewer.
+func (s *Server) statusContext(w http.ResponseWriter, r *http.Request) {
+	id, ok := statusID(r)
+	if !ok {
+		s.writeError(w, r, errUnknownStatus)
+		return
+	}
+	t, err := s.social.Context(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	n := len(t.Ancestors)
+	all, err := s.decorate(r, append(t.Ancestors, t.Descendants...))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Decorate leaves statuses in order and drops only reposts, which a
+	// thread does not hold.
+	writeJSON(w, http.StatusOK, map[string]any{
+		"ancestors":   all[:min(n, len(all))],
+		"descendants": all[min(n, len(all)):],
+	})
 }

@@ -36,6 +36,8 @@ type frame struct {
 	UnreadNotifications int64             `json:"unread_notifications"`
 	Notification        *notificationJSON `json:"notification"`
 	LastRead            *int64            `json:"last_read"`
+	// Timeline is the watching frame's.
+	Timeline string `json:"timeline"`
 }
 
 func (f frame) login(tb testing.TB) string {

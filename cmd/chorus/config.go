@@ -48,6 +48,7 @@ type config struct {
 	SignInAccount     redis_rate.Limit // per login, from addresses it has not signed in from lately
 	PostLimit         redis_rate.Limit // per user
 	FollowLimit       redis_rate.Limit // per user
+	LikeLimit         redis_rate.Limit // per user: likes, reposts and their undoing
 	ListLimit         redis_rate.Limit // per user
 	SearchLimit       redis_rate.Limit // per user, or address for visitors
 	ReadLimit         redis_rate.Limit // per user, or address for visitors
@@ -92,6 +93,10 @@ var (
 	defaultStreamOpenLimit = redis_rate.Limit{Rate: 30, Period: time.Minute, Burst: 20}
 	// Generous: many users behind one NAT reconnect together after a deploy.
 	defaultStreamOpenAddressLimit = redis_rate.Limit{Rate: 1200, Period: time.Minute, Burst: 300}
+
+	// A thousand a day, as large sites allow likes, with room to like
+	// one post after another through a timeline.
+	defaultLikeLimit = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
 )
 
 // about heads the help (-h): what Chorus is and where it is described.
@@ -114,6 +119,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		StreamFrameLimit: defaultStreamFrameLimit, ResumeLimit: defaultResumeLimit,
 		StreamOpenLimit: defaultStreamOpenLimit, StreamOpenAddressLimit: defaultStreamOpenAddressLimit,
 		SignInAccount: defaultSignInAccount, ReadLimit: defaultReadLimit,
+		LikeLimit: defaultLikeLimit,
 	}
 	var origins, proxies string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
@@ -201,6 +207,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.SignInAccount, "signin-account-failures", "CHORUS_SIGNIN_ACCOUNT_FAILURES", "failed sign-ins per login from all the addresses it has not signed in from lately, before 429 for those (N/window; burst ignored)"},
 		{&c.PostLimit, "post-limit", "CHORUS_POST_LIMIT", "statuses posted per user"},
 		{&c.FollowLimit, "follow-limit", "CHORUS_FOLLOW_LIMIT", "follows and unfollows per user"},
+		{&c.LikeLimit, "like-limit", "CHORUS_LIKE_LIMIT", "likes, reposts and their undoing per user"},
 		{&c.ListLimit, "list-limit", "CHORUS_LIST_LIMIT", "changes to lists and their members per user"},
 		{&c.SearchLimit, "search-limit", "CHORUS_SEARCH_LIMIT", "user searches and suggestions per user, or per client address for visitors"},
 		{&c.ReadLimit, "read-limit", "CHORUS_READ_LIMIT", "reads of timelines, statuses, users and lists per user, or per client address for visitors"},

@@ -31,6 +31,7 @@ const ctx = {
   me: () => (session ? session.me : null),
   timelines: new Set(), // every Timeline shown or kept, for deletions
   homeFeed: null,
+  stream: null, // signed in: {live(), send(frame)} of the session's stream
   homeStale: false, // set after a follow: reload the feed on the next visit
   draft: '', // the composer's text, kept across pages
   liveAgain: new Set(), // called each time the connection turns live, after a break too

@@ -35,6 +35,8 @@ export class Frames {
     // which the poll this sets outlasts.
     session.siteCountsPace(frame.heartbeat_interval_ms);
     session.refreshSiteCounts();
+    const view = this.app.view();
+    if (view && view.onReady) view.onReady();
   }
 
   /** dispatch takes every frame after `ready`. */
@@ -74,6 +76,10 @@ export class Frames {
         session.notes.followed(frame);
         this.followsChanged(frame.user);
         break;
+      case 'watching':
+      case 'global_status':
+      case 'global_status_deleted':
+        break; // the global timeline's, for the page that watches it (views.js globalView)
       case 'error':
         console.warn('stream error frame', frame.code, frame.message);
         break;

@@ -1,9 +1,9 @@
 // What the pages are built from: a page's heading, a timeline of statuses,
 // and polling for newer ones. A page (a view) is {el, title, heading,
-// destroy} and may have mounted(), focus(), onFrame(frame) (stream frames
-// while it is shown), onDeleted(id) and onFollows(user) (someone followed
-// you, or a friendship was made or ended); app.js mounts one at a time in
-// <main>.
+// destroy} and may have mounted(), focus(), onReady() (the stream is open,
+// anew after each reconnection), onFrame(frame) (stream frames while it is
+// shown), onDeleted(id) and onFollows(user) (someone followed you, or a
+// friendship was made or ended); app.js mounts one at a time in <main>.
 
 import { h } from './dom.js';
 import { api, query } from './api.js';
@@ -20,7 +20,7 @@ export function heading(text, extra = {}) {
 }
 
 /** statusTimeline is a Timeline of path (a statuses page), loading now. */
-export function statusTimeline(ctx, { label, path, empty, newer = false }) {
+export function statusTimeline(ctx, { label, path, empty, newer = false, onLoaded }) {
   const tl = new Timeline({
     testid: 'timeline',
     label,
@@ -29,6 +29,7 @@ export function statusTimeline(ctx, { label, path, empty, newer = false }) {
     onDelete: ctx.deleteStatus,
     fetchPage: (before, signal) => api('GET', path + query({ limit: PAGE, before }), undefined, { signal }),
     fetchNewer: newer ? (after, signal) => api('GET', path + query({ limit: PAGE, after }), undefined, { signal }) : null,
+    onLoaded,
   });
   ctx.timelines.add(tl);
   tl.load();
@@ -37,12 +38,12 @@ export function statusTimeline(ctx, { label, path, empty, newer = false }) {
 
 /**
  * pollNewer has tl ask for newer statuses every 15 s while the page is
- * visible, and at once when it becomes visible again; it returns what
- * stops it.
+ * visible, and at once when it becomes visible again, except while
+ * paused() says the stream brings them; it returns what stops it.
  */
-export function pollNewer(tl) {
+export function pollNewer(tl, paused = () => false) {
   const poll = () => {
-    if (!document.hidden) tl.loadNewer();
+    if (!document.hidden && !paused()) tl.loadNewer();
   };
   const timer = setInterval(poll, POLL_MS);
   // Back to a tab that was hidden: catch up now rather than in up to 15 s.

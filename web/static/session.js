@@ -95,6 +95,12 @@ export class Session {
       onSignedOut: () => app.leave('You were signed out.'),
       checkSession: () => api('GET', '/me').then(() => true, (err) => (err.status === 401 ? false : Promise.reject(err))),
     });
+    // What a page may ask of the stream: whether it is open, and to send
+    // a frame on it (the global page's watch).
+    ctx.stream = {
+      live: () => !this.closed && this.stream.state === 'live',
+      send: (frame) => this.stream.send(frame),
+    };
   }
 
   /** start opens the stream and reads the friends, the counts and the suggestions. */
@@ -127,6 +133,7 @@ export class Session {
     for (const tl of ctx.timelines) tl.destroy();
     ctx.timelines.clear();
     ctx.homeFeed = null;
+    ctx.stream = null;
     ctx.draft = '';
     aside.replaceChildren();
     aside.hidden = true;

@@ -4,7 +4,7 @@
 // page.js holds what they are built from, and what a page is.
 
 import { h } from './dom.js';
-import { api, query, userPath } from './api.js';
+import { api, query, userPath, isAbort } from './api.js';
 import { profileHref } from './router.js';
 import { composer } from './composer.js';
 import { renderAuth } from './auth.js';
@@ -62,30 +62,101 @@ export function welcomeView(ctx, auth) {
 
 // ---------------------------------------------------------------- global
 
+// A catch-up reads at most this many pages of what came while the page did
+// not watch; past them it starts over from the newest page.
+const CATCH_UP_PAGES = 3;
+
 /**
- * globalView: everyone's latest statuses. The stream brings only the
- * statuses of those you follow, so while the page is shown and visible it
- * asks for newer ones every 15 s (pollNewer): one small read each time,
- * whatever is happening on the site.
+ * globalView: everyone's latest statuses. Signed in, with the stream open,
+ * the page watches the global timeline: the stream's `watching` frame
+ * (after each watch, and again after the server's own subscription came
+ * back) has it read what came after the newest status shown, and from then
+ * on `global_status` frames add the new ones and `global_status_deleted`
+ * frames take deleted ones off, with nothing asked of the server. Otherwise
+ * (a visitor, the stream down, the catch-up failed) it asks for newer ones
+ * every 15 s while shown and visible (pollNewer).
  */
 export function globalView(ctx) {
+  let watched = false; // this connection's watch is live
+  let caughtUp = false; // and what came before it is read: arrivals are a gapless run
+  let reading = null; // the AbortController of a catch-up under way
   const tl = statusTimeline(ctx, {
     label: 'Global timeline',
     path: '/timelines/global',
     empty: h('p', { class: 'empty-title' }, 'No one has posted yet.'),
     newer: true,
+    onLoaded: () => {
+      if (watched) catchUp();
+    },
   });
   const h1 = heading('Global');
   const el = h('div', { class: 'view' },
     h('div', { class: 'page-head' }, h('div', {}, h1, h('p', { class: 'muted' }, 'The latest posts from everyone on Chorus.'))),
     tl.el,
   );
-  const stopPolling = pollNewer(tl);
+  const live = () => caughtUp && !!ctx.stream && ctx.stream.live();
+  const setCaughtUp = (v) => {
+    caughtUp = v;
+    el.dataset.live = String(v); // for tests: the page is fed by the stream
+  };
+
+  // catchUp reads, page by page, what came after the newest status shown.
+  async function catchUp() {
+    if (reading) reading.abort();
+    const abort = new AbortController();
+    reading = abort;
+    setCaughtUp(false);
+    try {
+      for (let pages = 0; ; pages++) {
+        if (pages === CATCH_UP_PAGES) {
+          tl.reload(); // its onLoaded catches up again, from the newest page
+          return;
+        }
+        const page = await api('GET', '/timelines/global' + query({ limit: 30, after: tl.maxId ?? 0 }), undefined, { signal: abort.signal });
+        if (abort.signal.aborted) return;
+        for (const s of page.statuses || []) tl.add(s, { complete: true });
+        if (page.next_after === null || page.next_after === undefined) break;
+      }
+      setCaughtUp(true);
+    } catch (err) {
+      if (!isAbort(err)) console.warn('global catch-up:', err.message); // polling goes on meanwhile
+    } finally {
+      if (reading === abort) reading = null;
+    }
+  }
+
+  const watch = () => {
+    watched = false;
+    if (reading) reading.abort(); // the last connection's
+    setCaughtUp(false);
+    if (ctx.stream && ctx.stream.live()) ctx.stream.send({ type: 'watch', timeline: 'global' });
+  };
+  watch();
+  const stopPolling = pollNewer(tl, live);
   return {
     el,
     title: 'Global',
     heading: h1,
+    onReady: watch, // a new connection watches nothing yet
+    onFrame(frame) {
+      switch (frame.type) {
+        case 'watching':
+          if (frame.timeline !== 'global') return;
+          watched = true;
+          if (tl.loaded) catchUp();
+          break;
+        case 'global_status':
+          if (frame.status) tl.add(frame.status, { complete: caughtUp });
+          break;
+        case 'global_status_deleted':
+          tl.remove(frame.id);
+          break;
+        default:
+      }
+    },
     destroy: () => {
+      if (ctx.stream && ctx.stream.live()) ctx.stream.send({ type: 'unwatch', timeline: 'global' });
+      if (reading) reading.abort();
       stopPolling();
       tl.destroy();
       ctx.timelines.delete(tl);

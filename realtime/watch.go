@@ -1,0 +1,57 @@
+package realtime
+
+// Streams that watch the global timeline get its new statuses and their
+// deletions (global_status, global_status_deleted), which social publishes
+// once each on the global channel. The instance subscribes to that channel
+// only while at least one of its streams watches, and forwards each message
+// as it came, marshalled once by its publisher, to every watcher: a slow
+// one is closed as any slow stream is (conn.enqueue).
+//
+// A watch is answered with a watching frame once the channel's subscription
+// is live (at once when it is live already): frames from then on reach the
+// stream, and the client reads what came before from the timeline itself,
+// after the newest status it holds. The frame comes again whenever Redis
+// confirms the subscription anew after it was lost, since the stream may
+// have missed frames meanwhile.
+
+// watch adds c to the global timeline's watchers (on), or takes it out. The
+// first watcher subscribes the instance to the global channel, and the last
+// one gone unsubscribes it. Called by c's reader, which leave follows, so a
+// stream's watch never outlives it.
+func (h *Hub) watch(c *conn, on bool) {
+	h.mu.Lock()
+	_, was := h.watchers[c]
+	switch {
+	case on:
+		h.watchers[c] = struct{}{}
+		if _, lost := h.lost[h.global]; h.live[h.global] && !lost {
+			c.enqueue(outgoing{frame: watchingGlobalFrame})
+		}
+	case was:
+		delete(h.watchers, c)
+	}
+	first := on && !was && len(h.watchers) == 1
+	last := !on && was && len(h.watchers) == 0
+	h.mu.Unlock()
+	if first || last {
+		h.resync(h.global)
+	}
+}
+
+// watchConfirmed tells every watcher that its watch is live: the global
+// channel's subscription was confirmed, for the first time or again. Called
+// with h.mu held.
+func (h *Hub) watchConfirmed() {
+	for c := range h.watchers {
+		c.enqueue(outgoing{frame: watchingGlobalFrame})
+	}
+}
+
+// forwardGlobal sends a message of the global channel to every watcher.
+func (h *Hub) forwardGlobal(payload []byte) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for c := range h.watchers {
+		c.enqueue(outgoing{frame: payload})
+	}
+}

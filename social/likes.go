@@ -1,0 +1,166 @@
+package social
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// original reads status id and, when it is a repost entry, the status it
+// reposts: what a like or a repost is about. ErrStatusNotFound when either
+// is gone.
+func (s *Service) original(ctx context.Context, id int64) (Status, error) {
+	st, err := s.Status(ctx, id)
+	if err != nil || st.RepostOf == nil {
+		return st, err
+	}
+	orig, err := s.Status(ctx, st.RepostOf.ID)
+	if err == nil && orig.RepostOf != nil {
+		// An entry's original is never an entry; one that is names nothing
+		// a like or a repost could be about.
+		return Status{}, ErrStatusNotFound
+	}
+	return orig, err
+}
+
+// actor reads what a notification frame shows of uid.
+func (s *Service) actor(ctx context.Context, uid int64) (protocol.User, error) {
+	v, err := s.rdb.HMGet(ctx, s.keys.user(uid), "login", "name").Result()
+	if err != nil {
+		return protocol.User{}, err
+	}
+	login, _ := v[0].(string)
+	name, _ := v[1].(string)
+	if login == "" {
+		return protocol.User{}, ErrUserNotFound
+	}
+	return protocol.User{ID: uid, Login: login, Name: name}, nil
+}
+
+// Like records that uid likes status id (a repost entry: its original),
+// and returns the status liked. Liking twice changes nothing. The author
+// is told once (the liked notification), unless uid is the author.
+//
+// The like is written into the status's likes and uid's liked, then the
+// status is looked at again: a deletion that raced the write either sees
+// the like (its cleanup job pages the likes after the status is gone) or
+// is seen here, and the like is taken back. The count is the likes'
+// cardinality, so it is exact whatever the likes raced.
+func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
+	st, err := s.original(ctx, id)
+	if err != nil {
+		return Status{}, fmt.Errorf("like %d: %w", id, err)
+	}
+	from, err := s.actor(ctx, uid)
+	if err != nil {
+		return Status{}, fmt.Errorf("like %d: %w", id, err)
+	}
+	k := s.keys
+	ms := float64(time.Now().UnixMilli())
+	pipe := s.rdb.Pipeline()
+	added := pipe.ZAddNX(ctx, k.likes(st.ID), redis.Z{Score: ms, Member: uid})
+	pipe.ZAddNX(ctx, k.liked(uid), redis.Z{Score: ms, Member: st.ID})
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Status{}, fmt.Errorf("like %d: %w", id, err)
+	}
+	exists, err := s.rdb.Exists(ctx, k.status(st.ID)).Result()
+	if err != nil {
+		return Status{}, fmt.Errorf("like %d: %w", id, err)
+	}
+	if exists == 0 {
+		if err := s.dropLike(ctx, uid, st.ID); err != nil {
+			return Status{}, fmt.Errorf("like %d: %w", id, err)
+		}
+		return Status{}, ErrStatusNotFound
+	}
+	if added.Val() == 1 {
+		n := note{to: st.UID, from: uid, kind: protocol.NotifyLiked, sid: st.ID, fromUser: from, status: &st}
+		if err := s.notifyWhile(ctx, n, k.likes(st.ID), itoa(uid)); err != nil {
+			return Status{}, fmt.Errorf("like %d: %w", id, err)
+		}
+	}
+	return st, nil
+}
+
+// Unlike takes uid's like of status id (a repost entry: its original)
+// back, and its notification. Unliking what uid does not like changes
+// nothing.
+func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
+	st, err := s.original(ctx, id)
+	if err != nil {
+		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
+	}
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	removed := pipe.ZRem(ctx, k.likes(st.ID), uid)
+	pipe.ZRem(ctx, k.liked(uid), st.ID)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
+	}
+	if removed.Val() == 1 {
+		pipe := s.rdb.Pipeline()
+		s.queueUnnotify(ctx, pipe, note{to: st.UID, from: uid, kind: protocol.NotifyLiked, sid: st.ID})
+		if _, err := pipe.Exec(ctx); err != nil {
+			return Status{}, fmt.Errorf("unlike %d: %w", id, err)
+		}
+	}
+	return st, nil
+}
+
+// dropLike takes uid's like of sid out of both its sets.
+func (s *Service) dropLike(ctx context.Context, uid, sid int64) error {
+	pipe := s.rdb.Pipeline()
+	pipe.ZRem(ctx, s.keys.likes(sid), uid)
+	pipe.ZRem(ctx, s.keys.liked(uid), sid)
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// notifyWhile stores n, then looks whether member is still in the sorted
+// set key (the like or the repost claim n tells of) and takes n back if it
+// is not: an undo that raced it either ran its own take-back after the
+// store, or took its cause away before this look. Never a notification
+// without its cause.
+func (s *Service) notifyWhile(ctx context.Context, n note, key, member string) error {
+	if n.to == n.from {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	s.queueNotify(ctx, pipe, n)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	_, err := s.rdb.ZScore(ctx, key, member).Result()
+	if !errors.Is(err, redis.Nil) {
+		return err
+	}
+	pipe = s.rdb.Pipeline()
+	s.queueUnnotify(ctx, pipe, n)
+	_, err = pipe.Exec(ctx)
+	return err
+}
+
+// Likers lists who liked status id (a repost entry: its original), newest
+// like first.
+func (s *Service) Likers(ctx context.Context, id int64, p Page) ([]User, error) {
+	st, err := s.original(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("likers of %d: %w", id, err)
+	}
+	return s.userList(ctx, s.keys.likes(st.ID), p)
+}
+
+// Reposters lists who reposted status id (a repost entry: its original),
+// newest repost first.
+func (s *Service) Reposters(ctx context.Context, id int64, p Page) ([]User, error) {
+	st, err := s.original(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("reposters of %d: %w", id, err)
+	}
+	return s.userList(ctx, s.keys.reposts(st.ID), p)
+}

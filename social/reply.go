@@ -1,0 +1,197 @@
+package social
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MaxMentions is how many distinct users one status may @mention to effect:
+// the first ones in the message; later ones stay plain text.
+const MaxMentions = 10
+
+// MaxAncestors is how many of a reply's nearest ancestors it keeps (its
+// "path"), and so how far up a thread's context reaches.
+const MaxAncestors = 50
+
+// parent is what a reply keeps of the status it answers.
+type parent struct {
+	ref  protocol.StatusRef
+	path string // the reply's own path: the parent's, then the parent
+}
+
+// mentionCandidates returns the logins @mentioned in message, in order,
+// without repeats (ignoring case), at most MaxMentions: an @ not preceded by
+// a letter, digit, underscore or @ (so not an e-mail address), followed by
+// a valid login that no letter, digit or underscore continues.
+func mentionCandidates(message string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i := 0; i < len(message) && len(out) < MaxMentions; i++ {
+		if message[i] != '@' || (i > 0 && (isLoginByte(message[i-1]) || message[i-1] == '@')) {
+			continue
+		}
+		j := i + 1
+		for j < len(message) && isLoginByte(message[j]) {
+			j++
+		}
+		login := message[i+1 : j]
+		if lower := strings.ToLower(login); ValidLogin(login) && !seen[lower] {
+			seen[lower] = true
+			out = append(out, login)
+		}
+		i = j - 1
+	}
+	return out
+}
+
+func isLoginByte(b byte) bool {
+	return b == '_' || ('0' <= b && b <= '9') || ('a' <= b && b <= 'z') || ('A' <= b && b <= 'Z')
+}
+
+// resolveMentions looks up the users logins name, in one round trip each
+// way, and returns those that exist with their logins as they signed up.
+// An unknown login is left out: it stays plain text.
+func (s *Service) resolveMentions(ctx context.Context, logins []string) ([]protocol.Mention, error) {
+	ms := []protocol.Mention{}
+	if len(logins) == 0 {
+		return ms, nil
+	}
+	lower := make([]string, len(logins))
+	for i, l := range logins {
+		lower[i] = strings.ToLower(l)
+	}
+	uids, err := s.rdb.HMGet(ctx, s.keys.loginIndex(), lower...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("look up mentions: %w", err)
+	}
+	var ids []int64
+	for _, v := range uids {
+		str, _ := v.(string)
+		if id, err := strconv.ParseInt(str, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	users, err := s.usersByID(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("look up mentions: %w", err)
+	}
+	for _, u := range users {
+		ms = append(ms, protocol.Mention{UID: u.ID, Login: u.Login})
+	}
+	return ms, nil
+}
+
+// readParent reads the status replyTo answers, for a reply: a repost
+// answers as its original. A status that is not there (or was deleted) is
+// ErrStatusNotFound.
+func (s *Service) readParent(ctx context.Context, replyTo int64) (parent, error) {
+	for hop := 0; hop < 2; hop++ {
+		v, err := s.rdb.HMGet(ctx, s.keys.status(replyTo), "id", "uid", "login", "path", "repost_of").Result()
+		if err != nil {
+			return parent{}, fmt.Errorf("read status %d: %w", replyTo, err)
+		}
+		str := func(i int) string { s, _ := v[i].(string); return s }
+		if str(0) == "" {
+			return parent{}, ErrStatusNotFound
+		}
+		if orig, err := strconv.ParseInt(str(4), 10, 64); err == nil && orig != 0 {
+			replyTo = orig
+			continue
+		}
+		uid, _ := strconv.ParseInt(str(1), 10, 64)
+		return parent{
+			ref:  protocol.StatusRef{ID: replyTo, UID: uid, Login: str(2)},
+			path: childPath(str(3), replyTo),
+		}, nil
+	}
+	return parent{}, ErrStatusNotFound
+}
+
+// childPath is the path of a reply to id, whose own path is path: id's
+// ancestors and id, the nearest MaxAncestors.
+func childPath(path string, id int64) string {
+	ids := strings.Split(path, ",")
+	if path == "" {
+		ids = nil
+	}
+	ids = append(ids, itoa(id))
+	if len(ids) > MaxAncestors {
+		ids = ids[len(ids)-MaxAncestors:]
+	}
+	return strings.Join(ids, ",")
+}
+
+// replyPath reads again the path of reply st, for a job that redoes its
+// write: its parent's path and its parent. A parent deleted since leaves
+// the parent alone.
+func (s *Service) replyPath(ctx context.Context, st Status) (string, error) {
+	if st.ReplyTo == nil {
+		return "", nil
+	}
+	path, err := s.rdb.HGet(ctx, s.keys.status(st.ReplyTo.ID), "path").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", err
+	}
+	return childPath(path, st.ReplyTo.ID), nil
+}
+
+// queueConversation queues on pipe what a new status st adds to its
+// conversation: its place among its parent's replies, and the
+// notifications of the person it answers (replied) and of those it
+// mentions (mentioned; the person answered only once, as replied).
+func (s *Service) queueConversation(ctx context.Context, pipe redis.Pipeliner, st Status) {
+	from := protocol.User{ID: st.UID, Login: st.Login, Name: st.Name}
+	var answered int64
+	if st.ReplyTo != nil {
+		answered = st.ReplyTo.UID
+		pipe.ZAdd(ctx, s.keys.replies(st.ReplyTo.ID), redis.Z{Score: float64(st.ID), Member: st.ID})
+		s.queueNotify(ctx, pipe, note{to: answered, from: st.UID, kind: protocol.NotifyReplied, sid: st.ID,
+			at: st.Posted, fromUser: from, status: &st})
+	}
+	for _, m := range st.Mentions {
+		if m.UID != answered {
+			s.queueNotify(ctx, pipe, note{to: m.UID, from: st.UID, kind: protocol.NotifyMentioned, sid: st.ID,
+				at: st.Posted, fromUser: from, status: &st})
+		}
+	}
+}
+
+// queueUnconversation queues on pipe the undoing of queueConversation for
+// a status being deleted, whose hash reads v (replyFields).
+func (s *Service) queueUnconversation(ctx context.Context, pipe redis.Pipeliner, sid int64, v []any) {
+	str := func(i int) string { s, _ := v[i].(string); return s }
+	uid, _ := strconv.ParseInt(str(0), 10, 64)
+	parentID, _ := strconv.ParseInt(str(1), 10, 64)
+	answered, _ := strconv.ParseInt(str(2), 10, 64)
+	if parentID != 0 {
+		pipe.ZRem(ctx, s.keys.replies(parentID), sid)
+		s.queueUnnotify(ctx, pipe, note{to: answered, from: uid, kind: protocol.NotifyReplied, sid: sid})
+	}
+	for _, m := range parseMentions(str(3)) {
+		if m.UID != answered {
+			s.queueUnnotify(ctx, pipe, note{to: m.UID, from: uid, kind: protocol.NotifyMentioned, sid: sid})
+		}
+	}
+	pipe.Del(ctx, s.keys.replies(sid))
+}
+
+// replyFields are the fields of a status hash queueUnconversation reads.
+var replyFields = []string{"uid", "reply_to", "reply_uid", "mentions"}
+
+// answeredOnly is, for a reply to someone else, whose followers alone (and
+// that person) get it among its author's followers: Mastodon's rule, so
+// that a conversation reaches those who follow both sides. 0 for a status
+// every follower gets (not a reply, or a reply to oneself: a thread).
+func answeredOnly(st Status) int64 {
+	if st.ReplyTo == nil || st.ReplyTo.UID == st.UID {
+		return 0
+	}
+	return st.ReplyTo.UID
+}

@@ -1,0 +1,270 @@
+package social
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"chorus/protocol"
+)
+
+func reply(tb testing.TB, s *Service, uid, replyTo int64, message string) Status {
+	tb.Helper()
+	st, err := s.Reply(ctxT(tb), uid, replyTo, message)
+	if err != nil {
+		tb.Fatalf("reply by %d to %d: %v", uid, replyTo, err)
+	}
+	return st
+}
+
+// A reply reaches the home timelines of its author's followers who also
+// follow the person answered, and that person's, as on Mastodon; a reply
+// to oneself (a thread) reaches every follower.
+func TestReplyReachesWhoFollowsBoth(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	alice, bob := signUp(t, s, "alice"), signUp(t, s, "bob")
+	both, onlyAlice, onlyBob := signUp(t, s, "both"), signUp(t, s, "only_alice"), signUp(t, s, "only_bob")
+	follow(t, s, both.ID, "alice")
+	follow(t, s, both.ID, "bob")
+	follow(t, s, onlyAlice.ID, "alice")
+	follow(t, s, onlyBob.ID, "bob")
+	follow(t, s, bob.ID, "alice")
+
+	question := post(t, s, bob.ID, "anyone?")
+	answer := reply(t, s, alice.ID, question.ID, "me!")
+	if answer.ReplyTo == nil || *answer.ReplyTo != (protocol.StatusRef{ID: question.ID, UID: bob.ID, Login: "bob"}) {
+		t.Fatalf("reply_to = %+v, want bob's status %d", answer.ReplyTo, question.ID)
+	}
+	got := map[string]bool{}
+	for _, u := range []User{alice, bob, both, onlyAlice, onlyBob} {
+		got[u.Login] = slices.Contains(homeIDs(t, s, u.ID), answer.ID)
+	}
+	want := map[string]bool{"alice": true, "bob": true, "both": true, "only_alice": false, "only_bob": false}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the reply is in these homes: %v, want %v", got, want)
+	}
+
+	thread := reply(t, s, alice.ID, answer.ID, "and more") // alice answers herself
+	for _, u := range []User{alice, bob, both, onlyAlice} {
+		if !slices.Contains(homeIDs(t, s, u.ID), thread.ID) {
+			t.Errorf("%s's home lacks alice's reply to herself", u.Login)
+		}
+	}
+	if slices.Contains(homeIDs(t, s, onlyBob.ID), thread.ID) {
+		t.Errorf("only_bob, who does not follow alice, got her reply to herself")
+	}
+}
+
+// Replying to a status that is not there, or no longer, is ErrStatusNotFound
+// and writes nothing.
+func TestReplyToMissingStatus(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	alice := signUp(t, s, "alice")
+	gone := post(t, s, alice.ID, "soon gone")
+	if err := s.DeleteStatus(ctxT(t), alice.ID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.LastStatusID(ctxT(t))
+	for _, id := range []int64{gone.ID, gone.ID + 1000} {
+		if _, err := s.Reply(ctxT(t), alice.ID, id, "hello?"); !errors.Is(err, ErrStatusNotFound) {
+			t.Errorf("reply to %d: err = %v, want ErrStatusNotFound", id, err)
+		}
+	}
+	if _, err := s.Reply(ctxT(t), alice.ID, -1, "hello?"); !errors.As(err, new(*InvalidError)) {
+		t.Errorf("reply to -1: err = %v, want an InvalidError", err)
+	}
+	after, _ := s.LastStatusID(ctxT(t))
+	if after != before {
+		t.Errorf("refused replies took status ids %d..%d", before, after)
+	}
+	if n := rdb.ZCard(ctxT(t), s.keys.profile(alice.ID)).Val(); n != 0 {
+		t.Errorf("alice's profile holds %d statuses after refused replies, want 0", n)
+	}
+}
+
+// The context of a status is its ancestors, oldest first, and its
+// descendants in thread order; a deleted reply leaves the thread with its
+// own replies, which keep answering it and still see the rest above.
+func TestThreadContext(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	a, b := signUp(t, s, "alice"), signUp(t, s, "bob")
+	root := post(t, s, a.ID, "root")
+	r1 := reply(t, s, b.ID, root.ID, "r1")
+	r2 := reply(t, s, a.ID, root.ID, "r2")
+	r11 := reply(t, s, a.ID, r1.ID, "r1.1")
+	r111 := reply(t, s, b.ID, r11.ID, "r1.1.1")
+	r12 := reply(t, s, b.ID, r1.ID, "r1.2")
+	r21 := reply(t, s, b.ID, r2.ID, "r2.1")
+
+	th, err := s.Context(ctxT(t), root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{r1.ID, r11.ID, r111.ID, r12.ID, r2.ID, r21.ID}
+	if got := statusIDs(th.Descendants); !slices.Equal(got, want) || len(th.Ancestors) != 0 {
+		t.Fatalf("root's context = %v / %v, want [] / %v", statusIDs(th.Ancestors), got, want)
+	}
+	th, err = s.Context(ctxT(t), r11.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := statusIDs(th.Ancestors), []int64{root.ID, r1.ID}; !slices.Equal(got, want) {
+		t.Fatalf("r1.1's ancestors = %v, want %v", got, want)
+	}
+	if got, want := statusIDs(th.Descendants), []int64{r111.ID}; !slices.Equal(got, want) {
+		t.Fatalf("r1.1's descendants = %v, want %v", got, want)
+	}
+	sts, err := s.Decorate(ctxT(t), 0, []Status{root, r1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sts[0].Replies != 2 || sts[1].Replies != 2 {
+		t.Fatalf("replies counts = %d, %d, want 2, 2", sts[0].Replies, sts[1].Replies)
+	}
+
+	if err := s.DeleteStatus(ctxT(t), b.ID, r1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Context(ctxT(t), r1.ID); !errors.Is(err, ErrStatusNotFound) {
+		t.Fatalf("context of a deleted status: err = %v, want ErrStatusNotFound", err)
+	}
+	th, err = s.Context(ctxT(t), r11.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := statusIDs(th.Ancestors), []int64{root.ID}; !slices.Equal(got, want) {
+		t.Fatalf("r1.1's ancestors once r1 is deleted = %v, want %v", got, want)
+	}
+	kept, err := s.Status(ctxT(t), r11.ID)
+	if err != nil || kept.ReplyTo == nil || kept.ReplyTo.ID != r1.ID {
+		t.Fatalf("r1.1 once r1 is deleted = %+v, %v: want it kept, answering %d", kept, err, r1.ID)
+	}
+	sts, err = s.Decorate(ctxT(t), 0, []Status{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sts[0].Replies != 1 {
+		t.Fatalf("root's replies once r1 is deleted = %d, want 1", sts[0].Replies)
+	}
+}
+
+// A thread's context is bounded however large the thread: MaxAncestors
+// up, MaxDescendants down.
+func TestThreadContextBounded(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	a := signUp(t, s, "alice")
+	root := post(t, s, a.ID, "root")
+	for i := range MaxDescendants + 20 {
+		reply(t, s, a.ID, root.ID, fmt.Sprint("wide ", i))
+	}
+	th, err := s.Context(ctxT(t), root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(th.Descendants) != MaxDescendants {
+		t.Fatalf("a status with %d replies has %d descendants in its context, want %d",
+			MaxDescendants+20, len(th.Descendants), MaxDescendants)
+	}
+	last := root
+	var chain []int64
+	for i := range MaxAncestors + 5 {
+		last = reply(t, s, a.ID, last.ID, fmt.Sprint("deep ", i))
+		chain = append(chain, last.ID)
+	}
+	th, err = s.Context(ctxT(t), last.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := chain[len(chain)-1-MaxAncestors : len(chain)-1]
+	if got := statusIDs(th.Ancestors); !slices.Equal(got, want) {
+		t.Fatalf("ancestors of a reply %d deep: %d of them (%v...), want the nearest %d",
+			len(chain), len(got), got[:min(3, len(got))], MaxAncestors)
+	}
+}
+
+// @logins in a message mention the users they name (at most MaxMentions,
+// known ones only, not e-mail addresses), with the logins as the users
+// signed up; each is notified once, the person answered as replied only,
+// and a deleted status takes its notifications back.
+func TestMentionsAndReplyNotify(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	a, b, c := signUp(t, s, "Alice"), signUp(t, s, "bob"), signUp(t, s, "carol_c")
+	q := post(t, s, b.ID, "question")
+	r := reply(t, s, a.ID, q.ID, "@BOB see @carol_c and @nobody_here, mail me at x@carol_c.org, @alice")
+	want := []protocol.Mention{{UID: b.ID, Login: "bob"}, {UID: c.ID, Login: "carol_c"}, {UID: a.ID, Login: "Alice"}}
+	if !slices.Equal(r.Mentions, want) {
+		t.Fatalf("mentions = %+v, want %+v", r.Mentions, want)
+	}
+	read, err := s.Status(ctxT(t), r.ID)
+	if err != nil || !slices.Equal(read.Mentions, want) {
+		t.Fatalf("mentions read back = %+v (%v), want %+v", read.Mentions, err, want)
+	}
+	causes := func(u User) []string {
+		t.Helper()
+		m, err := rdb.HKeys(ctxT(t), s.keys.noteCauses(u.ID)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(m)
+		return m
+	}
+	sid := fmt.Sprint(r.ID)
+	if got := causes(b); !slices.Equal(got, []string{"replied:" + fmt.Sprint(a.ID) + ":" + sid}) {
+		t.Errorf("bob's notifications = %v, want one replied", got)
+	}
+	if got := causes(c); !slices.Equal(got, []string{"mentioned:" + fmt.Sprint(a.ID) + ":" + sid}) {
+		t.Errorf("carol's notifications = %v, want one mentioned", got)
+	}
+	if got := causes(a); len(got) != 0 {
+		t.Errorf("alice was notified of her own mention: %v", got)
+	}
+	if err := s.DeleteStatus(ctxT(t), a.ID, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []User{b, c} {
+		if got := causes(u); len(got) != 0 {
+			t.Errorf("%s's notifications after the reply's deletion = %v, want none", u.Login, got)
+		}
+		if n := rdb.ZCard(ctxT(t), s.keys.notes(u.ID)).Val(); n != 0 {
+			t.Errorf("%s still has %d notification ids", u.Login, n)
+		}
+	}
+}
+
+func TestMentionCandidates(t *testing.T) {
+	t.Parallel()
+	many := strings.Repeat("@user_x ", 3)
+	for i := range MaxMentions + 3 {
+		many += fmt.Sprintf("@user%02d ", i)
+	}
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"hi @bob!", []string{"bob"}},
+		{"@bob@carol", []string{"bob"}},
+		{"a@bob.com and (@carol), @Bob", []string{"carol", "Bob"}},
+		{"@ab is too short, @" + strings.Repeat("x", 33) + " too long", nil},
+		{"@bob @BOB @bob", []string{"bob"}},
+		{"tab\t@bob\n@carol", []string{"bob", "carol"}},
+		{"@bób", nil},
+		{many, append([]string{"user_x"}, func() []string {
+			var w []string
+			for i := range MaxMentions - 1 {
+				w = append(w, fmt.Sprintf("user%02d", i))
+			}
+			return w
+		}()...)},
+	} {
+		if got := mentionCandidates(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("mentionCandidates(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

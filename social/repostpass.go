@@ -1,0 +1,169 @@
+package social
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// dropReactionsJobID names the drop_reactions job of deleted status sid.
+func dropReactionsJobID(sid int64) string { return "reactions:drop:" + itoa(sid) }
+
+// queueDropReactions queues on pipe, not ready (see DeleteStatus), the
+// drop_reactions job of status sid by uid that is being deleted: of is
+// the original when sid is a repost entry, else 0. payload is the
+// deletion's frame, for the job's redo of writeDelete. It returns the
+// job's key.
+func (s *Service) queueDropReactions(ctx context.Context, pipe redis.Pipeliner, uid, sid, of int64, payload string) string {
+	j := job{kind: jobDropReactions, uid: uid, sid: sid, of: of, payload: payload}
+	s.queueJob(ctx, pipe, j, inputsPending)
+	return s.keys.job(j.id())
+}
+
+// dropReactionsPass runs one pass of a drop_reactions job, once the status
+// is deleted (as a delete job, it redoes writeDelete for a maker that
+// died). For a repost entry, it takes the reposter's claim on the original
+// back (if it still names the entry) and the reposted notification, and
+// ends. For a status, each pass takes up to FanoutPassSize of its reposts
+// out, every entry deleted as DeleteStatus deletes one (with its own
+// cleanup jobs, queued ready), then up to FanoutPassSize of its likes out
+// of the likers' liked sets, and ends when both sets are empty. A pass
+// takes out what it did from the status's sets last, so a pass run twice
+// finds and does it again, which changes nothing. A like or a repost
+// written after the status was deleted takes itself back (see Like,
+// writeRepost).
+func (s *Service) dropReactionsPass(ctx context.Context, j job) (passResult, error) {
+	uid, sid := j.uid, j.sid
+	if uid == 0 || sid == 0 {
+		return passResult{finished: true}, nil // names no status
+	}
+	next, wait, err := s.makerDone(ctx, j, func() error { return s.writeDelete(ctx, uid, sid, []byte(j.payload)) })
+	if err != nil || wait {
+		return passResult{wait: wait}, err
+	}
+	k := s.keys
+	if j.of != 0 {
+		pipe := s.rdb.Pipeline()
+		none := repostUnclaimScript.Eval(ctx, pipe, []string{k.reposts(j.of)}, uid, sid)
+		author := pipe.HGet(ctx, k.status(j.of), "uid")
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return passResult{}, err
+		}
+		// The notification goes only when uid holds no claim now: one that
+		// names a later entry is that repost's. One whose original is gone
+		// is left out of every read.
+		to, _ := author.Int64()
+		if n, _ := none.Int(); n == 1 && to != 0 {
+			pipe := s.rdb.Pipeline()
+			s.queueUnnotify(ctx, pipe, note{to: to, from: uid, kind: protocol.NotifyReposted, sid: j.of})
+			if _, err := pipe.Exec(ctx); err != nil {
+				return passResult{}, err
+			}
+		}
+		return passResult{finished: true, reached: 1}, nil
+	}
+	n := int64(s.opts.FanoutPassSize)
+	reposts, err := s.rdb.ZRangeWithScores(ctx, k.reposts(sid), 0, n-1).Result()
+	if err != nil {
+		return passResult{}, err
+	}
+	if len(reposts) > 0 {
+		if err := s.dropReposts(ctx, sid, reposts); err != nil {
+			return passResult{}, err
+		}
+		return passResult{next: next, reached: int64(len(reposts))}, nil
+	}
+	likers, err := s.rdb.ZRange(ctx, k.likes(sid), 0, n-1).Result()
+	if err != nil {
+		return passResult{}, err
+	}
+	if len(likers) == 0 {
+		return passResult{finished: true}, nil
+	}
+	pipe := s.rdb.Pipeline()
+	for _, m := range likers {
+		if liker, err := strconv.ParseInt(m, 10, 64); err == nil {
+			pipe.ZRem(ctx, k.liked(liker), sid)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return passResult{}, err
+	}
+	if err := s.rdb.ZRem(ctx, k.likes(sid), anys(likers)...).Err(); err != nil {
+		return passResult{}, err
+	}
+	return passResult{next: next, reached: int64(len(likers))}, nil
+}
+
+// dropReposts deletes the repost entries of deleted status orig in page
+// (reposts members: uid -> entry id) as DeleteStatus would: each entry's
+// hash first, then where its reposter owns it (writeDelete), then its
+// delete and list_delete jobs, ready at once, which take it out of the
+// reposters' followers' home timelines and lists; last, the claims.
+func (s *Service) dropReposts(ctx context.Context, orig int64, page []redis.Z) error {
+	k := s.keys
+	type entry struct {
+		uid, id int64
+		inLists *redis.IntCmd
+		payload string
+	}
+	entries := make([]entry, 0, len(page))
+	members := make([]any, len(page))
+	pipe := s.rdb.Pipeline()
+	for i, z := range page {
+		members[i] = z.Member
+		m, _ := z.Member.(string)
+		uid, err := strconv.ParseInt(m, 10, 64)
+		if err != nil {
+			continue
+		}
+		e := entry{uid: uid, id: int64(z.Score)}
+		frame, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: e.id})
+		if err != nil {
+			return err
+		}
+		e.payload = string(frame)
+		e.inLists = pipe.ZCard(ctx, k.listsIn(uid))
+		pipe.Del(ctx, k.status(e.id))
+		entries = append(entries, e)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	pipe = s.rdb.Pipeline()
+	for _, e := range entries {
+		deleteAuthorScript.Eval(ctx, pipe, []string{k.user(e.uid), k.profile(e.uid), k.home(e.uid)},
+			e.id, s.bus.Command(), s.bus.UserChannel(e.uid), e.payload)
+		pipe.ZRem(ctx, k.pulledStatuses(), pulledMember(e.id, e.uid))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	pipe = s.rdb.Pipeline()
+	for _, e := range entries {
+		cleanup := job{kind: jobDelete, uid: e.uid, sid: e.id, payload: e.payload}
+		s.queueJob(ctx, pipe, cleanup, inputsWritten)
+		if e.inLists.Val() > 0 {
+			cleanup.kind = jobListDelete
+			s.queueJob(ctx, pipe, cleanup, inputsWritten)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	return s.rdb.ZRem(ctx, k.reposts(orig), members...).Err()
+}
+
+// anys converts strings to the arguments of a command.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}

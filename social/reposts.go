@@ -1,0 +1,264 @@
+package social
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A repost is a timeline entry of its own: a status hash with its own id
+// from the status sequence, no message, and "repost_of" naming the
+// original. It is written and fanned out as a post is (queuePost): its jobs
+// are queued first, then it is written where the reposter owns it (not the
+// global timeline), then the jobs are marked ready and run. What makes it a
+// repost is the claim, reposts:<original> uid -> entry id, taken with the
+// write: one repost per user and status, however many requests race.
+
+var (
+	//go:embed repost_claim.lua
+	repostClaimSource string
+	repostClaimScript = redis.NewScript(repostClaimSource)
+
+	//go:embed repost_unclaim.lua
+	repostUnclaimSource string
+	repostUnclaimScript = redis.NewScript(repostUnclaimSource)
+
+	//go:embed push_repost.lua
+	pushRepostSource string
+	pushRepostScript = redis.NewScript(pushRepostSource)
+)
+
+// Repost reposts status id (a repost entry: its original) as uid, and
+// returns the original. Reposting what uid reposted already changes
+// nothing. The entry is in uid's timelines when Repost returns, and
+// reaches uid's followers and the lists that hold uid as a post does; the
+// original's author is told (the reposted notification), unless uid is the
+// author.
+func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
+	orig, err := s.original(ctx, id)
+	if err != nil {
+		return Status{}, fmt.Errorf("repost %d: %w", id, err)
+	}
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	author := pipe.HMGet(ctx, k.user(uid), "login", "name")
+	claim := pipe.ZScore(ctx, k.reposts(orig.ID), itoa(uid))
+	inLists := pipe.ZCard(ctx, k.listsIn(uid))
+	pulled := pipe.ZScore(ctx, k.pulledAuthors(), itoa(uid))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return Status{}, fmt.Errorf("repost %d: %w", id, err)
+	}
+	if claim.Err() == nil {
+		return orig, nil
+	}
+	login, _ := author.Val()[0].(string)
+	name, _ := author.Val()[1].(string)
+	if login == "" {
+		return Status{}, ErrUserNotFound
+	}
+	pipe = s.rdb.Pipeline()
+	eid := pipe.Incr(ctx, k.statusSeq())
+	now := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Status{}, fmt.Errorf("repost %d: %w", id, err)
+	}
+	entry := Status{
+		ID: eid.Val(), UID: uid, Login: login, Name: name, Mentions: []protocol.Mention{},
+		Posted: now.Val().UTC().Truncate(time.Millisecond), RepostOf: &orig,
+	}
+	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: entry})
+	if err != nil {
+		return Status{}, fmt.Errorf("repost %d: %w", id, err)
+	}
+	// As queuePost: the jobs first, not ready, so that a worker finishes
+	// the repost (its redo is writeRepost) should this instance die.
+	post := job{kind: jobPost, uid: uid, sid: entry.ID, payload: string(payload)}
+	homeJob, listJob := k.job(post.id()), ""
+	pipe = s.rdb.Pipeline()
+	s.queueJob(ctx, pipe, post, inputsPending)
+	if inLists.Val() > 0 && pulled.Err() != nil {
+		post.kind = jobListPost
+		listJob = k.job(post.id())
+		s.queueJob(ctx, pipe, post, inputsPending)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Status{}, fmt.Errorf("repost %d: %w", id, err)
+	}
+	if s.afterQueue != nil {
+		s.afterQueue()
+	}
+	if err := s.writeRepost(ctx, entry, payload); err != nil {
+		return Status{}, fmt.Errorf("repost %d: %w", id, err)
+	}
+	// A repost that lost its claim wrote nothing: its jobs find no entry
+	// and end.
+	if err := s.markReady(ctx, homeJob, listJob); err != nil {
+		return Status{}, fmt.Errorf("repost %d: %w", id, err)
+	}
+	s.inlinePass(ctx, homeJob)
+	if listJob != "" {
+		s.inlinePass(ctx, listJob)
+	}
+	return orig, nil
+}
+
+// writeRepost writes repost entry st where its reposter owns it, as
+// writePost does a post (not into the global timeline), and tells the
+// original's author. First it claims the reposter's one repost of the
+// original for st; a claim that names another entry (a repost that raced
+// this one) leaves st unwritten. After writing, it looks at the original
+// and the claim again, and takes st back if either went meanwhile: the
+// original's deletion pages its reposts after the original is gone, and
+// an undo takes the claim after the entry, so either they see st or this
+// sees them. Idempotent: a post job whose maker died runs it again.
+func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) error {
+	k := s.keys
+	orig := st.RepostOf
+	won, err := repostClaimScript.Run(ctx, s.rdb, []string{k.reposts(orig.ID)}, st.UID, st.ID).Int()
+	if err != nil {
+		return err
+	}
+	if won == 0 {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	pipe.HSet(ctx, k.status(st.ID), "id", st.ID, "uid", st.UID, "login", st.Login,
+		"name", st.Name, "message", "", "posted", st.Posted.UnixMilli(), "repost_of", orig.ID)
+	postAuthorScript.Eval(ctx, pipe, []string{k.user(st.UID), k.profile(st.UID), k.home(st.UID)},
+		st.ID, s.opts.HomeSize, s.bus.Command(), s.bus.UserChannel(st.UID), payload)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	pipe = s.rdb.Pipeline()
+	exists := pipe.Exists(ctx, k.status(orig.ID))
+	claim := pipe.ZScore(ctx, k.reposts(orig.ID), itoa(st.UID))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	if exists.Val() == 0 || claim.Err() != nil || int64(claim.Val()) != st.ID {
+		return s.takeBackRepost(ctx, st)
+	}
+	n := note{to: orig.UID, from: st.UID, kind: protocol.NotifyReposted, sid: orig.ID,
+		at: st.Posted, fromUser: protocol.User{ID: st.UID, Login: st.Login, Name: st.Name}, status: orig}
+	return s.notifyWhile(ctx, n, k.reposts(orig.ID), itoa(st.UID))
+}
+
+// takeBackRepost undoes writeRepost's writes of st, whose original or
+// claim went while it wrote: the entry out of the reposter's timelines,
+// and its claim, if the claim still names it. No job pushed it yet (its
+// jobs wait for writeRepost), so none has to take it out of other
+// timelines.
+func (s *Service) takeBackRepost(ctx context.Context, st Status) error {
+	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: st.ID})
+	if err != nil {
+		return err
+	}
+	if err := s.writeDelete(ctx, st.UID, st.ID, payload); err != nil {
+		return err
+	}
+	return repostUnclaimScript.Run(ctx, s.rdb, []string{s.keys.reposts(st.RepostOf.ID)}, st.UID, st.ID).Err()
+}
+
+// rewritePost does again the writes of a post job's maker, from the frame
+// it queued: writeRepost for a repost entry, writePost for a post.
+func (s *Service) rewritePost(ctx context.Context, st Status, payload []byte) error {
+	if st.RepostOf != nil {
+		return s.writeRepost(ctx, st, payload)
+	}
+	return s.redoPost(ctx, st, payload)
+}
+
+// Unrepost takes uid's repost of status id (a repost entry: its original)
+// back, and returns the original: the entry is deleted as DeleteStatus
+// deletes a status (its cleanup job takes the claim and the notification
+// back), so it leaves every timeline it reached. Undoing what uid did not
+// repost changes nothing.
+func (s *Service) Unrepost(ctx context.Context, uid, id int64) (Status, error) {
+	orig, err := s.original(ctx, id)
+	if err != nil {
+		return Status{}, fmt.Errorf("undo repost %d: %w", id, err)
+	}
+	eid, err := s.rdb.ZScore(ctx, s.keys.reposts(orig.ID), itoa(uid)).Result()
+	if errors.Is(err, redis.Nil) {
+		return orig, nil
+	}
+	if err != nil {
+		return Status{}, fmt.Errorf("undo repost %d: %w", id, err)
+	}
+	// An entry not written yet is its maker's (or, should it die, its
+	// job's) to write: the claim stands, and a later undo finds the entry.
+	if err := s.DeleteStatus(ctx, uid, int64(eid)); err != nil && !errors.Is(err, ErrStatusNotFound) {
+		return Status{}, fmt.Errorf("undo repost %d: %w", id, err)
+	}
+	return orig, nil
+}
+
+// queueHomeAdd queues on pipe the adding of status sid to uid's home
+// timeline (trimmed one time in trimEvery), as a post job pushes it: a
+// repost entry (repostOf, its original, not 0) by push_repost.lua, which
+// leaves out one whose original, or another repost of it, is there. The
+// command's value is 1 when it added sid. Run the pipeline with
+// execHomeAdds.
+func (s *Service) queueHomeAdd(ctx context.Context, pipe redis.Pipeliner, uid, sid, repostOf int64) *redis.IntCmd {
+	k := s.keys
+	trim := (sid+uid)%trimEvery == 0
+	if repostOf == 0 {
+		added := pipe.ZAdd(ctx, k.home(uid), redis.Z{Score: float64(sid), Member: sid})
+		if trim {
+			pipe.ZRemRangeByRank(ctx, k.home(uid), 0, int64(-s.opts.HomeSize-1))
+		}
+		return added
+	}
+	flag := "0"
+	if trim {
+		flag = "1"
+	}
+	// EVALSHA: a page of followers sends the script's hash, not its text,
+	// once each; execHomeAdds loads it where Redis lacks it.
+	cmd := redis.NewIntCmd(ctx, "evalsha", pushRepostScript.Hash(), 2, k.home(uid), k.homeReposts(uid),
+		sid, repostOf, s.opts.HomeSize, flag)
+	_ = pipe.Process(ctx, cmd)
+	return cmd
+}
+
+// execHomeAdds runs pipe, which holds adds (queueHomeAdd): an EVALSHA that
+// Redis answered NOSCRIPT ran nothing, so it is sent again once the script
+// is loaded (on every shard of a cluster).
+func (s *Service) execHomeAdds(ctx context.Context, pipe redis.Pipeliner, adds []*redis.IntCmd) error {
+	cmds, err := pipe.Exec(ctx)
+	if err == nil {
+		return nil
+	}
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && !redis.HasErrorPrefix(e, "NOSCRIPT") {
+			return e
+		}
+	}
+	if err := pushRepostScript.Load(ctx, s.rdb).Err(); err != nil {
+		return err
+	}
+	again := s.rdb.Pipeline()
+	for _, c := range adds {
+		if c.Err() != nil && redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			c.SetErr(nil)
+			_ = again.Process(ctx, c)
+		}
+	}
+	_, err = again.Exec(ctx)
+	return err
+}
+
+// repostOf is the id of the original st reposts, 0 for a post.
+func repostOf(st Status) int64 {
+	if st.RepostOf == nil {
+		return 0
+	}
+	return st.RepostOf.ID
+}

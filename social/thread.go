@@ -1,0 +1,128 @@
+package social
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Bounds of a thread's context: the descendants it reads, the replies of one
+// status below the first level, and the levels.
+const (
+	MaxDescendants      = 200
+	maxRepliesPerStatus = 50
+	maxThreadDepth      = 50
+)
+
+// Thread is the conversation around a status: its nearest ancestors, oldest
+// first, and its descendants in thread order (each reply followed by its
+// own replies, oldest first). A deleted ancestor is left out; its replies
+// stay, answering a deleted status.
+type Thread struct {
+	Ancestors   []Status
+	Descendants []Status
+}
+
+// Context reads the thread around status id (a repost: its original's):
+// at most MaxAncestors up and MaxDescendants down, at most
+// maxRepliesPerStatus replies of each descendant and maxThreadDepth levels.
+// What it leaves out shows in the counts: a status whose replies count
+// exceeds the replies read here has more, which its own context reads.
+// It costs one round trip for the status, one a level, and one for the
+// statuses, whatever the thread's size.
+func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	head := pipe.HMGet(ctx, k.status(id), "id", "path", "repost_of")
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Thread{}, fmt.Errorf("thread of %d: %w", id, err)
+	}
+	v := head.Val()
+	if s, _ := v[0].(string); s == "" {
+		return Thread{}, ErrStatusNotFound
+	}
+	if orig, _ := v[2].(string); orig != "" {
+		o, err := strconv.ParseInt(orig, 10, 64)
+		if err != nil || o == id {
+			return Thread{}, ErrStatusNotFound
+		}
+		return s.Context(ctx, o)
+	}
+	path, _ := v[1].(string)
+	var ancestors []int64
+	if path != "" {
+		ancestors = parseIDs(strings.Split(path, ","))
+	}
+	children, err := s.descendants(ctx, id)
+	if err != nil {
+		return Thread{}, fmt.Errorf("thread of %d: %w", id, err)
+	}
+	var order []int64
+	var walk func(int64)
+	walk = func(p int64) {
+		for _, c := range children[p] {
+			order = append(order, c)
+			walk(c)
+		}
+	}
+	walk(id)
+	sts, err := s.statusesByID(ctx, append(ancestors, order...))
+	if err != nil {
+		return Thread{}, fmt.Errorf("thread of %d: %w", id, err)
+	}
+	var t Thread
+	for _, st := range sts {
+		if st.ID < id {
+			t.Ancestors = append(t.Ancestors, st)
+		} else {
+			t.Descendants = append(t.Descendants, st)
+		}
+	}
+	if t.Ancestors == nil {
+		t.Ancestors = []Status{}
+	}
+	if t.Descendants == nil {
+		t.Descendants = []Status{}
+	}
+	return t, nil
+}
+
+// descendants reads the replies below root, level by level, one pipeline a
+// level: each status's replies, oldest first, as the bounds of Context
+// allow.
+func (s *Service) descendants(ctx context.Context, root int64) (map[int64][]int64, error) {
+	children := map[int64][]int64{}
+	frontier := []int64{root}
+	total := 0
+	for depth := 0; len(frontier) > 0 && total < MaxDescendants && depth < maxThreadDepth; depth++ {
+		each := MaxDescendants - total
+		if depth > 0 {
+			each = min(each, maxRepliesPerStatus)
+		}
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.StringSliceCmd, len(frontier))
+		for i, p := range frontier {
+			cmds[i] = pipe.ZRange(ctx, s.keys.replies(p), 0, int64(each-1))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		var next []int64
+		for i, p := range frontier {
+			for _, c := range parseIDs(cmds[i].Val()) {
+				if total == MaxDescendants {
+					break
+				}
+				children[p] = append(children[p], c)
+				next = append(next, c)
+				total++
+			}
+		}
+		frontier = next
+	}
+	return children, nil
+}

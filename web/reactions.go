@@ -1,0 +1,58 @@
+package web
+
+import (
+	"context"
+	"net/http"
+
+	"chorus/social"
+)
+
+// react runs one of like, unlike, repost and undo on the status of the
+// path as the viewer, and answers the status acted on (a repost entry's
+// original), decorated with its counts and the viewer's state.
+func (s *Server) react(act func(ctx context.Context, uid, id int64) (social.Status, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		viewer, _ := viewerFrom(r.Context())
+		id, ok := statusID(r)
+		if !ok {
+			s.writeError(w, r, errUnknownStatus)
+			return
+		}
+		st, err := act(r.Context(), viewer.UID, id)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeStatus(w, r, http.StatusOK, st)
+	}
+}
+
+// reactors answers a page of who liked or who reposted the status of the
+// path, newest first.
+func (s *Server) reactors(list func(ctx context.Context, id int64, p social.Page) ([]social.User, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := statusID(r)
+		if !ok {
+			s.writeError(w, r, errUnknownStatus)
+			return
+		}
+		p, err := pageParams(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		users, err := list(r.Context(), id, p)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeUsers(w, r, users)
+	}
+}
+
+func (s *Server) reactLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "react", limit: s.limits.ReactionsPerUser, refused: &s.limitStats.reactions, key: byViewer,
+		message: "You are liking and reposting too fast.",
+	})
+}
