@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"chorus/bus"
 	"chorus/protocol"
@@ -39,6 +40,35 @@ func (t *Tracker) AnnounceFriendship(ctx context.Context, a, b int64) error {
 	}
 	if err := t.bus.PublishBatch(ctx, msgs); err != nil {
 		return fmt.Errorf("announce friendship of %d and %d: %w", a, b, err)
+	}
+	return nil
+}
+
+// AnnounceProfile passes frame, which tells of user's new name, to user's
+// friends connected now, on every instance: their sidebars and open pages
+// show the name at once. It reads the connected friends as a presence
+// announcement does (one intersection of the friend set with connected)
+// and publishes announceBatch channels a round trip; friends with no
+// stream have nobody listening, and read the name when they next load.
+// The social core calls it, through the function it is given at wiring,
+// once the name is stored.
+func (t *Tracker) AnnounceProfile(ctx context.Context, user protocol.UserRef, frame []byte) error {
+	friends, _, err := t.connectedFriends(ctx, user.ID)
+	if err != nil {
+		return fmt.Errorf("announce profile of %d: %w", user.ID, err)
+	}
+	for i := 0; i < len(friends); i += announceBatch {
+		var msgs []bus.Message
+		for _, f := range friends[i:min(i+announceBatch, len(friends))] {
+			fid, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				continue // not a user id; nobody to tell
+			}
+			msgs = append(msgs, bus.Message{Channel: t.bus.UserChannel(fid), Payload: frame})
+		}
+		if err := t.bus.PublishBatch(ctx, msgs); err != nil {
+			return fmt.Errorf("announce profile of %d: %w", user.ID, err)
+		}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ const (
 	TypePresence      = "presence"
 	TypeFriendRemoved = "friend_removed"
 	TypeFollowed      = "followed"
+	TypeProfile       = "profile"
 	TypeService       = "service"
 	TypeError         = "error"
 
@@ -70,6 +71,12 @@ type Followed struct {
 	Type      string  `json:"type"` // TypeFollowed
 	User      UserRef `json:"user"`
 	YouFollow bool    `json:"you_follow"`
+}
+
+// ProfileFrame: a user (the stream's own, or a friend) changed their name.
+type ProfileFrame struct {
+	Type string  `json:"type"` // TypeProfile
+	User UserRef `json:"user"`
 }
 
 // NotificationFrame: a notification was stored for the user.
@@ -182,11 +189,18 @@ const (
 	TypePullAdded = "pull_added"
 	// TypePullRemoved: the user stopped following Author.
 	TypePullRemoved = "pull_removed"
+	// TypeAccountSuspended closes every stream of the user, on every
+	// instance: an admin suspended the account.
+	TypeAccountSuspended = "account_suspended"
 )
 
 // Internal is a message of the internal types.
 type Internal struct {
 	Type    string `json:"type"`
 	Session string `json:"session,omitempty"` // TypeSessionEnded's
-	Author  int64  `json:"author,omitempty"`  // TypePullAdded's and TypePullRemoved's
+	// Ended marks a TypeSessionEnded of a session ended by a change to its
+	// account (a new password, a sign-in past the sessions a user holds)
+	// rather than signed out: its streams close with ReasonSessionEnded.
+	Ended  bool  `json:"ended,omitempty"`
+	Author int64 `json:"author,omitempty"` // TypePullAdded's and TypePullRemoved's
 }

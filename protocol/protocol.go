@@ -33,8 +33,9 @@ const (
 	// CloseBadData: the client sent a text frame that is not UTF-8.
 	CloseBadData = 1007
 	// ClosePolicy: the session ended (reason ReasonSignedOut or
-	// ReasonSessionEnded), or the client sent too many frames, pings,
-	// pongs and its close included (ReasonTooManyFrames).
+	// ReasonSessionEnded), the account was suspended (ReasonSuspended),
+	// or the client sent too many frames, pings, pongs and its close
+	// included (ReasonTooManyFrames).
 	ClosePolicy = 1008
 	// CloseTooBig: the client sent a frame over MaxFrameBytes.
 	CloseTooBig = 1009
@@ -51,6 +52,7 @@ const (
 	ReasonSignedOut     = "signed out"
 	ReasonSessionEnded  = "session ended"
 	ReasonTooManyFrames = "too many frames"
+	ReasonSuspended     = "account suspended"
 )
 
 // MaxFrameBytes is the largest frame a client may send.

@@ -12,7 +12,7 @@ import (
 func TestWireShapes(t *testing.T) {
 	at := time.Date(2030, 1, 2, 3, 4, 5, 6e6, time.UTC)
 	ada := User{ID: 7, Login: "ada", Name: "Ada", Followers: 1, Following: 2, Posts: 3, Signup: at}
-	adaJSON := `"id":7,"login":"ada","name":"Ada","followers":1,"following":2,"posts":3,"signup":"2030-01-02T03:04:05.006Z"`
+	adaJSON := `"id":7,"login":"ada","name":"Ada","bio":"","followers":1,"following":2,"posts":3,"signup":"2030-01-02T03:04:05.006Z"`
 	ref := `{"id":7,"login":"ada","name":"Ada"}`
 	yes, no := true, false
 	after := json.RawMessage("41")
@@ -42,6 +42,8 @@ func TestWireShapes(t *testing.T) {
 		{"friend removed", FriendRemoved{Type: TypeFriendRemoved, User: ada.Ref()}, `{"type":"friend_removed","user":` + ref + `}`},
 		{"followed", Followed{Type: TypeFollowed, User: ada.Ref(), YouFollow: false},
 			`{"type":"followed","user":` + ref + `,"you_follow":false}`},
+		{"profile", ProfileFrame{Type: TypeProfile, User: ada.Ref()},
+			`{"type":"profile","user":` + ref + `}`},
 		{"service", Service{Type: TypeService, Available: false}, `{"type":"service","available":false}`},
 		{"error frame", ErrorFrame{Type: TypeError, Error: Error{Code: CodeUnknownType, Message: "Unknown."}},
 			`{"type":"error","code":"unknown_type","message":"Unknown."}`},

@@ -7,10 +7,15 @@ type User struct {
 	ID        int64     `json:"id"`
 	Login     string    `json:"login"`
 	Name      string    `json:"name"`
+	Bio       string    `json:"bio"` // plain text, "" for none; never HTML
 	Followers int64     `json:"followers"`
 	Following int64     `json:"following"`
 	Posts     int64     `json:"posts"`
 	Signup    time.Time `json:"signup"`
+
+	// Suspended is set on an account an admin suspended, as admins read
+	// it; no one else reads a suspended account.
+	Suspended bool `json:"suspended,omitempty"`
 }
 
 // UserRef is the short form of a user, in frames about someone:

@@ -41,9 +41,12 @@ const (
 	closeIdle
 	// closeSignedOut: the stream's session was signed out.
 	closeSignedOut
-	// closeSessionEnded: the stream's session was found gone by a check, or
-	// predates a user created anew under its uid.
+	// closeSessionEnded: the stream's session was found gone by a check,
+	// was ended by a change to its account (a new password), or predates a
+	// user created anew under its uid.
 	closeSessionEnded
+	// closeSuspended: an admin suspended the stream's account.
+	closeSuspended
 )
 
 // closeRule is how one reason closes a stream.
@@ -71,6 +74,7 @@ var closeRules = [...]closeRule{
 	closeIdle:         {code: protocol.CloseHeartbeatTimeout, text: "no heartbeat", counter: func(s *Stats) *atomic.Int64 { return &s.IdleClosed }, level: slog.LevelInfo},
 	closeSignedOut:    {code: protocol.ClosePolicy, text: protocol.ReasonSignedOut, counter: func(s *Stats) *atomic.Int64 { return &s.SessionClosed }, level: slog.LevelInfo},
 	closeSessionEnded: {code: protocol.ClosePolicy, text: protocol.ReasonSessionEnded, counter: func(s *Stats) *atomic.Int64 { return &s.SessionClosed }, level: slog.LevelInfo},
+	closeSuspended:    {code: protocol.ClosePolicy, text: protocol.ReasonSuspended, counter: func(s *Stats) *atomic.Int64 { return &s.SessionClosed }, level: slog.LevelInfo},
 }
 
 // rule is how r closes a stream.

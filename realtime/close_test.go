@@ -29,6 +29,7 @@ func TestCloseReason(t *testing.T) {
 		{closeIdle, protocol.CloseHeartbeatTimeout, "no heartbeat", func(s *Stats) *atomic.Int64 { return &s.IdleClosed }},
 		{closeSignedOut, protocol.ClosePolicy, protocol.ReasonSignedOut, func(s *Stats) *atomic.Int64 { return &s.SessionClosed }},
 		{closeSessionEnded, protocol.ClosePolicy, protocol.ReasonSessionEnded, func(s *Stats) *atomic.Int64 { return &s.SessionClosed }},
+		{closeSuspended, protocol.ClosePolicy, protocol.ReasonSuspended, func(s *Stats) *atomic.Int64 { return &s.SessionClosed }},
 	} {
 		t.Run(c.code.String()+" "+c.text, func(t *testing.T) {
 			h := &Hub{opts: Options{QueueSize: 1, FrameRate: DefaultFrameRate, FrameBurst: DefaultFrameBurst}}

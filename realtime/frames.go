@@ -36,6 +36,7 @@ type event struct {
 		ID int64 `json:"id"`
 	} `json:"status"`
 	Session string `json:"session"` // protocol.TypeSessionEnded's
+	Ended   bool   `json:"ended"`   // protocol.TypeSessionEnded's: ended by its account, not signed out
 	Author  int64  `json:"author"`  // protocol.TypePullAdded's and TypePullRemoved's
 	// User and Online are a presence frame's.
 	User *struct {

@@ -368,10 +368,19 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 	}
 	switch ev.Type {
 	case protocol.TypeSessionEnded:
+		why := closeSignedOut
+		if ev.Ended {
+			why = closeSessionEnded
+		}
 		for c := range u.conns {
 			if c.session == ev.Session {
-				h.endSession(c, closeSignedOut)
+				h.endSession(c, why)
 			}
+		}
+		return
+	case protocol.TypeAccountSuspended:
+		for c := range u.conns {
+			h.endSession(c, closeSuspended)
 		}
 		return
 	case protocol.TypeUserCreated:

@@ -48,6 +48,9 @@ const (
 	// A deleted status's likes and reposts taken out, or a deleted repost
 	// entry's claim (dropReactionsPass).
 	jobDropReactions jobKind = "drop_reactions"
+	// An account's statuses hidden or shown again, as its suspension says
+	// (hidePass).
+	jobHide jobKind = "hide"
 )
 
 // The prefixes of job ids that other code looks for: a status id follows.
@@ -103,6 +106,8 @@ func (j job) id() string {
 		return listDeleteJobID(j.sid)
 	case jobDropReactions:
 		return dropReactionsJobID(j.sid)
+	case jobHide:
+		return hideJobID(j.uid, j.payload)
 	}
 	panic(fmt.Sprintf("job of unknown kind %q", j.kind))
 }
@@ -265,6 +270,8 @@ func (s *Service) pass(ctx context.Context, key string) (passResult, error) {
 		res, err = s.listDeletePass(ctx, j)
 	case jobDropReactions:
 		res, err = s.dropReactionsPass(ctx, j)
+	case jobHide:
+		res, err = s.hidePass(ctx, j)
 	default:
 		res = passResult{finished: true}
 	}

@@ -44,8 +44,13 @@ func (k keys) searchIndex() string        { return k.prefix + "users:search" }
 func (k keys) searchIndexBuilt() string   { return k.prefix + "users:search:folded" }
 func (k keys) popular() string            { return k.prefix + "users:by_followers" }
 func (k keys) seen() string               { return k.prefix + "users:seen" }
+func (k keys) suspended() string          { return k.prefix + "users:suspended" }
 func (k keys) user(uid int64) string      { return k.prefix + "user:" + k.u(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
+
+// sessions is uid's index of their sessions (session id -> when opened,
+// ms), in uid's slot.
+func (k keys) sessions(uid int64) string { return k.prefix + "sessions:" + k.u(uid) }
 
 // searchIndexLowerBuilt marked an index built before its terms were
 // folded; a build that folds them deletes it.
@@ -146,6 +151,17 @@ func (k keys) notesRead(uid int64) string  { return k.prefix + "notes:read:" + k
 // mutes:<uid> and blocks:<uid> are whom uid mutes and blocks (uid -> ms).
 func (k keys) mutes(uid int64) string  { return k.prefix + "mutes:" + k.u(uid) }
 func (k keys) blocks(uid int64) string { return k.prefix + "blocks:" + k.u(uid) }
+
+// Reports, all in one slot ("{reports}" on a cluster), so that a script
+// files or resolves one at once: reports:seq the ids, report:<id> a
+// report's hash, reports:open the open ones and reports:resolved the
+// resolved ones (id -> id).
+func (k keys) reports() string         { return k.prefix + slots.Tag(k.cluster, "reports") + ":" }
+func (k keys) reportSeq() string       { return k.reports() + "seq" }
+func (k keys) report(id int64) string  { return k.reports() + "report:" + itoa(id) }
+func (k keys) reportsOpen() string     { return k.reports() + "open" }
+func (k keys) reportsResolved() string { return k.reports() + "resolved" }
+func (k keys) reportPrefix() string    { return k.reports() + "report:" }
 
 // Scripts that touch keys they only learn while running (a follower's home,
 // a followee's profile) build them from these prefixes.

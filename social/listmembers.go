@@ -120,7 +120,7 @@ func (s *Service) AddListMember(ctx context.Context, uid, id int64, login string
 	if _, err := s.copyLatest(ctx, k.listStatuses(id), k.profile(member), g, s.opts.HomeSize); err != nil {
 		return List{}, fmt.Errorf("add %d to list %d: backfill: %w", member, id, err)
 	}
-	return s.List(ctx, id)
+	return s.List(ctx, uid, id)
 }
 
 // boolArg is a script's flag argument: "1" or "0".
@@ -145,7 +145,7 @@ func (s *Service) RemoveListMember(ctx context.Context, uid, id int64, login str
 		}
 		return List{}, fmt.Errorf("remove %d from list %d: %w", member, id, err)
 	}
-	return s.List(ctx, id)
+	return s.List(ctx, uid, id)
 }
 
 // removeMember takes member out of list id, which uid must own, and their

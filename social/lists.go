@@ -122,7 +122,7 @@ func (s *Service) RenameList(ctx context.Context, uid, id int64, name string) (L
 	if err := listRefusal(res); err != nil {
 		return List{}, err
 	}
-	return s.List(ctx, id)
+	return s.List(ctx, uid, id)
 }
 
 // DeleteList deletes list id, which uid must own, with its members and
@@ -185,14 +185,16 @@ func listRefusal(res int) error {
 	return nil
 }
 
-// List returns list id; anyone may read any list.
-func (s *Service) List(ctx context.Context, id int64) (List, error) {
+// List returns list id as viewer sees it. Lists are private: to anyone
+// but its owner (viewer 0 is a visitor) a list is ErrListNotFound, as one
+// that does not exist, so that nobody learns which ids are taken.
+func (s *Service) List(ctx context.Context, viewer, id int64) (List, error) {
 	vals, err := s.rdb.HMGet(ctx, s.keys.list(id), listFields...).Result()
 	if err != nil {
 		return List{}, fmt.Errorf("list %d: %w", id, err)
 	}
 	l, ok := parseList(vals)
-	if !ok {
+	if !ok || l.Owner.ID != viewer {
 		return List{}, ErrListNotFound
 	}
 	owner, err := s.usersByID(ctx, []int64{l.Owner.ID})
@@ -248,9 +250,10 @@ func parseList(vals []any) (List, bool) {
 	}, true
 }
 
-// ListMembers lists the members of list id, newest first.
-func (s *Service) ListMembers(ctx context.Context, id int64, p Page) ([]User, error) {
-	if err := s.listExists(ctx, id); err != nil {
+// ListMembers lists the members of list id, newest first, to its owner
+// (viewer); to anyone else the list is ErrListNotFound.
+func (s *Service) ListMembers(ctx context.Context, viewer, id int64, p Page) ([]User, error) {
+	if err := s.listReadable(ctx, viewer, id); err != nil {
 		return nil, err
 	}
 	return s.userList(ctx, s.keys.listMembers(id), p)
@@ -263,12 +266,13 @@ func (s *Service) ListMembers(ctx context.Context, id int64, p Page) ([]User, er
 // pulled author's posts go to no list). A read costs one round trip more
 // than a plain timeline's when the list has members (whether they are
 // pulled), and one sorted-set range per pulled member, at most
-// MaxListMembers, when there are any.
-func (s *Service) ListTimeline(ctx context.Context, id int64, c Cursor) (TimelinePage, error) {
+// MaxListMembers, when there are any. Only its owner (viewer) reads it; to
+// anyone else the list is ErrListNotFound.
+func (s *Service) ListTimeline(ctx context.Context, viewer, id int64, c Cursor) (TimelinePage, error) {
 	if err := c.validate(); err != nil {
 		return TimelinePage{}, err
 	}
-	pulled, err := s.pulledMembers(ctx, id)
+	pulled, err := s.pulledMembers(ctx, viewer, id)
 	if err != nil {
 		return TimelinePage{}, err
 	}
@@ -284,17 +288,18 @@ func (s *Service) ListTimeline(ctx context.Context, id int64, c Cursor) (Timelin
 }
 
 // pulledMembers returns the members of list id who are pulled authors, or
-// ErrListNotFound. The list's members and authors:pulled are in different
-// slots: two round trips, the second only when the list has members.
-func (s *Service) pulledMembers(ctx context.Context, id int64) ([]int64, error) {
+// ErrListNotFound when it is no list owned by viewer. The list's members
+// and authors:pulled are in different slots: two round trips, the second
+// only when the list has members.
+func (s *Service) pulledMembers(ctx context.Context, viewer, id int64) ([]int64, error) {
 	k := s.keys
 	pipe := s.rdb.Pipeline()
-	list := pipe.HMGet(ctx, k.list(id), "id", "deleted")
+	list := pipe.HMGet(ctx, k.list(id), "id", "deleted", "owner")
 	members := pipe.ZRange(ctx, k.listMembers(id), 0, -1)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("list %d: %w", id, err)
 	}
-	if f := list.Val(); f[0] == nil || f[1] != nil {
+	if !ownedBy(list.Val(), viewer) {
 		return nil, ErrListNotFound
 	}
 	if len(members.Val()) == 0 {
@@ -315,13 +320,22 @@ func (s *Service) pulledMembers(ctx context.Context, id int64) ([]int64, error) 
 	return pulled, nil
 }
 
-func (s *Service) listExists(ctx context.Context, id int64) error {
-	f, err := s.rdb.HMGet(ctx, s.keys.list(id), "id", "deleted").Result()
+// listReadable answers ErrListNotFound unless list id exists, is not being
+// deleted, and is viewer's.
+func (s *Service) listReadable(ctx context.Context, viewer, id int64) error {
+	f, err := s.rdb.HMGet(ctx, s.keys.list(id), "id", "deleted", "owner").Result()
 	if err != nil {
 		return fmt.Errorf("list %d: %w", id, err)
 	}
-	if f[0] == nil || f[1] != nil {
+	if !ownedBy(f, viewer) {
 		return ErrListNotFound
 	}
 	return nil
+}
+
+// ownedBy reads a list's "id", "deleted" and "owner" fields: whether the
+// list exists, is not being deleted, and belongs to viewer.
+func ownedBy(f []any, viewer int64) bool {
+	owner, _ := f[2].(string)
+	return f[0] != nil && f[1] == nil && viewer != 0 && owner == itoa(viewer)
 }

@@ -122,7 +122,7 @@ func BenchmarkListRead(b *testing.B) {
 			cpu := redisCPU(b, rdb)
 			b.ResetTimer()
 			for b.Loop() {
-				page, err := s.ListTimeline(ctx, id, Cursor{Limit: 20})
+				page, err := s.ListTimeline(ctx, 1, id, Cursor{Limit: 20})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -200,7 +200,7 @@ func TestListLifecycleOnBothBackends(t *testing.T) {
 			t.Fatalf("after adding ada again: %d members", got.Members)
 		}
 		unchanged(t, s, rdb, mid)
-		page, err := s.ListTimeline(ctx, l.ID, Cursor{Limit: 3})
+		page, err := s.ListTimeline(ctx, l.Owner.ID, l.ID, Cursor{Limit: 3})
 		if err != nil || !slices.Equal(statusIDs(page.Statuses), reversed(both[len(both)-3:])) {
 			t.Fatalf("timeline page = %v, %v", statusIDs(page.Statuses), err)
 		}
@@ -229,9 +229,9 @@ func TestListLifecycleOnBothBackends(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, read := range map[string]func() error{
-			"list":     func() error { _, err := s.List(ctx, l.ID); return err },
-			"members":  func() error { _, err := s.ListMembers(ctx, l.ID, Page{Limit: 10}); return err },
-			"timeline": func() error { _, err := s.ListTimeline(ctx, l.ID, Cursor{Limit: 10}); return err },
+			"list":     func() error { _, err := s.List(ctx, l.Owner.ID, l.ID); return err },
+			"members":  func() error { _, err := s.ListMembers(ctx, l.Owner.ID, l.ID, Page{Limit: 10}); return err },
+			"timeline": func() error { _, err := s.ListTimeline(ctx, l.Owner.ID, l.ID, Cursor{Limit: 10}); return err },
 			"delete":   func() error { return s.DeleteList(ctx, owner, l.ID) },
 		} {
 			if err := read(); !errors.Is(err, ErrListNotFound) {
@@ -314,7 +314,7 @@ func TestListCapsUnderConcurrencyOnBothBackends(t *testing.T) {
 			}
 		}
 		wg.Wait()
-		got, err := s.List(ctx, l.ID)
+		got, err := s.List(ctx, l.Owner.ID, l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -511,7 +511,7 @@ func TestListChangesFinishedByRetry(t *testing.T) {
 		if lists, err := s.Lists(ctx, owner); err != nil || len(lists) != 1 || lists[0].ID != l.ID {
 			t.Errorf("Lists after a create cut short = %+v, %v; want the one list", lists, err)
 		}
-		if _, err := s.List(ctx, 9999); !errors.Is(err, ErrListNotFound) {
+		if _, err := s.List(ctx, owner, 9999); !errors.Is(err, ErrListNotFound) {
 			t.Errorf("List of a create cut short: %v, want ErrListNotFound", err)
 		}
 
@@ -551,7 +551,7 @@ func TestListChangesFinishedByRetry(t *testing.T) {
 		if err := listDeleteScript.Run(ctx, rdb, []string{k.list(l.ID), k.listMembers(l.ID)}, owner).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.List(ctx, l.ID); !errors.Is(err, ErrListNotFound) {
+		if _, err := s.List(ctx, l.Owner.ID, l.ID); !errors.Is(err, ErrListNotFound) {
 			t.Errorf("List of a list being deleted: %v, want ErrListNotFound", err)
 		}
 		if lists, err := s.Lists(ctx, owner); err != nil || len(lists) != 0 {

@@ -53,7 +53,7 @@ func TestListsHoldOnlyFollowees(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range []List{engines, looms} {
-		got, err := s.List(ctx, l.ID)
+		got, err := s.List(ctx, l.Owner.ID, l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestListAddRacingUnfollowEndsWithoutTheMember(t *testing.T) {
 	}
 	gone := func(stage string) {
 		t.Helper()
-		got, err := s.List(ctx, l.ID)
+		got, err := s.List(ctx, l.Owner.ID, l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func TestListAddsRaceUnfollows(t *testing.T) {
 		following := zsetIDs(t, s, s.keys.following(owner.ID))
 		for _, l := range lists {
 			members := zsetIDs(t, s, s.keys.listMembers(l.ID))
-			got, err := s.List(ctx, l.ID)
+			got, err := s.List(ctx, l.Owner.ID, l.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

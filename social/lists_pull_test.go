@@ -12,7 +12,11 @@ import (
 func walkList(t *testing.T, s *Service, id int64, want []int64) {
 	t.Helper()
 	ctx := ctxT(t)
-	read := func(c Cursor) (TimelinePage, error) { return s.ListTimeline(ctx, id, c) }
+	owner, err := s.rdb.HGet(ctx, s.keys.list(id), "owner").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(c Cursor) (TimelinePage, error) { return s.ListTimeline(ctx, owner, id, c) }
 	for _, limit := range []int{1, 2, 5, 100} {
 		if got, _ := walkTimeline(t, read, Cursor{Limit: limit}); !slices.Equal(got, reversed(want)) {
 			t.Errorf("list %d, limit %d, newest first: %v, want %v", id, limit, got, reversed(want))

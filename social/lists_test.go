@@ -124,7 +124,7 @@ func TestListLifecycle(t *testing.T) {
 		t.Fatalf("created at %v, %v ago", engines.Created, age)
 	}
 	looms := createList(t, s, ada.ID, "Looms")
-	got, err := s.List(ctx, engines.ID)
+	got, err := s.List(ctx, ada.ID, engines.ID)
 	if err != nil || got != engines {
 		t.Fatalf("List = %+v, %v; want %+v", got, err, engines)
 	}
@@ -142,7 +142,7 @@ func TestListLifecycle(t *testing.T) {
 	if renamed != want {
 		t.Fatalf("renamed %+v, want %+v", renamed, want)
 	}
-	if got, _ := s.List(ctx, engines.ID); got != want {
+	if got, _ := s.List(ctx, ada.ID, engines.ID); got != want {
 		t.Fatalf("List after the rename = %+v, want %+v", got, want)
 	}
 
@@ -150,7 +150,7 @@ func TestListLifecycle(t *testing.T) {
 		if err := s.DeleteList(ctx, ada.ID, l.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.List(ctx, l.ID); !errors.Is(err, ErrListNotFound) {
+		if _, err := s.List(ctx, l.Owner.ID, l.ID); !errors.Is(err, ErrListNotFound) {
 			t.Fatalf("reading a deleted list: %v, want ErrListNotFound", err)
 		}
 	}
@@ -316,12 +316,26 @@ func TestListRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// bob reads it.
-	if got, err := s.List(ctx, l.ID); err != nil || got.ID != l.ID {
-		t.Fatalf("bob reads the list: %+v, %v", got, err)
+	// ada reads it; to bob, its member, and to a visitor (0) it is no list.
+	if got, err := s.List(ctx, ada.ID, l.ID); err != nil || got.ID != l.ID {
+		t.Fatalf("ada reads the list: %+v, %v", got, err)
 	}
-	if users, err := s.ListMembers(ctx, l.ID, Page{Limit: 10}); err != nil || len(users) != 1 || users[0].ID != bob.ID {
-		t.Fatalf("bob reads its members: %+v, %v", users, err)
+	if users, err := s.ListMembers(ctx, ada.ID, l.ID, Page{Limit: 10}); err != nil || len(users) != 1 || users[0].ID != bob.ID {
+		t.Fatalf("ada reads its members: %+v, %v", users, err)
+	}
+	if page, err := s.ListTimeline(ctx, ada.ID, l.ID, Cursor{Limit: 10}); err != nil || len(page.Statuses) != 1 {
+		t.Fatalf("ada reads its timeline: %+v, %v", page, err)
+	}
+	for _, viewer := range []int64{bob.ID, 0} {
+		if got, err := s.List(ctx, viewer, l.ID); !errors.Is(err, ErrListNotFound) {
+			t.Errorf("%d reads ada's list: %+v, %v; want ErrListNotFound", viewer, got, err)
+		}
+		if got, err := s.ListMembers(ctx, viewer, l.ID, Page{Limit: 10}); !errors.Is(err, ErrListNotFound) {
+			t.Errorf("%d reads ada's list's members: %+v, %v; want ErrListNotFound", viewer, got, err)
+		}
+		if got, err := s.ListTimeline(ctx, viewer, l.ID, Cursor{Limit: 10}); !errors.Is(err, ErrListNotFound) {
+			t.Errorf("%d reads ada's list's timeline: %+v, %v; want ErrListNotFound", viewer, got, err)
+		}
 	}
 	before := dumpKeys(t, s, rdb)
 	changes := func(uid, id int64, member string) map[string]func() error {
@@ -359,9 +373,9 @@ func TestListRefusals(t *testing.T) {
 		}
 	}
 	for name, read := range map[string]func(id int64) error{
-		"list":     func(id int64) error { _, err := s.List(ctx, id); return err },
-		"members":  func(id int64) error { _, err := s.ListMembers(ctx, id, Page{Limit: 10}); return err },
-		"timeline": func(id int64) error { _, err := s.ListTimeline(ctx, id, Cursor{Limit: 10}); return err },
+		"list":     func(id int64) error { _, err := s.List(ctx, ada.ID, id); return err },
+		"members":  func(id int64) error { _, err := s.ListMembers(ctx, ada.ID, id, Page{Limit: 10}); return err },
+		"timeline": func(id int64) error { _, err := s.ListTimeline(ctx, ada.ID, id, Cursor{Limit: 10}); return err },
 	} {
 		for _, id := range []int64{gone.ID, gone.ID + 100, 0, -1} {
 			if err := read(id); !errors.Is(err, ErrListNotFound) {
@@ -369,7 +383,7 @@ func TestListRefusals(t *testing.T) {
 			}
 		}
 	}
-	if _, err := s.ListTimeline(ctx, l.ID, Cursor{}); err == nil {
+	if _, err := s.ListTimeline(ctx, l.Owner.ID, l.ID, Cursor{}); err == nil {
 		t.Error("a list timeline read with no limit was not refused")
 	}
 }
@@ -418,14 +432,14 @@ func TestListMembershipBackfillAndRemoval(t *testing.T) {
 	unchanged(t, s, rdb, before)
 	addMember(t, s, owner.ID, l.ID, "owner")
 	check("after adding oneself", newestOf(size, byAda, byBob, own))
-	members, err := s.ListMembers(ctx, l.ID, Page{Limit: 10})
+	members, err := s.ListMembers(ctx, l.Owner.ID, l.ID, Page{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := userIDs(members), []int64{owner.ID, ada.ID, bob.ID}; !slices.Equal(got, want) {
 		t.Fatalf("members %v, want %v (newest first)", got, want)
 	}
-	if got, _ := s.ListMembers(ctx, l.ID, Page{Limit: 1, Offset: 1}); !slices.Equal(userIDs(got), []int64{ada.ID}) {
+	if got, _ := s.ListMembers(ctx, l.Owner.ID, l.ID, Page{Limit: 1, Offset: 1}); !slices.Equal(userIDs(got), []int64{ada.ID}) {
 		t.Fatalf("second page of one member: %v, want ada", userIDs(got))
 	}
 
@@ -519,7 +533,7 @@ func TestListFanoutPostAndDelete(t *testing.T) {
 					t.Fatalf("after the inline cleanup pass, list %d has the status: %v, want %v", i, got, want)
 				}
 			}
-			page, err := s.ListTimeline(ctx, lists[n-1].ID, Cursor{Limit: 10})
+			page, err := s.ListTimeline(ctx, lists[n-1].Owner.ID, lists[n-1].ID, Cursor{Limit: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -686,7 +700,7 @@ func TestListTimelinePagesExactly(t *testing.T) {
 	}
 	live := slices.DeleteFunc(slices.Clone(all), func(id int64) bool { return slices.Contains(deleted, id) })
 	for _, l := range lists {
-		read := func(c Cursor) (TimelinePage, error) { return s.ListTimeline(ctx, l.ID, c) }
+		read := func(c Cursor) (TimelinePage, error) { return s.ListTimeline(ctx, l.Owner.ID, l.ID, c) }
 		for _, limit := range []int{1, 4, 7, 100} {
 			t.Run(fmt.Sprintf("%s/limit=%d", l.Name, limit), func(t *testing.T) {
 				if got, _ := walkTimeline(t, read, Cursor{Limit: limit}); !slices.Equal(got, reversed(live)) {
@@ -742,7 +756,7 @@ func TestConcurrentListAddsKeepTheCap(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	got, err := s.List(ctx, l.ID)
+	got, err := s.List(ctx, l.Owner.ID, l.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,12 +93,12 @@ func (s *Service) resolveMentions(ctx context.Context, logins []string) ([]proto
 // ErrStatusNotFound.
 func (s *Service) readParent(ctx context.Context, replyTo int64) (parent, error) {
 	for hop := 0; hop < 2; hop++ {
-		v, err := s.rdb.HMGet(ctx, s.keys.status(replyTo), "id", "uid", "login", "path", "repost_of").Result()
+		v, err := s.rdb.HMGet(ctx, s.keys.status(replyTo), "id", "uid", "login", "path", "repost_of", "hidden").Result()
 		if err != nil {
 			return parent{}, fmt.Errorf("read status %d: %w", replyTo, err)
 		}
 		str := func(i int) string { s, _ := v[i].(string); return s }
-		if str(0) == "" {
+		if str(0) == "" || str(5) != "" {
 			return parent{}, ErrStatusNotFound
 		}
 		if orig, err := strconv.ParseInt(str(4), 10, 64); err == nil && orig != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"chorus/bus"
 	"chorus/internal/slots"
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
@@ -39,6 +40,7 @@ const (
 	DefaultInactiveAfter       = 7 * 24 * time.Hour
 	DefaultPullThreshold       = 10_000
 	DefaultPulledStatuses      = 20_000
+	DefaultMaxSessionsPerUser  = 100
 )
 
 // DefaultPasswordHashers is the default of Options.PasswordHashers: half the
@@ -101,6 +103,12 @@ type Options struct {
 	// timelines. Zero: DefaultPulledStatuses.
 	PulledStatuses int
 
+	// MaxSessionsPerUser is how many sessions one user holds at once: a
+	// sign-in past it ends the oldest (after taking out those that ended).
+	// It bounds the index a password change reads. Zero:
+	// DefaultMaxSessionsPerUser.
+	MaxSessionsPerUser int
+
 	// InactiveAfter is how long a user may go without activity (a signed-in
 	// request, or a connection presence holds) before posts stop being
 	// pushed to their home timeline; the first request when they come back
@@ -125,6 +133,12 @@ type Options struct {
 	// follow stands. Nil: nobody is told.
 	Befriended func(ctx context.Context, a, b int64) error
 
+	// ProfileChanged is told of a user's new name, with the profile frame
+	// that tells of it, to pass the frame on to the user's friends
+	// connected now (the wiring gives presence's AnnounceProfile). Its
+	// failure is logged: the name is changed. Nil: nobody is told.
+	ProfileChanged func(ctx context.Context, user protocol.UserRef, frame []byte) error
+
 	// Logger takes the failures of work nobody waits for (an inline
 	// fan-out pass a worker will retry, a frame that tells of a change
 	// made); nil is slog.Default().
@@ -145,6 +159,7 @@ func (o *Options) fill() {
 		o.PullThreshold = DefaultPullThreshold
 	}
 	def(&o.PulledStatuses, DefaultPulledStatuses)
+	def(&o.MaxSessionsPerUser, DefaultMaxSessionsPerUser)
 	def(&o.RefillStep, DefaultRefillStep)
 	def(&o.RefillPassStatuses, DefaultRefillPassStatuses)
 	def(&o.BcryptCost, DefaultBcryptCost)
@@ -209,6 +224,7 @@ type Stats struct {
 	HashesRefused    atomic.Int64 // sign-ups and sign-ins answered ErrBusy
 	SignInsThrottled atomic.Int64 // sign-ins answered with a *RateLimitError for their address
 	SignInsCeiling   atomic.Int64 // sign-ins answered with a *RateLimitError for their account (Account set)
+	SessionsEvicted  atomic.Int64 // sessions ended because their user signed in past MaxSessionsPerUser
 }
 
 // Counters returns the service's live counters.

@@ -34,7 +34,7 @@ func (h *beforeClaim) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 }
 
 // A sign-up that loses the claim of its login leaves no key behind: the
-// only keys added are the winner's user and session.
+// only keys added are the winner's user, session and index of sessions.
 func TestSignUpLosingClaimLeavesNoKey(t *testing.T) {
 	t.Parallel()
 	s, rdb := newService(t, Options{})
@@ -58,7 +58,7 @@ func TestSignUpLosingClaimLeavesNoKey(t *testing.T) {
 	}
 
 	got := scanKeys(t, s, rdb)
-	want := append(before, s.keys.user(winner.ID), s.keys.session(hashToken(token)))
+	want := append(before, s.keys.user(winner.ID), s.keys.session(hashToken(token)), s.keys.sessions(winner.ID))
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {

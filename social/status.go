@@ -39,9 +39,10 @@ var (
 // the order parseStatus takes them: a reply's "reply_to" (the id),
 // "reply_uid" and "reply_login", its "path" (the ids of its nearest
 // ancestors, oldest first, comma-separated), its "mentions" ("uid:login"
-// pairs, space-separated), and a repost's "repost_of".
+// pairs, space-separated), a repost's "repost_of", and "hidden", set on the
+// statuses of a suspended account (see Suspend).
 var statusFields = []string{"id", "uid", "login", "message", "posted", "name",
-	"reply_to", "reply_uid", "reply_login", "path", "mentions", "repost_of"}
+	"reply_to", "reply_uid", "reply_login", "path", "mentions", "repost_of", "hidden"}
 
 // ValidateMessage trims message and checks it against the API's rules.
 func ValidateMessage(message string) (string, error) {
@@ -128,7 +129,7 @@ func (s *Service) queuePost(ctx context.Context, uid, replyTo int64, message str
 	}
 	k := s.keys
 	pipe := s.rdb.Pipeline()
-	author := pipe.HMGet(ctx, k.user(uid), "login", "name")
+	author := pipe.HMGet(ctx, k.user(uid), "login", "name", "suspended")
 	inLists := pipe.ZCard(ctx, k.listsIn(uid))
 	pulled := pipe.ZScore(ctx, k.pulledAuthors(), itoa(uid)) // then lists merge the status at read
 	sid := pipe.Incr(ctx, k.statusSeq())
@@ -140,6 +141,9 @@ func (s *Service) queuePost(ctx context.Context, uid, replyTo int64, message str
 	name, _ := author.Val()[1].(string)
 	if login == "" {
 		return Status{}, "", "", ErrUserNotFound
+	}
+	if author.Val()[2] != nil {
+		return Status{}, "", "", ErrSuspended
 	}
 	st = Status{
 		ID: sid.Val(), UID: uid, Login: login, Name: name, Message: message,
@@ -375,12 +379,12 @@ func (s *Service) statusesByID(ctx context.Context, ids []int64) ([]Status, erro
 }
 
 // parseStatus reads a status hash's statusFields; ok is false for a status
-// that is not there (deleted). A repost's RepostOf holds only the
+// that is not there (deleted), or hidden (its author suspended). A repost's RepostOf holds only the
 // original's id (see Decorate).
 func parseStatus(v []any) (st Status, ok bool) {
 	str := func(i int) string { s, _ := v[i].(string); return s }
 	num := func(i int) int64 { n, _ := strconv.ParseInt(str(i), 10, 64); return n }
-	if str(0) == "" {
+	if str(0) == "" || str(12) != "" {
 		return Status{}, false
 	}
 	st = Status{ID: num(0), UID: num(1), Login: str(2), Message: str(3), Posted: unixMilli(str(4)), Name: str(5),

@@ -37,12 +37,12 @@ type Thread struct {
 func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
 	k := s.keys
 	pipe := s.rdb.Pipeline()
-	head := pipe.HMGet(ctx, k.status(id), "id", "path", "repost_of")
+	head := pipe.HMGet(ctx, k.status(id), "id", "path", "repost_of", "hidden")
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Thread{}, fmt.Errorf("thread of %d: %w", id, err)
 	}
 	v := head.Val()
-	if s, _ := v[0].(string); s == "" {
+	if s, _ := v[0].(string); s == "" || v[3] != nil {
 		return Thread{}, ErrStatusNotFound
 	}
 	if orig, _ := v[2].(string); orig != "" {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ var (
 	signinOKScript = redis.NewScript(signinOKSource)
 )
 
-var userFields = []string{"id", "login", "name", "followers", "following", "posts", "signup"}
+var userFields = []string{"id", "login", "name", "followers", "following", "posts", "signup", "bio", "suspended"}
 
 // ValidLogin reports whether login has the form the API accepts.
 func ValidLogin(login string) bool { return loginPattern.MatchString(login) }
@@ -126,7 +127,8 @@ func forbiddenInName(r rune) bool {
 //  2. the login claimed with HSETNX, which is what makes logins unique
 //     ignoring case; a sign-up that loses deletes its hash again
 //     (claimLogin);
-//  3. the session and the search index entries, in one pipeline.
+//  3. the session, noted in the user's index of sessions (openSession),
+//     then the search index entries.
 //
 // A crash between 1 and 2 leaves a hash no login leads to: never listed,
 // nobody can sign in as it, in no index. A crash between 2 and 3 leaves a
@@ -165,16 +167,16 @@ func (s *Service) SignUp(ctx context.Context, login, name, password string) (Use
 		}
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	}
-	token, tokenHash := newToken()
+	token, err := s.openSession(ctx, uid)
+	if err != nil {
+		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
+	}
 	entries := searchEntries(uid, login, name)
 	members := make([]redis.Z, len(entries))
 	for i, e := range entries {
 		members[i] = redis.Z{Member: e}
 	}
-	pipe := s.rdb.Pipeline()
-	pipe.Set(ctx, k.session(tokenHash), uid, s.opts.SessionTTL)
-	pipe.ZAdd(ctx, k.searchIndex(), members...)
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := s.rdb.ZAdd(ctx, k.searchIndex(), members...).Err(); err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	}
 	u := User{ID: uid, Login: login, Name: name, Signup: now.Truncate(time.Millisecond)}
@@ -277,18 +279,47 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 	if !ValidLogin(login) || len(password) > MaxPasswordBytes {
 		return User{}, "", ErrInvalidCredentials
 	}
-	k := s.keys
-	addrID := addressID(addr)
 	// The login index and the user live in different slots on a cluster:
 	// the uid first, then the attempt counted and the user read in one
 	// script. A login never changes its uid.
-	var res []any
-	uid, err := s.rdb.HGet(ctx, k.loginIndex(), strings.ToLower(login)).Int64()
+	uid, err := s.rdb.HGet(ctx, s.keys.loginIndex(), strings.ToLower(login)).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
+		uid = 0
 	case err != nil:
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
-	default:
+	}
+	u, err := s.checkPassword(ctx, uid, password, addr)
+	if err != nil {
+		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) {
+			return User{}, "", err
+		}
+		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+	}
+	if u.Suspended {
+		return User{}, "", ErrSuspended
+	}
+	token, err := s.openSession(ctx, u.ID)
+	if err != nil {
+		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+	}
+	return u, token, nil
+}
+
+// checkPassword checks password against uid's (0: no user), from the
+// client address addr, as a sign-in does: the attempt is counted before
+// the password is checked (a *RateLimitError past the limits SignIn
+// describes), a wrong one answers ErrInvalidCredentials, and a right one
+// clears the address's count and makes the address known. A user that does
+// not exist costs the same bcrypt comparison and writes nothing.
+func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr string) (User, error) {
+	if len(password) > MaxPasswordBytes {
+		return User{}, ErrInvalidCredentials
+	}
+	k := s.keys
+	addrID := addressID(addr)
+	var res []any
+	if uid != 0 {
 		args := []any{
 			s.opts.SignInFailureWindow.Milliseconds(), s.opts.SignInFailures,
 			s.opts.SignInAccountWindow.Milliseconds(), s.opts.SignInAccountLimit,
@@ -297,11 +328,12 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 		for _, f := range userFields {
 			args = append(args, f)
 		}
+		var err error
 		res, err = signinScript.Run(ctx, s.rdb,
 			[]string{k.user(uid), k.signInFailures(uid, addr), k.signInUnknown(uid), k.signInKnown(uid)},
 			append(args, "password")...).Slice()
 		if err != nil {
-			return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+			return User{}, err
 		}
 	}
 	var (
@@ -317,10 +349,10 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 		switch verdict {
 		case signInAddressLimited:
 			s.stats.SignInsThrottled.Add(1)
-			return User{}, "", &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond}
+			return User{}, &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond}
 		case signInAccountLimited:
 			s.stats.SignInsCeiling.Add(1)
-			return User{}, "", &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond, Account: true}
+			return User{}, &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond, Account: true}
 		}
 	}
 	if ok {
@@ -332,24 +364,18 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 	}
 	match, err := s.passwordMatches(ctx, hash, password)
 	if err != nil {
-		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+		return User{}, err
 	}
 	if !ok || !match {
-		return User{}, "", ErrInvalidCredentials
-	}
-	token, tokenHash := newToken()
-	// The session and the user's keys are two slots on a cluster, and
-	// nothing to hold together.
-	if err := s.rdb.Set(ctx, k.session(tokenHash), u.ID, s.opts.SessionTTL).Err(); err != nil {
-		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+		return User{}, ErrInvalidCredentials
 	}
 	err = signinOKScript.Run(ctx, s.rdb,
 		[]string{k.signInFailures(u.ID, addr), k.signInUnknown(u.ID), k.signInKnown(u.ID)},
 		addrID, counted, knownAddresses, knownAddressTTL.Milliseconds()).Err()
 	if err != nil {
-		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+		return User{}, err
 	}
-	return u, token, nil
+	return u, nil
 }
 
 // Verdicts of signin.lua.
@@ -369,8 +395,12 @@ func (s *Service) SignOut(ctx context.Context, token string) error {
 	if err != nil {
 		return fmt.Errorf("sign out: %w", err)
 	}
-	// The session is gone; closing its streams, on every instance, is a
-	// courtesy that may fail without undoing the sign-out.
+	// The session is gone; its entry in the index, and closing its
+	// streams, on every instance, are courtesies that may fail without
+	// undoing the sign-out (the index takes out ended sessions itself).
+	if err := s.rdb.ZRem(ctx, s.keys.sessions(uid), id).Err(); err != nil {
+		s.opts.Logger.WarnContext(ctx, "could not take a signed-out session out of its user's index", "uid", uid, "err", err)
+	}
 	frame, err := json.Marshal(protocol.Internal{Type: protocol.TypeSessionEnded, Session: id})
 	if err == nil {
 		err = s.bus.Publish(ctx, s.bus.UserChannel(uid), frame)
@@ -527,6 +557,13 @@ func (s *Service) UID(ctx context.Context, login string) (int64, error) {
 // usersByID reads users in one round trip, in the order given, leaving out
 // those that do not exist.
 func (s *Service) usersByID(ctx context.Context, ids []int64) ([]User, error) {
+	users, err := s.usersByIDAll(ctx, ids)
+	return slices.DeleteFunc(users, func(u User) bool { return u.Suspended }), err
+}
+
+// usersByIDAll reads users as usersByID does, suspended accounts included:
+// for the admins.
+func (s *Service) usersByIDAll(ctx context.Context, ids []int64) ([]User, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -556,7 +593,7 @@ func parseUser(vals []any) (User, bool) {
 	return User{
 		ID: num(0), Login: str(1), Name: str(2),
 		Followers: num(3), Following: num(4), Posts: num(5),
-		Signup: unixMilli(str(6)),
+		Signup: unixMilli(str(6)), Bio: str(7), Suspended: str(8) != "",
 	}, true
 }
 

@@ -73,12 +73,16 @@ func TestBrowserLists(t *testing.T) {
 	})()`)
 	b.keep("list-1280-light")
 
-	// Anyone reads it by its address, and only its owner may change it.
+	// The list is its owner's alone: a visitor at its address finds no
+	// list, none of its posts, no members and nothing to change.
 	v := br.newTab(t, "visitor", in.srv.URL)
 	v.open(listPage)
-	v.waitUntil("the visitor reads ada's post", stepTimeout, statusIn("timeline", note.Message))
-	if eval[bool](v, `document.querySelector('[data-testid="list-add"], [data-testid="member-remove"]') !== null`) {
-		t.Fatal("a visitor is offered to change the list")
+	v.waitUntil("the visitor told there is no list", stepTimeout, `(() => {
+		const h = document.querySelector('[data-testid="list-title"]')?.textContent;
+		return h === 'List not found' ? '' : 'heading ' + h;
+	})()`)
+	if eval[bool](v, `document.querySelector('[data-testid="status"], [data-testid="list-add"], [data-testid="member-remove"], [data-testid="user"]') !== null`) {
+		t.Fatal("a visitor is shown the list's posts or members, or offered to change it")
 	}
 	v.viewport(390, 800, true)
 	v.waitUntil("the list fits 390 px", stepTimeout, noSideScroll)

@@ -106,7 +106,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, social.ErrListNotFound):
 		ae = errUnknownList
 	case errors.Is(err, social.ErrNotListOwner):
-		ae = newError(http.StatusForbidden, "not_owner", "Only its owner can change a list.")
+		// Lists are private: to anyone but its owner a list is none, so
+		// that a refusal tells nobody which ids are taken.
+		ae = errUnknownList
 	case errors.Is(err, social.ErrTooManyLists):
 		ae = newError(http.StatusConflict, "too_many_lists",
 			fmt.Sprintf("You have %d lists, as many as one may; delete one first.", social.MaxListsPerUser))

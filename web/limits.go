@@ -44,6 +44,9 @@ type Limits struct {
 	// ReactionsPerUser bounds likes, reposts and their undoing (PUT and
 	// DELETE /statuses/{id}/like and /repost), per signed-in user.
 	ReactionsPerUser redis_rate.Limit
+	// ProfileEditsPerUser bounds PATCH /me per signed-in user: each new
+	// name is told to the user's connected friends.
+	ProfileEditsPerUser redis_rate.Limit
 }
 
 // limitCounters count the requests each limit refused, for /metrics.
@@ -52,6 +55,7 @@ type limitCounters struct {
 	streamOpens, streamOpensAddress                        atomic.Int64
 	reactions                                              atomic.Int64
 	deadlines                                              atomic.Int64 // requests answered 503 past their deadline
+	profiles                                               atomic.Int64
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -144,6 +148,13 @@ func (s *Server) listLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "list", limit: s.limits.ListWritesPerUser, refused: &s.limitStats.lists, key: byViewer,
 		message: "You are changing lists too fast.",
+	})
+}
+
+func (s *Server) profileLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "profile", limit: s.limits.ProfileEditsPerUser, refused: &s.limitStats.profiles, key: byViewer,
+		message: "You are editing your profile too often.",
 	})
 }
 

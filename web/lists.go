@@ -61,7 +61,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	l, err := s.social.List(r.Context(), id)
+	viewer, _ := viewerFrom(r.Context())
+	l, err := s.social.List(r.Context(), viewer.UID, id)
 	s.writeList(w, r, http.StatusOK, l, err)
 }
 
@@ -106,7 +107,8 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	users, err := s.social.ListMembers(r.Context(), id, p)
+	viewer, _ := viewerFrom(r.Context())
+	users, err := s.social.ListMembers(r.Context(), viewer.UID, id, p)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -142,8 +144,9 @@ func (s *Server) listTimeline(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	viewer, _ := viewerFrom(r.Context())
 	s.timeline(w, r, func(c social.Cursor) (social.TimelinePage, error) {
-		return s.social.ListTimeline(r.Context(), id, c)
+		return s.social.ListTimeline(r.Context(), viewer.UID, id, c)
 	})
 }
 

@@ -37,7 +37,7 @@ func listPath(id int64, rest ...string) string {
 	return fmt.Sprintf("/api/v1/lists/%d", id) + strings.Join(rest, "")
 }
 
-// A list's life through the API: made, listed, read by anyone, renamed,
+// A list's life through the API: made, listed, read by its owner alone, renamed,
 // given members whose statuses then fill its timeline, which pages like
 // any other, and deleted.
 func TestListsAPI(t *testing.T) {
@@ -72,8 +72,8 @@ func TestListsAPI(t *testing.T) {
 	if len(mine.Lists) != 0 {
 		t.Fatalf("bob's lists %+v, want none", mine.Lists)
 	}
-	if got := anon.listOf(l.ID); !got.Created.Equal(l.Created) || got.Name != l.Name || got.Owner != wantOwner {
-		t.Fatalf("a visitor reads %+v, want %+v", got, l)
+	if got := ada.listOf(l.ID); !got.Created.Equal(l.Created) || got.Name != l.Name || got.Owner != wantOwner {
+		t.Fatalf("ada reads %+v, want %+v", got, l)
 	}
 
 	var renamed struct{ List listJSON }
@@ -93,15 +93,24 @@ func TestListsAPI(t *testing.T) {
 	if added.List.Members != 2 {
 		t.Fatalf("after adding bob twice and ada: %d members, want 2", added.List.Members)
 	}
+	// Lists are private: to anyone but ada, bob its member included, and
+	// to a visitor, the list is none, as one that does not exist.
+	for _, c := range []*client{bob, anon} {
+		for _, p := range []string{"", "/members", "/statuses"} {
+			if res := c.do("GET", listPath(l.ID, p), nil); res.Status != http.StatusNotFound || res.errorCode(t) != "list_not_found" {
+				t.Fatalf("GET %s of ada's list by someone else: %d %s, want 404 list_not_found", p, res.Status, res.Body)
+			}
+		}
+	}
 	var members struct{ Users []userJSON }
-	bob.must(http.StatusOK, "GET", listPath(l.ID, "/members"), nil, &members)
+	ada.must(http.StatusOK, "GET", listPath(l.ID, "/members"), nil, &members)
 	if len(members.Users) != 2 || members.Users[0].Login != "ada" || members.Users[1].Login != "bob" {
 		t.Fatalf("members %+v, want ada then bob", members.Users)
 	}
-	if members.Users[0].YouFollow == nil || members.Users[1].YouFollow != nil {
-		t.Fatalf("bob sees members without the follows between them: %+v", members.Users)
+	if members.Users[1].YouFollow == nil || !*members.Users[1].YouFollow {
+		t.Fatalf("ada sees members without her follow of bob: %+v", members.Users)
 	}
-	anon.must(http.StatusOK, "GET", listPath(l.ID, "/members?limit=1&offset=1"), nil, &members)
+	ada.must(http.StatusOK, "GET", listPath(l.ID, "/members?limit=1&offset=1"), nil, &members)
 	if len(members.Users) != 1 || members.Users[0].Login != "bob" {
 		t.Fatalf("second page of one member %+v, want bob", members.Users)
 	}
@@ -118,7 +127,7 @@ func TestListsAPI(t *testing.T) {
 	var got []int64
 	path := listPath(l.ID, "/statuses?limit=3")
 	for range 10 {
-		page := anon.timeline(path)
+		page := ada.timeline(path)
 		got = append(got, ids(page.Statuses)...)
 		if page.NextBefore == nil {
 			break
@@ -128,7 +137,7 @@ func TestListsAPI(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("list timeline paged %v, want %v", got, want)
 	}
-	if page := anon.timeline(listPath(l.ID, fmt.Sprintf("/statuses?after=%d", sts[5].ID))); !slices.Equal(ids(page.Statuses), []int64{sts[6].ID, sts[7].ID}) {
+	if page := ada.timeline(listPath(l.ID, fmt.Sprintf("/statuses?after=%d", sts[5].ID))); !slices.Equal(ids(page.Statuses), []int64{sts[6].ID, sts[7].ID}) {
 		t.Fatalf("after %d: %v", sts[5].ID, ids(page.Statuses))
 	}
 
@@ -137,7 +146,7 @@ func TestListsAPI(t *testing.T) {
 	if removed.List.Members != 1 {
 		t.Fatalf("after removing bob: %+v", removed.List)
 	}
-	for _, s := range anon.timeline(listPath(l.ID, "/statuses")).Statuses {
+	for _, s := range ada.timeline(listPath(l.ID, "/statuses")).Statuses {
 		if s.Login != "ada" {
 			t.Fatalf("bob's status %d is in the list after his removal", s.ID)
 		}
@@ -145,7 +154,7 @@ func TestListsAPI(t *testing.T) {
 
 	ada.must(http.StatusNoContent, "DELETE", listPath(l.ID), nil, nil)
 	for _, p := range []string{"", "/members", "/statuses"} {
-		if res := anon.do("GET", listPath(l.ID, p), nil); res.Status != http.StatusNotFound || res.errorCode(t) != "list_not_found" {
+		if res := ada.do("GET", listPath(l.ID, p), nil); res.Status != http.StatusNotFound || res.errorCode(t) != "list_not_found" {
 			t.Fatalf("GET %s of a deleted list: %d %s", p, res.Status, res.Body)
 		}
 	}
@@ -196,23 +205,23 @@ func TestListsBadInput(t *testing.T) {
 		{"statuses before text", anon, "GET", path + "/statuses?before=x", nil, 400, "invalid_before"},
 		{"statuses before and after", anon, "GET", path + "/statuses?before=5&after=1", nil, 400, "invalid_cursor"},
 		{"rename without auth", anon, "PATCH", path, map[string]string{"name": "x"}, 401, "not_signed_in"},
-		{"rename not owner", bob, "PATCH", path, map[string]string{"name": "bob's now"}, 403, "not_owner"},
+		{"rename not owner", bob, "PATCH", path, map[string]string{"name": "bob's now"}, 404, "list_not_found"},
 		{"rename unknown", ada, "PATCH", listPath(l.ID + 1000), map[string]string{"name": "x"}, 404, "list_not_found"},
 		{"rename bad id", ada, "PATCH", "/api/v1/lists/abc", map[string]string{"name": "x"}, 404, "list_not_found"},
 		{"rename name missing", ada, "PATCH", path, `{}`, 400, "invalid_name"},
 		{"rename name long", ada, "PATCH", path, map[string]string{"name": strings.Repeat("n", 65)}, 400, "invalid_name"},
 		{"rename too large", ada, "PATCH", path, `{"name":"` + big + `"}`, 413, "too_large"},
 		{"delete without auth", anon, "DELETE", path, nil, 401, "not_signed_in"},
-		{"delete not owner", bob, "DELETE", path, nil, 403, "not_owner"},
+		{"delete not owner", bob, "DELETE", path, nil, 404, "list_not_found"},
 		{"delete unknown", ada, "DELETE", listPath(l.ID + 1000), nil, 404, "list_not_found"},
 		{"add without auth", anon, "PUT", path + "/members/bob", nil, 401, "not_signed_in"},
-		{"add not owner", bob, "PUT", path + "/members/bob", nil, 403, "not_owner"},
+		{"add not owner", bob, "PUT", path + "/members/bob", nil, 404, "list_not_found"},
 		{"add someone not followed", ada, "PUT", path + "/members/bob", nil, 422, "not_following"},
 		{"add unknown login", ada, "PUT", path + "/members/nobody", nil, 404, "not_found"},
 		{"add malformed login", ada, "PUT", path + "/members/no.body", nil, 404, "not_found"},
 		{"add to unknown list", ada, "PUT", listPath(l.ID+1000, "/members/bob"), nil, 404, "list_not_found"},
 		{"add to bad id", ada, "PUT", "/api/v1/lists/x/members/bob", nil, 404, "list_not_found"},
-		{"remove not owner", bob, "DELETE", path + "/members/bob", nil, 403, "not_owner"},
+		{"remove not owner", bob, "DELETE", path + "/members/bob", nil, 404, "list_not_found"},
 		{"remove unknown login", ada, "DELETE", path + "/members/nobody", nil, 404, "not_found"},
 		{"remove from unknown list", ada, "DELETE", listPath(l.ID+1000, "/members/bob"), nil, 404, "list_not_found"},
 		{"put a list", ada, "PUT", path, map[string]string{"name": "x"}, 405, "method_not_allowed"},
@@ -226,7 +235,7 @@ func TestListsBadInput(t *testing.T) {
 	}
 
 	// Nothing above changed anything.
-	if got := anon.listOf(l.ID); got.Name != "ada's" || got.Members != 0 {
+	if got := ada.listOf(l.ID); got.Name != "ada's" || got.Members != 0 {
 		t.Fatalf("the list after bad input: %+v", got)
 	}
 	var mine struct{ Lists []listJSON }

@@ -115,6 +115,8 @@ func (m *Metrics) register(s *Server) {
 		"signin_account_failures": &sc.SignInsCeiling,
 		"read":                    &s.limitStats.reads,
 		"react":                   &s.limitStats.reactions,
+		"profile":                 &s.limitStats.profiles,
+		"user_sessions":           &sc.SessionsEvicted,
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}

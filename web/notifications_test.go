@@ -44,20 +44,6 @@ func (c *client) unread() unreadJSON {
 	return out
 }
 
-// signIn returns a client of in signed in as c's user in a session of its
-// own.
-func (in *instance) signIn(tb testing.TB, c *client) *client {
-	tb.Helper()
-	other := in.anon(tb)
-	var out struct {
-		User  userJSON
-		Token string
-	}
-	other.must(http.StatusOK, "POST", "/api/v1/sessions", map[string]string{"login": c.login, "password": "password-" + c.login}, &out)
-	other.token, other.login, other.id = out.Token, out.User.Login, out.User.ID
-	return other
-}
-
 func notificationIDs(ns []notificationJSON) []int64 {
 	out := make([]int64, len(ns))
 	for i, n := range ns {
@@ -167,7 +153,7 @@ func TestNotificationsAcrossSessions(t *testing.T) {
 	e := newEnv(t, social.Options{})
 	one, two := e.start(), e.start()
 	ann := one.signUp(t, "ann")
-	annToo := two.signIn(t, ann)
+	annToo := two.signIn(t, ann.login)
 	bob, cat := one.signUp(t, "bob"), two.signUp(t, "cat")
 	bob.follow("ann")
 

@@ -174,6 +174,8 @@ func (s *Server) routes() chi.Router {
 			r.Use(s.checkGate, s.authenticate(true))
 			r.Delete("/sessions/current", s.signOut)
 			r.With(s.readLimit()).Get("/me", s.me)
+			r.With(s.profileLimit()).Patch("/me", s.editProfile)
+			r.Put("/me/password", s.changePassword)
 			r.With(s.followLimit()).Put("/following/{login}", s.follow)
 			r.With(s.followLimit()).Delete("/following/{login}", s.unfollow)
 			r.With(s.searchLimit()).Get("/suggestions", s.suggestions)

@@ -52,6 +52,7 @@ type config struct {
 	ListLimit         redis_rate.Limit // per user
 	SearchLimit       redis_rate.Limit // per user, or address for visitors
 	ReadLimit         redis_rate.Limit // per user, or address for visitors
+	ProfileLimit      redis_rate.Limit // per user
 	MaxStreamsPerUser int
 	StreamFrameLimit  redis_rate.Limit // per stream, counted in memory
 	ResumeLimit       redis_rate.Limit // per user, all their streams together
@@ -59,6 +60,7 @@ type config struct {
 	PasswordHashWait  time.Duration
 	InactiveAfter     time.Duration
 	PullThreshold     int
+	SessionsPerUser   int
 
 	// Stream opens: per user, and per client address.
 	StreamOpenLimit        redis_rate.Limit
@@ -85,6 +87,7 @@ var (
 	defaultListLimit        = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
 	defaultSearchLimit      = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
 	defaultReadLimit        = redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
+	defaultProfileLimit     = redis_rate.Limit{Rate: 30, Period: time.Hour, Burst: 10}
 	defaultStreamFrameLimit = redis_rate.Limit{Rate: int(realtime.DefaultFrameRate), Period: time.Second, Burst: realtime.DefaultFrameBurst}
 	// A page sends a resume as its stream opens and once its first page of
 	// the home timeline is in: two per tab, with room for ten tabs at once.
@@ -119,7 +122,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		StreamFrameLimit: defaultStreamFrameLimit, ResumeLimit: defaultResumeLimit,
 		StreamOpenLimit: defaultStreamOpenLimit, StreamOpenAddressLimit: defaultStreamOpenAddressLimit,
 		SignInAccount: defaultSignInAccount, ReadLimit: defaultReadLimit,
-		LikeLimit: defaultLikeLimit,
+		LikeLimit:    defaultLikeLimit,
+		ProfileLimit: defaultProfileLimit,
 	}
 	var origins, proxies string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
@@ -153,6 +157,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.MaxStreamsPerUser, "max-streams-per-user", "CHORUS_MAX_STREAMS_PER_USER", presence.DefaultMaxConnsPerUser, "most streams one user holds at once, on all instances together"},
 		{&c.PullThreshold, "pull-threshold", "CHORUS_PULL_THRESHOLD", social.DefaultPullThreshold, "follower count (or count of lists holding them) from which an author's statuses are pulled by readers rather than pushed to their home timelines and lists; 0: never"},
 		{&c.InProcessLimitFactor, "in-process-limit-factor", "CHORUS_IN_PROCESS_LIMIT_FACTOR", web.DefaultGateFactor, "in front of each rate limit counted in Redis, an in-process one per client (session, or address) this many times it, which refuses a flood without a Redis call; 0: none"},
+		{&c.SessionsPerUser, "sessions-per-user", "CHORUS_SESSIONS_PER_USER", social.DefaultMaxSessionsPerUser, "most sessions (signed-in devices) one user holds; signing in past it ends the oldest"},
 		{&c.PasswordHashers, "password-hashers", "CHORUS_PASSWORD_HASHERS", 0, "passwords hashed or checked at once; 0: half the CPUs, at least 1"},
 	}
 	for _, n := range ints {
@@ -215,6 +220,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.ResumeLimit, "resume-limit", "CHORUS_RESUME_LIMIT", "resume frames per user, all their streams on every instance together; over it the client gets an error frame"},
 		{&c.StreamOpenLimit, "stream-open-limit", "CHORUS_STREAM_OPEN_LIMIT", "streams opened per user; over it 429"},
 		{&c.StreamOpenAddressLimit, "stream-open-address-limit", "CHORUS_STREAM_OPEN_ADDRESS_LIMIT", "streams opened per client address, any user; over it 429"},
+		{&c.ProfileLimit, "profile-limit", "CHORUS_PROFILE_LIMIT", "profile edits (name, bio) per user"},
 	}
 	for _, r := range rates {
 		if raw := getenv(r.env); raw != "" {
@@ -265,6 +271,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		return c, fmt.Errorf("-max-connections-per-address must be 0 or more, got %d", c.MaxConnsPerAddress)
 	case c.InProcessLimitFactor < 0:
 		return c, fmt.Errorf("-in-process-limit-factor must be 0 or more, got %d", c.InProcessLimitFactor)
+	case c.SessionsPerUser <= 0:
+		return c, fmt.Errorf("-sessions-per-user must be positive, got %d", c.SessionsPerUser)
 	case c.PasswordHashers < 0:
 		return c, fmt.Errorf("-password-hashers must be 0 or more, got %d", c.PasswordHashers)
 	case c.SignInFailures.IsZero():

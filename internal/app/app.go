@@ -11,6 +11,7 @@ import (
 
 	"chorus/internal/slots"
 	"chorus/presence"
+	"chorus/protocol"
 	"chorus/realtime"
 	"chorus/social"
 	"chorus/web"
@@ -66,6 +67,9 @@ func New(rdb redis.UniversalClient, o Options) *Instance {
 	// presence, which social does not import: it is told through this.
 	var pres *presence.Tracker
 	so.Befriended = func(ctx context.Context, a, b int64) error { return pres.AnnounceFriendship(ctx, a, b) }
+	so.ProfileChanged = func(ctx context.Context, user protocol.UserRef, frame []byte) error {
+		return pres.AnnounceProfile(ctx, user, frame)
+	}
 	soc := social.New(rdb, so)
 
 	po := o.Presence

@@ -6,6 +6,7 @@
 // every frame first through its onFrame.
 
 import { announce } from './dom.js';
+import { learnName } from './names.js';
 
 // Arrivals this close together (a resume can bring dozens at once) make
 // one announcement.
@@ -67,6 +68,17 @@ export class Frames {
         session.siteCountsSoon();
         break;
       }
+      case 'profile':
+        // Someone (you, or a friend) took a new name: the sidebar, the
+        // header and the names learned show it from now on.
+        if (!frame.user || !frame.user.login) break;
+        learnName(frame.user);
+        session.sidebar.rename(frame.user);
+        if (frame.user.id === session.me.id) {
+          session.me.name = frame.user.name;
+          this.app.header.setName(session.me);
+        }
+        break;
       case 'friend_removed':
         session.sidebar.removeFriend(frame.user);
         if (frame.user) this.followsChanged(frame.user);

@@ -1,14 +1,13 @@
 // Lists of people: /lists, the lists you made (make one, rename, delete),
 // and /lists/{id}, one list: its posts, newest first, and its members,
-// whom its owner adds by login and removes. Anyone may read a list by its
-// address; only its owner changes it.
+// whom its owner adds by login and removes. Lists are private: the server
+// shows a list to its owner alone, and to anyone else it is no list.
 
 import { h, announce, plural, sameLogin, confirmControls } from './dom.js';
 import { api, isAbort, query } from './api.js';
 import { listHref, profileHref } from './router.js';
 import { heading, statusTimeline, pollNewer } from './page.js';
 import { UserList } from './userlist.js';
-import { followControl } from './follow.js';
 import { learnName } from './names.js';
 
 // The server's caps (docs/API.md, Lists).
@@ -190,7 +189,6 @@ export function listView(ctx, id) {
   let list = null;
   let people = null; // the UserList of members
   const summary = h('summary', { class: 'group-summary list-members-summary' });
-  const mine = () => !!ctx.me() && list && ctx.me().id === list.owner.id;
 
   const showList = (l) => {
     list = l;
@@ -208,11 +206,11 @@ export function listView(ctx, id) {
     people = new UserList({
       label: 'Members',
       fetchPage: (offset, limit, signal) => api('GET', listPath(id, '/members') + query({ limit, offset }), undefined, { signal }),
-      empty: mine() ? 'No one yet: add someone you follow by their login above.' : 'No one is in this list yet.',
-      item: (u) => ({ action: mine() ? removeButton(u) : followControl(ctx, u) }),
+      empty: 'No one yet: add someone you follow by their login above.',
+      item: (u) => ({ action: removeButton(u) }),
     });
     people.load();
-    members.replaceChildren(summary, ...(mine() ? [addForm.el] : []), people.el);
+    members.replaceChildren(summary, addForm.el, people.el);
   };
   // changed: a member came or went; the list's posts changed with them.
   const changed = (l) => {
@@ -256,14 +254,16 @@ export function listView(ctx, id) {
 
   api('GET', listPath(id), undefined, { signal: abort.signal }).then((res) => {
     showList(res.list);
-    members.open = mine() && Number(res.list.members) === 0;
+    members.open = Number(res.list.members) === 0;
     members.hidden = false;
     loadMembers();
   }, (err) => {
     if (isAbort(err)) return;
     const missing = err.status === 404;
     h1.textContent = missing ? 'List not found' : 'Could not load this list';
-    byline.textContent = missing ? 'There is no list here; it may have been deleted.' : err.message;
+    byline.textContent = missing
+      ? 'There is no list of yours here: it may have been deleted, and a list is seen only by the one who made it.'
+      : err.message;
     if (missing) {
       tl.destroy();
       tl.el.remove();

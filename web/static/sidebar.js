@@ -102,6 +102,15 @@ export class Sidebar {
     }
   }
 
+  /** rename applies a `profile` frame: a friend took a new name. */
+  rename(user) {
+    const e = this.friends.get(key(user.login));
+    if (!e || typeof user.name !== 'string') return;
+    e.user.name = user.name;
+    e.shape = ''; // drawn again, with the new name
+    this.render();
+  }
+
   /** removeFriend applies a `friend_removed` frame: an unfollow ended the friendship. */
   removeFriend(user) {
     if (!user || !user.login) return;

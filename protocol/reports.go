@@ -1,0 +1,17 @@
+package protocol
+
+import "time"
+
+// Report is a complaint about an account, as admins read it: who filed it,
+// the account, the statuses it points at (those still there), why, and,
+// once resolved, when and by whom.
+type Report struct {
+	ID         int64      `json:"id"`
+	Reporter   UserRef    `json:"reporter"`
+	Account    UserRef    `json:"account"`
+	Statuses   []Status   `json:"statuses"`
+	Reason     string     `json:"reason"`
+	Created    time.Time  `json:"created"`
+	Resolved   *time.Time `json:"resolved"`
+	ResolvedBy *UserRef   `json:"resolved_by"`
+}

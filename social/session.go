@@ -1,0 +1,187 @@
+package social
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"chorus/bus"
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed session_open.lua
+	sessionOpenSource string
+	sessionOpenScript = redis.NewScript(sessionOpenSource)
+)
+
+// A user's sessions are found without a scan through sessions:<uid>, the
+// index of their session ids, which a password change reads to end every
+// other one. The index is bounded: past MaxSessionsPerUser a sign-in first
+// takes out the sessions that ended (expired unused, or signed out where
+// the index was not told), then ends the oldest. Sessions opened before
+// the index existed are not in it: they end when they expire or sign out.
+
+// openSession makes a new session for uid, notes it in uid's index, and
+// returns its token.
+func (s *Service) openSession(ctx context.Context, uid int64) (string, error) {
+	token, id := newToken()
+	now, err := s.now(ctx)
+	if err != nil {
+		return "", err
+	}
+	// The session and the index are two slots on a cluster. The index first:
+	// an index entry whose session never came is taken out as ended, while
+	// a session missing from the index would outlive a password change.
+	n, err := sessionOpenScript.Run(ctx, s.rdb, []string{s.keys.sessions(uid)},
+		id, now.UnixMilli(), s.opts.MaxSessionsPerUser).Int()
+	if err != nil {
+		return "", err
+	}
+	if err := s.rdb.Set(ctx, s.keys.session(id), uid, s.opts.SessionTTL).Err(); err != nil {
+		return "", err
+	}
+	if n > s.opts.MaxSessionsPerUser {
+		live, err := s.liveSessions(ctx, uid)
+		if err != nil {
+			return "", err
+		}
+		if over := len(live) - s.opts.MaxSessionsPerUser; over > 0 {
+			oldest := slices.DeleteFunc(live[:over:over], func(other string) bool { return other == id })
+			s.stats.SessionsEvicted.Add(int64(len(oldest)))
+			if err := s.endSessions(ctx, uid, oldest); err != nil {
+				return "", err
+			}
+		}
+	}
+	return token, nil
+}
+
+// liveSessions returns uid's sessions that still exist, oldest first, and
+// takes those that ended out of uid's index: at most MaxSessionsPerUser
+// and one, so a bounded read.
+func (s *Service) liveSessions(ctx context.Context, uid int64) ([]string, error) {
+	k := s.keys
+	ids, err := s.rdb.ZRange(ctx, k.sessions(uid), 0, -1).Result()
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.Exists(ctx, k.session(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	var live []string
+	var ended []any
+	for i, c := range cmds {
+		if c.Val() == 1 {
+			live = append(live, ids[i])
+		} else {
+			ended = append(ended, ids[i])
+		}
+	}
+	if len(ended) > 0 {
+		if err := s.rdb.ZRem(ctx, k.sessions(uid), ended...).Err(); err != nil {
+			return nil, err
+		}
+	}
+	return live, nil
+}
+
+// endSessions ends uid's sessions ids: their tokens stop working at once,
+// and their streams, on every instance, are told to close (session_ended).
+func (s *Service) endSessions(ctx context.Context, uid int64, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	members := make([]any, len(ids))
+	for i, id := range ids {
+		pipe.Del(ctx, k.session(id))
+		members[i] = id
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	if err := s.rdb.ZRem(ctx, k.sessions(uid), members...).Err(); err != nil {
+		return err
+	}
+	// The sessions are gone; closing their streams is a courtesy that may
+	// fail without undoing that: a stream's periodic check of its session
+	// finds it ended.
+	msgs := make([]bus.Message, 0, len(ids))
+	for _, id := range ids {
+		frame, err := json.Marshal(protocol.Internal{Type: protocol.TypeSessionEnded, Session: id, Ended: true})
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, bus.Message{Channel: s.bus.UserChannel(uid), Payload: frame})
+	}
+	if err := s.bus.PublishBatch(ctx, msgs); err != nil {
+		s.opts.Logger.WarnContext(ctx, "could not close the ended sessions' streams", "uid", uid, "err", err)
+	}
+	return nil
+}
+
+// ChangePassword sets a new password for uid, whose current one must be
+// given: checked as a sign-in checks it, from the client address addr, and
+// counted against the same limits (a *RateLimitError past them; a wrong one
+// is ErrInvalidCredentials). The new one must pass the rules of sign-up.
+// Every other session of uid then ends at once, its streams on every
+// instance closed; the session of token, which asked, stays.
+func (s *Service) ChangePassword(ctx context.Context, uid int64, token, current, next, addr string) error {
+	// The rules that need no login first: a new password that cannot be
+	// taken costs no attempt at the current one.
+	if err := validatePassword("", next); err != nil {
+		return err
+	}
+	u, err := s.checkPassword(ctx, uid, current, addr)
+	if err != nil {
+		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) {
+			return err
+		}
+		return fmt.Errorf("change password of %d: %w", uid, err)
+	}
+	if err := validatePassword(u.Login, next); err != nil {
+		return err
+	}
+	hash, err := s.hashPassword(ctx, next)
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return err
+		}
+		return fmt.Errorf("change password of %d: %w", uid, err)
+	}
+	n, err := setPasswordScript.Run(ctx, s.rdb, []string{s.keys.user(uid)}, hash).Int()
+	if err != nil {
+		return fmt.Errorf("change password of %d: %w", uid, err)
+	}
+	if n == 0 {
+		return ErrUserNotFound
+	}
+	live, err := s.liveSessions(ctx, uid)
+	if err != nil {
+		return fmt.Errorf("change password of %d: %w", uid, err)
+	}
+	keep := hashToken(token)
+	others := slices.DeleteFunc(live, func(id string) bool { return id == keep })
+	if err := s.endSessions(ctx, uid, others); err != nil {
+		return fmt.Errorf("change password of %d: %w", uid, err)
+	}
+	return nil
+}
+
+var (
+	//go:embed set_password.lua
+	setPasswordSource string
+	setPasswordScript = redis.NewScript(setPasswordSource)
+)

@@ -1,0 +1,177 @@
+package social
+
+import (
+	"errors"
+	"testing"
+)
+
+// sessionIndex returns the ids in uid's index of sessions.
+func sessionIndex(tb testing.TB, s *Service, uid int64) []string {
+	tb.Helper()
+	ids, err := s.rdb.ZRange(ctxT(tb), s.keys.sessions(uid), 0, -1).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ids
+}
+
+// signedIn reports whether token still authenticates.
+func signedIn(tb testing.TB, s *Service, token string) bool {
+	tb.Helper()
+	_, err := s.Authenticate(ctxT(tb), token)
+	if err != nil && !errors.Is(err, ErrUnauthenticated) {
+		tb.Fatal(err)
+	}
+	return err == nil
+}
+
+// A user's sessions are indexed as they open and leave the index as they
+// end; past MaxSessionsPerUser, ended ones are taken out first, then the
+// oldest live one ends.
+func TestSessionIndex(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{MaxSessionsPerUser: 3})
+	ctx := ctxT(t)
+	ada, first, err := s.SignUp(ctx, "ada", "Ada", "kettle-drum-41")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn := func() string {
+		t.Helper()
+		_, token, err := s.SignIn(ctx, "ada", "kettle-drum-41", "192.0.2.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return token
+	}
+	second, third := signIn(), signIn()
+	if got := len(sessionIndex(t, s, ada.ID)); got != 3 {
+		t.Fatalf("index holds %d sessions, want 3", got)
+	}
+	// A fourth ends the first, the oldest.
+	fourth := signIn()
+	if signedIn(t, s, first) || !signedIn(t, s, second) || !signedIn(t, s, third) || !signedIn(t, s, fourth) {
+		t.Fatal("past the cap, the oldest session did not end alone")
+	}
+	if got, want := len(sessionIndex(t, s, ada.ID)), 3; got != want {
+		t.Fatalf("index holds %d, want %d", got, want)
+	}
+	if got := s.stats.SessionsEvicted.Load(); got != 1 {
+		t.Fatalf("SessionsEvicted = %d, want 1", got)
+	}
+
+	// A sign-out leaves the index; a session that expired is taken out
+	// before any live one ends.
+	if err := s.SignOut(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(sessionIndex(t, s, ada.ID)); got != 2 {
+		t.Fatalf("after a sign-out the index holds %d, want 2", got)
+	}
+	if err := s.rdb.Del(ctx, s.keys.session(hashToken(third))).Err(); err != nil { // as if it expired
+		t.Fatal(err)
+	}
+	fifth, sixth := signIn(), signIn()
+	if !signedIn(t, s, fourth) || !signedIn(t, s, fifth) || !signedIn(t, s, sixth) {
+		t.Fatal("a live session ended while an expired one was in the index")
+	}
+	if got := s.stats.SessionsEvicted.Load(); got != 1 {
+		t.Fatalf("SessionsEvicted = %d, want still 1", got)
+	}
+	if got := len(sessionIndex(t, s, ada.ID)); got != 3 {
+		t.Fatalf("index holds %d, want 3", got)
+	}
+}
+
+// A new password needs the current one, counted as sign-ins are, and the
+// rules of sign-up; it ends every session of the user but the one that
+// asked.
+func TestChangePassword(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{SignInFailures: 3})
+	ctx := ctxT(t)
+	ada, mine, err := s.SignUp(ctx, "ada", "Ada", "kettle-drum-41")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, bobs, err := s.SignUp(ctx, "bob", "Bob", "kettle-drum-42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, err := s.SignIn(ctx, "ada", "kettle-drum-41", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, current, next string
+		want                error
+		field               string
+	}{
+		{"wrong current", "kettle-drum-40", "violin-case-77", ErrInvalidCredentials, ""},
+		{"too short", "kettle-drum-41", "short", nil, "password"},
+		{"common", "kettle-drum-41", "password123", nil, "password"},
+	} {
+		err := s.ChangePassword(ctx, ada.ID, mine, tc.current, tc.next, "192.0.2.9")
+		var inv *InvalidError
+		switch {
+		case tc.want != nil && !errors.Is(err, tc.want):
+			t.Fatalf("%s: %v, want %v", tc.name, err, tc.want)
+		case tc.field != "" && (!errors.As(err, &inv) || inv.Field != tc.field):
+			t.Fatalf("%s: %v, want an invalid %s", tc.name, err, tc.field)
+		}
+		if !signedIn(t, s, other) {
+			t.Fatalf("%s ended another session", tc.name)
+		}
+	}
+	if _, _, err := s.SignIn(ctx, "ada", "kettle-drum-41", "192.0.2.1"); err != nil {
+		t.Fatalf("the old password after refusals: %v", err)
+	}
+	// The login as a password: eight bytes or more and not common, refused
+	// by the login rule alone.
+	carl, carls, err := s.SignUp(ctx, "carl_gauss", "Carl", "kettle-drum-43")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv *InvalidError
+	if err := s.ChangePassword(ctx, carl.ID, carls, "kettle-drum-43", "CARL_GAUSS", "192.0.2.9"); !errors.As(err, &inv) || inv.Field != "password" {
+		t.Fatalf("the login as the new password: %v, want an invalid password", err)
+	}
+	_, other2, err := s.SignIn(ctx, "ada", "kettle-drum-41", "192.0.2.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := s.ChangePassword(ctx, ada.ID, mine, "kettle-drum-41", "violin-case-77", "192.0.2.9"); err != nil {
+		t.Fatal(err)
+	}
+	if !signedIn(t, s, mine) || signedIn(t, s, other) || signedIn(t, s, other2) {
+		t.Fatal("after the change, the asking session must stay and every other end")
+	}
+	if !signedIn(t, s, bobs) {
+		t.Fatal("another user's session ended")
+	}
+	if got := sessionIndex(t, s, ada.ID); len(got) != 1 || got[0] != hashToken(mine) {
+		t.Fatalf("ada's index %v, want only the asking session", got)
+	}
+	if _, _, err := s.SignIn(ctx, "ada", "kettle-drum-41", "192.0.2.1"); !errors.Is(err, ErrInvalidCredentials) {
+		t.Fatalf("the old password: %v, want ErrInvalidCredentials", err)
+	}
+	if _, _, err := s.SignIn(ctx, "ada", "violin-case-77", "192.0.2.1"); err != nil {
+		t.Fatalf("the new password: %v", err)
+	}
+
+	// Wrong current passwords are counted as failed sign-ins from the
+	// address: past the limit, refused before any check.
+	for range 3 {
+		if err := s.ChangePassword(ctx, bob.ID, bobs, "wrong-guess-1", "violin-case-78", "192.0.2.50"); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("a wrong current password: %v", err)
+		}
+	}
+	var limited *RateLimitError
+	if err := s.ChangePassword(ctx, bob.ID, bobs, "kettle-drum-42", "violin-case-78", "192.0.2.50"); !errors.As(err, &limited) {
+		t.Fatalf("past the failures: %v, want a *RateLimitError", err)
+	}
+	if _, _, err := s.SignIn(ctx, "bob", "kettle-drum-42", "192.0.2.51"); err != nil {
+		t.Fatalf("bob's password changed though refused: %v", err)
+	}
+}

@@ -1,0 +1,162 @@
+package social
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrSuspended: the account is suspended; it may not sign in or act.
+var ErrSuspended = errors.New("account suspended")
+
+var (
+	//go:embed suspend.lua
+	suspendSource string
+	suspendScript = redis.NewScript(suspendSource)
+
+	//go:embed hide_status.lua
+	hideStatusSource string
+	hideStatusScript = redis.NewScript(hideStatusSource)
+)
+
+var accountSuspendedEvent, _ = json.Marshal(protocol.Internal{Type: protocol.TypeAccountSuspended})
+
+func hideJobID(uid int64, rev string) string { return "hide:" + itoa(uid) + ":" + rev }
+
+// Suspend suspends account uid: it can no longer sign in (ErrSuspended),
+// every stream of it closes at once on every instance, its sessions end
+// (endSessions), and it is hidden from every read: its profile, its
+// statuses (timelines already written included, by a job whose first pass
+// runs before Suspend returns), and others' reposts of them. It reports
+// whether the account was not suspended already; an unknown uid is
+// ErrUserNotFound.
+func (s *Service) Suspend(ctx context.Context, uid int64) (bool, error) {
+	return s.setSuspended(ctx, uid, true)
+}
+
+// Unsuspend lifts uid's suspension: its profile and statuses show again
+// (by the same job), and it may sign in.
+func (s *Service) Unsuspend(ctx context.Context, uid int64) (bool, error) {
+	return s.setSuspended(ctx, uid, false)
+}
+
+func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bool, error) {
+	k := s.keys
+	flag := "0"
+	if suspend {
+		flag = "1"
+	}
+	rev, err := suspendScript.Run(ctx, s.rdb, []string{k.user(uid)}, flag, time.Now().UnixMilli()).Int64()
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("suspension of %d: %w", uid, err)
+	case rev < 0:
+		return false, ErrUserNotFound
+	case rev == 0:
+		return false, nil
+	}
+	hide := job{kind: jobHide, uid: uid, payload: itoa(rev)}
+	pipe := s.rdb.Pipeline()
+	if suspend {
+		pipe.ZAdd(ctx, k.suspended(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: uid})
+		s.bus.Queue(ctx, pipe, s.bus.UserChannel(uid), string(accountSuspendedEvent))
+	} else {
+		pipe.ZRem(ctx, k.suspended(), uid)
+	}
+	s.queueJob(ctx, pipe, hide, inputsWritten)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, fmt.Errorf("suspension of %d: %w", uid, err)
+	}
+	if suspend {
+		live, err := s.liveSessions(ctx, uid)
+		if err == nil {
+			err = s.endSessions(ctx, uid, live)
+		}
+		if err != nil {
+			return false, fmt.Errorf("suspension of %d: %w", uid, err)
+		}
+	}
+	s.inlinePass(ctx, k.job(hide.id()))
+	return true, nil
+}
+
+// Suspended returns the suspended accounts, most recently suspended first,
+// as admins see them: a page of at most limit from offset.
+func (s *Service) Suspended(ctx context.Context, p Page) ([]User, error) {
+	ids, err := s.rdb.ZRevRange(ctx, s.keys.suspended(), int64(p.Offset), int64(p.Offset+p.Limit-1)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("suspended accounts: %w", err)
+	}
+	users, err := s.usersByIDAll(ctx, parseIDs(ids))
+	if err != nil {
+		return nil, fmt.Errorf("suspended accounts: %w", err)
+	}
+	return users, nil
+}
+
+// maxHideRounds bounds how often one pass writes its page again for a
+// suspension changed meanwhile.
+const maxHideRounds = 3
+
+// hidePass hides (or shows) the next page of an account's statuses, as
+// the account's suspension says. A job whose revision is no longer the
+// account's finishes: the later change's job walks every status. Its page
+// is written again after a change that raced it, so that a later job which
+// passed the page first is not undone.
+func (s *Service) hidePass(ctx context.Context, j job) (passResult, error) {
+	k := s.keys
+	page, err := s.jobPage(ctx, k.profile(j.uid), j.cursor, "+inf")
+	if err != nil {
+		return passResult{}, err
+	}
+	rev := j.payload
+	for round := 0; ; round++ {
+		state, err := s.rdb.HMGet(ctx, k.user(j.uid), "suspended", "suspension_rev").Result()
+		if err != nil {
+			return passResult{}, err
+		}
+		hidden, _ := state[0].(string)
+		now, _ := state[1].(string)
+		if now != rev {
+			if round == 0 {
+				return passResult{finished: true}, nil
+			}
+			if round == maxHideRounds {
+				return passResult{finished: true}, nil // the latest job writes this page too
+			}
+		}
+		rev = now
+		flag := "0"
+		if hidden != "" {
+			flag = "1"
+		}
+		pipe := s.rdb.Pipeline()
+		for _, z := range page {
+			id, _ := z.Member.(string)
+			sid, _ := strconv.ParseInt(id, 10, 64)
+			hideStatusScript.Eval(ctx, pipe, []string{k.status(sid)}, flag)
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return passResult{}, err
+		}
+		after, err := s.rdb.HGet(ctx, k.user(j.uid), "suspension_rev").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return passResult{}, err
+		}
+		if after == rev {
+			break
+		}
+	}
+	if rev != j.payload {
+		return passResult{finished: true}, nil
+	}
+	return s.pageStep(page, j), nil
+}

@@ -1,0 +1,60 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"chorus/social"
+
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+var errWrongPassword = newError(http.StatusUnauthorized, "invalid_credentials", "The current password is wrong.")
+
+// editProfile changes the viewer's name, bio or both: PATCH /me {name?,
+// bio?}, answered with the user as /me shows it.
+func (s *Server) editProfile(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	var body struct {
+		Name *string `json:"name"`
+		Bio  *string `json:"bio"`
+	}
+	if err := decode(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if body.Name == nil && body.Bio == nil {
+		s.writeError(w, r, &social.InvalidError{Field: "profile", Message: "edit needs a name, a bio or both"})
+		return
+	}
+	u, err := s.social.EditProfile(r.Context(), viewer.UID, social.ProfileEdit{Name: body.Name, Bio: body.Bio})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeUser(w, r, http.StatusOK, u)
+}
+
+// changePassword sets a new password: PUT /me/password {current, new}.
+// Every other session of the viewer ends; this one stays.
+func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	var body struct {
+		Current string `json:"current"`
+		New     string `json:"new"`
+	}
+	if err := decode(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	err := s.social.ChangePassword(r.Context(), viewer.UID, viewer.Token, body.Current, body.New, s.clientAddr(r))
+	if errors.Is(err, social.ErrInvalidCredentials) {
+		err = errWrongPassword
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "password changed", "request_id", middleware.GetReqID(r.Context()), "uid", viewer.UID)
+	w.WriteHeader(http.StatusNoContent)
+}
