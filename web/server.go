@@ -184,6 +184,7 @@ func (s *Server) routes() chi.Router {
 			r.With(s.readLimit()).Get("/presence", s.sitePresence)
 			r.With(s.streamOpenLimit()).Get("/stream", s.serveStream)
 			r.With(s.postLimit()).Post("/statuses", s.post)
+			r.With(s.reportLimit()).Post("/reports", s.fileReport)
 			r.Delete("/statuses/{id}", s.deleteStatus)
 			r.With(s.reactLimit()).Put("/statuses/{id}/like", s.react(s.social.Like))
 			r.With(s.reactLimit()).Delete("/statuses/{id}/like", s.react(s.social.Unlike))

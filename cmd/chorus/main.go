@@ -143,6 +143,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				StreamOpensPerUser: cfg.StreamOpenLimit, StreamOpensPerAddress: cfg.StreamOpenAddressLimit,
 				ReadsPerClient:      cfg.ReadLimit,
 				ProfileEditsPerUser: cfg.ProfileLimit,
+				ReportsPerUser:      cfg.ReportLimit,
 			},
 		},
 	})
