@@ -17,6 +17,8 @@
 -- ARGV[6] the user's event channel (in KEYS[1]'s slot on a cluster)
 -- ARGV[7] the command to publish with: PUBLISH, or SPUBLISH on a cluster
 -- ARGV[8] the user_created event (JSON)
+-- ARGV[9] 1 when the account waits for an admin's approval (the hash then
+--         holds pending = 1), else 0
 -- Returns 1, or 0 when a user holds the uid (nothing written).
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
@@ -24,5 +26,8 @@ end
 redis.call('HSET', KEYS[1],
   'id', ARGV[1], 'login', ARGV[2], 'name', ARGV[3], 'password', ARGV[4],
   'followers', 0, 'following', 0, 'posts', 0, 'signup', ARGV[5])
+if ARGV[9] == '1' then
+  redis.call('HSET', KEYS[1], 'pending', 1)
+end
 redis.call(ARGV[7], ARGV[6], ARGV[8])
 return 1

@@ -21,6 +21,10 @@ var (
 	ErrTooManyLists       = fmt.Errorf("a user may own at most %d lists", MaxListsPerUser)
 	ErrListFull           = fmt.Errorf("a list may hold at most %d members", MaxListMembers)
 	ErrNotFollowing       = errors.New("only accounts the owner follows can be put in their lists")
+
+	ErrRegistrationsClosed = errors.New("registrations are closed")
+	ErrApprovalPending     = errors.New("the account waits for an admin's approval")
+	ErrNotAdmin            = errors.New("not an admin")
 )
 
 // ErrNotListOwner refuses a change to someone else's list; errors.Is(err,

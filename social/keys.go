@@ -48,6 +48,11 @@ func (k keys) suspended() string          { return k.prefix + "users:suspended" 
 func (k keys) user(uid int64) string      { return k.prefix + "user:" + k.u(uid) }
 func (k keys) session(hash string) string { return k.prefix + "session:" + hash }
 
+// pendingUsers are the accounts that wait for an admin's approval (uid ->
+// sign-up ms); auditLog the capped list of admin actions, newest first.
+func (k keys) pendingUsers() string { return k.prefix + "users:pending" }
+func (k keys) auditLog() string     { return k.prefix + "audit:log" }
+
 // sessions is uid's index of their sessions (session id -> when opened,
 // ms), in uid's slot.
 func (k keys) sessions(uid int64) string { return k.prefix + "sessions:" + k.u(uid) }

@@ -103,6 +103,15 @@ type Options struct {
 	// timelines. Zero: DefaultPulledStatuses.
 	PulledStatuses int
 
+	// Registrations says who may sign up: RegistrationsOpen (""),
+	// RegistrationsApproval (an account waits for an admin's approval
+	// before it can sign in) or RegistrationsClosed (nobody).
+	Registrations string
+
+	// Admins are the logins (matched ignoring case) that may act as
+	// admins: approve sign-ups, read the audit log. Empty: nobody.
+	Admins []string
+
 	// MaxSessionsPerUser is how many sessions one user holds at once: a
 	// sign-in past it ends the oldest (after taking out those that ended).
 	// It bounds the index a password change reads. Zero:

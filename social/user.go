@@ -135,7 +135,19 @@ func forbiddenInName(r rune) bool {
 // user whose client got an error and who can sign in, but whom search does
 // not find (deleting users:search:folded has the next start index everyone
 // again).
+//
+// Under Options.Registrations RegistrationsClosed it answers
+// ErrRegistrationsClosed. Under RegistrationsApproval the hash is written
+// pending and noted in users:pending (between 1 and 2), and SignUp stops
+// after 2: it returns the user and no token, and the account can sign in,
+// and is searchable, once an admin approves it (Approve).
 func (s *Service) SignUp(ctx context.Context, login, name, password string) (User, string, error) {
+	if s.opts.Registrations == RegistrationsClosed {
+		return User{}, "", ErrRegistrationsClosed
+	}
+	// The admins named in Options.Admins are never held: under approval
+	// somebody must be able to approve.
+	pending := s.opts.Registrations == RegistrationsApproval && !s.adminLogin(login)
 	name, err := validateSignUp(login, name, password)
 	if err != nil {
 		return User{}, "", err
@@ -157,15 +169,25 @@ func (s *Service) SignUp(ctx context.Context, login, name, password string) (Use
 	if err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	}
-	uid, err := s.newUser(ctx, login, name, hash, now)
+	uid, err := s.newUser(ctx, login, name, hash, now, pending)
 	if err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
+	}
+	if pending {
+		// Listed for approval before the login leads to it: an entry whose
+		// claim then lost leads to no user, and listings leave it out.
+		if err := s.rdb.ZAdd(ctx, k.pendingUsers(), redis.Z{Score: float64(now.UnixMilli()), Member: uid}).Err(); err != nil {
+			return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
+		}
 	}
 	if err := s.claimLogin(ctx, lower, uid); err != nil {
 		if errors.Is(err, ErrLoginTaken) {
 			return User{}, "", err
 		}
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
+	}
+	if pending {
+		return User{ID: uid, Login: login, Name: name, Signup: now.Truncate(time.Millisecond)}, "", nil
 	}
 	token, err := s.openSession(ctx, uid)
 	if err != nil {
@@ -191,7 +213,7 @@ const maxUIDTries = 100
 // uid. A uid whose hash exists is passed over: on a cluster the counter and
 // the users live on different nodes, and a failover of the counter's node
 // to a replica that lags can hand out a uid again.
-func (s *Service) newUser(ctx context.Context, login, name string, hash []byte, now time.Time) (int64, error) {
+func (s *Service) newUser(ctx context.Context, login, name string, hash []byte, now time.Time, pending bool) (int64, error) {
 	k := s.keys
 	for range maxUIDTries {
 		uid, err := s.rdb.Incr(ctx, k.userSeq()).Result()
@@ -200,7 +222,7 @@ func (s *Service) newUser(ctx context.Context, login, name string, hash []byte, 
 		}
 		created, err := createUserScript.Run(ctx, s.rdb, []string{k.user(uid)},
 			uid, login, name, hash, now.UnixMilli(),
-			s.bus.UserChannel(uid), s.bus.Command(), userCreatedEvent).Int()
+			s.bus.UserChannel(uid), s.bus.Command(), userCreatedEvent, boolArg(pending)).Int()
 		if err != nil {
 			return 0, err
 		}
@@ -237,6 +259,7 @@ func (s *Service) claimLogin(ctx context.Context, lower string, uid int64) error
 	// Should this fail, the hash stays as after a crash before the claim:
 	// no login leads to it.
 	s.rdb.Del(context.WithoutCancel(ctx), k.user(uid))
+	s.rdb.ZRem(context.WithoutCancel(ctx), k.pendingUsers(), uid)
 	return ErrLoginTaken
 }
 
@@ -291,7 +314,7 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 	}
 	u, err := s.checkPassword(ctx, uid, password, addr)
 	if err != nil {
-		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) {
+		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) || errors.Is(err, ErrApprovalPending) {
 			return User{}, "", err
 		}
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
@@ -331,7 +354,7 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr s
 		var err error
 		res, err = signinScript.Run(ctx, s.rdb,
 			[]string{k.user(uid), k.signInFailures(uid, addr), k.signInUnknown(uid), k.signInKnown(uid)},
-			append(args, "password")...).Slice()
+			append(args, "password", "pending")...).Slice()
 		if err != nil {
 			return User{}, err
 		}
@@ -340,7 +363,8 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr s
 		u       User
 		hash    = s.dummyHash // spends the time a real check takes, so answers do not tell which logins exist
 		counted int64
-		ok      = len(res) == 3+len(userFields)+1
+		ok      = len(res) == 3+len(userFields)+2
+		pending bool
 	)
 	if len(res) >= 3 {
 		verdict, _ := res[0].(int64)
@@ -360,6 +384,7 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr s
 		if u, ok = parseUser(fields[:len(userFields)]); ok {
 			h, _ := fields[len(userFields)].(string)
 			hash = []byte(h)
+			pending = fields[len(userFields)+1] != nil
 		}
 	}
 	match, err := s.passwordMatches(ctx, hash, password)
@@ -368,6 +393,11 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr s
 	}
 	if !ok || !match {
 		return User{}, ErrInvalidCredentials
+	}
+	if pending {
+		// Said only to whoever knows the password: it tells nobody else
+		// which logins wait for approval.
+		return User{}, ErrApprovalPending
 	}
 	err = signinOKScript.Run(ctx, s.rdb,
 		[]string{k.signInFailures(u.ID, addr), k.signInUnknown(u.ID), k.signInKnown(u.ID)},

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"chorus/social"
 
@@ -57,4 +59,34 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.InfoContext(r.Context(), "password changed", "request_id", middleware.GetReqID(r.Context()), "uid", viewer.UID)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// exportTimeout bounds the writing of one export: it is not bound by the
+// request timeout, which is sized for one page of anything, but by this,
+// under the HTTP write timeout's 30 s. A client gone ends it sooner: its
+// writes fail.
+const exportTimeout = 25 * time.Second
+
+// exportAccount answers GET /me/export: everything of the viewer's, as one
+// JSON download, written as it is read.
+func (s *Server) exportAccount(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	u, err := s.social.UserByID(r.Context(), viewer.UID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), exportTimeout)
+	defer cancel()
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="chorus-`+u.Login+`.json"`)
+	w.Header().Set("Cache-Control", "no-store")
+	if err := s.social.Export(ctx, viewer.UID, w); err != nil {
+		// The answer has begun: nothing but the log can tell of it, and
+		// the client gets a document cut short, which no JSON reader
+		// takes for whole.
+		s.log.WarnContext(r.Context(), "export cut short", "request_id", middleware.GetReqID(r.Context()), "uid", viewer.UID, "err", err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "exported", "request_id", middleware.GetReqID(r.Context()), "uid", viewer.UID)
 }

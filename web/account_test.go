@@ -3,6 +3,7 @@ package web_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"chorus/web"
 
 	"github.com/coder/websocket"
+	"github.com/redis/go-redis/v9"
 )
 
 // searchLogins returns the logins a user search for q finds, as c.
@@ -275,4 +277,153 @@ func TestChangePasswordBadInput(t *testing.T) {
 	other.must(http.StatusOK, "GET", "/api/v1/me", nil, nil)
 	refused(t, "a sign-in after three wrong current passwords",
 		in.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": "ada", "password": "password-ada"}))
+}
+
+// exportJSON is an export as GET /me/export writes it.
+type exportJSON struct {
+	Exported  time.Time
+	Profile   map[string]json.RawMessage
+	Statuses  []statusJSON
+	Following []exportedUser
+	Followers []exportedUser
+	Blocks    []exportedUser
+	Mutes     []exportedUser
+	Lists     []struct {
+		ID         int64
+		Name       string
+		Members    int64
+		MemberList []struct{ Login string } `json:"member_list"`
+	}
+	Likes []struct {
+		StatusID int64 `json:"status_id"`
+		At       time.Time
+	}
+}
+
+type exportedUser struct {
+	ID    int64
+	Login string
+	Name  string
+	Since *time.Time
+}
+
+func exportedLogins(us []exportedUser) []string {
+	out := make([]string, len(us))
+	for i, u := range us {
+		out[i] = u.Login
+	}
+	return out
+}
+
+// An export is one JSON download holding every field of the account: the
+// profile, every status (past the page the export reads at once), the
+// follows both ways, the lists with their members, blocks, mutes and
+// likes. It is limited per user.
+func TestExportAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{ExportsPerUser: perHour(2)}
+	in := e.start()
+	ada := in.signUp(t, "ada")
+	bob := in.signUp(t, "bob")
+	carl := in.signUp(t, "carl")
+	ada.must(http.StatusOK, "PATCH", "/api/v1/me", map[string]string{"bio": "Notes on the engine"}, nil)
+	ada.follow("bob")
+	ada.follow("carl")
+	carl.follow("ada")
+	var list struct{ List struct{ ID int64 } }
+	ada.must(http.StatusCreated, "POST", "/api/v1/lists", map[string]string{"name": "Engines"}, &list)
+	ada.must(http.StatusOK, "PUT", fmt.Sprintf("/api/v1/lists/%d/members/bob", list.List.ID), nil, nil)
+
+	const n = 1203 // past two pages of the export's reads
+	ctx := t.Context()
+	var want []int64
+	for i := range n {
+		st, err := in.social.Post(ctx, ada.id, fmt.Sprint("status ", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, st.ID)
+	}
+	deleted := want[7]
+	ada.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", deleted), nil, nil)
+	want = slices.Delete(want, 7, 8)
+	// Blocks, mutes and likes as their keys hold them: uid or status id ->
+	// ms.
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for kind, member := range map[string]int64{"blocks": carl.id, "mutes": bob.id, "liked": want[0]} {
+		if err := in.rdb.ZAdd(ctx, in.userKey(kind, ada.id), redis.Z{Score: float64(at.UnixMilli()), Member: member}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	res := ada.must(http.StatusOK, "GET", "/api/v1/me/export", nil, nil)
+	if got := res.Header.Get("Content-Disposition"); got != `attachment; filename="chorus-ada.json"` {
+		t.Fatalf("Content-Disposition %q", got)
+	}
+	if got := res.Header.Get("Content-Type"); !strings.HasPrefix(got, "application/json") {
+		t.Fatalf("Content-Type %q", got)
+	}
+	var ex exportJSON
+	if err := json.Unmarshal(res.Body, &ex); err != nil {
+		t.Fatalf("export does not read back: %v", err)
+	}
+	var me struct{ User map[string]json.RawMessage }
+	ada.must(http.StatusOK, "GET", "/api/v1/users/ada", nil, &me)
+	for _, f := range []string{"id", "login", "name", "bio", "followers", "following", "posts", "signup"} {
+		if string(ex.Profile[f]) != string(me.User[f]) {
+			t.Errorf("profile %s: exported %s, the API says %s", f, ex.Profile[f], me.User[f])
+		}
+	}
+	if time.Since(ex.Exported) > time.Hour {
+		t.Errorf("exported at %v", ex.Exported)
+	}
+	if got := ids(ex.Statuses); !slices.Equal(got, want) {
+		t.Fatalf("exported %d statuses, want %d, oldest first, without the deleted one", len(got), len(want))
+	}
+	for _, st := range []statusJSON{ex.Statuses[0], ex.Statuses[len(ex.Statuses)-1]} {
+		var api struct{ Status statusJSON }
+		ada.must(http.StatusOK, "GET", fmt.Sprintf("/api/v1/statuses/%d", st.ID), nil, &api)
+		if !st.Posted.Equal(api.Status.Posted) || st.Message != api.Status.Message || st.Login != "ada" || st.UID != ada.id || st.Name != api.Status.Name {
+			t.Fatalf("exported %+v, the API says %+v", st, api.Status)
+		}
+	}
+	if got := exportedLogins(ex.Following); !slices.Equal(got, []string{"bob", "carl"}) {
+		t.Errorf("following %v", got)
+	}
+	if got := exportedLogins(ex.Followers); !slices.Equal(got, []string{"carl"}) {
+		t.Errorf("followers %v", got)
+	}
+	if len(ex.Lists) != 1 || ex.Lists[0].Name != "Engines" || ex.Lists[0].Members != 1 ||
+		len(ex.Lists[0].MemberList) != 1 || ex.Lists[0].MemberList[0].Login != "bob" {
+		t.Errorf("lists %+v", ex.Lists)
+	}
+	for name, got := range map[string][]exportedUser{"blocks": ex.Blocks, "mutes": ex.Mutes} {
+		want := map[string]string{"blocks": "carl", "mutes": "bob"}[name]
+		if len(got) != 1 || got[0].Login != want || got[0].Since == nil || !got[0].Since.Equal(at) {
+			t.Errorf("%s %+v, want %s since %v", name, got, want, at)
+		}
+	}
+	if len(ex.Likes) != 1 || ex.Likes[0].StatusID != want[0] || !ex.Likes[0].At.Equal(at) {
+		t.Errorf("likes %+v", ex.Likes)
+	}
+
+	// Someone with nothing gets every part, empty.
+	res = in.signUp(t, "dora").must(http.StatusOK, "GET", "/api/v1/me/export", nil, nil)
+	var empty map[string]json.RawMessage
+	res.decode(t, &empty)
+	for _, f := range []string{"statuses", "following", "followers", "lists", "blocks", "mutes", "likes"} {
+		if string(empty[f]) != "[]" {
+			t.Errorf("bob's %s: %s, want []", f, empty[f])
+		}
+	}
+
+	if res := in.anon(t).do("GET", "/api/v1/me/export", nil); res.Status != http.StatusUnauthorized || res.errorCode(t) != "not_signed_in" {
+		t.Fatalf("an export without a session: %d %s", res.Status, res.Body)
+	}
+	ada.must(http.StatusOK, "GET", "/api/v1/me/export", nil, nil)
+	refused(t, "a third export within the hour", ada.do("GET", "/api/v1/me/export", nil))
+	if got := in.metric(t, "chorus_rate_limited_total", `limit="export"`); got != 1 {
+		t.Fatalf("chorus_rate_limited_total{limit=export} = %v, want 1", got)
+	}
 }

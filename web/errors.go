@@ -125,6 +125,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(http.StatusNotFound, "report_not_found", "No such report.")
 	case errors.Is(err, social.ErrSelfFollow):
 		ae = newError(http.StatusBadRequest, "cannot_follow_self", "You cannot follow yourself.")
+	case errors.Is(err, social.ErrRegistrationsClosed):
+		ae = newError(http.StatusForbidden, "registrations_closed", "Sign-ups are closed on this site; no new accounts are being made.")
+	case errors.Is(err, social.ErrApprovalPending):
+		ae = newError(http.StatusForbidden, "approval_pending", "This account waits for an admin's approval; you can sign in once it is approved.")
+	case errors.Is(err, social.ErrNotAdmin):
+		ae = newError(http.StatusForbidden, "not_admin", "Only an admin of this site may do this.")
 	case errors.Is(err, social.ErrUnauthenticated):
 		ae = errNotSignedIn
 	case errors.Is(err, realtime.ErrNotWebSocket):

@@ -49,6 +49,9 @@ type Limits struct {
 	ProfileEditsPerUser redis_rate.Limit
 	// ReportsPerUser bounds POST /reports per signed-in user.
 	ReportsPerUser redis_rate.Limit
+	// ExportsPerUser bounds GET /me/export per signed-in user: each reads
+	// every status, follow and list of theirs.
+	ExportsPerUser redis_rate.Limit
 }
 
 // limitCounters count the requests each limit refused, for /metrics.
@@ -57,7 +60,7 @@ type limitCounters struct {
 	streamOpens, streamOpensAddress                        atomic.Int64
 	reactions                                              atomic.Int64
 	deadlines                                              atomic.Int64 // requests answered 503 past their deadline
-	profiles                                               atomic.Int64
+	profiles, exports                                      atomic.Int64
 	reports                                                atomic.Int64
 }
 
@@ -158,6 +161,13 @@ func (s *Server) profileLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "profile", limit: s.limits.ProfileEditsPerUser, refused: &s.limitStats.profiles, key: byViewer,
 		message: "You are editing your profile too often.",
+	})
+}
+
+func (s *Server) exportLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "export", limit: s.limits.ExportsPerUser, refused: &s.limitStats.exports, key: byViewer,
+		message: "You have exported your account as often as one may for now.",
 	})
 }
 

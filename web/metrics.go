@@ -117,6 +117,7 @@ func (m *Metrics) register(s *Server) {
 		"react":                   &s.limitStats.reactions,
 		"profile":                 &s.limitStats.profiles,
 		"report":                  &s.limitStats.reports,
+		"export":                  &s.limitStats.exports,
 		"user_sessions":           &sc.SessionsEvicted,
 	} {
 		m.reg.MustRegister(refusals(name, n))

@@ -80,6 +80,16 @@ func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if token == "" {
+		// Registrations need approval: the account is made, and cannot
+		// sign in yet. No session, so no cookie.
+		s.log.InfoContext(r.Context(), "signed up, awaiting approval", "request_id", middleware.GetReqID(r.Context()), "uid", u.ID, "login", u.Login)
+		writeJSON(w, http.StatusAccepted, map[string]any{
+			"user": u, "pending": true,
+			"message": "Your account is made and waits for an admin's approval; you can sign in once it is approved.",
+		})
+		return
+	}
 	s.log.InfoContext(r.Context(), "signed up", "request_id", middleware.GetReqID(r.Context()), "uid", u.ID, "login", u.Login)
 	s.setSessionCookie(w, r, token)
 	noteUser(r.Context(), u.ID)

@@ -28,6 +28,8 @@ type config struct {
 	AllowedOrigins    []string
 	TrustedProxies    []netip.Prefix
 	LogFormat         string
+	Registrations     string   // who may sign up: social.RegistrationsOpen, Approval or Closed
+	Admins            []string // logins that may act as admins
 	ShutdownTimeout   time.Duration
 	MaxStreams        int
 	MaxConnections    int
@@ -54,6 +56,7 @@ type config struct {
 	ReadLimit         redis_rate.Limit // per user, or address for visitors
 	ProfileLimit      redis_rate.Limit // per user
 	ReportLimit       redis_rate.Limit // per user
+	ExportLimit       redis_rate.Limit // per user
 	MaxStreamsPerUser int
 	StreamFrameLimit  redis_rate.Limit // per stream, counted in memory
 	ResumeLimit       redis_rate.Limit // per user, all their streams together
@@ -89,6 +92,7 @@ var (
 	defaultSearchLimit    = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
 	defaultReadLimit      = redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
 	defaultProfileLimit   = redis_rate.Limit{Rate: 30, Period: time.Hour, Burst: 10}
+	defaultExportLimit    = redis_rate.Limit{Rate: 2, Period: time.Hour, Burst: 2}
 	// Enough to report every account of a raid in a day; not a flood an
 	// admin must wade through.
 	defaultReportLimit      = redis_rate.Limit{Rate: 20, Period: 24 * time.Hour, Burst: 5}
@@ -127,10 +131,10 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		StreamOpenLimit: defaultStreamOpenLimit, StreamOpenAddressLimit: defaultStreamOpenAddressLimit,
 		SignInAccount: defaultSignInAccount, ReadLimit: defaultReadLimit,
 		LikeLimit:    defaultLikeLimit,
-		ProfileLimit: defaultProfileLimit,
-		ReportLimit:  defaultReportLimit,
+		ProfileLimit: defaultProfileLimit, ExportLimit: defaultExportLimit,
+		ReportLimit: defaultReportLimit,
 	}
-	var origins, proxies string
+	var origins, proxies, admins string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
 	// Errors are returned, not printed; the flag list is printed when asked
 	// for.
@@ -148,6 +152,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 	fs.StringVar(&origins, "allowed-origins", env("CHORUS_ALLOWED_ORIGINS", ""), "comma-separated extra origins allowed for WebSockets and cookie writes (CHORUS_ALLOWED_ORIGINS)")
 	fs.StringVar(&proxies, "trusted-proxies", env("CHORUS_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR blocks of proxies whose X-Forwarded-For names the client (CHORUS_TRUSTED_PROXIES)")
 	fs.StringVar(&c.LogFormat, "log-format", env("CHORUS_LOG_FORMAT", "text"), "log format: text or json (CHORUS_LOG_FORMAT)")
+	fs.StringVar(&c.Registrations, "registrations", env("CHORUS_REGISTRATIONS", social.RegistrationsOpen), "who may sign up: open (anyone), approval (anyone, signing in once an admin approves) or closed (CHORUS_REGISTRATIONS)")
+	fs.StringVar(&admins, "admins", env("CHORUS_ADMINS", ""), "comma-separated logins of the site's admins, who approve sign-ups and read the audit log (CHORUS_ADMINS)")
 	fs.BoolVar(&c.ShowVersion, "version", false, "print the version, VCS revision and Go version of this build, and exit")
 
 	ints := []struct {
@@ -227,6 +233,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.StreamOpenAddressLimit, "stream-open-address-limit", "CHORUS_STREAM_OPEN_ADDRESS_LIMIT", "streams opened per client address, any user; over it 429"},
 		{&c.ProfileLimit, "profile-limit", "CHORUS_PROFILE_LIMIT", "profile edits (name, bio) per user"},
 		{&c.ReportLimit, "report-limit", "CHORUS_REPORT_LIMIT", "reports of accounts per user"},
+		{&c.ExportLimit, "export-limit", "CHORUS_EXPORT_LIMIT", "account exports (GET /me/export) per user"},
 	}
 	for _, r := range rates {
 		if raw := getenv(r.env); raw != "" {
@@ -255,6 +262,17 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		if o = strings.TrimSpace(o); o != "" {
 			c.AllowedOrigins = append(c.AllowedOrigins, o)
 		}
+	}
+	for _, a := range strings.Split(admins, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		} else if !social.ValidLogin(a) {
+			return c, fmt.Errorf("-admins: %q is not a login", a)
+		}
+		c.Admins = append(c.Admins, a)
+	}
+	if !social.ValidRegistrations(c.Registrations) {
+		return c, fmt.Errorf("-registrations must be open, approval or closed, got %q", c.Registrations)
 	}
 	var err error
 	if c.TrustedProxies, err = web.ParseProxies(proxies); err != nil {

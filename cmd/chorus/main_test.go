@@ -181,6 +181,17 @@ func TestConfig(t *testing.T) {
 		{"bad proxy", []string{"-trusted-proxies", "10.0.0.0/33"}, nil, nil, true},
 		{"zero idle timeout", []string{"-idle-timeout", "0s"}, nil, nil, true},
 		{"zero streams per user", []string{"-max-streams-per-user", "0"}, nil, nil, true},
+		{"account defaults", nil, nil, func(c config) bool {
+			return c.Registrations == "open" && c.Admins == nil && c.SessionsPerUser == 100 &&
+				c.ProfileLimit == redis_rate.Limit{Rate: 30, Period: time.Hour, Burst: 10} &&
+				c.ExportLimit == redis_rate.Limit{Rate: 2, Period: time.Hour, Burst: 2}
+		}, false},
+		{"registrations and admins", []string{"-admins", " ada, Bob_2 ,"}, map[string]string{"CHORUS_REGISTRATIONS": "approval", "CHORUS_SESSIONS_PER_USER": "5"}, func(c config) bool {
+			return c.Registrations == "approval" && len(c.Admins) == 2 && c.Admins[1] == "Bob_2" && c.SessionsPerUser == 5
+		}, false},
+		{"bad registrations", []string{"-registrations", "invite"}, nil, nil, true},
+		{"bad admin", nil, map[string]string{"CHORUS_ADMINS": "ada,no body"}, nil, true},
+		{"zero sessions per user", []string{"-sessions-per-user", "0"}, nil, nil, true},
 		{"unknown flag", []string{"-nope"}, nil, nil, true},
 		{"stray argument", []string{"extra"}, nil, nil, true},
 	}
