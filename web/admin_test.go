@@ -143,7 +143,7 @@ func TestRegistrationsClosed(t *testing.T) {
 		t.Fatalf("the refused account exists: %d %s", res.Status, res.Body)
 	}
 	for _, pattern := range []string{"*user:*", "*users:by_login*", "*session*"} {
-		if keys := in.keys(t, pattern); len(keys) != 0 {
+		if keys := in.keys(t, in.prefix+pattern); len(keys) != 0 {
 			t.Fatalf("a refused sign-up wrote %v", keys)
 		}
 	}
