@@ -44,7 +44,10 @@ func TestDeleteAccountJob(t *testing.T) {
 	if err != nil || u.Followers != 0 || u.Following != 0 {
 		t.Errorf("bob after the deletion: %+v, %v", u, err)
 	}
-	if _, err := s.UID(ctx, "ADA"); err != nil {
-		t.Errorf("the login is not kept: %v", err)
+	if _, err := s.UID(ctx, "ADA"); !errors.Is(err, ErrUserNotFound) {
+		t.Errorf("the deleted account's login leads to %v", err)
+	}
+	if _, _, err := s.SignUp(ctx, "Ada", "Another", "kettle-drum-42"); !errors.Is(err, ErrLoginTaken) {
+		t.Errorf("the deleted account's login taken again: %v", err)
 	}
 }

@@ -177,6 +177,9 @@ func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return n
 
 func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "hello" {
+			return next(ctx, cmd) // a new connection's handshake: the pool's work, not the caller's
+		}
 		h.commands.Add(1)
 		h.roundTrips.Add(1)
 		return next(ctx, cmd)
@@ -185,6 +188,9 @@ func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "client" {
+			return next(ctx, cmds) // a new connection's handshake (CLIENT SETINFO)
+		}
 		h.commands.Add(int64(len(cmds)))
 		h.roundTrips.Add(1)
 		return next(ctx, cmds)

@@ -15,6 +15,7 @@ import { profileView } from './profile.js';
 import { statusView } from './statuspage.js';
 import { searchView } from './search.js';
 import { listsView, listView } from './lists.js';
+import { settingsView } from './settings.js';
 import { Session } from './session.js';
 
 const main = document.getElementById('main');
@@ -39,6 +40,8 @@ const ctx = {
   followChanged,
   signedIn,
   signInLink,
+  profileSaved,
+  accountDeleted,
 };
 
 // PAGES builds the view of each route (router.js ROUTES).
@@ -52,6 +55,7 @@ const PAGES = {
   search: () => searchView(ctx),
   lists: () => listsView(ctx),
   list: (r) => listView(ctx, r.id),
+  settings: () => settingsView(ctx),
   notfound: () => notFoundView(),
 };
 
@@ -94,9 +98,27 @@ async function boot() {
   startShortcuts({ compose, open: (path) => navigate(path) });
 }
 
-setUnauthorizedHandler(() => {
+setUnauthorizedHandler((err) => {
+  // A wrong password typed in a form (settings) is no ended session.
+  if (err && err.code === 'invalid_credentials') return;
   if (session) leaveApp('Your session has ended. Please sign in again.');
 });
+
+// profileSaved shows the signed-in user's new name at once; the stream's
+// profile frame tells the other tabs.
+function profileSaved(user) {
+  if (!session) return;
+  session.me.name = user.name;
+  header.setName(session.me);
+}
+
+// accountDeleted leaves the app after the account is deleted: every
+// session of it has ended, this one too.
+function accountDeleted() {
+  leaveApp(null);
+  notice = 'Your account is deleted.';
+  navigate('/');
+}
 
 // ------------------------------------------------------------ pages
 

@@ -7,6 +7,7 @@ import { profileHref } from './router.js';
 import { timeEl, parseTime } from './time.js';
 import { learnName } from './names.js';
 import { heading, statusTimeline } from './page.js';
+import { bioNodes } from './settings.js';
 
 // followState answers whether the viewer follows `login`: from `you_follow`
 // when the server sends it, else by scanning the viewer's following list.
@@ -102,7 +103,7 @@ function profileCard(ctx, user, signal) {
   const refresh = () => api('GET', userPath(user.login), undefined, { signal }).then((res) => setCounts(res.user), () => {});
 
   let action;
-  if (self) action = h('span', { class: 'badge' }, 'This is you');
+  if (self) action = h('a', { class: 'btn btn-secondary btn-small', href: '/settings', dataset: { testid: 'edit-profile' } }, 'Edit profile');
   else if (me) action = followButton(ctx, user, signal, error, setCounts, refresh);
   else action = ctx.signInLink('Sign in to follow', 'btn btn-primary');
 
@@ -124,6 +125,7 @@ function profileCard(ctx, user, signal) {
       ),
       h('div', { class: 'profile-action' }, action),
     ),
+    user.bio ? h('p', { class: 'profile-bio', dataset: { testid: 'profile-bio' } }, ...bioNodes(user.bio)) : null,
     h('p', { class: 'counts' }, posts.el, followers.el, following.el),
     error,
   );
