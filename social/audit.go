@@ -15,7 +15,10 @@ const MaxAuditEntries = 10_000
 
 // Admin actions, as the audit log names them.
 const (
-	AuditApprove = "approve" // a sign-up approved
+	AuditApprove       = "approve"        // a sign-up approved
+	AuditResolveReport = "resolve_report" // a report resolved; the target is the account reported
+	AuditSuspend       = "suspend"        // an account suspended
+	AuditUnsuspend     = "unsuspend"      // an account's suspension lifted
 )
 
 // AuditEntry is one admin action: who did what to whom, and when.

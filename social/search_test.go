@@ -168,7 +168,9 @@ func TestBuildIndexesFoldsAnOldIndex(t *testing.T) {
 }
 
 // commandCounter counts the commands a client sends, pipelined or not, and
-// the round trips they take.
+// the round trips they take; not the handshake of a connection the pool
+// opens meanwhile (HELLO, CLIENT SETINFO), which depends on the pool, not
+// on the work.
 type commandCounter struct {
 	commands, roundTrips atomic.Int64
 }
@@ -177,24 +179,37 @@ func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return n
 
 func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "hello" {
-			return next(ctx, cmd) // a new connection's handshake: the pool's work, not the caller's
+		if !isHandshake(cmd) {
+			h.commands.Add(1)
+			h.roundTrips.Add(1)
 		}
-		h.commands.Add(1)
-		h.roundTrips.Add(1)
 		return next(ctx, cmd)
 	}
 }
 
 func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if len(cmds) > 0 && cmds[0].Name() == "client" {
-			return next(ctx, cmds) // a new connection's handshake (CLIENT SETINFO)
+		n := 0
+		for _, c := range cmds {
+			if !isHandshake(c) {
+				n++
+			}
 		}
-		h.commands.Add(int64(len(cmds)))
-		h.roundTrips.Add(1)
+		if n > 0 {
+			h.commands.Add(int64(n))
+			h.roundTrips.Add(1)
+		}
 		return next(ctx, cmds)
 	}
+}
+
+// isHandshake reports whether cmd is part of a new connection's handshake.
+func isHandshake(cmd redis.Cmder) bool {
+	switch cmd.Name() {
+	case "hello", "client", "auth", "select":
+		return true
+	}
+	return false
 }
 
 // A search's Redis work does not grow with the users that match: however

@@ -119,6 +119,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(http.StatusUnprocessableEntity, "not_following", "Only accounts you follow can be put in your lists; follow them first.")
 	case errors.Is(err, social.ErrNotOwner):
 		ae = newError(http.StatusForbidden, "not_owner", "Only its author can delete a status.")
+	case errors.Is(err, social.ErrSuspended):
+		ae = newError(http.StatusForbidden, "suspended", "This account is suspended by the site's admins.")
+	case errors.Is(err, social.ErrReportNotFound):
+		ae = newError(http.StatusNotFound, "report_not_found", "No such report.")
 	case errors.Is(err, social.ErrSelfFollow):
 		ae = newError(http.StatusBadRequest, "cannot_follow_self", "You cannot follow yourself.")
 	case errors.Is(err, social.ErrRegistrationsClosed):

@@ -47,6 +47,8 @@ type Limits struct {
 	// ProfileEditsPerUser bounds PATCH /me per signed-in user: each new
 	// name is told to the user's connected friends.
 	ProfileEditsPerUser redis_rate.Limit
+	// ReportsPerUser bounds POST /reports per signed-in user.
+	ReportsPerUser redis_rate.Limit
 	// ExportsPerUser bounds GET /me/export per signed-in user: each reads
 	// every status, follow and list of theirs.
 	ExportsPerUser redis_rate.Limit
@@ -59,6 +61,7 @@ type limitCounters struct {
 	reactions                                              atomic.Int64
 	deadlines                                              atomic.Int64 // requests answered 503 past their deadline
 	profiles, exports                                      atomic.Int64
+	reports                                                atomic.Int64
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -203,5 +206,12 @@ func (s *Server) readLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "read", limit: s.limits.ReadsPerClient, refused: &s.limitStats.reads, key: s.byClient,
 		message: "You are reading too fast.",
+	})
+}
+
+func (s *Server) reportLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "report", limit: s.limits.ReportsPerUser, refused: &s.limitStats.reports, key: byViewer,
+		message: "You have filed many reports lately; an admin is looking at them.",
 	})
 }

@@ -116,6 +116,7 @@ func (m *Metrics) register(s *Server) {
 		"read":                    &s.limitStats.reads,
 		"react":                   &s.limitStats.reactions,
 		"profile":                 &s.limitStats.profiles,
+		"report":                  &s.limitStats.reports,
 		"export":                  &s.limitStats.exports,
 		"user_sessions":           &sc.SessionsEvicted,
 	} {

@@ -55,6 +55,7 @@ type config struct {
 	SearchLimit       redis_rate.Limit // per user, or address for visitors
 	ReadLimit         redis_rate.Limit // per user, or address for visitors
 	ProfileLimit      redis_rate.Limit // per user
+	ReportLimit       redis_rate.Limit // per user
 	ExportLimit       redis_rate.Limit // per user
 	MaxStreamsPerUser int
 	StreamFrameLimit  redis_rate.Limit // per stream, counted in memory
@@ -81,17 +82,20 @@ type config struct {
 // realtime.DefaultFrameRate); the rest are web's limits, which have none of
 // their own (a zero web.Limits field is no limit), so they are set here.
 var (
-	defaultSignUpLimit      = redis_rate.Limit{Rate: 20, Period: time.Hour, Burst: 5}
-	defaultSignInLimit      = redis_rate.Limit{Rate: 60, Period: 10 * time.Minute, Burst: 20}
-	defaultSignInFailures   = redis_rate.Limit{Rate: social.DefaultSignInFailures, Period: social.DefaultSignInFailureWindow, Burst: social.DefaultSignInFailures}
-	defaultSignInAccount    = redis_rate.Limit{Rate: social.DefaultSignInAccountLimit, Period: social.DefaultSignInAccountWindow, Burst: social.DefaultSignInAccountLimit}
-	defaultPostLimit        = redis_rate.Limit{Rate: 300, Period: 3 * time.Hour, Burst: 10}
-	defaultFollowLimit      = redis_rate.Limit{Rate: 400, Period: 24 * time.Hour, Burst: 50}
-	defaultListLimit        = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
-	defaultSearchLimit      = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
-	defaultReadLimit        = redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
-	defaultProfileLimit     = redis_rate.Limit{Rate: 30, Period: time.Hour, Burst: 10}
-	defaultExportLimit      = redis_rate.Limit{Rate: 2, Period: time.Hour, Burst: 2}
+	defaultSignUpLimit    = redis_rate.Limit{Rate: 20, Period: time.Hour, Burst: 5}
+	defaultSignInLimit    = redis_rate.Limit{Rate: 60, Period: 10 * time.Minute, Burst: 20}
+	defaultSignInFailures = redis_rate.Limit{Rate: social.DefaultSignInFailures, Period: social.DefaultSignInFailureWindow, Burst: social.DefaultSignInFailures}
+	defaultSignInAccount  = redis_rate.Limit{Rate: social.DefaultSignInAccountLimit, Period: social.DefaultSignInAccountWindow, Burst: social.DefaultSignInAccountLimit}
+	defaultPostLimit      = redis_rate.Limit{Rate: 300, Period: 3 * time.Hour, Burst: 10}
+	defaultFollowLimit    = redis_rate.Limit{Rate: 400, Period: 24 * time.Hour, Burst: 50}
+	defaultListLimit      = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
+	defaultSearchLimit    = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
+	defaultReadLimit      = redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
+	defaultProfileLimit   = redis_rate.Limit{Rate: 30, Period: time.Hour, Burst: 10}
+	defaultExportLimit    = redis_rate.Limit{Rate: 2, Period: time.Hour, Burst: 2}
+	// Enough to report every account of a raid in a day; not a flood an
+	// admin must wade through.
+	defaultReportLimit      = redis_rate.Limit{Rate: 20, Period: 24 * time.Hour, Burst: 5}
 	defaultStreamFrameLimit = redis_rate.Limit{Rate: int(realtime.DefaultFrameRate), Period: time.Second, Burst: realtime.DefaultFrameBurst}
 	// A page sends a resume as its stream opens and once its first page of
 	// the home timeline is in: two per tab, with room for ten tabs at once.
@@ -128,6 +132,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		SignInAccount: defaultSignInAccount, ReadLimit: defaultReadLimit,
 		LikeLimit:    defaultLikeLimit,
 		ProfileLimit: defaultProfileLimit, ExportLimit: defaultExportLimit,
+		ReportLimit: defaultReportLimit,
 	}
 	var origins, proxies, admins string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
@@ -227,6 +232,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.StreamOpenLimit, "stream-open-limit", "CHORUS_STREAM_OPEN_LIMIT", "streams opened per user; over it 429"},
 		{&c.StreamOpenAddressLimit, "stream-open-address-limit", "CHORUS_STREAM_OPEN_ADDRESS_LIMIT", "streams opened per client address, any user; over it 429"},
 		{&c.ProfileLimit, "profile-limit", "CHORUS_PROFILE_LIMIT", "profile edits (name, bio) per user"},
+		{&c.ReportLimit, "report-limit", "CHORUS_REPORT_LIMIT", "reports of accounts per user"},
 		{&c.ExportLimit, "export-limit", "CHORUS_EXPORT_LIMIT", "account exports (GET /me/export) per user"},
 	}
 	for _, r := range rates {
