@@ -32,6 +32,7 @@ var clientPages = []string{
 	"/lists",
 	"/lists/{id:[1-9][0-9]*}",
 	"/notifications",
+	"/settings",
 }
 
 // gzipSuffix is what gzhttp adds inside the ETag of an answer it
