@@ -19,8 +19,18 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		Conns: cfg.Conns, Authors: cfg.Authors, FollowersPerAuthor: cfg.FollowersPerAuthor,
 		Rate: cfg.Rate, DurationSeconds: cfg.Duration.Seconds(), SourceIPs: len(cfg.SourceIPs),
 	}}
+	res.Floor = cfg.Floor
 	api := newAPIClient(cfg.MaxInFlight + cfg.SignupConcurrency + cfg.FollowConcurrency)
 	defer api.close()
+	var floor *floorTarget
+	if cfg.Floor {
+		f, err := openFloor(ctx, &cfg)
+		if err != nil {
+			return res, err
+		}
+		defer f.close()
+		floor = f
+	}
 
 	// Users: authors first, then one user per connection.
 	g := buildGraph(cfg.Authors, cfg.Conns, cfg.FollowersPerAuthor)
@@ -79,7 +89,11 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	res.MetricsPerConn = perConn(res.Metrics, idleHeld)
 
 	// Posts, then a grace period for the last deliveries.
-	posts, sched := runPosts(ctx, api, &cfg, users[:cfg.Authors], res.RunID, log)
+	post := apiPoster(api, &cfg, users[:cfg.Authors], res.RunID)
+	if floor != nil {
+		post = floor.poster(users[:cfg.Authors], g, users[cfg.Authors:], res.RunID)
+	}
+	posts, sched := runPosts(ctx, &cfg, cfg.Authors, post, log)
 	graceEnd := time.Now().Add(cfg.Grace)
 	for time.Now().Before(graceEnd) && ctx.Err() == nil {
 		if col.missing(posts, g) == 0 {
@@ -96,6 +110,9 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	scrapeAll(ctx, api, res.Metrics, func(m *InstanceMetrics) *map[string]float64 { return &m.After })
 	stopErr := hs.stop(30 * time.Second)
 	fill(res, col, posts, sched, g, idleHeld)
+	if floor != nil {
+		res.Posts.Publishes, res.Posts.Subscribers = floor.publishes.Load(), floor.subscribers.Load()
+	}
 	return res, shardsDone(hs, col, stopErr)
 }
 

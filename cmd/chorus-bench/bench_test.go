@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"chorus/internal/redistest"
 )
 
 // serverBin is the chorus server, built once for the package's tests.
@@ -277,6 +279,11 @@ func TestRunExitStatus(t *testing.T) {
 		{"storm friends over observers", []string{"-url", dead + "," + dead, "-storm", "-storm-kill-pid", "1", "-observers", "2", "-friends-per-mover", "3"}, exitUsage},
 		{"storm watch within spread", []string{"-url", dead + "," + dead, "-storm", "-storm-kill-pid", "1", "-storm-spread", "5s", "-storm-watch", "5s"}, exitUsage},
 		{"storm workers over conns", []string{"-url", dead + "," + dead, "-storm", "-storm-kill-pid", "1", "-conns", "1", "-observers", "1", "-friends-per-mover", "1", "-workers", "3"}, exitUsage},
+		{"floor without redis", []string{"-url", dead, "-floor"}, exitUsage},
+		{"floor on a cluster", []string{"-url", dead, "-floor", "-redis-url", "redis+cluster://127.0.0.1:7000"}, exitUsage},
+		{"floor bad redis url", []string{"-url", dead, "-floor", "-redis-url", "http://x"}, exitUsage},
+		{"floor storm", []string{"-url", dead + "," + dead, "-floor", "-redis-url", "redis://127.0.0.1:1", "-storm", "-storm-kill-pid", "1"}, exitUsage},
+		{"floor redis nobody", []string{"-url", dead, "-floor", "-redis-url", "redis://" + ln.Addr().String(), "-conns", "1", "-authors", "1"}, exitFailed},
 		{"storm pid of nobody", []string{"-url", dead + "," + dead, "-storm", "-storm-kill-pid", "999999999"}, exitFailed},
 	}
 	for _, tt := range tests {
@@ -329,5 +336,45 @@ func TestBuildGraph(t *testing.T) {
 	want := [][]int{{0, 1, 2}, {3, 4, 5}, {6, 0, 1}}
 	if fmt.Sprint(g.followers) != fmt.Sprint(want) {
 		t.Errorf("followers = %v, want %v", g.followers, want)
+	}
+}
+
+// TestFloorAgainstServer runs the floor against a real server on a real
+// Redis: each post is PUBLISHes on the followers' channels, read by the
+// server's hub and written to the same streams, so every frame published
+// reaches its follower exactly once, and the deployment holds no status.
+// A second floor run on the same users, from two worker processes, goes
+// the same way.
+func TestFloorAgainstServer(t *testing.T) {
+	redisURL, prefix := redistest.URL(t), "benchtest:"+newRunID()+":"
+	base, pid := startServerWith(t, "-redis-url", redisURL, "-key-prefix", prefix,
+		"-heartbeat-interval", "1s", "-online-window", "5s")
+	users := filepath.Join(t.TempDir(), "users.json")
+	common := []string{"-floor", "-redis-url", redisURL, "-key-prefix", prefix,
+		"-url", base, "-conns", "20", "-rate", "20", "-duration", "2s", "-hold", "500ms",
+		"-grace", "5s", "-users-file", users, "-server-pid", fmt.Sprint(pid)}
+
+	for _, workers := range []string{"0", "2"} {
+		res := benchRun(t, append(common, "-authors", "2", "-followers-per-author", "10", "-workers", workers)...)
+		checkClean(t, res, 20, 40, 10)
+		if !res.Floor {
+			t.Errorf("workers %s: result not marked as the floor", workers)
+		}
+		if got := res.Frames.ByType["status"]; got != 40*10 {
+			t.Errorf("workers %s: status frames = %d, want exactly %d", workers, got, 40*10)
+		}
+		if res.Posts.Publishes != 40*10 || res.Posts.Subscribers != 40*10 {
+			t.Errorf("workers %s: %d publishes, %d receipts; want %d each (one instance)", workers, res.Posts.Publishes, res.Posts.Subscribers, 40*10)
+		}
+		if v, ok := counterGrowth(res.Metrics, "chorus_frames_sent_total"); !ok || v < 40*10 {
+			t.Errorf("workers %s: server frames sent +%v (reported %v), want %d at least", workers, v, ok, 40*10)
+		}
+		logTableOnFailure(t, res)
+	}
+
+	// No status was written: the deployment never gave a status id.
+	rdb := redistest.ClientOf(t, redisURL)
+	if keys := redistest.Keys(t, rdb, prefix+"status:*"); len(keys) != 0 {
+		t.Errorf("status keys after floor runs: %v, want none", keys)
 	}
 }

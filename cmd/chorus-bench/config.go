@@ -52,6 +52,11 @@ type config struct {
 	MaxInFlight        int           // posts awaiting their answer
 	MaxTime            time.Duration // the whole run
 
+	// The floor (-floor): posts are PUBLISHes on the deployment's Redis.
+	Floor     bool
+	RedisURL  string // the deployment's Redis
+	KeyPrefix string // the deployment's -key-prefix
+
 	// The reconnect storm (-storm): Conns are the movers, on URLs[0].
 	Storm           bool
 	Observers       int           // users on the other URLs, friends of movers
@@ -107,6 +112,10 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.DialTimeout, "dial-timeout", 30*time.Second, "limit for one connection to get its ready frame")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 256, "posts awaiting their answer before the schedule waits")
 	fs.DurationVar(&c.MaxTime, "max-time", time.Hour, "limit of the whole run")
+	fs.BoolVar(&c.Floor, "floor", false, "measure the floor: the same users, follows and streams, but each post is one pipeline of PUBLISHes "+
+		"of a status frame on its author's followers' channels, straight on the deployment's Redis (-redis-url), with no social writes")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "floor: the deployment's Redis, redis://[:password@]host:port/db (one Redis; a cluster is not supported)")
+	fs.StringVar(&c.KeyPrefix, "key-prefix", "chorus:", "floor: the deployment's -key-prefix, which its channel names start with")
 	fs.BoolVar(&c.Storm, "storm", false, "run a reconnect storm instead of posting: -conns movers on the first -url, -observers on the others; "+
 		"kill the first instance (-storm-kill-pid), move its users to the others and count the presence frames their friends get")
 	fs.IntVar(&c.Observers, "observers", 100, "storm: users connected to the other URLs, each a friend of some movers")
@@ -197,7 +206,18 @@ func (c *config) validate() error {
 		return usagef("-dial-timeout and -max-time must be positive")
 	}
 	if c.Storm {
+		if c.Floor {
+			return usagef("-floor and -storm cannot go together")
+		}
 		return c.validateStorm()
+	}
+	if c.Floor {
+		if c.RedisURL == "" {
+			return usagef("-floor needs -redis-url: the deployment's Redis")
+		}
+		if _, err := parseFloorRedis(c.RedisURL); err != nil {
+			return err
+		}
 	}
 	return nil
 }

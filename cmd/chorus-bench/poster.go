@@ -15,18 +15,36 @@ type postSchedule struct {
 	Answered []int64       // nanoseconds from send to answer, sorted later
 }
 
-// runPosts posts cfg.postCount() statuses at cfg.Rate, author after author
-// and instance after instance, each message carrying its marker. A post
-// waits when cfg.MaxInFlight posts await their answers. The record of each
-// post has its send time, taken just before the request.
-func runPosts(ctx context.Context, api *apiClient, cfg *config, authors []benchUser, runID string, log *slog.Logger) ([]postRecord, postSchedule) {
+// poster sends post number k of the run as author a, its message carrying
+// the run's marker, and returns the status id it got.
+type poster func(ctx context.Context, k, a int) (int64, error)
+
+// apiPoster posts through POST /statuses, instance after instance.
+func apiPoster(api *apiClient, cfg *config, authors []benchUser, runID string) poster {
+	return func(ctx context.Context, k, a int) (int64, error) {
+		var out struct {
+			Status struct {
+				ID int64 `json:"id"`
+			} `json:"status"`
+		}
+		body := map[string]string{"message": marker(runID, k)}
+		err := api.do(ctx, http.MethodPost, cfg.URLs[k%len(cfg.URLs)], "/api/v1/statuses", authors[a].Token, body, &out)
+		return out.Status.ID, err
+	}
+}
+
+// runPosts makes cfg.postCount() posts through post at cfg.Rate, author
+// after author. A post waits when cfg.MaxInFlight posts await their
+// answers. The record of each post has its send time, taken just before
+// post is called.
+func runPosts(ctx context.Context, cfg *config, authors int, post poster, log *slog.Logger) ([]postRecord, postSchedule) {
 	n := cfg.postCount()
 	recs := make([]postRecord, n)
 	var sched postSchedule
 	if n == 0 {
 		return recs, sched
 	}
-	log.Info("posting", "posts", n, "rate", cfg.Rate, "authors", len(authors))
+	log.Info("posting", "posts", n, "rate", cfg.Rate, "authors", authors, "floor", cfg.Floor)
 	sem := make(chan struct{}, cfg.MaxInFlight)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -49,21 +67,14 @@ func runPosts(ctx context.Context, api *apiClient, cfg *config, authors []benchU
 			break
 		}
 		sched.MaxLag = max(sched.MaxLag, time.Since(due))
-		a := k % len(authors)
+		a := k % authors
 		wg.Go(func() {
 			defer func() { <-sem }()
-			var out struct {
-				Status struct {
-					ID int64 `json:"id"`
-				} `json:"status"`
-			}
 			rec := &recs[k]
 			rec.Author = a
-			body := map[string]string{"message": marker(runID, k)}
 			rec.Sent = time.Now().UnixNano()
-			rec.Err = api.do(ctx, http.MethodPost, cfg.URLs[k%len(cfg.URLs)], "/api/v1/statuses", authors[a].Token, body, &out)
+			rec.StatusID, rec.Err = post(ctx, k, a)
 			rec.Answered = time.Now().UnixNano()
-			rec.StatusID = out.Status.ID
 		})
 	}
 	wg.Wait()

@@ -19,6 +19,9 @@ type Result struct {
 	Started time.Time `json:"started"`
 	URLs    []string  `json:"urls"`
 	Params  Params    `json:"params"`
+	// Floor is a -floor run: each post was PUBLISHes of a made-up status
+	// frame on the followers' channels, not POST /statuses.
+	Floor bool `json:"floor,omitempty"`
 
 	Users struct {
 		Total          int     `json:"total"`
@@ -56,7 +59,12 @@ type Result struct {
 		Seconds       float64  `json:"seconds"`
 		AchievedRate  float64  `json:"achieved_rate"`
 		MaxLagMS      float64  `json:"max_schedule_lag_ms"`
-		AnswerLatency Latency  `json:"answer_latency"` // POST /statuses round trip
+		AnswerLatency Latency  `json:"answer_latency"` // POST /statuses round trip; a floor's PUBLISH pipeline
+		// A floor's PUBLISH commands, and their replies summed: how many
+		// instance subscriptions got them (0: nobody listens on those
+		// channels; is -key-prefix the deployment's?).
+		Publishes   int64 `json:"publishes,omitempty"`
+		Subscribers int64 `json:"publish_receivers,omitempty"`
 		LostExamples  []string `json:"lost_examples,omitempty"`
 	} `json:"posts"`
 
@@ -227,14 +235,24 @@ func writeTable(w io.Writer, r *Result) error {
 	if r.Posts.FirstError != "" {
 		row("  first error", "%s", r.Posts.FirstError)
 	}
-	row("POST answer", "%s", r.Posts.AnswerLatency)
+	if r.Floor {
+		row("mode", "FLOOR: each post was one pipeline of PUBLISHes of a made-up status frame on its followers' channels, no POST, no social writes")
+		row("PUBLISH answer", "%s", r.Posts.AnswerLatency)
+		row("publishes", "%d PUBLISH commands, %d receipts by instances' subscriptions", r.Posts.Publishes, r.Posts.Subscribers)
+	} else {
+		row("POST answer", "%s", r.Posts.AnswerLatency)
+	}
 	d := r.Deliveries
 	row("deliveries", "%d expected, %d delivered, %d lost (%d on dropped conns), %d duplicated", d.Expected, d.Delivered, d.Lost, d.LostOnClosed, d.Duplicated)
 	row("  other", "%d early (follower ready after the post), %d unexpected, %d foreign statuses", d.Early, d.Unexpected, d.Foreign)
 	for _, e := range r.Posts.LostExamples {
 		row("  lost", "%s", e)
 	}
-	row("post→delivery", "%s", r.Latency)
+	if r.Floor {
+		row("floor post→delivery", "%s", r.Latency)
+	} else {
+		row("post→delivery", "%s", r.Latency)
+	}
 	for _, m := range r.Memory {
 		row("server RSS", "pid %d: %s before, %s idle, %s after posts", m.PID, kib(m.BeforeKiB), kib(m.IdleKiB), kib(m.AfterKiB))
 	}

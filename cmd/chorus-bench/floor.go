@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"chorus/bus"
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// floorBaseID is the status id of a floor run's first post. Real ids count
+// up from 1, so the made-up ones never meet one, and each is new to every
+// stream's once-per-id memory.
+const floorBaseID = 1 << 40
+
+// floorTarget is the deployment's Redis, which a floor run publishes on
+// directly.
+type floorTarget struct {
+	rdb *redis.Client
+	bus *bus.Bus
+
+	publishes   atomic.Int64 // PUBLISH commands sent
+	subscribers atomic.Int64 // their replies summed: the instances that got each
+}
+
+// parseFloorRedis reads -redis-url for a floor run. Only one Redis is
+// supported: a cluster's streams would need SPUBLISH through a cluster
+// client, which the bus does, but which this tool does not set up.
+func parseFloorRedis(raw string) (*redis.Options, error) {
+	if scheme, _, _ := strings.Cut(raw, "://"); strings.HasSuffix(scheme, "+cluster") {
+		return nil, usagef("-redis-url: a Redis Cluster is not supported by -floor, only one Redis (redis:// or rediss://)")
+	}
+	opt, err := redis.ParseURL(raw)
+	if err != nil {
+		return nil, usagef("-redis-url: %v", err)
+	}
+	return opt, nil
+}
+
+// openFloor connects to the deployment's Redis and checks that it answers.
+func openFloor(ctx context.Context, cfg *config) (*floorTarget, error) {
+	opt, err := parseFloorRedis(cfg.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	opt.PoolSize = max(opt.PoolSize, min(cfg.MaxInFlight, 64))
+	rdb := redis.NewClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("floor: redis at %s: %w", opt.Addr, err)
+	}
+	return &floorTarget{rdb: rdb, bus: bus.New(rdb, cfg.KeyPrefix)}, nil
+}
+
+func (f *floorTarget) close() { _ = f.rdb.Close() }
+
+// poster makes each post one pipeline of PUBLISH commands, a status frame
+// shaped as the server's on the channel of each follower of its author,
+// with a made-up id and no write to the deployment's data. The answer is
+// the pipeline's reply.
+func (f *floorTarget) poster(authors []benchUser, g graph, followers []benchUser, runID string) poster {
+	return func(ctx context.Context, k, a int) (int64, error) {
+		id := int64(floorBaseID + k)
+		frame, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: protocol.Status{
+			ID: id, UID: authors[a].ID, Login: authors[a].Login, Message: marker(runID, k),
+			Posted: time.Now().UTC().Truncate(time.Millisecond), Mentions: []protocol.Mention{},
+		}})
+		if err != nil {
+			return 0, fmt.Errorf("floor frame: %w", err)
+		}
+		fs := g.followers[a]
+		cmds := make([]*redis.IntCmd, len(fs))
+		pipe := f.rdb.Pipeline()
+		for i, conn := range fs {
+			cmds[i] = f.bus.Queue(ctx, pipe, f.bus.UserChannel(followers[conn].ID), frame)
+		}
+		_, err = pipe.Exec(ctx)
+		f.publishes.Add(int64(len(fs)))
+		for _, c := range cmds {
+			f.subscribers.Add(c.Val())
+		}
+		if err != nil {
+			return id, fmt.Errorf("floor publish of post %d: %w", k, err)
+		}
+		return id, nil
+	}
+}
