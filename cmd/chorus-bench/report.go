@@ -52,20 +52,20 @@ type Result struct {
 	} `json:"frames"`
 
 	Posts struct {
-		Planned       int      `json:"planned"`
-		Sent          int      `json:"sent"`
-		Failed        int      `json:"failed"`
-		FirstError    string   `json:"first_error,omitempty"`
-		Seconds       float64  `json:"seconds"`
-		AchievedRate  float64  `json:"achieved_rate"`
-		MaxLagMS      float64  `json:"max_schedule_lag_ms"`
-		AnswerLatency Latency  `json:"answer_latency"` // POST /statuses round trip; a floor's PUBLISH pipeline
+		Planned       int     `json:"planned"`
+		Sent          int     `json:"sent"`
+		Failed        int     `json:"failed"`
+		FirstError    string  `json:"first_error,omitempty"`
+		Seconds       float64 `json:"seconds"`
+		AchievedRate  float64 `json:"achieved_rate"`
+		MaxLagMS      float64 `json:"max_schedule_lag_ms"`
+		AnswerLatency Latency `json:"answer_latency"` // POST /statuses round trip; a floor's PUBLISH pipeline
 		// A floor's PUBLISH commands, and their replies summed: how many
 		// instance subscriptions got them (0: nobody listens on those
 		// channels; is -key-prefix the deployment's?).
-		Publishes   int64 `json:"publishes,omitempty"`
-		Subscribers int64 `json:"publish_receivers,omitempty"`
-		LostExamples  []string `json:"lost_examples,omitempty"`
+		Publishes    int64    `json:"publishes,omitempty"`
+		Subscribers  int64    `json:"publish_receivers,omitempty"`
+		LostExamples []string `json:"lost_examples,omitempty"`
 	} `json:"posts"`
 
 	Deliveries struct {
