@@ -22,8 +22,8 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	res.Floor = cfg.Floor
 	api := newAPIClient(cfg.MaxInFlight + cfg.SignupConcurrency + cfg.FollowConcurrency)
 	defer api.close()
-	var floor *floorTarget
-	if cfg.Floor {
+	var floor *floorTarget // the deployment's Redis, when -redis-url names it
+	if cfg.RedisURL != "" {
 		f, err := openFloor(ctx, &cfg)
 		if err != nil {
 			return res, err
@@ -87,10 +87,11 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 
 	scrapeAll(ctx, api, res.Metrics, func(m *InstanceMetrics) *map[string]float64 { return &m.Idle })
 	res.MetricsPerConn = perConn(res.Metrics, idleHeld)
+	redisCPUBefore := floor.cpu(ctx)
 
 	// Posts, then a grace period for the last deliveries.
 	post := apiPoster(api, &cfg, users[:cfg.Authors], res.RunID)
-	if floor != nil {
+	if cfg.Floor {
 		post = floor.poster(users[:cfg.Authors], g, users[cfg.Authors:], res.RunID)
 	}
 	posts, sched := runPosts(ctx, &cfg, cfg.Authors, post, log)
@@ -102,6 +103,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		_ = sleep(ctx, 100*time.Millisecond)
 	}
 	res.Conns.HeldAtEnd = col.heldAt(time.Now().UnixNano())
+	redisCPUAfter := floor.cpu(ctx)
 	for i := range res.Memory {
 		if res.Memory[i].AfterKiB, err = readRSS(res.Memory[i].PID); err != nil {
 			return res, err
@@ -110,9 +112,10 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	scrapeAll(ctx, api, res.Metrics, func(m *InstanceMetrics) *map[string]float64 { return &m.After })
 	stopErr := hs.stop(30 * time.Second)
 	fill(res, col, posts, sched, g, idleHeld)
-	if floor != nil {
+	if cfg.Floor {
 		res.Posts.Publishes, res.Posts.Subscribers = floor.publishes.Load(), floor.subscribers.Load()
 	}
+	res.CPU = cpuFigures(res.Metrics, redisCPUBefore, redisCPUAfter, res.Deliveries.Delivered)
 	return res, shardsDone(hs, col, stopErr)
 }
 

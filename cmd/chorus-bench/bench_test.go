@@ -369,6 +369,9 @@ func TestFloorAgainstServer(t *testing.T) {
 		if v, ok := counterGrowth(res.Metrics, "chorus_frames_sent_total"); !ok || v < 40*10 {
 			t.Errorf("workers %s: server frames sent +%v (reported %v), want %d at least", workers, v, ok, 40*10)
 		}
+		if c := res.CPU; c == nil || c.ServerSeconds < 0 || c.RedisSeconds < 0 {
+			t.Errorf("workers %s: cpu = %+v, want the server's and Redis's", workers, c)
+		}
 		logTableOnFailure(t, res)
 	}
 

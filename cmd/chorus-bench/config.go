@@ -114,7 +114,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.MaxTime, "max-time", time.Hour, "limit of the whole run")
 	fs.BoolVar(&c.Floor, "floor", false, "measure the floor: the same users, follows and streams, but each post is one pipeline of PUBLISHes "+
 		"of a status frame on its author's followers' channels, straight on the deployment's Redis (-redis-url), with no social writes")
-	fs.StringVar(&c.RedisURL, "redis-url", "", "floor: the deployment's Redis, redis://[:password@]host:port/db (one Redis; a cluster is not supported)")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "the deployment's Redis, redis://[:password@]host:port/db (one Redis; a cluster is not supported): "+
+		"-floor publishes on it, and any run reports its CPU")
 	fs.StringVar(&c.KeyPrefix, "key-prefix", "chorus:", "floor: the deployment's -key-prefix, which its channel names start with")
 	fs.BoolVar(&c.Storm, "storm", false, "run a reconnect storm instead of posting: -conns movers on the first -url, -observers on the others; "+
 		"kill the first instance (-storm-kill-pid), move its users to the others and count the presence frames their friends get")
@@ -211,10 +212,10 @@ func (c *config) validate() error {
 		}
 		return c.validateStorm()
 	}
-	if c.Floor {
-		if c.RedisURL == "" {
-			return usagef("-floor needs -redis-url: the deployment's Redis")
-		}
+	if c.Floor && c.RedisURL == "" {
+		return usagef("-floor needs -redis-url: the deployment's Redis")
+	}
+	if c.RedisURL != "" {
 		if _, err := parseFloorRedis(c.RedisURL); err != nil {
 			return err
 		}

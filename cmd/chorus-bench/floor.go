@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,8 +20,8 @@ import (
 // stream's once-per-id memory.
 const floorBaseID = 1 << 40
 
-// floorTarget is the deployment's Redis, which a floor run publishes on
-// directly.
+// floorTarget is the deployment's Redis: a floor run publishes on it
+// directly, and any run given -redis-url reads its CPU.
 type floorTarget struct {
 	rdb *redis.Client
 	bus *bus.Bus
@@ -92,4 +93,63 @@ func (f *floorTarget) poster(authors []benchUser, g graph, followers []benchUser
 		}
 		return id, nil
 	}
+}
+
+// cpu is the CPU seconds Redis has used, system and user, from INFO cpu;
+// -1 when f is nil or Redis does not tell.
+func (f *floorTarget) cpu(ctx context.Context) float64 {
+	if f == nil {
+		return -1
+	}
+	info, err := f.rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return -1
+	}
+	var sum float64
+	found := 0
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (k != "used_cpu_sys" && k != "used_cpu_user") {
+			continue
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return -1
+		}
+		sum += x
+		found++
+	}
+	if found != 2 {
+		return -1
+	}
+	return sum
+}
+
+// cpuFigures takes the instances' CPU from idle to after the posts and
+// Redis's from before to after (-1: unknown) over delivered frames; nil
+// when neither is known.
+func cpuFigures(ms []InstanceMetrics, redisBefore, redisAfter float64, delivered int) *CPUFigures {
+	c := &CPUFigures{ServerSeconds: -1, RedisSeconds: -1, ServerPerDelivery: -1, RedisPerDelivery: -1}
+	for _, m := range ms {
+		a, okA := m.After["process_cpu_seconds_total"]
+		b, okB := m.Idle["process_cpu_seconds_total"]
+		if okA && okB {
+			c.ServerSeconds = max(c.ServerSeconds, 0) + a - b
+		}
+	}
+	if redisBefore >= 0 && redisAfter >= 0 {
+		c.RedisSeconds = redisAfter - redisBefore
+	}
+	if c.ServerSeconds < 0 && c.RedisSeconds < 0 {
+		return nil
+	}
+	if delivered > 0 {
+		if c.ServerSeconds >= 0 {
+			c.ServerPerDelivery = c.ServerSeconds / float64(delivered) * 1e6
+		}
+		if c.RedisSeconds >= 0 {
+			c.RedisPerDelivery = c.RedisSeconds / float64(delivered) * 1e6
+		}
+	}
+	return c
 }

@@ -22,6 +22,7 @@ var scrapedMetrics = []string{
 	"go_memstats_stack_inuse_bytes",
 	"go_memstats_sys_bytes",
 	"process_resident_memory_bytes",
+	"process_cpu_seconds_total",
 	"chorus_connections_open",
 	"chorus_frames_sent_total",
 	"chorus_frames_dropped_total",

@@ -81,6 +81,8 @@ type Result struct {
 
 	Latency Latency `json:"latency"` // post sent to status frame received
 
+	CPU *CPUFigures `json:"cpu,omitempty"` // from idle to after the posts
+
 	Memory []ServerMemory `json:"server_memory,omitempty"`
 	// MemoryPerConnKiB is the growth of the servers' RSS from before
 	// connecting to idle with every connection held, over those held.
@@ -121,6 +123,17 @@ type Latency struct {
 	P99     float64 `json:"p99_ms"`
 	Max     float64 `json:"max_ms"`
 	Mean    float64 `json:"mean_ms"`
+}
+
+// CPUFigures are the CPU the instances (their /metrics'
+// process_cpu_seconds_total) and Redis (INFO cpu, with -redis-url) spent
+// from idle, every connection held, to after the posts and the grace
+// period, and that over the deliveries. A figure not reported is -1.
+type CPUFigures struct {
+	ServerSeconds     float64 `json:"server_seconds"`
+	RedisSeconds      float64 `json:"redis_seconds"`
+	ServerPerDelivery float64 `json:"server_us_per_delivery"`
+	RedisPerDelivery  float64 `json:"redis_us_per_delivery"`
 }
 
 // ServerMemory is the RSS of one server process at three moments.
@@ -253,6 +266,9 @@ func writeTable(w io.Writer, r *Result) error {
 	} else {
 		row("post→delivery", "%s", r.Latency)
 	}
+	if c := r.CPU; c != nil {
+		row("CPU", "server %s, Redis %s (idle to after posts)", cpuText(c.ServerSeconds, c.ServerPerDelivery), cpuText(c.RedisSeconds, c.RedisPerDelivery))
+	}
 	for _, m := range r.Memory {
 		row("server RSS", "pid %d: %s before, %s idle, %s after posts", m.PID, kib(m.BeforeKiB), kib(m.IdleKiB), kib(m.AfterKiB))
 	}
@@ -275,6 +291,14 @@ func (l Latency) String() string {
 		return "no samples"
 	}
 	return fmt.Sprintf("p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms, mean %.2f ms (%d samples)", l.P50, l.P95, l.P99, l.Max, l.Mean, l.Samples)
+}
+
+// cpuText is seconds of CPU and µs per delivery, or "not reported".
+func cpuText(seconds, perDelivery float64) string {
+	if seconds < 0 {
+		return "not reported"
+	}
+	return fmt.Sprintf("%.2f s = %.1f µs per delivery", seconds, perDelivery)
 }
 
 func kib(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/1024) }
