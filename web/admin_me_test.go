@@ -3,6 +3,7 @@ package web_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"testing"
 
 	"chorus/social"
@@ -62,5 +63,27 @@ func TestOwnUserSaysAdmin(t *testing.T) {
 				t.Errorf("the profile of %s says admin %q to %q", login, got, viewer.login)
 			}
 		}
+	}
+}
+
+// A report on an account still reads whole once the account is suspended:
+// the admins see who it was about and the statuses reported, hidden from
+// everyone else, so that they can resolve it knowing what it was.
+func TestReportOfSuspendedAccount(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{Admins: []string{"root"}}).start()
+	root, bob, carol := in.signUp(t, "root"), in.signUp(t, "bob"), in.signUp(t, "carol")
+	rude := bob.post("rude words")
+	carol.must(http.StatusCreated, "POST", "/api/v1/reports",
+		map[string]any{"login": "bob", "status_ids": []int64{rude.ID}, "reason": "rude"}, nil)
+	root.must(http.StatusNoContent, "PUT", "/api/v1/admin/suspensions/bob", nil, nil)
+	if res := carol.do("GET", "/api/v1/statuses/"+strconv.FormatInt(rude.ID, 10), nil); res.Status != http.StatusNotFound {
+		t.Fatalf("the suspended account's status answers %d to others, want 404", res.Status)
+	}
+	var page struct{ Reports []reportJSON }
+	root.must(http.StatusOK, "GET", "/api/v1/admin/reports", nil, &page)
+	if len(page.Reports) != 1 || page.Reports[0].Account.Login != "bob" || page.Reports[0].Reporter.Login != "carol" ||
+		len(page.Reports[0].Statuses) != 1 || page.Reports[0].Statuses[0].Message != "rude words" {
+		t.Fatalf("the report after the suspension reads %+v, want bob's, with his status", page.Reports)
 	}
 }

@@ -16,6 +16,7 @@ import { statusView } from './statuspage.js';
 import { searchView } from './search.js';
 import { listsView, listView } from './lists.js';
 import { Session } from './session.js';
+import { adminView } from './admin.js';
 
 const main = document.getElementById('main');
 const aside = document.getElementById('sidebar');
@@ -52,6 +53,7 @@ const PAGES = {
   search: () => searchView(ctx),
   lists: () => listsView(ctx),
   list: (r) => listView(ctx, r.id),
+  admin: () => adminView(ctx),
   notfound: () => notFoundView(),
 };
 

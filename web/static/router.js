@@ -15,6 +15,7 @@ const ROUTES = [
   { name: 'search', pattern: /^\/search$/ },
   { name: 'lists', pattern: /^\/lists$/ },
   { name: 'list', pattern: /^\/lists\/([1-9][0-9]*)$/, keys: ['id'] },
+  { name: 'admin', pattern: /^\/admin$/ },
 ];
 
 /** parseRoute turns a path ("/u/ada") into {name, path, ...params}; unknown paths are "notfound". */
