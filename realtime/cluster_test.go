@@ -168,6 +168,10 @@ func (f *memFeed) LastStatusID(context.Context) (int64, error) {
 	return f.lastID, nil
 }
 
+func (f *memFeed) Originals(_ context.Context, sts []social.Status) ([]social.Status, error) {
+	return sts, nil // it holds no reposts
+}
+
 // homeIDs is the ids of uid's home timeline, oldest first.
 func (f *memFeed) homeIDs(uid int64) []int64 {
 	f.mu.Lock()

@@ -438,6 +438,12 @@ func (c *conn) sendSkipped() bool {
 		}
 		before = *page.NextBefore
 	}
+	ctx, cancel := context.WithTimeout(c.life, resumeReadTimeout)
+	skipped, err := c.hub.feed.Originals(ctx, skipped)
+	cancel()
+	if err != nil {
+		return c.resumeFailed(err)
+	}
 	for _, st := range slices.Backward(skipped) {
 		if !c.sendOnce(st.ID, statusFrameJSON(st)) {
 			return false
@@ -471,11 +477,15 @@ func (c *conn) sendTimeline(after int64) bool {
 		after = c.timeline.skip(after)
 		ctx, cancel := context.WithTimeout(c.life, resumeReadTimeout)
 		page, err := c.hub.feed.HomeTimeline(ctx, c.uid, social.Cursor{Limit: timelinePage, After: after, Forward: true})
+		var sts []social.Status
+		if err == nil {
+			sts, err = c.hub.feed.Originals(ctx, page.Statuses)
+		}
 		cancel()
 		if err != nil {
 			return c.resumeFailed(err)
 		}
-		for _, st := range page.Statuses {
+		for _, st := range sts {
 			if c.timeline.has(st.ID) {
 				continue
 			}

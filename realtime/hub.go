@@ -40,6 +40,9 @@ type Feed interface {
 	PulledAuthors(ctx context.Context, uid int64) ([]int64, error)
 	SessionOwners(ctx context.Context, sessionIDs []string) ([]int64, error)
 	LastStatusID(ctx context.Context) (int64, error)
+	// Originals fills in repost entries' originals, as live frames carry
+	// them.
+	Originals(ctx context.Context, sts []social.Status) ([]social.Status, error)
 }
 
 // Presence is what the hub tells of connections, and asks of friends.

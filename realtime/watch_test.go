@@ -64,6 +64,15 @@ func TestGlobalWatch(t *testing.T) {
 
 	// After an unwatch nothing comes; the other watcher keeps the channel.
 	ws.send(unwatch)
+	// An unwatch has no answer: wait until the hub has taken it in.
+	testio.Eventually(t, 10*time.Second, func() string {
+		other.hub.mu.RLock()
+		defer other.hub.mu.RUnlock()
+		if n := len(other.hub.watchers); n != 1 {
+			return fmt.Sprintf("the hub holds %d watchers after one unwatched, want 1", n)
+		}
+		return ""
+	})
 	st = e.post(poster, "after the unwatch")
 	if got := describe(e.routed(watcher, ws)); len(got) != 0 {
 		t.Errorf("after its unwatch, the stream got %q, want nothing", got)

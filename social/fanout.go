@@ -135,7 +135,7 @@ func (s *Service) activeFollowers(ctx context.Context, members []string, answere
 
 // pushStatus adds status sid to the home timelines of push (trimmed one time
 // in trimEvery; a repost entry of repostOf only where neither its original
-// nor another repost of it is, see queueHomeAdd), checks that the status
+// nor another repost of it is, see homeAdds), checks that the status
 // still exists and each of them still follows author, takes it out again
 // where not, and sends the live frame to those connected whose home it
 // newly reached.
@@ -146,16 +146,16 @@ func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, p
 	k := s.keys
 	homes := make([]string, len(push))
 	added := make([]*redis.IntCmd, len(push))
-	pipe := s.rdb.Pipeline()
+	adds := s.newHomeAdds(s.rdb.Pipeline(), sid, repostOf)
 	for i, m := range push {
 		uid, _ := strconv.ParseInt(m, 10, 64)
 		homes[i] = k.home(uid)
-		added[i] = s.queueHomeAdd(ctx, pipe, uid, sid, repostOf)
+		added[i] = adds.add(ctx, uid)
 	}
-	if err := s.execHomeAdds(ctx, pipe, added); err != nil {
+	if err := adds.exec(ctx); err != nil {
 		return err
 	}
-	pipe = s.rdb.Pipeline()
+	pipe := s.rdb.Pipeline()
 	exists := pipe.Exists(ctx, k.status(sid))
 	follows := pipe.ZMScore(ctx, k.followers(author), push...)
 	if _, err := pipe.Exec(ctx); err != nil {

@@ -33,6 +33,10 @@ func TestQueuedJobHashesKeepTheirLayout(t *testing.T) {
 			map[string]string{"kind": "delete", "uid": "7", "sid": "9", "cursor": "0", "payload": payload}},
 		{job{kind: jobListDelete, uid: uid, sid: sid, payload: payload}, inputsPending,
 			map[string]string{"kind": "list_delete", "uid": "7", "sid": "9", "cursor": "0", "payload": payload}},
+		{job{kind: jobDropReactions, uid: uid, sid: sid, payload: payload}, inputsPending,
+			map[string]string{"kind": "drop_reactions", "uid": "7", "sid": "9", "cursor": "0", "payload": payload}},
+		{job{kind: jobDropReactions, uid: uid, sid: sid + 1, payload: payload, of: sid}, inputsPending,
+			map[string]string{"kind": "drop_reactions", "uid": "7", "sid": "10", "cursor": "0", "payload": payload, "of": "9"}},
 		{job{kind: jobPromote, uid: uid}, inputsWritten,
 			map[string]string{"kind": "promote", "uid": "7", "cursor": "0", "ready": "1"}},
 		{job{kind: jobRefill, uid: uid, floor: "+inf"}, inputsWritten,
@@ -68,7 +72,7 @@ func TestQueuedJobHashesKeepTheirLayout(t *testing.T) {
 				t.Errorf("hash = %v, want %v", got, tc.want)
 			}
 			if j := parseJob(key, got); j.kind != tc.j.kind || j.uid != tc.j.uid || j.sid != tc.j.sid ||
-				j.payload != tc.j.payload || j.floor != tc.j.floor || j.ready != (tc.inputs == inputsWritten) {
+				j.payload != tc.j.payload || j.floor != tc.j.floor || j.ready != (tc.inputs == inputsWritten) || j.of != tc.j.of {
 				t.Errorf("parsed back = %+v, want %+v", j, tc.j)
 			}
 		})

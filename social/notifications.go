@@ -171,7 +171,7 @@ func (s *Service) resolve(ctx context.Context, viewer int64, recs []record) (map
 	}
 	users := make(map[int64]User, len(userCmds))
 	for id, c := range userCmds {
-		if u, ok := parseUser(c.Val()); ok {
+		if u, ok := parseUser(c.Val()); ok && !u.Suspended {
 			users[id] = u
 		}
 	}

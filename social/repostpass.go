@@ -31,8 +31,8 @@ func (s *Service) queueDropReactions(ctx context.Context, pipe redis.Pipeliner, 
 // back (if it still names the entry) and the reposted notification, and
 // ends. For a status, each pass takes up to FanoutPassSize of its reposts
 // out, every entry deleted as DeleteStatus deletes one (with its own
-// cleanup jobs, queued ready), then up to FanoutPassSize of its likes out
-// of the likers' liked sets, and ends when both sets are empty. A pass
+// cleanup jobs, queued ready), then, up to FanoutPassSize in all, its
+// likes out of the likers' liked sets, and ends at a short page. A pass
 // takes out what it did from the status's sets last, so a pass run twice
 // finds and does it again, which changes nothing. A like or a repost
 // written after the status was deleted takes itself back (see Like,
@@ -76,14 +76,18 @@ func (s *Service) dropReactionsPass(ctx context.Context, j job) (passResult, err
 		if err := s.dropReposts(ctx, sid, reposts); err != nil {
 			return passResult{}, err
 		}
-		return passResult{next: next, reached: int64(len(reposts))}, nil
 	}
-	likers, err := s.rdb.ZRange(ctx, k.likes(sid), 0, n-1).Result()
+	left := n - int64(len(reposts))
+	if left == 0 {
+		return passResult{next: next, reached: n}, nil
+	}
+	likers, err := s.rdb.ZRange(ctx, k.likes(sid), 0, left-1).Result()
 	if err != nil {
 		return passResult{}, err
 	}
+	reached := int64(len(reposts) + len(likers))
 	if len(likers) == 0 {
-		return passResult{finished: true}, nil
+		return passResult{finished: true, reached: reached}, nil
 	}
 	pipe := s.rdb.Pipeline()
 	for _, m := range likers {
@@ -97,7 +101,8 @@ func (s *Service) dropReactionsPass(ctx context.Context, j job) (passResult, err
 	if err := s.rdb.ZRem(ctx, k.likes(sid), anys(likers)...).Err(); err != nil {
 		return passResult{}, err
 	}
-	return passResult{next: next, reached: int64(len(likers))}, nil
+	// A full page may have left more; a short one took the last.
+	return passResult{finished: int64(len(likers)) < left, next: next, reached: reached}, nil
 }
 
 // dropReposts deletes the repost entries of deleted status orig in page

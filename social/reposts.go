@@ -200,59 +200,117 @@ func (s *Service) Unrepost(ctx context.Context, uid, id int64) (Status, error) {
 	return orig, nil
 }
 
-// queueHomeAdd queues on pipe the adding of status sid to uid's home
-// timeline (trimmed one time in trimEvery), as a post job pushes it: a
-// repost entry (repostOf, its original, not 0) by push_repost.lua, which
-// leaves out one whose original, or another repost of it, is there. The
-// command's value is 1 when it added sid. Run the pipeline with
-// execHomeAdds.
-func (s *Service) queueHomeAdd(ctx context.Context, pipe redis.Pipeliner, uid, sid, repostOf int64) *redis.IntCmd {
-	k := s.keys
-	trim := (sid+uid)%trimEvery == 0
-	if repostOf == 0 {
-		added := pipe.ZAdd(ctx, k.home(uid), redis.Z{Score: float64(sid), Member: sid})
+// homeAdds adds one status to a page of home timelines, as a post job
+// pushes it: a post by ZADD (trimmed one time in trimEvery), a repost
+// entry by push_repost.lua, which leaves out a home that holds its
+// original or another repost of it. On one Redis the script runs once for
+// the whole page; on a cluster, where a script's keys share a slot, once a
+// follower. Queue the adds with add, then run the pipeline with exec.
+type homeAdds struct {
+	s             *Service
+	pipe          redis.Pipeliner
+	sid, repostOf int64
+
+	// The page's script call, on one Redis: its keys, its trim flags, and
+	// the adds' commands, filled from its answer.
+	keys  []string
+	flags []byte
+	cmds  []*redis.IntCmd
+
+	calls []scriptCall // the script's calls queued on pipe
+}
+
+// scriptCall is one call of push_repost.lua and the adds it answers for.
+type scriptCall struct {
+	call *redis.IntSliceCmd
+	adds []*redis.IntCmd
+}
+
+// newHomeAdds starts adding status sid (a repost entry of repostOf, or 0
+// for a post) on pipe.
+func (s *Service) newHomeAdds(pipe redis.Pipeliner, sid, repostOf int64) *homeAdds {
+	return &homeAdds{s: s, pipe: pipe, sid: sid, repostOf: repostOf}
+}
+
+// add queues the adding of the status to uid's home timeline. Once exec
+// ran, the command's value is 1 when it added the status.
+func (h *homeAdds) add(ctx context.Context, uid int64) *redis.IntCmd {
+	k := h.s.keys
+	trim := (h.sid+uid)%trimEvery == 0
+	if h.repostOf == 0 {
+		added := h.pipe.ZAdd(ctx, k.home(uid), redis.Z{Score: float64(h.sid), Member: h.sid})
 		if trim {
-			pipe.ZRemRangeByRank(ctx, k.home(uid), 0, int64(-s.opts.HomeSize-1))
+			h.pipe.ZRemRangeByRank(ctx, k.home(uid), 0, int64(-h.s.opts.HomeSize-1))
 		}
 		return added
 	}
-	flag := "0"
+	flag := byte('0')
 	if trim {
-		flag = "1"
+		flag = '1'
 	}
-	// EVALSHA: a page of followers sends the script's hash, not its text,
-	// once each; execHomeAdds loads it where Redis lacks it.
-	cmd := redis.NewIntCmd(ctx, "evalsha", pushRepostScript.Hash(), 2, k.home(uid), k.homeReposts(uid),
-		sid, repostOf, s.opts.HomeSize, flag)
-	_ = pipe.Process(ctx, cmd)
+	cmd := redis.NewIntCmd(ctx)
+	if k.cluster {
+		h.queueCall(ctx, []string{k.home(uid), k.homeReposts(uid)}, []byte{flag}, []*redis.IntCmd{cmd})
+		return cmd
+	}
+	h.keys = append(h.keys, k.home(uid), k.homeReposts(uid))
+	h.flags = append(h.flags, flag)
+	h.cmds = append(h.cmds, cmd)
 	return cmd
 }
 
-// execHomeAdds runs pipe, which holds adds (queueHomeAdd): an EVALSHA that
-// Redis answered NOSCRIPT ran nothing, so it is sent again once the script
-// is loaded (on every shard of a cluster).
-func (s *Service) execHomeAdds(ctx context.Context, pipe redis.Pipeliner, adds []*redis.IntCmd) error {
-	cmds, err := pipe.Exec(ctx)
-	if err == nil {
-		return nil
+// queueCall queues a call of push_repost.lua on keys, for adds: an
+// EVALSHA, so that a page sends the script's hash, not its text (exec
+// loads it where Redis lacks it).
+func (h *homeAdds) queueCall(ctx context.Context, keys []string, flags []byte, adds []*redis.IntCmd) {
+	args := []any{"evalsha", pushRepostScript.Hash(), len(keys)}
+	for _, key := range keys {
+		args = append(args, key)
 	}
-	for _, c := range cmds {
-		if e := c.Err(); e != nil && !redis.HasErrorPrefix(e, "NOSCRIPT") {
-			return e
+	args = append(args, h.sid, h.repostOf, h.s.opts.HomeSize, string(flags))
+	call := redis.NewIntSliceCmd(ctx, args...)
+	_ = h.pipe.Process(ctx, call)
+	h.calls = append(h.calls, scriptCall{call: call, adds: adds})
+}
+
+// exec runs the pipeline. A script call that Redis answered NOSCRIPT ran
+// nothing, so it is sent again once the script is loaded (on every shard
+// of a cluster).
+func (h *homeAdds) exec(ctx context.Context) error {
+	if len(h.keys) > 0 {
+		h.queueCall(ctx, h.keys, h.flags, h.cmds)
+	}
+	cmds, err := h.pipe.Exec(ctx)
+	if err != nil {
+		for _, c := range cmds {
+			if e := c.Err(); e != nil && !redis.HasErrorPrefix(e, "NOSCRIPT") {
+				return e
+			}
+		}
+		if err := pushRepostScript.Load(ctx, h.s.rdb).Err(); err != nil {
+			return err
+		}
+		again := h.s.rdb.Pipeline()
+		for _, c := range cmds {
+			if c.Err() != nil {
+				c.SetErr(nil)
+				_ = again.Process(ctx, c)
+			}
+		}
+		if _, err := again.Exec(ctx); err != nil {
+			return err
 		}
 	}
-	if err := pushRepostScript.Load(ctx, s.rdb).Err(); err != nil {
-		return err
-	}
-	again := s.rdb.Pipeline()
-	for _, c := range adds {
-		if c.Err() != nil && redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			c.SetErr(nil)
-			_ = again.Process(ctx, c)
+	for _, c := range h.calls {
+		added := c.call.Val()
+		if len(added) != len(c.adds) {
+			return fmt.Errorf("push repost %d: %d answers for %d homes", h.sid, len(added), len(c.adds))
+		}
+		for i, cmd := range c.adds {
+			cmd.SetVal(added[i])
 		}
 	}
-	_, err = again.Exec(ctx)
-	return err
+	return nil
 }
 
 // repostOf is the id of the original st reposts, 0 for a post.
@@ -261,4 +319,36 @@ func repostOf(st Status) int64 {
 		return 0
 	}
 	return st.RepostOf.ID
+}
+
+// Originals fills in the original of each repost entry of sts, in one
+// round trip when there is one (none otherwise), leaving out entries whose
+// original is gone, as Decorate does, without counts: what a stream's
+// catch-up sends, as the live frames carry it.
+func (s *Service) Originals(ctx context.Context, sts []Status) ([]Status, error) {
+	reads := make([]*redis.SliceCmd, len(sts))
+	pipe := s.rdb.Pipeline()
+	for i, st := range sts {
+		if st.RepostOf != nil {
+			reads[i] = pipe.HMGet(ctx, s.keys.status(st.RepostOf.ID), statusFields...)
+		}
+	}
+	if pipe.Len() == 0 {
+		return sts, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("originals of reposts: %w", err)
+	}
+	out := make([]Status, 0, len(sts))
+	for i, st := range sts {
+		if reads[i] != nil {
+			orig, ok := parseStatus(reads[i].Val())
+			if !ok || orig.RepostOf != nil {
+				continue
+			}
+			st.RepostOf = &orig
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }

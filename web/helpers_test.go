@@ -226,6 +226,8 @@ type statusJSON struct {
 	Name    string    `json:"name"`
 	Message string    `json:"message"`
 	Posted  time.Time `json:"posted"`
+	// RepostOf is a repost entry's original.
+	RepostOf *statusJSON `json:"repost_of"`
 }
 
 type pageJSON struct {
