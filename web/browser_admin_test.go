@@ -183,3 +183,30 @@ func TestBrowserModerationNotForOthers(t *testing.T) {
 	v.waitVisible(testID("visitor"))
 	v.waitUntil("no moderation page for a visitor", stepTimeout, noAdmin)
 }
+
+// Under -registrations approval, the sign-ups waiting show on /admin, each
+// with Approve: approving one lets it sign in, takes it off the list, says
+// so in the audit log and leaves focus on the part's heading, none being
+// left.
+func TestBrowserModerationApprovals(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{Registrations: social.RegistrationsApproval, Admins: []string{"root"}}).start()
+	anon := in.anon(t)
+	newbie := map[string]string{"login": "newbie", "name": "New Person", "password": "kettle-drum-43"}
+	anon.must(http.StatusAccepted, "POST", "/api/v1/users", newbie, nil)
+
+	br := newBrowser(t)
+	r := br.newTab(t, "root", in.srv.URL)
+	r.signUpUI("root", "Root Admin", "kettle-drum-42") // an admin is never held
+	r.goTo("/admin")
+	approve := testID("approvals", ` [data-login="newbie"] `) + testID("approval-approve")
+	r.waitVisible(approve)
+	if got := eval[string](r, `document.querySelector(`+js(approve)+`).getAttribute('aria-label')`); got != "Approve @newbie" {
+		t.Errorf("the Approve button is named %q", got)
+	}
+	r.click(approve)
+	r.waitUntil("no sign-up waiting", stepTimeout, `document.querySelector('[data-testid="approvals-note"]')?.textContent === 'No sign-up is waiting.' ? '' : 'note: ' + document.querySelector('[data-testid="approvals-note"]')?.textContent`)
+	r.waitUntil("the approval in the audit log", stepTimeout, auditSays("approve newbie"))
+	r.waitUntil("focus on the approvals' heading", stepTimeout, `document.activeElement?.id === 'approvals-heading' ? '' : 'focus on ' + document.activeElement?.outerHTML.slice(0, 80)`)
+	anon.must(http.StatusOK, "POST", "/api/v1/sessions", map[string]string{"login": "newbie", "password": "kettle-drum-43"}, nil)
+}
