@@ -189,6 +189,11 @@ const (
 	TypePullAdded = "pull_added"
 	// TypePullRemoved: the user stopped following Author.
 	TypePullRemoved = "pull_removed"
+	// TypeHiddenChanged tells the instances holding a user's streams that
+	// whose statuses the user may not see changed (a block or a mute, made
+	// or taken back, by the user or of them): the streams that watch the
+	// global timeline read it again.
+	TypeHiddenChanged = "hidden_changed"
 	// TypeAccountSuspended closes every stream of the user, on every
 	// instance: an admin suspended the account.
 	TypeAccountSuspended = "account_suspended"

@@ -45,6 +45,8 @@ type UserView struct {
 	*Presence
 	YouFollow  *bool `json:"you_follow,omitempty"`
 	FollowsYou *bool `json:"follows_you,omitempty"`
+	Blocking   *bool `json:"blocking,omitempty"` // the signed-in viewer blocks them
+	Muting     *bool `json:"muting,omitempty"`   // the signed-in viewer mutes them
 }
 
 // OnlineFriend is one item of a user's online friends: in the ready frame

@@ -34,6 +34,12 @@ type outgoing struct {
 	resume   bool  // send the home timeline after `after`, oldest first
 	catchUp  bool  // send what the stream may have missed (catchUp)
 	after    int64
+	// author is a global_status frame's: the frame is left out when the
+	// stream's user may not see them (hidden). reloadHidden reads hidden
+	// again. Both go through the queue, so a frame is judged by the
+	// hidden set of its place in the order of events.
+	author       int64
+	reloadHidden bool
 }
 
 // conn is one live WebSocket. Its queue is filled by the router without
@@ -74,8 +80,9 @@ type conn struct {
 
 	// Owned by the writer.
 	sent     sentIDs
-	timeline sentRange // home-timeline ids sent in full by resumes
-	newest   int64     // the newest status sent, or resumed after: where a catch-up reads on from
+	timeline sentRange      // home-timeline ids sent in full by resumes
+	newest   int64          // the newest status sent, or resumed after: where a catch-up reads on from
+	hidden   map[int64]bool // the authors the user may not see, read when the stream watches the global timeline (watch.go)
 	// floor is the newest status id the client holds or that was given
 	// before the stream opened (read as it opened, see Hub.open), or the
 	// newest a resume named. A catch-up sends nothing at or under it.
@@ -379,6 +386,10 @@ func (c *conn) drain() {
 				ok = c.sendTimeline(o.after)
 			case o.catchUp:
 				ok = c.catchUp()
+			case o.reloadHidden:
+				ok = c.loadHidden()
+			case o.author != 0 && c.hidden[o.author]:
+				ok = true
 			default:
 				ok = c.sendOnce(o.statusID, o.frame)
 			}

@@ -43,6 +43,7 @@ type Feed interface {
 	// Originals fills in repost entries' originals, as live frames carry
 	// them.
 	Originals(ctx context.Context, sts []social.Status) ([]social.Status, error)
+	HiddenAuthors(ctx context.Context, uid int64) ([]int64, error)
 }
 
 // Presence is what the hub tells of connections, and asks of friends.
@@ -370,6 +371,9 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		return
 	}
 	switch ev.Type {
+	case protocol.TypeHiddenChanged:
+		h.hiddenChanged(u)
+		return
 	case protocol.TypeSessionEnded:
 		why := closeSignedOut
 		if ev.Ended {

@@ -1,5 +1,7 @@
 package realtime
 
+import "encoding/json"
+
 // Streams that watch the global timeline get its new statuses and their
 // deletions (global_status, global_status_deleted), which social publishes
 // once each on the global channel. The instance subscribes to that channel
@@ -23,6 +25,10 @@ func (h *Hub) watch(c *conn, on bool) {
 	_, was := h.watchers[c]
 	switch {
 	case on:
+		if !was {
+			// Before any of the channel's frames: they are judged by it.
+			c.enqueue(outgoing{reloadHidden: true})
+		}
 		h.watchers[c] = struct{}{}
 		if _, lost := h.lost[h.global]; h.live[h.global] && !lost {
 			c.enqueue(outgoing{frame: watchingGlobalFrame})
@@ -47,11 +53,57 @@ func (h *Hub) watchConfirmed() {
 	}
 }
 
-// forwardGlobal sends a message of the global channel to every watcher.
+// forwardGlobal sends a message of the global channel to every watcher;
+// each watcher's writer leaves out a status whose author its user may not
+// see (a block either way, a mute: see loadHidden).
 func (h *Hub) forwardGlobal(payload []byte) {
+	var msg struct {
+		Status *struct {
+			UID int64 `json:"uid"`
+		} `json:"status"`
+	}
+	// A message that does not parse goes as it came, as it did before
+	// authors were read: it names none.
+	if json.Unmarshal(payload, &msg) != nil || msg.Status == nil {
+		msg.Status = &struct {
+			UID int64 `json:"uid"`
+		}{}
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for c := range h.watchers {
-		c.enqueue(outgoing{frame: payload})
+		c.enqueue(outgoing{frame: payload, author: msg.Status.UID})
 	}
+}
+
+// hiddenChanged has each of u's streams that watch the global timeline read
+// again whom the user may not see (a hidden_changed message). Called with
+// h.mu held.
+func (h *Hub) hiddenChanged(u *local) {
+	for c := range u.conns {
+		if _, ok := h.watchers[c]; ok {
+			c.enqueue(outgoing{reloadHidden: true})
+		}
+	}
+}
+
+// loadHidden reads the authors c's user may not see into c.hidden. Run by
+// c's writer, in queue order. A failed read keeps what was read before
+// (nothing, for a first read): the stream stays up, and the next change
+// reads again.
+func (c *conn) loadHidden() bool {
+	ids, err := c.hub.feed.HiddenAuthors(c.life, c.uid)
+	if err != nil {
+		if c.life.Err() != nil {
+			return false
+		}
+		c.hub.log.Warn("could not read whom a stream's user may not see", "uid", c.uid, "err", err)
+		return true
+	}
+	hidden := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		hidden[id] = true
+	}
+	c.hidden = hidden
+	return true
 }

@@ -13,7 +13,10 @@ import (
 // original's) reply, like and repost counts and, for viewer (0: no one
 // signed in), whether the viewer liked and reposted it. A repost whose
 // original is gone is left out: the original's deletion is taking its
-// reposts out (see dropReactionsPass).
+// reposts out (see dropReactionsPass). So is every status viewer may not
+// see (visibility.go): its author's, or a repost's original's author's,
+// asked in the same round trip (a second, only for the authors of reposts'
+// originals not on the page).
 //
 // The counts are the cardinalities of the sets the writes add to and take
 // from, so they are exact whatever the writes raced.
@@ -29,6 +32,15 @@ func (s *Service) Decorate(ctx context.Context, viewer int64, sts []Status) ([]S
 	}
 	rs := make([]reads, len(sts))
 	pipe := s.rdb.Pipeline()
+	asked := map[int64]bool{}
+	var authors []int64
+	for _, st := range sts {
+		if !asked[st.UID] {
+			asked[st.UID] = true
+			authors = append(authors, st.UID)
+		}
+	}
+	hid := s.queueHidden(ctx, pipe, viewer, authors)
 	for i, st := range sts {
 		t := st.ID
 		if st.RepostOf != nil {
@@ -62,6 +74,45 @@ func (s *Service) Decorate(ctx context.Context, viewer int64, sts []Status) ([]S
 		if viewer != 0 {
 			liked, reposted := r.liked.Err() == nil, r.reposted.Err() == nil
 			target.Liked, target.Reposted = &liked, &reposted
+		}
+		out = append(out, st)
+	}
+	return s.leaveOutHidden(ctx, viewer, out, hid.set(), asked)
+}
+
+// leaveOutHidden leaves out of sts those viewer may not see: hidden holds
+// the hidden among the authors asked already; the authors of reposts'
+// originals not asked are asked now.
+func (s *Service) leaveOutHidden(ctx context.Context, viewer int64, sts []Status, hidden map[int64]bool, asked map[int64]bool) ([]Status, error) {
+	if viewer == 0 {
+		return sts, nil
+	}
+	var more []int64
+	for _, st := range sts {
+		if o := st.RepostOf; o != nil && !asked[o.UID] {
+			asked[o.UID] = true
+			more = append(more, o.UID)
+		}
+	}
+	if len(more) > 0 {
+		h, err := s.hidden(ctx, viewer, more)
+		if err != nil {
+			return nil, fmt.Errorf("decorate statuses: %w", err)
+		}
+		for id := range h {
+			if hidden == nil {
+				hidden = map[int64]bool{}
+			}
+			hidden[id] = true
+		}
+	}
+	if len(hidden) == 0 {
+		return sts, nil
+	}
+	out := sts[:0]
+	for _, st := range sts {
+		if hidden[st.UID] || (st.RepostOf != nil && hidden[st.RepostOf.UID]) {
+			continue
 		}
 		out = append(out, st)
 	}

@@ -21,6 +21,10 @@ var (
 	ErrTooManyLists       = fmt.Errorf("a user may own at most %d lists", MaxListsPerUser)
 	ErrListFull           = fmt.Errorf("a list may hold at most %d members", MaxListMembers)
 	ErrNotFollowing       = errors.New("only accounts the owner follows can be put in their lists")
+	ErrSelfBlock          = errors.New("cannot block or mute yourself")
+	ErrBlocked            = errors.New("one of the two blocks the other")
+	ErrTooManyBlocks      = fmt.Errorf("a user may block at most %d accounts", MaxBlocks)
+	ErrTooManyMutes       = fmt.Errorf("a user may mute at most %d accounts", MaxMutes)
 
 	ErrRegistrationsClosed = errors.New("registrations are closed")
 	ErrApprovalPending     = errors.New("the account waits for an admin's approval")

@@ -88,8 +88,32 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 		if err := s.opts.Befriended(ctx, uid, other); err != nil {
 			s.opts.Logger.WarnContext(ctx, "could not announce a friendship", "uid", uid, "friend", other, "err", err)
 		}
+		s.recheckFriendship(ctx, uid, other)
 	}
 	return followee, made, err
+}
+
+// recheckFriendship reads, after a new friendship was announced, whether it
+// still stands, and announces its end when not: an unfollow or a block
+// that ended it between the follow and the announcement published its
+// friend_removed before the announcement's presence frames, which would
+// otherwise be the last word each stream got about the other. Whatever
+// ends it after this read publishes its own friend_removed after.
+func (s *Service) recheckFriendship(ctx context.Context, uid, other int64) {
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	mine := pipe.ZScore(ctx, k.friends(uid), itoa(other))
+	theirs := pipe.ZScore(ctx, k.friends(other), itoa(uid))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		s.opts.Logger.WarnContext(ctx, "could not check a friendship again", "uid", uid, "friend", other, "err", err)
+		return
+	}
+	if mine.Err() == nil && theirs.Err() == nil {
+		return
+	}
+	if err := s.announceFriendshipEnded(ctx, uid, other); err != nil {
+		s.opts.Logger.WarnContext(ctx, "could not announce the end of a friendship", "uid", uid, "friend", other, "err", err)
+	}
 }
 
 func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends bool, err error) {
@@ -117,13 +141,16 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 
 	// 1. The follower's side.
 	res, err := followFollowerScript.Run(ctx, s.rdb,
-		[]string{k.following(uid), k.followers(uid), k.friends(uid), k.user(uid)},
+		[]string{k.following(uid), k.followers(uid), k.friends(uid), k.user(uid), k.blocks(uid), k.blockedBy(uid)},
 		other, seq.Val(), note.now).Slice()
 	if err != nil {
 		return false, err
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return false, fmt.Errorf("follower side answered %v", res)
+	}
+	if refused, _ := res[3].(int64); refused == 1 {
+		return false, ErrBlocked
 	}
 	score, _ := res[0].(string)
 	made, _ := res[2].(int64)

@@ -3,17 +3,23 @@
 -- again changes nothing), the following count with it, and the friends set
 -- when the followee follows back. Friendship is read from the two sets of
 -- this slot, so whichever side of two crossing follows runs second here
--- sees both.
+-- sees both. A followee the follower blocks, or who blocks the follower,
+-- is refused (block.go): both sets are in this slot.
 --
 -- KEYS[1] the follower's following set
 -- KEYS[2] the follower's followers set
 -- KEYS[3] the follower's friends set
 -- KEYS[4] the follower's user hash
+-- KEYS[5] whom the follower blocks
+-- KEYS[6] who blocks the follower
 -- ARGV[1] followee uid
 -- ARGV[2] follow score (a follow sequence number) for a new follow
 -- ARGV[3] now, unix ms (friend-since score)
 -- Returns {the follow's score, 1 when this added the follow, 1 when this
--- made the two friends}.
+-- made the two friends, 0}, or {"", 0, 0, 1} when a block refuses it.
+if redis.call('ZSCORE', KEYS[5], ARGV[1]) or redis.call('ZSCORE', KEYS[6], ARGV[1]) then
+  return {'', 0, 0, 1}
+end
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local added = 0
 if not score then
@@ -26,4 +32,4 @@ local made = 0
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
   made = redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[1])
 end
-return {score, added, made}
+return {score, added, made, 0}

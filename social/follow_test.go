@@ -311,7 +311,7 @@ func TestFollowCutShortIsCompletedByRetry(t *testing.T) {
 	seedUser(t, s, rdb, bob, "bob", "password-bob")
 	sub := listen(t, s, rdb, s.UserChannel(bob))
 	if err := followFollowerScript.Run(ctx, rdb,
-		[]string{k.following(ada), k.followers(ada), k.friends(ada), k.user(ada)}, bob, 7, 1).Err(); err != nil {
+		[]string{k.following(ada), k.followers(ada), k.friends(ada), k.user(ada), k.blocks(ada), k.blockedBy(ada)}, bob, 7, 1).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if n := rdb.ZCard(ctx, k.followers(bob)).Val(); n != 0 {
@@ -375,7 +375,7 @@ func TestFollowAndUnfollowRacingAgree(t *testing.T) {
 
 	// The follow's followee step comes after a whole unfollow.
 	res, err := followFollowerScript.Run(ctx, rdb,
-		[]string{k.following(ada), k.followers(ada), k.friends(ada), k.user(ada)}, bob, 7, note.now).Slice()
+		[]string{k.following(ada), k.followers(ada), k.friends(ada), k.user(ada), k.blocks(ada), k.blockedBy(ada)}, bob, 7, note.now).Slice()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,9 +153,13 @@ func (k keys) noteCauses(uid int64) string { return k.prefix + "notes:cause:" + 
 func (k keys) noteSeq(uid int64) string    { return k.prefix + "notes:seq:" + k.u(uid) }
 func (k keys) notesRead(uid int64) string  { return k.prefix + "notes:read:" + k.u(uid) }
 
-// mutes:<uid> and blocks:<uid> are whom uid mutes and blocks (uid -> ms).
-func (k keys) mutes(uid int64) string  { return k.prefix + "mutes:" + k.u(uid) }
-func (k keys) blocks(uid int64) string { return k.prefix + "blocks:" + k.u(uid) }
+// mutes:<uid> and blocks:<uid> are whom uid mutes and blocks (uid -> ms);
+// blocked_by:<uid> who blocks uid (uid -> ms), the reverse of blocks kept
+// in uid's slot, so that a script of uid's (a follow) and a read for uid
+// ask both ways in one slot.
+func (k keys) mutes(uid int64) string     { return k.prefix + "mutes:" + k.u(uid) }
+func (k keys) blocks(uid int64) string    { return k.prefix + "blocks:" + k.u(uid) }
+func (k keys) blockedBy(uid int64) string { return k.prefix + "blocked_by:" + k.u(uid) }
 
 // Reports, all in one slot ("{reports}" on a cluster), so that a script
 // files or resolves one at once: reports:seq the ids, report:<id> a

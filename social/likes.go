@@ -69,6 +69,9 @@ func (s *Service) likeTarget(ctx context.Context, uid, id int64) (Status, protoc
 // cardinality, so it is exact whatever the likes raced.
 func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	st, from, err := s.likeTarget(ctx, uid, id)
+	if err == nil {
+		err = s.refuseBlocked(ctx, uid, st.UID)
+	}
 	if err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}

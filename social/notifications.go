@@ -149,7 +149,8 @@ func (s *Service) records(ctx context.Context, uid int64, ids []int64) ([]record
 
 // resolve reads the senders and the statuses of recs in one round trip,
 // then decorates the statuses for viewer (their counts, and whether the
-// viewer liked or reposted them) in another. Those that do not exist are
+// viewer liked or reposted them) in another. Those that do not exist, and
+// senders (and their statuses) the viewer may not see (visibility.go), are
 // not in the maps.
 func (s *Service) resolve(ctx context.Context, viewer int64, recs []record) (map[int64]User, map[int64]Status, error) {
 	k := s.keys
@@ -157,21 +158,25 @@ func (s *Service) resolve(ctx context.Context, viewer int64, recs []record) (map
 	userCmds := map[int64]*redis.SliceCmd{}
 	statusCmds := map[int64]*redis.SliceCmd{}
 	var order []int64 // the statuses in the order first met, so that Decorate's pipeline is built the same way each time
+	var senders []int64
 	for _, r := range recs {
 		if _, ok := userCmds[r.from]; !ok {
 			userCmds[r.from] = pipe.HMGet(ctx, k.user(r.from), userFields...)
+			senders = append(senders, r.from)
 		}
 		if _, ok := statusCmds[r.sid]; !ok && r.sid != 0 {
 			statusCmds[r.sid] = pipe.HMGet(ctx, k.status(r.sid), statusFields...)
 			order = append(order, r.sid)
 		}
 	}
+	hid := s.queueHidden(ctx, pipe, viewer, senders)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, nil, err
 	}
+	hidden := hid.set()
 	users := make(map[int64]User, len(userCmds))
 	for id, c := range userCmds {
-		if u, ok := parseUser(c.Val()); ok && !u.Suspended {
+		if u, ok := parseUser(c.Val()); ok && !u.Suspended && !hidden[id] {
 			users[id] = u
 		}
 	}

@@ -47,14 +47,21 @@ func (s *Service) userList(ctx context.Context, key string, p Page) ([]User, err
 }
 
 // Relation is how one user stands to another: whether each follows the
-// other. Friends follow each other.
+// other, and whether the asking user blocks or mutes them or is blocked by
+// them. Friends follow each other.
 type Relation struct {
 	YouFollow  bool // the asking user follows them
 	FollowsYou bool // they follow the asking user
+	Blocking   bool // the asking user blocks them
+	BlockedBy  bool // they block the asking user
+	Muting     bool // the asking user mutes them
 }
 
-// Friends reports whether the two follow each other.
-func (r Relation) Friends() bool { return r.YouFollow && r.FollowsYou }
+// Friends reports whether the two follow each other, and neither blocks
+// the other (a block ends the follows: see block.go).
+func (r Relation) Friends() bool {
+	return r.YouFollow && r.FollowsYou && !r.Blocking && !r.BlockedBy
+}
 
 // Relations reports how uid stands to each of ids, in one round trip.
 func (s *Service) Relations(ctx context.Context, uid int64, ids []int64) ([]Relation, error) {
@@ -69,13 +76,19 @@ func (s *Service) Relations(ctx context.Context, uid int64, ids []int64) ([]Rela
 	pipe := s.rdb.Pipeline()
 	following := pipe.ZMScore(ctx, s.keys.following(uid), members...)
 	followers := pipe.ZMScore(ctx, s.keys.followers(uid), members...)
+	hid := s.queueHidden(ctx, pipe, uid, ids)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("relations of %d to %d users: %w", uid, len(ids), err)
 	}
-	// Follow scores come from a sequence and are never 0; a missing member
-	// reads 0.
+	// Follow scores come from a sequence and are never 0, block and mute
+	// scores are times; a missing member reads 0.
 	for i := range ids {
 		out[i] = Relation{YouFollow: following.Val()[i] != 0, FollowsYou: followers.Val()[i] != 0}
+		if hid.blocks != nil {
+			out[i].Blocking = hid.blocks.Val()[i] != 0
+			out[i].BlockedBy = hid.blockedBy.Val()[i] != 0
+			out[i].Muting = hid.mutes.Val()[i] != 0
+		}
 	}
 	return out, nil
 }

@@ -46,6 +46,9 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("repost %d: %w", id, err)
 	}
+	if err := s.refuseBlocked(ctx, uid, orig.UID); err != nil {
+		return Status{}, fmt.Errorf("repost %d: %w", id, err)
+	}
 	k := s.keys
 	pipe := s.rdb.Pipeline()
 	author := pipe.HMGet(ctx, k.user(uid), "login", "name")

@@ -118,6 +118,7 @@ type searchCandidate struct {
 	followed  bool    // the searcher follows them
 	followers float64 // their follower count
 	exact     bool    // one of their terms is the query, not only starts with it
+	blocked   bool    // the viewer blocks them or they block the viewer: left out
 	order     int     // where their first entry lay in the window
 }
 
@@ -126,7 +127,8 @@ type searchCandidate struct {
 // for a visitor). Each user is listed once, ranked by what an attacker
 // cannot make cheaply, before the limit is applied: the user whose login is
 // q, then those viewer follows, then by follower count, then those with a
-// term that is q itself, then in the order of the matched text. Its Redis
+// term that is q itself, then in the order of the matched text; those
+// viewer blocks or who block viewer are left out. Its Redis
 // work is bounded: three round trips, reading searchWindow index entries,
 // two scores for each user they name, and the users listed.
 func (s *Service) SearchUsers(ctx context.Context, viewer int64, q string, limit int) ([]User, error) {
@@ -176,6 +178,7 @@ func (s *Service) SearchUsers(ctx context.Context, viewer int64, q string, limit
 	if err := s.scoreCandidates(ctx, viewer, cands); err != nil {
 		return nil, fmt.Errorf("search %q: %w", q, err)
 	}
+	cands = slices.DeleteFunc(cands, func(c searchCandidate) bool { return c.blocked })
 	slices.SortStableFunc(cands, func(a, b searchCandidate) int {
 		switch {
 		case a.login != b.login:
@@ -209,7 +212,8 @@ func boolFirst(has bool) int {
 }
 
 // scoreCandidates reads, in one round trip, the follower count of each
-// candidate and whether viewer follows them.
+// candidate, whether viewer follows them, and whether either blocks the
+// other.
 func (s *Service) scoreCandidates(ctx context.Context, viewer int64, cands []searchCandidate) error {
 	members := make([]string, len(cands))
 	for i, c := range cands {
@@ -220,11 +224,21 @@ func (s *Service) scoreCandidates(ctx context.Context, viewer int64, cands []sea
 	// (follow scores come from a sequence and are never 0).
 	followers := pipe.ZMScore(ctx, s.keys.popular(), members...)
 	var followed *redis.FloatSliceCmd
+	ids := make([]int64, len(cands))
+	for i, c := range cands {
+		ids[i] = c.uid
+	}
+	hid := s.queueHidden(ctx, pipe, viewer, ids)
 	if viewer > 0 {
 		followed = pipe.ZMScore(ctx, s.keys.following(viewer), members...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
+	}
+	if hid.blocks != nil {
+		for i := range cands {
+			cands[i].blocked = hid.blocks.Val()[i] != 0 || hid.blockedBy.Val()[i] != 0
+		}
 	}
 	for i, n := range followers.Val() {
 		cands[i].followers = n

@@ -122,6 +122,10 @@ func (s *Service) queuePost(ctx context.Context, uid, replyTo int64, message str
 		if answers, err = s.readParent(ctx, replyTo); err != nil {
 			return Status{}, "", "", err
 		}
+		// No reply between two of whom one blocks the other (block.go).
+		if err := s.refuseBlocked(ctx, uid, answers.ref.UID); err != nil {
+			return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
+		}
 	}
 	mentions, err := s.resolveMentions(ctx, mentionCandidates(message))
 	if err != nil {

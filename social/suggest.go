@@ -43,7 +43,8 @@ const (
 // Suggestions lists up to limit users for uid to follow: those who follow
 // uid and are not followed back, then those followed by most of the people
 // uid follows (friends of friends), then the most followed. It never
-// suggests uid or anyone uid follows.
+// suggests uid, anyone uid follows, blocks or mutes, or anyone who blocks
+// uid.
 func (s *Service) Suggestions(ctx context.Context, uid int64, limit int) ([]Suggestion, error) {
 	limit = min(max(limit, 1), MaxSuggestions)
 	k := s.keys
@@ -117,7 +118,7 @@ func (s *Service) Suggestions(ctx context.Context, uid int64, limit int) ([]Sugg
 	}
 	kept := cands[:0]
 	for i, c := range cands {
-		if rels[i].YouFollow {
+		if r := rels[i]; r.YouFollow || r.Blocking || r.BlockedBy || r.Muting {
 			continue
 		}
 		if c.reason == ReasonFollowedByFollowing {

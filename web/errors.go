@@ -125,6 +125,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(http.StatusNotFound, "report_not_found", "No such report.")
 	case errors.Is(err, social.ErrSelfFollow):
 		ae = newError(http.StatusBadRequest, "cannot_follow_self", "You cannot follow yourself.")
+	case errors.Is(err, social.ErrSelfBlock):
+		ae = newError(http.StatusBadRequest, "cannot_block_self", "You cannot block or mute yourself.")
+	case errors.Is(err, social.ErrBlocked):
+		ae = newError(http.StatusForbidden, "blocked", "You cannot do this: one of you blocks the other.")
+	case errors.Is(err, social.ErrTooManyBlocks):
+		ae = newError(http.StatusConflict, "too_many_blocks",
+			fmt.Sprintf("You block %d accounts, as many as one may; unblock one first.", social.MaxBlocks))
+	case errors.Is(err, social.ErrTooManyMutes):
+		ae = newError(http.StatusConflict, "too_many_mutes",
+			fmt.Sprintf("You mute %d accounts, as many as one may; unmute one first.", social.MaxMutes))
 	case errors.Is(err, social.ErrRegistrationsClosed):
 		ae = newError(http.StatusForbidden, "registrations_closed", "Sign-ups are closed on this site; no new accounts are being made.")
 	case errors.Is(err, social.ErrApprovalPending):

@@ -217,6 +217,8 @@ type userJSON struct {
 	LastSeen   *time.Time `json:"last_seen"`
 	YouFollow  *bool      `json:"you_follow"`
 	FollowsYou *bool      `json:"follows_you"`
+	Blocking   *bool      `json:"blocking"`
+	Muting     *bool      `json:"muting"`
 }
 
 type statusJSON struct {

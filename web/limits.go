@@ -28,6 +28,7 @@ type Limits struct {
 	PostsPerUser      redis_rate.Limit // POST /statuses per signed-in user
 	FollowsPerUser    redis_rate.Limit // PUT and DELETE /following/{login} per signed-in user
 	ListWritesPerUser redis_rate.Limit // changes to lists and their members, per signed-in user
+	BlocksPerUser     redis_rate.Limit // PUT and DELETE /blocks/{login} and /mutes/{login}, per signed-in user
 	// SearchesPerClient bounds user searches and suggestions, per signed-in
 	// user, or per client address for visitors.
 	SearchesPerClient redis_rate.Limit
@@ -57,6 +58,7 @@ type Limits struct {
 // limitCounters count the requests each limit refused, for /metrics.
 type limitCounters struct {
 	signUp, signIn, posts, follows, lists, searches, reads atomic.Int64
+	blocks                                                 atomic.Int64
 	streamOpens, streamOpensAddress                        atomic.Int64
 	reactions                                              atomic.Int64
 	deadlines                                              atomic.Int64 // requests answered 503 past their deadline
@@ -154,6 +156,13 @@ func (s *Server) listLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "list", limit: s.limits.ListWritesPerUser, refused: &s.limitStats.lists, key: byViewer,
 		message: "You are changing lists too fast.",
+	})
+}
+
+func (s *Server) blockLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "block", limit: s.limits.BlocksPerUser, refused: &s.limitStats.blocks, key: byViewer,
+		message: "You are blocking and muting too fast.",
 	})
 }
 

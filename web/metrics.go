@@ -115,6 +115,7 @@ func (m *Metrics) register(s *Server) {
 		"signin_account_failures": &sc.SignInsCeiling,
 		"read":                    &s.limitStats.reads,
 		"react":                   &s.limitStats.reactions,
+		"block":                   &s.limitStats.blocks,
 		"profile":                 &s.limitStats.profiles,
 		"report":                  &s.limitStats.reports,
 		"export":                  &s.limitStats.exports,

@@ -212,6 +212,15 @@ func (s *Server) routes() chi.Router {
 				r.Put("/lists/{id}/members/{login}", s.addListMember)
 				r.Delete("/lists/{id}/members/{login}", s.removeListMember)
 			})
+			r.With(s.readLimit()).Get("/blocks", s.blocks)
+			r.With(s.readLimit()).Get("/mutes", s.mutes)
+			r.Group(func(r chi.Router) {
+				r.Use(s.blockLimit())
+				r.Put("/blocks/{login}", s.block)
+				r.Delete("/blocks/{login}", s.unblock)
+				r.Put("/mutes/{login}", s.mute)
+				r.Delete("/mutes/{login}", s.unmute)
+			})
 		})
 	})
 	return r

@@ -160,16 +160,23 @@ func (s *Server) statusContext(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	n := len(t.Ancestors)
+	ancestor := make(map[int64]bool, len(t.Ancestors))
+	for _, a := range t.Ancestors {
+		ancestor[a.ID] = true
+	}
 	all, err := s.decorate(r, append(t.Ancestors, t.Descendants...))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	// Decorate leaves statuses in order and drops only reposts, which a
-	// thread does not hold.
+	// Decorate leaves statuses in order, leaving out those the viewer may
+	// not see (and reposts, which a thread does not hold).
+	n := 0
+	for n < len(all) && ancestor[all[n].ID] {
+		n++
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"ancestors":   all[:min(n, len(all))],
-		"descendants": all[min(n, len(all)):],
+		"ancestors":   all[:n],
+		"descendants": all[n:],
 	})
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 )
 
-// view shows u to the request's viewer: whether the viewer follows u, and,
-// to u and u's friends only, u's presence.
+// view shows u to the request's viewer: whether the viewer follows, blocks
+// or mutes u, and, to u and u's friends only (never across a block), u's
+// presence.
 func (s *Server) view(r *http.Request, u social.User) (protocol.UserView, error) {
 	views, err := s.views(r, []social.User{u})
 	if err != nil {
@@ -22,7 +23,7 @@ func (s *Server) view(r *http.Request, u social.User) (protocol.UserView, error)
 }
 
 // views shows a list of users to the request's viewer: whether the viewer
-// follows each and each follows the viewer, and presence for the viewer and
+// follows, blocks or mutes each and each follows the viewer, and presence for the viewer and
 // the viewer's friends, in two round trips whatever the length of the list.
 func (s *Server) views(r *http.Request, users []social.User) ([]protocol.UserView, error) {
 	out := make([]protocol.UserView, len(users))
@@ -47,6 +48,8 @@ func (s *Server) views(r *http.Request, users []social.User) ([]protocol.UserVie
 		if u.ID != viewer.UID {
 			out[i].YouFollow = &rels[i].YouFollow
 			out[i].FollowsYou = &rels[i].FollowsYou
+			out[i].Blocking = &rels[i].Blocking
+			out[i].Muting = &rels[i].Muting
 		}
 		if rels[i].Friends() || u.ID == viewer.UID {
 			shown = append(shown, i)

@@ -52,6 +52,7 @@ type config struct {
 	FollowLimit       redis_rate.Limit // per user
 	LikeLimit         redis_rate.Limit // per user: likes, reposts and their undoing
 	ListLimit         redis_rate.Limit // per user
+	BlockLimit        redis_rate.Limit // blocks and mutes, and taking them back, per user
 	SearchLimit       redis_rate.Limit // per user, or address for visitors
 	ReadLimit         redis_rate.Limit // per user, or address for visitors
 	ProfileLimit      redis_rate.Limit // per user
@@ -89,6 +90,7 @@ var (
 	defaultPostLimit      = redis_rate.Limit{Rate: 300, Period: 3 * time.Hour, Burst: 10}
 	defaultFollowLimit    = redis_rate.Limit{Rate: 400, Period: 24 * time.Hour, Burst: 50}
 	defaultListLimit      = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
+	defaultBlockLimit     = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
 	defaultSearchLimit    = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
 	defaultReadLimit      = redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
 	defaultProfileLimit   = redis_rate.Limit{Rate: 30, Period: time.Hour, Burst: 10}
@@ -126,7 +128,7 @@ Flags:
 func parseConfig(args []string, getenv func(string) string, help io.Writer) (config, error) {
 	c := config{
 		SignUpLimit: defaultSignUpLimit, SignInLimit: defaultSignInLimit, SignInFailures: defaultSignInFailures,
-		PostLimit: defaultPostLimit, FollowLimit: defaultFollowLimit, ListLimit: defaultListLimit, SearchLimit: defaultSearchLimit,
+		PostLimit: defaultPostLimit, FollowLimit: defaultFollowLimit, ListLimit: defaultListLimit, BlockLimit: defaultBlockLimit, SearchLimit: defaultSearchLimit,
 		StreamFrameLimit: defaultStreamFrameLimit, ResumeLimit: defaultResumeLimit,
 		StreamOpenLimit: defaultStreamOpenLimit, StreamOpenAddressLimit: defaultStreamOpenAddressLimit,
 		SignInAccount: defaultSignInAccount, ReadLimit: defaultReadLimit,
@@ -225,6 +227,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.FollowLimit, "follow-limit", "CHORUS_FOLLOW_LIMIT", "follows and unfollows per user"},
 		{&c.LikeLimit, "like-limit", "CHORUS_LIKE_LIMIT", "likes, reposts and their undoing per user"},
 		{&c.ListLimit, "list-limit", "CHORUS_LIST_LIMIT", "changes to lists and their members per user"},
+		{&c.BlockLimit, "block-limit", "CHORUS_BLOCK_LIMIT", "blocks and mutes, and taking them back, per user"},
 		{&c.SearchLimit, "search-limit", "CHORUS_SEARCH_LIMIT", "user searches and suggestions per user, or per client address for visitors"},
 		{&c.ReadLimit, "read-limit", "CHORUS_READ_LIMIT", "reads of timelines, statuses, users and lists per user, or per client address for visitors"},
 		{&c.StreamFrameLimit, "stream-frame-limit", "CHORUS_STREAM_FRAME_LIMIT", "frames a client may send on one stream, pings and pongs included; over it the stream is closed (1008)"},

@@ -140,7 +140,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			ConnStats: connStats,
 			Limits: web.Limits{
 				SignUpPerAddress: cfg.SignUpLimit, SignInPerAddress: cfg.SignInLimit,
-				PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, ReactionsPerUser: cfg.LikeLimit, ListWritesPerUser: cfg.ListLimit,
+				PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, ReactionsPerUser: cfg.LikeLimit, ListWritesPerUser: cfg.ListLimit, BlocksPerUser: cfg.BlockLimit,
 				SearchesPerClient:  cfg.SearchLimit,
 				StreamOpensPerUser: cfg.StreamOpenLimit, StreamOpensPerAddress: cfg.StreamOpenAddressLimit,
 				ReadsPerClient:      cfg.ReadLimit,

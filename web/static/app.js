@@ -5,7 +5,7 @@
 // connection indicator; its frames are dispatched by frames.js.
 
 import { api, setUnauthorizedHandler } from './api.js';
-import { h, announce, toast } from './dom.js';
+import { h, announce, toast, sameLogin } from './dom.js';
 import { startClock, refreshTimes } from './time.js';
 import { Header } from './header.js';
 import { startShortcuts } from './keys.js';
@@ -38,6 +38,7 @@ const ctx = {
   liveAgain: new Set(), // called each time the connection turns live, after a break too
   deleteStatus,
   followChanged,
+  hideAuthor,
   signedIn,
   signInLink,
 };
@@ -224,6 +225,13 @@ function removeStatus(id) {
 // followChanged: you (un)followed login on some page.
 function followChanged(login, following) {
   if (session) session.followChanged(login, following);
+}
+
+// hideAuthor: you blocked or muted login: their statuses leave every
+// timeline kept, and a block ended your follows both ways.
+function hideAuthor(login, blocked) {
+  for (const tl of ctx.timelines) tl.removeWhere((l) => sameLogin(l, login));
+  if (blocked) followChanged(login, false);
 }
 
 // deleteStatus deletes a status of yours; it rejects with the error to show.

@@ -7,6 +7,7 @@ import { profileHref } from './router.js';
 import { timeEl, parseTime } from './time.js';
 import { learnName } from './names.js';
 import { heading, statusTimeline } from './page.js';
+import { profileMenu } from './safety.js';
 
 // followState answers whether the viewer follows `login`: from `you_follow`
 // when the server sends it, else by scanning the viewer's following list.
@@ -34,6 +35,7 @@ function countLink(href, n, one, many, testid) {
 }
 
 // followButton follows and unfollows; setCounts takes the user it returns.
+// It returns the button and show(following), which sets what it says.
 function followButton(ctx, user, signal, error, setCounts, refresh) {
   let state = null; // null while unknown
   const btn = h('button', { type: 'button', class: 'btn btn-primary', disabled: true, dataset: { testid: 'follow-button' } }, 'Follow');
@@ -77,7 +79,7 @@ function followButton(ctx, user, signal, error, setCounts, refresh) {
       btn.removeAttribute('aria-busy');
     }
   });
-  return btn;
+  return { btn, show };
 }
 
 function presenceLine(user) {
@@ -102,9 +104,18 @@ function profileCard(ctx, user, signal) {
   const refresh = () => api('GET', userPath(user.login), undefined, { signal }).then((res) => setCounts(res.user), () => {});
 
   let action;
+  let more = null; // the "…" menu: mute, block
   if (self) action = h('span', { class: 'badge' }, 'This is you');
-  else if (me) action = followButton(ctx, user, signal, error, setCounts, refresh);
-  else action = ctx.signInLink('Sign in to follow', 'btn btn-primary');
+  else if (me) {
+    const follow = followButton(ctx, user, signal, error, setCounts, refresh);
+    action = follow.btn;
+    more = profileMenu(ctx, user, () => {
+      // The block ended the follows both ways.
+      user.follows_you = false;
+      follow.show(false);
+      refresh();
+    });
+  } else action = ctx.signInLink('Sign in to follow', 'btn btn-primary');
 
   const joined = parseTime(user.signup);
   const meta = [];
@@ -122,8 +133,9 @@ function profileCard(ctx, user, signal) {
         // leaves no separator dangling at the end of a line.
         h('p', { class: 'muted small profile-meta' }, meta, presence),
       ),
-      h('div', { class: 'profile-action' }, action),
+      h('div', { class: 'profile-action' }, action, more && more.open),
     ),
+    more && more.items,
     h('p', { class: 'counts' }, posts.el, followers.el, following.el),
     error,
   );

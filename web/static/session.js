@@ -7,6 +7,7 @@ import { api, query, setHealthHandler } from './api.js';
 import { sameLogin } from './dom.js';
 import { Stream } from './stream.js';
 import { Timeline } from './timeline.js';
+import { statusMenu } from './safety.js';
 import { Sidebar } from './sidebar.js';
 import { Health } from './health.js';
 import { learnName } from './names.js';
@@ -55,6 +56,7 @@ export class Session {
       empty: homeEmpty(),
       me: ctx.me,
       onDelete: ctx.deleteStatus,
+      menu: (s) => statusMenu(ctx, s),
       fetchPage: (before, signal) => api('GET', '/timelines/home' + query({ limit: 30, before }), undefined, { signal }),
       // The page and the stream race: a page read just before the stream
       // subscribed would leave a gap that the `ready` resume (sent while the

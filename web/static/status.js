@@ -54,8 +54,8 @@ function deleteControls(status, li, onDelete) {
   });
 }
 
-/** statusEl renders one status; `mine` adds Delete. */
-export function statusEl(status, { mine, onDelete }) {
+/** statusEl renders one status; `mine` adds Delete, `menu` (safety.js statusMenu) the "…" of someone else's. */
+export function statusEl(status, { mine, onDelete, menu = null }) {
   const href = profileHref(status.login);
   const li = h('li', { class: 'status', tabindex: '-1', dataset: { testid: 'status', id: String(status.id), login: status.login } });
   const del = mine && onDelete ? deleteControls(status, li, onDelete) : null;
@@ -71,10 +71,12 @@ export function statusEl(status, { mine, onDelete }) {
           nameTimeLink(h('a', { class: 'status-time', href: statusHref(status.id) }, timeEl(status.posted, { short: true }))),
         ),
         del && del.open,
+        menu && menu.open,
       ),
       h('p', { class: 'status-message', dataset: { testid: 'status-message' } }, messageNodes(String(status.message ?? ''))),
       del && del.ask,
       del && del.error,
+      menu && menu.items,
     ),
   );
   return li;

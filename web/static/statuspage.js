@@ -8,6 +8,7 @@ import { timeEl, exactTime, parseTime } from './time.js';
 import { learnName } from './names.js';
 import { heading } from './page.js';
 import { statusEl } from './status.js';
+import { statusMenu } from './safety.js';
 
 function authorCard(user) {
   return h('a', { class: 'card author-card', href: profileHref(user.login), dataset: { testid: 'status-page-author' } },
@@ -40,7 +41,7 @@ export function statusView(ctx, id) {
     shown = s;
     const me = ctx.me();
     const mine = !!me && (me.id === s.uid || sameLogin(me.login, s.login));
-    const li = statusEl(s, { mine, onDelete: ctx.deleteStatus });
+    const li = statusEl(s, { mine, onDelete: ctx.deleteStatus, menu: mine ? null : statusMenu(ctx, s) });
     const posted = parseTime(s.posted);
     const author = h('div', { class: 'author-slot' });
     body.replaceChildren(

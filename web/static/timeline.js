@@ -282,7 +282,8 @@ export class Timeline {
     if (!Number.isFinite(id) || this.byId.has(id)) return false;
     const me = this.opts.me();
     const mine = !!me && (me.id === status.uid || sameLogin(me.login, status.login));
-    const li = statusEl(status, { mine, onDelete: this.opts.onDelete });
+    const menu = !mine && this.opts.menu ? this.opts.menu(status) : null;
+    const li = statusEl(status, { mine, onDelete: this.opts.onDelete, menu });
     if (live) li.classList.add('is-new');
     let before = null;
     if (!atEnd) {

@@ -1,0 +1,250 @@
+package social
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"chorus/bus"
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed relation_add.lua
+	relationAddSource string
+	relationAddScript = redis.NewScript(relationAddSource)
+
+	//go:embed notes_drop_from.lua
+	notesDropFromSource string
+	notesDropFromScript = redis.NewScript(notesDropFromSource)
+)
+
+// Caps of a user's sets of accounts.
+const (
+	MaxBlocks = 10_000 // accounts one user may block
+	MaxMutes  = 10_000 // accounts one user may mute
+)
+
+// A block of other by uid is written in this order, every step idempotent,
+// and Block runs every step every time, so a retry finishes a block cut
+// short:
+//
+//  1. blocks:{uid} gains other (refused past MaxBlocks): where the block
+//     stands, what GET /blocks lists.
+//  2. blocked_by:{other} gains uid: the reverse, in other's slot.
+//  3. uid unfollows other and other unfollows uid, each as an Unfollow
+//     does it (lists, the followee's side, counts, the friend mirror, the
+//     walk of the home timeline, friend_removed when a friendship ends).
+//  4. uid's notifications from other go (notes_drop_from.lua), so that the
+//     unread count holds none of them; the store script refuses new ones.
+//
+// A follow's first step (follow_follower.lua) refuses, in the follower's
+// slot, a followee the follower blocks (step 1 of uid -> other) or is
+// blocked by (step 2 of other -> uid). A follow whose first step ran before
+// those was written before step 3, which takes it out again; one that runs
+// after is refused. So once Block returns neither follows the other, and no
+// follow can be written again while the block stands. A friendship such a
+// racing follow made is announced by it (Befriended) and then checked
+// again (see Follow), so the last frame each stream gets about the other
+// is the friend_removed.
+//
+// Presence is shown to friends only (presence frames, online friends, the
+// online and last_seen of user views), so ending the follows hides it both
+// ways on every instance. Reads hide each other's statuses at read time
+// (visibility.go), and the streams of both that watch the global timeline
+// are told (hidden_changed) to read again whose statuses they leave out.
+// Unblock takes steps 1 and 2 back in that order and restores nothing.
+
+// Block makes uid block the user with login (idempotent): see above.
+func (s *Service) Block(ctx context.Context, uid int64, login string) error {
+	other, err := s.relationTarget(ctx, uid, login)
+	if err != nil {
+		return err
+	}
+	if err := s.block(ctx, uid, other); err != nil {
+		return fmt.Errorf("block %d->%d: %w", uid, other, err)
+	}
+	s.announceHiddenChanged(ctx, uid, other)
+	return nil
+}
+
+func (s *Service) block(ctx context.Context, uid, other int64) error {
+	k := s.keys
+	now, err := s.now(ctx)
+	if err != nil {
+		return err
+	}
+	ms := now.UnixMilli()
+	if err := s.addRelation(ctx, k.blocks(uid), other, ms, MaxBlocks, ErrTooManyBlocks); err != nil {
+		return err
+	}
+	if err := s.rdb.ZAddNX(ctx, k.blockedBy(other), redis.Z{Score: float64(ms), Member: itoa(uid)}).Err(); err != nil {
+		return err
+	}
+	for _, p := range [2][2]int64{{uid, other}, {other, uid}} {
+		ended, err := s.unfollow(ctx, p[0], p[1])
+		if err != nil {
+			return err
+		}
+		if ended {
+			// The block stands; telling the ex-friends' streams is a
+			// courtesy that may fail, as for an unfollow.
+			if err := s.announceFriendshipEnded(ctx, p[0], p[1]); err != nil {
+				s.opts.Logger.WarnContext(ctx, "could not announce the end of a friendship", "uid", p[0], "friend", p[1], "err", err)
+			}
+		}
+	}
+	return notesDropFromScript.Run(ctx, s.rdb, []string{k.notes(uid), k.noteData(uid), k.noteCauses(uid)}, other).Err()
+}
+
+// Unblock takes back uid's block of the user with login (idempotent). It
+// restores no follow and nothing a block took out.
+func (s *Service) Unblock(ctx context.Context, uid int64, login string) error {
+	other, err := s.relationTarget(ctx, uid, login)
+	if err != nil {
+		return err
+	}
+	k := s.keys
+	if err := s.rdb.ZRem(ctx, k.blocks(uid), itoa(other)).Err(); err != nil {
+		return fmt.Errorf("unblock %d->%d: %w", uid, other, err)
+	}
+	if err := s.rdb.ZRem(ctx, k.blockedBy(other), itoa(uid)).Err(); err != nil {
+		return fmt.Errorf("unblock %d->%d: %w", uid, other, err)
+	}
+	s.announceHiddenChanged(ctx, uid, other)
+	return nil
+}
+
+// Mute makes uid mute the user with login (idempotent): their statuses and
+// notifications are hidden from uid (visibility.go). Nothing else changes
+// and they are not told.
+func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
+	other, err := s.relationTarget(ctx, uid, login)
+	if err != nil {
+		return err
+	}
+	now, err := s.now(ctx)
+	if err != nil {
+		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
+	}
+	if err := s.addRelation(ctx, s.keys.mutes(uid), other, now.UnixMilli(), MaxMutes, ErrTooManyMutes); err != nil {
+		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
+	}
+	s.announceHiddenChanged(ctx, uid)
+	return nil
+}
+
+// Unmute takes back uid's mute of the user with login (idempotent).
+func (s *Service) Unmute(ctx context.Context, uid int64, login string) error {
+	other, err := s.relationTarget(ctx, uid, login)
+	if err != nil {
+		return err
+	}
+	if err := s.rdb.ZRem(ctx, s.keys.mutes(uid), itoa(other)).Err(); err != nil {
+		return fmt.Errorf("unmute %d->%d: %w", uid, other, err)
+	}
+	s.announceHiddenChanged(ctx, uid)
+	return nil
+}
+
+// Blocks lists whom uid blocks, newest block first.
+func (s *Service) Blocks(ctx context.Context, uid int64, p Page) ([]User, error) {
+	return s.userList(ctx, s.keys.blocks(uid), p)
+}
+
+// Mutes lists whom uid mutes, newest mute first.
+func (s *Service) Mutes(ctx context.Context, uid int64, p Page) ([]User, error) {
+	return s.userList(ctx, s.keys.mutes(uid), p)
+}
+
+// HiddenAuthors returns the authors whose statuses uid may not see
+// (visibility.go): whom uid blocks and mutes (at most MaxBlocks and
+// MaxMutes) and the newest MaxBlocks of those who block uid. A stream that
+// watches the global timeline holds them, to leave their statuses out.
+func (s *Service) HiddenAuthors(ctx context.Context, uid int64) ([]int64, error) {
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	blocks := pipe.ZRange(ctx, k.blocks(uid), 0, -1)
+	mutes := pipe.ZRange(ctx, k.mutes(uid), 0, -1)
+	by := pipe.ZRevRange(ctx, k.blockedBy(uid), 0, MaxBlocks-1)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("hidden from %d: %w", uid, err)
+	}
+	var out []int64
+	for _, c := range []*redis.StringSliceCmd{blocks, mutes, by} {
+		out = append(out, parseIDs(c.Val())...)
+	}
+	return out, nil
+}
+
+// announceHiddenChanged tells the instances holding the streams of uids
+// that whom they may not see changed (hidden_changed). The change stands;
+// telling is a courtesy that may fail: a stream's watch of the global
+// timeline reads it again when it is made.
+func (s *Service) announceHiddenChanged(ctx context.Context, uids ...int64) {
+	msg, err := json.Marshal(protocol.Internal{Type: protocol.TypeHiddenChanged})
+	if err == nil {
+		msgs := make([]bus.Message, len(uids))
+		for i, uid := range uids {
+			msgs[i] = bus.Message{Channel: s.bus.UserChannel(uid), Payload: msg}
+		}
+		err = s.bus.PublishBatch(ctx, msgs)
+	}
+	if err != nil {
+		s.opts.Logger.WarnContext(ctx, "could not announce a block or mute", "uids", uids, "err", err)
+	}
+}
+
+// relationTarget resolves the login uid blocks or mutes: not uid, and a user.
+func (s *Service) relationTarget(ctx context.Context, uid int64, login string) (int64, error) {
+	other, err := s.UID(ctx, login)
+	if err != nil {
+		return 0, err
+	}
+	if other == uid {
+		return 0, ErrSelfBlock
+	}
+	return other, nil
+}
+
+// addRelation adds other to the set key (relation_add.lua), answering full
+// when the set holds most already.
+func (s *Service) addRelation(ctx context.Context, key string, other, ms int64, most int, full error) error {
+	res, err := relationAddScript.Run(ctx, s.rdb, []string{key}, other, ms, most).Int()
+	if err != nil {
+		return err
+	}
+	if res < 0 {
+		return full
+	}
+	return nil
+}
+
+// refuseBlocked answers ErrBlocked when uid blocks other or other blocks
+// uid: a reply, a like or a repost between them is refused.
+func (s *Service) refuseBlocked(ctx context.Context, uid, other int64) error {
+	blocked, err := s.blockedEither(ctx, uid, other)
+	if err != nil {
+		return err
+	}
+	if blocked {
+		return ErrBlocked
+	}
+	return nil
+}
+
+// blockedEither reports whether uid blocks other or other blocks uid, in
+// one round trip to uid's slot.
+func (s *Service) blockedEither(ctx context.Context, uid, other int64) (bool, error) {
+	pipe := s.rdb.Pipeline()
+	blocks := pipe.ZScore(ctx, s.keys.blocks(uid), itoa(other))
+	by := pipe.ZScore(ctx, s.keys.blockedBy(uid), itoa(other))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	return blocks.Err() == nil || by.Err() == nil, nil
+}

@@ -1,0 +1,244 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"chorus/protocol"
+	"chorus/social"
+	"chorus/web"
+)
+
+// A block between two friends with streams open on two instances ends the
+// friendship on both streams at once (friend_removed), and from then on
+// neither is shown the other's presence: no frame when one comes back, no
+// online friend, no online or last_seen in user views.
+func TestBlockHidesPresenceOnOpenStreams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	one, two := e.start(), e.start()
+	alice, bob := one.signUp(t, "alice"), two.signUp(t, "bob")
+	befriend(alice, bob)
+	as := one.as(alice).connect()
+	bs := two.as(bob).connect()
+	if p := as.nextOf("presence", 5*time.Second); p.login(t) != "bob" || !p.Online {
+		t.Fatalf("alice got %+v, want bob online", p)
+	}
+	if u := alice.user("bob"); u.Online == nil || !*u.Online {
+		t.Fatalf("alice sees bob as %+v before the block, want online", u)
+	}
+
+	alice.must(http.StatusNoContent, "PUT", "/api/v1/blocks/bob", nil, nil)
+	if f := as.nextOf("friend_removed", 5*time.Second); f.login(t) != "bob" {
+		t.Fatalf("alice got %+v, want bob removed", f)
+	}
+	if f := bs.nextOf("friend_removed", 5*time.Second); f.login(t) != "alice" {
+		t.Fatalf("bob got %+v, want alice removed", f)
+	}
+
+	// Bob goes and comes back, on the other instance; alice does too.
+	bs.close()
+	bs = one.as(bob).connect()
+	if len(bs.ready.OnlineFriends) != 0 {
+		t.Fatalf("bob's ready lists %+v online", bs.ready.OnlineFriends)
+	}
+	as.close()
+	as = two.as(alice).connect()
+	if len(as.ready.OnlineFriends) != 0 {
+		t.Fatalf("alice's ready lists %+v online", as.ready.OnlineFriends)
+	}
+	as.send(map[string]string{"type": "heartbeat"})
+	bs.send(map[string]string{"type": "heartbeat"})
+	as.quiet("presence", time.Second)
+	bs.quiet("presence", 100*time.Millisecond)
+
+	for _, c := range []struct {
+		viewer *client
+		login  string
+	}{{alice, "bob"}, {bob, "alice"}} {
+		u := c.viewer.user(c.login)
+		if u.Online != nil || u.LastSeen != nil {
+			t.Errorf("%s sees %s's presence: online %v, last_seen %v", c.viewer.login, c.login, u.Online, u.LastSeen)
+		}
+		var online struct{ Friends []any }
+		c.viewer.must(http.StatusOK, "GET", "/api/v1/friends/online", nil, &online)
+		if len(online.Friends) != 0 {
+			t.Errorf("%s's online friends: %+v", c.viewer.login, online.Friends)
+		}
+	}
+	if u := alice.user("bob"); u.Blocking == nil || !*u.Blocking || *u.YouFollow || *u.FollowsYou {
+		t.Errorf("alice sees bob as %+v, want blocking, no follows", u)
+	}
+	if u := bob.user("alice"); u.Blocking == nil || *u.Blocking {
+		t.Errorf("bob sees alice as %+v, want not blocking (he is told nothing)", u)
+	}
+
+	// Neither may follow the other again.
+	for _, c := range []*client{alice, bob} {
+		other := map[string]string{"alice": "bob", "bob": "alice"}[c.login]
+		if res := c.do("PUT", "/api/v1/following/"+other, nil); res.Status != http.StatusForbidden || res.errorCode(t) != "blocked" {
+			t.Errorf("%s follows %s: %d %s, want 403 blocked", c.login, other, res.Status, res.Body)
+		}
+	}
+	as.quiet("presence", 300*time.Millisecond)
+}
+
+func TestBlockAndMuteAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	in := e.start()
+	ann, bob := in.signUp(t, "ann"), in.signUp(t, "bob")
+	in.signUp(t, "cat")
+	bobs := bob.post("hello from bob")
+	for _, c := range []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{"PUT", "/api/v1/blocks/ann", http.StatusBadRequest, "cannot_block_self"},
+		{"PUT", "/api/v1/mutes/ANN", http.StatusBadRequest, "cannot_block_self"},
+		{"DELETE", "/api/v1/blocks/ann", http.StatusBadRequest, "cannot_block_self"},
+		{"PUT", "/api/v1/blocks/nobody", http.StatusNotFound, "not_found"},
+		{"DELETE", "/api/v1/mutes/nobody", http.StatusNotFound, "not_found"},
+		{"PUT", "/api/v1/blocks/no%20such", http.StatusNotFound, "not_found"},
+		{"GET", "/api/v1/blocks?limit=0", http.StatusBadRequest, "invalid_limit"},
+		{"PUT", "/api/v1/blocks/", http.StatusNotFound, "not_found"},
+	} {
+		res := ann.do(c.method, c.path, nil)
+		if res.Status != c.status || res.errorCode(t) != c.code {
+			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.path, res.Status, res.Body, c.status, c.code)
+		}
+	}
+	for _, path := range []string{"/api/v1/blocks/bob", "/api/v1/mutes/bob", "/api/v1/blocks", "/api/v1/mutes"} {
+		method := "PUT"
+		if path == "/api/v1/blocks" || path == "/api/v1/mutes" {
+			method = "GET"
+		}
+		if res := in.anon(t).do(method, path, nil); res.Status != http.StatusUnauthorized {
+			t.Errorf("%s %s unsigned: %d, want 401", method, path, res.Status)
+		}
+	}
+
+	ann.must(http.StatusNoContent, "PUT", "/api/v1/mutes/cat", nil, nil)
+	ann.must(http.StatusNoContent, "PUT", "/api/v1/mutes/cat", nil, nil)
+	ann.must(http.StatusNoContent, "PUT", "/api/v1/blocks/bob", nil, nil)
+	var page struct{ Users []userJSON }
+	ann.must(http.StatusOK, "GET", "/api/v1/blocks", nil, &page)
+	if len(page.Users) != 1 || page.Users[0].Login != "bob" || !*page.Users[0].Blocking || *page.Users[0].Muting {
+		t.Fatalf("ann's blocks: %+v, want bob, blocking", page.Users)
+	}
+	ann.must(http.StatusOK, "GET", "/api/v1/mutes", nil, &page)
+	if len(page.Users) != 1 || page.Users[0].Login != "cat" || !*page.Users[0].Muting || *page.Users[0].Blocking {
+		t.Fatalf("ann's mutes: %+v, want cat, muting", page.Users)
+	}
+
+	// A reply either way is refused; the global timeline leaves bob out
+	// for ann only.
+	if res := bob.do("POST", "/api/v1/statuses", map[string]any{"message": "hi", "reply_to": ann.post("mine").ID}); res.Status != http.StatusForbidden || res.errorCode(t) != "blocked" {
+		t.Errorf("bob replies to ann: %d %s, want 403 blocked", res.Status, res.Body)
+	}
+	if res := ann.do("POST", "/api/v1/statuses", map[string]any{"message": "hi", "reply_to": bobs.ID}); res.Status != http.StatusForbidden || res.errorCode(t) != "blocked" {
+		t.Errorf("ann replies to bob: %d %s, want 403 blocked", res.Status, res.Body)
+	}
+	for _, path := range []string{"like", "repost"} {
+		if res := ann.do("PUT", fmt.Sprintf("/api/v1/statuses/%d/%s", bobs.ID, path), nil); res.Status != http.StatusForbidden || res.errorCode(t) != "blocked" {
+			t.Errorf("ann's %s of bob's status: %d %s, want 403 blocked", path, res.Status, res.Body)
+		}
+	}
+	for _, st := range ann.timeline("/api/v1/timelines/global").Statuses {
+		if st.Login == "bob" {
+			t.Errorf("ann's global timeline shows bob's %d", st.ID)
+		}
+	}
+	if res := ann.do("GET", fmt.Sprintf("/api/v1/statuses/%d", bobs.ID), nil); res.Status != http.StatusNotFound {
+		t.Errorf("ann reads bob's status: %d, want 404", res.Status)
+	}
+	if got := ids(bob.timeline("/api/v1/timelines/global").Statuses); len(got) != 1 || got[0] != bobs.ID {
+		t.Errorf("bob's global timeline: %v, want only his own %d", got, bobs.ID)
+	}
+
+	ann.must(http.StatusNoContent, "DELETE", "/api/v1/blocks/bob", nil, nil)
+	ann.must(http.StatusNoContent, "DELETE", "/api/v1/blocks/bob", nil, nil)
+	ann.must(http.StatusNoContent, "DELETE", "/api/v1/mutes/cat", nil, nil)
+	if u := ann.user("bob"); *u.Blocking || *u.YouFollow {
+		t.Errorf("ann sees bob as %+v after unblocking, want neither blocking nor following", u)
+	}
+	ann.follow("bob")
+}
+
+func TestBlockLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{BlocksPerUser: perHour(3)}
+	in := e.start()
+	a := in.signUp(t, "churner")
+	in.signUp(t, "target")
+	a.must(http.StatusNoContent, "PUT", "/api/v1/blocks/target", nil, nil)
+	a.must(http.StatusNoContent, "DELETE", "/api/v1/blocks/target", nil, nil)
+	a.must(http.StatusNoContent, "PUT", "/api/v1/mutes/target", nil, nil)
+	refused(t, "fourth change", a.do("PUT", "/api/v1/blocks/target", nil))
+	if u := a.user("target"); *u.Blocking {
+		t.Fatalf("the refused block was written")
+	}
+}
+
+// A stream that watches the global timeline gets no status of whom its
+// user blocks, mutes or is blocked by, from the block or mute on, on
+// another instance than the one that made it; taking it back lets them
+// through again.
+func TestBlockAndMuteHideLiveGlobal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	one, two := e.start(), e.start()
+	ann, bob, cat, dan := one.signUp(t, "ann"), one.signUp(t, "bob"), one.signUp(t, "cat"), one.signUp(t, "dan")
+	ann.must(http.StatusNoContent, "PUT", "/api/v1/blocks/bob", nil, nil)
+	as, bs := two.as(ann).connect(), two.as(bob).connect()
+	for _, s := range []*stream{as, bs} {
+		s.send(map[string]string{"type": "watch", "timeline": "global"})
+		s.nextOf(protocol.TypeWatching, 10*time.Second)
+	}
+	// globalUntil returns the logins of the global statuses s gets up to
+	// the one with id last.
+	globalUntil := func(s *stream, last int64) []string {
+		t.Helper()
+		var logins []string
+		for {
+			f := s.nextOf(protocol.TypeGlobalStatus, 10*time.Second)
+			logins = append(logins, f.Status.Login)
+			if f.Status.ID == last {
+				return logins
+			}
+		}
+	}
+	check := func(stage string, s *stream, last int64, want ...string) {
+		t.Helper()
+		if got := globalUntil(s, last); !slices.Equal(got, want) {
+			t.Errorf("%s: global statuses %v, want %v", stage, got, want)
+		}
+	}
+
+	bob.post("bob, blocked by ann")
+	dan.post("dan, before the mute")
+	last := cat.post("cat").ID
+	check("ann, blocking bob", as, last, "dan", "cat")
+	ann.post("ann, who blocks bob")
+	last = cat.post("cat again").ID
+	check("bob, blocked by ann", bs, last, "bob", "dan", "cat", "cat")
+
+	// A mute made on instance one reaches ann's stream on two.
+	ann.must(http.StatusNoContent, "PUT", "/api/v1/mutes/dan", nil, nil)
+	dan.post("dan, muted")
+	last = cat.post("cat, after the mute").ID
+	check("ann, muting dan", as, last, "ann", "cat", "cat")
+
+	// Taken back: both come through again.
+	ann.must(http.StatusNoContent, "DELETE", "/api/v1/mutes/dan", nil, nil)
+	ann.must(http.StatusNoContent, "DELETE", "/api/v1/blocks/bob", nil, nil)
+	bob.post("bob, unblocked")
+	dan.post("dan, unmuted")
+	last = cat.post("cat, last").ID
+	check("ann, after unblocking and unmuting", as, last, "bob", "dan", "cat")
+}
