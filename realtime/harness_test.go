@@ -309,6 +309,13 @@ type frame struct {
 		ID int64 `json:"id"`
 	} `json:"user"`
 	Online bool `json:"online"`
+	// Notification is the notification frame's.
+	Notification *struct {
+		Type string `json:"type"`
+		From struct {
+			ID int64 `json:"id"`
+		} `json:"from"`
+	} `json:"notification"`
 }
 
 // String is the frame in short: its type and what it is about.
@@ -324,6 +331,8 @@ func (f frame) String() string {
 		return fmt.Sprintf("%s by %d you_follow=%v", f.Type, f.User.ID, *f.YouFollow)
 	case f.Type == protocol.TypeError:
 		return fmt.Sprintf("%s %s", f.Type, f.Code)
+	case f.Notification != nil:
+		return fmt.Sprintf("%s %s from %d", f.Type, f.Notification.Type, f.Notification.From.ID)
 	}
 	return f.Type
 }

@@ -16,8 +16,9 @@ import (
 
 // Each event reaches the streams of the users it is for, and no other,
 // whichever instance they are connected to: a status its author's and
-// followers', its deletion the same, a follow the followed user's, and a
-// user's coming and going their friends'.
+// followers', its deletion the same, a follow (its followed frame and its
+// notification) the followed user's, and a user's coming and going their
+// friends'.
 func TestRouting(t *testing.T) {
 	t.Parallel()
 	for _, layout := range []struct {
@@ -48,7 +49,8 @@ func TestRouting(t *testing.T) {
 			online := fmt.Sprintf("presence of %d online=true", author.id)
 			posted, deleted := fmt.Sprintf("status %d", st.ID), fmt.Sprintf("status_deleted %d", st.ID)
 			want := map[user][]string{
-				author:   {posted, deleted, fmt.Sprintf("followed by %d you_follow=false", stranger.id), "notification"},
+				author: {posted, deleted, fmt.Sprintf("followed by %d you_follow=false", stranger.id),
+					fmt.Sprintf("notification followed from %d", stranger.id)},
 				friend:   {online, posted, deleted},
 				fan:      {posted, deleted},
 				stranger: nil,

@@ -45,8 +45,8 @@ const followedNoticeTTL = 24 * time.Hour
 // The follower's following set is where a follow stands or not: the
 // follower's side is written first, and everything else is brought to
 // agree with it. The followee's side (followers, count, friends, the
-// followed frame, the stored followed notification) follows the follower's by write-then-verify (see
-// syncFollowee), so a follow and an unfollow of the same pair running at
+// followed frame, the stored notification) follows the follower's by
+// write-then-verify (see syncFollowee), so a follow and an unfollow of the same pair running at
 // once (two tabs) leave both sides agreeing with whichever wrote the
 // follower's side last. Each side keeps its user's friends set from the
 // two sets in its own slot, in the script that changes one of them, so two

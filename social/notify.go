@@ -39,6 +39,12 @@ type note struct {
 	// follow).
 	fromUser protocol.User
 	status   *protocol.Status
+
+	// quiet takes it back without a notification_removed frame: for the
+	// cleanup of a deleted status, whose status_deleted frame tells the
+	// recipient (its author) already, and whose likes would otherwise send
+	// a burst of frames, one per like, to the author's streams.
+	quiet bool
 }
 
 // cause is the name of what n tells of.
@@ -70,16 +76,21 @@ func (s *Service) queueNotify(ctx context.Context, pipe redis.Pipeliner, n note)
 }
 
 // queueUnnotify queues on pipe the taking back of the notification of n's
-// cause (to, from, kind and sid are read), telling n.to's streams.
+// cause (to, from, kind, sid and quiet are read), telling n.to's streams
+// unless n is quiet.
 func (s *Service) queueUnnotify(ctx context.Context, pipe redis.Pipeliner, n note) {
 	if n.to == n.from || n.to == 0 {
 		return
 	}
 	frame, _ := json.Marshal(protocol.NotificationRemoved{Type: protocol.TypeNotificationRemoved})
 	prefix, suffix := splitID(frame)
+	command, channel := s.bus.Command(), s.bus.UserChannel(n.to)
+	if n.quiet {
+		command, channel = "", ""
+	}
 	k := s.keys
 	unnotifyScript.Eval(ctx, pipe, []string{k.notes(n.to), k.noteData(n.to), k.noteCauses(n.to)},
-		n.cause(), s.bus.Command(), s.bus.UserChannel(n.to), prefix, suffix)
+		n.cause(), command, channel, prefix, suffix)
 }
 
 // splitID cuts a frame whose object carries "id":0 around that 0, so that a

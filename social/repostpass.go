@@ -32,7 +32,9 @@ func (s *Service) queueDropReactions(ctx context.Context, pipe redis.Pipeliner, 
 // ends. For a status, each pass takes up to FanoutPassSize of its reposts
 // out, every entry deleted as DeleteStatus deletes one (with its own
 // cleanup jobs, queued ready), then, up to FanoutPassSize in all, its
-// likes out of the likers' liked sets, and ends at a short page. A pass
+// likes out of the likers' liked sets, with their notifications (quietly:
+// the author's streams have the status_deleted frame), and ends at a short
+// page. A pass
 // takes out what it did from the status's sets last, so a pass run twice
 // finds and does it again, which changes nothing. A like or a repost
 // written after the status was deleted takes itself back (see Like,
@@ -93,6 +95,7 @@ func (s *Service) dropReactionsPass(ctx context.Context, j job) (passResult, err
 	for _, m := range likers {
 		if liker, err := strconv.ParseInt(m, 10, 64); err == nil {
 			pipe.ZRem(ctx, k.liked(liker), sid)
+			s.queueUnnotify(ctx, pipe, note{to: uid, from: liker, kind: protocol.NotifyLiked, sid: sid, quiet: true})
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {

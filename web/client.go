@@ -31,6 +31,7 @@ var clientPages = []string{
 	"/search",
 	"/lists",
 	"/lists/{id:[1-9][0-9]*}",
+	"/notifications",
 	"/admin",
 }
 

@@ -16,6 +16,8 @@ import { statusView } from './statuspage.js';
 import { searchView } from './search.js';
 import { listsView, listView } from './lists.js';
 import { Session } from './session.js';
+import { notificationsView } from './notifications.js';
+import { parentGone } from './status.js';
 import { adminView } from './admin.js';
 
 const main = document.getElementById('main');
@@ -41,6 +43,7 @@ const ctx = {
   hideAuthor,
   signedIn,
   signInLink,
+  askSignIn,
 };
 
 // PAGES builds the view of each route (router.js ROUTES).
@@ -54,6 +57,7 @@ const PAGES = {
   search: () => searchView(ctx),
   lists: () => listsView(ctx),
   list: (r) => listView(ctx, r.id),
+  notifications: () => (session ? notificationsView(ctx, session.notes) : signInFirstView('Notifications', 'Sign in to see who followed, mentioned, replied to, liked or reposted you.')),
   admin: () => adminView(ctx),
   notfound: () => notFoundView(),
 };
@@ -61,6 +65,7 @@ const PAGES = {
 const header = new Header({
   nav: document.getElementById('nav'),
   session: document.getElementById('session'),
+  tabbar: document.getElementById('tabbar'),
   onSignOut: signOut,
   onRetry: () => session && session.stream.retryNow(),
   signInLink,
@@ -144,6 +149,20 @@ function signInLink(label, className, mode = 'signin') {
   return a;
 }
 
+// askSignIn takes a visitor who pressed what needs an account (Like, say)
+// to the sign-in form, which comes back here.
+function askSignIn() {
+  const here = location.pathname;
+  navigate('/', { state: { auth: 'signin', next: here === '/' ? null : here } });
+}
+
+// signInFirstView is a page only the signed-in see, shown to a visitor.
+function signInFirstView(title, text) {
+  const h1 = h('h1', { class: 'page-title', tabindex: '-1' }, title);
+  const el = h('div', { class: 'view' }, h1, h('div', { class: 'card' }, h('p', {}, text), h('p', {}, signInLink('Sign in', 'btn btn-primary'))));
+  return { el, title, heading: h1, destroy() {} };
+}
+
 // compose is the n shortcut: to the composer, from wherever.
 function compose() {
   if (!session) return false;
@@ -220,6 +239,8 @@ async function signOut(btn) {
 function removeStatus(id) {
   if (view && view.onDeleted) view.onDeleted(id);
   for (const tl of ctx.timelines) tl.remove(id);
+  // Replies to it, wherever shown or kept, now answer a deleted post.
+  parentGone(id, [document, ...[...ctx.timelines].map((tl) => tl.el).filter((el) => !el.isConnected)]);
 }
 
 // followChanged: you (un)followed login on some page.

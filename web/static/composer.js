@@ -1,10 +1,12 @@
 // The composer on the home page: a draft that survives a look elsewhere, a
 // character count that speaks only when it matters, and a post that fails
 // within the request timeout, keeping the draft, when the server cannot
-// take it.
+// take it. replyComposer is the smaller one a status opens to answer it.
+// Both suggest people as an @mention is typed (mentions.js).
 
 import { h, announce, touchScreen } from './dom.js';
 import { api } from './api.js';
+import { mentionAutocomplete } from './mentions.js';
 
 export const MAX_CHARS = 500;
 
@@ -58,9 +60,10 @@ export function composer(ctx) {
     band = next;
   };
 
+  const mentions = mentionAutocomplete(input);
   const form = h('form', { class: 'card composer', 'aria-label': 'Post a status', dataset: { testid: 'composer' } },
     h('label', { class: 'visually-hidden', for: 'composer-input' }, 'Your status'),
-    input,
+    mentions.el,
     h('div', { class: 'composer-bar' },
       h('span', { class: 'hint' }, /Mac|iPhone|iPad/.test(navigator.platform) ? '⌘ Enter to post' : 'Ctrl+Enter to post'),
       counter,
@@ -134,5 +137,91 @@ export function composer(ctx) {
     ev.preventDefault();
     send();
   });
-  return { el: form, input, destroy: () => ctx.liveAgain.delete(onLive) };
+  return {
+    el: form,
+    input,
+    destroy: () => {
+      ctx.liveAgain.delete(onLive);
+      mentions.destroy();
+    },
+  };
+}
+
+let replySerial = 0;
+
+/**
+ * replyComposer is the box that answers parent (a status): POST /statuses
+ * {message, reply_to}. onPosted(reply) gets the new status; onCancel() is
+ * called by Cancel and by Escape. It returns {el, input, destroy}.
+ */
+export function replyComposer(parent, { onPosted, onCancel }) {
+  const n = ++replySerial;
+  const ids = { input: `reply-input-${n}`, count: `reply-count-${n}`, error: `reply-error-${n}` };
+  const input = h('textarea', {
+    id: ids.input, name: 'message', rows: '2', placeholder: `Reply to @${parent.login}`,
+    'aria-describedby': `${ids.count} ${ids.error}`, dataset: { testid: 'reply-input' },
+  });
+  const left = h('span', { class: 'count-num' }, String(MAX_CHARS));
+  const counter = h('span', { class: 'char-count', id: ids.count }, left, h('span', { class: 'visually-hidden' }, ' characters left'));
+  const error = h('p', { class: 'form-error', id: ids.error, role: 'alert', hidden: true, dataset: { testid: 'reply-error' } });
+  const submit = h('button', { type: 'submit', class: 'btn btn-primary btn-small', dataset: { testid: 'reply-submit' } }, 'Reply');
+  const cancel = h('button', { type: 'button', class: 'btn btn-quiet btn-small', dataset: { testid: 'reply-cancel' } }, 'Cancel');
+  const mentions = mentionAutocomplete(input);
+  const form = h('form', { class: 'composer reply-composer', 'aria-label': `Reply to @${parent.login}`, dataset: { testid: 'reply-composer' } },
+    h('label', { class: 'visually-hidden', for: ids.input }, `Your reply to @${parent.login}`),
+    mentions.el,
+    h('div', { class: 'composer-bar' }, counter, cancel, submit),
+    error,
+  );
+  const update = () => {
+    const remaining = MAX_CHARS - charCount(input.value);
+    left.textContent = String(remaining);
+    counter.dataset.band = remaining < 0 ? 'over' : remaining <= 20 ? 'low' : 'ok';
+  };
+  const fail = (text) => {
+    error.textContent = text;
+    error.hidden = false;
+    input.focus();
+  };
+  const send = async () => {
+    if (submit.disabled) return;
+    const count = charCount(input.value);
+    error.hidden = true;
+    if (count === 0) return fail('Write something first.');
+    if (count > MAX_CHARS) return fail(`That is ${count} characters; a reply can have at most ${MAX_CHARS}.`);
+    submit.disabled = true;
+    submit.textContent = 'Replying…';
+    input.readOnly = true;
+    try {
+      const res = await api('POST', '/statuses', { message: input.value, reply_to: Number(parent.id) });
+      input.value = '';
+      update();
+      announce('Reply posted.');
+      onPosted(res.status);
+    } catch (err) {
+      fail(failureText(err));
+    } finally {
+      input.readOnly = false;
+      submit.disabled = false;
+      submit.textContent = 'Reply';
+    }
+  };
+  input.addEventListener('input', update);
+  input.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
+      ev.preventDefault();
+      send();
+    } else if (ev.key === 'Escape') {
+      ev.preventDefault();
+      ev.stopPropagation();
+      onCancel();
+    }
+  });
+  cancel.addEventListener('click', () => onCancel());
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    send();
+  });
+  update();
+  return { el: form, input, destroy: () => mentions.destroy() };
 }

@@ -2,8 +2,8 @@
 // are, the friends online and the counts; a status goes into the home feed
 // (announced, or counted on the Home link while you are elsewhere); a
 // deletion leaves every timeline; presence, friendships and followers
-// reach the sidebar, the notifications and the page shown, which sees
-// every frame first through its onFrame.
+// reach the sidebar and the page shown, which sees every frame first
+// through its onFrame; notifications and their reading reach the bell.
 
 import { announce } from './dom.js';
 import { learnName } from './names.js';
@@ -31,6 +31,7 @@ export class Frames {
     }
     session.health.setService(true); // `ready` comes only from a server that can serve
     session.sidebar.setSnapshot(frame.online_friends);
+    session.notes.setUnread(frame.unread_notifications);
     // The counts fetched at sign-in predate this connection, so they left
     // you out; an instance may still serve those for a heartbeat interval,
     // which the poll this sets outlasts.
@@ -84,9 +85,16 @@ export class Frames {
         if (frame.user) this.followsChanged(frame.user);
         break;
       case 'followed':
-        if (!frame.user) break;
-        session.notes.followed(frame);
-        this.followsChanged(frame.user);
+        if (frame.user) this.followsChanged(frame.user);
+        break;
+      case 'notification':
+        session.notes.notification(frame.notification);
+        break;
+      case 'notification_removed':
+        session.notes.removed(frame.id);
+        break;
+      case 'notifications_read':
+        session.notes.read(frame.last_read);
         break;
       case 'watching':
       case 'global_status':

@@ -1,9 +1,12 @@
 // The site header: the main navigation (Search and Lists included), and on the
 // right either who is signed in (with the connection indicator, the
 // notifications and Sign out) or, for a visitor, Sign in and Create account.
+// On a phone, signed in, a tab bar at the foot of the screen (Home, Global,
+// Search, Notifications, Profile) takes the place of the links it repeats.
 
 import { h, loginEl, sameLogin } from './dom.js';
 import { profileHref } from './router.js';
+import { icon } from './icons.js';
 
 /**
  * Header fills #nav and #session.
@@ -12,9 +15,11 @@ import { profileHref } from './router.js';
  *  signInLink(label, className, mode)  a link to the sign-in page that returns here
  */
 export class Header {
-  constructor({ nav, session, onSignOut, onRetry, signInLink }) {
+  constructor({ nav, session, tabbar, onSignOut, onRetry, signInLink }) {
     this.nav = nav;
     this.session = session;
+    this.tabbar = tabbar;
+    this.tabBadges = null;
     this.opts = { onSignOut, onRetry, signInLink };
     this.me = null;
     this.badge = null;
@@ -22,6 +27,21 @@ export class Header {
 
   link(href, label, name, extra) {
     return h('a', { href, class: 'nav-link', dataset: { route: name } }, label, extra);
+  }
+
+  // tab is one tab of the phone's tab bar: an icon over its name, and a
+  // count (hidden at zero) whose words ride in the accessible name.
+  tab(href, label, name, iconName) {
+    const badge = h('span', { class: 'tab-badge', hidden: true, 'aria-hidden': 'true' });
+    const a = h('a', { href, class: 'tabbar-link', dataset: { route: name, testid: `tab-${name}` } },
+      icon(iconName, 22), h('span', { class: 'tabbar-label' }, label), badge);
+    const set = (n, what) => {
+      badge.hidden = n === 0;
+      badge.textContent = n === 0 ? '' : n > 99 ? '99+' : String(n);
+      if (n === 0) a.removeAttribute('aria-label');
+      else a.setAttribute('aria-label', `${label}, ${badge.textContent} ${what}`);
+    };
+    return { a, set };
   }
 
   /** signedIn shows me's navigation and session. */
@@ -53,6 +73,18 @@ export class Header {
     delete this.session.dataset.testid;
     this.nav.hidden = false;
     this.session.hidden = false;
+
+    const tabs = {
+      home: this.tab('/', 'Home', 'home', 'home'),
+      global: this.tab('/global', 'Global', 'global', 'globe'),
+      search: this.tab('/search', 'Search', 'search', 'search'),
+      notifications: this.tab('/notifications', 'Notifications', 'notifications', 'bell'),
+      profile: this.tab(profileHref(me.login), 'Profile', 'profile', 'user'),
+    };
+    this.tabBadges = tabs;
+    this.tabbar.replaceChildren(...Object.values(tabs).map((t) => t.a));
+    this.tabbar.hidden = false;
+    document.body.classList.add('has-tabbar');
   }
 
   /** signedOut shows a visitor's navigation: the public timeline, and ways in. */
@@ -68,6 +100,10 @@ export class Header {
     this.session.dataset.testid = 'visitor';
     this.nav.hidden = false;
     this.session.hidden = false;
+    this.tabBadges = null;
+    this.tabbar.replaceChildren();
+    this.tabbar.hidden = true;
+    document.body.classList.remove('has-tabbar');
   }
 
   /** setName shows a fresher copy of the signed-in user. */
@@ -83,7 +119,7 @@ export class Header {
     const own = this.me && route.name === 'profile' && sameLogin(route.login, this.me.login);
     let name = route.name === 'profile' && !own ? '' : route.name;
     if (name === 'list') name = 'lists';
-    for (const a of this.nav.querySelectorAll('a')) {
+    for (const a of [...this.nav.querySelectorAll('a'), ...this.tabbar.querySelectorAll('a'), ...this.session.querySelectorAll('a[data-route]')]) {
       if (a.dataset.route === name) a.setAttribute('aria-current', 'page');
       else a.removeAttribute('aria-current');
     }
@@ -96,6 +132,12 @@ export class Header {
     if (!this.badge) return;
     this.badge.hidden = n === 0;
     this.badge.replaceChildren(String(n), h('span', { class: 'visually-hidden' }, ' new'));
+    if (this.tabBadges) this.tabBadges.home.set(n, 'new');
+  }
+
+  /** setNotes shows n unread notifications on the tab bar. */
+  setNotes(n) {
+    if (this.tabBadges) this.tabBadges.notifications.set(n, 'unread');
   }
 
   /** setConn shows the connection indicator's view (health.js). */

@@ -80,7 +80,7 @@ export function startShortcuts({ compose, open }) {
       case 'o':
       case 'Enter':
         if (!onPost) return;
-        open(statusHref(ev.target.dataset.id));
+        open(statusHref(ev.target.dataset.original || ev.target.dataset.id)); // a repost opens its original
         break;
       case '?': help(); break;
       default: return;

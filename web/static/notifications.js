@@ -1,131 +1,309 @@
-// The header's notifications: a bell with the number unread, opening a
-// panel of who followed you (newest first, the last 20 kept while the page
-// is open), each with Follow back while you do not follow them. Fed by the
-// stream's `followed` frames; opening the panel marks them read. Escape or
-// a click elsewhere closes it.
+// Notifications, as the server keeps them: the bell (a link to the
+// notifications page, with the number unread), and the page itself.
+// The number unread comes with each connection's `ready`, grows with each
+// `notification` frame (and shrinks when one is taken back,
+// `notification_removed`) and goes to zero once read here or, through a
+// `notifications_read` frame, on another device. The page (/notifications)
+// pages through GET /notifications, groups adjacent likes and reposts of
+// one post ("Ada and 3 others liked your post"), marks those newer than
+// the server's read marker, and then moves the marker to the newest.
 
-import { h, avatar, loginEl } from './dom.js';
-import { profileHref } from './router.js';
+import { h, avatar, announce, plural } from './dom.js';
+import { api, isAbort, query } from './api.js';
+import { profileHref, statusHref } from './router.js';
 import { timeEl } from './time.js';
 import { learnName } from './names.js';
-import { followControl } from './follow.js';
+import { icon } from './icons.js';
+import { heading } from './page.js';
 
-const KEEP = 20;
+const PAGE = 30;
 
+/**
+ * Notifications is the signed-in session's count of unread notifications
+ * and the bell that shows it. listen(fn) calls fn(n) on each change (the
+ * phone's tab bar shows it too).
+ */
 export class Notifications {
-  constructor(ctx) {
-    this.ctx = ctx;
-    this.items = []; // newest first: {user, youFollow, at, li}
+  constructor() {
     this.unread = 0;
+    this.newest = 0; // the highest notification id heard of
+    this.lastRead = 0; // the read marker, as far as known here
+    this.viewing = false; // the page is shown: arrivals are read as they come
+    this.listeners = new Set();
     this.count = h('span', { class: 'bell-count', hidden: true, dataset: { testid: 'notes-count' } });
-    this.button = h('button', {
-      type: 'button', class: 'bell', 'aria-expanded': 'false', 'aria-controls': 'notes-panel',
-      dataset: { testid: 'notes-button' },
-    }, bellIcon(), h('span', { class: 'visually-hidden' }, 'Notifications'), this.count);
-    // Said once per change, apart from the button, which is read only on focus.
+    this.button = h('a', { href: '/notifications', class: 'bell', dataset: { testid: 'notes-button', route: 'notifications' } },
+      icon('bell'), this.count);
+    // Said once per arrival, apart from the link, which is read only on focus.
     this.live = h('span', { class: 'visually-hidden', 'aria-live': 'polite', dataset: { testid: 'notes-live' } });
-    this.list = h('ul', { class: 'notes-list', 'aria-labelledby': 'notes-heading', dataset: { testid: 'notes-list' } });
-    this.empty = h('p', { class: 'muted small' }, 'Nothing yet. When someone follows you, it shows here.');
-    this.panel = h('div', { class: 'notes-panel', id: 'notes-panel', hidden: true, dataset: { testid: 'notes-panel' } },
-      h('h2', { class: 'panel-heading', id: 'notes-heading' }, 'Notifications'), this.list, this.empty);
-    this.el = h('span', { class: 'notes' }, this.button, this.live, this.panel);
-
-    this.button.addEventListener('click', () => (this.isOpen() ? this.close() : this.open()));
-    this.el.addEventListener('keydown', (ev) => {
-      if (ev.key === 'Escape' && this.isOpen()) {
-        ev.preventDefault();
-        ev.stopPropagation();
-        this.close(true);
-      }
-    });
-    this.outside = (ev) => {
-      if (this.isOpen() && ev.target instanceof Node && !this.el.contains(ev.target)) this.close();
-    };
-    document.addEventListener('pointerdown', this.outside);
-    this.setUnread(0);
-    this.render();
-  }
-
-  isOpen() {
-    return !this.panel.hidden;
-  }
-
-  open() {
-    this.panel.hidden = false;
-    this.button.setAttribute('aria-expanded', 'true');
+    this.el = h('span', { class: 'notes' }, this.button, this.live);
     this.setUnread(0);
   }
 
-  close(refocus = false) {
-    this.panel.hidden = true;
-    this.button.setAttribute('aria-expanded', 'false');
-    if (refocus) this.button.focus();
+  listen(fn) {
+    this.listeners.add(fn);
+    fn(this.unread);
+    return () => this.listeners.delete(fn);
   }
 
-  /** followed takes a `followed` frame: someone started following you. */
-  followed(frame) {
-    if (!frame.user || !frame.user.login) return;
-    learnName(frame.user);
-    const item = { user: frame.user, youFollow: frame.you_follow === true, at: new Date().toISOString() };
-    item.li = this.itemEl(item);
-    this.items.unshift(item);
-    this.items.length = Math.min(this.items.length, KEEP);
-    this.render();
-    if (this.isOpen()) return; // seen as it comes
-    this.setUnread(Math.min(this.unread + 1, KEEP));
-    this.live.textContent = `${frame.user.login} followed you. ${this.unread} unread ${this.unread === 1 ? 'notification' : 'notifications'}.`;
-  }
-
+  /** setUnread shows n unread (the `ready` frame's count, or a fresh GET /notifications/unread). */
   setUnread(n) {
-    this.unread = n;
-    this.count.hidden = n === 0;
-    this.count.textContent = String(n);
-    this.button.title = n ? `Notifications: ${n} unread` : 'Notifications';
-    this.button.dataset.unread = String(n);
-    // The accessible name says how many, for whoever lands on the button.
-    this.button.setAttribute('aria-label', n ? `Notifications, ${n} unread` : 'Notifications');
+    this.unread = Math.max(0, Number(n) || 0);
+    const u = this.unread;
+    this.count.hidden = u === 0;
+    this.count.textContent = String(u);
+    this.button.dataset.unread = String(u);
+    this.button.title = u ? `Notifications: ${u} unread` : 'Notifications';
+    // The accessible name holds the number shown, and says what it counts.
+    this.button.setAttribute('aria-label', u ? `Notifications, ${u} unread` : 'Notifications');
+    for (const fn of this.listeners) fn(u);
   }
 
-  itemEl(item) {
-    const u = item.user;
-    const action = item.youFollow ? null : followControl(this.ctx, { ...u, you_follow: false, follows_you: true });
-    return h('li', { class: 'note', dataset: { testid: 'note', login: u.login } },
-      h('a', { class: 'note-link', href: profileHref(u.login) },
-        avatar(u, 'sm'),
-        h('span', { class: 'note-text' },
-          h('span', {}, loginEl(u.login), ' followed you'),
-          h('span', { class: 'muted small' }, timeEl(item.at)),
-        ),
-      ),
-      action,
-    );
+  /** seen notes that notification id exists (the page showed it). */
+  seen(id) {
+    this.newest = Math.max(this.newest, Number(id) || 0);
   }
 
-  render() {
-    this.list.replaceChildren(...this.items.map((i) => i.li));
-    this.empty.hidden = this.items.length > 0;
+  /** notification takes a `notification` frame's notification. */
+  notification(n) {
+    if (!n || !n.id) return;
+    this.seen(n.id);
+    if (this.viewing && !document.hidden) return; // the page shows it and reads it
+    if (Number(n.id) <= this.lastRead) return;
+    this.setUnread(this.unread + 1);
+    this.live.textContent = `${describe([n])}. ${plural(this.unread, 'unread notification')}.`;
+  }
+
+  /**
+   * removed takes a `notification_removed` frame's id: what it told of was
+   * undone. Unread, it counted: ask the server how many are left.
+   */
+  removed(id) {
+    if (Number(id) <= this.lastRead || this.unread === 0) return;
+    this.refresh();
+  }
+
+  refresh() {
+    api('GET', '/notifications/unread').then((res) => this.setUnread(res.count), () => {});
+  }
+
+  /** read takes the read marker moved to lastRead, here or on another device. */
+  read(lastRead) {
+    const marker = Number(lastRead) || 0;
+    if (marker <= this.lastRead) return;
+    this.lastRead = marker;
+    // Past the newest heard of since this page loaded: nothing is left.
+    // Before any arrival the newest is unknown, so ask.
+    if (this.newest > 0 && marker >= this.newest) {
+      this.setUnread(0);
+      return;
+    }
+    this.refresh(); // some came after the marker: ask how many
   }
 
   destroy() {
-    document.removeEventListener('pointerdown', this.outside);
+    this.listeners.clear();
   }
 }
 
-// A bell drawn in SVG: no image file, and no inline style for the CSP.
-function bellIcon() {
-  const ns = 'http://www.w3.org/2000/svg';
-  const svg = document.createElementNS(ns, 'svg');
-  svg.setAttribute('viewBox', '0 0 24 24');
-  svg.setAttribute('width', '20');
-  svg.setAttribute('height', '20');
-  svg.setAttribute('aria-hidden', 'true');
-  svg.setAttribute('focusable', 'false');
-  const path = document.createElementNS(ns, 'path');
-  path.setAttribute('d', 'M12 3a6 6 0 0 0-6 6v3.6L4.3 16h15.4L18 12.6V9a6 6 0 0 0-6-6Zm-2.5 15a2.5 2.5 0 0 0 5 0');
-  path.setAttribute('fill', 'none');
-  path.setAttribute('stroke', 'currentColor');
-  path.setAttribute('stroke-width', '1.8');
-  path.setAttribute('stroke-linejoin', 'round');
-  svg.append(path);
-  return svg;
+// whoName is how a notification names its sender.
+function whoName(u) {
+  return u.name || u.login;
+}
+
+const DOES = {
+  followed: 'followed you',
+  liked: 'liked your post',
+  reposted: 'reposted your post',
+  replied: 'replied to your post',
+  mentioned: 'mentioned you',
+};
+
+/** describe says a group of notifications (newest first) in words. */
+function describe(group) {
+  const n = group[0];
+  const who = whoName(n.from);
+  const does = DOES[n.type] || n.type;
+  if (group.length === 1) return `${who} ${does}`;
+  if (group.length === 2) return `${who} and ${whoName(group[1].from)} ${does}`;
+  return `${who} and ${group.length - 1} others ${does}`;
+}
+
+// groupable: notifications of one kind that make one line when adjacent.
+const GROUPED = new Set(['liked', 'reposted']);
+
+/** groups folds adjacent likes (or reposts) of one status into one group. */
+export function groups(items) {
+  const out = [];
+  for (const n of items) {
+    const last = out[out.length - 1];
+    const same = last && GROUPED.has(n.type) && last[0].type === n.type &&
+      n.status && last[0].status && Number(n.status.id) === Number(last[0].status.id);
+    if (same) last.push(n);
+    else out.push([n]);
+  }
+  return out;
+}
+
+// groupEl renders one group; unread when any of it is newer than lastRead.
+function groupEl(group, lastRead) {
+  const n = group[0];
+  const unread = group.some((x) => Number(x.id) > lastRead);
+  for (const x of group) learnName(x.from);
+  const who = h('a', { href: profileHref(n.from.login), class: 'note-who' }, whoName(n.from));
+  let rest;
+  if (group.length === 1) rest = [' ', DOES[n.type] || n.type];
+  else if (group.length === 2) rest = [' and ', h('a', { href: profileHref(group[1].from.login), class: 'note-who' }, whoName(group[1].from)), ' ', DOES[n.type]];
+  else rest = [` and ${group.length - 1} others `, DOES[n.type]];
+  const st = n.status;
+  const excerpt = st && h('a', { href: statusHref(st.id), class: 'note-status', dataset: { testid: 'note-status' } },
+    String(st.message || '').slice(0, 200) || 'A post');
+  return h('li', {
+    class: `note note-${n.type}${unread ? ' is-unread' : ''}`,
+    dataset: { testid: 'note', type: n.type, id: String(n.id), unread: String(unread), count: String(group.length) },
+  },
+  h('span', { class: 'note-avatars', 'aria-hidden': 'true' }, group.slice(0, 4).map((x) => avatar(x.from, 'sm'))),
+  h('div', { class: 'note-body' },
+    h('p', { class: 'note-text', dataset: { testid: 'note-text' } },
+      unread && h('span', { class: 'unread-dot', dataset: { testid: 'note-unread' } }, h('span', { class: 'visually-hidden' }, 'Unread: ')),
+      who, ...rest),
+    excerpt,
+    h('span', { class: 'muted small' }, timeEl(n.created)),
+  ));
+}
+
+/** notificationsView is the notifications page; notes is the session's Notifications. */
+export function notificationsView(ctx, notes) {
+  const abort = new AbortController();
+  const h1 = heading('Notifications');
+  const list = h('ol', { class: 'notes-list card', 'aria-label': 'Notifications', dataset: { testid: 'notes-list' } });
+  const note = h('p', { class: 'timeline-note', role: 'status', dataset: { testid: 'notes-note' } }, 'Loading…');
+  const more = h('button', { type: 'button', class: 'btn btn-secondary', hidden: true, dataset: { testid: 'notes-more' } }, 'Load more');
+  const empty = h('div', { class: 'empty', hidden: true },
+    h('p', { class: 'empty-title' }, 'Nothing yet.'),
+    h('p', { class: 'muted' }, 'When someone follows you, replies, mentions, likes or reposts your posts, it shows here.'));
+  const el = h('div', { class: 'view' }, h1, list, empty, h('div', { class: 'timeline-foot' }, note, more));
+
+  let items = []; // newest first
+  let lastRead = 0; // the marker when the page opened: what it marks unread
+  let sentUpTo = 0; // the highest up_to this page sent
+  let nextBefore = null;
+  let loading = false;
+
+  const render = () => {
+    list.replaceChildren(...groups(items).map((g) => groupEl(g, lastRead)));
+    list.hidden = items.length === 0;
+    empty.hidden = items.length > 0 || loading;
+  };
+
+  // markRead moves the server's marker to the newest shown, once visible.
+  const markRead = async () => {
+    const newest = items.length ? Number(items[0].id) : 0;
+    if (document.hidden || newest <= sentUpTo) return;
+    sentUpTo = newest;
+    notes.seen(newest);
+    notes.read(newest);
+    try {
+      await api('PUT', '/notifications/read', { up_to: newest }, { signal: abort.signal });
+    } catch (err) {
+      if (!isAbort(err)) console.warn('notifications read:', err.message);
+    }
+  };
+
+  const loadPage = async (before) => {
+    loading = true;
+    more.hidden = true;
+    note.textContent = before ? 'Loading older notifications…' : 'Loading…';
+    try {
+      const page = await api('GET', '/notifications' + query({ limit: PAGE, before }), undefined, { signal: abort.signal });
+      const have = new Set(items.map((x) => Number(x.id)));
+      items = items.concat((page.notifications || []).filter((x) => x.from && !have.has(Number(x.id))));
+      nextBefore = page.next_before ?? null;
+      note.textContent = nextBefore === null && items.length ? 'That is all.' : '';
+      more.hidden = nextBefore === null;
+      return true;
+    } catch (err) {
+      if (isAbort(err)) return false;
+      note.textContent = `Could not load notifications: ${err.message}`;
+      more.textContent = 'Try again';
+      more.hidden = false;
+      return false;
+    } finally {
+      loading = false;
+      render();
+    }
+  };
+
+  more.addEventListener('click', () => {
+    more.textContent = 'Load more';
+    loadPage(items.length ? nextBefore : null);
+  });
+
+  (async () => {
+    try {
+      const unread = await api('GET', '/notifications/unread', undefined, { signal: abort.signal });
+      lastRead = Number(unread.last_read) || 0;
+    } catch (err) {
+      if (isAbort(err)) return;
+      lastRead = Number.MAX_SAFE_INTEGER; // unknown: mark nothing
+    }
+    if (await loadPage(null)) markRead();
+  })();
+
+  // Frames missed while the connection was down are not replayed: once it
+  // is live again, the newest page fills the gap.
+  const catchUp = async () => {
+    if (loading || items.length === 0) return;
+    try {
+      const page = await api('GET', '/notifications' + query({ limit: PAGE }), undefined, { signal: abort.signal });
+      const top = Number(items[0].id);
+      const fresh = (page.notifications || []).filter((x) => x.from && Number(x.id) > top);
+      if (fresh.length === 0) return;
+      items = fresh.concat(items);
+      render();
+      markRead();
+    } catch (err) {
+      if (!isAbort(err)) console.warn('notifications:', err.message);
+    }
+  };
+  ctx.liveAgain.add(catchUp);
+
+  const onVisible = () => {
+    if (!document.hidden) markRead();
+  };
+  document.addEventListener('visibilitychange', onVisible);
+  notes.viewing = true;
+
+  return {
+    el,
+    title: 'Notifications',
+    heading: h1,
+    onFrame(frame) {
+      if (frame.type === 'notification' && frame.notification && frame.notification.from) {
+        const n = frame.notification;
+        if (items.some((x) => Number(x.id) === Number(n.id))) return;
+        items.unshift(n);
+        render();
+        announce(describe([n]));
+        markRead();
+      } else if (frame.type === 'notification_removed') {
+        const before = items.length;
+        items = items.filter((x) => Number(x.id) !== Number(frame.id));
+        if (items.length !== before) render();
+      } else if (frame.type === 'notifications_read') {
+        // Read on another device: the marks go. (Our own read moves the
+        // marker too; what this page marked stays marked until it is left.)
+        const marker = Number(frame.last_read) || 0;
+        if (marker > sentUpTo && marker > lastRead) {
+          lastRead = marker;
+          render();
+        }
+      }
+    },
+    destroy() {
+      abort.abort();
+      ctx.liveAgain.delete(catchUp);
+      notes.viewing = false;
+      document.removeEventListener('visibilitychange', onVisible);
+    },
+  };
 }

@@ -8,7 +8,6 @@
 import { h } from './dom.js';
 import { api, query } from './api.js';
 import { Timeline } from './timeline.js';
-import { statusMenu } from './safety.js';
 
 const PAGE = 30;
 // How often a timeline the stream does not feed (global, a list) asks for
@@ -26,9 +25,8 @@ export function statusTimeline(ctx, { label, path, empty, newer = false, onLoade
     testid: 'timeline',
     label,
     empty,
-    me: ctx.me,
+    ctx,
     onDelete: ctx.deleteStatus,
-    menu: (s) => statusMenu(ctx, s),
     fetchPage: (before, signal) => api('GET', path + query({ limit: PAGE, before }), undefined, { signal }),
     fetchNewer: newer ? (after, signal) => api('GET', path + query({ limit: PAGE, after }), undefined, { signal }) : null,
     onLoaded,

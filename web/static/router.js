@@ -15,6 +15,7 @@ const ROUTES = [
   { name: 'search', pattern: /^\/search$/ },
   { name: 'lists', pattern: /^\/lists$/ },
   { name: 'list', pattern: /^\/lists\/([1-9][0-9]*)$/, keys: ['id'] },
+  { name: 'notifications', pattern: /^\/notifications$/ },
   { name: 'admin', pattern: /^\/admin$/ },
 ];
 

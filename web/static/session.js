@@ -7,7 +7,6 @@ import { api, query, setHealthHandler } from './api.js';
 import { sameLogin } from './dom.js';
 import { Stream } from './stream.js';
 import { Timeline } from './timeline.js';
-import { statusMenu } from './safety.js';
 import { Sidebar } from './sidebar.js';
 import { Health } from './health.js';
 import { learnName } from './names.js';
@@ -54,10 +53,9 @@ export class Session {
       testid: 'feed',
       label: 'Home feed',
       empty: homeEmpty(),
-      me: ctx.me,
+      ctx,
       onDelete: ctx.deleteStatus,
-      menu: (s) => statusMenu(ctx, s),
-      fetchPage: (before, signal) => api('GET', '/timelines/home' + query({ limit: 30, before }), undefined, { signal }),
+        fetchPage: (before, signal) => api('GET', '/timelines/home' + query({ limit: 30, before }), undefined, { signal }),
       // The page and the stream race: a page read just before the stream
       // subscribed would leave a gap that the `ready` resume (sent while the
       // page was still loading) could not cover. Asking again closes it;
@@ -67,14 +65,16 @@ export class Session {
       },
     });
     ctx.timelines.add(ctx.homeFeed);
+    ctx.homeFeed.el.dataset.kept = 'true'; // it lives off-screen between visits (actions.js)
 
     this.sidebar = new Sidebar();
     this.suggestions = new Suggestions(ctx);
     this.sidebar.el.append(this.suggestions.el);
     aside.replaceChildren(this.sidebar.el);
     aside.hidden = false;
-    this.notes = new Notifications(ctx);
+    this.notes = new Notifications();
     header.signedIn(user, { tools: this.notes.el });
+    this.notes.listen((n) => header.setNotes(n));
 
     const sidebar = this.sidebar;
     let wasLive = false;

@@ -1,14 +1,17 @@
-// A status's own page (/s/{id}): the status, its author's card, and for its
-// author a Delete (asking first). Open to visitors who are signed out.
+// A status's own page (/s/{id}): its thread (GET /statuses/{id}/context):
+// the posts it answers, oldest first, the status itself, highlighted, and
+// the replies under it in thread order, each indented by how deep it
+// answers; then when it was posted and its author's card. A reply posted
+// from any post of the thread appears under that post. Open to visitors
+// who are signed out.
 
-import { h, avatar, loginEl, sameLogin } from './dom.js';
+import { h, avatar, loginEl } from './dom.js';
 import { api, isAbort, userPath } from './api.js';
-import { profileHref } from './router.js';
+import { profileHref, statusHref, navigate } from './router.js';
 import { timeEl, exactTime, parseTime } from './time.js';
 import { learnName } from './names.js';
 import { heading } from './page.js';
-import { statusEl } from './status.js';
-import { statusMenu } from './safety.js';
+import { statusEl, parentGone } from './status.js';
 
 function authorCard(user) {
   return h('a', { class: 'card author-card', href: profileHref(user.login), dataset: { testid: 'status-page-author' } },
@@ -21,13 +24,14 @@ function authorCard(user) {
   );
 }
 
-/** statusView shows status `id`. */
+/** statusView shows status `id` in its thread. */
 export function statusView(ctx, id) {
   const abort = new AbortController();
   const h1 = heading('Post', { class: 'page-title visually-hidden' });
   const body = h('div', { class: 'status-page' }, h('p', { class: 'muted' }, 'Loading…'));
   const view = { el: h('div', { class: 'view' }, h1, body), title: 'Post', heading: h1 };
   let shown = null; // the status once loaded
+  let thread = null; // the <ol> of the thread
 
   const gone = (text) => {
     body.replaceChildren(h('div', { class: 'card' },
@@ -36,27 +40,110 @@ export function statusView(ctx, id) {
     ));
   };
 
+  const depthOf = (li) => Number(li.dataset.depth || 0);
+
+  // item renders one post of the thread at depth (0: the status and what
+  // it answers).
+  const item = (s, depth) => statusEl(s, { ctx, onDelete: ctx.deleteStatus, onReplied: placeReply, depth, inThread: true });
+
+  // placeReply puts a reply posted from parentLi after the replies already
+  // under it, one step deeper.
+  function placeReply(reply, parentLi) {
+    const depth = depthOf(parentLi) + 1;
+    let after = parentLi;
+    for (let next = parentLi.nextElementSibling; next && depthOf(next) >= depth; next = next.nextElementSibling) after = next;
+    const li = item(reply, depth);
+    li.classList.add('is-new', 'is-reply');
+    after.after(li);
+    li.focus({ preventScroll: true });
+    li.scrollIntoView({ block: 'nearest' });
+  }
+
+  const showContext = (s, ctxRes) => {
+    const ancestors = ctxRes.ancestors || [];
+    const descendants = ctxRes.descendants || [];
+    const focus = thread.querySelector('.is-focus');
+    for (const a of ancestors) {
+      const li = item(a, 0);
+      li.classList.add('is-ancestor');
+      focus.before(li);
+    }
+    // Thread order puts each reply after its parent: its depth is one more.
+    const depths = new Map([[Number(s.id), 0]]);
+    let last = focus;
+    for (const d of descendants) {
+      const parent = d.reply_to ? Number(d.reply_to.id) : NaN;
+      const depth = (depths.get(parent) ?? 0) + 1;
+      depths.set(Number(d.id), depth);
+      const li = item(d, depth);
+      li.classList.add('is-reply');
+      last.after(li);
+      last = li;
+    }
+    // The context reads a bounded part of a big thread: a post with more
+    // replies than shown under it links to its own thread for the rest.
+    const children = new Map();
+    for (const d of descendants) {
+      const p = d.reply_to && Number(d.reply_to.id);
+      children.set(p, (children.get(p) || 0) + 1);
+    }
+    for (const st of [s, ...descendants]) {
+      const more = (Number(st.replies) || 0) - (children.get(Number(st.id)) || 0);
+      if (more <= 0) continue;
+      const li = thread.querySelector(`:scope > [data-id="${Number(st.id)}"]`);
+      const depth = depthOf(li) + 1;
+      let after = li;
+      for (let next = li.nextElementSibling; next && depthOf(next) >= depth; next = next.nextElementSibling) after = next;
+      after.after(h('li', { class: `thread-more depth-${Math.min(depth, 6)}`, dataset: { depth: String(depth), testid: 'thread-more' } },
+        h('a', { href: statusHref(st.id) }, `${more} more ${more === 1 ? 'reply' : 'replies'} to `, loginEl(st.login))));
+    }
+    // The status answers a post the context does not hold: it was deleted.
+    const parent = s.reply_to && Number(s.reply_to.id);
+    if (parent && !ancestors.some((a) => Number(a.id) === parent)) parentGone(parent, [thread]);
+    for (const d of descendants) {
+      const p = d.reply_to && Number(d.reply_to.id);
+      if (p && !depths.has(p)) parentGone(p, [thread]);
+    }
+    thread.setAttribute('aria-label', ancestors.length || descendants.length ? `Thread, ${1 + ancestors.length + descendants.length} posts` : 'Post');
+    // Keep the status itself in view below the posts it answers.
+    if (ancestors.length && document.activeElement !== focus) focus.scrollIntoView({ block: 'start' });
+  };
+
   api('GET', `/statuses/${encodeURIComponent(id)}`, undefined, { signal: abort.signal }).then((res) => {
+    if (res.status.repost_of) {
+      // A repost entry's address: its thread is the original's.
+      navigate(statusHref(res.status.repost_of.id), { replace: true });
+      return null;
+    }
     const s = res.status;
     shown = s;
-    const me = ctx.me();
-    const mine = !!me && (me.id === s.uid || sameLogin(me.login, s.login));
-    const li = statusEl(s, { mine, onDelete: ctx.deleteStatus, menu: mine ? null : statusMenu(ctx, s) });
+    const li = item(s, 0);
+    li.classList.add('is-focus');
+    li.setAttribute('aria-current', 'true');
     const posted = parseTime(s.posted);
     const author = h('div', { class: 'author-slot' });
+    thread = h('ol', { class: 'timeline status-single thread', 'aria-label': 'Post', dataset: { testid: 'status-page' } }, li);
+    const note = h('p', { class: 'timeline-note', role: 'status', dataset: { testid: 'thread-note' } });
     body.replaceChildren(
-      h('ol', { class: 'timeline status-single', 'aria-label': 'Post', dataset: { testid: 'status-page' } }, li),
+      thread,
+      note,
       posted && h('p', { class: 'muted small status-when' }, 'Posted ', h('span', {}, exactTime(posted)), ' (', timeEl(s.posted), ')'),
       author,
     );
     h1.textContent = `Post by @${s.login}`;
     document.title = `@${s.login}: “${String(s.message).slice(0, 60)}” · Chorus`;
-    return api('GET', userPath(s.login), undefined, { signal: abort.signal }).then((u) => {
+    const context = api('GET', `/statuses/${encodeURIComponent(id)}/context`, undefined, { signal: abort.signal }).then((c) => {
+      if (thread.isConnected || thread.parentNode) showContext(s, c);
+    }, (err) => {
+      if (!isAbort(err) && err.status !== 404) note.textContent = `Could not load the replies: ${err.message}`;
+    });
+    const card = api('GET', userPath(s.login), undefined, { signal: abort.signal }).then((u) => {
       learnName(u.user);
       author.replaceChildren(authorCard(u.user));
     }, (err) => {
       if (!isAbort(err)) author.replaceChildren(authorCard({ login: s.login, id: s.uid }));
     });
+    return Promise.all([context, card]);
   }, (err) => {
     if (isAbort(err)) return;
     if (err.status === 404) {
@@ -69,7 +156,13 @@ export function statusView(ctx, id) {
   });
 
   view.onDeleted = (deletedId) => {
-    if (shown && Number(deletedId) === Number(shown.id)) gone('This post was deleted.');
+    if (shown && Number(deletedId) === Number(shown.id)) {
+      gone('This post was deleted.');
+      return;
+    }
+    // Another post of the thread: it leaves, its replies stay.
+    const li = thread && thread.querySelector(`:scope > [data-id="${Number(deletedId)}"]`);
+    if (li) li.remove();
   };
   view.destroy = () => abort.abort();
   return view;

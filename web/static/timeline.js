@@ -4,7 +4,7 @@
 // reader is scrolled down wait behind an "N new posts" button rather than
 // push what they are reading out of place.
 
-import { h, sameLogin, announce } from './dom.js';
+import { h, announce } from './dom.js';
 import { statusEl } from './status.js';
 import { isAbort } from './api.js';
 
@@ -17,7 +17,7 @@ const MAX_WAITING = 100;
  *  label       accessible name of the list
  *  fetchPage   (before, signal) => {statuses, next_before}
  *  fetchNewer  (after, signal) => {statuses (oldest first), next_after} (optional; see loadNewer)
- *  me          () => the signed-in user or null, to know which statuses are ours
+ *  ctx         the app's (status.js statusEl): who is signed in, sign-in, deletion
  *  onDelete    (status, li) => Promise, once it is deleted
  *  empty       node or text shown when there is nothing
  *  onLoaded    () => void, after each successful first page (optional)
@@ -280,10 +280,7 @@ export class Timeline {
   insert(status, live, atEnd = false) {
     const id = Number(status.id);
     if (!Number.isFinite(id) || this.byId.has(id)) return false;
-    const me = this.opts.me();
-    const mine = !!me && (me.id === status.uid || sameLogin(me.login, status.login));
-    const menu = !mine && this.opts.menu ? this.opts.menu(status) : null;
-    const li = statusEl(status, { mine, onDelete: this.opts.onDelete, menu });
+    const li = statusEl(status, { ctx: this.opts.ctx, onDelete: this.opts.onDelete });
     if (live) li.classList.add('is-new');
     let before = null;
     if (!atEnd) {
@@ -305,10 +302,17 @@ export class Timeline {
     if (Number.isFinite(n) && (this.maxId === null || n > this.maxId)) this.maxId = n;
   }
 
-  /** remove takes a status off the list; true if it was shown. */
+  /**
+   * remove takes a status off the list, and every repost of it (a deleted
+   * original takes its reposts with it); true if the status was shown.
+   */
   remove(id) {
     const n = Number(id);
     this.pending.delete(n);
+    for (const [rid, s] of [...this.waiting]) {
+      if (s.repost_of && Number(s.repost_of.id) === n) this.remove(rid);
+    }
+    for (const li of [...this.list.querySelectorAll(`:scope > [data-original="${n}"]`)]) this.remove(li.dataset.id);
     if (this.waiting.delete(n)) {
       if (this.waiting.size === 0 && !this.overflow) this.clearWaiting();
       else this.updateButton();
