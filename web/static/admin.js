@@ -120,7 +120,7 @@ export function adminView(ctx) {
 
   function statusItem(st) {
     return h('li', { class: 'admin-status', dataset: { testid: 'report-status', id: String(st.id) } },
-      h('p', { class: 'admin-status-text', dataset: { testid: 'report-status-text' } }, messageNodes(st.message || (st.repost_of && st.repost_of.message) || '')),
+      h('p', { class: 'admin-status-text', dataset: { testid: 'report-status-text' } }, messageNodes(st.message || '', st.mentions)),
       h('a', { class: 'muted small', href: statusHref(st.id) }, timeEl(st.posted, { prefix: 'posted ' })));
   }
 
