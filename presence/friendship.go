@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"chorus/bus"
 	"chorus/protocol"
@@ -69,6 +70,34 @@ func (t *Tracker) AnnounceProfile(ctx context.Context, user protocol.UserRef, fr
 		if err := t.bus.PublishBatch(ctx, msgs); err != nil {
 			return fmt.Errorf("announce profile of %d: %w", user.ID, err)
 		}
+	}
+	return nil
+}
+
+// forgetMinutes is how far back Forget looks for per-minute active sets:
+// past the ten minutes they are counted for, with room for clocks apart.
+const forgetMinutes = 15
+
+// Forget takes uid out of presence: its last activity, its place among the
+// connected and in the online copy, its connections, and the per-minute
+// active sets that may hold it (those of the last forgetMinutes; the
+// HyperLogLogs beside them hold no uid that can be read back). An
+// account's deletion calls it, through the function social is given at
+// wiring, once its sessions and streams are ended: nothing of the account
+// stays.
+func (t *Tracker) Forget(ctx context.Context, uid int64) error {
+	id := itoa(uid)
+	pipe := t.rdb.Pipeline()
+	pipe.ZRem(ctx, t.keys.connected(), id)
+	pipe.ZRem(ctx, t.keys.lastSeen(), id)
+	pipe.ZRem(ctx, t.keys.onlineCopy(), id)
+	pipe.Del(ctx, t.keys.conns(uid))
+	now := time.Now().Unix() / 60
+	for m := now - forgetMinutes; m <= now+1; m++ {
+		pipe.SRem(ctx, t.keys.activeUsers(m), id)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("forget %d: %w", uid, err)
 	}
 	return nil
 }

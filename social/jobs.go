@@ -51,6 +51,9 @@ const (
 	// An account's statuses hidden or shown again, as its suspension says
 	// (hidePass).
 	jobHide jobKind = "hide"
+	// An account deleted: its statuses, follows, likes, lists and keys
+	// taken out, part after part (deleteAccountPass).
+	jobDeleteAccount jobKind = "delete_account"
 )
 
 // The prefixes of job ids that other code looks for: a status id follows.
@@ -108,6 +111,8 @@ func (j job) id() string {
 		return dropReactionsJobID(j.sid)
 	case jobHide:
 		return hideJobID(j.uid, j.payload)
+	case jobDeleteAccount:
+		return deleteAccountJobID(j.uid)
 	}
 	panic(fmt.Sprintf("job of unknown kind %q", j.kind))
 }
@@ -272,6 +277,8 @@ func (s *Service) pass(ctx context.Context, key string) (passResult, error) {
 		res, err = s.dropReactionsPass(ctx, j)
 	case jobHide:
 		res, err = s.hidePass(ctx, j)
+	case jobDeleteAccount:
+		res, err = s.deleteAccountPass(ctx, j)
 	default:
 		res = passResult{finished: true}
 	}

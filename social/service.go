@@ -148,6 +148,12 @@ type Options struct {
 	// failure is logged: the name is changed. Nil: nobody is told.
 	ProfileChanged func(ctx context.Context, user protocol.UserRef, frame []byte) error
 
+	// AccountDeleted is told of an account whose deletion is finishing, to
+	// forget its presence (the wiring gives presence's Forget). Its failure
+	// fails the deletion's pass, which a worker runs again. Nil: nobody is
+	// told.
+	AccountDeleted func(ctx context.Context, uid int64) error
+
 	// Logger takes the failures of work nobody waits for (an inline
 	// fan-out pass a worker will retry, a frame that tells of a change
 	// made); nil is slog.Default().

@@ -49,7 +49,7 @@ var (
 	signinOKScript = redis.NewScript(signinOKSource)
 )
 
-var userFields = []string{"id", "login", "name", "followers", "following", "posts", "signup", "bio", "suspended"}
+var userFields = []string{"id", "login", "name", "followers", "following", "posts", "signup", "bio", "suspended", "deleted"}
 
 // ValidLogin reports whether login has the form the API accepts.
 func ValidLogin(login string) bool { return loginPattern.MatchString(login) }
@@ -575,7 +575,7 @@ func (s *Service) UID(ctx context.Context, login string) (int64, error) {
 		return 0, ErrUserNotFound
 	}
 	uid, err := s.rdb.HGet(ctx, s.keys.loginIndex(), strings.ToLower(login)).Int64()
-	if errors.Is(err, redis.Nil) {
+	if errors.Is(err, redis.Nil) || err == nil && uid == 0 { // 0: the login of an account deleted
 		return 0, ErrUserNotFound
 	}
 	if err != nil {
@@ -617,8 +617,8 @@ func (s *Service) usersByIDAll(ctx context.Context, ids []int64) ([]User, error)
 func parseUser(vals []any) (User, bool) {
 	str := func(i int) string { s, _ := vals[i].(string); return s }
 	num := func(i int) int64 { n, _ := strconv.ParseInt(str(i), 10, 64); return n }
-	if str(0) == "" {
-		return User{}, false
+	if str(0) == "" || str(9) != "" {
+		return User{}, false // none, or one being deleted
 	}
 	return User{
 		ID: num(0), Login: str(1), Name: str(2),

@@ -11,7 +11,10 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 )
 
-var errWrongPassword = newError(http.StatusUnauthorized, "invalid_credentials", "The current password is wrong.")
+var (
+	errWrongPassword        = newError(http.StatusUnauthorized, "invalid_credentials", "The current password is wrong.")
+	errWrongAccountPassword = newError(http.StatusUnauthorized, "invalid_credentials", "The password is wrong.")
+)
 
 // editProfile changes the viewer's name, bio or both: PATCH /me {name?,
 // bio?}, answered with the user as /me shows it.
@@ -89,4 +92,28 @@ func (s *Server) exportAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "exported", "request_id", middleware.GetReqID(r.Context()), "uid", viewer.UID)
+}
+
+// deleteAccount deletes the viewer's account: DELETE /me {password}.
+// Every session of it ends, this one included, so the cookie goes too.
+func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	var body struct {
+		Password string `json:"password"`
+	}
+	if err := decode(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	err := s.social.DeleteAccount(r.Context(), viewer.UID, body.Password, s.clientAddr(r))
+	if errors.Is(err, social.ErrInvalidCredentials) {
+		err = errWrongAccountPassword
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "account deleted", "request_id", middleware.GetReqID(r.Context()), "uid", viewer.UID)
+	s.clearSessionCookie(w, r)
+	w.WriteHeader(http.StatusNoContent)
 }

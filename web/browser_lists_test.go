@@ -18,8 +18,8 @@ func listRowsSay(names string) string {
 }
 
 // bob follows ada, makes a list from the header's Lists link, renames it, opens it and
-// adds ada by her login: her post shows in the list's timeline, which a
-// visitor can read by its address too. Removing her takes it away, and
+// adds ada by her login: her post shows in the list's timeline, which only
+// bob reads (a visitor at its address finds no list). Removing her takes it away, and
 // the list is deleted from the lists page, asking first.
 func TestBrowserLists(t *testing.T) {
 	t.Parallel()

@@ -123,7 +123,7 @@ func TestBrowserUnknownAddresses(t *testing.T) {
 
 	br := newBrowser(t)
 	p := br.newTab(t, "visitor", srv.srv.URL)
-	for _, path := range []string{"/s/abc", "/settings", "/u/alice/likes", "/lists/abc"} {
+	for _, path := range []string{"/s/abc", "/u/alice/likes", "/lists/abc"} {
 		p.open(path)
 		p.waitUntil("not found at "+path, stepTimeout, `(() => {
 			const h1 = document.querySelector('main h1');

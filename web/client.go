@@ -32,6 +32,7 @@ var clientPages = []string{
 	"/lists",
 	"/lists/{id:[1-9][0-9]*}",
 	"/notifications",
+	"/settings",
 	"/admin",
 }
 

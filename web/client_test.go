@@ -22,7 +22,7 @@ import (
 func TestClientPagesServeTheClient(t *testing.T) {
 	in := newEnv(t, social.Options{}).start()
 	c := in.anon(t)
-	for _, path := range []string{"/", "/global", "/u/ada", "/u/ada/followers", "/u/ada/following", "/s/42", "/s/123", "/search", "/lists", "/lists/7", "/notifications"} {
+	for _, path := range []string{"/", "/global", "/u/ada", "/u/ada/followers", "/u/ada/following", "/s/42", "/s/123", "/search", "/lists", "/lists/7", "/notifications", "/settings"} {
 		res := c.do(http.MethodGet, path, nil)
 		if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `<main id="main"`) {
 			t.Errorf("GET %s: %d, want the client page", path, res.Status)
@@ -31,7 +31,7 @@ func TestClientPagesServeTheClient(t *testing.T) {
 			t.Errorf("GET %s: Content-Type %q", path, ct)
 		}
 	}
-	for _, path := range []string{"/u", "/u/ada/likes", "/s", "/s/abc", "/s/0", "/s/12x", "/lists/abc", "/settings", "/nothing/here/", "//example.com/"} {
+	for _, path := range []string{"/u", "/u/ada/likes", "/s", "/s/abc", "/s/0", "/s/12x", "/lists/abc", "/nothing/here/", "//example.com/"} {
 		res := c.do(http.MethodGet, path, nil)
 		if res.Status != http.StatusNotFound || !strings.Contains(string(res.Body), `<main id="main"`) {
 			t.Errorf("GET %s: %d %.80s, want 404 with the client page", path, res.Status, res.Body)

@@ -177,6 +177,7 @@ func (s *Server) routes() chi.Router {
 			r.With(s.profileLimit()).Patch("/me", s.editProfile)
 			r.Put("/me/password", s.changePassword)
 			r.With(s.exportLimit()).Get("/me/export", s.exportAccount)
+			r.Delete("/me", s.deleteAccount)
 			r.With(s.readLimit()).Get("/admin/approvals", s.pendingUsers)
 			r.Put("/admin/approvals/{login}", s.approve)
 			r.With(s.readLimit()).Get("/admin/log", s.auditLog)

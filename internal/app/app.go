@@ -67,6 +67,7 @@ func New(rdb redis.UniversalClient, o Options) *Instance {
 	// presence, which social does not import: it is told through this.
 	var pres *presence.Tracker
 	so.Befriended = func(ctx context.Context, a, b int64) error { return pres.AnnounceFriendship(ctx, a, b) }
+	so.AccountDeleted = func(ctx context.Context, uid int64) error { return pres.Forget(ctx, uid) }
 	so.ProfileChanged = func(ctx context.Context, user protocol.UserRef, frame []byte) error {
 		return pres.AnnounceProfile(ctx, user, frame)
 	}

@@ -15,6 +15,7 @@ import { profileView } from './profile.js';
 import { statusView } from './statuspage.js';
 import { searchView } from './search.js';
 import { listsView, listView } from './lists.js';
+import { settingsView } from './settings.js';
 import { Session } from './session.js';
 import { notificationsView } from './notifications.js';
 import { parentGone } from './status.js';
@@ -44,6 +45,8 @@ const ctx = {
   signedIn,
   signInLink,
   askSignIn,
+  profileSaved,
+  accountDeleted,
 };
 
 // PAGES builds the view of each route (router.js ROUTES).
@@ -58,6 +61,7 @@ const PAGES = {
   lists: () => listsView(ctx),
   list: (r) => listView(ctx, r.id),
   notifications: () => (session ? notificationsView(ctx, session.notes) : signInFirstView('Notifications', 'Sign in to see who followed, mentioned, replied to, liked or reposted you.')),
+  settings: () => settingsView(ctx),
   admin: () => adminView(ctx),
   notfound: () => notFoundView(),
 };
@@ -102,9 +106,27 @@ async function boot() {
   startShortcuts({ compose, open: (path) => navigate(path) });
 }
 
-setUnauthorizedHandler(() => {
+setUnauthorizedHandler((err) => {
+  // A wrong password typed in a form (settings) is no ended session.
+  if (err && err.code === 'invalid_credentials') return;
   if (session) leaveApp('Your session has ended. Please sign in again.');
 });
+
+// profileSaved shows the signed-in user's new name at once; the stream's
+// profile frame tells the other tabs.
+function profileSaved(user) {
+  if (!session) return;
+  session.me.name = user.name;
+  header.setName(session.me);
+}
+
+// accountDeleted leaves the app after the account is deleted: every
+// session of it has ended, this one too.
+function accountDeleted() {
+  leaveApp(null);
+  notice = 'Your account is deleted.';
+  navigate('/');
+}
 
 // ------------------------------------------------------------ pages
 

@@ -8,6 +8,7 @@ import { timeEl, parseTime } from './time.js';
 import { learnName } from './names.js';
 import { heading, statusTimeline } from './page.js';
 import { profileMenu } from './safety.js';
+import { bioNodes } from './settings.js';
 
 // followState answers whether the viewer follows `login`: from `you_follow`
 // when the server sends it, else by scanning the viewer's following list.
@@ -105,7 +106,7 @@ function profileCard(ctx, user, signal) {
 
   let action;
   let more = null; // the "…" menu: mute, block
-  if (self) action = h('span', { class: 'badge' }, 'This is you');
+  if (self) action = h('a', { class: 'btn btn-secondary btn-small', href: '/settings', dataset: { testid: 'edit-profile' } }, 'Edit profile');
   else if (me) {
     const follow = followButton(ctx, user, signal, error, setCounts, refresh);
     action = follow.btn;
@@ -135,6 +136,7 @@ function profileCard(ctx, user, signal) {
       ),
       h('div', { class: 'profile-action' }, action, more && more.open),
     ),
+    user.bio ? h('p', { class: 'profile-bio', dataset: { testid: 'profile-bio' } }, ...bioNodes(user.bio)) : null,
     more && more.items,
     h('p', { class: 'counts' }, posts.el, followers.el, following.el),
     error,

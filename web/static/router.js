@@ -16,6 +16,7 @@ const ROUTES = [
   { name: 'lists', pattern: /^\/lists$/ },
   { name: 'list', pattern: /^\/lists\/([1-9][0-9]*)$/, keys: ['id'] },
   { name: 'notifications', pattern: /^\/notifications$/ },
+  { name: 'settings', pattern: /^\/settings$/ },
   { name: 'admin', pattern: /^\/admin$/ },
 ];
 
