@@ -210,3 +210,32 @@ func TestBrowserModerationApprovals(t *testing.T) {
 	r.waitUntil("focus on the approvals' heading", stepTimeout, `document.activeElement?.id === 'approvals-heading' ? '' : 'focus on ' + document.activeElement?.outerHTML.slice(0, 80)`)
 	anon.must(http.StatusOK, "POST", "/api/v1/sessions", map[string]string{"login": "newbie", "password": "kettle-drum-43"}, nil)
 }
+
+// A report on an account deleted since reads as on "a deleted account":
+// nothing to suspend, and it can still be resolved.
+func TestBrowserModerationDeletedAccount(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{Admins: []string{"root"}}).start()
+	dave, carol := in.signUp(t, "dave"), in.signUp(t, "carol")
+	var filed struct{ Report struct{ ID int64 } }
+	carol.must(http.StatusCreated, "POST", "/api/v1/reports", map[string]any{"login": "dave", "reason": "Gone soon"}, &filed)
+	dave.must(http.StatusNoContent, "DELETE", "/api/v1/me", map[string]string{"password": "password-dave"}, nil)
+	id := strconv.FormatInt(filed.Report.ID, 10)
+
+	br := newBrowser(t)
+	r := br.newTab(t, "root", in.srv.URL)
+	r.signUpUI("root", "Root Admin", "kettle-drum-42")
+	r.goTo("/admin")
+	r.waitUntil("the open report", stepTimeout, reportRowsSay("reports-open", id))
+	report := testID("reports-open", ` [data-testid="report"][data-id="`+id+`"] `)
+	r.waitUntil("the report on a deleted account", stepTimeout, `(() => {
+		const li = document.querySelector(`+js(report)+`);
+		const account = li.querySelector('[data-testid="report-account"]');
+		if (account?.textContent !== 'a deleted account' || account.getAttribute('href')) return 'account ' + account?.outerHTML;
+		if (li.querySelector('[data-testid="report-suspend"]')) return 'a Suspend button';
+		const name = li.querySelector('[data-testid="report-resolve"]')?.getAttribute('aria-label');
+		return name === 'Resolve the report on a deleted account' ? '' : 'Resolve is named ' + name;
+	})()`)
+	r.click(report + testID("report-resolve"))
+	r.waitUntil("the report resolved", stepTimeout, reportRowsSay("reports-resolved", id))
+}

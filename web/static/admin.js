@@ -47,6 +47,8 @@ function section(title, testid) {
 // who is a person as the page names them: name and @login, linked to
 // their profile unless link is false (a suspended profile answers 404).
 function who(user, { link = true, testid } = {}) {
+  // A deleted account is its id alone.
+  if (!user.login) return h('span', { class: 'admin-who muted', dataset: { testid } }, 'a deleted account');
   const body = [h('span', { class: 'admin-name' }, user.name || user.login), ' ', loginEl(user.login)];
   const attrs = { class: 'admin-who', dataset: { testid, login: user.login } };
   return link ? h('a', { ...attrs, href: profileHref(user.login) }, body) : h('span', attrs, body);
@@ -126,8 +128,9 @@ export function adminView(ctx) {
 
   function reportItem(r, index) {
     const account = r.account;
+    const named = account.login ? `@${account.login}` : 'a deleted account';
     const facts = h('p', { class: 'admin-facts' },
-      who(account, { link: !suspendedLogins.has(account.login.toLowerCase()), testid: 'report-account' }),
+      who(account, { link: !suspendedLogins.has(String(account.login).toLowerCase()), testid: 'report-account' }),
       h('span', { class: 'muted' }, ' reported by '),
       who(r.reporter, { testid: 'report-reporter' }),
       h('span', { class: 'muted' }, ', '), timeEl(r.created));
@@ -135,18 +138,18 @@ export function adminView(ctx) {
     const statuses = (r.statuses || []).length
       ? h('ul', { class: 'admin-statuses', 'aria-label': `Posts reported (${plural(r.statuses.length, 'post')})` }, r.statuses.map(statusItem))
       : h('p', { class: 'muted small' }, 'No posts are pointed at, or they are gone.');
-    const li = h('li', { class: 'list-row admin-report', dataset: { testid: 'report', id: String(r.id), login: account.login } },
+    const li = h('li', { class: 'list-row admin-report', dataset: { testid: 'report', id: String(r.id), login: account.login || '' } },
       facts, reason, statuses);
     if (r.resolved) {
       li.append(h('p', { class: 'muted small', dataset: { testid: 'report-resolved' } },
         timeEl(r.resolved, { prefix: 'Resolved ' }),
-        r.resolved_by ? [' by ', loginEl(r.resolved_by.login)] : null));
+        r.resolved_by && r.resolved_by.login ? [' by ', loginEl(r.resolved_by.login)] : null));
       return li;
     }
     const error = actionError();
     const resolve = h('button', {
       type: 'button', class: 'btn btn-secondary btn-small',
-      'aria-label': `Resolve the report on @${account.login}`, dataset: { testid: 'report-resolve' },
+      'aria-label': `Resolve the report on ${named}`, dataset: { testid: 'report-resolve' },
     }, 'Resolve');
     resolve.addEventListener('click', () => run(resolve, error,
       () => api('POST', `/admin/reports/${enc(r.id)}/resolve`, undefined, { signal }),
@@ -154,8 +157,9 @@ export function adminView(ctx) {
       // The next open report takes its place; none left: the heading.
       () => focusIn(open, '[data-testid="report-resolve"]', index)));
     const actions = h('div', { class: 'admin-actions' }, resolve);
-    if (sameLogin(account.login, me.login)) {
-      // An admin cannot suspend themselves; nothing to offer.
+    if (!account.login || sameLogin(account.login, me.login)) {
+      // A deleted account is gone already, and an admin cannot suspend
+      // themselves: nothing to offer.
     } else if (suspendedLogins.has(account.login.toLowerCase())) {
       actions.append(h('span', { class: 'muted small', dataset: { testid: 'report-suspended' } }, 'Suspended'));
     } else {
