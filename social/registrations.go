@@ -55,6 +55,12 @@ func (s *Service) adminLogin(login string) bool {
 	return slices.ContainsFunc(s.opts.Admins, func(a string) bool { return strings.EqualFold(a, login) })
 }
 
+// AdminLogin reports whether login is one of Options.Admins, without
+// asking Redis: for a user already read.
+func (s *Service) AdminLogin(login string) bool {
+	return s.adminLogin(login)
+}
+
 // IsAdmin reports whether uid is one of Options.Admins.
 func (s *Service) IsAdmin(ctx context.Context, uid int64) (bool, error) {
 	_, err := s.requireAdmin(ctx, uid)

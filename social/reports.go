@@ -176,11 +176,13 @@ func (s *Service) readReports(ctx context.Context, ids []int64) ([]Report, error
 		sids = append(sids, x.statuses...)
 		raws = append(raws, x)
 	}
-	users, err := s.usersByID(ctx, uids)
+	// The admins read a suspended account and its statuses as they were:
+	// the report is what they act on, before and after the suspension.
+	users, err := s.usersByIDAll(ctx, uids)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}
-	sts, err := s.statusesByID(ctx, sids)
+	sts, err := s.reportedStatuses(ctx, sids)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}
@@ -227,4 +229,30 @@ func (s *Service) ResolveReport(ctx context.Context, admin, id int64) (resolved 
 		return false, ErrReportNotFound
 	}
 	return n == 1, nil
+}
+
+// reportedStatuses reads statuses as statusesByID does, those hidden by
+// their author's suspension included: for the admins' reports.
+func (s *Service) reportedStatuses(ctx context.Context, ids []int64) ([]Status, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	hidden := slices.Index(statusFields, "hidden")
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, s.keys.status(id), statusFields...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]Status, 0, len(ids))
+	for _, c := range cmds {
+		v := c.Val()
+		v[hidden] = nil
+		if st, ok := parseStatus(v); ok {
+			out = append(out, st)
+		}
+	}
+	return out, nil
 }

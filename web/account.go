@@ -37,7 +37,7 @@ func (s *Server) editProfile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeUser(w, r, http.StatusOK, u)
+	s.writeOwnUser(w, r, http.StatusOK, u)
 }
 
 // changePassword sets a new password: PUT /me/password {current, new}.

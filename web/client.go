@@ -33,6 +33,7 @@ var clientPages = []string{
 	"/lists/{id:[1-9][0-9]*}",
 	"/notifications",
 	"/settings",
+	"/admin",
 }
 
 // gzipSuffix is what gzhttp adds inside the ETag of an answer it

@@ -22,7 +22,7 @@ import (
 func TestClientPagesServeTheClient(t *testing.T) {
 	in := newEnv(t, social.Options{}).start()
 	c := in.anon(t)
-	for _, path := range []string{"/", "/global", "/u/ada", "/u/ada/followers", "/u/ada/following", "/s/42", "/s/123", "/search", "/lists", "/lists/7", "/notifications", "/settings"} {
+	for _, path := range []string{"/", "/global", "/u/ada", "/u/ada/followers", "/u/ada/following", "/s/42", "/s/123", "/search", "/lists", "/lists/7", "/notifications", "/settings", "/admin"} {
 		res := c.do(http.MethodGet, path, nil)
 		if res.Status != http.StatusOK || !strings.Contains(string(res.Body), `<main id="main"`) {
 			t.Errorf("GET %s: %d, want the client page", path, res.Status)

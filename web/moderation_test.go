@@ -3,6 +3,7 @@ package web_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,6 +106,9 @@ func TestModeration(t *testing.T) {
 	}
 
 	root.must(http.StatusNoContent, "DELETE", "/api/v1/admin/suspensions/bob", nil, nil)
+	if res := root.do("GET", "/api/v1/admin/suspensions", nil); res.Status != http.StatusOK || !strings.Contains(string(res.Body), `"users":[]`) {
+		t.Errorf("no account suspended: GET /admin/suspensions = %d %s, want an empty list", res.Status, res.Body)
+	}
 	in2.anon(t).must(http.StatusOK, "POST", "/api/v1/sessions", map[string]string{"login": "bob", "password": "password-bob"}, nil)
 	if p := carol.timeline("/api/v1/timelines/home"); len(p.Statuses) != 1 {
 		t.Errorf("carol's home after the suspension is lifted = %v, want bob's status", ids(p.Statuses))

@@ -115,5 +115,8 @@ func (s *Server) suspendedUsers(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if users == nil {
+		users = []social.User{}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"users": users})
 }

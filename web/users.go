@@ -100,7 +100,7 @@ func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
 	// one has never had one. Not asking spares an account, made already,
 	// an error answer when Redis stumbles now.
 	never := protocol.Presence{Online: false, LastSeen: nil}
-	writeJSON(w, http.StatusCreated, map[string]any{"user": protocol.UserView{User: u, Presence: &never}, "token": token})
+	writeJSON(w, http.StatusCreated, map[string]any{"user": s.ownView(protocol.UserView{User: u, Presence: &never}), "token": token})
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +123,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setSessionCookie(w, r, token)
-	writeJSON(w, http.StatusOK, map[string]any{"user": protocol.UserView{User: u, Presence: &ps[0]}, "token": token})
+	writeJSON(w, http.StatusOK, map[string]any{"user": s.ownView(protocol.UserView{User: u, Presence: &ps[0]}), "token": token})
 }
 
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
@@ -148,7 +148,29 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		// the client reads /me with on every page load.
 		s.setSessionCookie(w, r, viewer.Token)
 	}
-	s.writeUser(w, r, http.StatusOK, u)
+	s.writeOwnUser(w, r, http.StatusOK, u)
+}
+
+// ownUser is the signed-in user's own user object: their view, and
+// "admin": true for an admin (left out otherwise), so that a client knows
+// to offer the moderation page.
+type ownUser struct {
+	protocol.UserView
+	Admin bool `json:"admin,omitempty"`
+}
+
+func (s *Server) ownView(v protocol.UserView) ownUser {
+	return ownUser{UserView: v, Admin: s.social.AdminLogin(v.Login)}
+}
+
+// writeOwnUser answers u, the viewer, as GET /me does.
+func (s *Server) writeOwnUser(w http.ResponseWriter, r *http.Request, status int, u social.User) {
+	v, err := s.view(r, u)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, status, map[string]any{"user": s.ownView(v)})
 }
 
 func (s *Server) profile(w http.ResponseWriter, r *http.Request) {

@@ -19,6 +19,7 @@ import { settingsView } from './settings.js';
 import { Session } from './session.js';
 import { notificationsView } from './notifications.js';
 import { parentGone } from './status.js';
+import { adminView } from './admin.js';
 
 const main = document.getElementById('main');
 const aside = document.getElementById('sidebar');
@@ -61,6 +62,7 @@ const PAGES = {
   list: (r) => listView(ctx, r.id),
   notifications: () => (session ? notificationsView(ctx, session.notes) : signInFirstView('Notifications', 'Sign in to see who followed, mentioned, replied to, liked or reposted you.')),
   settings: () => settingsView(ctx),
+  admin: () => adminView(ctx),
   notfound: () => notFoundView(),
 };
 

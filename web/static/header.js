@@ -54,6 +54,7 @@ export class Header {
       this.link(profileHref(me.login), 'Profile', 'profile'),
       this.link('/search', 'Search', 'search'),
       this.link('/lists', 'Lists', 'lists'),
+      ...(me.admin ? [this.link('/admin', 'Moderation', 'admin')] : []),
     );
     this.connLabel = h('span', { class: 'conn-label' }, 'Connecting…');
     this.conn = h('span', { class: 'conn', role: 'status', dataset: { testid: 'conn-state', state: 'connecting' } },

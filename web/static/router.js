@@ -17,6 +17,7 @@ const ROUTES = [
   { name: 'list', pattern: /^\/lists\/([1-9][0-9]*)$/, keys: ['id'] },
   { name: 'notifications', pattern: /^\/notifications$/ },
   { name: 'settings', pattern: /^\/settings$/ },
+  { name: 'admin', pattern: /^\/admin$/ },
 ];
 
 /** parseRoute turns a path ("/u/ada") into {name, path, ...params}; unknown paths are "notfound". */
