@@ -2,6 +2,8 @@ package social
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -49,5 +51,58 @@ func TestDeleteAccountJob(t *testing.T) {
 	}
 	if _, _, err := s.SignUp(ctx, "Ada", "Another", "kettle-drum-42"); !errors.Is(err, ErrLoginTaken) {
 		t.Errorf("the deleted account's login taken again: %v", err)
+	}
+}
+
+// An account deleted while its post is still fanning out leaves nothing of
+// it anywhere: the post's later passes, run by workers after the deletion,
+// push the status nowhere, or take it out again.
+func TestDeleteAccountDuringFanout(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{FanoutPassSize: 3})
+	ctx := ctxT(t)
+	leaver, _, err := s.SignUp(ctx, "leaver", "Leaver", "kettle-drum-41")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fans := make([]User, 12)
+	for i := range fans {
+		fans[i] = signUp(t, s, fmt.Sprintf("fan%02d", i))
+		follow(t, s, fans[i].ID, "leaver")
+	}
+	var posted []int64
+	for i := range 3 {
+		// The first pass runs inline (3 followers); the other three wait.
+		st, err := s.Post(ctx, leaver.ID, fmt.Sprint("mid fan-out ", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		posted = append(posted, st.ID)
+	}
+	if err := s.DeleteAccount(ctx, leaver.ID, "kettle-drum-41", ""); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, s, "w1")
+	startWorker(t, s, "w2")
+	waitFor(t, func() bool { return rdb.XLen(ctx, s.keys.jobs()).Val() == 0 })
+	for _, f := range fans {
+		home := homeIDs(t, s, f.ID)
+		for _, id := range posted {
+			if slices.Contains(home, id) {
+				t.Errorf("%s's home still holds status %d of the deleted account", f.Login, id)
+			}
+		}
+		u, err := s.UserByID(ctx, f.ID)
+		if err != nil || u.Following != 0 {
+			t.Errorf("%s after the deletion: %+v, %v", f.Login, u, err)
+		}
+	}
+	for _, id := range posted {
+		if n := rdb.Exists(ctx, s.keys.status(id)).Val(); n != 0 {
+			t.Errorf("status %d of the deleted account is left", id)
+		}
+	}
+	if n := rdb.Exists(ctx, s.keys.user(leaver.ID), s.keys.profile(leaver.ID), s.keys.followers(leaver.ID)).Val(); n != 0 {
+		t.Errorf("%d of the deleted account's keys are left", n)
 	}
 }

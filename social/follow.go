@@ -123,15 +123,16 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	// are harmless.
 	pipe := s.rdb.Pipeline()
 	follower := pipe.Exists(ctx, k.user(uid))
-	followee := pipe.HMGet(ctx, k.user(other), "id", "suspended")
+	followee := pipe.HMGet(ctx, k.user(other), "id", "suspended", "deleted")
 	who := pipe.HMGet(ctx, k.user(uid), userFields...)
 	seq := pipe.Incr(ctx, k.followSeq())
 	clock := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return false, err
 	}
-	// A suspended account is none to anyone: it cannot be followed.
-	if id, _ := followee.Val()[0].(string); follower.Val() == 0 || id == "" || followee.Val()[1] != nil {
+	// A suspended account, or one being deleted, is none to anyone: it
+	// cannot be followed.
+	if id, _ := followee.Val()[0].(string); follower.Val() == 0 || id == "" || followee.Val()[1] != nil || followee.Val()[2] != nil {
 		return false, ErrUserNotFound
 	}
 	note, err := newFollowNote(uid, who.Val(), clock.Val().UnixMilli())
