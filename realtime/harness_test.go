@@ -1,7 +1,6 @@
 package realtime
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -471,31 +470,6 @@ func (e *env) refusal() error {
 		e.tb.Fatal("no stream refused")
 		return nil
 	}
-}
-
-// scriptCalls is how many scripts (EVAL, EVALSHA) the Redis server behind
-// rdb has run.
-func scriptCalls(tb testing.TB, rdb *redis.Client) int64 {
-	tb.Helper()
-	info, err := rdb.Info(tb.Context(), "commandstats").Result()
-	if err != nil {
-		tb.Fatalf("info commandstats: %v", err)
-	}
-	var n int64
-	sc := bufio.NewScanner(strings.NewReader(info))
-	for sc.Scan() {
-		name, stats, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
-		if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha") {
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
-		v, err := strconv.ParseInt(calls, 10, 64)
-		if err != nil {
-			tb.Fatalf("commandstats line %q: %v", sc.Text(), err)
-		}
-		n += v
-	}
-	return n
 }
 
 // countingFeed counts the home-timeline pages the hub reads.
