@@ -49,36 +49,19 @@ type noteFrame struct {
 }
 
 // noteFramesSoFar returns the notification frames published on l's
-// channels since the last read, by channel (see eventsSoFar).
+// channels since the last read, by channel (see payloadsSoFar).
 func noteFramesSoFar(tb testing.TB, l *listener) map[string][]noteFrame {
 	tb.Helper()
-	ctx := ctxT(tb)
 	out := map[string][]noteFrame{}
-	for i, sub := range l.subs {
-		var err error
-		if l.sharded {
-			err = l.rdb.SPublish(ctx, l.mark[i], "marker").Err()
-		} else {
-			err = l.rdb.Publish(ctx, l.mark[i], "marker").Err()
-		}
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for {
-			msg, err := sub.ReceiveMessage(ctx)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if msg.Channel == l.mark[i] {
-				break
-			}
+	for channel, payloads := range payloadsSoFar(tb, l) {
+		for _, p := range payloads {
 			var f noteFrame
-			if err := json.Unmarshal([]byte(msg.Payload), &f); err != nil {
-				tb.Fatalf("frame on %s: %v: %s", msg.Channel, err, msg.Payload)
+			if err := json.Unmarshal([]byte(p), &f); err != nil {
+				tb.Fatalf("frame on %s: %v: %s", channel, err, p)
 			}
 			switch f.Type {
 			case protocol.TypeNotification, protocol.TypeNotificationRemoved, protocol.TypeNotificationsRead:
-				out[msg.Channel] = append(out[msg.Channel], f)
+				out[channel] = append(out[channel], f)
 			}
 		}
 	}

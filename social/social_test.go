@@ -194,13 +194,14 @@ type event struct {
 	Session   string            `json:"session"`
 }
 
-// eventsSoFar returns, by channel, the events published on l's channels
-// since the last call. It publishes a marker and reads up to it: Redis
-// delivers one subscriber what it publishes in the order it publishes it.
-func eventsSoFar(tb testing.TB, l *listener) map[string][]event {
+// payloadsSoFar returns, by channel, the messages published on l's
+// channels since the last call. It publishes a marker and reads up to it:
+// Redis delivers one subscriber what it publishes in the order it
+// publishes it.
+func payloadsSoFar(tb testing.TB, l *listener) map[string][]string {
 	tb.Helper()
 	ctx := ctxT(tb)
-	events := map[string][]event{}
+	out := map[string][]string{}
 	for i, sub := range l.subs {
 		var err error
 		if l.sharded {
@@ -219,11 +220,24 @@ func eventsSoFar(tb testing.TB, l *listener) map[string][]event {
 			if msg.Channel == l.mark[i] {
 				break
 			}
+			out[msg.Channel] = append(out[msg.Channel], msg.Payload)
+		}
+	}
+	return out
+}
+
+// eventsSoFar returns, by channel, the events published on l's channels
+// since the last call (payloadsSoFar).
+func eventsSoFar(tb testing.TB, l *listener) map[string][]event {
+	tb.Helper()
+	events := map[string][]event{}
+	for channel, payloads := range payloadsSoFar(tb, l) {
+		for _, p := range payloads {
 			var ev event
-			if err := json.Unmarshal([]byte(msg.Payload), &ev); err != nil {
-				tb.Fatalf("event on %s: %v: %s", msg.Channel, err, msg.Payload)
+			if err := json.Unmarshal([]byte(p), &ev); err != nil {
+				tb.Fatalf("event on %s: %v: %s", channel, err, p)
 			}
-			events[msg.Channel] = append(events[msg.Channel], ev)
+			events[channel] = append(events[channel], ev)
 		}
 	}
 	return events

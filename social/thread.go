@@ -35,24 +35,18 @@ type Thread struct {
 // It costs one round trip for the status, one a level, and one for the
 // statuses, whatever the thread's size.
 func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
-	k := s.keys
-	pipe := s.rdb.Pipeline()
-	head := pipe.HMGet(ctx, k.status(id), "id", "path", "repost_of", "hidden")
-	if _, err := pipe.Exec(ctx); err != nil {
-		return Thread{}, fmt.Errorf("thread of %d: %w", id, err)
-	}
-	v := head.Val()
-	if s, _ := v[0].(string); s == "" || v[3] != nil {
-		return Thread{}, ErrStatusNotFound
-	}
-	if orig, _ := v[2].(string); orig != "" {
-		o, err := strconv.ParseInt(orig, 10, 64)
-		if err != nil || o == id {
-			return Thread{}, ErrStatusNotFound
+	path, orig, err := s.threadHead(ctx, id)
+	if err == nil && orig != 0 {
+		// A repost's thread is its original's; an original is never a
+		// repost, so one hop ends it.
+		id = orig
+		if path, orig, err = s.threadHead(ctx, id); err == nil && orig != 0 {
+			err = ErrStatusNotFound
 		}
-		return s.Context(ctx, o)
 	}
-	path, _ := v[1].(string)
+	if err != nil {
+		return Thread{}, err
+	}
 	var ancestors []int64
 	if path != "" {
 		ancestors = parseIDs(strings.Split(path, ","))
@@ -89,6 +83,26 @@ func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
 		t.Descendants = []Status{}
 	}
 	return t, nil
+}
+
+// threadHead reads what Context starts from: status id's path, and the
+// original it reposts (0 for none). A status that is not there, or hidden,
+// is ErrStatusNotFound.
+func (s *Service) threadHead(ctx context.Context, id int64) (path string, orig int64, err error) {
+	v, err := s.rdb.HMGet(ctx, s.keys.status(id), "id", "path", "repost_of", "hidden").Result()
+	if err != nil {
+		return "", 0, fmt.Errorf("thread of %d: %w", id, err)
+	}
+	if sid, _ := v[0].(string); sid == "" || v[3] != nil {
+		return "", 0, ErrStatusNotFound
+	}
+	path, _ = v[1].(string)
+	if o, _ := v[2].(string); o != "" {
+		if orig, err = strconv.ParseInt(o, 10, 64); err != nil || orig <= 0 {
+			return "", 0, ErrStatusNotFound
+		}
+	}
+	return path, orig, nil
 }
 
 // descendants reads the replies below root, level by level, one pipeline a
