@@ -26,6 +26,8 @@ const (
 	TypeWatching            = "watching"
 	TypeGlobalStatus        = "global_status"
 	TypeGlobalStatusDeleted = "global_status_deleted"
+
+	TypeReconnect = "reconnect"
 )
 
 // Ready is the first frame of every stream, once.
@@ -127,6 +129,15 @@ type GlobalStatusDeleted struct {
 type Service struct {
 	Type      string `json:"type"` // TypeService
 	Available bool   `json:"available"`
+}
+
+// Reconnect: the instance is draining and closes the stream next, with
+// CloseReconnect. The client reconnects after a delay drawn at random
+// between 0 and WithinMS (0: at once), to whichever instance the load
+// balancer picks, and resumes.
+type Reconnect struct {
+	Type     string `json:"type"` // TypeReconnect
+	WithinMS int64  `json:"within_ms"`
 }
 
 // ErrorFrame: a frame the client sent was not acted on; the stream stays

@@ -45,6 +45,10 @@ const (
 	// CloseHeartbeatTimeout: no frame and no pong for three heartbeat
 	// intervals.
 	CloseHeartbeatTimeout = 4000
+	// CloseReconnect: the instance is draining (a deploy); reconnect at
+	// once, to another instance, or after the delay the reconnect frame
+	// sent before it gives, and resume.
+	CloseReconnect = 4001
 )
 
 // Close reasons the API names.
@@ -53,6 +57,7 @@ const (
 	ReasonSessionEnded  = "session ended"
 	ReasonTooManyFrames = "too many frames"
 	ReasonSuspended     = "account suspended"
+	ReasonDraining      = "server draining: reconnect"
 )
 
 // MaxFrameBytes is the largest frame a client may send.

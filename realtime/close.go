@@ -47,6 +47,9 @@ const (
 	closeSessionEnded
 	// closeSuspended: an admin suspended the stream's account.
 	closeSuspended
+	// closeDrain: the instance is draining (Hub.Drain); the client was
+	// sent a reconnect frame first.
+	closeDrain
 )
 
 // closeRule is how one reason closes a stream.
@@ -75,6 +78,7 @@ var closeRules = [...]closeRule{
 	closeSignedOut:    {code: protocol.ClosePolicy, text: protocol.ReasonSignedOut, counter: func(s *Stats) *atomic.Int64 { return &s.SessionClosed }, level: slog.LevelInfo},
 	closeSessionEnded: {code: protocol.ClosePolicy, text: protocol.ReasonSessionEnded, counter: func(s *Stats) *atomic.Int64 { return &s.SessionClosed }, level: slog.LevelInfo},
 	closeSuspended:    {code: protocol.ClosePolicy, text: protocol.ReasonSuspended, counter: func(s *Stats) *atomic.Int64 { return &s.SessionClosed }, level: slog.LevelInfo},
+	closeDrain:        {code: protocol.CloseReconnect, text: protocol.ReasonDraining, counter: func(s *Stats) *atomic.Int64 { return &s.Drained }, level: slog.LevelInfo},
 }
 
 // rule is how r closes a stream.

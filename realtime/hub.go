@@ -205,6 +205,9 @@ type Stats struct {
 	// UserStreamsRefused counts streams refused with 429 because their user
 	// held the most connections presence allows one user.
 	UserStreamsRefused atomic.Int64
+	// Drained counts streams closed with 4001 by a drain (Hub.Drain),
+	// each told to reconnect elsewhere.
+	Drained atomic.Int64
 }
 
 // readers are the local users who follow one pulled author.

@@ -31,6 +31,7 @@ type config struct {
 	Registrations     string   // who may sign up: social.RegistrationsOpen, Approval or Closed
 	Admins            []string // logins that may act as admins
 	ShutdownTimeout   time.Duration
+	DrainWindow       time.Duration // how long a drain spreads its streams' closes over; 0: all at once
 	MaxStreams        int
 	MaxConnections    int
 	ShowVersion       bool // -version: print the build and exit
@@ -201,6 +202,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.RequestTimeout, "request-timeout", "CHORUS_REQUEST_TIMEOUT", web.DefaultRequestTimeout, "how long an API request may take, its Redis calls included, before 503 timeout (streams exempt once upgraded)"},
 		{&c.InactiveAfter, "inactive-after", "CHORUS_INACTIVE_AFTER", social.DefaultInactiveAfter, "users without a signed-in request or a stream this long get no pushed posts until they come back (their home timeline is then rebuilt); 0: never"},
 		{&c.PasswordHashWait, "password-hash-wait", "CHORUS_PASSWORD_HASH_WAIT", social.DefaultHashWait, "how long a sign-up or sign-in waits for a password hasher before 429 server_busy"},
+		{&c.DrainWindow, "drain-window", "CHORUS_DRAIN_WINDOW", realtime.DefaultDrainWindow, "on SIGTERM, how long the instance spreads the closing of its streams over (each told to reconnect elsewhere at once), at least 10 a second, before it shuts down; a second SIGTERM closes the rest at once; 0: all at once"},
 	}
 	for _, d := range durations {
 		def := d.def
@@ -288,6 +290,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		return c, fmt.Errorf("-heartbeat-interval must be positive, got %s", c.HeartbeatInterval)
 	case c.HeartbeatInterval >= c.OnlineWindow:
 		return c, fmt.Errorf("-heartbeat-interval (%s) must be shorter than -online-window (%s)", c.HeartbeatInterval, c.OnlineWindow)
+	case c.DrainWindow < 0:
+		return c, fmt.Errorf("-drain-window must be 0 or more, got %s", c.DrainWindow)
 	case c.MaxStreams < 0:
 		return c, fmt.Errorf("-max-streams must be 0 or more, got %d", c.MaxStreams)
 	case c.MaxConnections < 0:

@@ -196,6 +196,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	drainStreams(chorus.Hub, cfg.DrainWindow, log)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	// Streams are hijacked connections, which http.Server.Shutdown does
@@ -216,6 +217,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	work.Wait()
 	log.Info("stopped")
 	return nil
+}
+
+// drainSlack is how long a drain may run past its window: the last
+// streams' reconnect frames and closing handshakes.
+const drainSlack = 5 * time.Second
+
+// drainStreams closes the hub's streams spread over window, each told to
+// reconnect elsewhere, while /readyz says the instance is draining and the
+// API still answers; a second SIGTERM or interrupt cuts it short.
+func drainStreams(hub *realtime.Hub, window time.Duration, log *slog.Logger) {
+	hurry, stopHurry := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopHurry()
+	ctx, cancel := context.WithTimeout(hurry, window+drainSlack)
+	defer cancel()
+	streams := hub.Counters().Open.Load()
+	log.Info("draining streams", "streams", streams, "window", window)
+	start := time.Now()
+	if err := hub.Drain(ctx, window); err != nil {
+		log.Info("drain cut short; the rest were closed at once", "err", err)
+	}
+	log.Info("streams drained", "streams", streams, "took", time.Since(start).Round(time.Millisecond))
 }
 
 func newLogger(format string, w io.Writer) *slog.Logger {

@@ -4,7 +4,12 @@
 // from a background tab whose timers are throttled or frozen.
 
 const BACKOFF_BASE_MS = 500;
-const BACKOFF_CAP_MS = 30000;
+// Capped low: after an outage every client is back within seconds, and the
+// jitter spreads them over the cap.
+const BACKOFF_CAP_MS = 5000;
+// The close code of a draining instance (after a `reconnect` frame): come
+// back at once, or within the frame's within_ms, to another instance.
+const CLOSE_RECONNECT = 4001;
 // A connection must stay up this long before a drop counts as a fresh
 // failure; otherwise a server that accepts and at once closes (1013) would
 // be redialled in a tight loop.
@@ -103,6 +108,7 @@ export class Stream {
     }
     this.ws = ws;
     let readyAt = 0;
+    let reconnectWithin = 0; // the `reconnect` frame's within_ms
 
     ws.onmessage = (ev) => {
       if (this.ws !== ws) return;
@@ -114,6 +120,10 @@ export class Stream {
         return;
       }
       if (!frame || typeof frame.type !== 'string') return;
+      if (frame.type === 'reconnect') {
+        reconnectWithin = Math.max(0, Number(frame.within_ms) || 0);
+        return;
+      }
       if (frame.type === 'ready') {
         readyAt = Date.now();
         this.setState('live');
@@ -136,6 +146,12 @@ export class Stream {
         this.h.onSignedOut();
         return;
       }
+      if (ev.code === CLOSE_RECONNECT) {
+        // A drain, not a failure: no backoff.
+        this.attempt = 0;
+        this.scheduleIn(Math.round(Math.random() * reconnectWithin));
+        return;
+      }
       if (readyAt && Date.now() - readyAt >= STABLE_MS) this.attempt = 0;
       this.scheduleRetry(readyAt === 0);
     };
@@ -149,9 +165,7 @@ export class Stream {
   scheduleRetry(neverReady) {
     const delay = backoffDelay(this.attempt);
     this.attempt++;
-    this.retryAt = Date.now() + delay;
-    this.setState(navigator.onLine === false ? 'offline' : 'connecting');
-    this.retryTimer = setTimeout(() => this.connect(), delay);
+    this.scheduleIn(delay);
     if (neverReady && this.h.checkSession) {
       this.h.checkSession().then(
         (signedIn) => {
@@ -163,5 +177,12 @@ export class Stream {
         () => {}, // unreachable server: keep backing off
       );
     }
+  }
+
+  /** scheduleIn connects again after delay ms. */
+  scheduleIn(delay) {
+    this.retryAt = Date.now() + delay;
+    this.setState(navigator.onLine === false ? 'offline' : 'connecting');
+    this.retryTimer = setTimeout(() => this.connect(), delay);
   }
 }
