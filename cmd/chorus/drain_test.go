@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"chorus/internal/redistest"
+	"chorus/internal/testio"
+	"chorus/protocol"
+	"chorus/social"
+
+	"github.com/coder/websocket"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Drain test sizes: movers hold two streams each on the instance that is
+// stopped, stayers two each on the other.
+const (
+	drainMovers      = 750
+	drainStayers     = 250
+	streamsPerDrainU = 2
+)
+
+// SIGTERM of one of two instances holding 2,000 streams: every stream is
+// told to reconnect and closed with 4001, every client is back on the
+// other instance, no friend is ever told anyone went offline (nor is
+// anyone taken out of presence once the stopped instance's lease has run
+// out and it was swept), and every status posted before, during and after
+// the drain reaches every client, live or by resume.
+func TestSigtermDrainsStreamsToTheOtherInstance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2,000 streams")
+	}
+	url, prefix := redistest.URL(t), redistest.Prefix()
+	env := map[string]string{"REDIS_URL": url, "CHORUS_KEY_PREFIX": prefix}
+	args := []string{
+		"-drain-window", "3s", "-online-window", "10s", "-heartbeat-interval", "2s",
+		"-stream-open-limit", "off", "-stream-open-address-limit", "off", "-max-connections-per-address", "0",
+		"-post-limit", "off", "-resume-limit", "off", "-read-limit", "off",
+	}
+	a, _, stopA := startStoppable(t, env, args...)
+	b, _ := start(t, env, args...)
+	rdb := redistest.ClientOf(t, url)
+	ctx := t.Context()
+
+	// The users, made through the social core itself with cheap password
+	// hashes: friends in a ring, and each mover with a stayer too; all
+	// follow the herald, who posts.
+	soc := social.New(rdb, social.Options{Prefix: prefix, BcryptCost: bcrypt.MinCost})
+	const users = drainMovers + drainStayers
+	type account struct {
+		id           int64
+		login, token string
+	}
+	accounts := make([]account, users)
+	parallel(t, users, func(i int) error {
+		login := fmt.Sprintf("drain%d", i)
+		u, token, err := soc.SignUp(ctx, login, login, "kettle-drum-41")
+		accounts[i] = account{u.ID, login, token}
+		return err
+	})
+	herald, heraldToken, err := soc.SignUp(ctx, "herald", "Herald", "kettle-drum-41")
+	if err != nil {
+		t.Fatal(err)
+	}
+	friend := func(i int) []int {
+		out := []int{(i + 1) % users}
+		if i < drainMovers {
+			out = append(out, drainMovers+i%drainStayers)
+		}
+		return out
+	}
+	parallel(t, users, func(i int) error {
+		if _, _, err := soc.Follow(ctx, accounts[i].id, herald.Login); err != nil {
+			return err
+		}
+		for _, j := range friend(i) {
+			for _, f := range [][2]int{{i, j}, {j, i}} {
+				if _, _, err := soc.Follow(ctx, accounts[f[0]].id, accounts[f[1]].login); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+
+	t.Logf("%d users and their follows made", users)
+
+	// The clients: the movers' streams on a, the stayers' on b; a stream
+	// closed with 4001 reconnects to b at once, and resumes.
+	streamA, streamB := "ws"+strings.TrimPrefix(a, "http")+"/api/v1/stream", "ws"+strings.TrimPrefix(b, "http")+"/api/v1/stream"
+	clientCtx, stopClients := context.WithCancel(context.WithoutCancel(ctx))
+	var clients []*drainClient
+	var running sync.WaitGroup
+	t.Cleanup(func() { stopClients(); running.Wait() })
+	for i, acc := range accounts {
+		home := streamB
+		if i < drainMovers {
+			home = streamA
+		}
+		for range streamsPerDrainU {
+			c := &drainClient{token: acc.token, url: home, away: streamB, seen: map[int64]bool{}}
+			clients = append(clients, c)
+		}
+	}
+	dials := make(chan struct{}, 32) // dials at once
+	for _, c := range clients {
+		running.Go(func() { c.run(clientCtx, dials) })
+	}
+	testio.Eventually(t, 3*time.Minute, func() string {
+		return countClients(clients, "not ready", func(c *drainClient) bool { return c.readies == 0 })
+	})
+
+	t.Logf("%d streams ready", len(clients))
+	var posted []int64
+	postOne := func() {
+		posted = append(posted, postStatus(t, b, heraldToken, fmt.Sprintf("status %d", len(posted))))
+	}
+	for range 3 {
+		postOne()
+	}
+	allSeen := func() string {
+		return countClients(clients, "missing a status", func(c *drainClient) bool { return !c.hasAll(posted) })
+	}
+	testio.Eventually(t, 2*time.Minute, allSeen)
+
+	t.Log("statuses delivered; SIGTERM to a")
+	// SIGTERM to a while the herald keeps posting through b.
+	stopped := make(chan error, 1)
+	go func() { stopped <- stopA() }()
+	for drained := false; !drained; {
+		select {
+		case err := <-stopped:
+			if err != nil {
+				t.Fatalf("a's run returned %v", err)
+			}
+			drained = true
+		case <-time.After(50 * time.Millisecond):
+			postOne()
+		}
+	}
+	t.Log("a stopped")
+	postOne()
+	testio.Eventually(t, 3*time.Minute, func() string {
+		return countClients(clients, "not back on b", func(c *drainClient) bool { return c.backReadies == 0 })
+	})
+	testio.Eventually(t, 3*time.Minute, allSeen)
+
+	// a's lease runs out and the sweep takes its connections: nobody moved
+	// leaves presence's connected users.
+	testio.Eventually(t, 3*time.Minute, func() string {
+		if n := rdb.ZCard(ctx, prefix+"instances").Val(); n != 1 {
+			return fmt.Sprintf("%d instances in presence, want b alone", n)
+		}
+		return ""
+	})
+	if n := rdb.ZCard(ctx, prefix+"connected").Val(); n != users {
+		t.Errorf("%d users connected after a was swept, want %d", n, users)
+	}
+	postOne()
+	testio.Eventually(t, 2*time.Minute, allSeen)
+
+	drained, toldAtOnce, offline := 0, 0, 0
+	for _, c := range clients {
+		c.mu.Lock()
+		drained += c.drainCloses
+		toldAtOnce += c.reconnectsNow
+		offline += len(c.offline)
+		c.mu.Unlock()
+	}
+	if want := drainMovers * streamsPerDrainU; drained != want || toldAtOnce != want {
+		t.Errorf("%d streams closed with 4001, %d told to reconnect at once, want %d each", drained, toldAtOnce, want)
+	}
+	if offline != 0 {
+		t.Errorf("friends were told %d times that someone went offline, want never", offline)
+	}
+	t.Logf("%d streams drained; %d statuses posted, %d of them during the drain", drained, len(posted), len(posted)-5)
+}
+
+// drainClient is one stream of TestSigtermDrainsStreamsToTheOtherInstance,
+// reconnecting as the browser client does.
+type drainClient struct {
+	token, url, away string
+
+	mu            sync.Mutex
+	readies       int // ready frames, on either instance
+	backReadies   int // ready frames on away
+	seen          map[int64]bool
+	newest        int64
+	offline       []int64 // the users presence frames said went offline
+	reconnectsNow int     // reconnect frames saying at once
+	drainCloses   int     // closes with 4001
+}
+
+// run holds the client's stream until ctx ends; once it closes, the client
+// dials away: at once after 4001, after a pause otherwise.
+func (c *drainClient) run(ctx context.Context, dials chan struct{}) {
+	for ctx.Err() == nil {
+		dials <- struct{}{}
+		ws, _, err := websocket.Dial(ctx, c.url, &websocket.DialOptions{
+			HTTPHeader: http.Header{"Authorization": {"Bearer " + c.token}},
+		})
+		<-dials
+		if err != nil {
+			sleepCtx(ctx, 200*time.Millisecond)
+			continue
+		}
+		err = c.read(ctx, ws)
+		ws.CloseNow()
+		// As behind a load balancer, the next dial reaches the instance
+		// still up.
+		c.url = c.away
+		if websocket.CloseStatus(err) == protocol.CloseReconnect {
+			c.mu.Lock()
+			c.drainCloses++
+			c.mu.Unlock()
+			continue
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+}
+
+// read reads ws's frames until it ends, resuming after each ready.
+func (c *drainClient) read(ctx context.Context, ws *websocket.Conn) error {
+	for {
+		_, raw, err := ws.Read(ctx)
+		if err != nil {
+			return err
+		}
+		var f struct {
+			Type     string
+			Online   bool
+			WithinMS int64 `json:"within_ms"`
+			User     struct{ ID int64 }
+			Status   struct{ ID int64 }
+		}
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		switch f.Type {
+		case protocol.TypeReady:
+			c.readies++
+			if c.url == c.away {
+				c.backReadies++
+			}
+		case protocol.TypeStatus:
+			c.seen[f.Status.ID] = true
+			c.newest = max(c.newest, f.Status.ID)
+		case protocol.TypePresence:
+			if !f.Online {
+				c.offline = append(c.offline, f.User.ID)
+			}
+		case protocol.TypeReconnect:
+			if f.WithinMS == 0 {
+				c.reconnectsNow++
+			}
+		}
+		after := c.newest
+		c.mu.Unlock()
+		if f.Type == protocol.TypeReady && after > 0 {
+			resume, _ := json.Marshal(map[string]any{"type": protocol.TypeResume, "after": after})
+			if err := ws.Write(ctx, websocket.MessageText, resume); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// hasAll reports whether the client was sent every status of ids. Called
+// with c.mu held.
+func (c *drainClient) hasAll(ids []int64) bool {
+	for _, id := range ids {
+		if !c.seen[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// countClients says how many clients are in state (in is called with each
+// one's mu held), or "" when none is.
+func countClients(clients []*drainClient, state string, in func(*drainClient) bool) string {
+	n := 0
+	for _, c := range clients {
+		c.mu.Lock()
+		if in(c) {
+			n++
+		}
+		c.mu.Unlock()
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d clients %s", n, len(clients), state)
+}
+
+// parallel runs do(0..n-1) on a few goroutines, failing the test on the
+// first error.
+func parallel(t *testing.T, n int, do func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				if err := do(i); err != nil {
+					errs <- fmt.Errorf("%d: %w", i, err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// postStatus posts message as the token's user and returns its id.
+func postStatus(t *testing.T, base, token, message string) int64 {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"message": message})
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/statuses", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct{ Status struct{ ID int64 } }
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("post: %d %v", res.StatusCode, err)
+	}
+	return out.Status.ID
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
