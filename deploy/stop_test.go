@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/protocol"
 
 	"github.com/coder/websocket"
 )
 
 // TestSigtermIsClean stops the binary as docker stop and systemd do, with
-// SIGTERM, while a stream is open: the stream is closed with 1001, the
-// process exits 0, and it logs nothing above INFO on the way.
+// SIGTERM, while a stream is open: the stream is drained (a reconnect
+// frame saying at once, then 4001), the process exits 0, and it logs
+// nothing above INFO on the way.
 func TestSigtermIsClean(t *testing.T) {
 	t.Parallel()
 	prefix := "deploytest:" + rand.Text()[:10] + ":"
@@ -33,8 +35,24 @@ func TestSigtermIsClean(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := stream.Read(ctx); websocket.CloseStatus(err) != websocket.StatusGoingAway {
-		t.Errorf("the stream ended with %v, want 1001", err)
+	var drain struct {
+		Type     string
+		WithinMS *int64 `json:"within_ms"`
+	}
+	for drain.Type != protocol.TypeReconnect {
+		_, raw, err := stream.Read(ctx)
+		if err != nil {
+			t.Fatalf("the stream ended with %v before a reconnect frame", err)
+		}
+		if err := json.Unmarshal(raw, &drain); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if drain.WithinMS == nil || *drain.WithinMS != 0 {
+		t.Errorf("reconnect frame says within_ms %v, want 0: at once", drain.WithinMS)
+	}
+	if _, _, err := stream.Read(ctx); websocket.CloseStatus(err) != protocol.CloseReconnect {
+		t.Errorf("the stream ended with %v, want %d", err, protocol.CloseReconnect)
 	}
 	select {
 	case <-p.done:
