@@ -64,6 +64,7 @@ type config struct {
 	KillPID         int           // the process of URLs[0], killed to start the storm
 	Spread          time.Duration // movers reconnect at random within this
 	Watch           time.Duration // presence frames are watched this long after the kill
+	Signal          string        // how the first instance is stopped: "kill" (SIGKILL) or "term" (SIGTERM: a drain)
 }
 
 // listFlag is a flag that may be repeated, each value comma-separated.
@@ -122,6 +123,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.Observers, "observers", 100, "storm: users connected to the other URLs, each a friend of some movers")
 	fs.IntVar(&c.FriendsPerMover, "friends-per-mover", 3, "storm: observers each mover is friends with (mutual follows), taken round robin")
 	fs.IntVar(&c.KillPID, "storm-kill-pid", 0, "storm: pid of the local server process of the first -url, sent SIGKILL to start the storm")
+	fs.StringVar(&c.Signal, "storm-signal", "kill", "storm: how the first instance is stopped: kill (SIGKILL: its sockets drop at once) or term (SIGTERM: it drains its streams over its -drain-window)")
 	fs.DurationVar(&c.Spread, "storm-spread", 5*time.Second, "storm: each mover reconnects at a random moment within this after its socket closes")
 	fs.DurationVar(&c.Watch, "storm-watch", 45*time.Second, "storm: how long to watch presence frames after the kill; "+
 		"make it longer than the server's -online-window (30s by default) and -storm-spread, so that its sweeper has acted")
@@ -234,6 +236,8 @@ func (c *config) validateStorm() error {
 		return usagef("-observers must be 1..%d, got %d", maxConns, c.Observers)
 	case c.FriendsPerMover < 1 || c.FriendsPerMover > c.Observers:
 		return usagef("-friends-per-mover must be 1..-observers (%d), got %d", c.Observers, c.FriendsPerMover)
+	case c.Signal != "kill" && c.Signal != "term":
+		return usagef("-storm-signal must be kill or term, got %q", c.Signal)
 	case c.Spread < 0:
 		return usagef("-storm-spread must not be negative")
 	case c.Watch <= c.Spread:

@@ -14,6 +14,7 @@ import (
 // StormResult is what a reconnect storm came to.
 type StormResult struct {
 	KilledPID    int           `json:"killed_pid"`
+	Signal       string        `json:"signal"` // SIGKILL, or SIGTERM: a drain
 	KilledAt     time.Time     `json:"killed_at"`
 	WatchSeconds float64       `json:"watch_seconds"` // from the kill to the end of the watch
 	Movers       StormMovers   `json:"movers"`
@@ -113,10 +114,15 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	for i, u := range survivors {
 		before[i] = scrapeCounters(ctx, api, u)
 	}
-	log.Info("killing the first instance", "pid", cfg.KillPID, "url", cfg.URLs[0], "watch", cfg.Watch)
+	sig := syscall.SIGKILL
+	res.Storm.Signal = "SIGKILL"
+	if cfg.Signal == "term" {
+		sig, res.Storm.Signal = syscall.SIGTERM, "SIGTERM"
+	}
+	log.Info("stopping the first instance", "pid", cfg.KillPID, "signal", res.Storm.Signal, "url", cfg.URLs[0], "watch", cfg.Watch)
 	killed := time.Now()
-	if err := victim.Kill(); err != nil {
-		return res, fmt.Errorf("kill %d: %w", cfg.KillPID, err)
+	if err := victim.Signal(sig); err != nil {
+		return res, fmt.Errorf("%s to %d: %w", res.Storm.Signal, cfg.KillPID, err)
 	}
 	killAt := killed.UnixNano()
 	res.Storm.KilledAt = killed.UTC()

@@ -187,6 +187,9 @@ func TestTallyMoves(t *testing.T) {
 	if got.AllBackSeconds != 3.02 || got.Handshake.Max != 20 || got.Handshake.Samples != 3 {
 		t.Errorf("all back after %vs, handshake %+v; want 3.02s, up to 20 ms", got.AllBackSeconds, got.Handshake)
 	}
+	if want := []int{1, 0, 0, 1}; !slices.Equal(got.PerSecond, want) {
+		t.Errorf("back per second = %v, want %v", got.PerSecond, want)
+	}
 }
 
 func TestMostWithin(t *testing.T) {

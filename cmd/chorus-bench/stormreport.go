@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -20,7 +21,7 @@ func writeStormTable(w io.Writer, r *Result) error {
 		r.Params.Conns, first(r.URLs), r.Params.Observers, r.Params.FriendsPerMover, r.Params.SpreadSeconds, r.Params.WatchSeconds, r.Client.Workers, r.Params.SourceIPs)
 	writeClientRows(row, r, "besides the movers'")
 	if !s.KilledAt.IsZero() {
-		row("kill", "SIGKILL to pid %d at %s; watched %.1fs", s.KilledPID, s.KilledAt.Format("15:04:05.000"), s.WatchSeconds)
+		row("kill", "%s to pid %d at %s; watched %.1fs", cmp.Or(s.Signal, "SIGKILL"), s.KilledPID, s.KilledAt.Format("15:04:05.000"), s.WatchSeconds)
 	}
 	m := s.Movers
 	row("movers", "%d: %d back on another instance (%d after a retry), %d failed, %d never dropped, %d dropped before the kill; all back %.2fs after the kill",
@@ -31,6 +32,13 @@ func writeStormTable(w io.Writer, r *Result) error {
 	row("  drop seen", "%s (kill → the socket closing)", m.DropSeen)
 	row("  back", "%s (kill → ready frame on another instance)", m.BackAfterKill)
 	row("  handshake", "%s (the reconnect that succeeded)", m.Handshake)
+	if len(m.PerSecond) > 0 {
+		var parts []string
+		for i, n := range m.PerSecond {
+			parts = append(parts, fmt.Sprintf("%d:%d", i, n))
+		}
+		row("  back per second", "%s (second after the kill: movers back in it)", strings.Join(parts, " "))
+	}
 	p := s.Presence
 	row("presence", "%d frames to %d observers from the kill on: %d offline about movers (flickers, about %d movers), %d online about movers, %d about others",
 		p.Total, p.ObserversTold, p.MoverOffline, p.FlickeredMovers, p.MoverOnline, p.Other)

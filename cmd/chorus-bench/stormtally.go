@@ -20,6 +20,9 @@ type StormMovers struct {
 	BackAfterKill     Latency        `json:"back_after_kill"`
 	Handshake         Latency        `json:"handshake"` // the successful attempt → its ready frame
 	AllBackSeconds    float64        `json:"all_back_seconds"`
+	// PerSecond[i] counts the movers back (ready on another instance) in
+	// second i after the kill: how a drain spread them.
+	PerSecond []int `json:"back_per_second,omitempty"`
 }
 
 // StormPresence is what the observers were told about their friends from
@@ -83,6 +86,11 @@ func tallyMoves(moves []moveEvent, movers, connected int, killAt int64) StormMov
 		}
 		if !early {
 			back = append(back, m.Ready-killAt)
+			sec := int((m.Ready - killAt) / int64(time.Second))
+			for len(s.PerSecond) <= sec {
+				s.PerSecond = append(s.PerSecond, 0)
+			}
+			s.PerSecond[sec]++
 		}
 		handshake = append(handshake, m.Ready-m.Dialed)
 	}
