@@ -116,7 +116,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.Floor, "floor", false, "measure the floor: the same users, follows and streams, but each post is one pipeline of PUBLISHes "+
 		"of a status frame on its author's followers' channels, straight on the deployment's Redis (-redis-url), with no social writes")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "the deployment's Redis, redis://[:password@]host:port/db (one Redis; a cluster is not supported): "+
-		"-floor publishes on it, and any run reports its CPU")
+		"-floor publishes on it, any run reports its CPU, and -storm its commands' time and CPU per mover back")
 	fs.StringVar(&c.KeyPrefix, "key-prefix", "chorus:", "floor: the deployment's -key-prefix, which its channel names start with")
 	fs.BoolVar(&c.Storm, "storm", false, "run a reconnect storm instead of posting: -conns movers on the first -url, -observers on the others; "+
 		"kill the first instance (-storm-kill-pid), move its users to the others and count the presence frames their friends get")

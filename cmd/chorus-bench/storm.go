@@ -9,6 +9,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // StormResult is what a reconnect storm came to.
@@ -18,6 +20,7 @@ type StormResult struct {
 	KilledAt     time.Time     `json:"killed_at"`
 	WatchSeconds float64       `json:"watch_seconds"` // from the kill to the end of the watch
 	Movers       StormMovers   `json:"movers"`
+	Redis        *StormRedis   `json:"redis,omitempty"` // with -redis-url
 	Presence     StormPresence `json:"presence"`
 	// Counters are the surviving instances' chorus_ counters that changed
 	// from just before the kill to the end of the watch.
@@ -103,6 +106,20 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		return res, err
 	}
 	defer func() { _ = hs.stop(15 * time.Second) }() // at once after the stop below: stop is idempotent
+	var rdb *redis.Client                            // the deployment's Redis, to read its work, when -redis-url names it
+	if cfg.RedisURL != "" {
+		opt, err := parseFloorRedis(cfg.RedisURL)
+		if err != nil {
+			return res, err
+		}
+		rdb = redis.NewClient(opt)
+		defer func() { _ = rdb.Close() }()
+	}
+	var holdStart, atKill, atBack redisWork
+	known := rdb != nil
+	if known {
+		holdStart, known = readRedisWork(ctx, rdb)
+	}
 	if err := sleep(ctx, cfg.Hold); err != nil {
 		return res, err
 	}
@@ -120,13 +137,21 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		sig, res.Storm.Signal = syscall.SIGTERM, "SIGTERM"
 	}
 	log.Info("stopping the first instance", "pid", cfg.KillPID, "signal", res.Storm.Signal, "url", cfg.URLs[0], "watch", cfg.Watch)
+	if known {
+		atKill, known = readRedisWork(ctx, rdb)
+	}
 	killed := time.Now()
 	if err := victim.Signal(sig); err != nil {
 		return res, fmt.Errorf("%s to %d: %w", res.Storm.Signal, cfg.KillPID, err)
 	}
 	killAt := killed.UnixNano()
 	res.Storm.KilledAt = killed.UTC()
-	if err := watchStorm(ctx, hs, col, killed.Add(cfg.Watch), log); err != nil {
+	allBack := func() {
+		if known {
+			atBack, known = readRedisWork(ctx, rdb)
+		}
+	}
+	if err := watchStorm(ctx, hs, col, killed.Add(cfg.Watch), connected, allBack, log); err != nil {
 		return res, err
 	}
 	for i, u := range survivors {
@@ -142,6 +167,9 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	addShardTotals(res, col)
 	col.mu.Lock()
 	res.Storm.Movers = tallyMoves(col.moves, movers, connected, killAt)
+	if known && !atBack.at.IsZero() {
+		res.Storm.Redis = stormRedis(holdStart, atKill, atBack, res.Storm.Movers.Back)
+	}
 	res.Storm.Presence = tallyPresence(col.presence, movers, moverOf, killAt, endAt)
 	col.mu.Unlock()
 	// A mover that failed to reconnect is no longer held, though no
@@ -151,10 +179,13 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 }
 
 // watchStorm waits until end, logging how the movers are doing every few
-// seconds; it returns early only when a worker fails or ctx ends.
-func watchStorm(ctx context.Context, hs *holders, col *collector, end time.Time, log *slog.Logger) error {
+// seconds, and calls allBack once the connected movers are all back or
+// failed; it returns early only when a worker fails or ctx ends.
+func watchStorm(ctx context.Context, hs *holders, col *collector, end time.Time, connected int, allBack func(), log *slog.Logger) error {
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
 	done := time.NewTimer(time.Until(end))
 	defer done.Stop()
 	for {
@@ -165,6 +196,11 @@ func watchStorm(ctx context.Context, hs *holders, col *collector, end time.Time,
 			return err
 		case <-done.C:
 			return nil
+		case <-poll.C:
+			if back, failed, _ := col.stormProgress(); back+failed >= connected {
+				allBack()
+				poll.Stop()
+			}
 		case <-tick.C:
 			back, failed, frames := col.stormProgress()
 			log.Info("storm", "movers_back", back, "movers_failed", failed, "presence_frames", frames, "watch_left", time.Until(end).Round(time.Second))

@@ -39,6 +39,9 @@ func writeStormTable(w io.Writer, r *Result) error {
 		}
 		row("  back per second", "%s (second after the kill: movers back in it)", strings.Join(parts, " "))
 	}
+	if s.Redis != nil {
+		row("redis", "%s", s.Redis)
+	}
 	p := s.Presence
 	row("presence", "%d frames to %d observers from the kill on: %d offline about movers (flickers, about %d movers), %d online about movers, %d about others",
 		p.Total, p.ObserversTold, p.MoverOffline, p.FlickeredMovers, p.MoverOnline, p.Other)
