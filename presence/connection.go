@@ -332,6 +332,10 @@ type registered struct {
 	lost    bool // the lease had run out before this call
 	first   int  // connections whose user was announced online
 	refused int  // connections the cap refused
+	// each is, per connection in the order given, 1 when its user was
+	// announced online, 0 when registered, -1 when the cap refused it.
+	each []int8
+	now  time.Time // Redis's clock at the last call
 }
 
 // register runs the register script over conns, MaxBeatsPerCall at a time,
@@ -365,10 +369,12 @@ func (t *Tracker) register(ctx context.Context, conns []Beat, maxConns int) (reg
 			return out, fmt.Errorf("register %d connections: %w", len(chunk), err)
 		}
 		now := unixMilli(toInt(res, 0))
+		out.now = now
 		out.lost = out.lost || toInt(res, 1) == 1
 		users := make([]int64, 0, len(chunk))
 		var online []int64
 		for i, c := range chunk {
+			out.each = append(out.each, int8(toInt(res, 2+i)))
 			switch toInt(res, 2+i) {
 			case 1:
 				online = append(online, c.UID)

@@ -159,6 +159,8 @@ type Tracker struct {
 	// registering again; registerAgain sets it to 0 once it did.
 	again atomic.Int64
 
+	opens opens // the Opens waiting for the next batch
+
 	// active is the users whose last.seen and active set this instance
 	// wrote in a minute. Its own lock, which no other is taken under.
 	activeMu sync.Mutex

@@ -188,15 +188,11 @@ func (f *memFeed) homeIDs(uid int64) []int64 {
 // memPresence is a Presence that tells everyone is online.
 type memPresence struct{}
 
-func (memPresence) Connect(context.Context, int64, string) (bool, error)    { return true, nil }
+func (memPresence) Open(context.Context, int64, string) (presence.Opened, error) {
+	return presence.Opened{First: true, Seen: time.Now()}, nil
+}
 func (memPresence) Heartbeats(context.Context, []presence.Beat) error       { return nil }
 func (memPresence) Disconnect(context.Context, int64, string) (bool, error) { return true, nil }
-func (memPresence) OnlineFriends(context.Context, int64) ([]presence.FriendSeen, error) {
-	return nil, nil
-}
-func (memPresence) UserPresence(context.Context, int64) (bool, *time.Time, error) {
-	return true, nil, nil
-}
 
 // clusterEnv is a hub on a Redis Cluster over memFeed and memPresence,
 // served by httptest.

@@ -48,11 +48,11 @@ type Feed interface {
 
 // Presence is what the hub tells of connections, and asks of friends.
 type Presence interface {
-	Connect(ctx context.Context, uid int64, connID string) (first bool, err error)
+	// Open registers a new connection and reads its user's friends online,
+	// in batches of the connections opening at once.
+	Open(ctx context.Context, uid int64, connID string) (presence.Opened, error)
 	Heartbeats(ctx context.Context, beats []presence.Beat) error
 	Disconnect(ctx context.Context, uid int64, connID string) (last bool, err error)
-	OnlineFriends(ctx context.Context, uid int64) ([]presence.FriendSeen, error)
-	UserPresence(ctx context.Context, uid int64) (online bool, lastSeen *time.Time, err error)
 }
 
 var (
@@ -141,6 +141,11 @@ type Hub struct {
 	// stream that opens while Redis cannot tell the last id takes it as
 	// its catch-up floor (see conn.floor).
 	statusMark atomic.Int64
+	friendRefs refCache // the friends' references ready frames read lately (friendrefs.go)
+	// lastStatus and owners read, for the streams opening at once, the
+	// last status id and their sessions' owners (batch.go).
+	lastStatus batcher[struct{}, int64]
+	owners     batcher[string, int64]
 	cancel     context.CancelFunc
 	stopped    <-chan struct{} // closed when the hub stops
 
@@ -265,6 +270,11 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 		cancel:    cancel, stopped: ctx.Done(),
 	}
 	h.global = h.bus.GlobalChannel()
+	h.lastStatus.do = func(ctx context.Context, _ []struct{}) ([]int64, error) {
+		id, err := h.feed.LastStatusID(ctx)
+		return []int64{id}, err
+	}
+	h.owners.do = h.feed.SessionOwners
 	h.ps = h.bus.Subscribe(ctx, &h.Stats.SubscribeCommands, h.log)
 	h.routerWG.Add(5)
 	go h.route(ctx)
@@ -441,17 +451,23 @@ func (h *Hub) subscriber(ctx context.Context) {
 		case channel := <-h.syncCh:
 			batch[channel] = struct{}{}
 		}
-		// Take every change waiting, up to a batch: a reconnect storm of
-		// thousands of streams costs a few commands, not one per channel.
+		// Take every change that comes within subscribeLinger, up to a
+		// batch: a reconnect storm of thousands of streams costs a few
+		// commands, not one per channel.
+		linger := time.NewTimer(subscribeLinger)
 	more:
 		for len(batch) < bus.SubscribeBatch {
 			select {
 			case channel := <-h.syncCh:
 				batch[channel] = struct{}{}
-			default:
+			case <-linger.C:
 				break more
+			case <-ctx.Done():
+				linger.Stop()
+				return
 			}
 		}
+		linger.Stop()
 		var subscribe, unsubscribe []string
 		h.mu.Lock()
 		for channel := range batch {
@@ -680,6 +696,12 @@ func (h *Hub) resync(channel string) {
 var (
 	errNoSubscription = errors.New("no pub/sub subscription")
 )
+
+// subscribeLinger is how long the subscriber waits for more changes to
+// send with one: a stream's opening waits that much longer for its
+// subscription, and streams opening at 1,000 a second share a command
+// five at a time.
+const subscribeLinger = 5 * time.Millisecond
 
 // Shutdown closes every connection with 1001 (reconnect elsewhere, then
 // resume) and waits for them, until ctx ends. Their presence is left to

@@ -80,7 +80,7 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byt
 	// every status posted from here on gets a greater id. Were Redis to
 	// fail to tell, the join below fails too, or the hub's mark does.
 	c.floor = h.statusMark.Load()
-	if id, err := h.feed.LastStatusID(ctx); err == nil {
+	if id, err := h.lastStatus.get(struct{}{}); err == nil {
 		c.floor = id
 		h.raiseStatusMark(id)
 	}
@@ -94,22 +94,20 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byt
 	}
 	// From here on a sign-out reaches c through its channel; one published
 	// before may have been missed, but it ended the session first.
-	owners, err := h.feed.SessionOwners(ctx, []string{c.session})
-	if err == nil && len(owners) != 1 {
-		err = fmt.Errorf("%d owners for 1 session", len(owners))
-	}
+	owner, err := h.owners.get(c.session)
 	if err != nil {
 		h.leave(c)
-		return nil, unavailable(err)
+		return nil, unavailable(fmt.Errorf("session owner: %w", err))
 	}
-	if owners[0] != c.uid {
+	if owner != c.uid {
 		h.leave(c)
 		h.Stats.SessionRefused.Add(1)
 		return nil, ErrSessionEnded
 	}
 	c.connectedAt = time.Now()
 	c.lastActive.Store(c.connectedAt.UnixNano())
-	if _, err := h.presence.Connect(ctx, c.uid, c.id); err != nil {
+	opened, err := h.presence.Open(ctx, c.uid, c.id)
+	if err != nil {
 		h.leave(c)
 		if errors.Is(err, presence.ErrTooManyConnections) {
 			h.Stats.UserStreamsRefused.Add(1)
@@ -125,7 +123,7 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byt
 			}
 		}
 	}
-	ready, err = h.readyFrame(ctx, c)
+	ready, err = h.readyFrame(ctx, c, opened)
 	if err != nil {
 		undo()
 		return nil, unavailable(err)
@@ -206,25 +204,22 @@ func isUpgrade(r *http.Request) bool {
 		strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
 }
 
-// readyFrame builds a connection's first frame, once its presence is
-// registered.
-func (h *Hub) readyFrame(ctx context.Context, c *conn) ([]byte, error) {
+// readyFrame builds a connection's first frame from what opening its
+// presence told (the user is online, seen now, and their friends online).
+func (h *Hub) readyFrame(ctx context.Context, c *conn, opened presence.Opened) ([]byte, error) {
 	// The unread count comes in the round trip that reads the user.
 	u, unread, err := h.feed.UserWithUnread(ctx, c.uid)
 	if err != nil {
 		return nil, err
 	}
-	online, lastSeen, err := h.presence.UserPresence(ctx, c.uid)
+	friends, err := h.onlineFriends(ctx, opened.Friends)
 	if err != nil {
 		return nil, err
 	}
-	friends, err := OnlineFriends(ctx, h.feed, h.presence, c.uid)
-	if err != nil {
-		return nil, err
-	}
+	seen := opened.Seen
 	return json.Marshal(protocol.Ready{
 		Type:                protocol.TypeReady,
-		User:                protocol.UserView{User: u, Presence: &protocol.Presence{Online: online, LastSeen: lastSeen}},
+		User:                protocol.UserView{User: u, Presence: &protocol.Presence{Online: true, LastSeen: &seen}},
 		HeartbeatIntervalMS: h.opts.HeartbeatInterval.Milliseconds(),
 		OnlineFriends:       friends,
 		UnreadNotifications: unread,
@@ -248,6 +243,12 @@ func OnlineFriends(ctx context.Context, feed UserLister, pres FriendLister, uid 
 	if err != nil {
 		return nil, err
 	}
+	return friendRefs(ctx, feed, online)
+}
+
+// friendRefs are the friends online with their logins and names, in the
+// order given.
+func friendRefs(ctx context.Context, feed UserLister, online []presence.FriendSeen) ([]protocol.OnlineFriend, error) {
 	ids := make([]int64, len(online))
 	for i, f := range online {
 		ids[i] = f.UID

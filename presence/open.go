@@ -1,0 +1,206 @@
+package presence
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+)
+
+var (
+	//go:embed friends_many.lua
+	friendsManySource string
+	friendsManyScript = script(copySource, friendsManySource)
+)
+
+const (
+	// openCallTimeout bounds a batch of Opens: its registration, then its
+	// read of online friends.
+	openCallTimeout = 5 * time.Second
+	// friendsPerCall is the most users one friends_many.lua call reads the
+	// online friends of.
+	friendsPerCall = 250
+	// smallFriendSet is the most friends a user may have for their online
+	// friends to be read one by one in the online copy rather than by an
+	// intersection with it.
+	smallFriendSet = 128
+)
+
+// Opened is what Open tells of a new connection.
+type Opened struct {
+	// First: no other connection of the user was registered, and their
+	// friends were told they came online.
+	First bool
+	// Seen is the user's last activity, now by Redis's clock: the user is
+	// online, as their own presence.
+	Seen time.Time
+	// Friends are the user's friends online, as OnlineFriends lists them,
+	// read after the connection was registered.
+	Friends []FriendSeen
+}
+
+// opens gathers the Opens of one tracker: while a batch is written, the
+// Opens that come meanwhile wait, and go together in the next batch.
+type opens struct {
+	mu      sync.Mutex
+	waiting []*openRequest
+	running bool // a goroutine runs batches until none waits
+}
+
+type openRequest struct {
+	conn Beat
+	done chan openResult // buffered: the batch never waits for its caller
+}
+
+type openResult struct {
+	opened Opened
+	err    error
+}
+
+// Open registers connection connID of uid as Connect does, then lists uid's
+// friends online as OnlineFriends does: what a new stream needs, in that
+// order, so that a friend's change is either in the list or published after
+// the registration (and the caller subscribed before calling). Opens made
+// while others are being written wait for them and go together, two script
+// calls for the whole batch (register.lua, friends_many.lua), so that a
+// reconnect storm costs Redis a few commands per stream, not a few script
+// calls; a lone Open costs what Connect and OnlineFriends do. The writes are
+// bounded by their own deadline, not ctx's, and Open waits for them: on an
+// error nothing of the connection stays registered. A connection over
+// Options.MaxConnsPerUser is refused with ErrTooManyConnections, as by
+// Connect.
+func (t *Tracker) Open(ctx context.Context, uid int64, connID string) (Opened, error) {
+	c := Beat{UID: uid, ConnID: connID}
+	if err := checkConn(c); err != nil {
+		return Opened{}, fmt.Errorf("open %d: %w", uid, err)
+	}
+	req := &openRequest{conn: c, done: make(chan openResult, 1)}
+	t.opens.mu.Lock()
+	t.opens.waiting = append(t.opens.waiting, req)
+	start := !t.opens.running
+	t.opens.running = true
+	t.opens.mu.Unlock()
+	if start {
+		go t.runOpens(context.WithoutCancel(ctx))
+	}
+	r := <-req.done
+	return r.opened, r.err
+}
+
+// runOpens writes batches of the Opens waiting until none waits.
+func (t *Tracker) runOpens(ctx context.Context) {
+	for {
+		t.opens.mu.Lock()
+		batch := t.opens.waiting
+		if len(batch) > MaxBeatsPerCall {
+			batch = batch[:MaxBeatsPerCall:MaxBeatsPerCall]
+		}
+		t.opens.waiting = t.opens.waiting[len(batch):]
+		if len(batch) == 0 {
+			t.opens.waiting = nil
+			t.opens.running = false
+		}
+		t.opens.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		t.openBatch(ctx, batch)
+	}
+}
+
+// openBatch registers the connections of reqs in one call, reads their
+// users' online friends in another, and answers each request.
+func (t *Tracker) openBatch(ctx context.Context, reqs []*openRequest) {
+	ctx, cancel := context.WithTimeout(ctx, openCallTimeout)
+	defer cancel()
+	conns := make([]Beat, len(reqs))
+	for i, r := range reqs {
+		conns[i] = r.conn
+	}
+	fail := func(err error) {
+		for _, r := range reqs {
+			r.done <- openResult{err: err}
+		}
+	}
+	// As in Connect: no lease is a lost one only when the instance held
+	// connections when the call began.
+	t.mu.Lock()
+	holding := len(t.held) > 0
+	t.mu.Unlock()
+	res, err := t.register(ctx, conns, max(t.opts.MaxConnsPerUser, 0))
+	if err != nil {
+		fail(fmt.Errorf("open %d connections: %w", len(conns), err))
+		return
+	}
+	if res.lost && holding {
+		t.again.Add(1)
+		t.registerAgain(ctx) // the others; these are registered
+	}
+	var users []int64
+	seen := make(map[int64]bool, len(reqs))
+	t.mu.Lock()
+	for i, c := range conns {
+		if res.each[i] < 0 {
+			continue
+		}
+		t.held[c] = struct{}{}
+		if !seen[c.UID] {
+			seen[c.UID] = true
+			users = append(users, c.UID)
+		}
+	}
+	t.mu.Unlock()
+
+	friends, err := t.onlineFriendsOf(ctx, users)
+	for i, r := range reqs {
+		switch {
+		case res.each[i] < 0:
+			r.done <- openResult{err: ErrTooManyConnections}
+		case err != nil:
+			// Registered, but the stream cannot open: take it out again
+			// (a failed Disconnect is retried at every tick until done).
+			_, derr := t.Disconnect(ctx, r.conn.UID, r.conn.ConnID)
+			r.done <- openResult{err: fmt.Errorf("open %d: %w", r.conn.UID, errors.Join(err, derr))}
+		default:
+			r.done <- openResult{opened: Opened{First: res.each[i] == 1, Seen: res.now, Friends: friends[r.conn.UID]}}
+		}
+	}
+}
+
+// onlineFriendsOf lists the online friends of each of uids, friendsPerCall
+// users per script call.
+func (t *Tracker) onlineFriendsOf(ctx context.Context, uids []int64) (map[int64][]FriendSeen, error) {
+	out := make(map[int64][]FriendSeen, len(uids))
+	k := t.keys
+	for from := 0; from < len(uids); from += friendsPerCall {
+		batch := uids[from:min(from+friendsPerCall, len(uids))]
+		keys := make([]string, 0, 4+len(batch))
+		keys = append(keys, k.lastSeen(), k.connected(), k.onlineCopy(), k.scratch())
+		for _, uid := range batch {
+			keys = append(keys, t.opts.FriendsKey(uid))
+		}
+		res, err := friendsManyScript.Run(ctx, t.rdb, keys,
+			ms(t.opts.Window), ms(t.opts.CopyTTL), t.opts.MaxOnlineFriends, smallFriendSet).Slice()
+		if err != nil {
+			return nil, fmt.Errorf("online friends of %d users: %w", len(batch), err)
+		}
+		at := 0
+		for _, uid := range batch {
+			n := int(toInt(res, at))
+			at++
+			friends := make([]FriendSeen, 0, n)
+			for range n {
+				fid, err := strconv.ParseInt(fmt.Sprint(res[at]), 10, 64)
+				if err == nil {
+					friends = append(friends, FriendSeen{UID: fid, LastSeen: unixMilli(toInt(res, at+1))})
+				}
+				at += 2
+			}
+			out[uid] = friends
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,87 @@
+package realtime
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"chorus/presence"
+	"chorus/protocol"
+	"chorus/social"
+)
+
+// A ready frame lists the user's friends online with their logins and
+// names. In a reconnect storm the same friends are in many streams' lists,
+// so the hub keeps the references it read for refTTL and reads only the
+// others: a friend's name changed within refTTL of a stream's opening may
+// be shown as it was until the client reconnects.
+const (
+	refTTL = 2 * time.Second
+	// refSweepAt is how many references the cache holds before a fill
+	// first takes the stale ones out.
+	refSweepAt = 4096
+)
+
+// refCache is the references the hub read lately, by user id.
+type refCache struct {
+	mu   sync.Mutex
+	refs map[int64]cachedRef
+}
+
+type cachedRef struct {
+	ref  protocol.UserRef
+	read time.Time
+}
+
+// onlineFriends are the friends of a ready frame, with their references
+// read within refTTL, those not cached read in one call.
+func (h *Hub) onlineFriends(ctx context.Context, online []presence.FriendSeen) ([]protocol.OnlineFriend, error) {
+	now := time.Now()
+	refs := make(map[int64]protocol.UserRef, len(online))
+	var missing []int64
+	h.friendRefs.mu.Lock()
+	for _, f := range online {
+		if r, ok := h.friendRefs.refs[f.UID]; ok && now.Sub(r.read) < refTTL {
+			refs[f.UID] = r.ref
+		} else {
+			missing = append(missing, f.UID)
+		}
+	}
+	h.friendRefs.mu.Unlock()
+	if len(missing) > 0 {
+		users, err := h.feed.Users(ctx, missing)
+		if err != nil {
+			return nil, err
+		}
+		h.friendRefs.fill(users, now)
+		for _, u := range users {
+			refs[u.ID] = u.Ref()
+		}
+	}
+	out := make([]protocol.OnlineFriend, 0, len(online))
+	for _, f := range online {
+		if r, ok := refs[f.UID]; ok { // a user gone (deleted) is left out
+			out = append(out, protocol.OnlineFriend{User: r, LastSeen: f.LastSeen})
+		}
+	}
+	return out, nil
+}
+
+// fill caches the references of users, read at read.
+func (c *refCache) fill(users []social.User, read time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refs == nil {
+		c.refs = make(map[int64]cachedRef)
+	}
+	if len(c.refs) >= refSweepAt {
+		for id, r := range c.refs {
+			if read.Sub(r.read) >= refTTL {
+				delete(c.refs, id)
+			}
+		}
+	}
+	for _, u := range users {
+		c.refs[u.ID] = cachedRef{ref: u.Ref(), read: read}
+	}
+}
