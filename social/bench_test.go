@@ -19,8 +19,8 @@ import (
 )
 
 // seedFollowers gives uid n followers directly in Redis (no sign-ups: the
-// fan-out reads only the followers set and writes home timelines), with
-// the uids from 1,000,000 on.
+// fan-out reads only the two sides of each follow and writes home
+// timelines), with the uids from 1,000,000 on.
 func seedFollowers(b *testing.B, s *Service, uid int64, n int) {
 	b.Helper()
 	seedFollowersFrom(b, s, uid, 1_000_000, n)
@@ -34,6 +34,7 @@ func seedFollowersFrom(b *testing.B, s *Service, uid, first int64, n int) {
 	for i := range n {
 		f := first + int64(i)
 		pipe.ZAdd(ctx, s.keys.followers(uid), redisZ(float64(i+1), itoa(f)))
+		pipe.ZAdd(ctx, s.keys.following(f), redisZ(float64(i+1), itoa(uid)))
 		if i%1000 == 999 {
 			if _, err := pipe.Exec(ctx); err != nil {
 				b.Fatal(err)
