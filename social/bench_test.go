@@ -3,6 +3,7 @@ package social
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -290,7 +292,7 @@ func BenchmarkFanout(b *testing.B) {
 					errs := make([]error, len(authors))
 					for i, a := range authors {
 						b.StopTimer()
-						_, job, _, err := s.queuePost(ctx, a.ID, 0, "benchmark status")
+						job, err := queuedPost(ctx, s, a)
 						b.StartTimer()
 						if err != nil {
 							b.Fatal(err)
@@ -455,7 +457,7 @@ func BenchmarkPostCost(b *testing.B) {
 				}
 				b.ResetTimer()
 				for b.Loop() {
-					_, job, _, err := s.queuePost(ctx, author.ID, 0, "benchmark status")
+					job, err := queuedPost(ctx, s, author)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -547,4 +549,28 @@ func (s *Service) passArgs() []any {
 		k.pullsPrefix(), k.pulledAuthors(), k.statusSeq(),
 		k.listsInPrefix(), k.listStatusesPrefix(),
 	}
+}
+
+// queuedPost writes a status by author and queues its post job, ready, as
+// a post does, without running any pass of it; it returns the job's key.
+func queuedPost(ctx context.Context, s *Service, author User) (string, error) {
+	job, _, err := queuedPostLists(ctx, s, author, false)
+	return job, err
+}
+
+// queuedPostLists is queuedPost, with the lists' job too when toLists.
+func queuedPostLists(ctx context.Context, s *Service, author User, toLists bool) (job, listJob string, err error) {
+	pipe := s.rdb.Pipeline()
+	sid := pipe.Incr(ctx, s.keys.statusSeq())
+	now := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return "", "", err
+	}
+	st := Status{ID: sid.Val(), UID: author.ID, Login: author.Login, Name: author.Name,
+		Message: "benchmark status", Posted: now.Val().UTC(), Mentions: []protocol.Mention{}}
+	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: st})
+	if err != nil {
+		return "", "", err
+	}
+	return s.queuePostJobs(ctx, st, "", payload, toLists)
 }
