@@ -178,3 +178,30 @@ func TestPostRoundTrips(t *testing.T) {
 		s.quiet("status", 200*time.Millisecond) // each status came once
 	}
 }
+
+// A post checks its session in Redis whatever the instance remembers of
+// it: a session ended since it was last seen is refused, and one the
+// instance never saw is read first.
+func TestPostChecksItsSession(t *testing.T) {
+	e := newEnv(t, social.Options{})
+	a, b := e.start(), e.start()
+	ada := a.signUp(t, "ada")
+	ada.must(http.StatusOK, "GET", "/api/v1/me", nil, nil)
+	a.as(ada).must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": "one"}, nil)
+	b.as(ada).must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": "two"}, nil)
+	b.as(ada).must(http.StatusNoContent, "DELETE", "/api/v1/sessions/current", nil, nil)
+	res := a.as(ada).do("POST", "/api/v1/statuses", map[string]string{"message": "three"})
+	if res.Status != http.StatusUnauthorized {
+		t.Fatalf("a post with an ended session answered %d %s, want 401", res.Status, res.Body)
+	}
+	// A bad body with an ended session is a 401 too, not a 400.
+	res = a.as(ada).do("POST", "/api/v1/statuses", "{")
+	if res.Status != http.StatusUnauthorized {
+		t.Fatalf("a bad post with an ended session answered %d %s, want 401", res.Status, res.Body)
+	}
+	var page pageJSON
+	a.anon(t).must(http.StatusOK, "GET", "/api/v1/users/ada/statuses", nil, &page)
+	if len(page.Statuses) != 2 {
+		t.Fatalf("ada's profile holds %d statuses, want 2", len(page.Statuses))
+	}
+}
