@@ -37,7 +37,7 @@ func writeStormTable(w io.Writer, r *Result) error {
 		for i, n := range m.PerSecond {
 			parts = append(parts, fmt.Sprintf("%d:%d", i, n))
 		}
-		row("  back per second", "%s (second after the kill: movers back in it)", strings.Join(parts, " "))
+		row("  per second", "%s (second after the kill: movers back in it)", strings.Join(parts, " "))
 	}
 	if s.Redis != nil {
 		row("redis", "%s", s.Redis)

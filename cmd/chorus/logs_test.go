@@ -13,6 +13,7 @@ import (
 
 	"chorus/internal/redistest"
 	"chorus/internal/testio"
+	"chorus/protocol"
 
 	"github.com/coder/websocket"
 )
@@ -278,7 +279,7 @@ func TestCleanShutdownLogsNoWarnings(t *testing.T) {
 		}
 	}
 	line := awaitLog(t, logs, "stream closed", anyLine)
-	if line.number("uid") != float64(uid) || line.number("code") != 1001 || line["reason"] != "server shutting down" || line["by"] != "server" {
+	if line.number("uid") != float64(uid) || line.number("code") != protocol.CloseReconnect || line["reason"] != protocol.ReasonDraining || line["by"] != "server" {
 		t.Errorf("stream closed at shutdown: %v", line)
 	}
 	if last := lines[len(lines)-1]; last["msg"] != "stopped" {
