@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,14 +41,14 @@ type outgoing struct {
 	reloadHidden bool
 }
 
-// conn is one live WebSocket. Its queue is filled by the router without
+// conn is one live stream: a WebSocket, or an event stream (events.go). Its queue is filled by the router without
 // blocking and drained by drain, a writer that runs only while frames wait
 // and writes every data frame; the pings come from keepAlive's timer and
 // the close frame from end.
 type conn struct {
 	hub     *Hub
-	ws      *websocket.Conn
-	wire    *meteredConn // the socket under ws, which counts the client's frames
+	ws      frameWriter  // webSocket or *eventStream
+	wire    *meteredConn // a WebSocket's socket under ws, which counts the client's frames
 	uid     int64
 	session string
 	id      string
@@ -169,10 +168,10 @@ func (c *conn) end(why closeReason, frame websocket.CloseError, async bool) bool
 	case async:
 		go func() {
 			defer c.closers.Done()
-			_ = ws.Close(frame.Code, frame.Reason) // an error: the client went first
+			_ = ws.close(frame.Code, frame.Reason) // an error: the client went first
 		}()
 	default:
-		_ = ws.Close(frame.Code, frame.Reason) // an error: the client went first
+		_ = ws.close(frame.Code, frame.Reason) // an error: the client went first
 	}
 	return true
 }
@@ -188,12 +187,12 @@ func (c *conn) closedWith() (closeReason, websocket.CloseError) {
 // attach gives the connection its upgraded WebSocket, unless it was closed
 // meanwhile (shutdown, sign-out, its queue overflowed), when it closes the
 // socket.
-func (c *conn) attach(ws *websocket.Conn) bool {
+func (c *conn) attach(ws frameWriter) bool {
 	c.mu.Lock()
 	if c.closedFor != notClosed {
 		frame := c.closeFrame
 		c.mu.Unlock()
-		_ = ws.Close(frame.Code, frame.Reason) // an error: the client went first
+		_ = ws.close(frame.Code, frame.Reason) // an error: the client went first
 		return false
 	}
 	c.ws = ws
@@ -208,11 +207,11 @@ func (c *conn) attach(ws *websocket.Conn) bool {
 // it returns nothing; run finds the close made. ctx ends when the
 // connection closes.
 func (c *conn) read(ctx context.Context) websocket.CloseError {
-	h := c.hub
+	ws := c.ws.(webSocket)
 	for {
 		// Not ctx: a read cut short by a context closes the socket at once,
 		// without the closing handshake the close under way is doing.
-		typ, data, err := c.ws.Read(context.Background())
+		typ, data, err := ws.Read(context.Background())
 		if err != nil {
 			var closed websocket.CloseError
 			switch fail := c.wire.failed(); {
@@ -251,37 +250,7 @@ func (c *conn) read(ctx context.Context) websocket.CloseError {
 			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is not a JSON object.")})
 			continue
 		}
-		switch f.Type {
-		case protocol.TypeHeartbeat:
-			// Every frame counted as activity above; this one does no more.
-			h.Stats.Heartbeats.Add(1)
-		case protocol.TypeResume:
-			after, ok := parseAfter(f.After)
-			if !ok {
-				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidResume, `"after" must be a status id, a whole number from 0.`)})
-				continue
-			}
-			wait, err := h.allowResume(c.life, c.uid)
-			switch {
-			case err != nil:
-				c.resumeFailed(err)
-				continue
-			case wait > 0:
-				h.Stats.ResumesLimited.Add(1)
-				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeRateLimited,
-					"Too many resumes on your streams; send resume again in "+wait.String()+".")})
-				continue
-			}
-			c.enqueue(outgoing{resume: true, after: after})
-		case protocol.TypeWatch, protocol.TypeUnwatch:
-			if f.Timeline != protocol.TimelineGlobal {
-				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidWatch, `"timeline" must be "global", the one timeline a stream may watch.`)})
-				continue
-			}
-			h.watch(c, f.Type == protocol.TypeWatch)
-		default:
-			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeUnknownType, "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat, resume, watch or unwatch.")})
-		}
+		c.handle(f)
 	}
 }
 
@@ -314,7 +283,7 @@ func (c *conn) keepAlive() {
 		// Wait for the pong at most an interval, then ping again: a pong
 		// that comes later is not counted, the next one is.
 		ctx, cancel := context.WithTimeout(c.life, interval)
-		err := c.ws.Ping(ctx)
+		err := c.ws.ping(ctx)
 		cancel()
 		if err == nil {
 			c.hub.Stats.Pongs.Add(1)
@@ -534,19 +503,20 @@ func (c *conn) sendOnce(statusID int64, frame []byte) bool {
 		c.sent.add(statusID)
 		c.newest = max(c.newest, statusID)
 	}
-	return c.send(frame)
+	return c.send(frame, statusID)
 }
 
-// send writes one frame within the write timeout. Closing the connection
-// makes a write under way fail at once.
-func (c *conn) send(frame []byte) bool {
+// send writes one frame, a status frame with its status's id, within the
+// write timeout. Closing the connection makes a write under way fail at
+// once.
+func (c *conn) send(frame []byte, statusID int64) bool {
 	if c.isClosed() {
 		c.hub.Stats.FramesDropped.Add(1)
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.hub.opts.WriteTimeout)
 	defer cancel()
-	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
+	if err := c.ws.write(ctx, frame, statusID); err != nil {
 		if !c.isClosed() {
 			c.hub.log.Info("write failed; closing", "uid", c.uid, "conn", c.id, "err", err)
 		}

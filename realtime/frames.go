@@ -43,4 +43,7 @@ type event struct {
 		ID int64 `json:"id"`
 	} `json:"user"`
 	Online bool `json:"online"`
+	// Stream and Frame are a typePostedFrame's (events.go).
+	Stream string                `json:"stream"`
+	Frame  *protocol.ClientFrame `json:"frame"`
 }

@@ -390,6 +390,9 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 			h.endSession(c, closeSuspended)
 		}
 		return
+	case typePostedFrame:
+		h.posted(u, ev)
+		return
 	case protocol.TypeUserCreated:
 		// Every connection under this uid predates the user: it was opened
 		// by a user Redis has since lost. Closed before this event is done,

@@ -18,10 +18,17 @@ import "encoding/json"
 
 // watch adds c to the global timeline's watchers (on), or takes it out. The
 // first watcher subscribes the instance to the global channel, and the last
-// one gone unsubscribes it. Called by c's reader, which leave follows, so a
+// one gone unsubscribes it. Called by c's reader, which leave follows, or
+// for a frame posted by REST; a closed stream watches nothing more, so a
 // stream's watch never outlives it.
 func (h *Hub) watch(c *conn, on bool) {
 	h.mu.Lock()
+	if on && c.isClosed() {
+		// A watch posted by REST (Send) may come after leave: it must not
+		// outlive the stream. Closed before leave, c is not added after it.
+		h.mu.Unlock()
+		return
+	}
 	_, was := h.watchers[c]
 	switch {
 	case on:

@@ -120,6 +120,7 @@ func (m *Metrics) register(s *Server) {
 		"report":                  &s.limitStats.reports,
 		"export":                  &s.limitStats.exports,
 		"user_sessions":           &sc.SessionsEvicted,
+		"stream_sends":            &s.limitStats.streamSends,
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}
@@ -185,7 +186,7 @@ func (m *Metrics) instrument(next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
-		if status != http.StatusSwitchingProtocols {
+		if status != http.StatusSwitchingProtocols && ww.Header().Get("Content-Type") != "text/event-stream" {
 			m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
 		}
 	})
