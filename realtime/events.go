@@ -196,6 +196,8 @@ func (h *Hub) ServeEvents(client context.Context, w http.ResponseWriter, r *http
 	if c == nil {
 		return err
 	}
+	h.Stats.EventStreams.Add(1)
+	defer h.Stats.EventStreams.Add(-1)
 	c.run(withStreamID(ready, c.id))
 	return nil
 }

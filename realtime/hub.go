@@ -205,6 +205,9 @@ type Stats struct {
 	// UserStreamsRefused counts streams refused with 429 because their user
 	// held the most connections presence allows one user.
 	UserStreamsRefused atomic.Int64
+	// EventStreams counts the streams open now as Server-Sent Events
+	// (events.go), among Open.
+	EventStreams atomic.Int64
 }
 
 // readers are the local users who follow one pulled author.

@@ -46,6 +46,13 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if r.Method == http.MethodHead {
+		// GET's status and headers, and no stream: nobody would read it.
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	rc := http.NewResponseController(w)
 	// A writer without deadlines (a test recorder) has none to lift; the
 	// stream puts its own on each write.

@@ -11,6 +11,7 @@ import (
 
 	"chorus/internal/testio"
 	"chorus/social"
+	"chorus/web"
 )
 
 // statusEvents returns the ids of the status events among evs, and fails
@@ -228,4 +229,40 @@ func TestEventStreamSlowReaderIsClosed(t *testing.T) {
 	if last := evs[len(evs)-1]; last.frame.Type != "close" || last.code != 1013 {
 		t.Fatalf("last event %.200s, want a close with 1013", last.raw)
 	}
+}
+
+// The frames posted for streams are limited per user, on every instance
+// together, like the rest of the API; an event stream counts among the
+// streams open, and as one of the user's streams.
+func TestEventStreamLimits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{StreamSendsPerUser: perHour(2)}
+	e.presence.MaxConnsPerUser = 2
+	one, two := e.start(), e.start()
+	ann := one.signUp(t, "ann_limits")
+	s := ann.openEvents("")
+	path := "/api/v1/stream/" + s.streamID()
+	heartbeat := map[string]string{"type": "heartbeat"}
+	ann.must(http.StatusAccepted, "POST", path, heartbeat, nil)
+	two.as(ann).must(http.StatusAccepted, "POST", path, heartbeat, nil)
+	refused(t, "a third frame", ann.do("POST", path, heartbeat))
+	if got := one.metric(t, "chorus_rate_limited_total", `limit="stream_sends"`); got != 1 {
+		t.Fatalf("chorus_rate_limited_total{limit=stream_sends} = %v, want 1", got)
+	}
+	if got := one.metric(t, "chorus_event_streams_open", ""); got != 1 {
+		t.Fatalf("chorus_event_streams_open = %v, want 1", got)
+	}
+
+	// A WebSocket and an event stream are the user's two streams.
+	ann.connect()
+	ann.eventsRefused("", http.StatusTooManyRequests, "too_many_user_streams")
+	s.drop()
+	testio.Eventually(t, 10*time.Second, func() string {
+		if got := one.metric(t, "chorus_event_streams_open", ""); got != 0 {
+			return fmt.Sprintf("chorus_event_streams_open = %v after the drop, want 0", got)
+		}
+		return ""
+	})
+	ann.openEvents("")
 }

@@ -78,8 +78,10 @@ func (m *Metrics) register(s *Server) {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
 	}
 	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_connections_open", Help: "WebSocket streams open on this instance."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_connections_open", Help: "Streams open on this instance, WebSockets and Server-Sent Events."},
 			func() float64 { return float64(st.Open.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_event_streams_open", Help: "Streams open on this instance as Server-Sent Events, counted in chorus_connections_open too."},
+			func() float64 { return float64(st.EventStreams.Load()) }),
 		counter("chorus_frames_sent_total", "Frames written to streams.", &st.FramesSent),
 		counter("chorus_frames_dropped_total", "Frames not written: the stream was closing, too slow, or its write failed.", &st.FramesDropped),
 		counter("chorus_slow_clients_closed_total", "Streams closed with 1013 because their queue overflowed.", &st.SlowClosed),
@@ -186,6 +188,7 @@ func (m *Metrics) instrument(next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
+		// A stream's life is no request's latency.
 		if status != http.StatusSwitchingProtocols && ww.Header().Get("Content-Type") != "text/event-stream" {
 			m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
 		}
