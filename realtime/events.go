@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -27,29 +28,33 @@ import (
 // id, which a client reconnecting gives back as Last-Event-ID to resume.
 // The keepalive comment written every heartbeat interval stands in for the
 // WebSocket's ping: a stream whose writes succeed is active. The close is
-// a last frame, {"type": "close", "code", "reason"}, with the WebSocket's
-// close code, then the end of the response. What a client would send on a
-// WebSocket comes by REST (Send), to whichever instance holds the stream.
+// a last frame, {"type": "close", "close_code", "reason"}, with the
+// WebSocket's close code, then the end of the connection. What a client
+// would send on a WebSocket comes by REST (Send), to whichever instance
+// holds the stream.
+//
+// Like a WebSocket, an event stream takes its connection over from the
+// HTTP server (Hijack): the request's goroutine, its deep stack and the
+// server's buffers go, and one shallow goroutine per stream waits for the
+// client to leave (awaitEnd).
 
-// eventStream is a stream's HTTP response, written as Server-Sent Events.
-// The handler that opened it waits in conn.awaitEnd until it ends, since
-// the response ends with the handler.
+// eventStream is a stream's connection, written as Server-Sent Events
+// after the response's headers. The response has no length and is not
+// chunked: it ends when the connection closes.
 type eventStream struct {
-	mu      sync.Mutex // one write at a time: the writer's, the pinger's, the close
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	client  context.Context // done when the client's connection ends
-	timeout time.Duration   // the close frame's write
-	closed  bool            // nothing more is written: the handler may have returned
-	newest  int64           // the newest status id written
-	done    chan struct{}   // closed by close
+	conn    net.Conn
+	timeout time.Duration // the close frame's write
+
+	mu     sync.Mutex // one write at a time: the writer's, the pinger's, the close
+	closed bool       // by close: nothing more is written
+	gone   bool       // the client closed its side first
+	newest int64      // the newest status id written
 }
 
 var errEventStreamClosed = errors.New("event stream closed")
 
 // The bytes of an event, and of the keepalive comment.
 var (
-	eventID   = []byte("id: ")
 	eventData = []byte("data: ")
 	eventEnd  = []byte("\n\n")
 	keepalive = []byte(":\n\n")
@@ -61,11 +66,6 @@ func (e *eventStream) write(ctx context.Context, frame []byte, statusID int64) e
 	if e.closed {
 		return errEventStreamClosed
 	}
-	if d, ok := ctx.Deadline(); ok {
-		if err := e.rc.SetWriteDeadline(d); err != nil {
-			return err
-		}
-	}
 	id := int64(0)
 	if statusID > 0 {
 		// The newest status sent, should one come out of order (a publish
@@ -74,11 +74,11 @@ func (e *eventStream) write(ctx context.Context, frame []byte, statusID int64) e
 		e.newest = max(e.newest, statusID)
 		id = e.newest
 	}
-	return e.writeEvent(frame, id)
+	return e.writeEvent(ctx, frame, id)
 }
 
-// writeEvent writes one frame as an event, with e.mu held.
-func (e *eventStream) writeEvent(frame []byte, id int64) error {
+// writeEvent writes one frame as an event within ctx, with e.mu held.
+func (e *eventStream) writeEvent(ctx context.Context, frame []byte, id int64) error {
 	if bytes.ContainsAny(frame, "\r\n") {
 		// A line break ends a data line: JSON can lose every one it holds
 		// between its tokens, and has none inside a string.
@@ -88,15 +88,21 @@ func (e *eventStream) writeEvent(frame []byte, id int64) error {
 		}
 		frame = b.Bytes()
 	}
+	out := net.Buffers{eventData, frame, eventEnd}
 	if id > 0 {
-		_, _ = e.w.Write(eventID)
-		_, _ = e.w.Write(strconv.AppendInt(nil, id, 10))
-		_, _ = e.w.Write([]byte("\n"))
+		out = append(net.Buffers{strconv.AppendInt([]byte("id: "), id, 10), []byte("\n")}, out...)
 	}
-	_, _ = e.w.Write(eventData)
-	_, _ = e.w.Write(frame)
-	_, _ = e.w.Write(eventEnd)
-	return e.rc.Flush() // the writes' error, if any, comes back here
+	return e.send(ctx, out)
+}
+
+// send writes out within ctx's deadline, with e.mu held.
+func (e *eventStream) send(ctx context.Context, out net.Buffers) error {
+	d, _ := ctx.Deadline() // none: no deadline
+	if err := e.conn.SetWriteDeadline(d); err != nil {
+		return err
+	}
+	_, err := out.WriteTo(e.conn)
+	return err
 }
 
 func (e *eventStream) ping(ctx context.Context) error {
@@ -105,17 +111,11 @@ func (e *eventStream) ping(ctx context.Context) error {
 	if e.closed {
 		return errEventStreamClosed
 	}
-	if d, ok := ctx.Deadline(); ok {
-		if err := e.rc.SetWriteDeadline(d); err != nil {
-			return err
-		}
-	}
-	_, _ = e.w.Write(keepalive)
-	return e.rc.Flush()
+	return e.send(ctx, net.Buffers{keepalive})
 }
 
-// close writes the close frame, unless the client is gone, and lets the
-// handler end the response.
+// close writes the close frame, unless the client is gone, and closes the
+// connection, which ends the response and awaitEnd's wait.
 func (e *eventStream) close(code websocket.StatusCode, reason string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -123,15 +123,17 @@ func (e *eventStream) close(code websocket.StatusCode, reason string) error {
 		return nil
 	}
 	e.closed = true
-	defer close(e.done)
-	if e.client.Err() != nil {
-		return e.client.Err()
+	var err error
+	if !e.gone {
+		frame, _ := json.Marshal(protocol.Close{Type: protocol.TypeClose, Code: int(code), Reason: reason})
+		ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+		err = e.writeEvent(ctx, frame, 0)
+		cancel()
 	}
-	frame, _ := json.Marshal(protocol.Close{Type: protocol.TypeClose, Code: int(code), Reason: reason})
-	if err := e.rc.SetWriteDeadline(time.Now().Add(e.timeout)); err != nil {
-		return err
+	if cerr := e.conn.Close(); err == nil {
+		err = cerr
 	}
-	return e.writeEvent(frame, 0)
+	return err
 }
 
 // awaitEnd waits until the stream ends, reading the client's frames if it
@@ -141,51 +143,76 @@ func (c *conn) awaitEnd() websocket.CloseError {
 	if !ok {
 		return c.read(c.life)
 	}
-	select {
-	case <-e.client.Done():
-		return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: "client gone"}
-	case <-e.done:
-		return websocket.CloseError{} // this side closed it
-	}
+	return e.wait()
 }
 
-// acceptEvents starts the event stream's response. client ends when the
-// client's connection does.
-func acceptEvents(client context.Context, timeout time.Duration) acceptFunc {
+// wait reads the connection until it ends: the client sends nothing after
+// its request, so a read returns only when the client closes its side or
+// this side closed the connection.
+func (e *eventStream) wait() websocket.CloseError {
+	var b [64]byte
+	for {
+		if _, err := e.conn.Read(b[:]); err != nil {
+			break
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return websocket.CloseError{} // this side closed it
+	}
+	e.gone = true
+	return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: "client gone"}
+}
+
+// acceptEvents answers the request with the event stream's headers and
+// takes its connection over. The request is HTTP/1 (web answers any other
+// before Serve).
+func acceptEvents(timeout time.Duration) acceptFunc {
 	return func(w http.ResponseWriter, r *http.Request, c *conn) (frameWriter, error) {
-		e := &eventStream{w: w, rc: http.NewResponseController(w), client: client, timeout: timeout, done: make(chan struct{})}
 		h := w.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
-		if r.ProtoMajor == 1 {
-			// An ended stream's connection is not used again: its write
-			// deadline is the stream's.
-			h.Set("Connection", "close")
-		}
-		w.WriteHeader(http.StatusOK)
-		if err := e.rc.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		h.Set("Connection", "close")     // the response ends with the connection
+		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+		nc, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			http.Error(w, "event streams need HTTP/1.1", http.StatusHTTPVersionNotSupported)
 			return nil, fmt.Errorf("event stream: %w", err)
 		}
-		if err := e.rc.Flush(); err != nil {
+		var head bytes.Buffer
+		fmt.Fprintf(&head, "HTTP/%d.%d 200 OK\r\n", r.ProtoMajor, r.ProtoMinor)
+		_ = h.Write(&head)
+		head.WriteString("\r\n")
+		e := &eventStream{conn: nc, timeout: timeout}
+		// The server's read deadline is the request's; the stream's reads
+		// wait for the client to leave.
+		if err := nc.SetReadDeadline(time.Time{}); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("event stream: %w", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err = e.send(ctx, net.Buffers{head.Bytes()})
+		cancel()
+		if err != nil {
+			nc.Close()
 			return nil, fmt.Errorf("event stream: %w", err)
 		}
 		return e, nil
 	}
 }
 
-// ServeEvents runs one stream of uid, authenticated before the call with
-// the session sessionID, as Server-Sent Events, until it ends: the handler
-// calling it returns when the stream is over. client is the client's
-// connection's context, without the request's deadline: the stream ends
-// when it does. With resume set, the stream first sends the home timeline
-// after `after`, as a resume frame would (Last-Event-ID), before any live
-// frame. The caller has checked the request's Origin.
+// ServeEvents opens one stream of uid, authenticated before the call with
+// the session sessionID, as Server-Sent Events. With resume set, the stream
+// first sends the home timeline after `after`, as a resume frame would
+// (Last-Event-ID), before any live frame. The caller has checked the
+// request's Origin, and that the request is HTTP/1.
 //
 // When it does not open the stream, it answers nothing and returns why, as
-// Serve does.
-func (h *Hub) ServeEvents(client context.Context, w http.ResponseWriter, r *http.Request, uid int64, sessionID string, after int64, resume bool) error {
-	c, ready, err := h.start(w, r, uid, sessionID, acceptEvents(client, h.opts.WriteTimeout), func(c *conn) {
+// Serve does; it returns nil once the request is answered.
+func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, uid int64, sessionID string, after int64, resume bool) error {
+	c, ready, err := h.start(w, r, uid, sessionID, acceptEvents(h.opts.WriteTimeout), func(c *conn) {
 		if resume {
 			// Queued before the stream subscribes, so ahead of every live
 			// frame: the event ids it sends grow, and one a client gives
@@ -197,8 +224,12 @@ func (h *Hub) ServeEvents(client context.Context, w http.ResponseWriter, r *http
 		return err
 	}
 	h.Stats.EventStreams.Add(1)
-	defer h.Stats.EventStreams.Add(-1)
-	c.run(withStreamID(ready, c.id))
+	// As Serve's: the stream lives on in a goroutine of its own, which
+	// waits for the client to leave.
+	go func() {
+		defer h.Stats.EventStreams.Add(-1)
+		c.run(withStreamID(ready, c.id))
+	}()
 	return nil
 }
 

@@ -15,8 +15,8 @@ const DefaultRequestTimeout = 5 * time.Second
 // every Redis call honours (cmd/chorus makes the client with
 // ContextTimeoutEnabled): a Redis that stalls costs a request its deadline,
 // answered 503 `timeout`, not the length of the stall. A stream is bound by
-// it only until it is upgraded, or its events begin, since it then lives on
-// a context of its own.
+// it only until it is upgraded, since it then lives on a context of its
+// own.
 func (s *Server) withDeadline(next http.Handler) http.Handler {
 	if s.requestTimeout <= 0 {
 		return next
@@ -24,11 +24,6 @@ func (s *Server) withDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.requestTimeout)
 		defer cancel()
-		if r.Method == http.MethodGet && wantsEvents(r) {
-			// An event stream outlives the deadline, on the client's
-			// connection's context (clientContext).
-			ctx = withClientContext(ctx, r.Context())
-		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

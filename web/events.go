@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,6 +25,8 @@ var (
 		"The after must be a status id, a whole number from 0.")
 	errUnknownStream = newError(http.StatusNotFound, "unknown_stream",
 		"No stream of yours has this id; open the stream again.")
+	errEventsHTTP1 = newError(http.StatusHTTPVersionNotSupported, "http1_required",
+		"Server-Sent Events are served over HTTP/1.1 here; use it, or the WebSocket.")
 )
 
 // wantsEvents reports whether a request of the stream asks for Server-Sent
@@ -53,12 +54,17 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if r.ProtoMajor != 1 {
+		// The stream takes the connection over, which HTTP/2 does not allow.
+		s.writeError(w, r, errEventsHTTP1)
+		return
+	}
 	rc := http.NewResponseController(w)
 	// A writer without deadlines (a test recorder) has none to lift; the
 	// stream puts its own on each write.
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
-	err = s.stream.ServeEvents(clientContext(r), w, r, viewer.UID, social.SessionID(viewer.Token), after, resume)
+	err = s.stream.ServeEvents(w, r, viewer.UID, social.SessionID(viewer.Token), after, resume)
 	if err != nil {
 		s.writeError(w, r, err)
 	}
@@ -97,23 +103,4 @@ func (s *Server) sendStreamFrame(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
-}
-
-// clientKey holds, in a stream request's context, the context of the
-// client's connection without the request's deadline (withDeadline).
-type clientKey struct{}
-
-// withClientContext keeps ctx, the client's connection's context, in a
-// stream request's context derived from it.
-func withClientContext(derived, ctx context.Context) context.Context {
-	return context.WithValue(derived, clientKey{}, ctx)
-}
-
-// clientContext is the context of r's client connection, which ends when
-// the client goes, without the request's deadline.
-func clientContext(r *http.Request) context.Context {
-	if ctx, ok := r.Context().Value(clientKey{}).(context.Context); ok {
-		return ctx
-	}
-	return r.Context()
 }
