@@ -1,7 +1,9 @@
 // Package realtime holds the live connections of one Chorus instance: each
-// WebSocket's reader and writer, heartbeats, resume, and the routing of
-// frames from the bus (package bus, Redis pub/sub) to the local connections
-// they are for; it publishes nothing. Each instance subscribes, through the
+// stream's reader and writer, a WebSocket or Server-Sent Events
+// (events.go), heartbeats, resume, and the routing of frames from the bus
+// (package bus, Redis pub/sub) to the local connections they are for; it
+// publishes only the frames a client posts by REST for its stream, to the
+// instance that holds it (Send). Each instance subscribes, through the
 // bus's subscriber (one pub/sub connection, or on a Redis Cluster one per
 // master), to the channels of the users connected to it, and unsubscribes
 // when their last connection goes: publishers never need to know where a
