@@ -41,10 +41,10 @@ type outgoing struct {
 	reloadHidden bool
 }
 
-// conn is one live stream: a WebSocket, or an event stream (events.go). Its queue is filled by the router without
-// blocking and drained by drain, a writer that runs only while frames wait
-// and writes every data frame; the pings come from keepAlive's timer and
-// the close frame from end.
+// conn is one live stream: a WebSocket, or an event stream (events.go).
+// Its queue is filled by the router without blocking and drained by drain,
+// a writer that runs only while frames wait and writes every data frame;
+// the pings come from keepAlive's timer and the close frame from end.
 type conn struct {
 	hub     *Hub
 	ws      frameWriter  // webSocket or *eventStream
@@ -184,9 +184,9 @@ func (c *conn) closedWith() (closeReason, websocket.CloseError) {
 	return c.closedFor, c.closeFrame
 }
 
-// attach gives the connection its upgraded WebSocket, unless it was closed
-// meanwhile (shutdown, sign-out, its queue overflowed), when it closes the
-// socket.
+// attach gives the connection what its frames go out on, the upgraded
+// WebSocket or the event stream, unless it was closed meanwhile (shutdown,
+// sign-out, its queue overflowed), when it closes that.
 func (c *conn) attach(ws frameWriter) bool {
 	c.mu.Lock()
 	if c.closedFor != notClosed {

@@ -87,9 +87,10 @@ const (
 
 // open subscribes, checks the session, registers presence, builds the ready
 // frame and has accept answer the request: upgrade it (acceptWebSocket) or
-// start the event stream (acceptEvents). When any step fails it undoes the steps before and
-// returns no frame, with the refusal for Serve to return, or nil when the
-// request was answered (the handshake failed or the hub closed meanwhile).
+// start the event stream (acceptEvents). When any step fails it undoes the
+// steps before and returns no frame, with the refusal for Serve to return,
+// or nil when the request was answered (the handshake failed or the hub
+// closed meanwhile).
 func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn, accept acceptFunc) (ready []byte, err error) {
 	ctx := r.Context()
 	// The catch-up floor (conn.floor), read before the stream subscribes:

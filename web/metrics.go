@@ -188,7 +188,7 @@ func (m *Metrics) instrument(next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
-		// A stream's life is no request's latency.
+		// Streams are left out, the event stream as the WebSocket upgrade.
 		if status != http.StatusSwitchingProtocols && ww.Header().Get("Content-Type") != "text/event-stream" {
 			m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
 		}
