@@ -190,7 +190,15 @@ export class Transport {
     const probe = new WebSocket(this.webSocketURL());
     this.probe = probe;
     let works = false;
-    const timer = setTimeout(() => probe.close(), READY_WAIT_MS);
+    // No `ready` in time: given up at once, not when the browser is done
+    // closing it (a proxy that passes nothing never answers the close).
+    const giveUp = () => {
+      probe.onclose = null;
+      probe.close();
+      if (this.probe === probe) this.probe = null;
+      if (this.mode === 'events' && !this.stream.stopped) this.planRetry();
+    };
+    const timer = setTimeout(giveUp, READY_WAIT_MS);
     probe.onmessage = (ev) => {
       if (works) return;
       let frame;
@@ -207,8 +215,11 @@ export class Transport {
     };
     probe.onclose = () => {
       clearTimeout(timer);
-      if (this.probe === probe) this.probe = null;
-      if (!works && this.mode === 'events' && !this.stream.stopped) this.planRetry();
+      if (works) {
+        if (this.probe === probe) this.probe = null;
+        return;
+      }
+      giveUp();
     };
     probe.onerror = () => {};
   }
