@@ -266,3 +266,24 @@ func TestEventStreamLimits(t *testing.T) {
 	})
 	ann.openEvents("")
 }
+
+// An event stream ends as a WebSocket does, with the close code and reason
+// in its last frame: a sign-out on another instance closes it with 1008.
+func TestEventStreamClosedBySignOut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	a, b := e.start(), e.start()
+	ann := a.signUp(t, "ann_signout")
+	s := ann.openEvents("")
+	b.as(ann).must(http.StatusNoContent, "DELETE", "/api/v1/sessions/current", nil, nil)
+	evs := s.ended(20 * time.Second)
+	if len(evs) == 0 {
+		t.Fatal("no close frame before the end")
+	}
+	if last := evs[len(evs)-1]; last.frame.Type != "close" || last.code != 1008 || last.reason != "signed out" {
+		t.Fatalf("last event %s, want a close with 1008, signed out", last.raw)
+	}
+	if got := a.hub.Stats.SessionClosed.Load(); got != 1 {
+		t.Fatalf("SessionClosed = %d, want 1", got)
+	}
+}
