@@ -22,10 +22,11 @@ import (
 // same stream in every way but the wire: the same open (subscribe, session,
 // presence, ready), queue, writer, limits, session checks, slow-client rule
 // and close reasons, through an eventStream in place of the WebSocket
-// (frameWriter). Each frame is one event of the default type, its JSON as
-// the data, so that a browser's EventSource hands every frame to onmessage;
-// a status's event carries the newest status id sent on the stream as its
-// id, which a client reconnecting gives back as Last-Event-ID to resume.
+// (frameWriter). Each frame is one event named after the frame's type
+// (`event: status`), its JSON as the data, so that a browser's EventSource
+// hands each type to its own listener; a status's event carries the newest
+// status id sent on the stream as its id, which a client reconnecting
+// gives back as Last-Event-ID to resume.
 // The keepalive comment written every heartbeat interval stands in for the
 // WebSocket's ping: a stream whose writes succeed is active. The close is
 // a last frame, {"type": "close", "close_code", "reason"}, with the
@@ -55,7 +56,8 @@ var errEventStreamClosed = errors.New("event stream closed")
 
 // The bytes of an event, and of the keepalive comment.
 var (
-	eventData = []byte("data: ")
+	eventName = []byte("event: ")
+	eventData = []byte("\ndata: ")
 	eventEnd  = []byte("\n\n")
 	keepalive = []byte(":\n\n")
 )
@@ -88,11 +90,45 @@ func (e *eventStream) writeEvent(ctx context.Context, frame []byte, id int64) er
 		}
 		frame = b.Bytes()
 	}
-	out := net.Buffers{eventData, frame, eventEnd}
+	out := net.Buffers{eventName, frameType(frame), eventData, frame, eventEnd}
 	if id > 0 {
 		out = append(net.Buffers{strconv.AppendInt([]byte("id: "), id, 10), []byte("\n")}, out...)
 	}
 	return e.send(ctx, out)
+}
+
+// frameType is the "type" of a frame, an event's name: what a frame made in
+// Go starts with, else read from the top level of the object (a frame a
+// Lua script encoded may list its keys in any order, and objects inside it
+// have types of their own). A frame without one is a "message", the
+// default event.
+func frameType(frame []byte) []byte {
+	const head = `{"type":"`
+	if bytes.HasPrefix(frame, []byte(head)) {
+		if n := bytes.IndexByte(frame[len(head):], '"'); n > 0 {
+			if t := frame[len(head) : len(head)+n]; eventNameOK(t) {
+				return t
+			}
+		}
+	}
+	var top struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(frame, &top) == nil && eventNameOK([]byte(top.Type)) {
+		return []byte(top.Type)
+	}
+	return []byte("message")
+}
+
+// eventNameOK reports whether t names an event as the frame types do:
+// lower-case letters and underscores.
+func eventNameOK(t []byte) bool {
+	for _, b := range t {
+		if (b < 'a' || b > 'z') && b != '_' {
+			return false
+		}
+	}
+	return len(t) > 0
 }
 
 // send writes out within ctx's deadline, with e.mu held.

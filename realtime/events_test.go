@@ -24,8 +24,9 @@ func TestWithStreamID(t *testing.T) {
 }
 
 // An event stream writes each frame as one data line, whatever line breaks
-// its JSON holds between tokens; a status's event carries the newest status
-// id written; the close is a last frame, then the end of the connection.
+// its JSON holds between tokens, in an event named after its type; a
+// status's event carries the newest status id written; the close is a last
+// frame, then the end of the connection.
 func TestEventStreamWire(t *testing.T) {
 	server, client := net.Pipe()
 	defer client.Close()
@@ -45,15 +46,15 @@ func TestEventStreamWire(t *testing.T) {
 		want  []string
 	}{
 		{func() error { return e.write(ctx, []byte("{\n  \"type\": \"presence\",\r\n  \"online\": true\n}"), 0) },
-			[]string{`data: {"type":"presence","online":true}`, ""}},
+			[]string{"event: presence", `data: {"type":"presence","online":true}`, ""}},
 		{func() error { return e.write(ctx, []byte(`{"type":"status","status":{"id":7}}`), 7) },
-			[]string{"id: 7", `data: {"type":"status","status":{"id":7}}`, ""}},
+			[]string{"id: 7", "event: status", `data: {"type":"status","status":{"id":7}}`, ""}},
 		// Out of order: the id stays the newest written.
 		{func() error { return e.write(ctx, []byte(`{"type":"status","status":{"id":5}}`), 5) },
-			[]string{"id: 7", `data: {"type":"status","status":{"id":5}}`, ""}},
+			[]string{"id: 7", "event: status", `data: {"type":"status","status":{"id":5}}`, ""}},
 		{func() error { return e.ping(ctx) }, []string{":", ""}},
 		{func() error { return e.close(protocol.CloseTryLater, "too slow") },
-			[]string{`data: {"type":"close","close_code":1013,"reason":"too slow"}`, ""}},
+			[]string{"event: close", `data: {"type":"close","close_code":1013,"reason":"too slow"}`, ""}},
 	}
 	for i, step := range steps {
 		errc := make(chan error, 1)
@@ -72,5 +73,22 @@ func TestEventStreamWire(t *testing.T) {
 	}
 	if err := e.write(ctx, []byte(`{}`), 0); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("a write after the close: %v, want an error", err)
+	}
+}
+
+func TestFrameType(t *testing.T) {
+	for _, tc := range []struct{ frame, want string }{
+		{`{"type":"status","status":{"id":1}}`, "status"},
+		// Keys in any order, and a nested type that is not the frame's.
+		{`{"notification":{"type":"followed"},"type":"notification"}`, "notification"},
+		{`{"online":true, "type" : "presence"}`, "presence"},
+		{`{"type":"bad\nname"}`, "message"},
+		{`{"type":"Status"}`, "message"},
+		{`{"id":3}`, "message"},
+		{`[1]`, "message"},
+	} {
+		if got := string(frameType([]byte(tc.frame))); got != tc.want {
+			t.Errorf("frameType(%s) = %q, want %q", tc.frame, got, tc.want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 // its data, a frame.
 type event struct {
 	id    string
+	name  string // the event field: the frame's type
 	frame frame
 	raw   string
 	// Close is the close frame's: its code and reason.
@@ -131,6 +132,9 @@ func (s *events) readAll() {
 			if err := json.Unmarshal([]byte(ev.raw), &ev.frame); err != nil {
 				s.tb.Errorf("event data %q: %v", ev.raw, err)
 			}
+			if ev.name != ev.frame.Type {
+				s.tb.Errorf("event %q carries a %q frame", ev.name, ev.frame.Type)
+			}
 			if ev.frame.Type == "close" {
 				var c struct {
 					Code   int    `json:"close_code"`
@@ -148,6 +152,8 @@ func (s *events) readAll() {
 			}
 		case strings.HasPrefix(line, "id: "):
 			ev.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			ev.name = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):
 			data = append(data, strings.TrimPrefix(line, "data: "))
 		default:

@@ -11,6 +11,17 @@
 
 import { api } from './api.js';
 
+/**
+ * FRAME_TYPES are the types of the frames the server sends (protocol/frames.go),
+ * each an event of that name on an event stream, and `message` (a frame
+ * without a type).
+ */
+const FRAME_TYPES = [
+  'ready', 'status', 'status_deleted', 'presence', 'friend_removed', 'followed', 'profile',
+  'service', 'error', 'notification', 'notification_removed', 'notifications_read',
+  'watching', 'global_status', 'global_status_deleted', 'close', 'message',
+];
+
 /** READY_WAIT_MS: how long a dial may go without its `ready` before it counts as failed. */
 const READY_WAIT_MS = 5000;
 
@@ -45,8 +56,10 @@ export class EventSocket {
     this.es.onopen = () => {
       if (this.readyState === 0) this.readyState = 1; // WebSocket.OPEN
     };
-    this.es.onmessage = (ev) => {
-      if (this.readyState === 3) return;
+    // Each frame is an event named after its type: one listener for each
+    // type there is (a type missing here is not heard).
+    const onEvent = (ev) => {
+      if (this.readyState === 3 || typeof ev.data !== 'string') return; // not a frame: a failure (below)
       let frame;
       try {
         frame = JSON.parse(ev.data);
@@ -60,9 +73,13 @@ export class EventSocket {
       if (frame && frame.type === 'ready' && typeof frame.stream === 'string') this.id = frame.stream;
       if (this.onmessage) this.onmessage({ data: ev.data });
     };
+    for (const type of FRAME_TYPES) this.es.addEventListener(type, onEvent);
     // A network failure or a refusal (401, 429, 503): over, as a
-    // WebSocket's failed dial is.
-    this.es.onerror = () => this.end(1006, '');
+    // WebSocket's failed dial is. An `error` frame comes as an event of the
+    // same name, with data: heard above, no failure.
+    this.es.onerror = (ev) => {
+      if (typeof ev.data !== 'string') this.end(1006, '');
+    };
   }
 
   send(data) {
