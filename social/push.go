@@ -90,8 +90,10 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 		}
 	}
 	args = append(args, sid, author, repostOf, s.opts.HomeSize, s.bus.Command(), payload, string(flags))
-	for _, uid := range uids[first:end] {
-		args = append(args, s.bus.UserChannel(uid))
+	for i, uid := range uids[first:end] {
+		if connected[first+i] {
+			args = append(args, s.bus.UserChannel(uid))
+		}
 	}
 	cmd := redis.NewIntSliceCmd(ctx, args...)
 	_ = pipe.Process(ctx, cmd)

@@ -25,7 +25,7 @@
 -- ARGV[6] the live frame (JSON)
 -- ARGV[7] one character a follower, the sum of: 1 to trim their home
 --         timeline to its size, 2 when they are connected
--- ARGV[7+i] follower i's event channel
+-- ARGV[8..] the event channels of the followers connected, in order
 -- Returns, a follower each, 1 when it added the status, 0 when not (there
 -- already, or its original or another repost of it is), -1 when the
 -- follower does not follow the author.
@@ -35,9 +35,13 @@ if orig ~= '0' then
   stride = 3
 end
 local out = {}
+local channel = 7
 for i = 1, #KEYS / stride do
   local following, home = KEYS[stride * (i - 1) + 1], KEYS[stride * (i - 1) + 2]
   local flags = string.byte(ARGV[7], i) - 48
+  if flags >= 2 then
+    channel = channel + 1
+  end
   local added = -1
   if redis.call('ZSCORE', following, author) then
     added = 0
@@ -60,7 +64,7 @@ for i = 1, #KEYS / stride do
         redis.call('ZREMRANGEBYRANK', home, 0, -tonumber(ARGV[4]) - 1)
       end
       if flags >= 2 then
-        redis.call(ARGV[5], ARGV[7 + i], ARGV[6])
+        redis.call(ARGV[5], ARGV[channel], ARGV[6])
       end
     end
   end
