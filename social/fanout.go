@@ -45,6 +45,9 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if err != nil || wait {
 		return passResult{wait: wait}, err
 	}
+	// The page is read with the rest, after the follow sequence on a first
+	// pass: a follower in it scored past the sequence came after, and gets
+	// the status from their backfill.
 	until := j.until
 	pipe := s.rdb.Pipeline()
 	exists := pipe.Exists(ctx, k.status(sid))
@@ -57,18 +60,29 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 		promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
 		followers = pipe.ZCard(ctx, k.followers(uid))
 	}
+	pageCmd := pipe.ZRangeByScoreWithScores(ctx, k.followers(uid), &redis.ZRangeBy{
+		Min: "(" + score(j.cursor), Max: cmp.Or(until, "+inf"), Count: int64(s.opts.FanoutPassSize),
+	})
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return passResult{}, err
 	}
 	if exists.Val() == 0 {
 		return passResult{finished: true}, nil
 	}
+	page := pageCmd.Val()
 	if until == "" {
 		if pulled.Err() == nil {
 			return passResult{finished: true}, s.writePulled(ctx, uid, sid, payload)
 		}
 		until = cmp.Or(seq.Val(), "0")
 		next.until = until
+		last, _ := strconv.ParseFloat(until, 64)
+		for i, z := range page {
+			if z.Score > last {
+				page = page[:i]
+				break
+			}
+		}
 		// An author over the threshold (one who passed it before it was
 		// lowered) is made pulled from here on; this status is still pushed.
 		if t := s.opts.PullThreshold; t > 0 && followers.Val() >= int64(t) && promoting.Val() == 0 {
@@ -77,9 +91,8 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 			}
 		}
 	}
-	page, err := s.jobPage(ctx, k.followers(uid), j.cursor, until)
-	if err != nil || len(page) == 0 {
-		return passResult{finished: true}, err
+	if len(page) == 0 {
+		return passResult{finished: true}, nil
 	}
 	members := pageMembers(page)
 	push, connected, err := s.activeFollowers(ctx, members, answeredOnly(frame.Status))

@@ -236,8 +236,6 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 // for status st, read as r says.
 func (s *Service) pushPost(ctx context.Context, st Status, path string, payload []byte, toLists bool, r postReads) error {
 	k := s.keys
-	post := job{kind: jobPost, uid: st.UID, sid: st.ID, payload: string(payload)}
-	homeJob, listJob := k.job(post.id()), ""
 	until := r.seq.Val()
 	if until == "" {
 		until = "0"
@@ -255,12 +253,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 
 	// 2: the jobs, and who of the page the status reaches.
 	pipe := s.rdb.Pipeline()
-	s.queueJob(ctx, pipe, post, inputsPending)
-	if toLists {
-		post.kind = jobListPost
-		listJob = k.job(post.id())
-		s.queueJob(ctx, pipe, post, inputsPending)
-	}
+	homeJob, listJob := s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
 	act := s.queueActivity(ctx, pipe, members, answeredOnly(st))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
@@ -344,19 +337,8 @@ func (s *Service) postQueued(ctx context.Context, st Status, path string, payloa
 // toLists), writes the status, and marks the jobs ready. It returns the
 // jobs' keys ("" for no list job).
 func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, payload []byte, toLists bool) (homeJob, listJob string, err error) {
-	k := s.keys
-	post := job{kind: jobPost, uid: st.UID, sid: st.ID, payload: string(payload)}
-	homeJob = k.job(post.id())
-	// Neither job is ready until the status is written: a worker that reads
-	// one before waits (see makerDone), so no pass looks for a status that
-	// is not there yet and ends its job.
 	pipe := s.rdb.Pipeline()
-	s.queueJob(ctx, pipe, post, inputsPending)
-	if toLists {
-		post.kind = jobListPost
-		listJob = k.job(post.id())
-		s.queueJob(ctx, pipe, post, inputsPending)
-	}
+	homeJob, listJob = s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return "", "", err
 	}
@@ -370,4 +352,22 @@ func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, pay
 		return "", "", err
 	}
 	return homeJob, listJob, nil
+}
+
+// queuePostJobsOn queues on pipe status st's fan-out jobs, the lists' too
+// when toLists, and returns their keys ("" for no list job). Neither job
+// is ready until the status is written: a worker that reads one before
+// waits (see makerDone), so no pass looks for a status that is not there
+// yet and ends its job.
+func (s *Service) queuePostJobsOn(ctx context.Context, pipe redis.Pipeliner, st Status, payload []byte, toLists bool) (homeJob, listJob string) {
+	k := s.keys
+	post := job{kind: jobPost, uid: st.UID, sid: st.ID, payload: string(payload)}
+	homeJob = k.job(post.id())
+	s.queueJob(ctx, pipe, post, inputsPending)
+	if toLists {
+		post.kind = jobListPost
+		listJob = k.job(post.id())
+		s.queueJob(ctx, pipe, post, inputsPending)
+	}
+	return homeJob, listJob
 }
