@@ -205,84 +205,112 @@ func (c *conn) attach(ws *websocket.Conn) bool {
 // how the client ended it: its close frame, or 1006 and the error when the
 // connection ended without one. When this side closed it first (a frame
 // too big, too many frames, a frame refused, or a close already under way)
-// it returns nothing; run finds the close made. ctx ends when the
-// connection closes.
-func (c *conn) read(ctx context.Context) websocket.CloseError {
-	h := c.hub
+// it returns nothing; run finds the close made.
+//
+// Its goroutine waits for the client for the stream's whole life, so it
+// keeps to the shallow stack of that wait: each frame is acted on by a
+// goroutine of its own (handleAside), whose deeper stack goes with it. A
+// goroutine's stack only grows while it runs, so one deep call here would
+// double every idle stream's stack for good.
+func (c *conn) read() websocket.CloseError {
 	for {
-		// Not ctx: a read cut short by a context closes the socket at once,
-		// without the closing handshake the close under way is doing.
+		// Not a context of the connection's life: a read cut short by a
+		// context closes the socket at once, without the closing handshake
+		// the close under way is doing.
 		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
-			var closed websocket.CloseError
-			switch fail := c.wire.failed(); {
-			case fail != notClosed:
-				c.fail(fail)
-				return websocket.CloseError{}
-			case errors.As(err, &closed):
-				return closed
-			case errors.Is(err, websocket.ErrMessageTooBig):
-				// The library has sent the client 1009 already.
-				c.close(closeTooBig)
-				return websocket.CloseError{}
-			}
-			return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: err.Error()}
+			return c.readFailed(err)
 		}
 		if c.isClosed() {
 			// Frames the client sent before the close are not acted on.
 			return websocket.CloseError{}
 		}
-		now := time.Now()
-		c.active(now)
-		if typ != websocket.MessageText {
-			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidFrame, "Frames must be text, one JSON object each.")})
-			continue
-		}
-		if !utf8.Valid(data) {
-			c.fail(closeNotUTF8)
+		if !c.handleAside(typ, data) {
 			return websocket.CloseError{}
 		}
-		if err := protocol.CheckJSONText(data); err != nil {
-			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is refused: "+err.Error()+".")})
-			continue
-		}
-		var f protocol.ClientFrame
-		if err := json.Unmarshal(data, &f); err != nil {
-			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is not a JSON object.")})
-			continue
-		}
-		switch f.Type {
-		case protocol.TypeHeartbeat:
-			// Every frame counted as activity above; this one does no more.
-			h.Stats.Heartbeats.Add(1)
-		case protocol.TypeResume:
-			after, ok := parseAfter(f.After)
-			if !ok {
-				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidResume, `"after" must be a status id, a whole number from 0.`)})
-				continue
-			}
-			wait, err := h.allowResume(c.life, c.uid)
-			switch {
-			case err != nil:
-				c.resumeFailed(err)
-				continue
-			case wait > 0:
-				h.Stats.ResumesLimited.Add(1)
-				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeRateLimited,
-					"Too many resumes on your streams; send resume again in "+wait.String()+".")})
-				continue
-			}
-			c.enqueue(outgoing{resume: true, after: after})
-		case protocol.TypeWatch, protocol.TypeUnwatch:
-			if f.Timeline != protocol.TimelineGlobal {
-				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidWatch, `"timeline" must be "global", the one timeline a stream may watch.`)})
-				continue
-			}
-			h.watch(c, f.Type == protocol.TypeWatch)
-		default:
-			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeUnknownType, "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat, resume, watch or unwatch.")})
-		}
 	}
+}
+
+// readFailed is how a failed read ended the connection (see read).
+func (c *conn) readFailed(err error) websocket.CloseError {
+	var closed websocket.CloseError
+	switch fail := c.wire.failed(); {
+	case fail != notClosed:
+		c.fail(fail)
+		return websocket.CloseError{}
+	case errors.As(err, &closed):
+		return closed
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		// The library has sent the client 1009 already.
+		c.close(closeTooBig)
+		return websocket.CloseError{}
+	}
+	return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: err.Error()}
+}
+
+// handleAside runs handle on a goroutine of its own and waits for it, so
+// that the reader's stack does not grow (see read).
+func (c *conn) handleAside(typ websocket.MessageType, data []byte) bool {
+	done := make(chan bool, 1)
+	go func() { done <- c.handle(typ, data) }()
+	return <-done
+}
+
+// handle acts on one frame of the client's. It reports false when the frame
+// failed the connection: nothing more is read.
+func (c *conn) handle(typ websocket.MessageType, data []byte) bool {
+	h := c.hub
+	now := time.Now()
+	c.active(now)
+	if typ != websocket.MessageText {
+		c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidFrame, "Frames must be text, one JSON object each.")})
+		return true
+	}
+	if !utf8.Valid(data) {
+		c.fail(closeNotUTF8)
+		return false
+	}
+	if err := protocol.CheckJSONText(data); err != nil {
+		c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is refused: "+err.Error()+".")})
+		return true
+	}
+	var f protocol.ClientFrame
+	if err := json.Unmarshal(data, &f); err != nil {
+		c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is not a JSON object.")})
+		return true
+	}
+	switch f.Type {
+	case protocol.TypeHeartbeat:
+		// Every frame counted as activity above; this one does no more.
+		h.Stats.Heartbeats.Add(1)
+	case protocol.TypeResume:
+		after, ok := parseAfter(f.After)
+		if !ok {
+			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidResume, `"after" must be a status id, a whole number from 0.`)})
+			return true
+		}
+		wait, err := h.allowResume(c.life, c.uid)
+		switch {
+		case err != nil:
+			c.resumeFailed(err)
+			return true
+		case wait > 0:
+			h.Stats.ResumesLimited.Add(1)
+			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeRateLimited,
+				"Too many resumes on your streams; send resume again in "+wait.String()+".")})
+			return true
+		}
+		c.enqueue(outgoing{resume: true, after: after})
+	case protocol.TypeWatch, protocol.TypeUnwatch:
+		if f.Timeline != protocol.TimelineGlobal {
+			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidWatch, `"timeline" must be "global", the one timeline a stream may watch.`)})
+			return true
+		}
+		h.watch(c, f.Type == protocol.TypeWatch)
+	default:
+		c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeUnknownType, "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat, resume, watch or unwatch.")})
+	}
+	return true
 }
 
 // fail closes the connection for why: the client sent a frame over the
@@ -312,8 +340,10 @@ func (c *conn) keepAlive() {
 			return
 		}
 		// Wait for the pong at most an interval, then ping again: a pong
-		// that comes later is not counted, the next one is.
-		ctx, cancel := context.WithTimeout(c.life, interval)
+		// that comes later is not counted, the next one is. The wait ends
+		// too when the socket closes. (A context under the connection's
+		// life would leave it a map of its children for good.)
+		ctx, cancel := context.WithTimeout(context.Background(), interval)
 		err := c.ws.Ping(ctx)
 		cancel()
 		if err == nil {

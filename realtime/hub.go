@@ -217,7 +217,7 @@ type readers struct {
 type local struct {
 	uid   int64
 	conns map[*conn]struct{}
-	pulls map[int64]struct{} // the pulled authors the user follows
+	pulls map[int64]struct{} // the pulled authors the user follows; nil while none
 	ready chan struct{}      // closed once the user's channel is live
 	// checking holds back the channel's frames while its sessions are
 	// checked after the pub/sub connection was made again; checkRound tells
@@ -501,7 +501,7 @@ func (h *Hub) join(ctx context.Context, c *conn) error {
 	}
 	u := h.users[channel]
 	if u == nil {
-		u = &local{uid: c.uid, conns: map[*conn]struct{}{}, pulls: map[int64]struct{}{}, ready: make(chan struct{})}
+		u = &local{uid: c.uid, conns: map[*conn]struct{}{}, ready: make(chan struct{})}
 		if h.live[channel] { // still subscribed from a connection just gone
 			close(u.ready)
 		}
@@ -621,6 +621,9 @@ func (h *Hub) setPull(channel string, author int64, add bool) {
 // addPull makes u a reader of author's channel; it returns the channel and
 // whether it gained its first reader. Called with h.mu held.
 func (h *Hub) addPull(u *local, author int64) (string, bool) {
+	if u.pulls == nil {
+		u.pulls = map[int64]struct{}{}
+	}
 	u.pulls[author] = struct{}{}
 	ch := h.bus.AuthorChannel(author)
 	r := h.authors[ch]
