@@ -14,7 +14,6 @@ package realtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -345,8 +344,8 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		h.forwardGlobal(payload)
 		return
 	}
-	var ev event
-	if err := json.Unmarshal(payload, &ev); err != nil {
+	ev, err := parseEvent(payload)
+	if err != nil {
 		h.log.Warn("unreadable event", "channel", channel, "err", err)
 		return
 	}
@@ -355,7 +354,7 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		h.setPull(channel, ev.Author, ev.Type == protocol.TypePullAdded)
 		return
 	}
-	if ev.Type == protocol.TypeStatus && ev.Status != nil {
+	if ev.Type == protocol.TypeStatus && ev.Status.ID > 0 {
 		h.raiseStatusMark(ev.Status.ID)
 	}
 	h.mu.RLock()
@@ -415,11 +414,11 @@ func (h *Hub) deliver(u *local, ev event, payload []byte) {
 		}
 		return
 	}
+	out := outgoing{frame: payload}
+	if ev.Type == protocol.TypeStatus {
+		out.statusID = ev.Status.ID
+	}
 	for c := range u.conns {
-		out := outgoing{frame: payload}
-		if ev.Type == protocol.TypeStatus && ev.Status != nil {
-			out.statusID = ev.Status.ID
-		}
 		c.enqueue(out)
 	}
 }
