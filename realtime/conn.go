@@ -59,7 +59,10 @@ type conn struct {
 	// (heartbeats, timeline reads) stop with it. It is the connection's own
 	// lifetime, not a caller's, which is why a struct holds it.
 	life context.Context
-	stop context.CancelFunc
+	stop context.CancelFunc // ends life, and marks ended
+	// ended is set as life ends: isClosed, asked several times a frame,
+	// reads it rather than the context's error.
+	ended atomic.Bool
 
 	mu           sync.Mutex  // guards ws, set after the upgrade, and the close fields
 	closedFor    closeReason // notClosed until the connection closes
@@ -92,13 +95,18 @@ type conn struct {
 // newConn is a connection of uid, opened with session sessionID, not yet
 // upgraded.
 func newConn(h *Hub, uid int64, sessionID string) *conn {
-	life, stop := context.WithCancel(context.Background())
-	return &conn{
+	life, cancel := context.WithCancel(context.Background())
+	c := &conn{
 		hub: h, uid: uid, session: sessionID, id: uuid.NewString(),
-		queue: newQueue(h.opts.QueueSize),
-		life:  life, stop: stop,
+		queue:  newQueue(h.opts.QueueSize),
+		life:   life,
 		frames: rate.NewLimiter(h.opts.FrameRate, h.opts.FrameBurst),
 	}
+	c.stop = func() {
+		c.ended.Store(true)
+		cancel()
+	}
+	return c
 }
 
 // enqueue hands the writer an item without blocking. A connection whose
@@ -120,7 +128,7 @@ func (c *conn) enqueue(o outgoing) {
 
 // isClosed reports whether the connection was closed: nothing more is
 // queued, sent or acted on.
-func (c *conn) isClosed() bool { return c.life.Err() != nil }
+func (c *conn) isClosed() bool { return c.ended.Load() }
 
 // close closes the connection once, for why, and waits for the closing
 // handshake. Before the upgrade it marks the connection so that attach
