@@ -73,8 +73,8 @@ func parseEvent(payload []byte) (event, error) {
 	return decodeEvent(payload)
 }
 
-// decodeEvent decodes a message in full. Apart from parseEvent, whose
-// event stays on the stack, as one decoded into cannot.
+// decodeEvent decodes a message in full. It is a function of its own so
+// that parseEvent's event, which json never sees, stays on the stack.
 func decodeEvent(payload []byte) (event, error) {
 	var ev event
 	err := json.Unmarshal(payload, &ev)
