@@ -3,6 +3,7 @@ package social
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,13 +15,14 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // seedFollowers gives uid n followers directly in Redis (no sign-ups: the
-// fan-out reads only the followers set and writes home timelines), with
-// the uids from 1,000,000 on.
+// fan-out reads only the two sides of each follow and writes home
+// timelines), with the uids from 1,000,000 on.
 func seedFollowers(b *testing.B, s *Service, uid int64, n int) {
 	b.Helper()
 	seedFollowersFrom(b, s, uid, 1_000_000, n)
@@ -34,6 +36,7 @@ func seedFollowersFrom(b *testing.B, s *Service, uid, first int64, n int) {
 	for i := range n {
 		f := first + int64(i)
 		pipe.ZAdd(ctx, s.keys.followers(uid), redisZ(float64(i+1), itoa(f)))
+		pipe.ZAdd(ctx, s.keys.following(f), redisZ(float64(i+1), itoa(uid)))
 		if i%1000 == 999 {
 			if _, err := pipe.Exec(ctx); err != nil {
 				b.Fatal(err)
@@ -289,7 +292,7 @@ func BenchmarkFanout(b *testing.B) {
 					errs := make([]error, len(authors))
 					for i, a := range authors {
 						b.StopTimer()
-						_, job, _, err := s.queuePost(ctx, a.ID, 0, "benchmark status")
+						job, err := queuedPost(ctx, s, a)
 						b.StartTimer()
 						if err != nil {
 							b.Fatal(err)
@@ -454,7 +457,7 @@ func BenchmarkPostCost(b *testing.B) {
 				}
 				b.ResetTimer()
 				for b.Loop() {
-					_, job, _, err := s.queuePost(ctx, author.ID, 0, "benchmark status")
+					job, err := queuedPost(ctx, s, author)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -546,4 +549,28 @@ func (s *Service) passArgs() []any {
 		k.pullsPrefix(), k.pulledAuthors(), k.statusSeq(),
 		k.listsInPrefix(), k.listStatusesPrefix(),
 	}
+}
+
+// queuedPost writes a status by author and queues its post job, ready, as
+// a post does, without running any pass of it; it returns the job's key.
+func queuedPost(ctx context.Context, s *Service, author User) (string, error) {
+	job, _, err := queuedPostLists(ctx, s, author, false)
+	return job, err
+}
+
+// queuedPostLists is queuedPost, with the lists' job too when toLists.
+func queuedPostLists(ctx context.Context, s *Service, author User, toLists bool) (job, listJob string, err error) {
+	pipe := s.rdb.Pipeline()
+	sid := pipe.Incr(ctx, s.keys.statusSeq())
+	now := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return "", "", err
+	}
+	st := Status{ID: sid.Val(), UID: author.ID, Login: author.Login, Name: author.Name,
+		Message: "benchmark status", Posted: now.Val().UTC(), Mentions: []protocol.Mention{}}
+	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: st})
+	if err != nil {
+		return "", "", err
+	}
+	return s.queuePostJobs(ctx, st, "", payload, toLists)
 }

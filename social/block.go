@@ -241,10 +241,17 @@ func (s *Service) refuseBlocked(ctx context.Context, uid, other int64) error {
 // one round trip to uid's slot.
 func (s *Service) blockedEither(ctx context.Context, uid, other int64) (bool, error) {
 	pipe := s.rdb.Pipeline()
-	blocks := pipe.ZScore(ctx, s.keys.blocks(uid), itoa(other))
-	by := pipe.ZScore(ctx, s.keys.blockedBy(uid), itoa(other))
+	blocked := s.queueBlockedEither(ctx, pipe, uid, other)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return false, err
 	}
-	return blocks.Err() == nil || by.Err() == nil, nil
+	return blocked(), nil
+}
+
+// queueBlockedEither queues blockedEither's reads on pipe, and returns what
+// reads their answer once it ran.
+func (s *Service) queueBlockedEither(ctx context.Context, pipe redis.Pipeliner, uid, other int64) func() bool {
+	blocks := pipe.ZScore(ctx, s.keys.blocks(uid), itoa(other))
+	by := pipe.ZScore(ctx, s.keys.blockedBy(uid), itoa(other))
+	return func() bool { return blocks.Err() == nil || by.Err() == nil }
 }

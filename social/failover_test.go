@@ -41,6 +41,7 @@ func TestFanoutSurvivesFailover(t *testing.T) {
 	pipe := rdb.Pipeline()
 	for i := range int64(followers) {
 		pipe.ZAdd(ctx, k.followers(author), redis.Z{Score: float64(i + 1), Member: first + i})
+		pipe.ZAdd(ctx, k.following(first+i), redis.Z{Score: float64(i + 1), Member: author})
 	}
 	pipe.Set(ctx, k.followSeq(), followers, 0)
 	if _, err := pipe.Exec(ctx); err != nil {

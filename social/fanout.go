@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"time"
 
 	"chorus/protocol"
 
@@ -44,6 +45,9 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if err != nil || wait {
 		return passResult{wait: wait}, err
 	}
+	// The page is read with the rest, after the follow sequence on a first
+	// pass: a follower in it scored past the sequence came after, and gets
+	// the status from their backfill.
 	until := j.until
 	pipe := s.rdb.Pipeline()
 	exists := pipe.Exists(ctx, k.status(sid))
@@ -56,18 +60,29 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 		promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
 		followers = pipe.ZCard(ctx, k.followers(uid))
 	}
+	pageCmd := pipe.ZRangeByScoreWithScores(ctx, k.followers(uid), &redis.ZRangeBy{
+		Min: "(" + score(j.cursor), Max: cmp.Or(until, "+inf"), Count: int64(s.opts.FanoutPassSize),
+	})
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return passResult{}, err
 	}
 	if exists.Val() == 0 {
 		return passResult{finished: true}, nil
 	}
+	page := pageCmd.Val()
 	if until == "" {
 		if pulled.Err() == nil {
 			return passResult{finished: true}, s.writePulled(ctx, uid, sid, payload)
 		}
 		until = cmp.Or(seq.Val(), "0")
 		next.until = until
+		last, _ := strconv.ParseFloat(until, 64)
+		for i, z := range page {
+			if z.Score > last {
+				page = page[:i]
+				break
+			}
+		}
 		// An author over the threshold (one who passed it before it was
 		// lowered) is made pulled from here on; this status is still pushed.
 		if t := s.opts.PullThreshold; t > 0 && followers.Val() >= int64(t) && promoting.Val() == 0 {
@@ -76,9 +91,8 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 			}
 		}
 	}
-	page, err := s.jobPage(ctx, k.followers(uid), j.cursor, until)
-	if err != nil || len(page) == 0 {
-		return passResult{finished: true}, err
+	if len(page) == 0 {
+		return passResult{finished: true}, nil
 	}
 	members := pageMembers(page)
 	push, connected, err := s.activeFollowers(ctx, members, answeredOnly(frame.Status))
@@ -92,87 +106,102 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 }
 
 // activeFollowers returns those of members whose home timelines a post
-// reaches, and whether each is connected now. A follower never seen (one
-// from before activity was kept) counts as active; one connected now is
-// active whatever their last request. When answered is set (a reply to
-// them, see answeredOnly), only those who follow answered, and answered,
-// are reached.
+// reaches, and whether each is connected now (see followerActivity).
 func (s *Service) activeFollowers(ctx context.Context, members []string, answered int64) (push []string, connected []bool, err error) {
 	pipe := s.rdb.Pipeline()
-	seen := pipe.ZMScore(ctx, s.keys.seen(), members...)
-	var alsoFollow *redis.FloatSliceCmd
-	if answered != 0 {
-		alsoFollow = pipe.ZMScore(ctx, s.keys.followers(answered), members...)
-	}
-	var online *redis.FloatSliceCmd
-	if s.opts.ConnectedKey != "" {
-		online = pipe.ZMScore(ctx, s.opts.ConnectedKey, members...)
-	}
+	act := s.queueActivity(ctx, pipe, members, answered)
 	now := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, nil, err
 	}
-	cutoff := math.Inf(-1)
-	if s.opts.InactiveAfter > 0 {
-		cutoff = float64(now.Val().Add(-s.opts.InactiveAfter).UnixMilli())
+	push, connected = act.active(now.Val(), s.opts.InactiveAfter)
+	return push, connected, nil
+}
+
+// followerActivity is what decides which followers of a page a post
+// reaches: when each was last seen, whether each is connected, and, for a
+// reply, whether each follows the person answered.
+type followerActivity struct {
+	members    []string
+	answered   int64
+	seen       *redis.FloatSliceCmd
+	alsoFollow *redis.FloatSliceCmd // nil unless answered is set
+	online     *redis.FloatSliceCmd // nil when presence is not kept
+}
+
+// queueActivity queues on pipe the reads of members' activity.
+func (s *Service) queueActivity(ctx context.Context, pipe redis.Pipeliner, members []string, answered int64) *followerActivity {
+	a := &followerActivity{members: members, answered: answered}
+	if len(members) == 0 {
+		return a
 	}
-	push = make([]string, 0, len(members))
-	connected = make([]bool, 0, len(members))
-	for i, m := range members {
+	a.seen = pipe.ZMScore(ctx, s.keys.seen(), members...)
+	if answered != 0 {
+		a.alsoFollow = pipe.ZMScore(ctx, s.keys.followers(answered), members...)
+	}
+	if s.opts.ConnectedKey != "" {
+		a.online = pipe.ZMScore(ctx, s.opts.ConnectedKey, members...)
+	}
+	return a
+}
+
+// active returns, once the reads ran, the members a post reaches, and
+// whether each is connected. A follower never seen (one from before
+// activity was kept) counts as active; one connected now is active
+// whatever their last request; inactiveAfter 0 keeps everyone active.
+// When answered is set (a reply to them, see answeredOnly), only those who
+// follow answered, and answered, are reached.
+func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (push []string, connected []bool) {
+	if len(a.members) == 0 {
+		return nil, nil
+	}
+	cutoff := math.Inf(-1)
+	if inactiveAfter > 0 {
+		cutoff = float64(now.Add(-inactiveAfter).UnixMilli())
+	}
+	push = make([]string, 0, len(a.members))
+	connected = make([]bool, 0, len(a.members))
+	for i, m := range a.members {
 		// ZMSCORE reads a missing member as 0; activity times never are.
-		if alsoFollow != nil && alsoFollow.Val()[i] == 0 && m != itoa(answered) {
+		if a.alsoFollow != nil && a.alsoFollow.Val()[i] == 0 && m != itoa(a.answered) {
 			continue
 		}
-		on := online == nil || online.Val()[i] != 0
-		last := seen.Val()[i]
+		on := a.online == nil || a.online.Val()[i] != 0
+		last := a.seen.Val()[i]
 		if on || last == 0 || last >= cutoff {
 			push = append(push, m)
 			connected = append(connected, on)
 		}
 	}
-	return push, connected, nil
+	return push, connected
 }
 
-// pushStatus adds status sid to the home timelines of push (trimmed one time
-// in trimEvery; a repost entry of repostOf only where neither its original
-// nor another repost of it is, see homeAdds), checks that the status
-// still exists and each of them still follows author, takes it out again
-// where not, and sends the live frame to those connected whose home it
-// newly reached.
+// pushStatus adds status sid to the home timelines of push that still
+// follow author (push.lua: trimmed one time in trimEvery; a repost entry
+// of repostOf only where neither its original nor another repost of it
+// is), sending the live frame to those connected whose home it newly
+// reached. Then it checks that the status still exists, and takes it out
+// again where it was added if not.
 func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool) error {
 	if len(push) == 0 {
 		return nil
 	}
-	k := s.keys
-	homes := make([]string, len(push))
-	added := make([]*redis.IntCmd, len(push))
-	adds := s.newHomeAdds(s.rdb.Pipeline(), sid, repostOf)
+	uids := make([]int64, len(push))
 	for i, m := range push {
-		uid, _ := strconv.ParseInt(m, 10, 64)
-		homes[i] = k.home(uid)
-		added[i] = adds.add(ctx, uid)
-	}
-	if err := adds.exec(ctx); err != nil {
-		return err
+		uids[i], _ = strconv.ParseInt(m, 10, 64)
 	}
 	pipe := s.rdb.Pipeline()
-	exists := pipe.Exists(ctx, k.status(sid))
-	follows := pipe.ZMScore(ctx, k.followers(author), push...)
-	if _, err := pipe.Exec(ctx); err != nil {
+	h := s.queuePush(ctx, pipe, author, sid, repostOf, payload, uids, connected)
+	cmds, err := pipe.Exec(ctx)
+	added, err := h.results(ctx, s.rdb, cmds, err)
+	if err != nil {
 		return err
 	}
-	pipe = s.rdb.Pipeline()
-	for i, m := range push {
-		switch {
-		case exists.Val() == 0 || follows.Val()[i] == 0:
-			pipe.ZRem(ctx, homes[i], sid)
-		case connected[i] && added[i].Val() == 1:
-			uid, _ := strconv.ParseInt(m, 10, 64)
-			s.bus.Queue(ctx, pipe, s.bus.UserChannel(uid), payload)
-		}
+	exists, err := s.rdb.Exists(ctx, s.keys.status(sid)).Result()
+	if err != nil || exists == 1 {
+		return err
 	}
-	_, err := pipe.Exec(ctx)
-	return err
+	return s.unpush(ctx, sid, uids, added, connected)
 }
 
 // deletePass runs one pass of a status's cleanup: it takes the status out

@@ -58,7 +58,7 @@ func BenchmarkListPostCost(b *testing.B) {
 			cpu := redisCPU(b, rdb)
 			b.ResetTimer()
 			for b.Loop() {
-				_, job, listJob, err := s.queuePost(ctx, author.ID, 0, "benchmark status")
+				job, listJob, err := queuedPostLists(ctx, s, author, !pulled)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -55,28 +55,20 @@ func isLoginByte(b byte) bool {
 	return b == '_' || ('0' <= b && b <= '9') || ('a' <= b && b <= 'z') || ('A' <= b && b <= 'Z')
 }
 
-// resolveMentions looks up the users logins name, in one round trip each
-// way, and returns those that exist with their logins as they signed up.
-// An unknown login is left out: it stays plain text.
-func (s *Service) resolveMentions(ctx context.Context, logins []string) ([]protocol.Mention, error) {
+// mentionedUsers returns the users of uids, the login index's answer for
+// the logins a status mentions, with their logins as they signed up: the
+// users that exist, in one round trip (none when no login was known).
+func (s *Service) mentionedUsers(ctx context.Context, uids []any) ([]protocol.Mention, error) {
 	ms := []protocol.Mention{}
-	if len(logins) == 0 {
-		return ms, nil
-	}
-	lower := make([]string, len(logins))
-	for i, l := range logins {
-		lower[i] = strings.ToLower(l)
-	}
-	uids, err := s.rdb.HMGet(ctx, s.keys.loginIndex(), lower...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("look up mentions: %w", err)
-	}
 	var ids []int64
 	for _, v := range uids {
 		str, _ := v.(string)
 		if id, err := strconv.ParseInt(str, 10, 64); err == nil {
 			ids = append(ids, id)
 		}
+	}
+	if len(ids) == 0 {
+		return ms, nil
 	}
 	users, err := s.usersByID(ctx, ids)
 	if err != nil {
@@ -88,21 +80,28 @@ func (s *Service) resolveMentions(ctx context.Context, logins []string) ([]proto
 	return ms, nil
 }
 
-// readParent reads the status replyTo answers, for a reply: a repost
-// answers as its original. A status that is not there (or was deleted) is
+// parentFields are the fields of a status hash parentOf reads.
+var parentFields = []string{"id", "uid", "login", "path", "repost_of", "hidden"}
+
+// parentOf returns the status replyTo answers, for a reply, from v, the
+// parentFields of replyTo's hash: a repost answers as its original, read
+// in one more round trip. A status that is not there (or was deleted) is
 // ErrStatusNotFound.
-func (s *Service) readParent(ctx context.Context, replyTo int64) (parent, error) {
-	for hop := 0; hop < 2; hop++ {
-		v, err := s.rdb.HMGet(ctx, s.keys.status(replyTo), "id", "uid", "login", "path", "repost_of", "hidden").Result()
-		if err != nil {
-			return parent{}, fmt.Errorf("read status %d: %w", replyTo, err)
-		}
+func (s *Service) parentOf(ctx context.Context, replyTo int64, v []any) (parent, error) {
+	for hop := 0; ; hop++ {
 		str := func(i int) string { s, _ := v[i].(string); return s }
 		if str(0) == "" || str(5) != "" {
 			return parent{}, ErrStatusNotFound
 		}
 		if orig, err := strconv.ParseInt(str(4), 10, 64); err == nil && orig != 0 {
+			if hop > 0 { // a repost of a repost is none Chorus makes
+				return parent{}, ErrStatusNotFound
+			}
 			replyTo = orig
+			var err error
+			if v, err = s.rdb.HMGet(ctx, s.keys.status(replyTo), parentFields...).Result(); err != nil {
+				return parent{}, fmt.Errorf("read status %d: %w", replyTo, err)
+			}
 			continue
 		}
 		uid, _ := strconv.ParseInt(str(1), 10, 64)
@@ -111,7 +110,6 @@ func (s *Service) readParent(ctx context.Context, replyTo int64) (parent, error)
 			path: childPath(str(3), replyTo),
 		}, nil
 	}
-	return parent{}, ErrStatusNotFound
 }
 
 // childPath is the path of a reply to id, whose own path is path: id's

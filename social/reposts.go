@@ -29,10 +29,6 @@ var (
 	//go:embed repost_unclaim.lua
 	repostUnclaimSource string
 	repostUnclaimScript = redis.NewScript(repostUnclaimSource)
-
-	//go:embed push_repost.lua
-	pushRepostSource string
-	pushRepostScript = redis.NewScript(pushRepostSource)
 )
 
 // Repost reposts status id (a repost entry: its original) as uid, and
@@ -201,119 +197,6 @@ func (s *Service) Unrepost(ctx context.Context, uid, id int64) (Status, error) {
 		return Status{}, fmt.Errorf("undo repost %d: %w", id, err)
 	}
 	return orig, nil
-}
-
-// homeAdds adds one status to a page of home timelines, as a post job
-// pushes it: a post by ZADD (trimmed one time in trimEvery), a repost
-// entry by push_repost.lua, which leaves out a home that holds its
-// original or another repost of it. On one Redis the script runs once for
-// the whole page; on a cluster, where a script's keys share a slot, once a
-// follower. Queue the adds with add, then run the pipeline with exec.
-type homeAdds struct {
-	s             *Service
-	pipe          redis.Pipeliner
-	sid, repostOf int64
-
-	// The page's script call, on one Redis: its keys, its trim flags, and
-	// the adds' commands, filled from its answer.
-	keys  []string
-	flags []byte
-	cmds  []*redis.IntCmd
-
-	calls []scriptCall // the script's calls queued on pipe
-}
-
-// scriptCall is one call of push_repost.lua and the adds it answers for.
-type scriptCall struct {
-	call *redis.IntSliceCmd
-	adds []*redis.IntCmd
-}
-
-// newHomeAdds starts adding status sid (a repost entry of repostOf, or 0
-// for a post) on pipe.
-func (s *Service) newHomeAdds(pipe redis.Pipeliner, sid, repostOf int64) *homeAdds {
-	return &homeAdds{s: s, pipe: pipe, sid: sid, repostOf: repostOf}
-}
-
-// add queues the adding of the status to uid's home timeline. Once exec
-// ran, the command's value is 1 when it added the status.
-func (h *homeAdds) add(ctx context.Context, uid int64) *redis.IntCmd {
-	k := h.s.keys
-	trim := (h.sid+uid)%trimEvery == 0
-	if h.repostOf == 0 {
-		added := h.pipe.ZAdd(ctx, k.home(uid), redis.Z{Score: float64(h.sid), Member: h.sid})
-		if trim {
-			h.pipe.ZRemRangeByRank(ctx, k.home(uid), 0, int64(-h.s.opts.HomeSize-1))
-		}
-		return added
-	}
-	flag := byte('0')
-	if trim {
-		flag = '1'
-	}
-	cmd := redis.NewIntCmd(ctx)
-	if k.cluster {
-		h.queueCall(ctx, []string{k.home(uid), k.homeReposts(uid)}, []byte{flag}, []*redis.IntCmd{cmd})
-		return cmd
-	}
-	h.keys = append(h.keys, k.home(uid), k.homeReposts(uid))
-	h.flags = append(h.flags, flag)
-	h.cmds = append(h.cmds, cmd)
-	return cmd
-}
-
-// queueCall queues a call of push_repost.lua on keys, for adds: an
-// EVALSHA, so that a page sends the script's hash, not its text (exec
-// loads it where Redis lacks it).
-func (h *homeAdds) queueCall(ctx context.Context, keys []string, flags []byte, adds []*redis.IntCmd) {
-	args := []any{"evalsha", pushRepostScript.Hash(), len(keys)}
-	for _, key := range keys {
-		args = append(args, key)
-	}
-	args = append(args, h.sid, h.repostOf, h.s.opts.HomeSize, string(flags))
-	call := redis.NewIntSliceCmd(ctx, args...)
-	_ = h.pipe.Process(ctx, call)
-	h.calls = append(h.calls, scriptCall{call: call, adds: adds})
-}
-
-// exec runs the pipeline. A script call that Redis answered NOSCRIPT ran
-// nothing, so it is sent again once the script is loaded (on every shard
-// of a cluster).
-func (h *homeAdds) exec(ctx context.Context) error {
-	if len(h.keys) > 0 {
-		h.queueCall(ctx, h.keys, h.flags, h.cmds)
-	}
-	cmds, err := h.pipe.Exec(ctx)
-	if err != nil {
-		for _, c := range cmds {
-			if e := c.Err(); e != nil && !redis.HasErrorPrefix(e, "NOSCRIPT") {
-				return e
-			}
-		}
-		if err := pushRepostScript.Load(ctx, h.s.rdb).Err(); err != nil {
-			return err
-		}
-		again := h.s.rdb.Pipeline()
-		for _, c := range cmds {
-			if c.Err() != nil {
-				c.SetErr(nil)
-				_ = again.Process(ctx, c)
-			}
-		}
-		if _, err := again.Exec(ctx); err != nil {
-			return err
-		}
-	}
-	for _, c := range h.calls {
-		added := c.call.Val()
-		if len(added) != len(c.adds) {
-			return fmt.Errorf("push repost %d: %d answers for %d homes", h.sid, len(added), len(c.adds))
-		}
-		for i, cmd := range c.adds {
-			cmd.SetVal(added[i])
-		}
-	}
-	return nil
 }
 
 // repostOf is the id of the original st reposts, 0 for a post.

@@ -16,6 +16,7 @@ import (
 	"chorus/internal/slots"
 	"chorus/protocol"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -197,6 +198,11 @@ func (o *Options) fill() {
 	}
 }
 
+// sessionUsersKept bounds the sessions whose user an instance remembers
+// (about 100 bytes each): past it the least recently used is forgotten,
+// and its next post reads the session first.
+const sessionUsersKept = 65_536
+
 // Service is the social core on one Redis.
 type Service struct {
 	rdb       redis.UniversalClient
@@ -207,6 +213,10 @@ type Service struct {
 	hashers   hashers
 	touches   *touches
 	stats     Stats
+	// sessionUsers remembers whose each session seen lately is (session id
+	// -> uid), which never changes while the session lives: a post checks
+	// the session in the round trip that reads for it (PostAs).
+	sessionUsers *lru.Cache[string, int64]
 
 	// afterQueue, when set, runs between queuing a post's or a deletion's
 	// jobs and writing it; tests use it to widen that window.
@@ -229,6 +239,7 @@ func New(rdb redis.UniversalClient, opts Options) *Service {
 		hashers: newHashers(opts.PasswordHashers, opts.HashWait), pulledScan: defaultPulledScan,
 	}
 	s.touches = newTouches(s.touchEvery())
+	s.sessionUsers, _ = lru.New[string, int64](sessionUsersKept)
 	return s
 }
 

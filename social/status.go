@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -95,97 +94,7 @@ func (s *Service) Post(ctx context.Context, uid int64, message string) (Status, 
 // person's (see answeredOnly); it notifies that person (replied) and those
 // it @mentions (mentioned).
 func (s *Service) Reply(ctx context.Context, uid, replyTo int64, message string) (Status, error) {
-	if replyTo < 0 {
-		return Status{}, invalid("reply_to", "must be a status id")
-	}
-	st, homeJob, listJob, err := s.queuePost(ctx, uid, replyTo, message)
-	if err != nil {
-		return Status{}, err
-	}
-	s.inlinePass(ctx, homeJob)
-	if listJob != "" {
-		s.inlinePass(ctx, listJob)
-	}
-	return st, nil
-}
-
-// queuePost queues a status's fan-out jobs, writes the status, and marks the
-// jobs ready. It returns the keys of the jobs: the followers' and the
-// lists' ("" when no list holds the author).
-func (s *Service) queuePost(ctx context.Context, uid, replyTo int64, message string) (st Status, homeJob, listJob string, err error) {
-	message, err = ValidateMessage(message)
-	if err != nil {
-		return Status{}, "", "", err
-	}
-	var answers parent
-	if replyTo != 0 {
-		if answers, err = s.readParent(ctx, replyTo); err != nil {
-			return Status{}, "", "", err
-		}
-		// No reply between two of whom one blocks the other (block.go).
-		if err := s.refuseBlocked(ctx, uid, answers.ref.UID); err != nil {
-			return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
-		}
-	}
-	mentions, err := s.resolveMentions(ctx, mentionCandidates(message))
-	if err != nil {
-		return Status{}, "", "", err
-	}
-	k := s.keys
-	pipe := s.rdb.Pipeline()
-	author := pipe.HMGet(ctx, k.user(uid), "login", "name", "suspended")
-	inLists := pipe.ZCard(ctx, k.listsIn(uid))
-	pulled := pipe.ZScore(ctx, k.pulledAuthors(), itoa(uid)) // then lists merge the status at read
-	sid := pipe.Incr(ctx, k.statusSeq())
-	now := pipe.Time(ctx)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
-	}
-	login, _ := author.Val()[0].(string)
-	name, _ := author.Val()[1].(string)
-	if login == "" {
-		return Status{}, "", "", ErrUserNotFound
-	}
-	if author.Val()[2] != nil {
-		return Status{}, "", "", ErrSuspended
-	}
-	st = Status{
-		ID: sid.Val(), UID: uid, Login: login, Name: name, Message: message,
-		Posted: now.Val().UTC().Truncate(time.Millisecond), Mentions: mentions,
-	}
-	if replyTo != 0 {
-		st.ReplyTo = &answers.ref
-	}
-	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: st})
-	if err != nil {
-		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
-	}
-	post := job{kind: jobPost, uid: uid, sid: st.ID, payload: string(payload)}
-	homeJob = k.job(post.id())
-	toLists := inLists.Val() > 0 && pulled.Err() != nil
-	// Neither job is ready until the status is written: a worker that reads
-	// one before waits (see makerDone), so no pass looks for a status that
-	// is not there yet and ends its job.
-	pipe = s.rdb.Pipeline()
-	s.queueJob(ctx, pipe, post, inputsPending)
-	if toLists {
-		post.kind = jobListPost
-		listJob = k.job(post.id())
-		s.queueJob(ctx, pipe, post, inputsPending)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
-	}
-	if s.afterQueue != nil {
-		s.afterQueue()
-	}
-	if err := s.writePost(ctx, st, answers.path, payload); err != nil {
-		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
-	}
-	if err := s.markReady(ctx, homeJob, listJob); err != nil {
-		return Status{}, "", "", fmt.Errorf("post by %d: %w", uid, err)
-	}
-	return st, homeJob, listJob, nil
+	return s.post(ctx, postInput{uid: uid, replyTo: replyTo, message: message})
 }
 
 // writePost writes a status where its author owns it: the status hash, the
@@ -197,6 +106,16 @@ func (s *Service) queuePost(ctx context.Context, uid, replyTo int64, message str
 // redoes them all (see postPass and redoPost); the global frame goes again
 // then, and clients drop it by id.
 func (s *Service) writePost(ctx context.Context, st Status, path string, payload []byte) error {
+	pipe := s.rdb.Pipeline()
+	if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
+		return err
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// queueWritePost queues writePost's writes on pipe.
+func (s *Service) queueWritePost(ctx context.Context, pipe redis.Pipeliner, st Status, path string, payload []byte) error {
 	k := s.keys
 	z := redis.Z{Score: float64(st.ID), Member: st.ID}
 	global, err := json.Marshal(protocol.GlobalStatus{Type: protocol.TypeGlobalStatus, Status: st})
@@ -211,7 +130,6 @@ func (s *Service) writePost(ctx context.Context, st Status, path string, payload
 	if len(st.Mentions) > 0 {
 		fields = append(fields, "mentions", formatMentions(st.Mentions))
 	}
-	pipe := s.rdb.Pipeline()
 	pipe.HSet(ctx, k.status(st.ID), fields...)
 	s.queueConversation(ctx, pipe, st)
 	postAuthorScript.Eval(ctx, pipe, []string{k.user(st.UID), k.profile(st.UID), k.home(st.UID)},
@@ -221,8 +139,7 @@ func (s *Service) writePost(ctx context.Context, st Status, path string, payload
 	if st.RepostOf == nil { // a repost is not in the global timeline
 		s.bus.Queue(ctx, pipe, s.bus.GlobalChannel(), global)
 	}
-	_, err = pipe.Exec(ctx)
-	return err
+	return nil
 }
 
 // redoPost does a post's writePost again, for a job whose maker died: a

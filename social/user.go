@@ -472,6 +472,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (int64, error)
 	if uid == 0 {
 		return 0, ErrUnauthenticated
 	}
+	s.sessionUsers.Add(hashToken(token), uid)
 	if err := s.noteActivity(ctx, uid); err != nil {
 		return 0, fmt.Errorf("authenticate: %w", err)
 	}

@@ -60,17 +60,10 @@ func (s *Server) authenticate(required bool) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			uid, err := s.social.Authenticate(r.Context(), token)
-			if err != nil {
-				// Only a session that is gone ends the cookie: a Redis that
-				// does not answer says nothing about it.
-				if byCookie && errors.Is(err, social.ErrUnauthenticated) {
-					s.clearSessionCookie(w, r)
-				}
-				s.writeError(w, r, err)
+			uid, ok := s.authenticated(w, r, token, byCookie)
+			if !ok {
 				return
 			}
-			noteUser(r.Context(), uid)
 			if byCookie && isWrite(r.Method) && !s.originAllowed(r) {
 				s.writeError(w, r, errBadOrigin)
 				return
@@ -79,6 +72,23 @@ func (s *Server) authenticate(required bool) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
 		})
 	}
+}
+
+// authenticated returns the user of the session of token, or answers the
+// request when there is none (or Redis does not say).
+func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, token string, byCookie bool) (int64, bool) {
+	uid, err := s.social.Authenticate(r.Context(), token)
+	if err != nil {
+		// Only a session that is gone ends the cookie: a Redis that does
+		// not answer says nothing about it.
+		if byCookie && errors.Is(err, social.ErrUnauthenticated) {
+			s.clearSessionCookie(w, r)
+		}
+		s.writeError(w, r, err)
+		return 0, false
+	}
+	noteUser(r.Context(), uid)
+	return uid, true
 }
 
 func isWrite(method string) bool {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -55,6 +56,9 @@ type env struct {
 	// request of a test takes however busy the machine, where the server's
 	// default would.
 	requestTimeout time.Duration
+	// connContext, when set, is the instances' http.Server ConnContext:
+	// what a test puts in the context of every request.
+	connContext func(context.Context, net.Conn) context.Context
 }
 
 func newEnv(tb testing.TB, opts social.Options) *env {
@@ -88,7 +92,9 @@ func (e *env) startOn(rdb redis.UniversalClient) *instance {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Name:   "test-" + uuid.NewString(), NoFanoutWorker: e.noWorker,
 	})
-	srv := httptest.NewServer(chorus.Server)
+	srv := httptest.NewUnstartedServer(chorus.Server)
+	srv.Config.ConnContext = e.connContext
+	srv.Start()
 	ctx, cancel := context.WithCancel(context.Background())
 	var work sync.WaitGroup
 	work.Go(func() { chorus.Run(ctx) })

@@ -138,8 +138,10 @@ func (s *Server) signInLimit() func(http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) postLimit() func(http.Handler) http.Handler {
-	return s.limit(rateLimit{
+// postLimit is the limit of POST /statuses, counted in the post's first
+// round trip (see post).
+func (s *Server) postLimit() *queuedLimit {
+	return s.newQueuedLimit(rateLimit{
 		name: "post", limit: s.limits.PostsPerUser, refused: &s.limitStats.posts, key: byViewer,
 		message: "You are posting too fast.",
 	})

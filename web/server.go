@@ -170,6 +170,9 @@ func (s *Server) routes() chi.Router {
 			r.With(s.readLimit()).Get("/lists/{id}/members", s.listMembers)
 			r.With(s.readLimit()).Get("/lists/{id}/statuses", s.listTimeline)
 		})
+		// A post checks its session itself, in the round trip that reads
+		// for it (see post).
+		r.With(s.checkGate).Post("/statuses", s.post(s.postLimit()))
 		r.Group(func(r chi.Router) {
 			r.Use(s.checkGate, s.authenticate(true))
 			r.Delete("/sessions/current", s.signOut)
@@ -193,7 +196,6 @@ func (s *Server) routes() chi.Router {
 			r.With(s.readLimit()).Get("/friends/online", s.onlineFriends)
 			r.With(s.readLimit()).Get("/presence", s.sitePresence)
 			r.With(s.streamOpenLimit()).Get("/stream", s.serveStream)
-			r.With(s.postLimit()).Post("/statuses", s.post)
 			r.With(s.reportLimit()).Post("/reports", s.fileReport)
 			r.Delete("/statuses/{id}", s.deleteStatus)
 			r.With(s.reactLimit()).Put("/statuses/{id}/like", s.react(s.social.Like))

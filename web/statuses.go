@@ -16,41 +16,70 @@ type statusPage struct {
 	NextAfter  *int64          `json:"next_after,omitempty"`
 }
 
-func (s *Server) post(w http.ResponseWriter, r *http.Request) {
-	viewer, _ := viewerFrom(r.Context())
-	var body struct {
-		Message *string `json:"message"`
-		ReplyTo *int64  `json:"reply_to"`
-	}
-	if err := decode(r, &body); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if body.Message == nil {
-		s.writeError(w, r, &social.InvalidError{Field: "message", Message: "is required"})
-		return
-	}
-	var replyTo int64
-	if body.ReplyTo != nil {
-		if replyTo = *body.ReplyTo; replyTo <= 0 {
-			s.writeError(w, r, &social.InvalidError{Field: "reply_to", Message: "must be a status id"})
+// post answers POST /statuses. Its session is checked in the post's first
+// round trip to Redis, with its rate limit and the post's reads (see
+// social.PostAs), rather than before, as authenticate does: a request
+// refused before that (bad origin, bad body) has its session read first,
+// so that a request without a valid session is always answered 401.
+func (s *Server) post(limit *queuedLimit) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token, byCookie, present := credentials(r)
+		if !present {
+			s.writeError(w, r, errNotSignedIn)
 			return
 		}
+		// refuse answers err once the session is known to be good.
+		refuse := func(err error) {
+			if _, ok := s.authenticated(w, r, token, byCookie); ok {
+				s.writeError(w, r, err)
+			}
+		}
+		if byCookie && !s.originAllowed(r) {
+			refuse(errBadOrigin)
+			return
+		}
+		if !limit.passGate(w, r) {
+			return
+		}
+		var body struct {
+			Message *string `json:"message"`
+			ReplyTo *int64  `json:"reply_to"`
+		}
+		if err := decode(r, &body); err != nil {
+			refuse(err)
+			return
+		}
+		if body.Message == nil {
+			refuse(&social.InvalidError{Field: "message", Message: "is required"})
+			return
+		}
+		var replyTo int64
+		if body.ReplyTo != nil {
+			if replyTo = *body.ReplyTo; replyTo <= 0 {
+				refuse(&social.InvalidError{Field: "reply_to", Message: "must be a status id"})
+				return
+			}
+		}
+		st, err := s.social.PostAs(r.Context(), social.PostRequest{
+			Token: token, ReplyTo: replyTo, Message: *body.Message, Admit: limit.admit(),
+		})
+		if errors.Is(err, social.ErrUnauthenticated) && byCookie {
+			s.clearSessionCookie(w, r)
+		}
+		if replyTo != 0 && errors.Is(err, social.ErrStatusNotFound) {
+			err = errUnknownParent
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		noteUser(r.Context(), st.UID)
+		s.metrics.posted.Inc()
+		// A new status has no replies, likes or reposts yet: nothing to read.
+		no := false
+		st.Liked, st.Reposted = &no, &no
+		writeJSON(w, http.StatusCreated, map[string]any{"status": st})
 	}
-	st, err := s.social.Reply(r.Context(), viewer.UID, replyTo, *body.Message)
-	if replyTo != 0 && errors.Is(err, social.ErrStatusNotFound) {
-		s.writeError(w, r, errUnknownParent)
-		return
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.metrics.posted.Inc()
-	// A new status has no replies, likes or reposts yet: nothing to read.
-	no := false
-	st.Liked, st.Reposted = &no, &no
-	writeJSON(w, http.StatusCreated, map[string]any{"status": st})
 }
 
 // statusID parses the {id} of the path; an id that is not a positive number

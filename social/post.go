@@ -1,0 +1,373 @@
+package social
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A post is made in four round trips to Redis, and its frames leave in
+// the third, however many of the author's followers the first page holds
+// (FanoutPassSize):
+//
+//  1. the reads: the session (when the caller knows the user only by it),
+//     the caller's rate limit (PostRequest.Admit), the author, whether lists
+//     hold them or their statuses are pulled, a new status id and the time
+//     (a post refused from here on leaves its id unused), the follow
+//     sequence and the first page of followers;
+//  2. the fan-out job queued, not ready (so a worker finishes the post
+//     should this instance die from here on), and the page's activity;
+//  3. the status written where its author owns it (writePost) and pushed
+//     to the page, each follower's frame sent with their push (push.lua);
+//  4. the job moved past the page (or finished) and marked ready, and the
+//     status looked at again: a deletion that raced the push is undone
+//     there (one more round trip, rarely).
+//
+// A reply reads its parent in the first round trip, and checks blocks and
+// takes its id in one more (so that a reply to no status takes none);
+// mentions are resolved in one more, and an author some list
+// holds gets the list job's first pass before the answer. A pulled author's
+// post goes the way of a job's passes (postPass).
+
+// PostRequest is a post (or a reply) by the holder of a session, whose
+// session is checked in the post's first round trip (PostAs).
+type PostRequest struct {
+	Token   string // the session's token
+	ReplyTo int64  // the status answered; 0: none
+	Message string
+	// Admit, when set, queues on the post's first round trip what decides
+	// whether uid may post now (a rate limit), and returns what reads its
+	// answer once that ran: nil lets the post go on, an error refuses it
+	// and is returned as it is.
+	Admit func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error
+}
+
+// PostAs posts as the user whose session req.Token is, after the session
+// and req.Admit allow it: ErrUnauthenticated when the session is not
+// there. An instance that has seen the session before checks it in the
+// post's first round trip, as it reads the rest; one that has not reads it
+// first (Authenticate). The session's user is the status's UID.
+func (s *Service) PostAs(ctx context.Context, req PostRequest) (Status, error) {
+	if req.Token == "" || len(req.Token) > 128 {
+		return Status{}, ErrUnauthenticated
+	}
+	in := postInput{replyTo: req.ReplyTo, message: req.Message, admit: req.Admit}
+	id := hashToken(req.Token)
+	uid, known := s.sessionUsers.Get(id)
+	if _, err := ValidateMessage(req.Message); err != nil || req.ReplyTo < 0 || !known {
+		// A refusal of the session comes before any of the input's.
+		var err error
+		if uid, err = s.Authenticate(ctx, req.Token); err != nil {
+			return Status{}, err
+		}
+	} else {
+		in.session = id
+	}
+	in.uid = uid
+	return s.post(ctx, in)
+}
+
+// postInput is what post needs.
+type postInput struct {
+	uid     int64
+	session string // the id of uid's session to check in the first round trip; "" when checked
+	replyTo int64
+	message string
+	admit   func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error
+}
+
+// postReads are the answers of a post's first round trip.
+type postReads struct {
+	session   *redis.Cmd
+	admitted  func() error
+	author    *redis.SliceCmd
+	inLists   *redis.IntCmd
+	pulled    *redis.FloatCmd
+	sid       *redis.IntCmd
+	now       *redis.TimeCmd
+	seq       *redis.StringCmd
+	promoting *redis.IntCmd
+	followers *redis.IntCmd
+	page      *redis.ZSliceCmd
+	parent    *redis.SliceCmd
+	mentions  *redis.SliceCmd
+}
+
+// post posts in.message by in.uid, as the comment above says.
+func (s *Service) post(ctx context.Context, in postInput) (Status, error) {
+	if in.replyTo < 0 {
+		return Status{}, invalid("reply_to", "must be a status id")
+	}
+	message, err := ValidateMessage(in.message)
+	if err != nil {
+		return Status{}, err
+	}
+	uid := in.uid
+	candidates := mentionCandidates(message)
+	r, err := s.readPost(ctx, in, candidates)
+	if err != nil {
+		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+	}
+	if in.session != "" {
+		if got, _ := r.session.Int64(); got != uid {
+			s.sessionUsers.Remove(in.session)
+			return Status{}, ErrUnauthenticated
+		}
+		if err := s.noteActivity(ctx, uid); err != nil {
+			return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+		}
+	}
+	if r.admitted != nil {
+		if err := r.admitted(); err != nil {
+			return Status{}, err
+		}
+	}
+	login, _ := r.author.Val()[0].(string)
+	name, _ := r.author.Val()[1].(string)
+	if login == "" {
+		return Status{}, ErrUserNotFound
+	}
+	if r.author.Val()[2] != nil {
+		return Status{}, ErrSuspended
+	}
+	var answers parent
+	if in.replyTo != 0 {
+		if answers, err = s.parentOf(ctx, in.replyTo, r.parent.Val()); err != nil {
+			return Status{}, err
+		}
+		// No reply between two of whom one blocks the other (block.go); its
+		// id is taken once the parent is known to be there.
+		pipe := s.rdb.Pipeline()
+		blocked := s.queueBlockedEither(ctx, pipe, uid, answers.ref.UID)
+		r.sid, r.now = pipe.Incr(ctx, s.keys.statusSeq()), pipe.Time(ctx)
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+		}
+		if blocked() {
+			return Status{}, fmt.Errorf("post by %d: %w", uid, ErrBlocked)
+		}
+	}
+	mentions := []protocol.Mention{}
+	if r.mentions != nil {
+		if mentions, err = s.mentionedUsers(ctx, r.mentions.Val()); err != nil {
+			return Status{}, err
+		}
+	}
+	st := Status{
+		ID: r.sid.Val(), UID: uid, Login: login, Name: name, Message: message,
+		Posted: r.now.Val().UTC().Truncate(time.Millisecond), Mentions: mentions,
+	}
+	if in.replyTo != 0 {
+		st.ReplyTo = &answers.ref
+	}
+	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: st})
+	if err != nil {
+		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+	}
+	toLists := r.inLists.Val() > 0 && r.pulled.Err() != nil
+	if r.pulled.Err() == nil {
+		// A pulled author's status reaches no home timeline: it goes the
+		// way of a job's first pass, which writes it among the pulled.
+		return st, s.postQueued(ctx, st, answers.path, payload, toLists)
+	}
+	if err := s.pushPost(ctx, st, answers.path, payload, toLists, r); err != nil {
+		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+	}
+	return st, nil
+}
+
+// readPost makes a post's first round trip.
+func (s *Service) readPost(ctx context.Context, in postInput, candidates []string) (postReads, error) {
+	k := s.keys
+	uid := in.uid
+	var r postReads
+	pipe := s.rdb.Pipeline()
+	if in.session != "" {
+		r.session = authenticateScript.Eval(ctx, pipe, []string{k.session(in.session)}, s.opts.SessionTTL.Milliseconds())
+	}
+	if in.admit != nil {
+		r.admitted = in.admit(ctx, pipe, uid)
+	}
+	r.author = pipe.HMGet(ctx, k.user(uid), "login", "name", "suspended")
+	r.inLists = pipe.ZCard(ctx, k.listsIn(uid))
+	r.pulled = pipe.ZScore(ctx, k.pulledAuthors(), itoa(uid)) // then lists merge the status at read
+	if in.replyTo == 0 {                                      // a reply's, once its parent is read
+		r.sid, r.now = pipe.Incr(ctx, k.statusSeq()), pipe.Time(ctx)
+	}
+	// The page is read after the sequence: every follower in it whose
+	// score is past the sequence came after, and gets the status from
+	// their backfill.
+	r.seq = pipe.Get(ctx, k.followSeq())
+	r.promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
+	r.followers = pipe.ZCard(ctx, k.followers(uid))
+	r.page = pipe.ZRangeByScoreWithScores(ctx, k.followers(uid), &redis.ZRangeBy{
+		Min: "-inf", Max: "+inf", Count: int64(s.opts.FanoutPassSize),
+	})
+	if in.replyTo != 0 {
+		r.parent = pipe.HMGet(ctx, k.status(in.replyTo), parentFields...)
+	}
+	if len(candidates) > 0 {
+		lower := make([]string, len(candidates))
+		for i, l := range candidates {
+			lower[i] = strings.ToLower(l)
+		}
+		r.mentions = pipe.HMGet(ctx, k.loginIndex(), lower...)
+	}
+	if cmds, err := pipe.Exec(ctx); err != nil {
+		// GET and ZSCORE answer redis.Nil for what is not there.
+		for _, c := range cmds {
+			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return postReads{}, err
+			}
+		}
+	}
+	return r, nil
+}
+
+// pushPost makes a post's last three round trips (see the top of the file)
+// for status st, read as r says.
+func (s *Service) pushPost(ctx context.Context, st Status, path string, payload []byte, toLists bool, r postReads) error {
+	k := s.keys
+	until := r.seq.Val()
+	if until == "" {
+		until = "0"
+	}
+	last, _ := strconv.ParseFloat(until, 64)
+	page := r.page.Val()
+	full := len(page) == s.opts.FanoutPassSize
+	for i, z := range page {
+		if z.Score > last {
+			page, full = page[:i], false
+			break
+		}
+	}
+	members := pageMembers(page)
+
+	// 2: the jobs, and who of the page the status reaches.
+	pipe := s.rdb.Pipeline()
+	homeJob, listJob := s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
+	act := s.queueActivity(ctx, pipe, members, answeredOnly(st))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	if s.afterQueue != nil {
+		s.afterQueue()
+	}
+	push, connected := act.active(r.now.Val(), s.opts.InactiveAfter)
+	uids := make([]int64, len(push))
+	for i, m := range push {
+		uids[i], _ = strconv.ParseInt(m, 10, 64)
+	}
+
+	// 3: the status, and the push with its frames.
+	pipe = s.rdb.Pipeline()
+	if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
+		return err
+	}
+	h := s.queuePush(ctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected)
+	cmds, err := pipe.Exec(ctx)
+	added, err := h.results(ctx, s.rdb, cmds, err)
+	if err != nil {
+		return err
+	}
+
+	// 4: the job past the page, ready for the next pass; and the status
+	// looked at again.
+	j := job{key: homeJob, kind: jobPost, uid: st.UID, sid: st.ID}
+	next := j
+	next.ready, next.until = true, until
+	finish := "1"
+	args := []any{jobGroup, "0", finish}
+	if full {
+		next.cursor = page[len(page)-1].Score
+		args[2] = "0"
+		args = append(args, j.moves(next)...)
+	}
+	pipe = s.rdb.Pipeline()
+	advanceScript.Eval(ctx, pipe, []string{homeJob, k.jobs()}, args...)
+	if listJob != "" {
+		pipe.HSet(ctx, listJob, "ready", 1)
+	}
+	exists := pipe.Exists(ctx, k.status(st.ID))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	if exists.Val() == 0 {
+		if err := s.unpush(ctx, st.ID, uids, added, connected); err != nil {
+			return err
+		}
+	}
+	// An author over the threshold (one who passed it before it was
+	// lowered) is made pulled from here on; this status is still pushed.
+	if t := s.opts.PullThreshold; t > 0 && r.followers.Val() >= int64(t) && r.promoting.Val() == 0 {
+		if err := s.queuePromotion(ctx, st.UID); err != nil {
+			return err
+		}
+	}
+	if listJob != "" {
+		s.inlinePass(ctx, listJob)
+	}
+	return nil
+}
+
+// postQueued makes a post the way a job's passes do: its jobs queued, the
+// status written, the jobs marked ready (queuePostJobs), and their first
+// passes run.
+func (s *Service) postQueued(ctx context.Context, st Status, path string, payload []byte, toLists bool) error {
+	homeJob, listJob, err := s.queuePostJobs(ctx, st, path, payload, toLists)
+	if err != nil {
+		return fmt.Errorf("post by %d: %w", st.UID, err)
+	}
+	s.inlinePass(ctx, homeJob)
+	if listJob != "" {
+		s.inlinePass(ctx, listJob)
+	}
+	return nil
+}
+
+// queuePostJobs queues status st's fan-out jobs (the lists' too when
+// toLists), writes the status, and marks the jobs ready. It returns the
+// jobs' keys ("" for no list job).
+func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, payload []byte, toLists bool) (homeJob, listJob string, err error) {
+	pipe := s.rdb.Pipeline()
+	homeJob, listJob = s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return "", "", err
+	}
+	if s.afterQueue != nil {
+		s.afterQueue()
+	}
+	if err := s.writePost(ctx, st, path, payload); err != nil {
+		return "", "", err
+	}
+	if err := s.markReady(ctx, homeJob, listJob); err != nil {
+		return "", "", err
+	}
+	return homeJob, listJob, nil
+}
+
+// queuePostJobsOn queues on pipe status st's fan-out jobs, the lists' too
+// when toLists, and returns their keys ("" for no list job). Neither job
+// is ready until the status is written: a worker that reads one before
+// waits (see makerDone), so no pass looks for a status that is not there
+// yet and ends its job.
+func (s *Service) queuePostJobsOn(ctx context.Context, pipe redis.Pipeliner, st Status, payload []byte, toLists bool) (homeJob, listJob string) {
+	k := s.keys
+	post := job{kind: jobPost, uid: st.UID, sid: st.ID, payload: string(payload)}
+	homeJob = k.job(post.id())
+	s.queueJob(ctx, pipe, post, inputsPending)
+	if toLists {
+		post.kind = jobListPost
+		listJob = k.job(post.id())
+		s.queueJob(ctx, pipe, post, inputsPending)
+	}
+	return homeJob, listJob
+}

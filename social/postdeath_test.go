@@ -1,0 +1,180 @@
+package social
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"chorus/internal/redistest"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// deathAt makes the instance of a post die at one point of it: after
+// round trips before it, and of the next one only the first sent commands
+// (a pipeline cut off as it was written). Everything after fails.
+type deathAt struct {
+	before, sent int
+
+	mu    sync.Mutex
+	trips []int // the commands of each round trip made
+	dead  bool
+}
+
+var errDied = errors.New("the instance died")
+
+type deathKey struct{}
+
+// deathHook kills the posts whose context carries a *deathAt where it says.
+type deathHook struct{}
+
+func (deathHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (deathHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return deathHook{}.run(ctx, []redis.Cmder{cmd}, func(cmds []redis.Cmder) error { return next(ctx, cmds[0]) })
+	}
+}
+
+func (deathHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return deathHook{}.run(ctx, cmds, func(cmds []redis.Cmder) error { return next(ctx, cmds) })
+	}
+}
+
+func (deathHook) run(ctx context.Context, cmds []redis.Cmder, next func([]redis.Cmder) error) error {
+	d, ok := ctx.Value(deathKey{}).(*deathAt)
+	if !ok || cmds[0].Name() == "hello" || cmds[0].Name() == "client" { // a new connection's own
+		return next(cmds)
+	}
+	d.mu.Lock()
+	if d.dead || len(d.trips) > d.before {
+		d.mu.Unlock()
+		for _, c := range cmds {
+			c.SetErr(errDied)
+		}
+		return errDied
+	}
+	d.trips = append(d.trips, len(cmds))
+	if len(d.trips) <= d.before {
+		d.mu.Unlock()
+		return next(cmds)
+	}
+	d.dead = true
+	d.mu.Unlock()
+	sent := min(d.sent, len(cmds))
+	if sent > 0 {
+		_ = next(cmds[:sent])
+	}
+	for _, c := range cmds[sent:] {
+		c.SetErr(errDied)
+	}
+	return errDied
+}
+
+// A post whose instance dies at any point of it, between round trips or
+// within one, is lost only if it was never queued (then no follower ever
+// sees it), and otherwise reaches every follower's home timeline, and
+// each connected follower's stream once, by another instance's worker.
+func TestPostSurvivesDeathAnywhere(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Backend(t)
+	opts := Options{Prefix: prefix, BcryptCost: 4, JobClaimIdle: 500 * time.Millisecond, HashWait: time.Minute}
+	survivor := New(rdb, opts)
+	var dying *Service
+	switch r := rdb.(type) {
+	case *redis.ClusterClient:
+		c := redis.NewClusterClient(r.Options())
+		c.AddHook(deathHook{})
+		t.Cleanup(func() { c.Close() })
+		dying = New(c, opts)
+	case *redis.Client:
+		c := redis.NewClient(r.Options())
+		c.AddHook(deathHook{})
+		t.Cleanup(func() { c.Close() })
+		dying = New(c, opts)
+	}
+	ctx := ctxT(t)
+
+	// A post that lives through, to learn the round trips a post makes.
+	author := signUp(t, survivor, "author")
+	followersOf(t, survivor, "author", 3)
+	post(t, dying, author.ID, "loads the scripts") // as a Redis that lost them would
+	probe := &deathAt{before: 1 << 30}
+	if _, err := dying.Post(context.WithValue(ctx, deathKey{}, probe), author.ID, "probe"); err != nil {
+		t.Fatal(err)
+	}
+	trips := probe.trips
+	if len(trips) != 4 {
+		t.Fatalf("a post made %d round trips (%v), want 4", len(trips), trips)
+	}
+
+	// Every point of death, each its own author of three followers.
+	var deaths []*deathAt
+	for before, n := range trips {
+		for sent := range n + 1 {
+			deaths = append(deaths, &deathAt{before: before, sent: sent})
+		}
+	}
+	type victim struct {
+		death     *deathAt
+		author    User
+		followers []User
+	}
+	victims := make([]victim, len(deaths))
+	var channels []string
+	for i, d := range deaths {
+		a := signUp(t, survivor, fmt.Sprintf("a%02d", i))
+		fs := make([]User, 3)
+		for j := range fs {
+			fs[j] = signUp(t, survivor, fmt.Sprintf("a%02df%d", i, j))
+			follow(t, survivor, fs[j].ID, a.Login)
+			channels = append(channels, survivor.bus.UserChannel(fs[j].ID))
+		}
+		victims[i] = victim{death: d, author: a, followers: fs}
+	}
+	l := listen(t, survivor, rdb, channels...)
+	for i, v := range victims {
+		if _, err := dying.Post(context.WithValue(ctx, deathKey{}, v.death), v.author.ID, fmt.Sprintf("death %d", i)); err == nil {
+			t.Fatalf("a post that died after %d round trips and %d commands succeeded", v.death.before, v.death.sent)
+		}
+	}
+	startWorker(t, survivor, "survivor")
+	waitJobsDone(t, survivor)
+	time.Sleep(300 * time.Millisecond) // a frame sent twice comes right behind
+	frames := eventsSoFar(t, l)
+	posted := 0
+	for _, v := range victims {
+		mine := zsetIDs(t, survivor, survivor.keys.profile(v.author.ID))
+		if len(mine) > 1 {
+			t.Fatalf("%s's profile holds %v", v.author.Login, mine)
+		}
+		queued := len(mine) == 1
+		if queued {
+			posted++
+		}
+		for _, f := range v.followers {
+			home := homeIDs(t, survivor, f.ID)
+			got := eventIDs(frames[survivor.bus.UserChannel(f.ID)])
+			switch {
+			case queued && (!slices.Equal(home, mine) || !slices.Equal(got, mine)):
+				t.Errorf("died after %d round trips and %d commands: %s's home %v, frames %v; want the status %v once",
+					v.death.before, v.death.sent, f.Login, home, got, mine)
+			case !queued && (len(home) != 0 || len(got) != 0):
+				t.Errorf("died after %d round trips and %d commands, status not written: %s's home %v, frames %v; want none",
+					v.death.before, v.death.sent, f.Login, home, got)
+			}
+		}
+		// A death before the job was queued loses the post, never after.
+		if d := v.death; !queued && (d.before > 1 || d.before == 1 && d.sent > 0) {
+			t.Errorf("died after %d round trips and %d commands, its job queued: the post was lost", d.before, d.sent)
+		}
+	}
+	if posted == 0 || posted == len(victims) {
+		t.Errorf("%d of %d posts made it: the deaths did not fall on both sides of the queuing", posted, len(victims))
+	}
+}

@@ -1,0 +1,162 @@
+package social
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed push.lua
+	pushSource string
+	pushScript = redis.NewScript(pushSource)
+)
+
+// pushBatch is how many followers one call of push.lua takes on one Redis,
+// so that a page of a thousand goes in a few calls and none holds Redis
+// for long.
+const pushBatch = 250
+
+// The answers of push.lua, a follower each.
+const (
+	pushNotFollowing = -1 // the follower no longer follows the author
+	pushThere        = 0  // their home has it already (or, for a repost, its original)
+	pushAdded        = 1  // it was added, and the frame sent if they are connected
+)
+
+// homePush is the push of one status into a page of followers' home
+// timelines by push.lua, queued on a pipeline (queuePush) with whatever
+// else goes in that round trip, and read once it ran (results). On one
+// Redis the script runs for pushBatch followers a call; on a cluster,
+// where a script's keys share a slot, once a follower.
+type homePush struct {
+	sid   int64
+	uids  []int64
+	calls []pushCall
+}
+
+// pushCall is one call of push.lua: followers first to first+n-1.
+type pushCall struct {
+	cmd      *redis.IntSliceCmd
+	first, n int
+}
+
+// queuePush queues on pipe the push of status sid by author (a repost
+// entry of repostOf, or 0 for a status) to the home timelines of uids,
+// with its live frame payload to those of them connected.
+func (s *Service) queuePush(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool) *homePush {
+	h := &homePush{sid: sid, uids: uids}
+	per := pushBatch
+	if s.keys.cluster {
+		per = 1
+	}
+	for first := 0; first < len(uids); first += per {
+		h.calls = append(h.calls, s.queuePushCall(ctx, pipe, author, sid, repostOf, payload, uids, connected, first, min(first+per, len(uids))))
+	}
+	return h
+}
+
+// queuePushCall queues one call of push.lua, for followers uids[first:end]:
+// an EVALSHA, so that a page sends the script's hash, not its text
+// (results loads it where Redis lacks it).
+func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool, first, end int) pushCall {
+	k := s.keys
+	n := end - first
+	stride := 2
+	if repostOf != 0 {
+		stride = 3
+	}
+	args := make([]any, 0, 3+stride*n+7+n)
+	args = append(args, "evalsha", pushScript.Hash(), stride*n)
+	for _, uid := range uids[first:end] {
+		args = append(args, k.following(uid), k.home(uid))
+		if repostOf != 0 {
+			args = append(args, k.homeReposts(uid))
+		}
+	}
+	flags := make([]byte, n)
+	for i, uid := range uids[first:end] {
+		flags[i] = '0'
+		if (sid+uid)%trimEvery == 0 {
+			flags[i]++
+		}
+		if connected[first+i] {
+			flags[i] += 2
+		}
+	}
+	args = append(args, sid, author, repostOf, s.opts.HomeSize, s.bus.Command(), payload, string(flags))
+	for i, uid := range uids[first:end] {
+		if connected[first+i] {
+			args = append(args, s.bus.UserChannel(uid))
+		}
+	}
+	cmd := redis.NewIntSliceCmd(ctx, args...)
+	_ = pipe.Process(ctx, cmd)
+	return pushCall{cmd: cmd, first: first, n: n}
+}
+
+// results returns what the push did, a follower each (pushAdded,
+// pushThere, pushNotFollowing), once the pipeline it was queued on ran,
+// and returned execErr. The calls Redis answered NOSCRIPT ran nothing: they
+// are sent again once the script is loaded (on every shard of a cluster),
+// one more round trip, after a Redis lost its scripts. Any other error of
+// the pipeline is returned.
+func (h *homePush) results(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder, execErr error) ([]int64, error) {
+	if execErr != nil {
+		for _, c := range cmds {
+			if e := c.Err(); e != nil && !redis.HasErrorPrefix(e, "NOSCRIPT") {
+				return nil, e
+			}
+		}
+		if err := pushScript.Load(ctx, rdb).Err(); err != nil {
+			return nil, err
+		}
+		again := rdb.Pipeline()
+		for _, c := range h.calls {
+			if c.cmd.Err() != nil {
+				c.cmd.SetErr(nil)
+				_ = again.Process(ctx, c.cmd)
+			}
+		}
+		if _, err := again.Exec(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]int64, len(h.uids))
+	for _, c := range h.calls {
+		got := c.cmd.Val()
+		if len(got) != c.n {
+			return nil, fmt.Errorf("push status %d: %d answers for %d homes", h.sid, len(got), c.n)
+		}
+		copy(out[c.first:], got)
+	}
+	return out, nil
+}
+
+// unpush takes status sid out of the home timelines of uids it was just
+// added to (added, as results says), and tells those connected that it is
+// gone: for a push that found the status deleted after it, by a deletion
+// whose walk of these homes came first.
+func (s *Service) unpush(ctx context.Context, sid int64, uids []int64, added []int64, connected []bool) error {
+	gone, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: sid})
+	if err != nil {
+		return err
+	}
+	pipe := s.rdb.Pipeline()
+	for i, uid := range uids {
+		if added[i] != pushAdded {
+			continue
+		}
+		pipe.ZRem(ctx, s.keys.home(uid), sid)
+		if connected[i] {
+			s.bus.Queue(ctx, pipe, s.bus.UserChannel(uid), gone)
+		}
+	}
+	_, err = pipe.Exec(ctx)
+	return err
+}

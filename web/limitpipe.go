@@ -1,0 +1,71 @@
+package web
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed limit_gcra.lua
+	limitGCRASource string
+	limitGCRAScript = redis.NewScript(limitGCRASource)
+)
+
+// queuedLimit is a rate limit per signed-in user counted in a round trip
+// the request makes anyway (see social.PostRequest.Admit), on the key and
+// with the algorithm of the limiter, so that both count one budget. Its
+// gate is checked first, as limit's is.
+type queuedLimit struct {
+	s    *Server
+	l    rateLimit
+	gate *gate
+}
+
+// newQueuedLimit makes the queued form of l, or nil when no limit applies.
+func (s *Server) newQueuedLimit(l rateLimit) *queuedLimit {
+	if l.limit.IsZero() || s.limiter == nil {
+		return nil
+	}
+	return &queuedLimit{s: s, l: l, gate: s.gates.newGate(l)}
+}
+
+// passGate checks the request against the limit's gate, answering it when
+// refused.
+func (q *queuedLimit) passGate(w http.ResponseWriter, r *http.Request) bool {
+	return q == nil || q.s.gateInLimit(q.gate, w, r)
+}
+
+// admit is the social.PostRequest.Admit of the limit: it queues one unit
+// for uid, and its check answers a *rateLimitedError when refused.
+func (q *queuedLimit) admit() func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error {
+	if q == nil {
+		return nil
+	}
+	return func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error {
+		lim := q.l.limit
+		key := "rate:" + q.s.keys.limit(q.l.name, strconv.FormatInt(uid, 10))
+		cmd := limitGCRAScript.Eval(ctx, pipe, []string{key}, lim.Burst, lim.Rate, lim.Period.Seconds())
+		return func() error {
+			v, err := cmd.Slice()
+			if err != nil {
+				return fmt.Errorf("rate limit %s: %w", q.l.name, err)
+			}
+			if len(v) != 2 {
+				return fmt.Errorf("rate limit %s: answered %v", q.l.name, v)
+			}
+			if allowed, _ := v[0].(int64); allowed == 1 {
+				return nil
+			}
+			wait, _ := v[1].(string)
+			secs, _ := strconv.ParseFloat(wait, 64)
+			q.l.refused.Add(1)
+			return &rateLimitedError{retryAfter: time.Duration(secs * float64(time.Second)), message: q.l.message}
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"chorus/bus"
+	"chorus/social"
+	"chorus/web"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// counted marks the context of the requests whose round trips a
+// roundTrips hook counts.
+type counted struct{}
+
+// roundTrips is a go-redis hook that counts the round trips to Redis made
+// for the requests marked counted, one per command or pipeline sent (a
+// pipeline split over a cluster's nodes goes to them at once: one), and
+// notes at which of them a live frame was first sent on a watched channel
+// (by a command that did not fail). Each is noted once it is answered.
+type roundTrips struct {
+	mu       sync.Mutex
+	watch    map[string]bool // channels whose frames are looked for
+	sent     []string        // the round trips made, their commands' names
+	frameAt  int             // the round trip (from 1) that first carried a frame, 0: none yet
+	counting bool
+}
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.note(ctx, []redis.Cmder{cmd})
+		return err
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.note(ctx, cmds)
+		return err
+	}
+}
+
+func (h *roundTrips) note(ctx context.Context, cmds []redis.Cmder) {
+	if ctx.Value(counted{}) == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.counting {
+		return
+	}
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.Name()
+		for _, a := range c.Args() {
+			if s, ok := a.(string); ok && h.watch[s] && h.frameAt == 0 && c.Err() == nil {
+				h.frameAt = len(h.sent) + 1
+			}
+		}
+	}
+	h.sent = append(h.sent, strings.Join(names, " "))
+}
+
+// start counts from zero.
+func (h *roundTrips) start() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sent, h.frameAt, h.counting = nil, 0, true
+}
+
+// stop ends the count and returns it.
+func (h *roundTrips) stop() (sent []string, frameAt int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.counting = false
+	return h.sent, h.frameAt
+}
+
+// withHook returns a client of rdb's Redis of its own, with hook h.
+func withHook(tb testing.TB, rdb redis.UniversalClient, h redis.Hook) redis.UniversalClient {
+	tb.Helper()
+	var c redis.UniversalClient
+	switch r := rdb.(type) {
+	case *redis.ClusterClient:
+		c = redis.NewClusterClient(r.Options())
+	case *redis.Client:
+		c = redis.NewClient(r.Options())
+	default:
+		tb.Fatalf("client %T", rdb)
+	}
+	c.AddHook(h)
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestPostRoundTrips counts the Redis round trips of a post's request, its
+// session and rate limit included, by an author of 1,000 followers: the
+// connected followers' frames leave after at most three, one after
+// another, and the answer after at most four.
+func TestPostRoundTrips(t *testing.T) {
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{PostsPerUser: redis_rate.PerMinute(600)}
+	e.connContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, counted{}, true)
+	}
+	hook := &roundTrips{watch: map[string]bool{}}
+	in := e.startOn(withHook(t, e.rdb, hook))
+	e.connContext = nil
+	other := e.start()
+
+	author := in.signUp(t, "author")
+	b := bus.New(e.rdb, e.prefix)
+	var streams []*stream
+	// An author of a full first page of followers (social's default
+	// FanoutPassSize), some of them connected.
+	const followers, connected, pageOfFollowers = 40, 4, 1000
+	for i := range followers {
+		f := other.signUp(t, fmt.Sprintf("reader%02d", i))
+		f.must(http.StatusOK, "PUT", "/api/v1/following/author", nil, nil)
+		if i < connected {
+			streams = append(streams, f.connect())
+			hook.watch[b.UserChannel(f.id)] = true
+		}
+	}
+	// The rest of a first page of followers, made straight through the
+	// social core (faster than through the API).
+	for i := followers; i < pageOfFollowers; i++ {
+		u, _, err := other.social.SignUp(t.Context(), fmt.Sprintf("quiet%03d", i), "Quiet", "kettle-drum-41")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := other.social.Follow(t.Context(), u.ID, "author"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A browser reads before it posts: the session is known to the
+	// instance. And the first post loads the scripts into Redis (as after
+	// a restart of Redis): one more round trip for each that was missing.
+	author.must(http.StatusOK, "GET", "/api/v1/me", nil, nil)
+	author.must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": "first"}, nil)
+	for _, s := range streams {
+		s.nextOf("status", 10*time.Second)
+	}
+
+	for round := range 3 {
+		hook.start()
+		var out struct{ Status statusJSON }
+		author.must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": fmt.Sprintf("hello %d", round)}, &out)
+		sent, frameAt := hook.stop()
+		t.Logf("round %d: %d round trips, frame at %d: %q", round, len(sent), frameAt, sent)
+		if frameAt == 0 || frameAt > 3 {
+			t.Errorf("round %d: the frames left at round trip %d, want 1 to 3: %q", round, frameAt, sent)
+		}
+		if len(sent) > 4 {
+			t.Errorf("round %d: the post answered after %d round trips, want at most 4: %q", round, len(sent), sent)
+		}
+		for _, s := range streams {
+			got := s.nextOf("status", 10*time.Second)
+			if got.Status.ID != out.Status.ID {
+				t.Fatalf("round %d: stream got status %d, want %d", round, got.Status.ID, out.Status.ID)
+			}
+		}
+	}
+	for _, s := range streams {
+		s.quiet("status", 200*time.Millisecond) // each status came once
+	}
+}
+
+// A post checks its session in Redis whatever the instance remembers of
+// it: a session ended since it was last seen is refused, and one the
+// instance never saw is read first.
+func TestPostChecksItsSession(t *testing.T) {
+	e := newEnv(t, social.Options{})
+	a, b := e.start(), e.start()
+	ada := a.signUp(t, "ada")
+	ada.must(http.StatusOK, "GET", "/api/v1/me", nil, nil)
+	a.as(ada).must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": "one"}, nil)
+	b.as(ada).must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": "two"}, nil)
+	b.as(ada).must(http.StatusNoContent, "DELETE", "/api/v1/sessions/current", nil, nil)
+	res := a.as(ada).do("POST", "/api/v1/statuses", map[string]string{"message": "three"})
+	if res.Status != http.StatusUnauthorized {
+		t.Fatalf("a post with an ended session answered %d %s, want 401", res.Status, res.Body)
+	}
+	// A bad body with an ended session is a 401 too, not a 400.
+	res = a.as(ada).do("POST", "/api/v1/statuses", "{")
+	if res.Status != http.StatusUnauthorized {
+		t.Fatalf("a bad post with an ended session answered %d %s, want 401", res.Status, res.Body)
+	}
+	var page pageJSON
+	a.anon(t).must(http.StatusOK, "GET", "/api/v1/users/ada/statuses", nil, &page)
+	if len(page.Statuses) != 2 {
+		t.Fatalf("ada's profile holds %d statuses, want 2", len(page.Statuses))
+	}
+}
