@@ -62,7 +62,7 @@ var (
 	keepalive = []byte(":\n\n")
 )
 
-func (e *eventStream) write(ctx context.Context, frame []byte, statusID int64) error {
+func (e *eventStream) write(deadline time.Time, frame []byte, statusID int64) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -76,11 +76,11 @@ func (e *eventStream) write(ctx context.Context, frame []byte, statusID int64) e
 		e.newest = max(e.newest, statusID)
 		id = e.newest
 	}
-	return e.writeEvent(ctx, frame, id)
+	return e.writeEvent(deadline, frame, id)
 }
 
-// writeEvent writes one frame as an event within ctx, with e.mu held.
-func (e *eventStream) writeEvent(ctx context.Context, frame []byte, id int64) error {
+// writeEvent writes one frame as an event by deadline, with e.mu held.
+func (e *eventStream) writeEvent(deadline time.Time, frame []byte, id int64) error {
 	if bytes.ContainsAny(frame, "\r\n") {
 		// A line break ends a data line: JSON can lose every one it holds
 		// between its tokens, and has none inside a string.
@@ -94,7 +94,7 @@ func (e *eventStream) writeEvent(ctx context.Context, frame []byte, id int64) er
 	if id > 0 {
 		out = append(net.Buffers{strconv.AppendInt([]byte("id: "), id, 10), []byte("\n")}, out...)
 	}
-	return e.send(ctx, out)
+	return e.send(deadline, out)
 }
 
 // frameType is the "type" of a frame, an event's name: what a frame made in
@@ -132,9 +132,8 @@ func eventNameOK(t []byte) bool {
 }
 
 // send writes out within ctx's deadline, with e.mu held.
-func (e *eventStream) send(ctx context.Context, out net.Buffers) error {
-	d, _ := ctx.Deadline() // none: no deadline
-	if err := e.conn.SetWriteDeadline(d); err != nil {
+func (e *eventStream) send(deadline time.Time, out net.Buffers) error {
+	if err := e.conn.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
 	_, err := out.WriteTo(e.conn)
@@ -147,7 +146,8 @@ func (e *eventStream) ping(ctx context.Context) error {
 	if e.closed {
 		return errEventStreamClosed
 	}
-	return e.send(ctx, net.Buffers{keepalive})
+	d, _ := ctx.Deadline() // none: no deadline
+	return e.send(d, net.Buffers{keepalive})
 }
 
 // close writes the close frame, unless the client is gone, and closes the
@@ -162,9 +162,7 @@ func (e *eventStream) close(code websocket.StatusCode, reason string) error {
 	var err error
 	if !e.gone {
 		frame, _ := json.Marshal(protocol.Close{Type: protocol.TypeClose, Code: int(code), Reason: reason})
-		ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
-		err = e.writeEvent(ctx, frame, 0)
-		cancel()
+		err = e.writeEvent(time.Now().Add(e.timeout), frame, 0)
 	}
 	if cerr := e.conn.Close(); err == nil {
 		err = cerr
@@ -177,7 +175,7 @@ func (e *eventStream) close(code websocket.StatusCode, reason string) error {
 func (c *conn) awaitEnd() websocket.CloseError {
 	e, ok := c.ws.(*eventStream)
 	if !ok {
-		return c.read(c.life)
+		return c.read()
 	}
 	return e.wait()
 }
@@ -228,10 +226,7 @@ func acceptEvents(timeout time.Duration) acceptFunc {
 			nc.Close()
 			return nil, fmt.Errorf("event stream: %w", err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		err = e.send(ctx, net.Buffers{head.Bytes()})
-		cancel()
-		if err != nil {
+		if err := e.send(time.Now().Add(timeout), net.Buffers{head.Bytes()}); err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("event stream: %w", err)
 		}
@@ -264,7 +259,8 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, uid int64, ses
 	// waits for the client to leave.
 	go func() {
 		defer h.Stats.EventStreams.Add(-1)
-		c.run(withStreamID(ready, c.id))
+		c.start(withStreamID(ready, c.id))
+		c.run()
 	}()
 	return nil
 }

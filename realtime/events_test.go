@@ -41,16 +41,19 @@ func TestEventStreamWire(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
 	steps := []struct {
 		write func() error
 		want  []string
 	}{
-		{func() error { return e.write(ctx, []byte("{\n  \"type\": \"presence\",\r\n  \"online\": true\n}"), 0) },
+		{func() error {
+			return e.write(deadline, []byte("{\n  \"type\": \"presence\",\r\n  \"online\": true\n}"), 0)
+		},
 			[]string{"event: presence", `data: {"type":"presence","online":true}`, ""}},
-		{func() error { return e.write(ctx, []byte(`{"type":"status","status":{"id":7}}`), 7) },
+		{func() error { return e.write(deadline, []byte(`{"type":"status","status":{"id":7}}`), 7) },
 			[]string{"id: 7", "event: status", `data: {"type":"status","status":{"id":7}}`, ""}},
 		// Out of order: the id stays the newest written.
-		{func() error { return e.write(ctx, []byte(`{"type":"status","status":{"id":5}}`), 5) },
+		{func() error { return e.write(deadline, []byte(`{"type":"status","status":{"id":5}}`), 5) },
 			[]string{"id: 7", "event: status", `data: {"type":"status","status":{"id":5}}`, ""}},
 		{func() error { return e.ping(ctx) }, []string{":", ""}},
 		{func() error { return e.close(protocol.CloseTryLater, "too slow") },
@@ -71,7 +74,7 @@ func TestEventStreamWire(t *testing.T) {
 	if _, ok := <-lines; ok {
 		t.Fatal("the connection is still open after the close")
 	}
-	if err := e.write(ctx, []byte(`{}`), 0); err == nil || !strings.Contains(err.Error(), "closed") {
+	if err := e.write(deadline, []byte(`{}`), 0); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("a write after the close: %v, want an error", err)
 	}
 }

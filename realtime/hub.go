@@ -16,7 +16,6 @@ package realtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -222,7 +221,7 @@ type readers struct {
 type local struct {
 	uid   int64
 	conns map[*conn]struct{}
-	pulls map[int64]struct{} // the pulled authors the user follows
+	pulls map[int64]struct{} // the pulled authors the user follows; nil while none
 	ready chan struct{}      // closed once the user's channel is live
 	// checking holds back the channel's frames while its sessions are
 	// checked after the pub/sub connection was made again; checkRound tells
@@ -350,8 +349,8 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		h.forwardGlobal(payload)
 		return
 	}
-	var ev event
-	if err := json.Unmarshal(payload, &ev); err != nil {
+	ev, err := parseEvent(payload)
+	if err != nil {
 		h.log.Warn("unreadable event", "channel", channel, "err", err)
 		return
 	}
@@ -360,7 +359,7 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		h.setPull(channel, ev.Author, ev.Type == protocol.TypePullAdded)
 		return
 	}
-	if ev.Type == protocol.TypeStatus && ev.Status != nil {
+	if ev.Type == protocol.TypeStatus && ev.Status.ID > 0 {
 		h.raiseStatusMark(ev.Status.ID)
 	}
 	h.mu.RLock()
@@ -423,11 +422,11 @@ func (h *Hub) deliver(u *local, ev event, payload []byte) {
 		}
 		return
 	}
+	out := outgoing{frame: payload}
+	if ev.Type == protocol.TypeStatus {
+		out.statusID = ev.Status.ID
+	}
 	for c := range u.conns {
-		out := outgoing{frame: payload}
-		if ev.Type == protocol.TypeStatus && ev.Status != nil {
-			out.statusID = ev.Status.ID
-		}
 		c.enqueue(out)
 	}
 }
@@ -509,7 +508,7 @@ func (h *Hub) join(ctx context.Context, c *conn) error {
 	}
 	u := h.users[channel]
 	if u == nil {
-		u = &local{uid: c.uid, conns: map[*conn]struct{}{}, pulls: map[int64]struct{}{}, ready: make(chan struct{})}
+		u = &local{uid: c.uid, conns: map[*conn]struct{}{}, ready: make(chan struct{})}
 		if h.live[channel] { // still subscribed from a connection just gone
 			close(u.ready)
 		}
@@ -629,6 +628,9 @@ func (h *Hub) setPull(channel string, author int64, add bool) {
 // addPull makes u a reader of author's channel; it returns the channel and
 // whether it gained its first reader. Called with h.mu held.
 func (h *Hub) addPull(u *local, author int64) (string, bool) {
+	if u.pulls == nil {
+		u.pulls = map[int64]struct{}{}
+	}
 	u.pulls[author] = struct{}{}
 	ch := h.bus.AuthorChannel(author)
 	r := h.authors[ch]

@@ -38,9 +38,11 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 	}
 	// The stream lives on in a reader goroutine of its own, with a writer
 	// only while frames wait and a timer for its pings. This goroutine, whose
-	// stack grew deep in the setup, ends here, as a hijacked connection
-	// allows, so that an idle stream holds one shallow stack.
-	go c.run(ready)
+	// stack grew deep in the setup, does the stream's first deep work too
+	// (start), then ends here, as a hijacked connection allows, so that an
+	// idle stream holds one shallow stack.
+	c.start(ready)
+	go c.run()
 	return nil
 }
 
@@ -175,7 +177,7 @@ func acceptWebSocket(w http.ResponseWriter, r *http.Request, c *conn) (frameWrit
 	}
 	c.wire = mw.conn
 	ws.SetReadLimit(protocol.MaxFrameBytes)
-	return webSocket{ws}, nil
+	return webSocket{ws, mw.conn}, nil
 }
 
 // unavailable is the refusal of a stream that could not open because of
@@ -187,22 +189,27 @@ func unavailable(err error) error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
-// run reads an open stream until it ends, then unregisters it. Frames go
-// out through drain, which runs only while frames wait.
-func (c *conn) run(ready []byte) {
+// start counts and logs an open stream, sends it the ready frame, then
+// what waited meanwhile, and starts its pings; run takes it on from there.
+func (c *conn) start(ready []byte) {
 	h := c.hub
-	defer h.conns.Done()
-	defer h.admitted.Add(-1)
-	defer h.leave(c)
 	h.Stats.Open.Add(1)
-	defer h.Stats.Open.Add(-1)
 	h.log.Info("stream opened", "uid", c.uid, "conn", c.id)
-
 	// The ready frame goes first; what waited meanwhile follows it.
 	if c.send(ready, 0) && c.queue.release() {
 		go c.drain()
 	}
 	c.keepAlive()
+}
+
+// run reads a started stream until it ends, then unregisters it. Frames go
+// out through drain, which runs only while frames wait.
+func (c *conn) run() {
+	h := c.hub
+	defer h.conns.Done()
+	defer h.admitted.Add(-1)
+	defer h.leave(c)
+	defer h.Stats.Open.Add(-1)
 	end, by, why := c.awaitEnd(), "client", closeClient
 	wire := end.Code
 	if wire == websocket.StatusAbnormalClosure {
