@@ -8,7 +8,8 @@
 //
 // The packages whose data changed publish what follows from it (social,
 // presence); realtime's hub alone subscribes, and routes what comes to its
-// connections (the "hub" in this package's comments). It imports only
+// connections (the "hub" in this package's comments), and publishes only
+// the frames a client posts by REST for one of its streams. It imports only
 // internal/slots and go-redis.
 package bus
 

@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +146,11 @@ func TestNginxConfig(t *testing.T) {
 	if d, err := nginxDuration(m[1]); err != nil || d < 10*time.Minute {
 		t.Fatalf("deploy/nginx.conf: stream proxy_read_timeout %s, want at least 10m (%v)", m[1], err)
 	}
+	// The stream as Server-Sent Events: each event passed on as it comes,
+	// whatever the instance says (it says X-Accel-Buffering: no too).
+	if !regexp.MustCompile(`(?m)^\s*proxy_buffering\s+off;`).MatchString(stream[1]) {
+		t.Fatal("deploy/nginx.conf: the stream's location does not turn proxy_buffering off")
+	}
 }
 
 // nginxDuration parses an nginx time ("3600", "60s", "1h").
@@ -268,6 +275,14 @@ func TestTwoInstancesBehindNginx(t *testing.T) {
 	proxied.Close(websocket.StatusNormalClosure, "")
 	direct.Close(websocket.StatusNormalClosure, "")
 
+	// The same stream as Server-Sent Events through nginx: a post on
+	// instance 1 comes as its event, at once.
+	events := openEvents(ctx, t, site+"/api/v1/stream", http.Header{"Authorization": {"Bearer " + b.Token}, "Origin": {site}})
+	apiCall(t, "POST", inst1+"/api/v1/statuses", bearer(a.Token), map[string]string{"message": "an event through nginx"}, http.StatusCreated, &posted)
+	if err := awaitEvent(ctx, events, posted.Status.ID); err != nil {
+		t.Errorf("B's event stream through nginx: status %d: %v", posted.Status.ID, err)
+	}
+
 	// nginx logs the upgrade once the stream has ended, a moment after.
 	upgraded := regexp.MustCompile(`"GET /api/v1/stream HTTP/1.1" 101 `)
 	deadline := time.Now().Add(5 * time.Second)
@@ -329,4 +344,51 @@ func awaitStatus(ctx context.Context, c *websocket.Conn, id int64) error {
 			return nil
 		}
 	}
+}
+
+// openEvents opens the stream as Server-Sent Events and reads up to its
+// ready frame.
+func openEvents(ctx context.Context, t *testing.T, url string, header http.Header) *bufio.Scanner {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = header.Clone()
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("events from %s: %v", url, err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events from %s: %d %s", url, res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			if !strings.Contains(sc.Text(), `"type":"ready"`) {
+				t.Fatalf("first event %s, want ready", sc.Text())
+			}
+			return sc
+		}
+	}
+	t.Fatalf("events from %s ended before ready: %v", url, sc.Err())
+	return nil
+}
+
+// awaitEvent reads events until the status with id comes, its id as the
+// event's id.
+func awaitEvent(ctx context.Context, sc *bufio.Scanner, id int64) error {
+	want := "id: " + strconv.FormatInt(id, 10)
+	for sc.Scan() {
+		if sc.Text() == want {
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("the stream ended: %v", sc.Err())
 }

@@ -28,7 +28,18 @@ const (
 	TypeGlobalStatusDeleted = "global_status_deleted"
 
 	TypeReconnect = "reconnect"
+	// TypeClose is the last frame of an event stream (Server-Sent Events),
+	// which has no close frame of its own.
+	TypeClose = "close"
 )
+
+// Close ends an event stream: Code and Reason are those a WebSocket's close
+// frame would carry.
+type Close struct {
+	Type   string `json:"type"`       // TypeClose
+	Code   int    `json:"close_code"` // not "code": an error frame's is a string
+	Reason string `json:"reason"`
+}
 
 // Ready is the first frame of every stream, once.
 type Ready struct {
@@ -37,6 +48,9 @@ type Ready struct {
 	HeartbeatIntervalMS int64          `json:"heartbeat_interval_ms"`
 	OnlineFriends       []OnlineFriend `json:"online_friends"`
 	UnreadNotifications int64          `json:"unread_notifications"`
+	// Stream is an event stream's id (Server-Sent Events only), which the
+	// REST calls that stand in for client frames name.
+	Stream string `json:"stream,omitempty"`
 }
 
 // StatusFrame: a status has just entered the user's home timeline.

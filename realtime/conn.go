@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,14 +41,14 @@ type outgoing struct {
 	reloadHidden bool
 }
 
-// conn is one live WebSocket. Its queue is filled by the router without
-// blocking and drained by drain, a writer that runs only while frames wait
-// and writes every data frame; the pings come from keepAlive's timer and
-// the close frame from end.
+// conn is one live stream: a WebSocket, or an event stream (events.go).
+// Its queue is filled by the router without blocking and drained by drain,
+// a writer that runs only while frames wait and writes every data frame;
+// the pings come from keepAlive's timer and the close frame from end.
 type conn struct {
 	hub     *Hub
-	ws      *websocket.Conn
-	wire    *meteredConn // the socket under ws, which counts the client's frames
+	ws      frameWriter  // webSocket or *eventStream
+	wire    *meteredConn // a WebSocket's socket under ws, which counts the client's frames
 	uid     int64
 	session string
 	id      string
@@ -59,7 +58,10 @@ type conn struct {
 	// (heartbeats, timeline reads) stop with it. It is the connection's own
 	// lifetime, not a caller's, which is why a struct holds it.
 	life context.Context
-	stop context.CancelFunc
+	stop context.CancelFunc // ends life, and marks ended
+	// ended is set as life ends: isClosed, asked several times a frame,
+	// reads it rather than the context's error.
+	ended atomic.Bool
 
 	mu           sync.Mutex  // guards ws, set after the upgrade, and the close fields
 	closedFor    closeReason // notClosed until the connection closes
@@ -92,13 +94,18 @@ type conn struct {
 // newConn is a connection of uid, opened with session sessionID, not yet
 // upgraded.
 func newConn(h *Hub, uid int64, sessionID string) *conn {
-	life, stop := context.WithCancel(context.Background())
-	return &conn{
+	life, cancel := context.WithCancel(context.Background())
+	c := &conn{
 		hub: h, uid: uid, session: sessionID, id: uuid.NewString(),
-		queue: newQueue(h.opts.QueueSize),
-		life:  life, stop: stop,
+		queue:  newQueue(h.opts.QueueSize),
+		life:   life,
 		frames: rate.NewLimiter(h.opts.FrameRate, h.opts.FrameBurst),
 	}
+	c.stop = func() {
+		c.ended.Store(true)
+		cancel()
+	}
+	return c
 }
 
 // enqueue hands the writer an item without blocking. A connection whose
@@ -120,7 +127,7 @@ func (c *conn) enqueue(o outgoing) {
 
 // isClosed reports whether the connection was closed: nothing more is
 // queued, sent or acted on.
-func (c *conn) isClosed() bool { return c.life.Err() != nil }
+func (c *conn) isClosed() bool { return c.ended.Load() }
 
 // close closes the connection once, for why, and waits for the closing
 // handshake. Before the upgrade it marks the connection so that attach
@@ -169,10 +176,10 @@ func (c *conn) end(why closeReason, frame websocket.CloseError, async bool) bool
 	case async:
 		go func() {
 			defer c.closers.Done()
-			_ = ws.Close(frame.Code, frame.Reason) // an error: the client went first
+			_ = ws.close(frame.Code, frame.Reason) // an error: the client went first
 		}()
 	default:
-		_ = ws.Close(frame.Code, frame.Reason) // an error: the client went first
+		_ = ws.close(frame.Code, frame.Reason) // an error: the client went first
 	}
 	return true
 }
@@ -185,15 +192,15 @@ func (c *conn) closedWith() (closeReason, websocket.CloseError) {
 	return c.closedFor, c.closeFrame
 }
 
-// attach gives the connection its upgraded WebSocket, unless it was closed
-// meanwhile (shutdown, sign-out, its queue overflowed), when it closes the
-// socket.
-func (c *conn) attach(ws *websocket.Conn) bool {
+// attach gives the connection what its frames go out on, the upgraded
+// WebSocket or the event stream, unless it was closed meanwhile (shutdown,
+// sign-out, its queue overflowed), when it closes that.
+func (c *conn) attach(ws frameWriter) bool {
 	c.mu.Lock()
 	if c.closedFor != notClosed {
 		frame := c.closeFrame
 		c.mu.Unlock()
-		_ = ws.Close(frame.Code, frame.Reason) // an error: the client went first
+		_ = ws.close(frame.Code, frame.Reason) // an error: the client went first
 		return false
 	}
 	c.ws = ws
@@ -205,84 +212,82 @@ func (c *conn) attach(ws *websocket.Conn) bool {
 // how the client ended it: its close frame, or 1006 and the error when the
 // connection ended without one. When this side closed it first (a frame
 // too big, too many frames, a frame refused, or a close already under way)
-// it returns nothing; run finds the close made. ctx ends when the
-// connection closes.
-func (c *conn) read(ctx context.Context) websocket.CloseError {
-	h := c.hub
+// it returns nothing; run finds the close made.
+//
+// Its goroutine waits for the client for the stream's whole life, so it
+// keeps to the shallow stack of that wait: each frame is acted on by a
+// goroutine of its own (handleAside), whose deeper stack goes with it. A
+// goroutine's stack only grows while it runs, so one deep call here would
+// double every idle stream's stack for good.
+func (c *conn) read() websocket.CloseError {
+	ws := c.ws.(webSocket)
 	for {
-		// Not ctx: a read cut short by a context closes the socket at once,
-		// without the closing handshake the close under way is doing.
-		typ, data, err := c.ws.Read(context.Background())
+		// Not a context of the connection's life: a read cut short by a
+		// context closes the socket at once, without the closing handshake
+		// the close under way is doing.
+		typ, data, err := ws.Read(context.Background())
 		if err != nil {
-			var closed websocket.CloseError
-			switch fail := c.wire.failed(); {
-			case fail != notClosed:
-				c.fail(fail)
-				return websocket.CloseError{}
-			case errors.As(err, &closed):
-				return closed
-			case errors.Is(err, websocket.ErrMessageTooBig):
-				// The library has sent the client 1009 already.
-				c.close(closeTooBig)
-				return websocket.CloseError{}
-			}
-			return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: err.Error()}
+			return c.readFailed(err)
 		}
 		if c.isClosed() {
 			// Frames the client sent before the close are not acted on.
 			return websocket.CloseError{}
 		}
-		now := time.Now()
-		c.active(now)
-		if typ != websocket.MessageText {
-			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidFrame, "Frames must be text, one JSON object each.")})
-			continue
-		}
-		if !utf8.Valid(data) {
-			c.fail(closeNotUTF8)
+		if !c.handleAside(typ, data) {
 			return websocket.CloseError{}
 		}
-		if err := protocol.CheckJSONText(data); err != nil {
-			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is refused: "+err.Error()+".")})
-			continue
-		}
-		var f protocol.ClientFrame
-		if err := json.Unmarshal(data, &f); err != nil {
-			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is not a JSON object.")})
-			continue
-		}
-		switch f.Type {
-		case protocol.TypeHeartbeat:
-			// Every frame counted as activity above; this one does no more.
-			h.Stats.Heartbeats.Add(1)
-		case protocol.TypeResume:
-			after, ok := parseAfter(f.After)
-			if !ok {
-				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidResume, `"after" must be a status id, a whole number from 0.`)})
-				continue
-			}
-			wait, err := h.allowResume(c.life, c.uid)
-			switch {
-			case err != nil:
-				c.resumeFailed(err)
-				continue
-			case wait > 0:
-				h.Stats.ResumesLimited.Add(1)
-				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeRateLimited,
-					"Too many resumes on your streams; send resume again in "+wait.String()+".")})
-				continue
-			}
-			c.enqueue(outgoing{resume: true, after: after})
-		case protocol.TypeWatch, protocol.TypeUnwatch:
-			if f.Timeline != protocol.TimelineGlobal {
-				c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidWatch, `"timeline" must be "global", the one timeline a stream may watch.`)})
-				continue
-			}
-			h.watch(c, f.Type == protocol.TypeWatch)
-		default:
-			c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeUnknownType, "Unknown frame type "+strconv.Quote(f.Type)+"; expected heartbeat, resume, watch or unwatch.")})
-		}
 	}
+}
+
+// readFailed is how a failed read ended the connection (see read).
+func (c *conn) readFailed(err error) websocket.CloseError {
+	var closed websocket.CloseError
+	switch fail := c.wire.failed(); {
+	case fail != notClosed:
+		c.fail(fail)
+		return websocket.CloseError{}
+	case errors.As(err, &closed):
+		return closed
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		// The library has sent the client 1009 already.
+		c.close(closeTooBig)
+		return websocket.CloseError{}
+	}
+	return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: err.Error()}
+}
+
+// handleAside runs handleFrame on a goroutine of its own and waits for it, so
+// that the reader's stack does not grow (see read).
+func (c *conn) handleAside(typ websocket.MessageType, data []byte) bool {
+	done := make(chan bool, 1)
+	go func() { done <- c.handleFrame(typ, data) }()
+	return <-done
+}
+
+// handleFrame acts on one frame of the client's WebSocket (handle). It
+// reports false when the frame failed the connection: nothing more is read.
+func (c *conn) handleFrame(typ websocket.MessageType, data []byte) bool {
+	now := time.Now()
+	c.active(now)
+	if typ != websocket.MessageText {
+		c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidFrame, "Frames must be text, one JSON object each.")})
+		return true
+	}
+	if !utf8.Valid(data) {
+		c.fail(closeNotUTF8)
+		return false
+	}
+	if err := protocol.CheckJSONText(data); err != nil {
+		c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is refused: "+err.Error()+".")})
+		return true
+	}
+	var f protocol.ClientFrame
+	if err := json.Unmarshal(data, &f); err != nil {
+		c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is not a JSON object.")})
+		return true
+	}
+	c.handle(f)
+	return true
 }
 
 // fail closes the connection for why: the client sent a frame over the
@@ -312,9 +317,11 @@ func (c *conn) keepAlive() {
 			return
 		}
 		// Wait for the pong at most an interval, then ping again: a pong
-		// that comes later is not counted, the next one is.
-		ctx, cancel := context.WithTimeout(c.life, interval)
-		err := c.ws.Ping(ctx)
+		// that comes later is not counted, the next one is. The wait ends
+		// too when the socket closes. (A context under the connection's
+		// life would leave it a map of its children for good.)
+		ctx, cancel := context.WithTimeout(context.Background(), interval)
+		err := c.ws.ping(ctx)
 		cancel()
 		if err == nil {
 			c.hub.Stats.Pongs.Add(1)
@@ -534,19 +541,18 @@ func (c *conn) sendOnce(statusID int64, frame []byte) bool {
 		c.sent.add(statusID)
 		c.newest = max(c.newest, statusID)
 	}
-	return c.send(frame)
+	return c.send(frame, statusID)
 }
 
-// send writes one frame within the write timeout. Closing the connection
-// makes a write under way fail at once.
-func (c *conn) send(frame []byte) bool {
+// send writes one frame, a status frame with its status's id, within the
+// write timeout. Closing the connection makes a write under way fail at
+// once.
+func (c *conn) send(frame []byte, statusID int64) bool {
 	if c.isClosed() {
 		c.hub.Stats.FramesDropped.Add(1)
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.hub.opts.WriteTimeout)
-	defer cancel()
-	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
+	if err := c.ws.write(time.Now().Add(c.hub.opts.WriteTimeout), frame, statusID); err != nil {
 		if !c.isClosed() {
 			c.hub.log.Info("write failed; closing", "uid", c.uid, "conn", c.id, "err", err)
 		}

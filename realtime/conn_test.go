@@ -81,3 +81,38 @@ func TestSlowClientClosed(t *testing.T) {
 		}
 	}
 }
+
+// A client that stops reading is closed once a frame's write runs past
+// WriteTimeout, well before its queue could overflow.
+func TestWriteTimeoutCloses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{hub: Options{
+		QueueSize: 1 << 16, WriteTimeout: time.Second,
+		HeartbeatInterval: time.Hour, // not closed as idle meanwhile
+	}})
+	u := e.signUp("stuck")
+	if _, res, err := e.dial(u, nil); err != nil { // read by nobody
+		t.Fatalf("dial: %v (%v)", err, res)
+	}
+	testio.Eventually(t, time.Minute, func() string {
+		if e.hub.Stats.Open.Load() != 1 {
+			return "the stream did not open"
+		}
+		return ""
+	})
+	pad := strings.Repeat("x", 32<<10)
+	published := 0
+	testio.Eventually(t, time.Minute, func() string {
+		if e.hub.Stats.Open.Load() == 0 {
+			return ""
+		}
+		for range 16 {
+			published++
+			e.publish(u, map[string]any{"type": "filler", "seq": published, "pad": pad})
+		}
+		return fmt.Sprintf("a stream that does not read is still open after %d frames", published)
+	})
+	if n := e.hub.Stats.SlowClosed.Load(); n != 0 {
+		t.Fatalf("SlowClosed = %d, want 0: the write's deadline, not the queue, closes it", n)
+	}
+}

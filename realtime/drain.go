@@ -111,7 +111,7 @@ func (h *Hub) drainOne(c *conn, frame []byte, sending *sync.WaitGroup) {
 	sending.Go(func() {
 		// Writes on one WebSocket are serialized: this goes beside the
 		// queue's writer, whole.
-		c.send(frame)
+		c.send(frame, 0)
 		c.closeSoon(closeDrain)
 	})
 }

@@ -1,6 +1,7 @@
 package realtime
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"chorus/protocol"
@@ -32,8 +33,8 @@ func serviceFrameJSON(available bool) []byte {
 // whatever its type.
 type event struct {
 	Type   string `json:"type"`
-	Status *struct {
-		ID int64 `json:"id"`
+	Status struct {
+		ID int64 `json:"id"` // 0: no status
 	} `json:"status"`
 	Session string `json:"session"` // protocol.TypeSessionEnded's
 	Ended   bool   `json:"ended"`   // protocol.TypeSessionEnded's: ended by its account, not signed out
@@ -43,4 +44,42 @@ type event struct {
 		ID int64 `json:"id"`
 	} `json:"user"`
 	Online bool `json:"online"`
+	// Stream and Frame are a typePostedFrame's (events.go).
+	Stream string                `json:"stream"`
+	Frame  *protocol.ClientFrame `json:"frame"`
+}
+
+// statusFrameHead begins every status frame as protocol's types encode it:
+// StatusFrame's type, then its status, whose id comes first.
+var statusFrameHead = []byte(`{"type":"` + protocol.TypeStatus + `","status":{"id":`)
+
+// parseEvent reads what the router needs of a message. A status frame,
+// nearly every message, is read from its first bytes alone, the type and
+// the status id where protocol's encoding puts them: decoding the whole
+// frame, once for each follower, was a fifth of the CPU a delivery cost.
+// Any other message, a status frame in another shape among them, is
+// decoded in full.
+func parseEvent(payload []byte) (event, error) {
+	if rest, ok := bytes.CutPrefix(payload, statusFrameHead); ok {
+		// Up to 18 digits, which no int64 overflows; a status id has fewer.
+		var id int64
+		end := 0
+		for ; end < len(rest) && end < 18 && '0' <= rest[end] && rest[end] <= '9'; end++ {
+			id = id*10 + int64(rest[end]-'0')
+		}
+		if id > 0 && rest[0] != '0' && end < len(rest) && (rest[end] == ',' || rest[end] == '}') {
+			var ev event
+			ev.Type, ev.Status.ID = protocol.TypeStatus, id
+			return ev, nil
+		}
+	}
+	return decodeEvent(payload)
+}
+
+// decodeEvent decodes a message in full. It is a function of its own so
+// that parseEvent's event, which json never sees, stays on the stack.
+func decodeEvent(payload []byte) (event, error) {
+	var ev event
+	err := json.Unmarshal(payload, &ev)
+	return ev, err
 }

@@ -1,7 +1,9 @@
 // Package realtime holds the live connections of one Chorus instance: each
-// WebSocket's reader and writer, heartbeats, resume, and the routing of
-// frames from the bus (package bus, Redis pub/sub) to the local connections
-// they are for; it publishes nothing. Each instance subscribes, through the
+// stream's reader and writer, a WebSocket or Server-Sent Events
+// (events.go), heartbeats, resume, and the routing of frames from the bus
+// (package bus, Redis pub/sub) to the local connections they are for; it
+// publishes only the frames a client posts by REST for its stream, to the
+// instance that holds it (Send). Each instance subscribes, through the
 // bus's subscriber (one pub/sub connection, or on a Redis Cluster one per
 // master), to the channels of the users connected to it, and unsubscribes
 // when their last connection goes: publishers never need to know where a
@@ -14,7 +16,6 @@ package realtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -213,6 +214,9 @@ type Stats struct {
 	// Drained counts streams closed with 4001 by a drain (Hub.Drain),
 	// each told to reconnect elsewhere.
 	Drained atomic.Int64
+	// EventStreams counts the streams open now as Server-Sent Events
+	// (events.go), among Open.
+	EventStreams atomic.Int64
 }
 
 // readers are the local users who follow one pulled author.
@@ -225,7 +229,7 @@ type readers struct {
 type local struct {
 	uid   int64
 	conns map[*conn]struct{}
-	pulls map[int64]struct{} // the pulled authors the user follows
+	pulls map[int64]struct{} // the pulled authors the user follows; nil while none
 	ready chan struct{}      // closed once the user's channel is live
 	// checking holds back the channel's frames while its sessions are
 	// checked after the pub/sub connection was made again; checkRound tells
@@ -358,8 +362,8 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		h.forwardGlobal(payload)
 		return
 	}
-	var ev event
-	if err := json.Unmarshal(payload, &ev); err != nil {
+	ev, err := parseEvent(payload)
+	if err != nil {
 		h.log.Warn("unreadable event", "channel", channel, "err", err)
 		return
 	}
@@ -368,7 +372,7 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		h.setPull(channel, ev.Author, ev.Type == protocol.TypePullAdded)
 		return
 	}
-	if ev.Type == protocol.TypeStatus && ev.Status != nil {
+	if ev.Type == protocol.TypeStatus && ev.Status.ID > 0 {
 		h.raiseStatusMark(ev.Status.ID)
 	}
 	h.mu.RLock()
@@ -403,6 +407,9 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 			h.endSession(c, closeSuspended)
 		}
 		return
+	case typePostedFrame:
+		h.posted(u, ev)
+		return
 	case protocol.TypeUserCreated:
 		// Every connection under this uid predates the user: it was opened
 		// by a user Redis has since lost. Closed before this event is done,
@@ -428,11 +435,11 @@ func (h *Hub) deliver(u *local, ev event, payload []byte) {
 		}
 		return
 	}
+	out := outgoing{frame: payload}
+	if ev.Type == protocol.TypeStatus {
+		out.statusID = ev.Status.ID
+	}
 	for c := range u.conns {
-		out := outgoing{frame: payload}
-		if ev.Type == protocol.TypeStatus && ev.Status != nil {
-			out.statusID = ev.Status.ID
-		}
 		c.enqueue(out)
 	}
 }
@@ -520,7 +527,7 @@ func (h *Hub) join(ctx context.Context, c *conn) error {
 	}
 	u := h.users[channel]
 	if u == nil {
-		u = &local{uid: c.uid, conns: map[*conn]struct{}{}, pulls: map[int64]struct{}{}, ready: make(chan struct{})}
+		u = &local{uid: c.uid, conns: map[*conn]struct{}{}, ready: make(chan struct{})}
 		if h.live[channel] { // still subscribed from a connection just gone
 			close(u.ready)
 		}
@@ -640,6 +647,9 @@ func (h *Hub) setPull(channel string, author int64, add bool) {
 // addPull makes u a reader of author's channel; it returns the channel and
 // whether it gained its first reader. Called with h.mu held.
 func (h *Hub) addPull(u *local, author int64) (string, bool) {
+	if u.pulls == nil {
+		u.pulls = map[int64]struct{}{}
+	}
 	u.pulls[author] = struct{}{}
 	ch := h.bus.AuthorChannel(author)
 	r := h.authors[ch]

@@ -20,7 +20,10 @@ package realtime
 //     alone or under the locks above, and takes no other: enqueuePresence
 //     lets presenceGate.mu go before it enqueues, and a full queue is
 //     closed after queue.mu is let go.
-//  4. beats.flushing, then beats.mu (beats.go): the activity waiting for
+//  4. eventStream.mu (events.go): an event stream's connection, one write
+//     at a time. Taken by the writer, the pinger and the close, under no
+//     lock of this list, and takes none.
+//  5. beats.flushing, then beats.mu (beats.go): the activity waiting for
 //     the next flush to presence. Neither is taken with any lock above:
 //     a connection adds its activity from its reader or its ping timer, and
 //     run waits for a flush (settle) once the connection is closed.

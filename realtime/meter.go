@@ -166,9 +166,14 @@ func (w *meteredWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := brw.Writer.Flush(); err != nil { // the handshake's answer is out already
+		return nil, nil, err
+	}
 	pending, _ := brw.Reader.Peek(brw.Reader.Buffered())
 	pending = append([]byte(nil), pending...)
 	_, _ = brw.Reader.Discard(len(pending)) // all of it is buffered
 	w.conn = &meteredConn{Conn: nc, pending: pending, frames: w.frames}
-	return w.conn, brw, nil
+	// net/http's buffers are let go: the stream reads and writes through
+	// small ones of its own (wire.go).
+	return w.conn, newWireReadWriter(w.conn), nil
 }

@@ -6,14 +6,20 @@ import "sync"
 // goroutine that runs only while items wait. Pushing never blocks. An idle
 // connection holds neither a buffer nor a writer goroutine: a channel of the
 // same bound would hold its whole buffer, and a standing writer its stack,
-// for the connection's life.
+// for the connection's life. The buffers items wait in come from batches,
+// shared by the instance's queues, and go back once drained.
 type queue struct {
 	mu       sync.Mutex
-	items    []outgoing
+	items    *[]outgoing // nil while none wait
+	draining *[]outgoing // what next gave the drainer last, back to batches at its next call
 	limit    int
 	state    drainState
 	drainers sync.WaitGroup // the drainer running, if any
 }
+
+// batches holds the buffers of items, so that a frame queued for a stream
+// allocates none.
+var batches = sync.Pool{New: func() any { return new([]outgoing) }}
 
 type drainState int
 
@@ -30,10 +36,13 @@ func newQueue(limit int) *queue { return &queue{limit: limit} }
 func (q *queue) push(o outgoing) (ok, start bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.items) >= q.limit {
+	if q.items == nil {
+		q.items = batches.Get().(*[]outgoing)
+	}
+	if len(*q.items) >= q.limit {
 		return false, false
 	}
-	q.items = append(q.items, o)
+	*q.items = append(*q.items, o)
 	return true, q.startLocked()
 }
 
@@ -50,7 +59,7 @@ func (q *queue) release() (start bool) {
 }
 
 func (q *queue) startLocked() bool {
-	if q.state != idle || len(q.items) == 0 {
+	if q.state != idle || q.items == nil || len(*q.items) == 0 {
 		return false
 	}
 	q.state = draining
@@ -58,21 +67,27 @@ func (q *queue) startLocked() bool {
 	return true
 }
 
-// next removes and returns every waiting item, oldest first. With none
+// next removes and returns every waiting item, oldest first, and takes back
+// the items it returned before, which the drainer is done with. With none
 // waiting (or the queue held) it returns nil, and the drainer must end.
 func (q *queue) next() []outgoing {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if done := q.draining; done != nil {
+		clear(*done) // the frames go with the items
+		*done = (*done)[:0]
+		batches.Put(done)
+		q.draining = nil
+	}
 	if q.state != draining {
 		return nil
 	}
-	if len(q.items) == 0 {
+	if q.items == nil || len(*q.items) == 0 {
 		q.state = idle
 		return nil
 	}
-	items := q.items
-	q.items = nil
-	return items
+	q.draining, q.items = q.items, nil
+	return *q.draining
 }
 
 // hold stops drainers from starting and waits for the one running.

@@ -32,25 +32,42 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 	if !isUpgrade(r) {
 		return ErrNotWebSocket
 	}
-	if n := h.admitted.Add(1); h.opts.MaxStreams > 0 && n > int64(h.opts.MaxStreams) {
-		h.admitted.Add(-1)
-		return ErrTooManyStreams
-	}
-	c := newConn(h, uid, sessionID)
-	h.conns.Add(1)
-	ready, err := h.open(w, r, c)
-	if ready == nil {
-		c.stop()
-		h.admitted.Add(-1)
-		h.conns.Done()
+	c, ready, err := h.start(w, r, uid, sessionID, acceptWebSocket, nil)
+	if c == nil {
 		return err
 	}
 	// The stream lives on in a reader goroutine of its own, with a writer
 	// only while frames wait and a timer for its pings. This goroutine, whose
-	// stack grew deep in the setup, ends here, as a hijacked connection
-	// allows, so that an idle stream holds one shallow stack.
-	go c.run(ready)
+	// stack grew deep in the setup, does the stream's first deep work too
+	// (start), then ends here, as a hijacked connection allows, so that an
+	// idle stream holds one shallow stack.
+	c.start(ready)
+	go c.run()
 	return nil
+}
+
+// start admits a stream of uid and opens it (open), answering the request
+// with accept; prepare, unless nil, is given the stream before it opens.
+// It returns the stream and its ready frame for run, or no stream and the
+// refusal, or nil when the request was answered (see open).
+func (h *Hub) start(w http.ResponseWriter, r *http.Request, uid int64, sessionID string, accept acceptFunc, prepare func(*conn)) (*conn, []byte, error) {
+	if n := h.admitted.Add(1); h.opts.MaxStreams > 0 && n > int64(h.opts.MaxStreams) {
+		h.admitted.Add(-1)
+		return nil, nil, ErrTooManyStreams
+	}
+	c := newConn(h, uid, sessionID)
+	h.conns.Add(1)
+	if prepare != nil {
+		prepare(c)
+	}
+	ready, err := h.open(w, r, c, accept)
+	if ready == nil {
+		c.stop()
+		h.admitted.Add(-1)
+		h.conns.Done()
+		return nil, nil, err
+	}
+	return c, ready, nil
 }
 
 // Refusal is why Serve did not open a stream, before any upgrade, for the
@@ -71,10 +88,12 @@ const (
 )
 
 // open subscribes, checks the session, registers presence, builds the ready
-// frame and upgrades. When any step fails it undoes the steps before and
-// returns no frame, with the refusal for Serve to return, or nil when the
-// request was answered (the handshake failed or the hub closed meanwhile).
-func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byte, err error) {
+// frame and has accept answer the request: upgrade it (acceptWebSocket) or
+// start the event stream (acceptEvents). When any step fails it undoes the
+// steps before and returns no frame, with the refusal for Serve to return,
+// or nil when the request was answered (the handshake failed or the hub
+// closed meanwhile).
+func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn, accept acceptFunc) (ready []byte, err error) {
 	ctx := r.Context()
 	// The catch-up floor (conn.floor), read before the stream subscribes:
 	// every status posted from here on gets a greater id. Were Redis to
@@ -128,22 +147,35 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn) (ready []byt
 		undo()
 		return nil, unavailable(err)
 	}
-	// The edge (web) has checked the request's Origin before Serve.
-	// Every byte from the client passes the frame meter (meteredConn).
-	mw := &meteredWriter{ResponseWriter: w, frames: c.frames}
-	ws, err := websocket.Accept(mw, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	ws, err := accept(w, r, c)
 	if err != nil {
-		h.log.InfoContext(ctx, "websocket refused", "uid", c.uid, "err", err)
+		h.log.InfoContext(ctx, "stream refused", "uid", c.uid, "err", err)
 		undo()
-		return nil, nil // Accept has answered
+		return nil, nil // accept has answered
 	}
-	c.wire = mw.conn
 	if !c.attach(ws) {
 		undo()
 		return nil, nil
 	}
-	ws.SetReadLimit(protocol.MaxFrameBytes)
 	return ready, nil
+}
+
+// acceptFunc answers a stream's request once the stream is set up, and
+// returns what its frames go out on; on an error it has answered already.
+type acceptFunc func(w http.ResponseWriter, r *http.Request, c *conn) (frameWriter, error)
+
+// acceptWebSocket upgrades the request. The edge (web) has checked the
+// request's Origin before Serve. Every byte from the client passes the
+// frame meter (meteredConn).
+func acceptWebSocket(w http.ResponseWriter, r *http.Request, c *conn) (frameWriter, error) {
+	mw := &meteredWriter{ResponseWriter: w, frames: c.frames}
+	ws, err := websocket.Accept(mw, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return nil, err
+	}
+	c.wire = mw.conn
+	ws.SetReadLimit(protocol.MaxFrameBytes)
+	return webSocket{ws, mw.conn}, nil
 }
 
 // unavailable is the refusal of a stream that could not open because of
@@ -155,23 +187,28 @@ func unavailable(err error) error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
-// run reads an open stream until it ends, then unregisters it. Frames go
+// start counts and logs an open stream, sends it the ready frame, then
+// what waited meanwhile, and starts its pings; run takes it on from there.
+func (c *conn) start(ready []byte) {
+	h := c.hub
+	h.Stats.Open.Add(1)
+	h.log.Info("stream opened", "uid", c.uid, "conn", c.id)
+	// The ready frame goes first; what waited meanwhile follows it.
+	if c.send(ready, 0) && c.queue.release() {
+		go c.drain()
+	}
+	c.keepAlive()
+}
+
+// run reads a started stream until it ends, then unregisters it. Frames go
 // out through drain, which runs only while frames wait.
-func (c *conn) run(ready []byte) {
+func (c *conn) run() {
 	h := c.hub
 	defer h.conns.Done()
 	defer h.admitted.Add(-1)
 	defer h.leave(c)
-	h.Stats.Open.Add(1)
 	defer h.Stats.Open.Add(-1)
-	h.log.Info("stream opened", "uid", c.uid, "conn", c.id)
-
-	// The ready frame goes first; what waited meanwhile follows it.
-	if c.send(ready) && c.queue.release() {
-		go c.drain()
-	}
-	c.keepAlive()
-	end, by, why := c.read(c.life), "client", closeClient
+	end, by, why := c.awaitEnd(), "client", closeClient
 	wire := end.Code
 	if wire == websocket.StatusAbnormalClosure {
 		wire = websocket.StatusNormalClosure // no close frame came: none to answer

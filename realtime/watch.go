@@ -18,10 +18,16 @@ import "encoding/json"
 
 // watch adds c to the global timeline's watchers (on), or takes it out. The
 // first watcher subscribes the instance to the global channel, and the last
-// one gone unsubscribes it. Called by c's reader, which leave follows, so a
-// stream's watch never outlives it.
+// one gone unsubscribes it. Called by c's reader, which leave follows, or
+// for a frame posted by REST (Send), which may come after leave: only a
+// stream still among its user's connections is added, so a stream's watch
+// never outlives it.
 func (h *Hub) watch(c *conn, on bool) {
 	h.mu.Lock()
+	if u := h.users[h.bus.UserChannel(c.uid)]; on && (u == nil || !hasConn(u, c)) {
+		h.mu.Unlock()
+		return
+	}
 	_, was := h.watchers[c]
 	switch {
 	case on:
@@ -106,4 +112,10 @@ func (c *conn) loadHidden() bool {
 	}
 	c.hidden = hidden
 	return true
+}
+
+// hasConn reports whether c is among u's connections. Called with h.mu held.
+func hasConn(u *local, c *conn) bool {
+	_, ok := u.conns[c]
+	return ok
 }

@@ -58,7 +58,7 @@ var (
 	errUnknownParent   = newError(http.StatusNotFound, "not_found", "The status replied to does not exist or was deleted.")
 	errUnknownList     = newError(http.StatusNotFound, "list_not_found", "No such list.")
 	// Refusals of a stream request, before its upgrade.
-	errNotWebSocket       = newError(http.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks WebSocket only.")
+	errNotWebSocket       = newError(http.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks WebSocket, or Server-Sent Events to a request that accepts text/event-stream.")
 	errStreamSessionEnded = newError(http.StatusUnauthorized, "not_signed_in", "This session has ended; sign in again.")
 	errTooManyUserStreams = newError(http.StatusTooManyRequests, "too_many_user_streams",
 		"You have as many streams open as one user may; close one (another tab or device) and connect again.")
@@ -77,6 +77,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var inv *social.InvalidError
 	var limited *rateLimitedError
 	var throttled *social.RateLimitError
+	var badFrame *realtime.FrameError
 	switch {
 	case errors.As(err, &ae):
 	case errors.As(err, &limited):
@@ -145,6 +146,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = errNotSignedIn
 	case errors.Is(err, realtime.ErrNotWebSocket):
 		ae = errNotWebSocket
+	case errors.As(err, &badFrame):
+		ae = newError(http.StatusBadRequest, badFrame.Code, badFrame.Message)
+	case errors.Is(err, realtime.ErrUnknownStream):
+		ae = errUnknownStream
 	case errors.Is(err, realtime.ErrSessionEnded):
 		ae = errStreamSessionEnded
 	case errors.Is(err, presence.ErrTooManyConnections):

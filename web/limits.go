@@ -53,6 +53,9 @@ type Limits struct {
 	// ExportsPerUser bounds GET /me/export per signed-in user: each reads
 	// every status, follow and list of theirs.
 	ExportsPerUser redis_rate.Limit
+	// StreamSendsPerUser bounds POST /stream/{stream}, the frames a client
+	// of an event stream sends by REST, per signed-in user.
+	StreamSendsPerUser redis_rate.Limit
 }
 
 // limitCounters count the requests each limit refused, for /metrics.
@@ -64,6 +67,7 @@ type limitCounters struct {
 	deadlines                                              atomic.Int64 // requests answered 503 past their deadline
 	profiles, exports                                      atomic.Int64
 	reports                                                atomic.Int64
+	streamSends                                            atomic.Int64
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -224,5 +228,13 @@ func (s *Server) reportLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "report", limit: s.limits.ReportsPerUser, refused: &s.limitStats.reports, key: byViewer,
 		message: "You have filed many reports lately; an admin is looking at them.",
+	})
+}
+
+// streamSendLimit bounds the frames a user posts for their streams.
+func (s *Server) streamSendLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "streamsend", limit: s.limits.StreamSendsPerUser, refused: &s.limitStats.streamSends, key: byViewer,
+		message: "You are sending frames to your streams too fast.",
 	})
 }

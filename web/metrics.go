@@ -78,8 +78,10 @@ func (m *Metrics) register(s *Server) {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
 	}
 	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_connections_open", Help: "WebSocket streams open on this instance."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_connections_open", Help: "Streams open on this instance, WebSockets and Server-Sent Events."},
 			func() float64 { return float64(st.Open.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_event_streams_open", Help: "Streams open on this instance as Server-Sent Events, counted in chorus_connections_open too."},
+			func() float64 { return float64(st.EventStreams.Load()) }),
 		counter("chorus_frames_sent_total", "Frames written to streams.", &st.FramesSent),
 		counter("chorus_frames_dropped_total", "Frames not written: the stream was closing, too slow, or its write failed.", &st.FramesDropped),
 		counter("chorus_slow_clients_closed_total", "Streams closed with 1013 because their queue overflowed.", &st.SlowClosed),
@@ -121,6 +123,7 @@ func (m *Metrics) register(s *Server) {
 		"report":                  &s.limitStats.reports,
 		"export":                  &s.limitStats.exports,
 		"user_sessions":           &sc.SessionsEvicted,
+		"stream_sends":            &s.limitStats.streamSends,
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}
@@ -186,7 +189,8 @@ func (m *Metrics) instrument(next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
-		if status != http.StatusSwitchingProtocols {
+		// Streams are left out, the event stream as the WebSocket upgrade.
+		if status != http.StatusSwitchingProtocols && ww.Header().Get("Content-Type") != "text/event-stream" {
 			m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
 		}
 	})

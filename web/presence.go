@@ -28,12 +28,17 @@ func (s *Server) sitePresence(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveStream hands an authenticated request from an allowed origin to the
-// live stream, which upgrades it. The stream outlives the HTTP timeouts: its
-// own heartbeats and write deadlines bound it.
+// live stream, which upgrades it, or sends it as Server-Sent Events
+// (serveEvents). The stream outlives the HTTP timeouts: its own heartbeats
+// and write deadlines bound it.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	viewer, _ := viewerFrom(r.Context())
 	if !s.originAllowed(r) {
 		s.writeError(w, r, errBadStreamOrigin)
+		return
+	}
+	if wantsEvents(r) {
+		s.serveEvents(w, r)
 		return
 	}
 	rc := http.NewResponseController(w)

@@ -196,6 +196,7 @@ func (s *Server) routes() chi.Router {
 			r.With(s.readLimit()).Get("/friends/online", s.onlineFriends)
 			r.With(s.readLimit()).Get("/presence", s.sitePresence)
 			r.With(s.streamOpenLimit()).Get("/stream", s.serveStream)
+			r.With(s.streamSendLimit()).Post("/stream/{stream}", s.sendStreamFrame)
 			r.With(s.reportLimit()).Post("/reports", s.fileReport)
 			r.Delete("/statuses/{id}", s.deleteStatus)
 			r.With(s.reactLimit()).Put("/statuses/{id}/like", s.react(s.social.Like))

@@ -20,6 +20,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		Rate: cfg.Rate, DurationSeconds: cfg.Duration.Seconds(), SourceIPs: len(cfg.SourceIPs),
 	}}
 	res.Floor = cfg.Floor
+	res.SSE = cfg.SSE
 	api := newAPIClient(cfg.MaxInFlight + cfg.SignupConcurrency + cfg.FollowConcurrency)
 	defer api.close()
 	var floor *floorTarget // the deployment's Redis, when -redis-url names it
@@ -66,7 +67,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	workers := cfg.workerCount()
 	res.Client.Workers = workers
 	deadline, _ := ctx.Deadline()
-	opts := shardOptions{RunID: res.RunID, DialConcurrency: cfg.DialConcurrency, DialTimeout: cfg.DialTimeout, Lifetime: time.Until(deadline)}
+	opts := shardOptions{RunID: res.RunID, DialConcurrency: cfg.DialConcurrency, DialTimeout: cfg.DialTimeout, Lifetime: time.Until(deadline), SSE: cfg.SSE}
 	log.Info("connecting", "conns", cfg.Conns, "workers", workers, "urls", len(cfg.URLs), "source_ips", len(cfg.SourceIPs))
 	hs, err := connectAll(ctx, workers, exe, specs, opts, col, res, log, stderr)
 	if err != nil {

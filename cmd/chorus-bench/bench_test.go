@@ -187,7 +187,7 @@ func checkClean(t *testing.T, res *Result, conns, posts, followers int) {
 	if got := res.Frames.ByType["status"]; got < int64(want) {
 		t.Errorf("status frames = %d, want at least %d", got, want)
 	}
-	if res.Frames.HeartbeatsSent == 0 || res.Frames.HeartbeatErrors != 0 {
+	if (res.Frames.HeartbeatsSent == 0 && !res.SSE) || res.Frames.HeartbeatErrors != 0 {
 		t.Errorf("heartbeats: %d sent, %d failed; want some, none failed", res.Frames.HeartbeatsSent, res.Frames.HeartbeatErrors)
 	}
 	if len(res.Memory) != 1 || res.Memory[0].BeforeKiB <= 0 || res.Memory[0].IdleKiB <= 0 || res.Memory[0].AfterKiB <= 0 {
@@ -234,6 +234,10 @@ func TestBenchAgainstServer(t *testing.T) {
 	if res.Client.Workers != 2 || len(res.Client.RSSKiB) != 2 {
 		t.Errorf("client = %+v, want two workers", res.Client)
 	}
+
+	// The same streams as Server-Sent Events: every post delivered once.
+	res = benchRun(t, append(common, "-authors", "4", "-followers-per-author", "5", "-workers", "0", "-sse")...)
+	checkClean(t, res, 20, 40, 5)
 
 	// A users file the deployment does not know is refused, not used.
 	stale := filepath.Join(t.TempDir(), "stale.json")

@@ -52,6 +52,8 @@ type config struct {
 	MaxInFlight        int           // posts awaiting their answer
 	MaxTime            time.Duration // the whole run
 
+	SSE bool // hold the streams as Server-Sent Events (-sse)
+
 	// The floor (-floor): posts are PUBLISHes on the deployment's Redis.
 	Floor     bool
 	RedisURL  string // the deployment's Redis
@@ -115,6 +117,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.MaxTime, "max-time", time.Hour, "limit of the whole run")
 	fs.BoolVar(&c.Floor, "floor", false, "measure the floor: the same users, follows and streams, but each post is one pipeline of PUBLISHes "+
 		"of a status frame on its author's followers' channels, straight on the deployment's Redis (-redis-url), with no social writes")
+	fs.BoolVar(&c.SSE, "sse", false, "hold the streams as Server-Sent Events (Accept: text/event-stream) rather than WebSockets; they send no heartbeats")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "the deployment's Redis, redis://[:password@]host:port/db (one Redis; a cluster is not supported): "+
 		"-floor publishes on it, any run reports its CPU, and -storm its commands' time and CPU per mover back")
 	fs.StringVar(&c.KeyPrefix, "key-prefix", "chorus:", "floor: the deployment's -key-prefix, which its channel names start with")

@@ -38,6 +38,7 @@ type shardOptions struct {
 	Lifetime        time.Duration `json:"lifetime"`         // the shard closes everything by itself after this
 	Storm           bool          `json:"storm,omitempty"`  // report presence frames
 	Spread          time.Duration `json:"spread,omitempty"` // a mover reconnects at random within this after its drop
+	SSE             bool          `json:"sse,omitempty"`    // hold the streams as Server-Sent Events
 }
 
 // message is what a shard reports to the coordinator, in process or as one
@@ -135,7 +136,7 @@ type shard struct {
 // benchConn is one held connection.
 type benchConn struct {
 	spec     connSpec
-	ws       *websocket.Conn
+	ws       streamConn
 	interval time.Duration
 	done     chan struct{} // closed when its reader returns
 
@@ -257,18 +258,14 @@ func (s *shard) client(source string) *http.Client {
 func (s *shard) open(ctx context.Context, spec connSpec) (int64, error) {
 	dctx, cancel := context.WithTimeout(ctx, s.opts.DialTimeout)
 	defer cancel()
-	ws, resp, err := websocket.Dial(dctx, spec.URL, &websocket.DialOptions{
-		HTTPClient: s.client(spec.Source),
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + spec.Token}},
-	})
+	ws, err := s.dial(ctx, dctx, spec)
 	if err != nil {
-		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return 0, fmt.Errorf("HTTP %d", resp.StatusCode)
-		}
-		return 0, errors.New(failureReason(err))
+		return 0, err
 	}
-	ws.SetReadLimit(1 << 20)
+	// An event stream's read does not heed a context: cut it at the limit.
+	cut := context.AfterFunc(dctx, func() { _ = ws.CloseNow() })
 	_, data, err := ws.Read(dctx)
+	cut()
 	at := time.Now().UnixNano()
 	if err != nil {
 		_ = ws.CloseNow()
@@ -297,9 +294,37 @@ func (s *shard) open(ctx context.Context, spec connSpec) (int64, error) {
 	s.mu.Unlock()
 	c.mu.Lock()
 	c.hb = time.AfterFunc(c.interval, func() { s.heartbeat(c) })
+	if s.opts.SSE {
+		c.hb.Stop() // the server's keepalive comments stand in for heartbeats
+	}
 	c.mu.Unlock()
 	go s.read(ctx, c)
 	return at, nil
+}
+
+// dial opens spec's stream, a WebSocket or (-sse) events: dctx bounds the
+// dial, ctx the stream's life.
+func (s *shard) dial(ctx, dctx context.Context, spec connSpec) (streamConn, error) {
+	if s.opts.SSE {
+		deadline, _ := dctx.Deadline()
+		c, err := dialEvents(ctx, s.client(spec.Source), spec, time.Until(deadline))
+		if err != nil {
+			return nil, errors.New(failureReason(err))
+		}
+		return c, nil
+	}
+	ws, resp, err := websocket.Dial(dctx, spec.URL, &websocket.DialOptions{
+		HTTPClient: s.client(spec.Source),
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + spec.Token}},
+	})
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return nil, errors.New(failureReason(err))
+	}
+	ws.SetReadLimit(1 << 20)
+	return ws, nil
 }
 
 // heartbeat sends one heartbeat and schedules the next.

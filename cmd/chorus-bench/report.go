@@ -22,6 +22,9 @@ type Result struct {
 	// Floor is a -floor run: each post was PUBLISHes of a made-up status
 	// frame on the followers' channels, not POST /statuses.
 	Floor bool `json:"floor,omitempty"`
+	// SSE is a -sse run: the streams were Server-Sent Events, which send
+	// no heartbeats.
+	SSE bool `json:"sse,omitempty"`
 
 	Users struct {
 		Total          int     `json:"total"`

@@ -99,7 +99,7 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	res.Client.Workers = workers
 	deadline, _ := ctx.Deadline()
 	opts := shardOptions{RunID: res.RunID, DialConcurrency: cfg.DialConcurrency, DialTimeout: cfg.DialTimeout,
-		Lifetime: time.Until(deadline), Storm: true, Spread: cfg.Spread}
+		Lifetime: time.Until(deadline), Storm: true, Spread: cfg.Spread, SSE: cfg.SSE}
 	log.Info("connecting", "movers", movers, "observers", cfg.Observers, "workers", workers, "source_ips", len(cfg.SourceIPs))
 	hs, err := connectAll(ctx, workers, exe, specs, opts, col, res, log, stderr)
 	if err != nil {

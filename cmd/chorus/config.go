@@ -59,6 +59,7 @@ type config struct {
 	ProfileLimit      redis_rate.Limit // per user
 	ReportLimit       redis_rate.Limit // per user
 	ExportLimit       redis_rate.Limit // per user
+	StreamSendLimit   redis_rate.Limit // frames posted for event streams, per user
 	MaxStreamsPerUser int
 	StreamFrameLimit  redis_rate.Limit // per stream, counted in memory
 	ResumeLimit       redis_rate.Limit // per user, all their streams together
@@ -96,6 +97,9 @@ var (
 	defaultReadLimit      = redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
 	defaultProfileLimit   = redis_rate.Limit{Rate: 30, Period: time.Hour, Burst: 10}
 	defaultExportLimit    = redis_rate.Limit{Rate: 2, Period: time.Hour, Burst: 2}
+	// A resume per page load and a watch per visit of the global page,
+	// with room for a few tabs.
+	defaultStreamSendLimit = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
 	// Enough to report every account of a raid in a day; not a flood an
 	// admin must wade through.
 	defaultReportLimit      = redis_rate.Limit{Rate: 20, Period: 24 * time.Hour, Burst: 5}
@@ -135,7 +139,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		SignInAccount: defaultSignInAccount, ReadLimit: defaultReadLimit,
 		LikeLimit:    defaultLikeLimit,
 		ProfileLimit: defaultProfileLimit, ExportLimit: defaultExportLimit,
-		ReportLimit: defaultReportLimit,
+		ReportLimit:     defaultReportLimit,
+		StreamSendLimit: defaultStreamSendLimit,
 	}
 	var origins, proxies, admins string
 	fs := flag.NewFlagSet("chorus", flag.ContinueOnError)
@@ -239,6 +244,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.ProfileLimit, "profile-limit", "CHORUS_PROFILE_LIMIT", "profile edits (name, bio) per user"},
 		{&c.ReportLimit, "report-limit", "CHORUS_REPORT_LIMIT", "reports of accounts per user"},
 		{&c.ExportLimit, "export-limit", "CHORUS_EXPORT_LIMIT", "account exports (GET /me/export) per user"},
+		{&c.StreamSendLimit, "stream-send-limit", "CHORUS_STREAM_SEND_LIMIT", "frames posted for event streams (POST /api/v1/stream/{stream}) per user"},
 	}
 	for _, r := range rates {
 		if raw := getenv(r.env); raw != "" {

@@ -147,6 +147,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				ProfileEditsPerUser: cfg.ProfileLimit,
 				ReportsPerUser:      cfg.ReportLimit,
 				ExportsPerUser:      cfg.ExportLimit,
+				StreamSendsPerUser:  cfg.StreamSendLimit,
 			},
 		},
 	})

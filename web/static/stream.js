@@ -1,7 +1,11 @@
 // The one WebSocket to /api/v1/stream: reconnects with exponential backoff
 // and jitter, and `resume` so a reconnect misses nothing. It sends no
 // heartbeats: the server pings, and the browser answers by itself, even
-// from a background tab whose timers are throttled or frozen.
+// from a background tab whose timers are throttled or frozen. Where
+// WebSockets are blocked, the same stream comes as Server-Sent Events
+// (events.js picks which for each dial).
+
+import { Transport } from './events.js';
 
 const BACKOFF_BASE_MS = 500;
 // Capped low: after an outage every client is back within seconds, and the
@@ -51,6 +55,7 @@ export class Stream {
     this.retryTimer = 0;
     this.retryAt = 0;
     this.state = 'offline';
+    this.transport = new Transport(this, streamURL);
     this.onOnline = () => this.retryNow();
     this.onOffline = () => {
       if (this.state !== 'live') this.setState('offline');
@@ -72,10 +77,21 @@ export class Stream {
     window.removeEventListener('online', this.onOnline);
     window.removeEventListener('offline', this.onOffline);
     clearTimeout(this.retryTimer);
+    this.transport.stop();
     const ws = this.ws;
     this.ws = null;
     if (ws) ws.close(1000, 'bye');
     this.setState('offline');
+  }
+
+  /** restart drops the connection and dials again at once: the transport changed. */
+  restart() {
+    if (this.stopped) return;
+    clearTimeout(this.retryTimer);
+    const ws = this.ws;
+    this.ws = null;
+    if (ws) ws.close(1000, 'switching');
+    this.connect();
   }
 
   /** retryNow skips the rest of a backoff wait. */
@@ -99,7 +115,7 @@ export class Stream {
     this.setState('connecting');
     let ws;
     try {
-      ws = new WebSocket(streamURL());
+      ws = this.transport.dial();
     } catch (err) {
       // Only a malformed URL throws here; treat it like a failed dial.
       console.warn('stream: cannot open', err);
@@ -126,6 +142,7 @@ export class Stream {
       }
       if (frame.type === 'ready') {
         readyAt = Date.now();
+        this.transport.ready(ws);
         this.setState('live');
         this.h.onReady(frame);
         // After ready, so the server knows who we are; the feed dedupes
@@ -140,6 +157,7 @@ export class Stream {
     ws.onclose = (ev) => {
       if (this.ws !== ws) return; // a socket we already gave up on
       this.ws = null;
+      this.transport.closed(ws, readyAt !== 0);
       if (this.stopped) return;
       if (ev.code === 1008) {
         this.stop();

@@ -1,0 +1,75 @@
+package realtime
+
+import (
+	"strconv"
+
+	"chorus/protocol"
+)
+
+// FrameError is a client frame refused: its error code and message, sent as
+// an error frame on the stream it came on, or the answer to the REST call
+// that carried it (Hub.Send).
+type FrameError struct {
+	Code    string // a protocol.Code* error code
+	Message string
+}
+
+func (e *FrameError) Error() string { return e.Code + ": " + e.Message }
+
+// checkFrame says what is wrong with a client frame, or nil when the stream
+// can act on it.
+func checkFrame(f protocol.ClientFrame) *FrameError {
+	switch f.Type {
+	case protocol.TypeHeartbeat:
+	case protocol.TypeResume:
+		if _, ok := parseAfter(f.After); !ok {
+			return &FrameError{protocol.CodeInvalidResume, `"after" must be a status id, a whole number from 0.`}
+		}
+	case protocol.TypeWatch, protocol.TypeUnwatch:
+		if f.Timeline != protocol.TimelineGlobal {
+			return &FrameError{protocol.CodeInvalidWatch, `"timeline" must be "global", the one timeline a stream may watch.`}
+		}
+	default:
+		return &FrameError{protocol.CodeUnknownType, "Unknown frame type " + strconv.Quote(f.Type) + "; expected heartbeat, resume, watch or unwatch."}
+	}
+	return nil
+}
+
+// handle acts on a frame the client sent, read from its WebSocket or posted
+// by REST for its stream: what fails is told on the stream as an error
+// frame, which leaves the stream open. It may call Redis (a resume's
+// budget), so the router never calls it itself.
+func (c *conn) handle(f protocol.ClientFrame) {
+	h := c.hub
+	if e := checkFrame(f); e != nil {
+		c.enqueue(outgoing{frame: errorFrameJSON(e.Code, e.Message)})
+		return
+	}
+	switch f.Type {
+	case protocol.TypeHeartbeat:
+		// Every frame counts as activity; this one does no more.
+		h.Stats.Heartbeats.Add(1)
+	case protocol.TypeResume:
+		after, _ := parseAfter(f.After)
+		c.resume(after)
+	case protocol.TypeWatch, protocol.TypeUnwatch:
+		h.watch(c, f.Type == protocol.TypeWatch)
+	}
+}
+
+// resume queues a resume after `after`, once the user's resume budget
+// allows it; else the client is told why not.
+func (c *conn) resume(after int64) {
+	h := c.hub
+	wait, err := h.allowResume(c.life, c.uid)
+	switch {
+	case err != nil:
+		c.resumeFailed(err)
+	case wait > 0:
+		h.Stats.ResumesLimited.Add(1)
+		c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeRateLimited,
+			"Too many resumes on your streams; send resume again in "+wait.String()+".")})
+	default:
+		c.enqueue(outgoing{resume: true, after: after})
+	}
+}

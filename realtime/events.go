@@ -1,0 +1,364 @@
+package realtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"chorus/protocol"
+
+	"github.com/coder/websocket"
+)
+
+// A stream can also be Server-Sent Events: GET /api/v1/stream with Accept:
+// text/event-stream, for clients whose WebSockets are blocked. It is the
+// same stream in every way but the wire: the same open (subscribe, session,
+// presence, ready), queue, writer, limits, session checks, slow-client rule
+// and close reasons, through an eventStream in place of the WebSocket
+// (frameWriter). Each frame is one event named after the frame's type
+// (`event: status`), its JSON as the data, so that a browser's EventSource
+// hands each type to its own listener; a status's event carries the newest
+// status id sent on the stream as its id, which a client reconnecting
+// gives back as Last-Event-ID to resume.
+// The keepalive comment written every heartbeat interval stands in for the
+// WebSocket's ping: a stream whose writes succeed is active. The close is
+// a last frame, {"type": "close", "close_code", "reason"}, with the
+// WebSocket's close code, then the end of the connection. What a client
+// would send on a WebSocket comes by REST (Send), to whichever instance
+// holds the stream.
+//
+// Like a WebSocket, an event stream takes its connection over from the
+// HTTP server (Hijack): the request's goroutine, its deep stack and the
+// server's buffers go, and one shallow goroutine per stream waits for the
+// client to leave (awaitEnd).
+
+// eventStream is a stream's connection, written as Server-Sent Events
+// after the response's headers. The response has no length and is not
+// chunked: it ends when the connection closes.
+type eventStream struct {
+	conn    net.Conn
+	timeout time.Duration // the close frame's write
+
+	mu     sync.Mutex // one write at a time: the writer's, the pinger's, the close
+	closed bool       // by close: nothing more is written
+	gone   bool       // the client closed its side first
+	newest int64      // the newest status id written
+}
+
+var errEventStreamClosed = errors.New("event stream closed")
+
+// The bytes of an event, and of the keepalive comment.
+var (
+	eventName = []byte("event: ")
+	eventData = []byte("\ndata: ")
+	eventEnd  = []byte("\n\n")
+	keepalive = []byte(":\n\n")
+)
+
+func (e *eventStream) write(deadline time.Time, frame []byte, statusID int64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errEventStreamClosed
+	}
+	id := int64(0)
+	if statusID > 0 {
+		// The newest status sent, should one come out of order (a publish
+		// that waited out a failover): a client that gives it back as
+		// Last-Event-ID holds every status the stream sent up to it.
+		e.newest = max(e.newest, statusID)
+		id = e.newest
+	}
+	return e.writeEvent(deadline, frame, id)
+}
+
+// writeEvent writes one frame as an event by deadline, with e.mu held.
+func (e *eventStream) writeEvent(deadline time.Time, frame []byte, id int64) error {
+	if bytes.ContainsAny(frame, "\r\n") {
+		// A line break ends a data line: JSON can lose every one it holds
+		// between its tokens, and has none inside a string.
+		var b bytes.Buffer
+		if err := json.Compact(&b, frame); err != nil {
+			return fmt.Errorf("frame for an event stream: %w", err)
+		}
+		frame = b.Bytes()
+	}
+	out := net.Buffers{eventName, frameType(frame), eventData, frame, eventEnd}
+	if id > 0 {
+		out = append(net.Buffers{strconv.AppendInt([]byte("id: "), id, 10), []byte("\n")}, out...)
+	}
+	return e.send(deadline, out)
+}
+
+// frameType is the "type" of a frame, an event's name: what a frame made in
+// Go starts with, else read from the top level of the object (a frame a
+// Lua script encoded may list its keys in any order, and objects inside it
+// have types of their own). A frame without one is a "message", the
+// default event.
+func frameType(frame []byte) []byte {
+	const head = `{"type":"`
+	if bytes.HasPrefix(frame, []byte(head)) {
+		if n := bytes.IndexByte(frame[len(head):], '"'); n > 0 {
+			if t := frame[len(head) : len(head)+n]; eventNameOK(t) {
+				return t
+			}
+		}
+	}
+	var top struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(frame, &top) == nil && eventNameOK([]byte(top.Type)) {
+		return []byte(top.Type)
+	}
+	return []byte("message")
+}
+
+// eventNameOK reports whether t names an event as the frame types do:
+// lower-case letters and underscores.
+func eventNameOK(t []byte) bool {
+	for _, b := range t {
+		if (b < 'a' || b > 'z') && b != '_' {
+			return false
+		}
+	}
+	return len(t) > 0
+}
+
+// send writes out within ctx's deadline, with e.mu held.
+func (e *eventStream) send(deadline time.Time, out net.Buffers) error {
+	if err := e.conn.SetWriteDeadline(deadline); err != nil {
+		return err
+	}
+	_, err := out.WriteTo(e.conn)
+	return err
+}
+
+func (e *eventStream) ping(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errEventStreamClosed
+	}
+	d, _ := ctx.Deadline() // none: no deadline
+	return e.send(d, net.Buffers{keepalive})
+}
+
+// close writes the close frame, unless the client is gone, and closes the
+// connection, which ends the response and awaitEnd's wait.
+func (e *eventStream) close(code websocket.StatusCode, reason string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	var err error
+	if !e.gone {
+		frame, _ := json.Marshal(protocol.Close{Type: protocol.TypeClose, Code: int(code), Reason: reason})
+		err = e.writeEvent(time.Now().Add(e.timeout), frame, 0)
+	}
+	if cerr := e.conn.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// awaitEnd waits until the stream ends, reading the client's frames if it
+// is a WebSocket (read), and returns how the client ended it, as read does.
+func (c *conn) awaitEnd() websocket.CloseError {
+	e, ok := c.ws.(*eventStream)
+	if !ok {
+		return c.read()
+	}
+	return e.wait()
+}
+
+// wait reads the connection until it ends: the client sends nothing after
+// its request, so a read returns only when the client closes its side or
+// this side closed the connection.
+func (e *eventStream) wait() websocket.CloseError {
+	var b [64]byte
+	for {
+		if _, err := e.conn.Read(b[:]); err != nil {
+			break
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return websocket.CloseError{} // this side closed it
+	}
+	e.gone = true
+	return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: "client gone"}
+}
+
+// acceptEvents answers the request with the event stream's headers and
+// takes its connection over. The request is HTTP/1 (web answers any other
+// before Serve).
+func acceptEvents(timeout time.Duration) acceptFunc {
+	return func(w http.ResponseWriter, r *http.Request, c *conn) (frameWriter, error) {
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
+		h.Set("Connection", "close")     // the response ends with the connection
+		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+		nc, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			http.Error(w, "event streams need HTTP/1.1", http.StatusHTTPVersionNotSupported)
+			return nil, fmt.Errorf("event stream: %w", err)
+		}
+		var head bytes.Buffer
+		fmt.Fprintf(&head, "HTTP/%d.%d 200 OK\r\n", r.ProtoMajor, r.ProtoMinor)
+		_ = h.Write(&head)
+		head.WriteString("\r\n")
+		e := &eventStream{conn: nc, timeout: timeout}
+		// The server's read deadline is the request's; the stream's reads
+		// wait for the client to leave.
+		if err := nc.SetReadDeadline(time.Time{}); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("event stream: %w", err)
+		}
+		if err := e.send(time.Now().Add(timeout), net.Buffers{head.Bytes()}); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("event stream: %w", err)
+		}
+		return e, nil
+	}
+}
+
+// ServeEvents opens one stream of uid, authenticated before the call with
+// the session sessionID, as Server-Sent Events. With resume set, the stream
+// first sends the home timeline after `after`, as a resume frame would
+// (Last-Event-ID), before any live frame. The caller has checked the
+// request's Origin, and that the request is HTTP/1.
+//
+// When it does not open the stream, it answers nothing and returns why, as
+// Serve does; it returns nil once the request is answered.
+func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, uid int64, sessionID string, after int64, resume bool) error {
+	c, ready, err := h.start(w, r, uid, sessionID, acceptEvents(h.opts.WriteTimeout), func(c *conn) {
+		if resume {
+			// Queued before the stream subscribes, so ahead of every live
+			// frame: the event ids it sends grow, and one a client gives
+			// back misses nothing older.
+			c.resume(after)
+		}
+	})
+	if c == nil {
+		return err
+	}
+	h.Stats.EventStreams.Add(1)
+	// As Serve's: the stream lives on in a goroutine of its own, which
+	// waits for the client to leave.
+	go func() {
+		defer h.Stats.EventStreams.Add(-1)
+		c.start(withStreamID(ready, c.id))
+		c.run()
+	}()
+	return nil
+}
+
+// withStreamID adds the stream's id, which the REST calls for the stream
+// name (Send), to its ready frame (protocol.Ready.Stream).
+func withStreamID(ready []byte, id string) []byte {
+	if len(ready) < 2 || ready[0] != '{' {
+		return ready
+	}
+	field, _ := json.Marshal(id)
+	out := make([]byte, 0, len(ready)+len(field)+12)
+	out = append(out, `{"stream":`...)
+	out = append(out, field...)
+	out = append(out, ',')
+	return append(out, ready[1:]...)
+}
+
+// ErrUnknownStream is Send's refusal when no instance holds a stream of the
+// user.
+const ErrUnknownStream Refusal = "no stream of the user by that id"
+
+// typePostedFrame is the hub's own message on a user's channel: a client
+// frame posted by REST for one of the user's streams, for the instance that
+// holds it.
+const typePostedFrame = "posted_frame"
+
+// postedFrame is a typePostedFrame message.
+type postedFrame struct {
+	Type   string               `json:"type"`
+	Stream string               `json:"stream"`
+	Frame  protocol.ClientFrame `json:"frame"`
+}
+
+// Send hands stream, a stream of uid, a frame its client sent by REST (an
+// event stream's client has no other way to send one): it is acted on as if
+// the stream had read it, and counts as the stream's activity. A stream on
+// this instance gets it at once; one on another instance through the user's
+// channel, which only the hub publishes such frames on. What the frame
+// asks fails on the stream as an error frame, as on a WebSocket.
+//
+// It returns a *FrameError for a frame the stream would refuse,
+// ErrUnknownStream when no instance holds a stream of the user (a stale id
+// of a user who has streams elsewhere is dropped there), or an error
+// wrapping ErrUnavailable.
+func (h *Hub) Send(ctx context.Context, uid int64, stream string, f protocol.ClientFrame) error {
+	if e := checkFrame(f); e != nil {
+		return e
+	}
+	if c := h.localStream(uid, stream); c != nil {
+		c.active(time.Now())
+		c.handle(f)
+		return nil
+	}
+	payload, err := json.Marshal(postedFrame{Type: typePostedFrame, Stream: stream, Frame: f})
+	if err != nil {
+		return fmt.Errorf("frame for stream %s: %w", stream, err)
+	}
+	n, err := h.bus.Queue(ctx, h.rdb, h.bus.UserChannel(uid), payload).Result()
+	if err != nil {
+		return unavailable(fmt.Errorf("frame for stream %s: %w", stream, err))
+	}
+	if n == 0 {
+		return ErrUnknownStream
+	}
+	return nil
+}
+
+// localStream is uid's stream of this instance by id, or nil.
+func (h *Hub) localStream(uid int64, id string) *conn {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if u := h.users[h.bus.UserChannel(uid)]; u != nil {
+		for c := range u.conns {
+			if c.id == id {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// posted acts on a frame posted for one of u's streams on another
+// instance, if that stream is here. Called by the router with h.mu held:
+// the frame is handled on a goroutine of its own, since a resume asks
+// Redis for its budget.
+func (h *Hub) posted(u *local, ev event) {
+	if ev.Frame == nil {
+		return
+	}
+	for c := range u.conns {
+		if c.id == ev.Stream {
+			f := *ev.Frame
+			go func() {
+				c.active(time.Now()) // not under h.mu (locks.go)
+				c.handle(f)
+			}()
+			return
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package realtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// frameWriter is what a stream's frames go out on: a WebSocket (webSocket)
+// or a Server-Sent Events response (eventStream, events.go). The hub's
+// machinery, its queue, the writer that drains it, the pinger, the close
+// with its reason, is the same for both; only the bytes on the wire differ.
+type frameWriter interface {
+	// write sends one frame by deadline; a status frame comes with its
+	// status's id (0 for any other frame), from which an event stream
+	// makes the event's id. The deadline is the socket's, not a context's:
+	// a context with a timer, and the library's watch over it, would cost
+	// each frame six allocations.
+	write(deadline time.Time, frame []byte, statusID int64) error
+	// ping proves the client still there, or the way to it open: a
+	// WebSocket ping answered, or an event stream's keepalive comment
+	// written.
+	ping(ctx context.Context) error
+	// close ends the stream, telling the client code and reason.
+	close(code websocket.StatusCode, reason string) error
+}
+
+// webSocket is a stream's upgraded WebSocket as a frameWriter, with the
+// socket under it (wire), whose write deadline bounds a write.
+type webSocket struct {
+	*websocket.Conn
+	wire *meteredConn
+}
+
+var (
+	_ frameWriter = webSocket{}
+	_ frameWriter = (*eventStream)(nil)
+)
+
+// write takes the deadline off after the frame, as pings and the close
+// frame have limits of their own.
+func (w webSocket) write(deadline time.Time, frame []byte, _ int64) error {
+	_ = w.wire.SetWriteDeadline(deadline) // an error: the socket is closed, and so the write fails
+	err := w.Write(context.Background(), websocket.MessageText, frame)
+	_ = w.wire.SetWriteDeadline(time.Time{})
+	return err
+}
+
+func (w webSocket) ping(ctx context.Context) error { return w.Ping(ctx) }
+
+func (w webSocket) close(code websocket.StatusCode, reason string) error {
+	return w.Close(code, reason)
+}

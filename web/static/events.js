@@ -1,0 +1,253 @@
+// The stream's way in when WebSockets are blocked (a corporate proxy, a
+// network that refuses the upgrade, antivirus that accepts it and then
+// delivers nothing): the same stream as Server-Sent Events, with what the
+// client sends posted by REST (docs/API.md, "Server-Sent Events").
+//
+// Transport chooses, for each dial of the Stream (stream.js), a WebSocket
+// or an EventSocket. It falls back to events when a WebSocket does not
+// open, or opens and brings no `ready` within READY_WAIT_MS; while on
+// events it tries a WebSocket again every so often, beside the live event
+// stream, and switches back once one brings its `ready`.
+
+import { api } from './api.js';
+
+/**
+ * FRAME_TYPES are the types of the frames the server sends (protocol/frames.go),
+ * each an event of that name on an event stream, and `message` (a frame
+ * without a type).
+ */
+const FRAME_TYPES = [
+  'ready', 'status', 'status_deleted', 'presence', 'friend_removed', 'followed', 'profile',
+  'service', 'error', 'notification', 'notification_removed', 'notifications_read',
+  'watching', 'global_status', 'global_status_deleted', 'close', 'message',
+];
+
+/** READY_WAIT_MS: how long a dial may go without its `ready` before it counts as failed. */
+const READY_WAIT_MS = 5000;
+
+// How long a client on events waits before trying a WebSocket again.
+let webSocketRetryMs = 120000;
+
+/**
+ * setWebSocketRetry sets how long a client on events waits before trying a
+ * WebSocket again (from its next dial); for a page that knows its network.
+ */
+export function setWebSocketRetry(ms) {
+  if (Number.isFinite(ms) && ms > 0) webSocketRetryMs = ms;
+}
+
+/**
+ * EventSocket is an event stream (EventSource) dressed as the WebSocket the
+ * Stream drives: onmessage gets each frame's text, send posts a frame for
+ * the stream by REST, the server's `close` frame (or a failed connection)
+ * ends it with the close code the WebSocket would have had. The browser's
+ * own reconnecting is stopped: the Stream reconnects, with its backoff and
+ * its `resume`.
+ */
+export class EventSocket {
+  constructor(url) {
+    this.readyState = 0; // WebSocket.CONNECTING
+    this.onmessage = null;
+    this.onclose = null;
+    this.onerror = null;
+    this.id = null; // the stream's id, from its `ready`
+    // Same origin: the session cookie goes without withCredentials.
+    this.es = new EventSource(url);
+    this.es.onopen = () => {
+      if (this.readyState === 0) this.readyState = 1; // WebSocket.OPEN
+    };
+    // Each frame is an event named after its type: one listener for each
+    // type there is (a type missing here is not heard).
+    const onEvent = (ev) => {
+      if (this.readyState === 3 || typeof ev.data !== 'string') return; // not a frame: a failure (below)
+      let frame;
+      try {
+        frame = JSON.parse(ev.data);
+      } catch {
+        return; // the Stream would drop it too
+      }
+      if (frame && frame.type === 'close') {
+        this.end(frame.close_code || 1006, frame.reason || '');
+        return;
+      }
+      if (frame && frame.type === 'ready' && typeof frame.stream === 'string') this.id = frame.stream;
+      if (this.onmessage) this.onmessage({ data: ev.data });
+    };
+    for (const type of FRAME_TYPES) this.es.addEventListener(type, onEvent);
+    // A network failure or a refusal (401, 429, 503): over, as a
+    // WebSocket's failed dial is. An `error` frame comes as an event of the
+    // same name, with data: heard above, no failure.
+    this.es.onerror = (ev) => {
+      if (typeof ev.data !== 'string') this.end(1006, '');
+    };
+  }
+
+  send(data) {
+    if (this.readyState !== 1 || !this.id) return;
+    let frame;
+    try {
+      frame = JSON.parse(data);
+    } catch {
+      return;
+    }
+    api('POST', '/stream/' + encodeURIComponent(this.id), frame).catch((err) => {
+      console.warn('stream: frame not sent:', err.message);
+    });
+  }
+
+  close(code = 1000, reason = '') {
+    this.end(code, reason);
+  }
+
+  end(code, reason) {
+    if (this.readyState === 3) return;
+    this.readyState = 3; // WebSocket.CLOSED
+    this.es.close();
+    const onclose = this.onclose;
+    if (onclose) setTimeout(() => onclose({ code, reason, wasClean: code !== 1006 }), 0);
+  }
+}
+
+/** eventsURL is the stream's address for an EventSource: this origin's. */
+export function eventsURL() {
+  return '/api/v1/stream';
+}
+
+/**
+ * Transport picks what each dial of stream opens, and moves it between a
+ * WebSocket and events. The Stream tells it of each socket's `ready`
+ * (ready) and end (closed); it asks the Stream to dial again at once
+ * (restart) when it gives up on a socket or finds a WebSocket works again.
+ */
+export class Transport {
+  constructor(stream, webSocketURL) {
+    this.stream = stream;
+    this.webSocketURL = webSocketURL;
+    this.mode = 'websocket';
+    this.failures = 0; // WebSocket dials in a row that brought no `ready`
+    this.everLive = false; // a WebSocket of this page brought its `ready`
+    this.watchdog = 0;
+    this.retryTimer = 0;
+    this.probe = null; // a WebSocket trying its luck beside the live events
+  }
+
+  /** dial opens a socket of the current mode. */
+  dial() {
+    clearTimeout(this.watchdog);
+    const ws = this.mode === 'events' ? new EventSocket(eventsURL()) : new WebSocket(this.webSocketURL());
+    // Events that bring nothing either: try a WebSocket again.
+    const wait = this.mode === 'events' ? 2 * READY_WAIT_MS : READY_WAIT_MS;
+    this.watchdog = setTimeout(() => this.silent(ws), wait);
+    return ws;
+  }
+
+  /** ready: ws, the Stream's socket, brought its `ready`. */
+  ready(ws) {
+    clearTimeout(this.watchdog);
+    if (ws instanceof EventSocket) {
+      this.planRetry();
+    } else {
+      this.mode = 'websocket';
+      this.failures = 0;
+      this.everLive = true;
+      clearTimeout(this.retryTimer);
+    }
+    // A probe kept the user online while the Stream switched: done.
+    if (this.probe) {
+      this.probe.close(1000, 'switched');
+      this.probe = null;
+    }
+    document.body.dataset.transport = this.mode; // what the page is on, for whoever asks
+  }
+
+  /** closed: ws, the Stream's socket, ended, after its `ready` or not. */
+  closed(ws, wasReady) {
+    clearTimeout(this.watchdog);
+    if (!wasReady) this.failed(ws);
+  }
+
+  /** silent: ws brought no `ready` in time. */
+  silent(ws) {
+    if (this.stream.ws !== ws) return;
+    this.failed(ws);
+    this.stream.restart();
+  }
+
+  failed(ws) {
+    if (this.probe) {
+      this.probe.close(1000, 'gave up');
+      this.probe = null;
+    }
+    if (ws instanceof EventSocket) {
+      this.mode = 'websocket'; // not the events either: the next dial tries a WebSocket
+      return;
+    }
+    this.failures++;
+    // One failed dial is enough on a page that never had a WebSocket; one
+    // that had needs two in a row (a server restarting is not a proxy).
+    if (this.failures >= (this.everLive ? 2 : 1)) {
+      this.mode = 'events';
+      this.failures = 0;
+    }
+  }
+
+  /** planRetry tries a WebSocket again later, while events carry the stream. */
+  planRetry() {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.tryWebSocket(), webSocketRetryMs);
+  }
+
+  /**
+   * tryWebSocket opens a WebSocket beside the live events. Once it brings
+   * its `ready`, the Stream switches to a WebSocket, the probe holding the
+   * user online meanwhile; else events go on, and it tries again later.
+   */
+  tryWebSocket() {
+    if (this.mode !== 'events' || this.probe || this.stream.stopped) return;
+    const probe = new WebSocket(this.webSocketURL());
+    this.probe = probe;
+    let works = false;
+    // No `ready` in time: given up at once, not when the browser is done
+    // closing it (a proxy that passes nothing never answers the close).
+    const giveUp = () => {
+      probe.onclose = null;
+      probe.close();
+      if (this.probe === probe) this.probe = null;
+      if (this.mode === 'events' && !this.stream.stopped) this.planRetry();
+    };
+    const timer = setTimeout(giveUp, READY_WAIT_MS);
+    probe.onmessage = (ev) => {
+      if (works) return;
+      let frame;
+      try {
+        frame = JSON.parse(ev.data);
+      } catch {
+        return;
+      }
+      if (!frame || frame.type !== 'ready') return;
+      works = true;
+      clearTimeout(timer);
+      this.mode = 'websocket';
+      this.stream.restart();
+    };
+    probe.onclose = () => {
+      clearTimeout(timer);
+      if (works) {
+        if (this.probe === probe) this.probe = null;
+        return;
+      }
+      giveUp();
+    };
+    probe.onerror = () => {};
+  }
+
+  /** stop ends whatever the transport holds open. */
+  stop() {
+    clearTimeout(this.watchdog);
+    clearTimeout(this.retryTimer);
+    if (this.probe) {
+      this.probe.close(1000, 'bye');
+      this.probe = null;
+    }
+  }
+}
