@@ -35,3 +35,26 @@ func TestReadyzSaysDraining(t *testing.T) {
 		t.Fatalf("GET /me while draining: %d %s", res.Status, res.Body)
 	}
 }
+
+// A drained event stream is told as a WebSocket is: a reconnect event,
+// then the close event with 4001, then the response ends.
+func TestDrainEndsEventStreams(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	mover := in.signUp(t, "mover")
+	s := mover.openEvents("")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := in.hub.Drain(ctx, time.Second); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	all := s.ended(30 * time.Second)
+	n := len(all)
+	if n < 2 || all[n-2].name != "reconnect" || all[n-1].name != "close" || all[n-1].code != 4001 {
+		var names []string
+		for _, ev := range all {
+			names = append(names, ev.name)
+		}
+		t.Fatalf("events %v (last code %d), want reconnect then close 4001", names, all[n-1].code)
+	}
+}
