@@ -220,12 +220,28 @@ func (s *Service) queueUnread(ctx context.Context, c redis.Scripter, uid int64) 
 
 // UserWithUnread returns uid's profile and unread notification count in one
 // round trip: what a stream's ready frame tells.
+//
+// The count goes by the script's hash (EVALSHA), not its text: every
+// stream's opening asks for it. A Redis that lost its scripts answers
+// NOSCRIPT, and the round trip is made again once it is loaded.
 func (s *Service) UserWithUnread(ctx context.Context, uid int64) (User, int64, error) {
-	pipe := s.rdb.Pipeline()
-	fields := pipe.HMGet(ctx, s.keys.user(uid), userFields...)
-	unread := s.queueUnread(ctx, pipe, uid)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return User{}, 0, fmt.Errorf("user %d: %w", uid, err)
+	k := s.keys
+	var fields *redis.SliceCmd
+	var unread *redis.Cmd
+	for try := 0; ; try++ {
+		pipe := s.rdb.Pipeline()
+		fields = pipe.HMGet(ctx, k.user(uid), userFields...)
+		unread = pipe.EvalSha(ctx, notesUnreadScript.Hash(), []string{k.notes(uid), k.notesRead(uid)})
+		_, err := pipe.Exec(ctx)
+		if err == nil {
+			break
+		}
+		if try > 0 || !redis.HasErrorPrefix(unread.Err(), "NOSCRIPT") {
+			return User{}, 0, fmt.Errorf("user %d: %w", uid, err)
+		}
+		if err := notesUnreadScript.Load(ctx, s.rdb).Err(); err != nil {
+			return User{}, 0, fmt.Errorf("user %d: %w", uid, err)
+		}
 	}
 	u, ok := parseUser(fields.Val())
 	if !ok {

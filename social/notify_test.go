@@ -453,3 +453,22 @@ func TestDeletedStatusTakesItsLikesBack(t *testing.T) {
 		t.Fatalf("ann's streams were told %+v, want nothing (the status_deleted frame tells)", f)
 	}
 }
+
+// A stream's user and unread count are read by the script's hash; a Redis
+// that lost its scripts is given it again, and answers the same.
+func TestUserWithUnreadAfterScriptFlush(t *testing.T) {
+	t.Parallel()
+	s, rdb := newPrivateService(t, Options{})
+	ctx := ctxT(t)
+	ann, bob := signUp(t, s, "ann"), signUp(t, s, "bob")
+	notifyNow(t, s, likeNote(bob, post(t, s, ann.ID, "liked")))
+	for range 2 {
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		u, n, err := s.UserWithUnread(ctx, ann.ID)
+		if err != nil || n != 1 || u.Login != "ann" {
+			t.Fatalf("UserWithUnread after SCRIPT FLUSH: %+v, %d, %v; want ann, 1", u, n, err)
+		}
+	}
+}
