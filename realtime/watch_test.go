@@ -146,6 +146,15 @@ func TestGlobalWatchAfterPubSubReconnect(t *testing.T) {
 	if f := s.next(15 * time.Second); f.Type != protocol.TypeWatching {
 		t.Fatalf("after the pub/sub connection came back the stream got %+v, want watching", f)
 	}
+	// The user's own channel is subscribed again apart from the global
+	// one: what is published on it before is not heard (the client's
+	// resume covers that).
+	testio.Eventually(t, 30*time.Second, func() string {
+		if n := e.subscribers(u); n != 1 {
+			return fmt.Sprintf("the user's channel has %d subscribers, want 1", n)
+		}
+		return ""
+	})
 	st := e.post(u, "after the reconnect")
 	// The two come on two channels, and the user's may be caught up from
 	// the timeline after its own confirmation: in either order.

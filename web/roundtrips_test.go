@@ -54,7 +54,9 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 func (h *roundTrips) note(ctx context.Context, cmds []redis.Cmder) {
-	if ctx.Value(counted{}) == nil {
+	// A connection the pool dials says hello first: its own set-up, once
+	// a connection, not the request's.
+	if ctx.Value(counted{}) == nil || cmds[0].Name() == "hello" || cmds[0].Name() == "client" {
 		return
 	}
 	h.mu.Lock()
