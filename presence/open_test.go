@@ -77,7 +77,7 @@ func TestOpensAtOnceShareTheirScriptCalls(t *testing.T) {
 	srv.Pause(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, opens)
-	for uid := int64(1); uid <= opens; uid++ {
+	open := func(uid int64) {
 		wg.Go(func() {
 			o, err := tr.Open(context.Background(), uid, "c")
 			if err == nil && uid == 1 && (len(o.Friends) != 1 || o.Friends[0].UID != 1001) {
@@ -85,6 +85,13 @@ func TestOpensAtOnceShareTheirScriptCalls(t *testing.T) {
 			}
 			errs <- err
 		})
+	}
+	// The first open's batch is under way, its register call sent to the
+	// paused Redis, before the others come: they wait together for the next.
+	open(1)
+	waitFor(t, time.Minute, "the first open's register call", func() bool { return scripts.calls.Load() == 1 })
+	for uid := int64(2); uid <= opens; uid++ {
+		open(uid)
 	}
 	waitFor(t, time.Minute, "the opens to queue behind the first", func() bool {
 		tr.opens.mu.Lock()
