@@ -2,7 +2,6 @@ package realtime
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -137,14 +136,7 @@ func (m *meteredConn) scan(b []byte) (int, closeReason) {
 				m.headAll = 2 + 4
 			}
 		case m.headLen > 2 && m.headLen == m.headAll:
-			switch n := m.head[1] & 0x7f; n {
-			case 126:
-				m.payload = uint64(binary.BigEndian.Uint16(m.head[2:4]))
-			case 127:
-				m.payload = binary.BigEndian.Uint64(m.head[2:10])
-			default:
-				m.payload = uint64(n)
-			}
+			m.payload = payloadLen(m.head[:])
 			m.headLen = 0
 		}
 	}

@@ -97,14 +97,7 @@ func (f *wireFrames) scan(b []byte) {
 		if f.headLen < 2 || f.headLen < f.headAll {
 			continue
 		}
-		switch n := f.head[1] & 0x7f; n {
-		case 126:
-			f.payload = uint64(binary.BigEndian.Uint16(f.head[2:4]))
-		case 127:
-			f.payload = binary.BigEndian.Uint64(f.head[2:10])
-		default:
-			f.payload = uint64(n)
-		}
+		f.payload = payloadLen(f.head[:])
 		f.headLen = 0
 	}
 }
@@ -116,3 +109,16 @@ const maxPooledFrame = 16 << 10
 // framePool holds the buffers frames are gathered in, shared by every
 // stream of the instance: only the streams writing at the moment hold one.
 var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// payloadLen is the payload length a whole WebSocket frame header head
+// gives (RFC 6455, 5.2): the 7-bit length, or the 16- or 64-bit one after it.
+func payloadLen(head []byte) uint64 {
+	switch n := head[1] & 0x7f; n {
+	case 126:
+		return uint64(binary.BigEndian.Uint16(head[2:4]))
+	case 127:
+		return binary.BigEndian.Uint64(head[2:10])
+	default:
+		return uint64(n)
+	}
+}
