@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"chorus/internal/batch"
 )
 
 var (
@@ -43,11 +45,13 @@ type Opened struct {
 }
 
 // opens gathers the Opens of one tracker: while a batch is written, the
-// Opens that come meanwhile wait, and go together in the next batch.
+// Opens that come meanwhile wait, and go together in the next batch, which
+// starts at least batch.OpenSpacing after the last one did.
 type opens struct {
-	mu      sync.Mutex
-	waiting []*openRequest
-	running bool // a goroutine runs batches until none waits
+	mu        sync.Mutex
+	waiting   []*openRequest
+	running   bool      // a goroutine runs batches until none waits
+	lastStart time.Time // of the last batch: batches start batch.OpenSpacing apart
 }
 
 type openRequest struct {
@@ -94,20 +98,28 @@ func (t *Tracker) Open(ctx context.Context, uid int64, connID string) (Opened, e
 func (t *Tracker) runOpens(ctx context.Context) {
 	for {
 		t.opens.mu.Lock()
-		batch := t.opens.waiting
-		if len(batch) > MaxBeatsPerCall {
-			batch = batch[:MaxBeatsPerCall:MaxBeatsPerCall]
+		wait := batch.OpenSpacing - time.Since(t.opens.lastStart)
+		t.opens.mu.Unlock()
+		if wait > 0 {
+			time.Sleep(wait)
 		}
-		t.opens.waiting = t.opens.waiting[len(batch):]
-		if len(batch) == 0 {
+		t.opens.mu.Lock()
+		next := t.opens.waiting
+		if len(next) > MaxBeatsPerCall {
+			next = next[:MaxBeatsPerCall:MaxBeatsPerCall]
+		}
+		t.opens.waiting = t.opens.waiting[len(next):]
+		if len(next) == 0 {
 			t.opens.waiting = nil
 			t.opens.running = false
+		} else {
+			t.opens.lastStart = time.Now()
 		}
 		t.opens.mu.Unlock()
-		if len(batch) == 0 {
+		if len(next) == 0 {
 			return
 		}
-		t.openBatch(ctx, batch)
+		t.openBatch(ctx, next)
 	}
 }
 

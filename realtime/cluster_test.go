@@ -59,9 +59,15 @@ func (f *memFeed) UserByID(_ context.Context, uid int64) (social.User, error) {
 	return social.User{ID: uid, Login: "user" + strconv.FormatInt(uid, 10)}, nil
 }
 
-func (f *memFeed) UserWithUnread(ctx context.Context, uid int64) (social.User, int64, error) {
-	u, err := f.UserByID(ctx, uid)
-	return u, 0, err
+func (f *memFeed) StreamOpenings(ctx context.Context, keys []social.StreamKey) ([]social.StreamOpening, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]social.StreamOpening, len(keys))
+	for i, k := range keys {
+		u, _ := f.UserByID(ctx, k.UID)
+		out[i] = social.StreamOpening{Owner: f.sessions[k.Session], Pulled: slices.Clone(f.pulls[k.UID]), User: u}
+	}
+	return out, nil
 }
 
 func (f *memFeed) Users(ctx context.Context, ids []int64) ([]social.User, error) {
@@ -70,12 +76,6 @@ func (f *memFeed) Users(ctx context.Context, ids []int64) ([]social.User, error)
 		users[i], _ = f.UserByID(ctx, id)
 	}
 	return users, nil
-}
-
-func (f *memFeed) PulledAuthors(_ context.Context, uid int64) ([]int64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.pulls[uid], nil
 }
 
 func (f *memFeed) SessionOwners(_ context.Context, ids []string) ([]int64, error) {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"chorus/bus"
+	"chorus/internal/batch"
 	"chorus/presence"
 	"chorus/protocol"
 	"chorus/social"
@@ -36,9 +37,10 @@ import (
 // Feed is what the hub reads from the social core.
 type Feed interface {
 	HomeTimeline(ctx context.Context, uid int64, c social.Cursor) (social.TimelinePage, error)
-	UserWithUnread(ctx context.Context, uid int64) (u social.User, unreadNotifications int64, err error)
 	Users(ctx context.Context, ids []int64) ([]social.User, error)
-	PulledAuthors(ctx context.Context, uid int64) ([]int64, error)
+	// StreamOpenings reads, in one call, what each stream opening at once
+	// needs once its user's channel is live.
+	StreamOpenings(ctx context.Context, keys []social.StreamKey) ([]social.StreamOpening, error)
 	SessionOwners(ctx context.Context, sessionIDs []string) ([]int64, error)
 	LastStatusID(ctx context.Context) (int64, error)
 	// Originals fills in repost entries' originals, as live frames carry
@@ -143,10 +145,10 @@ type Hub struct {
 	// its catch-up floor (see conn.floor).
 	statusMark atomic.Int64
 	friendRefs refCache // the friends' references ready frames read lately (friendrefs.go)
-	// lastStatus and owners read, for the streams opening at once, the
-	// last status id and their sessions' owners (batch.go).
-	lastStatus batcher[struct{}, int64]
-	owners     batcher[string, int64]
+	// lastStatus and openings read, for the streams opening at once, the
+	// last status id and what each needs once subscribed.
+	lastStatus batch.Batcher[struct{}, int64]
+	openings   batch.Batcher[social.StreamKey, social.StreamOpening]
 	cancel     context.CancelFunc
 	stopped    <-chan struct{} // closed when the hub stops
 
@@ -274,11 +276,14 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 		cancel:    cancel, stopped: ctx.Done(),
 	}
 	h.global = h.bus.GlobalChannel()
-	h.lastStatus.do = func(ctx context.Context, _ []struct{}) ([]int64, error) {
+	h.lastStatus.Do = func(ctx context.Context, _ []struct{}) ([]int64, error) {
 		id, err := h.feed.LastStatusID(ctx)
 		return []int64{id}, err
 	}
-	h.owners.do = h.feed.SessionOwners
+	h.lastStatus.Spacing = batch.OpenSpacing
+	h.openings.Do = h.feed.StreamOpenings
+	h.openings.Spacing = batch.OpenSpacing
+	h.openings.Max = openingsPerCall
 	h.ps = h.bus.Subscribe(ctx, &h.Stats.SubscribeCommands, h.log)
 	h.routerWG.Add(5)
 	go h.route(ctx)
@@ -545,14 +550,13 @@ func (h *Hub) join(ctx context.Context, c *conn) error {
 	return nil
 }
 
-// joinAuthors makes c's user, who has joined, a reader of the pulled
-// authors they follow (read once their own channel is live, so that a
-// follow made since reaches the hub as pull_added), and waits until the
+// joinAuthors makes c's user, who has joined, a reader of authors, the
+// pulled authors they follow (read once their own channel is live, so that
+// a follow made since reaches the hub as pull_added), and waits until the
 // authors' channels are live too.
-func (h *Hub) joinAuthors(ctx context.Context, c *conn) error {
-	authors, err := h.feed.PulledAuthors(ctx, c.uid)
-	if err != nil || len(authors) == 0 {
-		return err
+func (h *Hub) joinAuthors(ctx context.Context, c *conn, authors []int64) error {
+	if len(authors) == 0 {
+		return nil
 	}
 	h.mu.Lock()
 	u := h.users[h.bus.UserChannel(c.uid)]

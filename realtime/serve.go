@@ -99,7 +99,7 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn, accept accep
 	// every status posted from here on gets a greater id. Were Redis to
 	// fail to tell, the join below fails too, or the hub's mark does.
 	c.floor = h.statusMark.Load()
-	if id, err := h.lastStatus.get(struct{}{}); err == nil {
+	if id, err := h.lastStatus.Get(struct{}{}); err == nil {
 		c.floor = id
 		h.raiseStatusMark(id)
 	}
@@ -107,21 +107,26 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn, accept accep
 	if err := h.join(ctx, c); err != nil {
 		return nil, unavailable(err)
 	}
-	if err := h.joinAuthors(ctx, c); err != nil {
-		h.leave(c)
-		return nil, unavailable(err)
-	}
-	// From here on a sign-out reaches c through its channel; one published
-	// before may have been missed, but it ended the session first.
-	owner, err := h.owners.get(c.session)
+	// Read once the user's channel is live: from here on a sign-out reaches
+	// c through it (one published before ended the session first), and so
+	// does a follow of a pulled author (pull_added).
+	o, err := h.openings.Get(social.StreamKey{UID: c.uid, Session: c.session})
 	if err != nil {
 		h.leave(c)
-		return nil, unavailable(fmt.Errorf("session owner: %w", err))
+		return nil, unavailable(fmt.Errorf("stream opening: %w", err))
 	}
-	if owner != c.uid {
+	if o.Owner != c.uid {
 		h.leave(c)
 		h.Stats.SessionRefused.Add(1)
 		return nil, ErrSessionEnded
+	}
+	if o.User.ID == 0 {
+		h.leave(c)
+		return nil, unavailable(fmt.Errorf("stream opening of %d: %w", c.uid, social.ErrUserNotFound))
+	}
+	if err := h.joinAuthors(ctx, c, o.Pulled); err != nil {
+		h.leave(c)
+		return nil, unavailable(err)
 	}
 	c.connectedAt = time.Now()
 	c.lastActive.Store(c.connectedAt.UnixNano())
@@ -142,7 +147,7 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn, accept accep
 			}
 		}
 	}
-	ready, err = h.readyFrame(ctx, c, opened)
+	ready, err = h.readyFrame(ctx, o, opened)
 	if err != nil {
 		undo()
 		return nil, unavailable(err)
@@ -177,6 +182,9 @@ func acceptWebSocket(w http.ResponseWriter, r *http.Request, c *conn) (frameWrit
 	ws.SetReadLimit(protocol.MaxFrameBytes)
 	return webSocket{ws, mw.conn}, nil
 }
+
+// openingsPerCall bounds the streams whose openings one call reads.
+const openingsPerCall = 500
 
 // unavailable is the refusal of a stream that could not open because of
 // err: ErrShuttingDown as it is, anything else as ErrUnavailable.
@@ -241,14 +249,10 @@ func isUpgrade(r *http.Request) bool {
 		strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
 }
 
-// readyFrame builds a connection's first frame from what opening its
-// presence told (the user is online, seen now, and their friends online).
-func (h *Hub) readyFrame(ctx context.Context, c *conn, opened presence.Opened) ([]byte, error) {
-	// The unread count comes in the round trip that reads the user.
-	u, unread, err := h.feed.UserWithUnread(ctx, c.uid)
-	if err != nil {
-		return nil, err
-	}
+// readyFrame builds a connection's first frame from what its opening read
+// (the user and their unread count) and what opening its presence told
+// (the user is online, seen now, and their friends online).
+func (h *Hub) readyFrame(ctx context.Context, o social.StreamOpening, opened presence.Opened) ([]byte, error) {
 	friends, err := h.onlineFriends(ctx, opened.Friends)
 	if err != nil {
 		return nil, err
@@ -256,10 +260,10 @@ func (h *Hub) readyFrame(ctx context.Context, c *conn, opened presence.Opened) (
 	seen := opened.Seen
 	return json.Marshal(protocol.Ready{
 		Type:                protocol.TypeReady,
-		User:                protocol.UserView{User: u, Presence: &protocol.Presence{Online: true, LastSeen: &seen}},
+		User:                protocol.UserView{User: o.User, Presence: &protocol.Presence{Online: true, LastSeen: &seen}},
 		HeartbeatIntervalMS: h.opts.HeartbeatInterval.Milliseconds(),
 		OnlineFriends:       friends,
-		UnreadNotifications: unread,
+		UnreadNotifications: o.Unread,
 	})
 }
 

@@ -218,45 +218,6 @@ func (s *Service) queueUnread(ctx context.Context, c redis.Scripter, uid int64) 
 	return notesUnreadScript.Eval(ctx, c, []string{k.notes(uid), k.notesRead(uid)})
 }
 
-// UserWithUnread returns uid's profile and unread notification count in one
-// round trip: what a stream's ready frame tells.
-//
-// The count goes by the script's hash (EVALSHA), not its text: every
-// stream's opening asks for it. A Redis that lost its scripts answers
-// NOSCRIPT, and the round trip is made again once it is loaded.
-func (s *Service) UserWithUnread(ctx context.Context, uid int64) (User, int64, error) {
-	k := s.keys
-	var fields *redis.SliceCmd
-	var unread *redis.Cmd
-	for try := 0; ; try++ {
-		pipe := s.rdb.Pipeline()
-		fields = pipe.HMGet(ctx, k.user(uid), userFields...)
-		unread = pipe.EvalSha(ctx, notesUnreadScript.Hash(), []string{k.notes(uid), k.notesRead(uid)})
-		_, err := pipe.Exec(ctx)
-		if err == nil {
-			break
-		}
-		if try > 0 || !redis.HasErrorPrefix(unread.Err(), "NOSCRIPT") {
-			return User{}, 0, fmt.Errorf("user %d: %w", uid, err)
-		}
-		if err := notesUnreadScript.Load(ctx, s.rdb).Err(); err != nil {
-			return User{}, 0, fmt.Errorf("user %d: %w", uid, err)
-		}
-	}
-	u, ok := parseUser(fields.Val())
-	if !ok {
-		return User{}, 0, ErrUserNotFound
-	}
-	res, err := unread.Int64Slice()
-	if err == nil && len(res) != 2 {
-		err = fmt.Errorf("unread count answered %v", res)
-	}
-	if err != nil {
-		return User{}, 0, fmt.Errorf("user %d: %w", uid, err)
-	}
-	return u, res[0], nil
-}
-
 // MarkNotificationsRead moves uid's read marker up to upTo, never back,
 // and returns where it stands. A move is told to every stream of uid's, on
 // every instance (notifications_read), so every session and device clears

@@ -291,9 +291,8 @@ func TestNotificationsReadMarker(t *testing.T) {
 		if err != nil || count != wantCount || last != wantLast {
 			t.Fatalf("unread %d, last read %d, %v; want %d, %d", count, last, err, wantCount, wantLast)
 		}
-		u, n, err := s.UserWithUnread(ctx, ann.ID)
-		if err != nil || n != wantCount || u.Login != "ann" {
-			t.Fatalf("UserWithUnread: %+v, %d, %v; want ann, %d", u, n, err, wantCount)
+		if o := openingOf(t, s, ann.ID, "none"); o.Unread != wantCount || o.User.Login != "ann" {
+			t.Fatalf("stream opening: %+v; want ann, %d unread", o, wantCount)
 		}
 	}
 	unread(4, 0)
@@ -451,24 +450,5 @@ func TestDeletedStatusTakesItsLikesBack(t *testing.T) {
 	}
 	if f := noteFramesSoFar(t, l)[s.UserChannel(ann.ID)]; len(f) != 0 {
 		t.Fatalf("ann's streams were told %+v, want nothing (the status_deleted frame tells)", f)
-	}
-}
-
-// A stream's user and unread count are read by the script's hash; a Redis
-// that lost its scripts is given it again, and answers the same.
-func TestUserWithUnreadAfterScriptFlush(t *testing.T) {
-	t.Parallel()
-	s, rdb := newPrivateService(t, Options{})
-	ctx := ctxT(t)
-	ann, bob := signUp(t, s, "ann"), signUp(t, s, "bob")
-	notifyNow(t, s, likeNote(bob, post(t, s, ann.ID, "liked")))
-	for range 2 {
-		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-		u, n, err := s.UserWithUnread(ctx, ann.ID)
-		if err != nil || n != 1 || u.Login != "ann" {
-			t.Fatalf("UserWithUnread after SCRIPT FLUSH: %+v, %d, %v; want ann, 1", u, n, err)
-		}
 	}
 }

@@ -488,12 +488,27 @@ func (s *Service) noteActivity(ctx context.Context, uid int64) error {
 	if s.touches.recent(uid) {
 		return nil
 	}
-	k := s.keys
-	res, err := seenScript.Run(ctx, s.rdb, []string{k.seen()}, uid,
-		s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds()).Int64Slice()
+	res, err := seenScript.Run(ctx, s.rdb, []string{s.keys.seen()}, s.seenArgs(uid)...).Int64Slice()
 	if err != nil {
 		return err
 	}
+	return s.noted(ctx, uid, res)
+}
+
+// queueSeen queues in pipe the note of uid's activity (seen.lua), by the
+// script's text: what noted is given.
+func (s *Service) queueSeen(ctx context.Context, pipe redis.Pipeliner, uid int64) *redis.Cmd {
+	return seenScript.Eval(ctx, pipe, []string{s.keys.seen()}, s.seenArgs(uid)...)
+}
+
+func (s *Service) seenArgs(uid int64) []any {
+	return []any{uid, s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds()}
+}
+
+// noted finishes noting uid's activity once seen.lua answered res: a user
+// back after InactiveAfter away has their home timeline rebuilt, then is
+// noted.
+func (s *Service) noted(ctx context.Context, uid int64, res []int64) error {
 	if len(res) != 2 {
 		return fmt.Errorf("activity script answered %v", res)
 	}
@@ -501,6 +516,7 @@ func (s *Service) noteActivity(ctx context.Context, uid int64) error {
 		s.touches.note(uid)
 		return nil
 	}
+	k := s.keys
 	queued := false
 	if n, err := s.rdb.ZCard(ctx, k.following(uid)).Result(); err != nil {
 		return err

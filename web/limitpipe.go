@@ -48,24 +48,30 @@ func (q *queuedLimit) admit() func(ctx context.Context, pipe redis.Pipeliner, ui
 		return nil
 	}
 	return func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error {
-		lim := q.l.limit
-		key := "rate:" + q.s.keys.limit(q.l.name, strconv.FormatInt(uid, 10))
-		cmd := limitGCRAScript.Eval(ctx, pipe, []string{key}, lim.Burst, lim.Rate, lim.Period.Seconds())
-		return func() error {
-			v, err := cmd.Slice()
-			if err != nil {
-				return fmt.Errorf("rate limit %s: %w", q.l.name, err)
-			}
-			if len(v) != 2 {
-				return fmt.Errorf("rate limit %s: answered %v", q.l.name, v)
-			}
-			if allowed, _ := v[0].(int64); allowed == 1 {
-				return nil
-			}
-			wait, _ := v[1].(string)
-			secs, _ := strconv.ParseFloat(wait, 64)
-			q.l.refused.Add(1)
-			return &rateLimitedError{retryAfter: time.Duration(secs * float64(time.Second)), message: q.l.message}
+		return q.queue(ctx, pipe, strconv.FormatInt(uid, 10))
+	}
+}
+
+// queue queues one unit of the limit for client (a uid, an address), and
+// returns what reads its answer: nil, or a *rateLimitedError.
+func (q *queuedLimit) queue(ctx context.Context, pipe redis.Pipeliner, client string) func() error {
+	lim := q.l.limit
+	key := "rate:" + q.s.keys.limit(q.l.name, client)
+	cmd := limitGCRAScript.Eval(ctx, pipe, []string{key}, lim.Burst, lim.Rate, lim.Period.Seconds())
+	return func() error {
+		v, err := cmd.Slice()
+		if err != nil {
+			return fmt.Errorf("rate limit %s: %w", q.l.name, err)
 		}
+		if len(v) != 2 {
+			return fmt.Errorf("rate limit %s: answered %v", q.l.name, v)
+		}
+		if allowed, _ := v[0].(int64); allowed == 1 {
+			return nil
+		}
+		wait, _ := v[1].(string)
+		secs, _ := strconv.ParseFloat(wait, 64)
+		q.l.refused.Add(1)
+		return &rateLimitedError{retryAfter: time.Duration(secs * float64(time.Second)), message: q.l.message}
 	}
 }

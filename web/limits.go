@@ -202,20 +202,6 @@ func (s *Server) searchLimit() func(http.Handler) http.Handler {
 	})
 }
 
-// streamOpenLimit bounds the streams a user opens, and those opened from
-// one client address, before any of the stream's own Redis work.
-func (s *Server) streamOpenLimit() func(http.Handler) http.Handler {
-	byUser := s.limit(rateLimit{
-		name: "stream", limit: s.limits.StreamOpensPerUser, refused: &s.limitStats.streamOpens, key: byViewer,
-		message: "You are opening streams too fast.",
-	})
-	byAddress := s.limit(rateLimit{
-		name: "streamaddr", limit: s.limits.StreamOpensPerAddress, refused: &s.limitStats.streamOpensAddress, key: s.clientAddr,
-		message: "Too many streams opened from your address.",
-	})
-	return func(next http.Handler) http.Handler { return byAddress(byUser(next)) }
-}
-
 // readLimit bounds reads per user, or per client address for visitors.
 func (s *Server) readLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -27,12 +28,29 @@ func (s *Server) sitePresence(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, counts)
 }
 
-// serveStream hands an authenticated request from an allowed origin to the
-// live stream, which upgrades it, or sends it as Server-Sent Events
-// (serveEvents). The stream outlives the HTTP timeouts: its own heartbeats
-// and write deadlines bound it.
-func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
-	viewer, _ := viewerFrom(r.Context())
+// serveStream hands a request whose session and limits admit it
+// (streamAdmission), from an allowed origin, to the live stream, which
+// upgrades it, or sends it as Server-Sent Events (serveEvents). The stream
+// outlives the HTTP timeouts: its own heartbeats and write deadlines bound
+// it.
+func (s *Server) serveStream(admission *streamAdmission) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token, byCookie, present := credentials(r)
+		if !present {
+			s.writeError(w, r, errNotSignedIn)
+			return
+		}
+		uid, ok := admission.admit(s, w, r, token, byCookie)
+		if !ok {
+			return
+		}
+		viewer := Viewer{UID: uid, Token: token, ByCookie: byCookie}
+		s.openStream(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, viewer)), viewer)
+	}
+}
+
+// openStream opens the stream of viewer, admitted.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request, viewer Viewer) {
 	if !s.originAllowed(r) {
 		s.writeError(w, r, errBadStreamOrigin)
 		return

@@ -173,6 +173,9 @@ func (s *Server) routes() chi.Router {
 		// A post checks its session itself, in the round trip that reads
 		// for it (see post).
 		r.With(s.checkGate).Post("/statuses", s.post(s.postLimit()))
+		// So does a stream's opening, with the streams opening at once
+		// (streamAdmission).
+		r.With(s.checkGate).Get("/stream", s.serveStream(s.newStreamAdmission()))
 		r.Group(func(r chi.Router) {
 			r.Use(s.checkGate, s.authenticate(true))
 			r.Delete("/sessions/current", s.signOut)
@@ -195,7 +198,6 @@ func (s *Server) routes() chi.Router {
 			r.With(s.readLimit()).Get("/friends", s.friends)
 			r.With(s.readLimit()).Get("/friends/online", s.onlineFriends)
 			r.With(s.readLimit()).Get("/presence", s.sitePresence)
-			r.With(s.streamOpenLimit()).Get("/stream", s.serveStream)
 			r.With(s.streamSendLimit()).Post("/stream/{stream}", s.sendStreamFrame)
 			r.With(s.reportLimit()).Post("/reports", s.fileReport)
 			r.Delete("/statuses/{id}", s.deleteStatus)

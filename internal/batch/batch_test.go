@@ -1,0 +1,172 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestGetGathersKeysAskedDuringACall: keys asked while a call runs go
+// together in the next one, each key once, and every caller gets its own
+// key's answer.
+func TestGetGathersKeysAskedDuringACall(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var calls [][]int
+	var b Batcher[int, int]
+	b.Do = func(_ context.Context, keys []int) ([]int, error) {
+		mu.Lock()
+		calls = append(calls, slices.Clone(keys))
+		first := len(calls) == 1
+		mu.Unlock()
+		if first {
+			<-release // the others ask while this call runs
+		}
+		out := make([]int, len(keys))
+		for i, k := range keys {
+			out[i] = k * 10
+		}
+		return out, nil
+	}
+	got := make([]int, 7)
+	var wg sync.WaitGroup
+	wg.Go(func() { got[0], _ = b.Get(0) })
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) == 1 })
+	for i := 1; i < len(got); i++ {
+		wg.Go(func() { got[i], _ = b.Get(i % 3) }) // keys 1, 2, 0, 1, 2, 0
+	}
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiting) == len(got)-1 })
+	close(release)
+	wg.Wait()
+	for i, v := range got {
+		if want := (i % 3) * 10; v != want {
+			t.Errorf("Get #%d answered %d", i, v)
+		}
+	}
+	if len(calls) != 2 {
+		t.Fatalf("calls %v; want 2: the first key alone, then the others together", calls)
+	}
+	if slices.Sort(calls[1]); !slices.Equal(calls[1], []int{0, 1, 2}) {
+		t.Errorf("second call's keys %v; want each key once", calls[1])
+	}
+}
+
+// TestSpacingGathersASteadyFlow: with Spacing, keys asked one after another
+// go in calls that start at least Spacing apart, so a flow of keys makes
+// far fewer calls than keys; without it, a key asked after a call ended
+// gets a call of its own.
+func TestSpacingGathersASteadyFlow(t *testing.T) {
+	const keys = 40
+	for _, spacing := range []time.Duration{0, 200 * time.Millisecond} {
+		var calls atomic.Int64
+		var starts []time.Time
+		var mu sync.Mutex
+		b := Batcher[int, int]{Spacing: spacing}
+		b.Do = func(_ context.Context, ks []int) ([]int, error) {
+			calls.Add(1)
+			mu.Lock()
+			starts = append(starts, time.Now())
+			mu.Unlock()
+			return ks, nil
+		}
+		var wg sync.WaitGroup
+		for i := range keys {
+			// One after another, each asked after the last was answered
+			// when there is no spacing.
+			if spacing == 0 {
+				if v, err := b.Get(i); err != nil || v != i {
+					t.Fatalf("Get(%d) = %d, %v", i, v, err)
+				}
+				continue
+			}
+			wg.Go(func() {
+				if v, err := b.Get(i); err != nil || v != i {
+					t.Errorf("Get(%d) = %d, %v", i, v, err)
+				}
+			})
+			time.Sleep(time.Millisecond)
+		}
+		wg.Wait()
+		n := calls.Load()
+		if spacing == 0 && n != keys {
+			t.Errorf("no spacing: %d calls for %d keys asked one after another; want one each", n, keys)
+		}
+		if spacing > 0 {
+			// 40 keys over at least 40 ms: the first alone, the rest
+			// gathered while the spacing runs (however slow the machine,
+			// calls are at least 200 ms apart).
+			if n >= keys/2 {
+				t.Errorf("spacing %v: %d calls for %d keys; want them gathered", spacing, n, keys)
+			}
+			for i := 1; i < len(starts); i++ {
+				if gap := starts[i].Sub(starts[i-1]); gap < spacing {
+					t.Errorf("calls %d and %d started %v apart; want at least %v", i-1, i, gap, spacing)
+				}
+			}
+		}
+	}
+}
+
+// TestMaxBoundsACall: no call gets more than Max keys; the rest go next.
+func TestMaxBoundsACall(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	b := Batcher[int, int]{Max: 3}
+	b.Do = func(_ context.Context, ks []int) ([]int, error) {
+		mu.Lock()
+		sizes = append(sizes, len(ks))
+		first := len(sizes) == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		return ks, nil
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { b.Get(-1) })
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 })
+	for i := range 7 {
+		wg.Go(func() { b.Get(i) })
+	}
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiting) == 7 })
+	close(release)
+	wg.Wait()
+	if !slices.Equal(sizes, []int{1, 3, 3, 1}) {
+		t.Errorf("call sizes %v; want [1 3 3 1]", sizes)
+	}
+}
+
+// TestErrorsReachEveryCaller: a failed call fails each of its keys, and a
+// call answering the wrong number of values is a failure too.
+func TestErrorsReachEveryCaller(t *testing.T) {
+	boom := errors.New("boom")
+	var b Batcher[string, int]
+	b.Do = func(_ context.Context, ks []string) ([]int, error) {
+		if ks[0] == "short" {
+			return nil, nil
+		}
+		return nil, boom
+	}
+	if _, err := b.Get("x"); !errors.Is(err, boom) {
+		t.Errorf("Get after a failed call: %v; want boom", err)
+	}
+	if _, err := b.Get("short"); err == nil {
+		t.Error("Get answered by a call with no values: no error")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 30 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

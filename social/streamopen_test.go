@@ -1,0 +1,173 @@
+package social
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// openingOf reads uid's stream opening alone, with session.
+func openingOf(tb testing.TB, s *Service, uid int64, session string) StreamOpening {
+	tb.Helper()
+	os, err := s.StreamOpenings(ctxT(tb), []StreamKey{{UID: uid, Session: session}})
+	if err != nil || len(os) != 1 {
+		tb.Fatalf("StreamOpenings of %d: %v, %v", uid, os, err)
+	}
+	return os[0]
+}
+
+// The streams opening at once read their sessions' owners, pulled authors,
+// users and unread counts in one round trip, each its own.
+func TestStreamOpeningsInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	s, rdb := newPrivateService(t, Options{PullThreshold: 3})
+	ctx := ctxT(t)
+	w := newPullWorld(t, s)
+	reader := w.followers[0] // follows big (pulled) and small (pushed)
+	_, token := signUpToken(t, s, "ann")
+	ann, err := s.Authenticate(ctx, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notifyNow(t, s, likeNote(reader, post(t, s, ann, "liked")))
+	_, gone := signUpToken(t, s, "gone")
+	if err := s.SignOut(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+
+	openingOf(t, s, ann, "none") // the unread script, loaded
+
+	counter := &commandCounter{}
+	rdb.AddHook(counter)
+	keys := []StreamKey{
+		{UID: ann, Session: SessionID(token)},
+		{UID: reader.ID, Session: SessionID(token)}, // ann's session, not the reader's
+		{UID: ann, Session: SessionID(gone)},        // signed out
+		{UID: 999_999, Session: SessionID(token)},   // no such user
+	}
+	os, err := s.StreamOpenings(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.roundTrips.Load(); n != 1 {
+		t.Errorf("%d round trips for %d openings; want 1", n, len(keys))
+	}
+	if o := os[0]; o.Owner != ann || o.User.Login != "ann" || o.Unread != 1 || len(o.Pulled) != 0 {
+		t.Errorf("ann's opening: %+v; want her session, herself, 1 unread, no pulled author", o)
+	}
+	if o := os[1]; o.Owner != ann || o.User.ID != reader.ID || o.Unread != 0 || !slices.Equal(o.Pulled, []int64{w.big.ID}) {
+		t.Errorf("the reader's opening: %+v; want the session's owner ann, the reader, big pulled", o)
+	}
+	if o := os[2]; o.Owner != 0 {
+		t.Errorf("an opening with an ended session: owner %d; want 0", o.Owner)
+	}
+	if o := os[3]; o.User.ID != 0 || o.Owner != ann {
+		t.Errorf("an opening of no user: %+v; want the zero user", o)
+	}
+}
+
+// The unread count goes by the script's hash; a Redis that lost its
+// scripts is given it again, and answers the same.
+func TestStreamOpeningsAfterScriptFlush(t *testing.T) {
+	t.Parallel()
+	s, rdb := newPrivateService(t, Options{})
+	ctx := ctxT(t)
+	ann, bob := signUp(t, s, "ann"), signUp(t, s, "bob")
+	notifyNow(t, s, likeNote(bob, post(t, s, ann.ID, "liked")))
+	for range 2 {
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if o := openingOf(t, s, ann.ID, "none"); o.User.Login != "ann" || o.Unread != 1 {
+			t.Fatalf("opening after SCRIPT FLUSH: %+v; want ann, 1 unread", o)
+		}
+	}
+}
+
+// AuthenticateMany checks many sessions in two round trips, each as
+// Authenticate would: renewed, its user's activity noted, refused when
+// gone (whatever Before answered), and refused by Before without Admit
+// being asked.
+func TestAuthenticateMany(t *testing.T) {
+	t.Parallel()
+	s, rdb := newPrivateService(t, Options{SessionTTL: time.Hour})
+	ctx := ctxT(t)
+	ann, annToken := signUpToken(t, s, "ann")
+	bob, bobToken := signUpToken(t, s, "bob")
+	_, goneToken := signUpToken(t, s, "gone")
+	if err := s.SignOut(ctx, goneToken); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.PExpire(ctx, s.keys.session(SessionID(annToken)), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZRem(ctx, s.keys.seen(), itoa(ann.ID), itoa(bob.ID)).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	refused := errors.New("refused")
+	var asked []string
+	before := func(name string, err error) func(context.Context, redis.Pipeliner) func() error {
+		return func(ctx context.Context, pipe redis.Pipeliner) func() error {
+			asked = append(asked, "before "+name)
+			pipe.Ping(ctx)
+			return func() error { return err }
+		}
+	}
+	admit := func(name string, err error) func(context.Context, redis.Pipeliner, int64) func() error {
+		return func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error {
+			asked = append(asked, "admit "+name+" "+itoa(uid))
+			pipe.Ping(ctx)
+			return func() error { return err }
+		}
+	}
+	as := []*Authentication{
+		{Token: annToken, Before: before("ann", nil), Admit: admit("ann", nil)},
+		{Token: bobToken, Before: before("bob", refused), Admit: admit("bob", nil)},
+		{Token: bobToken, Admit: admit("bob again", refused)},
+		{Token: goneToken, Before: before("gone", refused), Admit: admit("gone", nil)},
+		{Token: "", Before: before("empty", nil)},
+		{Token: strings.Repeat("x", 129)},
+		{Token: "not-a-token"},
+	}
+	counter := &commandCounter{}
+	rdb.AddHook(counter)
+	s.AuthenticateMany(ctx, as)
+	if n := counter.roundTrips.Load(); n != 2 {
+		t.Errorf("%d round trips for %d sessions; want 2", n, len(as))
+	}
+	if as[0].Err != nil || as[0].UID != ann.ID {
+		t.Errorf("ann: %d, %v; want her uid", as[0].UID, as[0].Err)
+	}
+	if !errors.Is(as[1].Err, refused) || as[1].UID != 0 {
+		t.Errorf("bob refused by Before: %d, %v; want the refusal", as[1].UID, as[1].Err)
+	}
+	if !errors.Is(as[2].Err, refused) || as[2].UID != 0 {
+		t.Errorf("bob refused by Admit: %d, %v; want the refusal", as[2].UID, as[2].Err)
+	}
+	for i, a := range as[3:] {
+		if !errors.Is(a.Err, ErrUnauthenticated) || a.UID != 0 {
+			t.Errorf("session %d (gone, empty, too long, unknown): %d, %v; want ErrUnauthenticated", i+3, a.UID, a.Err)
+		}
+	}
+	want := []string{"before ann", "before bob", "before gone", "admit ann " + itoa(ann.ID), "admit bob again " + itoa(bob.ID)}
+	if !slices.Equal(asked, want) {
+		t.Errorf("asked %q; want %q (no Before of a token never sent, no Admit after a refusal or of a session gone)", asked, want)
+	}
+	if ttl := rdb.PTTL(ctx, s.keys.session(SessionID(annToken))).Val(); ttl < 59*time.Minute {
+		t.Errorf("ann's session expires in %v; want it renewed to an hour", ttl)
+	}
+	for _, u := range []User{ann, bob} {
+		if err := rdb.ZScore(ctx, s.keys.seen(), itoa(u.ID)).Err(); err != nil {
+			t.Errorf("%s's activity: %v; want it noted", u.Login, err)
+		}
+	}
+	if uid, ok := s.sessionUsers.Get(SessionID(annToken)); !ok || uid != ann.ID {
+		t.Errorf("the instance remembers ann's session as %d, %v", uid, ok)
+	}
+}

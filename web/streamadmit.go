@@ -1,0 +1,95 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"chorus/internal/batch"
+	"chorus/social"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// streamAdmission admits the streams asked for at once together: their
+// sessions, the stream-open limit per client address, then the one per
+// user, in two round trips for the whole batch (social.AuthenticateMany),
+// where one stream alone would cost three. The limits bound how often
+// streams are opened per user and per address (Limits.StreamOpensPerUser,
+// StreamOpensPerAddress), counted with the limiter's algorithm on its keys.
+type streamAdmission struct {
+	byAddress, byUser *queuedLimit
+	batch             batch.Batcher[*streamAsk, streamAdmitted]
+}
+
+// streamAsk is one request's ask: its token and client address. Each ask
+// is its own key, so two streams of one client are counted twice.
+type streamAsk struct {
+	token, addr string
+}
+
+type streamAdmitted struct {
+	uid int64
+	err error
+}
+
+// streamAdmitBatch bounds the streams one admission call checks.
+const streamAdmitBatch = 500
+
+func (s *Server) newStreamAdmission() *streamAdmission {
+	a := &streamAdmission{
+		byAddress: s.newQueuedLimit(rateLimit{
+			name: "streamaddr", limit: s.limits.StreamOpensPerAddress, refused: &s.limitStats.streamOpensAddress,
+			key: s.clientAddr, perAddress: true, message: "Too many streams opened from your address.",
+		}),
+		byUser: s.newQueuedLimit(rateLimit{
+			name: "stream", limit: s.limits.StreamOpensPerUser, refused: &s.limitStats.streamOpens, key: byViewer,
+			message: "You are opening streams too fast.",
+		}),
+	}
+	a.batch.Do = func(ctx context.Context, asks []*streamAsk) ([]streamAdmitted, error) {
+		auths := make([]*social.Authentication, len(asks))
+		for i, ask := range asks {
+			auth := &social.Authentication{Token: ask.token, Admit: a.byUser.admit()}
+			if a.byAddress != nil {
+				auth.Before = func(ctx context.Context, pipe redis.Pipeliner) func() error {
+					return a.byAddress.queue(ctx, pipe, ask.addr)
+				}
+			}
+			auths[i] = auth
+		}
+		s.social.AuthenticateMany(ctx, auths)
+		out := make([]streamAdmitted, len(asks))
+		for i, auth := range auths {
+			out[i] = streamAdmitted{uid: auth.UID, err: auth.Err}
+		}
+		return out, nil
+	}
+	a.batch.Spacing = batch.OpenSpacing
+	a.batch.Max = streamAdmitBatch
+	return a
+}
+
+// admit answers whether the request, carrying token, may open a stream, and
+// whose: it answers the request itself when not, and then returns false.
+// The limits' gates are checked first, before anything costs Redis.
+func (a *streamAdmission) admit(s *Server, w http.ResponseWriter, r *http.Request, token string, byCookie bool) (int64, bool) {
+	if !a.byAddress.passGate(w, r) || !a.byUser.passGate(w, r) {
+		return 0, false
+	}
+	res, err := a.batch.Get(&streamAsk{token: token, addr: s.clientAddr(r)})
+	if err == nil {
+		err = res.err
+	}
+	if err != nil {
+		// Only a session that is gone ends the cookie: a Redis that does
+		// not answer says nothing about it.
+		if byCookie && errors.Is(err, social.ErrUnauthenticated) {
+			s.clearSessionCookie(w, r)
+		}
+		s.writeError(w, r, err)
+		return 0, false
+	}
+	noteUser(r.Context(), res.uid)
+	return res.uid, true
+}
