@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -33,7 +34,7 @@ type Authentication struct {
 // AuthenticateMany checks the sessions of many requests at once, as
 // Authenticate checks one (renewing each, noting its user's activity), in
 // two round trips for them all: the sessions with each Before, then each
-// Admit with the activity of the users not noted lately. It is what a
+// Admit with the activity of the users not noted lately (one script call). It is what a
 // reconnect storm's streams cost: two round trips per batch of them, not
 // three or four per stream.
 func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication) {
@@ -74,7 +75,7 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication) {
 		admit func() error
 	}
 	var seconds []second
-	seen := map[int64]*redis.Cmd{}
+	var seen []int64 // the users whose activity is noted, each once
 	pipe = s.rdb.Pipeline()
 	for _, f := range firsts {
 		uid, err := f.session.Int64()
@@ -99,12 +100,21 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication) {
 			sc.admit = f.a.Admit(ctx, pipe, uid)
 		}
 		seconds = append(seconds, sc)
-		if _, ok := seen[uid]; !ok && !s.touches.recent(uid) {
-			seen[uid] = s.queueSeen(ctx, pipe, uid)
+		if !slices.Contains(seen, uid) && !s.touches.recent(uid) {
+			seen = append(seen, uid)
 		}
 	}
 	if len(seconds) == 0 {
 		return
+	}
+	var seenCmd *redis.Cmd
+	if len(seen) > 0 {
+		args := make([]any, 0, 2+len(seen))
+		args = append(args, s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds())
+		for _, uid := range seen {
+			args = append(args, uid)
+		}
+		seenCmd = seenScript.Eval(ctx, pipe, []string{k.seen()}, args...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		for _, sc := range seconds {
@@ -113,12 +123,18 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication) {
 		return
 	}
 	noted := make(map[int64]error, len(seen))
-	for uid, cmd := range seen {
-		res, err := cmd.Int64Slice()
-		if err == nil {
-			err = s.noted(ctx, uid, res)
+	if seenCmd != nil {
+		res, err := seenCmd.Int64Slice()
+		if err == nil && len(res) != 1+len(seen) {
+			err = fmt.Errorf("activity script answered %v", res)
 		}
-		noted[uid] = err
+		for i, uid := range seen {
+			if err != nil {
+				noted[uid] = err
+				continue
+			}
+			noted[uid] = s.noted(ctx, uid, res[1+i], res[0])
+		}
 	}
 	for _, sc := range seconds {
 		if sc.admit != nil {

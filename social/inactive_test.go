@@ -82,13 +82,24 @@ func TestInactiveFollowersSkippedAndRebuilt(t *testing.T) {
 		t.Fatalf("home of the follower away = %v, want nothing pushed", got)
 	}
 
-	// Many first requests at once: one rebuild.
+	// Many first requests at once, alone and in batches (streams opening
+	// together, the user twice in each): one rebuild.
 	rdb.Del(ctx, s.keys.jobs())
 	var wg sync.WaitGroup
-	for range 8 {
+	for i := range 8 {
 		wg.Go(func() {
-			if uid, err := s.Authenticate(ctx, awayToken); err != nil || uid != away.ID {
-				t.Errorf("authenticate = %d, %v; want %d", uid, err, away.ID)
+			if i%2 == 0 {
+				if uid, err := s.Authenticate(ctx, awayToken); err != nil || uid != away.ID {
+					t.Errorf("authenticate = %d, %v; want %d", uid, err, away.ID)
+				}
+				return
+			}
+			as := []*Authentication{{Token: awayToken}, {Token: awayToken}}
+			s.AuthenticateMany(ctx, as)
+			for _, a := range as {
+				if a.Err != nil || a.UID != away.ID {
+					t.Errorf("AuthenticateMany = %d, %v; want %d", a.UID, a.Err, away.ID)
+				}
 			}
 		})
 	}

@@ -488,31 +488,22 @@ func (s *Service) noteActivity(ctx context.Context, uid int64) error {
 	if s.touches.recent(uid) {
 		return nil
 	}
-	res, err := seenScript.Run(ctx, s.rdb, []string{s.keys.seen()}, s.seenArgs(uid)...).Int64Slice()
+	res, err := seenScript.Run(ctx, s.rdb, []string{s.keys.seen()},
+		s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds(), uid).Int64Slice()
 	if err != nil {
 		return err
 	}
-	return s.noted(ctx, uid, res)
-}
-
-// queueSeen queues in pipe the note of uid's activity (seen.lua), by the
-// script's text: what noted is given.
-func (s *Service) queueSeen(ctx context.Context, pipe redis.Pipeliner, uid int64) *redis.Cmd {
-	return seenScript.Eval(ctx, pipe, []string{s.keys.seen()}, s.seenArgs(uid)...)
-}
-
-func (s *Service) seenArgs(uid int64) []any {
-	return []any{uid, s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds()}
-}
-
-// noted finishes noting uid's activity once seen.lua answered res: a user
-// back after InactiveAfter away has their home timeline rebuilt, then is
-// noted.
-func (s *Service) noted(ctx context.Context, uid int64, res []int64) error {
 	if len(res) != 2 {
 		return fmt.Errorf("activity script answered %v", res)
 	}
-	if res[0] != 2 {
+	return s.noted(ctx, uid, res[1], res[0])
+}
+
+// noted finishes noting uid's activity once seen.lua told its state at
+// now (unix ms): a user back after InactiveAfter away has their home
+// timeline rebuilt, then is noted.
+func (s *Service) noted(ctx context.Context, uid, state, now int64) error {
+	if state != 2 {
 		s.touches.note(uid)
 		return nil
 	}
@@ -529,7 +520,7 @@ func (s *Service) noted(ctx context.Context, uid int64, res []int64) error {
 		}
 		queued = q == 1
 	}
-	if err := s.rdb.ZAddGT(ctx, k.seen(), redis.Z{Score: float64(res[1]), Member: uid}).Err(); err != nil {
+	if err := s.rdb.ZAddGT(ctx, k.seen(), redis.Z{Score: float64(now), Member: uid}).Err(); err != nil {
 		return err
 	}
 	s.touches.note(uid)
