@@ -120,8 +120,11 @@ func TestActivityWrittenInBatches(t *testing.T) {
 	if scripts == 0 {
 		t.Fatalf("%d beats recorded and no script wrote them", recorded)
 	}
-	// About one script a flush (ten a second), whatever the number of streams.
-	if scripts > recorded/5 {
+	// About one script a flush (ten a second), whatever the number of
+	// streams: some fifteen beats a script here. The bound, two, still
+	// tells a script per flush from a script per stream (one beat each),
+	// with room for a slow machine, where fewer beats come between flushes.
+	if scripts > recorded/2 {
 		t.Fatalf("%d scripts ran for %d beats of %d streams, want a few per interval", scripts, recorded, n)
 	}
 	for _, u := range users {
