@@ -21,8 +21,13 @@ func TestBrowserFrozenTabStaysOnline(t *testing.T) {
 	e := newEnv(t, social.Options{})
 	// Short enough that fifteen intervals pass quickly, long enough that a
 	// busy machine's late pong does not end the stream before the freeze.
+	// The window, ten intervals, is shorter than the freeze, so a stream
+	// kept by nothing but its page's heartbeats would be offline after it,
+	// and long enough that a flush of presence late on a busy machine (a
+	// Redis Cluster beside other suites) does not let the instance's lease
+	// run out.
 	interval := 500 * time.Millisecond
-	e.presence.HeartbeatInterval, e.presence.Window = interval, 3*interval
+	e.presence.HeartbeatInterval, e.presence.Window = interval, 10*interval
 	in := e.start()
 	br := newBrowser(t)
 	ada := br.newTab(t, "ada", in.srv.URL)
