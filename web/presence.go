@@ -40,7 +40,7 @@ func (s *Server) serveStream(admission *streamAdmission) http.HandlerFunc {
 			s.writeError(w, r, errNotSignedIn)
 			return
 		}
-		uid, ok := admission.admit(s, w, r, token, byCookie)
+		uid, ok := admission.admit(w, r, token, byCookie)
 		if !ok {
 			return
 		}

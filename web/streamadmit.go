@@ -18,6 +18,7 @@ import (
 // streams are opened per user and per address (Limits.StreamOpensPerUser,
 // StreamOpensPerAddress), counted with the limiter's algorithm on its keys.
 type streamAdmission struct {
+	s                 *Server
 	byAddress, byUser *queuedLimit
 	batch             batch.Batcher[*streamAsk, streamAdmitted]
 }
@@ -38,6 +39,7 @@ const streamAdmitBatch = 500
 
 func (s *Server) newStreamAdmission() *streamAdmission {
 	a := &streamAdmission{
+		s: s,
 		byAddress: s.newQueuedLimit(rateLimit{
 			name: "streamaddr", limit: s.limits.StreamOpensPerAddress, refused: &s.limitStats.streamOpensAddress,
 			key: s.clientAddr, perAddress: true, message: "Too many streams opened from your address.",
@@ -73,7 +75,8 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 // admit answers whether the request, carrying token, may open a stream, and
 // whose: it answers the request itself when not, and then returns false.
 // The limits' gates are checked first, before anything costs Redis.
-func (a *streamAdmission) admit(s *Server, w http.ResponseWriter, r *http.Request, token string, byCookie bool) (int64, bool) {
+func (a *streamAdmission) admit(w http.ResponseWriter, r *http.Request, token string, byCookie bool) (int64, bool) {
+	s := a.s
 	if !a.byAddress.passGate(w, r) || !a.byUser.passGate(w, r) {
 		return 0, false
 	}
