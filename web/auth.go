@@ -44,6 +44,16 @@ func credentials(r *http.Request) (token string, byCookie, present bool) {
 	return "", false, false
 }
 
+// requireCredentials returns the credentials a request carries, as
+// credentials does, or answers it 401 when it carries none.
+func (s *Server) requireCredentials(w http.ResponseWriter, r *http.Request) (token string, byCookie, ok bool) {
+	token, byCookie, ok = credentials(r)
+	if !ok {
+		s.writeError(w, r, errNotSignedIn)
+	}
+	return token, byCookie, ok
+}
+
 // authenticate resolves the request's credentials, if any, into a Viewer in
 // the context. With required set, a request without a valid session gets 401;
 // otherwise only a request with bad credentials does. Cookie-authenticated

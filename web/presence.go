@@ -35,9 +35,8 @@ func (s *Server) sitePresence(w http.ResponseWriter, r *http.Request) {
 // it.
 func (s *Server) serveStream(admission *streamAdmission) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		token, byCookie, present := credentials(r)
-		if !present {
-			s.writeError(w, r, errNotSignedIn)
+		token, byCookie, ok := s.requireCredentials(w, r)
+		if !ok {
 			return
 		}
 		uid, ok := admission.admit(w, r, token, byCookie)

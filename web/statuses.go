@@ -23,9 +23,8 @@ type statusPage struct {
 // so that a request without a valid session is always answered 401.
 func (s *Server) post(limit *queuedLimit) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		token, byCookie, present := credentials(r)
-		if !present {
-			s.writeError(w, r, errNotSignedIn)
+		token, byCookie, ok := s.requireCredentials(w, r)
+		if !ok {
 			return
 		}
 		// refuse answers err once the session is known to be good.
