@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
-
-	"chorus/internal/batch"
 )
 
 var (
@@ -19,9 +16,6 @@ var (
 )
 
 const (
-	// openCallTimeout bounds a batch of Opens: its registration, then its
-	// read of online friends.
-	openCallTimeout = 5 * time.Second
 	// friendsPerCall is the most users one friends_many.lua call reads the
 	// online friends of.
 	friendsPerCall = 250
@@ -44,21 +38,6 @@ type Opened struct {
 	Friends []FriendSeen
 }
 
-// opens gathers the Opens of one tracker: while a batch is written, the
-// Opens that come meanwhile wait, and go together in the next batch, which
-// starts at least batch.OpenSpacing after the last one did.
-type opens struct {
-	mu        sync.Mutex
-	waiting   []*openRequest
-	running   bool      // a goroutine runs batches until none waits
-	lastStart time.Time // of the last batch: batches start batch.OpenSpacing apart
-}
-
-type openRequest struct {
-	conn Beat
-	done chan openResult // buffered: the batch never waits for its caller
-}
-
 type openResult struct {
 	opened Opened
 	err    error
@@ -71,7 +50,8 @@ type openResult struct {
 // while others are being written wait for them and go together, two script
 // calls for the whole batch (register.lua, friends_many.lua), so that a
 // reconnect storm costs Redis a few commands per stream, not a few script
-// calls; a lone Open costs what Connect and OnlineFriends do. The writes are
+// calls; a lone Open costs what Connect and OnlineFriends do (the batches
+// are t.opens, a batch.Batcher). The writes are
 // bounded by their own deadline, not ctx's, and Open waits for them: on an
 // error nothing of the connection stays registered. A connection over
 // Options.MaxConnsPerUser is refused with ErrTooManyConnections, as by
@@ -81,62 +61,17 @@ func (t *Tracker) Open(ctx context.Context, uid int64, connID string) (Opened, e
 	if err := checkConn(c); err != nil {
 		return Opened{}, fmt.Errorf("open %d: %w", uid, err)
 	}
-	req := &openRequest{conn: c, done: make(chan openResult, 1)}
-	t.opens.mu.Lock()
-	t.opens.waiting = append(t.opens.waiting, req)
-	start := !t.opens.running
-	t.opens.running = true
-	t.opens.mu.Unlock()
-	if start {
-		go t.runOpens(context.WithoutCancel(ctx))
+	r, err := t.opens.Get(c)
+	if err != nil {
+		return Opened{}, err
 	}
-	r := <-req.done
 	return r.opened, r.err
 }
 
-// runOpens writes batches of the Opens waiting until none waits.
-func (t *Tracker) runOpens(ctx context.Context) {
-	for {
-		t.opens.mu.Lock()
-		wait := batch.OpenSpacing - time.Since(t.opens.lastStart)
-		t.opens.mu.Unlock()
-		if wait > 0 {
-			time.Sleep(wait)
-		}
-		t.opens.mu.Lock()
-		next := t.opens.waiting
-		if len(next) > MaxBeatsPerCall {
-			next = next[:MaxBeatsPerCall:MaxBeatsPerCall]
-		}
-		t.opens.waiting = t.opens.waiting[len(next):]
-		if len(next) == 0 {
-			t.opens.waiting = nil
-			t.opens.running = false
-		} else {
-			t.opens.lastStart = time.Now()
-		}
-		t.opens.mu.Unlock()
-		if len(next) == 0 {
-			return
-		}
-		t.openBatch(ctx, next)
-	}
-}
-
-// openBatch registers the connections of reqs in one call, reads their
-// users' online friends in another, and answers each request.
-func (t *Tracker) openBatch(ctx context.Context, reqs []*openRequest) {
-	ctx, cancel := context.WithTimeout(ctx, openCallTimeout)
-	defer cancel()
-	conns := make([]Beat, len(reqs))
-	for i, r := range reqs {
-		conns[i] = r.conn
-	}
-	fail := func(err error) {
-		for _, r := range reqs {
-			r.done <- openResult{err: err}
-		}
-	}
+// openBatch registers conns in one call, reads their users' online friends
+// in another, and answers each connection (t.opens.Do). Its calls are one
+// at a time, batch.OpenSpacing apart, bounded by batch.Timeout.
+func (t *Tracker) openBatch(ctx context.Context, conns []Beat) ([]openResult, error) {
 	// As in Connect: no lease is a lost one only when the instance held
 	// connections when the call began.
 	t.mu.Lock()
@@ -144,15 +79,14 @@ func (t *Tracker) openBatch(ctx context.Context, reqs []*openRequest) {
 	t.mu.Unlock()
 	res, err := t.register(ctx, conns, max(t.opts.MaxConnsPerUser, 0))
 	if err != nil {
-		fail(fmt.Errorf("open %d connections: %w", len(conns), err))
-		return
+		return nil, fmt.Errorf("open %d connections: %w", len(conns), err)
 	}
 	if res.lost && holding {
 		t.again.Add(1)
 		t.registerAgain(ctx) // the others; these are registered
 	}
 	var users []int64
-	seen := make(map[int64]bool, len(reqs))
+	seen := make(map[int64]bool, len(conns))
 	t.mu.Lock()
 	for i, c := range conns {
 		if res.each[i] < 0 {
@@ -167,19 +101,21 @@ func (t *Tracker) openBatch(ctx context.Context, reqs []*openRequest) {
 	t.mu.Unlock()
 
 	friends, err := t.onlineFriendsOf(ctx, users)
-	for i, r := range reqs {
+	out := make([]openResult, len(conns))
+	for i, c := range conns {
 		switch {
 		case res.each[i] < 0:
-			r.done <- openResult{err: ErrTooManyConnections}
+			out[i] = openResult{err: ErrTooManyConnections}
 		case err != nil:
 			// Registered, but the stream cannot open: take it out again
 			// (a failed Disconnect is retried at every tick until done).
-			_, derr := t.Disconnect(ctx, r.conn.UID, r.conn.ConnID)
-			r.done <- openResult{err: fmt.Errorf("open %d: %w", r.conn.UID, errors.Join(err, derr))}
+			_, derr := t.Disconnect(ctx, c.UID, c.ConnID)
+			out[i] = openResult{err: fmt.Errorf("open %d: %w", c.UID, errors.Join(err, derr))}
 		default:
-			r.done <- openResult{opened: Opened{First: res.each[i] == 1, Seen: res.now, Friends: friends[r.conn.UID]}}
+			out[i] = openResult{opened: Opened{First: res.each[i] == 1, Seen: res.now, Friends: friends[c.UID]}}
 		}
 	}
+	return out, nil
 }
 
 // onlineFriendsOf lists the online friends of each of uids, friendsPerCall

@@ -94,9 +94,7 @@ func TestOpensAtOnceShareTheirScriptCalls(t *testing.T) {
 		open(uid)
 	}
 	waitFor(t, time.Minute, "the opens to queue behind the first", func() bool {
-		tr.opens.mu.Lock()
-		defer tr.opens.mu.Unlock()
-		return len(tr.opens.waiting) == opens-1
+		return tr.opens.Waiting() == opens-1
 	})
 	srv.Resume()
 	wg.Wait()

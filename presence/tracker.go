@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"chorus/bus"
+	"chorus/internal/batch"
 	"chorus/internal/slots"
 
 	"github.com/google/uuid"
@@ -159,7 +160,7 @@ type Tracker struct {
 	// registering again; registerAgain sets it to 0 once it did.
 	again atomic.Int64
 
-	opens opens // the Opens waiting for the next batch
+	opens batch.Batcher[Beat, openResult] // the Opens written together (open.go)
 
 	// active is the users whose last.seen and active set this instance
 	// wrote in a minute. Its own lock, which no other is taken under.
@@ -184,10 +185,14 @@ func New(rdb redis.UniversalClient, opts Options) *Tracker {
 		panic("presence: on a Redis Cluster, Options.FriendsKey must name the mirror in presence's slot (FriendsMirrorKey)")
 	}
 	opts.fill()
-	return &Tracker{
+	t := &Tracker{
 		id: uuid.NewString(), rdb: rdb, cluster: cluster, bus: bus.New(rdb, opts.Prefix), opts: opts, keys: k,
 		log: opts.Logger, now: time.Now, held: map[Beat]struct{}{}, leaving: map[Beat]struct{}{},
 	}
+	t.opens.Do = t.openBatch
+	t.opens.Spacing = batch.OpenSpacing
+	t.opens.Max = MaxBeatsPerCall
+	return t
 }
 
 // shard returns the client of the Redis holding presence's keys, for

@@ -48,16 +48,7 @@ func (h *Hub) Draining() bool {
 // reconnect within what was left of the window, so that they spread their
 // reconnects themselves. Shutdown follows it.
 func (h *Hub) Drain(ctx context.Context, window time.Duration) error {
-	h.mu.Lock()
-	h.closing = true
-	var all []*conn // in the maps' order, which is random
-	for _, u := range h.users {
-		for c := range u.conns {
-			all = append(all, c)
-		}
-	}
-	h.mu.Unlock()
-
+	all := h.stopTaking()
 	var sending sync.WaitGroup // the reconnect frames under way
 	defer sending.Wait()
 	gap := drainMaxGap
@@ -85,14 +76,7 @@ func (h *Hub) Drain(ctx context.Context, window time.Duration) error {
 			return ctx.Err()
 		}
 	}
-	done := make(chan struct{})
-	go func() { h.conns.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return h.waitConns(ctx)
 }
 
 // drainOne sends c its reconnect frame, then closes it with 4001, without

@@ -24,8 +24,9 @@ const (
 
 // refCache is the references the hub read lately, by user id.
 type refCache struct {
-	mu   sync.Mutex
-	refs map[int64]cachedRef
+	mu    sync.Mutex
+	refs  map[int64]cachedRef
+	swept time.Time // the last sweep of the stale ones: at most one a refTTL
 }
 
 type cachedRef struct {
@@ -74,7 +75,10 @@ func (c *refCache) fill(users []social.User, read time.Time) {
 	if c.refs == nil {
 		c.refs = make(map[int64]cachedRef)
 	}
-	if len(c.refs) >= refSweepAt {
+	// Once a refTTL at most: in a storm every reference is fresh, and a
+	// sweep on each fill would walk them all for nothing.
+	if len(c.refs) >= refSweepAt && read.Sub(c.swept) >= refTTL {
+		c.swept = read
 		for id, r := range c.refs {
 			if read.Sub(r.read) >= refTTL {
 				delete(c.refs, id)

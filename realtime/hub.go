@@ -717,12 +717,12 @@ var (
 // five at a time.
 const subscribeLinger = 5 * time.Millisecond
 
-// Shutdown closes every connection with 1001 (reconnect elsewhere, then
-// resume) and waits for them, until ctx ends. Their presence is left to
-// expire rather than announced as offline: a client reconnecting to another
-// instance stays online for its friends without a flicker.
-func (h *Hub) Shutdown(ctx context.Context) error {
+// stopTaking has the hub take no new stream, and returns the streams it
+// holds, in the maps' order, which is random. No stream is counted in
+// h.conns after it (see track), so that waitConns may wait for them.
+func (h *Hub) stopTaking() []*conn {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.closing = true
 	var all []*conn
 	for _, u := range h.users {
@@ -730,19 +730,44 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 			all = append(all, c)
 		}
 	}
-	h.mu.Unlock()
-	for _, c := range all {
+	return all
+}
+
+// track counts a stream about to open in h.conns, unless the hub takes no
+// new stream: the count and stopTaking exclude each other, so no stream is
+// added while waitConns waits.
+func (h *Hub) track() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closing {
+		return false
+	}
+	h.conns.Add(1)
+	return true
+}
+
+// waitConns waits until every stream has ended, or ctx has.
+func (h *Hub) waitConns(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { h.conns.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Shutdown closes every connection with 1001 (reconnect elsewhere, then
+// resume) and waits for them, until ctx ends. Their presence is left to
+// expire rather than announced as offline: a client reconnecting to another
+// instance stays online for its friends without a flicker.
+func (h *Hub) Shutdown(ctx context.Context) error {
+	for _, c := range h.stopTaking() {
 		c.shuttingDown.Store(true)
 		c.closeSoon(closeShutdown)
 	}
-	done := make(chan struct{})
-	go func() { h.conns.Wait(); close(done) }()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
+	err := h.waitConns(ctx)
 	h.cancel()
 	_ = h.ps.Close() // its connections end with the process
 	h.routerWG.Wait()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,8 @@ type meteredConn struct {
 	payload uint64   // bytes of the frame's payload still to pass
 
 	failure atomic.Uint32 // why the connection failed, a closeReason; notClosed while it has not
+
+	writing sync.Mutex // a frame's write under its deadline (webSocket.write)
 }
 
 // Read reads the client's bytes up to the first refused frame.

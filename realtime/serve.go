@@ -55,8 +55,11 @@ func (h *Hub) start(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 		h.admitted.Add(-1)
 		return nil, nil, ErrTooManyStreams
 	}
+	if !h.track() {
+		h.admitted.Add(-1)
+		return nil, nil, ErrShuttingDown
+	}
 	c := newConn(h, uid, sessionID)
-	h.conns.Add(1)
 	if prepare != nil {
 		prepare(c)
 	}

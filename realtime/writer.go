@@ -39,8 +39,12 @@ var (
 )
 
 // write takes the deadline off after the frame, as pings and the close
-// frame have limits of their own.
+// frame have limits of their own. Frames may be written from two
+// goroutines at once (the queue's writer, and a drain's reconnect frame):
+// each holds the socket's deadline for its own frame only.
 func (w webSocket) write(deadline time.Time, frame []byte, _ int64) error {
+	w.wire.writing.Lock()
+	defer w.wire.writing.Unlock()
 	_ = w.wire.SetWriteDeadline(deadline) // an error: the socket is closed, and so the write fails
 	err := w.Write(context.Background(), websocket.MessageText, frame)
 	_ = w.wire.SetWriteDeadline(time.Time{})

@@ -2,7 +2,6 @@ package social
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -63,12 +62,9 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication) {
 	if len(firsts) == 0 {
 		return
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		for _, f := range firsts {
-			f.a.Err = fmt.Errorf("authenticate: %w", err)
-		}
-		return
-	}
+	// Each command's own error is read below: one request's failure is
+	// not its batch's.
+	_, _ = pipe.Exec(ctx)
 
 	type second struct {
 		a     *Authentication
@@ -116,12 +112,7 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication) {
 		}
 		seenCmd = seenScript.Eval(ctx, pipe, []string{k.seen()}, args...)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		for _, sc := range seconds {
-			sc.a.UID, sc.a.Err = 0, fmt.Errorf("authenticate: %w", err)
-		}
-		return
-	}
+	_, _ = pipe.Exec(ctx) // as above
 	noted := make(map[int64]error, len(seen))
 	if seenCmd != nil {
 		res, err := seenCmd.Int64Slice()

@@ -88,6 +88,12 @@ func (s *Server) authenticate(required bool) func(http.Handler) http.Handler {
 // request when there is none (or Redis does not say).
 func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, token string, byCookie bool) (int64, bool) {
 	uid, err := s.social.Authenticate(r.Context(), token)
+	return s.sessionChecked(w, r, byCookie, uid, err)
+}
+
+// sessionChecked returns the user a session check found, or answers the
+// request with why there is none (err).
+func (s *Server) sessionChecked(w http.ResponseWriter, r *http.Request, byCookie bool, uid int64, err error) (int64, bool) {
 	if err != nil {
 		// Only a session that is gone ends the cookie: a Redis that does
 		// not answer says nothing about it.

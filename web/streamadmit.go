@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"chorus/internal/batch"
@@ -76,23 +75,13 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 // whose: it answers the request itself when not, and then returns false.
 // The limits' gates are checked first, before anything costs Redis.
 func (a *streamAdmission) admit(w http.ResponseWriter, r *http.Request, token string, byCookie bool) (int64, bool) {
-	s := a.s
 	if !a.byAddress.passGate(w, r) || !a.byUser.passGate(w, r) {
 		return 0, false
 	}
+	s := a.s
 	res, err := a.batch.Get(&streamAsk{token: token, addr: s.clientAddr(r)})
 	if err == nil {
 		err = res.err
 	}
-	if err != nil {
-		// Only a session that is gone ends the cookie: a Redis that does
-		// not answer says nothing about it.
-		if byCookie && errors.Is(err, social.ErrUnauthenticated) {
-			s.clearSessionCookie(w, r)
-		}
-		s.writeError(w, r, err)
-		return 0, false
-	}
-	noteUser(r.Context(), res.uid)
-	return res.uid, true
+	return s.sessionChecked(w, r, byCookie, res.uid, err)
 }

@@ -34,9 +34,6 @@ const (
 // out and it was swept), and every status posted before, during and after
 // the drain reaches every client, live or by resume.
 func TestSigtermDrainsStreamsToTheOtherInstance(t *testing.T) {
-	if testing.Short() {
-		t.Skip("2,000 streams")
-	}
 	url, prefix := redistest.URL(t), redistest.Prefix()
 	env := map[string]string{"REDIS_URL": url, "CHORUS_KEY_PREFIX": prefix}
 	// The online window is each instance's lease: long enough that b, busy

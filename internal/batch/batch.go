@@ -65,6 +65,13 @@ func (b *Batcher[K, V]) Get(key K) (V, error) {
 	return r.v, r.err
 }
 
+// Waiting is how many keys wait for the next call.
+func (b *Batcher[K, V]) Waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.waiting)
+}
+
 // run makes calls until no key waits.
 func (b *Batcher[K, V]) run() {
 	for {

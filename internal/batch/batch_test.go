@@ -39,7 +39,7 @@ func TestGetGathersKeysAskedDuringACall(t *testing.T) {
 	for i := 1; i < len(got); i++ {
 		wg.Go(func() { got[i], _ = b.Get(i % 3) }) // keys 1, 2, 0, 1, 2, 0
 	}
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiting) == len(got)-1 })
+	waitFor(t, func() bool { return b.Waiting() == len(got)-1 })
 	close(release)
 	wg.Wait()
 	for i, v := range got {
@@ -133,7 +133,7 @@ func TestMaxBoundsACall(t *testing.T) {
 	for i := range 7 {
 		wg.Go(func() { b.Get(i) })
 	}
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiting) == 7 })
+	waitFor(t, func() bool { return b.Waiting() == 7 })
 	close(release)
 	wg.Wait()
 	if !slices.Equal(sizes, []int{1, 3, 3, 1}) {
