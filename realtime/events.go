@@ -15,6 +15,7 @@ import (
 	"chorus/protocol"
 
 	"github.com/coder/websocket"
+	"github.com/google/uuid"
 )
 
 // A stream can also be Server-Sent Events: GET /api/v1/stream with Accept:
@@ -90,11 +91,21 @@ func (e *eventStream) writeEvent(deadline time.Time, frame []byte, id int64) err
 		}
 		frame = b.Bytes()
 	}
-	out := net.Buffers{eventName, frameType(frame), eventData, frame, eventEnd}
+	// One write: the connection under it is wrapped (the listener's
+	// guards), so pieces would go as a write, and a packet, each.
+	bp := framePool.Get().(*[]byte)
+	out := (*bp)[:0]
 	if id > 0 {
-		out = append(net.Buffers{strconv.AppendInt([]byte("id: "), id, 10), []byte("\n")}, out...)
+		out = strconv.AppendInt(append(out, "id: "...), id, 10)
+		out = append(out, '\n')
 	}
-	return e.send(deadline, out)
+	out = append(append(append(append(append(out, eventName...), frameType(frame)...), eventData...), frame...), eventEnd...)
+	err := e.send(deadline, out)
+	if cap(out) <= maxPooledFrame {
+		*bp = out[:0]
+		framePool.Put(bp)
+	}
+	return err
 }
 
 // frameType is the "type" of a frame, an event's name: what a frame made in
@@ -131,12 +142,12 @@ func eventNameOK(t []byte) bool {
 	return len(t) > 0
 }
 
-// send writes out within ctx's deadline, with e.mu held.
-func (e *eventStream) send(deadline time.Time, out net.Buffers) error {
+// send writes out by deadline, with e.mu held.
+func (e *eventStream) send(deadline time.Time, out []byte) error {
 	if err := e.conn.SetWriteDeadline(deadline); err != nil {
 		return err
 	}
-	_, err := out.WriteTo(e.conn)
+	_, err := e.conn.Write(out)
 	return err
 }
 
@@ -147,7 +158,7 @@ func (e *eventStream) ping(ctx context.Context) error {
 		return errEventStreamClosed
 	}
 	d, _ := ctx.Deadline() // none: no deadline
-	return e.send(d, net.Buffers{keepalive})
+	return e.send(d, keepalive)
 }
 
 // close writes the close frame, unless the client is gone, and closes the
@@ -182,14 +193,12 @@ func (c *conn) awaitEnd() websocket.CloseError {
 
 // wait reads the connection until it ends: the client sends nothing after
 // its request, so a read returns only when the client closes its side or
-// this side closed the connection.
+// this side closed the connection. A client that sends anything is ended
+// as gone: nothing it sends is read.
 func (e *eventStream) wait() websocket.CloseError {
-	var b [64]byte
-	for {
-		if _, err := e.conn.Read(b[:]); err != nil {
-			break
-		}
-	}
+	var b [1]byte
+	_, _ = e.conn.Read(b[:])
+	_ = e.conn.Close() // a byte came, or the connection ended: either way it is over
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -226,7 +235,7 @@ func acceptEvents(timeout time.Duration) acceptFunc {
 			nc.Close()
 			return nil, fmt.Errorf("event stream: %w", err)
 		}
-		if err := e.send(time.Now().Add(timeout), net.Buffers{head.Bytes()}); err != nil {
+		if err := e.send(time.Now().Add(timeout), head.Bytes()); err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("event stream: %w", err)
 		}
@@ -309,6 +318,9 @@ type postedFrame struct {
 func (h *Hub) Send(ctx context.Context, uid int64, stream string, f protocol.ClientFrame) error {
 	if e := checkFrame(f); e != nil {
 		return e
+	}
+	if uuid.Validate(stream) != nil { // every stream's id is one (newConn)
+		return ErrUnknownStream
 	}
 	if c := h.localStream(uid, stream); c != nil {
 		c.active(time.Now())

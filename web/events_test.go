@@ -174,6 +174,10 @@ func TestEventStreamPostedFrames(t *testing.T) {
 	if r.Status != http.StatusNotFound || r.errorCode(t) != "unknown_stream" {
 		t.Fatalf("ann posting to bob's stream: %d %s, want 404 unknown_stream", r.Status, r.Body)
 	}
+	// An id that is not a stream's, of a user with streams: 404.
+	if r := onB.do("POST", "/api/v1/stream/"+strings.Repeat("x", 2000), map[string]string{"type": "heartbeat"}); r.Status != http.StatusNotFound || r.errorCode(t) != "unknown_stream" {
+		t.Fatalf("posting to a made-up stream id: %d %s, want 404 unknown_stream", r.Status, r.Body)
+	}
 	if r := a.anon(t).do("POST", path, map[string]string{"type": "heartbeat"}); r.Status != http.StatusUnauthorized {
 		t.Fatalf("anonymous post: %d %s, want 401", r.Status, r.Body)
 	}

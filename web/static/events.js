@@ -151,6 +151,7 @@ export class Transport {
       this.failures = 0;
       this.everLive = true;
       clearTimeout(this.retryTimer);
+      this.retryTimer = null;
     }
     // A probe kept the user online while the Stream switched: done.
     if (this.probe) {
@@ -191,10 +192,18 @@ export class Transport {
     }
   }
 
-  /** planRetry tries a WebSocket again later, while events carry the stream. */
+  /**
+   * planRetry tries a WebSocket again later, while events carry the stream:
+   * a try already planned stands, so that events reconnecting more often
+   * than the retry's delay (a proxy that cuts long answers) do not put it
+   * off for good.
+   */
   planRetry() {
-    clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => this.tryWebSocket(), webSocketRetryMs);
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.tryWebSocket();
+    }, webSocketRetryMs);
   }
 
   /**
@@ -245,6 +254,7 @@ export class Transport {
   stop() {
     clearTimeout(this.watchdog);
     clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     if (this.probe) {
       this.probe.close(1000, 'bye');
       this.probe = null;
