@@ -148,10 +148,19 @@ func TestGlobalWatchAfterPubSubReconnect(t *testing.T) {
 	}
 	// The user's own channel is subscribed again apart from the global
 	// one: what is published on it before is not heard (the client's
-	// resume covers that).
+	// resume covers that). Once confirmed again, its frames are held back
+	// until the stream's session is checked: wait for both.
+	h := e.hub
 	testio.Eventually(t, 30*time.Second, func() string {
 		if n := e.subscribers(u); n != 1 {
 			return fmt.Sprintf("the user's channel has %d subscribers, want 1", n)
+		}
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		l := h.users[e.social.UserChannel(u.id)]
+		if n := h.Stats.PubSubRestarts.Load(); n < 2 || len(h.lost) > 0 || l == nil || l.checking {
+			return fmt.Sprintf("%d channels confirmed again (want the user's and the global one), %d lost, the user held back: %v",
+				n, len(h.lost), l == nil || l.checking)
 		}
 		return ""
 	})
