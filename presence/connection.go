@@ -68,29 +68,51 @@ func (t *Tracker) Connect(ctx context.Context, uid int64, connID string) (first 
 	if err := checkConn(c); err != nil {
 		return false, fmt.Errorf("connect %d: %w", uid, err)
 	}
-	// No lease is a lost one only when the instance held connections when
-	// this call began: a fresh instance has no lease yet, nor one that held
-	// none for W, and neither has anything to register again. Connections
-	// registered by Connects racing with this one renewed the lease
-	// themselves, before or after this call's script.
-	t.mu.Lock()
-	holding := len(t.held) > 0
-	t.mu.Unlock()
-	res, err := t.register(ctx, []Beat{c}, max(t.opts.MaxConnsPerUser, 0))
+	res, err := t.admit(ctx, []Beat{c})
 	if err != nil {
 		return false, fmt.Errorf("connect %d: %w", uid, err)
 	}
-	if res.refused > 0 {
+	if res.each[0] == refused {
 		return false, ErrTooManyConnections
+	}
+	return res.each[0] == announced, nil
+}
+
+// admit registers conns, new connections of this instance, under
+// Options.MaxConnsPerUser, and holds those it did not refuse: what Connect
+// and Open share.
+//
+// When the register call fails, it may have run all the same (a timeout):
+// conns are disconnected again at the next ticks, so that none is left
+// registered without its stream. When it finds the lease lost, the other
+// connections are registered again at the next tick (Heartbeats), not in
+// this call, which is bounded by its caller's deadline. No lease is a lost
+// one only when the instance held connections when this call began: a fresh
+// instance has no lease yet, nor one that held none for W, and neither has
+// anything to register again. Connections registered by calls racing with
+// this one renewed the lease themselves, before or after this call's script.
+func (t *Tracker) admit(ctx context.Context, conns []Beat) (registered, error) {
+	t.mu.Lock()
+	holding := len(t.held) > 0
+	t.mu.Unlock()
+	res, err := t.register(ctx, conns, max(t.opts.MaxConnsPerUser, 0))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		for _, c := range conns {
+			t.leaving[c] = struct{}{}
+		}
+		return res, err
 	}
 	if res.lost && holding {
 		t.again.Add(1)
-		t.registerAgain(ctx) // the others; c is registered
 	}
-	t.mu.Lock()
-	t.held[c] = struct{}{}
-	t.mu.Unlock()
-	return res.first > 0, nil
+	for i, c := range conns {
+		if res.each[i] != refused {
+			t.held[c] = struct{}{}
+		}
+	}
+	return res, nil
 }
 
 // Heartbeat records activity on connection connID of uid; it is Heartbeats
@@ -329,14 +351,19 @@ func (t *Tracker) registerAgain(ctx context.Context) {
 
 // registered is what register did.
 type registered struct {
-	lost    bool // the lease had run out before this call
-	first   int  // connections whose user was announced online
-	refused int  // connections the cap refused
-	// each is, per connection in the order given, 1 when its user was
-	// announced online, 0 when registered, -1 when the cap refused it.
+	lost bool // the lease had run out before this call
+	// each is, per connection in the order given, what became of it:
+	// announced, registered alone, or refused.
 	each []int8
 	now  time.Time // Redis's clock at the last call
 }
+
+// What register.lua did with one connection.
+const (
+	refused   = -1 // the cap refused it: nothing of it is written
+	joined    = 0  // registered; its user was online already
+	announced = 1  // registered, and its user announced online
+)
 
 // register runs the register script over conns, MaxBeatsPerCall at a time,
 // with the given cap (<= 0: none), and announces the users it brought
@@ -374,17 +401,16 @@ func (t *Tracker) register(ctx context.Context, conns []Beat, maxConns int) (reg
 		users := make([]int64, 0, len(chunk))
 		var online []int64
 		for i, c := range chunk {
-			out.each = append(out.each, int8(toInt(res, 2+i)))
-			switch toInt(res, 2+i) {
-			case 1:
+			what := int8(toInt(res, 2+i))
+			out.each = append(out.each, what)
+			switch what {
+			case announced:
 				online = append(online, c.UID)
-			case -1:
-				out.refused++
+			case refused:
 				continue
 			}
 			users = append(users, c.UID)
 		}
-		out.first += len(online)
 		t.announceAll(ctx, online, true, now)
 		t.written(toInt(res, 0), users)
 	}

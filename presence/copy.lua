@@ -1,4 +1,5 @@
--- Shared by online_friends.lua and counts.lua, which run with this text
+-- Shared by the scripts that read the copy (online_friends.lua,
+-- friends_many.lua, counts.lua, trim.lua), which run with this text
 -- prepended (one script each). It keeps the shared online copy, the
 -- classic layout's "temp.last.seen": last.seen limited to users with a
 -- registered connection (ZINTERSTORE with connected weighted 0 copies

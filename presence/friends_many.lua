@@ -4,7 +4,7 @@
 -- it are read (ZMSCORE), kept when at or after now - W and sorted most
 -- recent first: a read alone, cheaper than an intersection written to a
 -- scratch key and deleted. A user with many friends is intersected as
--- online_friends.lua does (the intersection walks the smaller set).
+-- online_friends.lua does (friends_online, see friends.lua).
 --
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
 -- KEYS[2] connected (uid -> when the user was told online, unix ms)
@@ -54,11 +54,7 @@ for i = 5, #KEYS do
       out[#out + 1] = online[j][2]
     end
   else
-    local found = {}
-    if redis.call('ZINTERSTORE', KEYS[4], 2, KEYS[3], friends, 'WEIGHTS', 1, 0) > 0 then
-      found = redis.call('ZREVRANGEBYSCORE', KEYS[4], '+inf', cutoff, 'WITHSCORES', 'LIMIT', 0, most)
-      redis.call('DEL', KEYS[4])
-    end
+    local found = friends_online(KEYS[3], friends, KEYS[4], cutoff, most)
     out[#out + 1] = #found / 2
     for j = 1, #found do
       out[#out + 1] = found[j]

@@ -14,9 +14,12 @@ var (
 	//go:embed copy.lua
 	copySource string
 
+	//go:embed friends.lua
+	friendsSource string
+
 	//go:embed online_friends.lua
 	onlineFriendsSource string
-	onlineFriendsScript = script(copySource, onlineFriendsSource)
+	onlineFriendsScript = script(copySource, friendsSource, onlineFriendsSource)
 
 	//go:embed presences.lua
 	presencesSource string

@@ -1,10 +1,6 @@
 -- Online friends of one user, in one step, as the classic layout does it:
--- take the shared online copy (made here when missing, see copy.lua),
--- intersect it
--- with the user's friend set (ZINTERSTORE, friend-since scores weighted 0 so
--- the scores stay last-seen times), read it most recent first, cut at
--- now - W, and delete the intersection. The intersection walks the smaller of the two
--- sets, so a call costs about the friend count, not the number online.
+-- take the shared online copy (made here when missing, see copy.lua), and
+-- read the user's friends in it (friends_online, see friends.lua).
 --
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
 -- KEYS[2] connected (uid -> when the user was told online, unix ms)
@@ -19,10 +15,4 @@ local now = now_ms()
 local window = tonumber(ARGV[1])
 
 refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))
-if redis.call('ZINTERSTORE', KEYS[5], 2, KEYS[3], KEYS[4], 'WEIGHTS', 1, 0) == 0 then
-  return {}
-end
-local friends = redis.call('ZREVRANGEBYSCORE', KEYS[5], '+inf', now - window,
-  'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
-redis.call('DEL', KEYS[5])
-return friends
+return friends_online(KEYS[3], KEYS[4], KEYS[5], now - window, tonumber(ARGV[3]))

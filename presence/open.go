@@ -3,7 +3,6 @@ package presence
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,7 +11,7 @@ import (
 var (
 	//go:embed friends_many.lua
 	friendsManySource string
-	friendsManyScript = script(copySource, friendsManySource)
+	friendsManyScript = script(copySource, friendsSource, friendsManySource)
 )
 
 const (
@@ -51,9 +50,10 @@ type openResult struct {
 // calls for the whole batch (register.lua, friends_many.lua), so that a
 // reconnect storm costs Redis a few commands per stream, not a few script
 // calls; a lone Open costs what Connect and OnlineFriends do (the batches
-// are t.opens, a batch.Batcher). The writes are
-// bounded by their own deadline, not ctx's, and Open waits for them: on an
-// error nothing of the connection stays registered. A connection over
+// are t.opens, a batch.Batcher). The writes are bounded by their own
+// deadline, not ctx's, and Open waits for them. On an error the connection
+// is not held, and is disconnected again if it may have been registered (at
+// once, or at the next ticks while Redis fails). A connection over
 // Options.MaxConnsPerUser is refused with ErrTooManyConnections, as by
 // Connect.
 func (t *Tracker) Open(ctx context.Context, uid int64, connID string) (Opened, error) {
@@ -70,49 +70,43 @@ func (t *Tracker) Open(ctx context.Context, uid int64, connID string) (Opened, e
 
 // openBatch registers conns in one call, reads their users' online friends
 // in another, and answers each connection (t.opens.Do). Its calls are one
-// at a time, batch.OpenSpacing apart, bounded by batch.Timeout.
+// at a time, batch.OpenSpacing apart, bounded by batch.Timeout. When the
+// friends cannot be read, the connections it registered are disconnected
+// again, here while Redis answers, else at the next ticks.
 func (t *Tracker) openBatch(ctx context.Context, conns []Beat) ([]openResult, error) {
-	// As in Connect: no lease is a lost one only when the instance held
-	// connections when the call began.
-	t.mu.Lock()
-	holding := len(t.held) > 0
-	t.mu.Unlock()
-	res, err := t.register(ctx, conns, max(t.opts.MaxConnsPerUser, 0))
+	res, err := t.admit(ctx, conns)
 	if err != nil {
 		return nil, fmt.Errorf("open %d connections: %w", len(conns), err)
 	}
-	if res.lost && holding {
-		t.again.Add(1)
-		t.registerAgain(ctx) // the others; these are registered
-	}
 	var users []int64
 	seen := make(map[int64]bool, len(conns))
-	t.mu.Lock()
 	for i, c := range conns {
-		if res.each[i] < 0 {
-			continue
-		}
-		t.held[c] = struct{}{}
-		if !seen[c.UID] {
+		if res.each[i] != refused && !seen[c.UID] {
 			seen[c.UID] = true
 			users = append(users, c.UID)
 		}
 	}
-	t.mu.Unlock()
-
 	friends, err := t.onlineFriendsOf(ctx, users)
+	if err != nil {
+		t.mu.Lock()
+		for i, c := range conns {
+			if res.each[i] != refused {
+				delete(t.held, c)
+				t.leaving[c] = struct{}{}
+			}
+		}
+		t.mu.Unlock()
+		t.disconnectAgain(ctx)
+	}
 	out := make([]openResult, len(conns))
 	for i, c := range conns {
 		switch {
-		case res.each[i] < 0:
+		case res.each[i] == refused:
 			out[i] = openResult{err: ErrTooManyConnections}
 		case err != nil:
-			// Registered, but the stream cannot open: take it out again
-			// (a failed Disconnect is retried at every tick until done).
-			_, derr := t.Disconnect(ctx, c.UID, c.ConnID)
-			out[i] = openResult{err: fmt.Errorf("open %d: %w", c.UID, errors.Join(err, derr))}
+			out[i] = openResult{err: fmt.Errorf("open %d: %w", c.UID, err)}
 		default:
-			out[i] = openResult{opened: Opened{First: res.each[i] == 1, Seen: res.now, Friends: friends[c.UID]}}
+			out[i] = openResult{opened: Opened{First: res.each[i] == announced, Seen: res.now, Friends: friends[c.UID]}}
 		}
 	}
 	return out, nil

@@ -133,3 +133,141 @@ func (s *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (s *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// An Open that fails leaves nothing of its connection registered, nor held
+// by the instance: when the friends cannot be read, the registration is
+// undone at once; when the register call fails after it ran (a timeout on
+// the way back), at the next tick.
+func TestFailedOpenLeavesNothingRegistered(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	fail := &failScript{}
+	rdb.AddHook(fail)
+	e := env{rdb: rdb, prefix: prefix}
+	tr := e.tracker(t, Options{})
+	ctx := ctxT(t)
+	k := e.keys()
+	const alice, bob = 1, 2
+	e.befriend(t, alice, bob)
+	mustConnect(t, tr, bob, "bob")
+
+	gone := func(uid int64) string {
+		if n := e.rdb.HLen(ctx, k.conns(uid)).Val(); n != 0 {
+			return fmt.Sprintf("user %d's registry holds %d connections", uid, n)
+		}
+		if online, _ := presenceOf(t, tr, uid); online {
+			return fmt.Sprintf("user %d is online", uid)
+		}
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		for c := range tr.held {
+			if c.UID == uid {
+				return fmt.Sprintf("the instance holds user %d's connection %s", uid, c.ConnID)
+			}
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		name   string
+		script *redis.Script
+		tick   bool // undone at the next tick, not at once
+	}{
+		{"friends read failed", friendsManyScript, false},
+		{"register answer lost", registerScript, true},
+	} {
+		fail.set(tc.script)
+		_, err := tr.Open(ctx, alice, "alice "+tc.name)
+		fail.set(nil)
+		if err == nil {
+			t.Fatalf("%s: Open succeeded", tc.name)
+		}
+		if tc.tick {
+			if n := e.rdb.HLen(ctx, k.conns(alice)).Val(); n != 1 {
+				t.Fatalf("%s: alice's registry holds %d connections, want the one the failed call wrote", tc.name, n)
+			}
+			if err := tr.Heartbeats(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if why := gone(alice); why != "" {
+			t.Errorf("%s: %s", tc.name, why)
+		}
+		tr.mu.Lock()
+		leaving := len(tr.leaving)
+		tr.mu.Unlock()
+		if leaving != 0 {
+			t.Errorf("%s: %d disconnects left to retry", tc.name, leaving)
+		}
+	}
+	// Bob stays as he was, and alice opens once Redis answers.
+	if online, _ := presenceOf(t, tr, bob); !online {
+		t.Error("bob went offline")
+	}
+	if o, err := tr.Open(ctx, alice, "alice"); err != nil || !o.First || len(o.Friends) != 1 {
+		t.Errorf("alice's open after the failures: %+v, %v; want first, with bob", o, err)
+	}
+}
+
+// When an Open finds the instance's lease lost, its own connection is
+// registered, and the instance's others are registered again at the next
+// tick.
+func TestOpenAfterLostLeaseRegistersTheOthersAtTheNextTick(t *testing.T) {
+	onBackends(t, func(t *testing.T, e env) {
+		tr := e.tracker(t, Options{})
+		ctx := ctxT(t)
+		k := e.keys()
+		const alice, bob = 1, 2
+		mustConnect(t, tr, alice, "a")
+		// A sweep took alice's connection out, and the lease with it.
+		if err := e.rdb.Del(ctx, k.conns(alice), k.instances(), k.instanceConns(tr.id)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Open(ctx, bob, "b"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Heartbeats(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		for uid, conn := range map[int64]string{alice: "a", bob: "b"} {
+			if id, err := e.rdb.HGet(ctx, k.conns(uid), conn).Result(); err != nil || id != tr.id {
+				t.Errorf("user %d's connection is held by %q (%v), want the instance %q", uid, id, err, tr.id)
+			}
+		}
+		if n := tr.again.Load(); n != 0 {
+			t.Errorf("registering again still due (%d) after the tick", n)
+		}
+	})
+}
+
+// failScript fails the calls of one script, after they ran, while it is
+// set: as a reply lost on the way back.
+type failScript struct {
+	mu     sync.Mutex
+	script *redis.Script
+}
+
+func (f *failScript) set(s *redis.Script) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script = s
+}
+
+func (f *failScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *failScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		f.mu.Lock()
+		s := f.script
+		f.mu.Unlock()
+		if s != nil && runs(cmd, s) && err == nil {
+			err = errors.New("reply lost by the test")
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+
+func (f *failScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
