@@ -208,11 +208,29 @@ func (c *conn) attach(ws frameWriter) bool {
 	return true
 }
 
-// read handles the client's frames until the connection ends, and returns
-// how the client ended it: its close frame, or 1006 and the error when the
-// connection ended without one. When this side closed it first (a frame
-// too big, too many frames, a frame refused, or a close already under way)
-// it returns nothing; run finds the close made.
+// readReady reads what the client sent and acts on it, once the instance's
+// poller found the stream's socket readable (meteredConn.watch), on a
+// goroutine that ends when nothing more waits: an idle stream holds none.
+// When the connection ends, it finishes the stream (finish).
+func (c *conn) readReady() {
+	c.hub.Stats.Readers.Add(1)
+	defer c.hub.Stats.Readers.Add(-1)
+	ws := c.ws.(webSocket)
+	for {
+		end, more := c.readOne(ws, c.handleFrame)
+		if !more {
+			c.finish(end)
+			return
+		}
+		if !c.wire.hasPending() && c.wire.rearm() {
+			return
+		}
+	}
+}
+
+// read handles the client's frames until the connection ends, on a
+// goroutine of its own, where the poller cannot watch the socket; it
+// returns how the connection ended (see readOne).
 //
 // Its goroutine waits for the client for the stream's whole life, so it
 // keeps to the shallow stack of that wait: each frame is acted on by a
@@ -222,21 +240,34 @@ func (c *conn) attach(ws frameWriter) bool {
 func (c *conn) read() websocket.CloseError {
 	ws := c.ws.(webSocket)
 	for {
-		// Not a context of the connection's life: a read cut short by a
-		// context closes the socket at once, without the closing handshake
-		// the close under way is doing.
-		typ, data, err := ws.Read(context.Background())
-		if err != nil {
-			return c.readFailed(err)
-		}
-		if c.isClosed() {
-			// Frames the client sent before the close are not acted on.
-			return websocket.CloseError{}
-		}
-		if !c.handleAside(typ, data) {
-			return websocket.CloseError{}
+		if end, more := c.readOne(ws, c.handleAside); !more {
+			return end
 		}
 	}
+}
+
+// readOne reads the client's next message and acts on it with handle. It
+// reports false when the connection ended, and how the client ended it: its
+// close frame, or 1006 and the error when the connection ended without
+// one. When this side closed it first (a frame too big, too many frames, a
+// frame refused, or a close already under way) the close is empty; finish
+// finds the close made.
+func (c *conn) readOne(ws webSocket, handle func(websocket.MessageType, []byte) bool) (websocket.CloseError, bool) {
+	// Not a context of the connection's life: a read cut short by a
+	// context closes the socket at once, without the closing handshake
+	// the close under way is doing.
+	typ, data, err := ws.Read(context.Background())
+	if err != nil {
+		return c.readFailed(err), false
+	}
+	if len(data) == 0 && c.wire.tookSynthetic() {
+		return websocket.CloseError{}, true // the end of a control frame's read
+	}
+	if c.isClosed() {
+		// Frames the client sent before the close are not acted on.
+		return websocket.CloseError{}, false
+	}
+	return websocket.CloseError{}, handle(typ, data)
 }
 
 // readFailed is how a failed read ended the connection (see read).

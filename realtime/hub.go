@@ -219,6 +219,12 @@ type Stats struct {
 	// EventStreams counts the streams open now as Server-Sent Events
 	// (events.go), among Open.
 	EventStreams atomic.Int64
+	// Readers counts the goroutines reading streams' clients now: one for
+	// each stream whose client's bytes are being read, and one for each
+	// stream that waits for its client on a goroutine of its own (an event
+	// stream; a WebSocket whose socket the poller cannot watch, see
+	// poll_linux.go). An idle WebSocket has none.
+	Readers atomic.Int64
 }
 
 // readers are the local users who follow one pulled author.

@@ -27,40 +27,145 @@ var errConnFailed = errors.New("connection failed: frame refused")
 // fails at once, so that the closing handshake reads nothing more either.
 // Only payload lengths are read: a flood costs a few header bytes a frame.
 //
+// It also hands the library the client's bytes one frame at most, never
+// past a frame's end, reading ahead into a buffer of its own, so that when
+// the library returns a message nothing of the next is left in its reader:
+// the stream can then wait for its client outside the library, on the
+// instance's poller (poll_linux.go), with no goroutine of its own. After a
+// ping or a pong, which the library acts on and then reads on for the next
+// message, a watched connection hands the library an empty message of its
+// own making (synthetic) when nothing more came, so that the read returns
+// rather than wait in the library.
+//
 // The parser's state is the reader's: the library reads under one lock.
+// What was read ahead is shared with pending's callers, under mu.
 type meteredConn struct {
 	net.Conn
-	pending []byte // bytes the HTTP server read past the handshake, read first
-	frames  *rate.Limiter
+	frames *rate.Limiter
 
-	head    [14]byte // the header of the frame being read: at most 2+8+4 bytes
-	headLen int      // bytes of head read so far; 0 between frames
-	headAll int      // the header's length, known from its second byte
-	payload uint64   // bytes of the frame's payload still to pass
+	mu      sync.Mutex
+	poll    *pollWait // the poller's watch of the socket; nil: a goroutine waits (conn.read)
+	closing bool      // Close was called: the socket is not watched
+	// pending is what was read from the client and not yet handed to the
+	// library: first what the HTTP server read past the handshake, then
+	// what a read read ahead, in ahead.
+	pending []byte
+	ahead   [wireReadBuffer]byte
+	// inject: the frame handed over last was a ping or a pong, and the
+	// connection is watched; the library's next read, when nothing is
+	// pending, gets a synthetic message, of which synth bytes are still
+	// to hand over. injected: the library got one the stream has not taken.
+	inject, injected bool
+	synth            int
+
+	head       [14]byte // the header of the frame being read: at most 2+8+4 bytes
+	headLen    int      // bytes of head read so far; 0 between frames
+	headAll    int      // the header's length, known from its second byte
+	payload    uint64   // bytes of the frame's payload still to pass
+	fragmented bool     // a data message's first fragment has passed, its last not yet
 
 	failure atomic.Uint32 // why the connection failed, a closeReason; notClosed while it has not
 
 	writing sync.Mutex // a frame's write under its deadline (webSocket.write)
 }
 
-// Read reads the client's bytes up to the first refused frame.
+// synthetic is the empty text message handed to the library after a
+// control frame: a final text frame, masked (as a client's must be), of no
+// payload, its mask key zero.
+var synthetic = [6]byte{0x81, 0x80}
+
+// Read hands the library the client's bytes, one frame at most, up to the
+// first refused frame.
 func (m *meteredConn) Read(p []byte) (int, error) {
-	if m.failed() != notClosed {
-		return 0, errConnFailed
+	for {
+		if m.failed() != notClosed {
+			return 0, errConnFailed
+		}
+		m.mu.Lock()
+		if m.inject && len(m.pending) == 0 && m.synth == 0 && m.headLen == 0 && m.payload == 0 && !m.fragmented {
+			m.inject, m.synth, m.injected = false, len(synthetic), true
+		}
+		if m.synth > 0 { // not the client's bytes: not metered
+			n := copy(p, synthetic[len(synthetic)-m.synth:])
+			m.synth -= n
+			m.mu.Unlock()
+			return n, nil
+		}
+		if len(m.pending) > 0 {
+			ok, fail := m.scan(m.pending[:min(len(p), len(m.pending))])
+			copy(p, m.pending[:ok])
+			m.pending = m.pending[ok:]
+			m.mu.Unlock()
+			if fail != notClosed {
+				m.failure.Store(uint32(fail))
+				return ok, errConnFailed
+			}
+			return ok, nil
+		}
+		m.mu.Unlock()
+		if m.payload > 0 {
+			// Within a frame's payload nothing of the next frame can come:
+			// read into p, no further than the payload's end.
+			n, err := m.Conn.Read(p[:min(uint64(len(p)), m.payload)])
+			m.mu.Lock()
+			m.scan(p[:n]) // passes payload bytes alone, none refused
+			m.mu.Unlock()
+			return n, err
+		}
+		n, err := m.Conn.Read(m.ahead[:])
+		if n == 0 {
+			return 0, err
+		}
+		// An error with bytes comes again at the next read.
+		m.mu.Lock()
+		m.pending = m.ahead[:n]
+		m.mu.Unlock()
 	}
-	var n int
-	var err error
-	if len(m.pending) > 0 {
-		n = copy(p, m.pending)
-		m.pending = m.pending[n:]
-	} else {
-		n, err = m.Conn.Read(p)
+}
+
+// watch has ready run, on a goroutine of its own, each time the client
+// has sent something, from now (at once if something waits) until the
+// connection closes, and once more then (see poll_linux.go); ready arms
+// the watch again (rearm) once it read what was pending. It reports false
+// when the socket cannot be watched: not a plain socket, or closing.
+func (m *meteredConn) watch(ready func()) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return false
 	}
-	if ok, fail := m.scan(p[:n]); fail != notClosed {
-		m.failure.Store(uint32(fail))
-		return ok, errConnFailed
+	m.poll = pollSocket(m.Conn, len(m.pending) > 0, ready)
+	return m.poll != nil
+}
+
+// rearm has the poller watch the socket again, once ready read what was
+// pending. It reports false when the connection is closing: the caller
+// reads on, and finds it closed.
+func (m *meteredConn) rearm() bool {
+	m.mu.Lock()
+	w := m.poll
+	m.mu.Unlock()
+	return w.rearm()
+}
+
+// hasPending reports whether the client's bytes wait, read ahead, that the
+// library has not read.
+func (m *meteredConn) hasPending() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.pending) > 0
+}
+
+// tookSynthetic reports whether the library read, since the last call, the
+// empty message handed to it after a control frame.
+func (m *meteredConn) tookSynthetic() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	took := m.injected && m.synth == 0
+	if took {
+		m.injected = false
 	}
-	return n, err
+	return took
 }
 
 // How a failed connection lingers after its close frame (see Close).
@@ -77,6 +182,13 @@ const (
 // the kernel would answer with a reset, which drops what is still on its
 // way to the client, the close frame that says why among it.
 func (m *meteredConn) Close() error {
+	m.mu.Lock()
+	m.closing = true
+	w := m.poll
+	m.mu.Unlock()
+	if w != nil {
+		w.close() // before its descriptor can be another socket's
+	}
 	if m.failed() != notClosed {
 		// Not every listener's connections can half-close (a limited
 		// listener's cannot): then the client learns of the end from the
@@ -106,15 +218,18 @@ func (m *meteredConn) fail(why closeReason) {
 func (m *meteredConn) failed() closeReason { return closeReason(m.failure.Load()) }
 
 // scan walks the frame headers in b, the next bytes from the client, counting
-// each frame as it begins. It returns how many of the bytes may be read and,
-// when a frame is refused, why (else notClosed): the bytes of that frame are
-// not among them.
+// each frame as it begins. It returns how many of the bytes may be read, up
+// to the end of the first frame that ends in b, and, when a frame is
+// refused, why (else notClosed): the bytes of that frame are not among them.
 func (m *meteredConn) scan(b []byte) (int, closeReason) {
 	for i := 0; i < len(b); {
 		if m.payload > 0 {
 			step := min(m.payload, uint64(len(b)-i))
 			i += int(step)
 			m.payload -= step
+			if m.payload == 0 {
+				return i, notClosed
+			}
 			continue
 		}
 		if m.headLen == 0 && !m.frames.Allow() {
@@ -141,9 +256,27 @@ func (m *meteredConn) scan(b []byte) (int, closeReason) {
 		case m.headLen > 2 && m.headLen == m.headAll:
 			m.payload = payloadLen(m.head[:])
 			m.headLen = 0
+			m.frameBegun()
+			if m.payload == 0 {
+				return i, notClosed
+			}
 		}
 	}
 	return len(b), notClosed
+}
+
+// frameBegun notes the frame whose header was just read: whether it starts
+// or ends a fragmented data message, and whether it is a ping or a pong,
+// after which a watched connection's library gets a synthetic message.
+func (m *meteredConn) frameBegun() {
+	fin, opcode := m.head[0]&0x80 != 0, m.head[0]&0x0f
+	switch opcode {
+	case 0x1, 0x2: // text, binary
+		m.fragmented = !fin
+	case 0x0: // continuation
+		m.fragmented = m.fragmented && !fin
+	}
+	m.inject = m.poll != nil && (opcode == 0x9 || opcode == 0xa)
 }
 
 // meteredWriter hands websocket.Accept the connection it hijacks as a

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -295,8 +296,9 @@ func loginOf(name string) string {
 }
 
 // The meter finds every frame's start however the bytes are split across
-// reads, with payload lengths of each size (7 bits, 16, 64), and refuses
-// the first frame past the burst at its first byte.
+// reads, with payload lengths of each size (7 bits, 16, 64), passes no
+// more than one frame's end at a time, and refuses the first frame past the
+// burst at its first byte.
 func TestMeterScan(t *testing.T) {
 	frames := [][]byte{
 		clientFrame(opPing, nil, false),
@@ -310,19 +312,37 @@ func TestMeterScan(t *testing.T) {
 	for _, chunk := range []int{1, 2, 7, 4096, len(all)} {
 		t.Run(fmt.Sprintf("reads of %d", chunk), func(t *testing.T) {
 			m := &meteredConn{frames: rate.NewLimiter(rate.Every(time.Hour), 4)}
-			passed := 0
+			passed, ends := 0, []int{}
+		read:
 			for off := 0; off < len(all); off += chunk {
-				ok, fail := m.scan(all[off:min(off+chunk, len(all))])
-				passed += ok
-				if fail != notClosed {
-					if code := fail.rule().code; code != websocket.StatusPolicyViolation {
-						t.Fatalf("refused with %v, want 1008", code)
+				for b := all[off:min(off+chunk, len(all))]; len(b) > 0; {
+					ok, fail := m.scan(b)
+					passed += ok
+					if fail != notClosed {
+						if code := fail.rule().code; code != websocket.StatusPolicyViolation {
+							t.Fatalf("refused with %v, want 1008", code)
+						}
+						break read
 					}
-					break
+					if ok < len(b) {
+						ends = append(ends, passed)
+					}
+					b = b[ok:]
 				}
 			}
 			if passed != allowed {
 				t.Fatalf("%d bytes passed, want the %d of the first four frames", passed, allowed)
+			}
+			// A scan stopped short of its bytes only at a frame's end.
+			var frameEnds []int
+			for i, end := 0, 0; i < len(frames)-1; i++ {
+				end += len(frames[i])
+				frameEnds = append(frameEnds, end)
+			}
+			for _, e := range ends {
+				if !slices.Contains(frameEnds, e) {
+					t.Fatalf("a scan stopped at byte %d, not a frame's end (%v)", e, frameEnds)
+				}
 			}
 		})
 	}

@@ -36,13 +36,18 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, uid int64, sessionID
 	if c == nil {
 		return err
 	}
-	// The stream lives on in a reader goroutine of its own, with a writer
-	// only while frames wait and a timer for its pings. This goroutine, whose
-	// stack grew deep in the setup, does the stream's first deep work too
-	// (start), then ends here, as a hijacked connection allows, so that an
-	// idle stream holds one shallow stack.
+	// The stream lives on with no goroutine of its own while idle: its
+	// socket is watched by the instance's poller, which starts a reader
+	// only when the client sends (readReady), with a writer only while
+	// frames wait and a timer for its pings. This goroutine, whose stack
+	// grew deep in the setup, does the stream's first deep work too
+	// (start), then ends here, as a hijacked connection allows. Where the
+	// socket cannot be watched, a reader goroutine of its own waits (run),
+	// on one shallow stack.
 	c.start(ready)
-	go c.run()
+	if !c.wire.watch(c.readReady) {
+		go c.run()
+	}
 	return nil
 }
 
@@ -211,15 +216,24 @@ func (c *conn) start(ready []byte) {
 	c.keepAlive()
 }
 
-// run reads a started stream until it ends, then unregisters it. Frames go
+// run reads a started stream until it ends, then finishes it. Frames go
 // out through drain, which runs only while frames wait.
 func (c *conn) run() {
+	c.hub.Stats.Readers.Add(1)
+	defer c.hub.Stats.Readers.Add(-1)
+	c.finish(c.awaitEnd())
+}
+
+// finish answers how the client ended the stream (end; empty when this side
+// closed it first), waits for the closing handshake, and unregisters the
+// stream.
+func (c *conn) finish(end websocket.CloseError) {
 	h := c.hub
 	defer h.conns.Done()
 	defer h.admitted.Add(-1)
 	defer h.leave(c)
 	defer h.Stats.Open.Add(-1)
-	end, by, why := c.awaitEnd(), "client", closeClient
+	by, why := "client", closeClient
 	wire := end.Code
 	if wire == websocket.StatusAbnormalClosure {
 		wire = websocket.StatusNormalClosure // no close frame came: none to answer

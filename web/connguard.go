@@ -1,11 +1,13 @@
 package web
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // DefaultMaxConnsPerAddress is the most connections one client address
@@ -26,8 +28,9 @@ type ConnStats struct {
 
 // ConnGuardOptions configure a ConnGuard.
 type ConnGuardOptions struct {
-	// MaxConnections is the server's cap on open connections, which the
-	// listener the guard wraps enforces (netutil.LimitListener).
+	// MaxConnections is the server's cap on open connections: beyond it,
+	// Accept waits for one to close, and the new ones wait in the kernel's
+	// backlog. Zero or less: no cap.
 	MaxConnections int
 	// PerAddress is the most connections one client address holds (an
 	// IPv6 address counted by its /64, as the limits count it). Zero:
@@ -44,6 +47,9 @@ type ConnGuardOptions struct {
 // TCP peer's address holds PerAddress already; the peer is what it knows
 // before any request, so behind a proxy it is the proxy, which is exempt
 // when trusted (then the limits per client address apply to each request).
+// It holds at most MaxConnections open, as netutil.LimitListener would,
+// but its connections are the sockets' own, unwrapped for what reads them:
+// a stream's socket can be watched by realtime's poller (SyscallConn).
 // And while more than three quarters of MaxConnections are open, it turns
 // the server's keep-alives off, which closes the idle ones at once and
 // every other after its answer, so that a client holding idle
@@ -54,6 +60,8 @@ type ConnGuard struct {
 	srv   *http.Server
 	opts  ConnGuardOptions
 	stats *ConnStats
+
+	slots chan struct{} // one per open connection, up to MaxConnections; nil: no cap
 
 	mu     sync.Mutex
 	open   int
@@ -82,6 +90,9 @@ func NewConnGuard(ln net.Listener, srv *http.Server, opts ConnGuardOptions) *Con
 		changed: make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
+	if opts.MaxConnections > 0 {
+		g.slots = make(chan struct{}, opts.MaxConnections)
+	}
 	go g.keepAlives()
 	return g
 }
@@ -90,8 +101,16 @@ func NewConnGuard(ln net.Listener, srv *http.Server, opts ConnGuardOptions) *Con
 // PerAddress, closing those over it.
 func (g *ConnGuard) Accept() (net.Conn, error) {
 	for {
+		if g.slots != nil {
+			select {
+			case g.slots <- struct{}{}:
+			case <-g.done:
+				return nil, net.ErrClosed
+			}
+		}
 		c, err := g.Listener.Accept()
 		if err != nil {
+			g.release()
 			return nil, err
 		}
 		addr, counted := g.addressOf(c.RemoteAddr())
@@ -100,6 +119,7 @@ func (g *ConnGuard) Accept() (net.Conn, error) {
 			g.mu.Unlock()
 			g.stats.Refused.Add(1)
 			_ = c.Close() // refused unanswered
+			g.release()
 			continue
 		}
 		if counted {
@@ -142,6 +162,13 @@ func (g *ConnGuard) addressOf(a net.Addr) (netip.Prefix, bool) {
 	}
 	p, _ := ip.Prefix(bits)
 	return p, true
+}
+
+// release frees a connection's slot.
+func (g *ConnGuard) release() {
+	if g.slots != nil {
+		<-g.slots
+	}
 }
 
 func (g *ConnGuard) wake() {
@@ -198,7 +225,31 @@ func (c *guardedConn) Close() error {
 			}
 		}
 		g.mu.Unlock()
+		g.release()
 		g.wake()
 	})
 	return err
 }
+
+// SyscallConn is the socket's, for what watches it (realtime's poller): the
+// guard reads and buffers nothing of its own. It fails for a connection
+// that is no plain socket.
+func (c *guardedConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errNoSocket
+	}
+	return sc.SyscallConn()
+}
+
+// CloseWrite half-closes the socket, so that a stream failed for a bad
+// frame lingers for its close frame to arrive (realtime's meteredConn).
+func (c *guardedConn) CloseWrite() error {
+	cw, ok := c.Conn.(interface{ CloseWrite() error })
+	if !ok {
+		return errNoSocket
+	}
+	return cw.CloseWrite()
+}
+
+var errNoSocket = errors.New("not a socket")

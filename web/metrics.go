@@ -82,6 +82,8 @@ func (m *Metrics) register(s *Server) {
 			func() float64 { return float64(st.Open.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_event_streams_open", Help: "Streams open on this instance as Server-Sent Events, counted in chorus_connections_open too."},
 			func() float64 { return float64(st.EventStreams.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_stream_readers", Help: "Goroutines reading streams' clients now: one per stream whose client's bytes are being read, and one per event stream. An idle WebSocket has none."},
+			func() float64 { return float64(st.Readers.Load()) }),
 		counter("chorus_frames_sent_total", "Frames written to streams.", &st.FramesSent),
 		counter("chorus_frames_dropped_total", "Frames not written: the stream was closing, too slow, or its write failed.", &st.FramesDropped),
 		counter("chorus_slow_clients_closed_total", "Streams closed with 1013 because their queue overflowed.", &st.SlowClosed),

@@ -29,7 +29,6 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/net/netutil"
 	"golang.org/x/time/rate"
 )
 
@@ -156,10 +155,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	// Beyond this many connections the rest wait in the kernel's backlog
-	// rather than fail for want of a file, which would leave the instance
-	// unable to reach Redis.
-	limited := netutil.LimitListener(ln, maxConnections(cfg.MaxConnections))
 	httpSrv := &http.Server{
 		Handler:           chorus.Server,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -176,9 +171,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var work sync.WaitGroup
 	work.Go(func() { chorus.Run(workCtx) })
 
-	// No one client address holds every connection, and idle keep-alives
-	// give way while connections run short.
-	guarded := web.NewConnGuard(limited, httpSrv, web.ConnGuardOptions{
+	// Beyond MaxConnections the rest wait in the kernel's backlog rather
+	// than fail for want of a file, which would leave the instance unable
+	// to reach Redis; no one client address holds every connection, and
+	// idle keep-alives give way while connections run short.
+	guarded := web.NewConnGuard(ln, httpSrv, web.ConnGuardOptions{
 		MaxConnections: maxConnections(cfg.MaxConnections), PerAddress: orNever(cfg.MaxConnsPerAddress),
 		TrustedProxies: cfg.TrustedProxies, Stats: connStats,
 	})

@@ -1,0 +1,185 @@
+package realtime
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The instance's poller: one goroutine that waits, with epoll, for the
+// sockets of idle streams to become readable, and starts a goroutine for a
+// stream only when its client has sent something. An idle stream then
+// holds no goroutine, and no stack, of its own: a goroutine waiting in a
+// read would keep at least 4 KiB of stack, and the collector's room for it
+// as much again, for the stream's whole life (docs/BENCHMARKS.md).
+//
+// Go's runtime watches the same sockets in its own epoll set, edge-
+// triggered, for the reads and writes of the streams' goroutines; this set
+// watches them level-triggered and one-shot, so that a socket is handed to
+// one goroutine at a time and handed again if bytes are left unread when
+// it is armed again.
+type poller struct {
+	epfd int
+
+	mu      sync.Mutex
+	watched map[int32]*pollWait // by file descriptor
+}
+
+// pollWait is one socket's registration with the poller.
+type pollWait struct {
+	p     *poller
+	fd    int32
+	ready func() // run on a goroutine of its own when the socket is readable
+
+	mu    sync.Mutex
+	state pollState
+}
+
+type pollState uint8
+
+const (
+	pollArmed   pollState = iota // the poller waits for the socket
+	pollRunning                  // ready runs; the socket is not watched
+	pollClosed                   // the socket is closing; never watched again
+)
+
+// thePoller is the process's poller, started on first use; nil where epoll
+// cannot be had (the streams then wait on goroutines of their own).
+var thePoller = sync.OnceValue(func() *poller {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		slog.Warn("no epoll: each stream waits for its client on a goroutine of its own", "err", err)
+		return nil
+	}
+	p := &poller{epfd: epfd, watched: map[int32]*pollWait{}}
+	go p.loop()
+	return p
+})
+
+const pollEvents = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT
+
+// pollSocket has ready run, on a goroutine of its own, once nc is readable
+// (at once when pending), and reports whether it will: not when nc is no
+// plain socket, whose descriptor the poller cannot watch (a connection
+// that buffers what it reads, as TLS does, would hide bytes from it).
+func pollSocket(nc net.Conn, pending bool, ready func()) *pollWait {
+	p := thePoller()
+	sc, ok := nc.(syscall.Conn)
+	if p == nil || !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var fd int32 = -1
+	if raw.Control(func(s uintptr) { fd = int32(s) }) != nil || fd < 0 {
+		return nil
+	}
+	w := &pollWait{p: p, fd: fd, ready: ready, state: pollArmed}
+	if pending {
+		w.state = pollRunning
+	}
+	p.mu.Lock()
+	p.watched[fd] = w
+	p.mu.Unlock()
+	events := uint32(pollEvents)
+	if pending {
+		// Registered disarmed (one-shot, of no event but a hang-up's,
+		// which fire finds running): ready runs now and arms it after.
+		events = unix.EPOLLONESHOT
+	}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(fd), &unix.EpollEvent{Events: events, Fd: fd}); err != nil {
+		p.forget(w)
+		return nil
+	}
+	if pending {
+		go ready()
+	}
+	return w
+}
+
+// rearm has the poller watch the socket again, after ready read what was
+// pending. It reports false when the socket is closing: the caller reads
+// on, and finds it closed.
+func (w *pollWait) rearm() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != pollRunning {
+		return false
+	}
+	w.state = pollArmed
+	err := unix.EpollCtl(w.p.epfd, unix.EPOLL_CTL_MOD, int(w.fd), &unix.EpollEvent{Events: pollEvents, Fd: w.fd})
+	if err != nil {
+		w.state = pollRunning
+		return false
+	}
+	return true
+}
+
+// close takes the socket out of the poller, before it closes: its
+// descriptor may be another socket's next. When the poller was waiting for
+// it, ready runs once more, to find the connection closed.
+func (w *pollWait) close() {
+	w.mu.Lock()
+	was := w.state
+	w.state = pollClosed
+	if was != pollClosed {
+		_ = unix.EpollCtl(w.p.epfd, unix.EPOLL_CTL_DEL, int(w.fd), nil) // the socket is open yet
+		w.p.forget(w)
+	}
+	w.mu.Unlock()
+	if was == pollArmed {
+		go w.ready()
+	}
+}
+
+// fire runs ready for a socket found readable, unless it was handed over
+// or closed meanwhile.
+func (w *pollWait) fire() {
+	w.mu.Lock()
+	armed := w.state == pollArmed
+	if armed {
+		w.state = pollRunning
+	}
+	w.mu.Unlock()
+	if armed {
+		go w.ready()
+	}
+}
+
+func (p *poller) forget(w *pollWait) {
+	p.mu.Lock()
+	if p.watched[w.fd] == w {
+		delete(p.watched, w.fd)
+	}
+	p.mu.Unlock()
+}
+
+// loop hands each readable socket to its stream, for the process's life.
+func (p *poller) loop() {
+	events := make([]unix.EpollEvent, 256)
+	for {
+		n, err := unix.EpollWait(p.epfd, events, -1)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			// Not expected of a valid epoll descriptor: the streams it
+			// watches would wait for good.
+			panic("realtime: epoll_wait: " + err.Error())
+		}
+		for _, ev := range events[:n] {
+			p.mu.Lock()
+			w := p.watched[ev.Fd]
+			p.mu.Unlock()
+			if w != nil {
+				w.fire()
+			}
+		}
+	}
+}
