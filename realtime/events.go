@@ -51,6 +51,7 @@ type eventStream struct {
 	closed bool       // by close: nothing more is written
 	gone   bool       // the client closed its side first
 	newest int64      // the newest status id written
+	poll   *pollWait  // the poller's watch of the socket (watch); nil: a goroutine waits (wait)
 }
 
 var errEventStreamClosed = errors.New("event stream closed")
@@ -175,10 +176,28 @@ func (e *eventStream) close(code websocket.StatusCode, reason string) error {
 		frame, _ := json.Marshal(protocol.Close{Type: protocol.TypeClose, Code: int(code), Reason: reason})
 		err = e.writeEvent(time.Now().Add(e.timeout), frame, 0)
 	}
+	if e.poll != nil {
+		e.poll.close() // before its descriptor can be another socket's
+	}
 	if cerr := e.conn.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// watch has ended run, on a goroutine of its own, once the client leaves
+// or sends anything, or the stream closes: ended waits (wait) no longer
+// then, and until then no goroutine waits for the stream (see
+// poll_linux.go). It reports false when the socket cannot be watched, or
+// the stream closed already.
+func (e *eventStream) watch(ended func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.poll = pollSocket(e.conn, false, ended)
+	return e.poll != nil
 }
 
 // awaitEnd waits until the stream ends, reading the client's frames if it
@@ -264,12 +283,18 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, uid int64, ses
 		return err
 	}
 	h.Stats.EventStreams.Add(1)
-	// As Serve's: the stream lives on in a goroutine of its own, which
-	// waits for the client to leave.
-	go func() {
+	// As Serve's: while idle the stream holds no goroutine of its own; the
+	// instance's poller waits for the client to leave, and run then finds
+	// it gone. Where the socket cannot be watched, run waits for it.
+	run := func() {
 		defer h.Stats.EventStreams.Add(-1)
-		c.start(withStreamID(ready, c.id))
 		c.run()
+	}
+	go func() {
+		c.start(withStreamID(ready, c.id))
+		if !c.ws.(*eventStream).watch(run) {
+			run()
+		}
 	}()
 	return nil
 }

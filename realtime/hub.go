@@ -221,9 +221,9 @@ type Stats struct {
 	EventStreams atomic.Int64
 	// Readers counts the goroutines reading streams' clients now: one for
 	// each stream whose client's bytes are being read, and one for each
-	// stream that waits for its client on a goroutine of its own (an event
-	// stream; a WebSocket whose socket the poller cannot watch, see
-	// poll_linux.go). An idle WebSocket has none.
+	// stream that waits for its client on a goroutine of its own, where
+	// the poller cannot watch its socket (poll_linux.go). An idle stream
+	// has none.
 	Readers atomic.Int64
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 
@@ -24,6 +25,12 @@ import (
 // it is armed again.
 type poller struct {
 	epfd int
+	// file is epfd as the runtime's own poller waits on it: an epoll set
+	// is readable while it holds ready sockets. Waiting there rather than
+	// in epoll_wait keeps the process free of a thread blocked in a
+	// system call, which the runtime's monitor would check on every 20 µs
+	// while the poller woke often.
+	file *os.File
 
 	mu      sync.Mutex
 	watched map[int32]*pollWait // by file descriptor
@@ -50,15 +57,32 @@ const (
 // thePoller is the process's poller, started on first use; nil where epoll
 // cannot be had (the streams then wait on goroutines of their own).
 var thePoller = sync.OnceValue(func() *poller {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	p, err := newPoller()
 	if err != nil {
 		slog.Warn("no epoll: each stream waits for its client on a goroutine of its own", "err", err)
 		return nil
 	}
-	p := &poller{epfd: epfd, watched: map[int32]*pollWait{}}
 	go p.loop()
 	return p
 })
+
+func newPoller() (*poller, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, err
+	}
+	// Non-blocking, the descriptor is the runtime poller's to wait on.
+	file := os.NewFile(uintptr(epfd), "epoll")
+	if _, err := file.SyscallConn(); err != nil {
+		file.Close()
+		return nil, err
+	}
+	return &poller{epfd: epfd, file: file, watched: map[int32]*pollWait{}}, nil
+}
 
 const pollEvents = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT
 
@@ -161,14 +185,28 @@ func (p *poller) forget(w *pollWait) {
 }
 
 // loop hands each readable socket to its stream, for the process's life.
+// It takes what is ready without blocking, and waits in the runtime's
+// poller while nothing is.
 func (p *poller) loop() {
+	raw, err := p.file.SyscallConn()
+	if err != nil {
+		panic("realtime: epoll: " + err.Error()) // checked in newPoller
+	}
 	events := make([]unix.EpollEvent, 256)
 	for {
-		n, err := unix.EpollWait(p.epfd, events, -1)
-		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
+		var n int
+		var werr error
+		err := raw.Read(func(uintptr) bool {
+			n, werr = unix.EpollWait(p.epfd, events, 0)
+			if errors.Is(werr, unix.EINTR) {
+				werr = nil
 			}
+			return n > 0 || werr != nil // else wait until the set is readable
+		})
+		if err == nil {
+			err = werr
+		}
+		if err != nil {
 			// Not expected of a valid epoll descriptor: the streams it
 			// watches would wait for good.
 			panic("realtime: epoll_wait: " + err.Error())

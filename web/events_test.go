@@ -258,9 +258,17 @@ func TestEventStreamLimits(t *testing.T) {
 		t.Fatalf("chorus_event_streams_open = %v, want 1", got)
 	}
 
-	// A WebSocket and an event stream are the user's two streams.
+	// A WebSocket and an event stream are the user's two streams. Idle,
+	// neither holds a goroutine reading it: the poller waits for both; the
+	// event stream's client leaving is seen all the same.
 	ann.connect()
 	ann.eventsRefused("", http.StatusTooManyRequests, "too_many_user_streams")
+	testio.Eventually(t, 10*time.Second, func() string {
+		if got := one.metric(t, "chorus_stream_readers", ""); got != 0 {
+			return fmt.Sprintf("chorus_stream_readers = %v with two idle streams, want 0", got)
+		}
+		return ""
+	})
 	s.drop()
 	testio.Eventually(t, 10*time.Second, func() string {
 		if got := one.metric(t, "chorus_event_streams_open", ""); got != 0 {

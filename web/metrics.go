@@ -82,7 +82,7 @@ func (m *Metrics) register(s *Server) {
 			func() float64 { return float64(st.Open.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_event_streams_open", Help: "Streams open on this instance as Server-Sent Events, counted in chorus_connections_open too."},
 			func() float64 { return float64(st.EventStreams.Load()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_stream_readers", Help: "Goroutines reading streams' clients now: one per stream whose client's bytes are being read, and one per event stream. An idle WebSocket has none."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_stream_readers", Help: "Goroutines reading streams' clients now: one per stream whose client's bytes are being read. An idle stream has none, unless its socket cannot be watched (then one each)."},
 			func() float64 { return float64(st.Readers.Load()) }),
 		counter("chorus_frames_sent_total", "Frames written to streams.", &st.FramesSent),
 		counter("chorus_frames_dropped_total", "Frames not written: the stream was closing, too slow, or its write failed.", &st.FramesDropped),
