@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -122,7 +123,7 @@ func pollSocket(nc net.Conn, pending bool, ready func()) *pollWait {
 		return nil
 	}
 	if pending {
-		go ready()
+		readerPool.run(ready)
 	}
 	return w
 }
@@ -158,7 +159,7 @@ func (w *pollWait) close() {
 	}
 	w.mu.Unlock()
 	if was == pollArmed {
-		go w.ready()
+		readerPool.run(w.ready)
 	}
 }
 
@@ -172,7 +173,7 @@ func (w *pollWait) fire() {
 	}
 	w.mu.Unlock()
 	if armed {
-		go w.ready()
+		readerPool.run(w.ready)
 	}
 }
 
@@ -219,5 +220,44 @@ func (p *poller) loop() {
 				w.fire()
 			}
 		}
+	}
+}
+
+// readerPool runs the poller's readers: on a goroutine that waits for the
+// next, where one is idle, else on a new one. A stream's reader stack
+// grows past the new goroutine's size as it reads a frame; an idle one has
+// grown already, and is handed the next stream's read without a start.
+var readerPool pool
+
+// maxIdleReaders bounds the goroutines kept idle for the next readers.
+const maxIdleReaders = 64
+
+type pool struct {
+	work chan func() // unbuffered: a send succeeds only to an idle goroutine
+	idle atomic.Int32
+}
+
+func init() { readerPool.work = make(chan func()) }
+
+// run runs f on an idle goroutine of the pool, or on a new one.
+func (p *pool) run(f func()) {
+	select {
+	case p.work <- f:
+	default:
+		go p.serve(f)
+	}
+}
+
+// serve runs f, then waits for the next, as one of at most maxIdleReaders
+// idle goroutines.
+func (p *pool) serve(f func()) {
+	for {
+		f()
+		if p.idle.Add(1) > maxIdleReaders {
+			p.idle.Add(-1)
+			return
+		}
+		f = <-p.work
+		p.idle.Add(-1)
 	}
 }

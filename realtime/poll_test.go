@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,4 +170,42 @@ func (c *rawClient) readFrame() []byte {
 		c.tb.Fatalf("read a frame: %v", err)
 	}
 	return payload
+}
+
+// The readers' pool runs every function handed to it, on idle goroutines
+// where there are, and keeps no more than maxIdleReaders idle.
+func TestReaderPool(t *testing.T) {
+	p := &pool{work: make(chan func())}
+	const n = 3 * maxIdleReaders
+	var wg sync.WaitGroup
+	var ran atomic.Int64
+	release := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		p.run(func() {
+			defer wg.Done()
+			ran.Add(1)
+			<-release // all at once: each on a goroutine of its own
+		})
+	}
+	close(release)
+	wg.Wait()
+	testio.Eventually(t, 10*time.Second, func() string {
+		if idle := p.idle.Load(); idle != maxIdleReaders {
+			return fmt.Sprintf("%d goroutines idle, want %d", idle, maxIdleReaders)
+		}
+		return ""
+	})
+	// The next ones run on those.
+	for range n {
+		wg.Add(1)
+		p.run(func() { defer wg.Done(); ran.Add(1) })
+	}
+	wg.Wait()
+	if got := ran.Load(); got != 2*n {
+		t.Fatalf("%d functions ran, want %d", got, 2*n)
+	}
+	if idle := p.idle.Load(); idle > maxIdleReaders {
+		t.Fatalf("%d goroutines idle, want at most %d", idle, maxIdleReaders)
+	}
 }
