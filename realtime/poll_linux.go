@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,12 +36,18 @@ type poller struct {
 
 	mu      sync.Mutex
 	watched map[int32]*pollWait // by file descriptor
+	gen     int32               // the last registration's generation
 }
 
-// pollWait is one socket's registration with the poller.
+// pollWait is one socket's registration with the poller. Its epoll
+// changes go through raw.Control, which holds the descriptor open
+// meanwhile: one closed already (the kernel then dropped it from the set)
+// is never changed, nor a later socket's that took its number.
 type pollWait struct {
 	p     *poller
+	raw   syscall.RawConn
 	fd    int32
+	gen   int32  // this registration's among those of the descriptor, in its events
 	ready func() // run on a goroutine of its own when the socket is readable
 
 	mu    sync.Mutex
@@ -76,9 +83,10 @@ func newPoller() (*poller, error) {
 		unix.Close(epfd)
 		return nil, err
 	}
-	// Non-blocking, the descriptor is the runtime poller's to wait on.
+	// Non-blocking, the descriptor is the runtime poller's to wait on; a
+	// file it cannot wait on takes no deadline.
 	file := os.NewFile(uintptr(epfd), "epoll")
-	if _, err := file.SyscallConn(); err != nil {
+	if err := file.SetReadDeadline(time.Time{}); err != nil {
 		file.Close()
 		return nil, err
 	}
@@ -105,11 +113,13 @@ func pollSocket(nc net.Conn, pending bool, ready func()) *pollWait {
 	if raw.Control(func(s uintptr) { fd = int32(s) }) != nil || fd < 0 {
 		return nil
 	}
-	w := &pollWait{p: p, fd: fd, ready: ready, state: pollArmed}
+	w := &pollWait{p: p, raw: raw, fd: fd, ready: ready, state: pollArmed}
 	if pending {
 		w.state = pollRunning
 	}
 	p.mu.Lock()
+	p.gen++
+	w.gen = p.gen
 	p.watched[fd] = w
 	p.mu.Unlock()
 	events := uint32(pollEvents)
@@ -118,7 +128,7 @@ func pollSocket(nc net.Conn, pending bool, ready func()) *pollWait {
 		// which fire finds running): ready runs now and arms it after.
 		events = unix.EPOLLONESHOT
 	}
-	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(fd), &unix.EpollEvent{Events: events, Fd: fd}); err != nil {
+	if err := w.ctl(unix.EPOLL_CTL_ADD, events); err != nil {
 		p.forget(w)
 		return nil
 	}
@@ -138,12 +148,24 @@ func (w *pollWait) rearm() bool {
 		return false
 	}
 	w.state = pollArmed
-	err := unix.EpollCtl(w.p.epfd, unix.EPOLL_CTL_MOD, int(w.fd), &unix.EpollEvent{Events: pollEvents, Fd: w.fd})
-	if err != nil {
+	if err := w.ctl(unix.EPOLL_CTL_MOD, pollEvents); err != nil {
 		w.state = pollRunning
 		return false
 	}
 	return true
+}
+
+// ctl changes the socket's registration in the epoll set, while the
+// socket is open.
+func (w *pollWait) ctl(op int, events uint32) error {
+	var err error
+	cerr := w.raw.Control(func(fd uintptr) {
+		err = unix.EpollCtl(w.p.epfd, op, int(fd), &unix.EpollEvent{Events: events, Fd: w.fd, Pad: w.gen})
+	})
+	if cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // close takes the socket out of the poller, before it closes: its
@@ -154,7 +176,7 @@ func (w *pollWait) close() {
 	was := w.state
 	w.state = pollClosed
 	if was != pollClosed {
-		_ = unix.EpollCtl(w.p.epfd, unix.EPOLL_CTL_DEL, int(w.fd), nil) // the socket is open yet
+		_ = w.ctl(unix.EPOLL_CTL_DEL, 0) // an error: closed already, and out of the set
 		w.p.forget(w)
 	}
 	w.mu.Unlock()
@@ -191,7 +213,7 @@ func (p *poller) forget(w *pollWait) {
 func (p *poller) loop() {
 	raw, err := p.file.SyscallConn()
 	if err != nil {
-		panic("realtime: epoll: " + err.Error()) // checked in newPoller
+		panic("realtime: epoll: " + err.Error()) // an *os.File's never fails
 	}
 	events := make([]unix.EpollEvent, 256)
 	for {
@@ -216,7 +238,9 @@ func (p *poller) loop() {
 			p.mu.Lock()
 			w := p.watched[ev.Fd]
 			p.mu.Unlock()
-			if w != nil {
+			// An event of a registration gone since, whose descriptor is
+			// another socket's now, is not that socket's.
+			if w != nil && w.gen == ev.Pad {
 				w.fire()
 			}
 		}

@@ -192,6 +192,7 @@ func (g *ConnGuard) keepAlives() {
 		open := g.open
 		g.mu.Unlock()
 		switch {
+		case g.opts.MaxConnections <= 0: // no cap: never short of connections
 		case on && open*4 > g.opts.MaxConnections*3:
 			on = false
 			g.stats.KeepAlivesOff.Add(1)

