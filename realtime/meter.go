@@ -38,7 +38,8 @@ var errConnFailed = errors.New("connection failed: frame refused")
 // rather than wait in the library.
 //
 // The parser's state is the reader's: the library reads under one lock.
-// What was read ahead is shared with pending's callers, under mu.
+// What was read ahead, and the poller's watch, are shared with the
+// stream's reader between messages (hasPending, rearm), under mu.
 type meteredConn struct {
 	net.Conn
 	frames *rate.Limiter

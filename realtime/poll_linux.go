@@ -251,7 +251,7 @@ func (p *poller) loop() {
 // next, where one is idle, else on a new one. A stream's reader stack
 // grows past the new goroutine's size as it reads a frame; an idle one has
 // grown already, and is handed the next stream's read without a start.
-var readerPool pool
+var readerPool = pool{work: make(chan func())}
 
 // maxIdleReaders bounds the goroutines kept idle for the next readers.
 const maxIdleReaders = 64
@@ -260,8 +260,6 @@ type pool struct {
 	work chan func() // unbuffered: a send succeeds only to an idle goroutine
 	idle atomic.Int32
 }
-
-func init() { readerPool.work = make(chan func()) }
 
 // run runs f on an idle goroutine of the pool, or on a new one.
 func (p *pool) run(f func()) {
