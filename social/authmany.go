@@ -8,73 +8,82 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Authentication is one session check of AuthenticateMany: in, the token
-// and what decides beside the session whether the request goes on; out,
-// the session's user or why not.
+// Authentication is one session check of AuthenticateMany: in, the token;
+// out, the session's user or why not.
 type Authentication struct {
 	Token string
-	// Before, when set, is queued in the first round trip, beside the
-	// session's check (a limit per client address: it counts the request
-	// whatever its session), and returns what reads its answer: nil lets
-	// the check go on, an error refuses the request and is its Err as it
-	// is. A session that is gone is refused as such first.
-	Before func(ctx context.Context, pipe redis.Pipeliner) func() error
-	// Admit, likewise, is queued in the second round trip, once the
-	// session's user is known and Before let the request through (a limit
-	// per user).
-	Admit func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error
 
 	UID int64 // the session's user, when Err is nil
-	// Err is ErrUnauthenticated, Before's or Admit's refusal, or what kept
+	// Err is ErrUnauthenticated, a refusal of AuthChecks, or what kept
 	// Redis from answering.
 	Err error
 }
 
+// AuthChecks is what decides, beside the sessions, whether the requests of
+// an AuthenticateMany go on. Each is queued once for the batch, so that a
+// check costs Redis one call for many requests (a rate limit's script over
+// their keys), and returns what reads each request's answer: nil lets it
+// go on, an error refuses it and is its Err as it is.
+type AuthChecks struct {
+	// Before is queued in the first round trip, beside the sessions' checks
+	// (a limit per client address: it counts the request whatever its
+	// session), for the authentications whose token is sent, given by
+	// their index in the batch. A session that is gone is refused as such
+	// first.
+	Before func(ctx context.Context, pipe redis.Pipeliner, sent []int) []func() error
+	// Admit is queued in the second round trip for the requests whose
+	// session stands and that Before let through, given their users, in
+	// the batch's order (a limit per user).
+	Admit func(ctx context.Context, pipe redis.Pipeliner, uids []int64) []func() error
+}
+
+// Cluster reports whether the service's Redis is a Redis Cluster, where
+// the keys of one script call must share a slot.
+func (s *Service) Cluster() bool { return s.keys.cluster }
+
 // AuthenticateMany checks the sessions of many requests at once, as
 // Authenticate checks one (renewing each, noting its user's activity), in
-// two round trips for them all: the sessions with each Before, then each
-// Admit with the activity of the users not noted lately (one script call). It is what a
-// reconnect storm's streams cost: two round trips per batch of them, not
-// three or four per stream.
-func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication) {
+// two round trips for them all: the sessions with checks.Before, then
+// checks.Admit with the activity of the users not noted lately (one script
+// call). It is what a reconnect storm's streams cost: two round trips per
+// batch of them, not three or four per stream.
+func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, checks AuthChecks) {
 	k := s.keys
 	type first struct {
 		a       *Authentication
 		id      string // the session's
-		session *redis.Cmd
-		before  func() error
+		session *redis.StringCmd
 	}
 	var firsts []first
+	var sent []int
 	pipe := s.rdb.Pipeline()
-	for _, a := range as {
+	for i, a := range as {
 		a.UID, a.Err = 0, nil
 		if a.Token == "" || len(a.Token) > 128 {
 			a.Err = ErrUnauthenticated
 			continue
 		}
 		f := first{a: a, id: hashToken(a.Token)}
-		f.session = authenticateScript.Eval(ctx, pipe, []string{k.session(f.id)}, s.opts.SessionTTL.Milliseconds())
-		if a.Before != nil {
-			f.before = a.Before(ctx, pipe)
-		}
+		f.session = s.queueSession(ctx, pipe, f.id)
 		firsts = append(firsts, f)
+		sent = append(sent, i)
 	}
 	if len(firsts) == 0 {
 		return
+	}
+	var befores []func() error
+	if checks.Before != nil {
+		befores = checks.Before(ctx, pipe, sent)
 	}
 	// Each command's own error is read below: one request's failure is
 	// not its batch's.
 	_, _ = pipe.Exec(ctx)
 
-	type second struct {
-		a     *Authentication
-		admit func() error
-	}
-	var seconds []second
+	var admitted []*Authentication
+	var uids []int64
 	var seen []int64 // the users whose activity is noted, each once
-	pipe = s.rdb.Pipeline()
-	for _, f := range firsts {
-		uid, err := f.session.Int64()
+	for j, f := range firsts {
+		uid, err := sessionUID(f.session)
 		if err != nil {
 			f.a.Err = fmt.Errorf("authenticate: %w", err)
 			continue
@@ -83,25 +92,27 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication) {
 			f.a.Err = ErrUnauthenticated
 			continue
 		}
-		if f.before != nil {
-			if err := f.before(); err != nil {
+		if befores != nil {
+			if err := befores[j](); err != nil {
 				f.a.Err = err
 				continue
 			}
 		}
 		f.a.UID = uid
 		s.sessionUsers.Add(f.id, uid)
-		sc := second{a: f.a}
-		if f.a.Admit != nil {
-			sc.admit = f.a.Admit(ctx, pipe, uid)
-		}
-		seconds = append(seconds, sc)
+		admitted = append(admitted, f.a)
+		uids = append(uids, uid)
 		if !slices.Contains(seen, uid) && !s.touches.recent(uid) {
 			seen = append(seen, uid)
 		}
 	}
-	if len(seconds) == 0 {
+	if len(admitted) == 0 {
 		return
+	}
+	pipe = s.rdb.Pipeline()
+	var admits []func() error
+	if checks.Admit != nil {
+		admits = checks.Admit(ctx, pipe, uids)
 	}
 	var seenCmd *redis.Cmd
 	if len(seen) > 0 {
@@ -112,7 +123,7 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication) {
 		}
 		seenCmd = seenScript.Eval(ctx, pipe, []string{k.seen()}, args...)
 	}
-	_, _ = pipe.Exec(ctx) // as above
+	_, _ = pipe.Exec(ctx) // as above; an empty pipeline sends nothing
 	noted := make(map[int64]error, len(seen))
 	if seenCmd != nil {
 		res, err := seenCmd.Int64Slice()
@@ -127,15 +138,15 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication) {
 			noted[uid] = s.noted(ctx, uid, res[1+i], res[0])
 		}
 	}
-	for _, sc := range seconds {
-		if sc.admit != nil {
-			if err := sc.admit(); err != nil {
-				sc.a.UID, sc.a.Err = 0, err
+	for j, a := range admitted {
+		if admits != nil {
+			if err := admits[j](); err != nil {
+				a.UID, a.Err = 0, err
 				continue
 			}
 		}
-		if err := noted[sc.a.UID]; err != nil {
-			sc.a.UID, sc.a.Err = 0, fmt.Errorf("authenticate: %w", err)
+		if err := noted[a.UID]; err != nil {
+			a.UID, a.Err = 0, fmt.Errorf("authenticate: %w", err)
 		}
 	}
 }

@@ -95,7 +95,7 @@ func TestInactiveFollowersSkippedAndRebuilt(t *testing.T) {
 				return
 			}
 			as := []*Authentication{{Token: awayToken}, {Token: awayToken}}
-			s.AuthenticateMany(ctx, as)
+			s.AuthenticateMany(ctx, as, AuthChecks{})
 			for _, a := range as {
 				if a.Err != nil || a.UID != away.ID {
 					t.Errorf("AuthenticateMany = %d, %v; want %d", a.UID, a.Err, away.ID)

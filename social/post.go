@@ -86,7 +86,7 @@ type postInput struct {
 
 // postReads are the answers of a post's first round trip.
 type postReads struct {
-	session   *redis.Cmd
+	session   *redis.StringCmd
 	admitted  func() error
 	author    *redis.SliceCmd
 	inLists   *redis.IntCmd
@@ -117,7 +117,7 @@ func (s *Service) post(ctx context.Context, in postInput) (Status, error) {
 		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 	}
 	if in.session != "" {
-		if got, _ := r.session.Int64(); got != uid {
+		if got, _ := sessionUID(r.session); got != uid {
 			s.sessionUsers.Remove(in.session)
 			return Status{}, ErrUnauthenticated
 		}
@@ -191,7 +191,7 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	var r postReads
 	pipe := s.rdb.Pipeline()
 	if in.session != "" {
-		r.session = authenticateScript.Eval(ctx, pipe, []string{k.session(in.session)}, s.opts.SessionTTL.Milliseconds())
+		r.session = s.queueSession(ctx, pipe, in.session)
 	}
 	if in.admit != nil {
 		r.admitted = in.admit(ctx, pipe, uid)

@@ -3,6 +3,7 @@ package social
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -92,7 +93,7 @@ func TestStreamOpeningsAfterScriptFlush(t *testing.T) {
 // AuthenticateMany checks many sessions in two round trips, each as
 // Authenticate would: renewed, its user's activity noted, refused when
 // gone (whatever Before answered), and refused by Before without Admit
-// being asked.
+// being asked. Before and Admit are each asked once for the batch.
 func TestAuthenticateMany(t *testing.T) {
 	t.Parallel()
 	s, rdb := newPrivateService(t, Options{SessionTTL: time.Hour})
@@ -111,33 +112,49 @@ func TestAuthenticateMany(t *testing.T) {
 	}
 
 	refused := errors.New("refused")
-	var asked []string
-	before := func(name string, err error) func(context.Context, redis.Pipeliner) func() error {
-		return func(ctx context.Context, pipe redis.Pipeliner) func() error {
-			asked = append(asked, "before "+name)
-			pipe.Ping(ctx)
-			return func() error { return err }
-		}
-	}
-	admit := func(name string, err error) func(context.Context, redis.Pipeliner, int64) func() error {
-		return func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error {
-			asked = append(asked, "admit "+name+" "+itoa(uid))
-			pipe.Ping(ctx)
-			return func() error { return err }
-		}
-	}
 	as := []*Authentication{
-		{Token: annToken, Before: before("ann", nil), Admit: admit("ann", nil)},
-		{Token: bobToken, Before: before("bob", refused), Admit: admit("bob", nil)},
-		{Token: bobToken, Admit: admit("bob again", refused)},
-		{Token: goneToken, Before: before("gone", refused), Admit: admit("gone", nil)},
-		{Token: "", Before: before("empty", nil)},
-		{Token: strings.Repeat("x", 129)},
+		{Token: annToken},
+		{Token: bobToken},                 // refused by Before
+		{Token: bobToken},                 // refused by Admit
+		{Token: goneToken},                // refused by Before too, but gone first
+		{Token: ""},                       // never sent
+		{Token: strings.Repeat("x", 129)}, // never sent
 		{Token: "not-a-token"},
+	}
+	var asked []string
+	checks := AuthChecks{
+		Before: func(ctx context.Context, pipe redis.Pipeliner, sent []int) []func() error {
+			asked = append(asked, fmt.Sprint("before ", sent))
+			out := make([]func() error, len(sent))
+			for j, i := range sent {
+				pipe.Ping(ctx)
+				out[j] = func() error {
+					if i == 1 || i == 3 {
+						return refused
+					}
+					return nil
+				}
+			}
+			return out
+		},
+		Admit: func(ctx context.Context, pipe redis.Pipeliner, uids []int64) []func() error {
+			asked = append(asked, fmt.Sprint("admit ", uids))
+			out := make([]func() error, len(uids))
+			for j := range uids {
+				pipe.Ping(ctx)
+				out[j] = func() error {
+					if j == 1 {
+						return refused
+					}
+					return nil
+				}
+			}
+			return out
+		},
 	}
 	counter := &commandCounter{}
 	rdb.AddHook(counter)
-	s.AuthenticateMany(ctx, as)
+	s.AuthenticateMany(ctx, as, checks)
 	if n := counter.roundTrips.Load(); n != 2 {
 		t.Errorf("%d round trips for %d sessions; want 2", n, len(as))
 	}
@@ -155,9 +172,9 @@ func TestAuthenticateMany(t *testing.T) {
 			t.Errorf("session %d (gone, empty, too long, unknown): %d, %v; want ErrUnauthenticated", i+3, a.UID, a.Err)
 		}
 	}
-	want := []string{"before ann", "before bob", "before gone", "admit ann " + itoa(ann.ID), "admit bob again " + itoa(bob.ID)}
+	want := []string{"before [0 1 2 3 6]", fmt.Sprint("admit ", []int64{ann.ID, bob.ID})}
 	if !slices.Equal(asked, want) {
-		t.Errorf("asked %q; want %q (no Before of a token never sent, no Admit after a refusal or of a session gone)", asked, want)
+		t.Errorf("asked %q; want %q (once each; no Before of a token never sent, no Admit after a refusal or of a session gone)", asked, want)
 	}
 	if ttl := rdb.PTTL(ctx, s.keys.session(SessionID(annToken))).Val(); ttl < 59*time.Minute {
 		t.Errorf("ann's session expires in %v; want it renewed to an hour", ttl)
@@ -169,5 +186,8 @@ func TestAuthenticateMany(t *testing.T) {
 	}
 	if uid, ok := s.sessionUsers.Get(SessionID(annToken)); !ok || uid != ann.ID {
 		t.Errorf("the instance remembers ann's session as %d, %v", uid, ok)
+	}
+	if n := rdb.Exists(ctx, s.keys.session(SessionID(goneToken))).Val(); n != 0 {
+		t.Errorf("a session gone is there again after its check")
 	}
 }

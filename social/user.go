@@ -442,12 +442,6 @@ func (s *Service) SignOut(ctx context.Context, token string) error {
 }
 
 var (
-	//go:embed authenticate.lua
-	authenticateSource string
-	authenticateScript = redis.NewScript(authenticateSource)
-)
-
-var (
 	//go:embed seen.lua
 	seenSource string
 	seenScript = redis.NewScript(seenSource)
@@ -464,8 +458,12 @@ func (s *Service) Authenticate(ctx context.Context, token string) (int64, error)
 	if token == "" || len(token) > 128 {
 		return 0, ErrUnauthenticated
 	}
-	uid, err := authenticateScript.Run(ctx, s.rdb, []string{s.keys.session(hashToken(token))},
-		s.opts.SessionTTL.Milliseconds()).Int64()
+	pipe := s.rdb.Pipeline()
+	session := s.queueSession(ctx, pipe, hashToken(token))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("authenticate: %w", err)
+	}
+	uid, err := sessionUID(session)
 	if err != nil {
 		return 0, fmt.Errorf("authenticate: %w", err)
 	}
@@ -477,6 +475,26 @@ func (s *Service) Authenticate(ctx context.Context, token string) (int64, error)
 		return 0, fmt.Errorf("authenticate: %w", err)
 	}
 	return uid, nil
+}
+
+// queueSession queues on pipe the check of the session whose id is id,
+// renewed for SessionTTL by the same use: one GETEX, a read that sets the
+// key's expiry, where a script doing both would cost Redis more. Read the
+// answer with sessionUID.
+func (s *Service) queueSession(ctx context.Context, pipe redis.Pipeliner, id string) *redis.StringCmd {
+	// SessionTTL is positive (see Options): GetEx with 0 would make the
+	// session last for ever.
+	return pipe.GetEx(ctx, s.keys.session(id), s.opts.SessionTTL)
+}
+
+// sessionUID reads queueSession's answer: the session's user, 0 when there
+// is no such session.
+func sessionUID(get *redis.StringCmd) (int64, error) {
+	uid, err := get.Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return uid, err
 }
 
 // noteActivity writes uid's activity to users:seen, at most once per

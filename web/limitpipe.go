@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"chorus/internal/slots"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -70,23 +72,66 @@ func (q *queuedLimit) admit() func(ctx context.Context, pipe redis.Pipeliner, ui
 // queue queues one unit of the limit for client (a uid, an address), and
 // returns what reads its answer: nil, or a *rateLimitedError.
 func (q *queuedLimit) queue(ctx context.Context, pipe redis.Pipeliner, client string) func() error {
+	return q.queueMany(ctx, pipe, []string{client})[0]
+}
+
+// queueMany queues one unit of the limit for each of clients, in one
+// script call (one per slot on a Redis Cluster), and returns what reads
+// each one's answer, in order, as queue's.
+func (q *queuedLimit) queueMany(ctx context.Context, pipe redis.Pipeliner, clients []string) []func() error {
 	lim := q.l.limit
-	key := "rate:" + q.s.keys.limit(q.l.name, client)
-	cmd := limitGCRAScript.Eval(ctx, pipe, []string{key}, lim.Burst, lim.Rate, lim.Period.Seconds())
-	return func() error {
-		v, err := cmd.Slice()
-		if err != nil {
-			return fmt.Errorf("rate limit %s: %w", q.l.name, err)
-		}
-		if len(v) != 2 {
-			return fmt.Errorf("rate limit %s: answered %v", q.l.name, v)
-		}
-		if allowed, _ := v[0].(int64); allowed == 1 {
-			return nil
-		}
-		wait, _ := v[1].(string)
-		secs, _ := strconv.ParseFloat(wait, 64)
-		q.l.refused.Add(1)
-		return &rateLimitedError{retryAfter: time.Duration(secs * float64(time.Second)), message: q.l.message}
+	keys := make([]string, len(clients))
+	for i, client := range clients {
+		keys[i] = "rate:" + q.s.keys.limit(q.l.name, client)
 	}
+	// The indices of clients each call counts: all in one, or, on a
+	// cluster, those whose keys share a slot.
+	groups := [][]int{make([]int, len(keys))}
+	for i := range keys {
+		groups[0][i] = i
+	}
+	if q.s.social.Cluster() && len(keys) > 1 {
+		groups = groups[:0]
+		bySlot := make(map[int]int) // slot -> index in groups
+		for i, key := range keys {
+			slot := slots.Of(key)
+			g, ok := bySlot[slot]
+			if !ok {
+				g = len(groups)
+				bySlot[slot] = g
+				groups = append(groups, nil)
+			}
+			groups[g] = append(groups[g], i)
+		}
+	}
+	checks := make([]func() error, len(keys))
+	for _, group := range groups {
+		callKeys := make([]string, len(group))
+		for j, i := range group {
+			callKeys[j] = keys[i]
+		}
+		cmd := limitGCRAScript.Eval(ctx, pipe, callKeys, lim.Burst, lim.Rate, lim.Period.Seconds())
+		for j, i := range group {
+			checks[i] = func() error { return q.answer(cmd, j, len(group)) }
+		}
+	}
+	return checks
+}
+
+// answer reads the answer for the j-th of the n keys of a limit's call.
+func (q *queuedLimit) answer(cmd *redis.Cmd, j, n int) error {
+	v, err := cmd.Slice()
+	if err != nil {
+		return fmt.Errorf("rate limit %s: %w", q.l.name, err)
+	}
+	if len(v) != 2*n {
+		return fmt.Errorf("rate limit %s: answered %v", q.l.name, v)
+	}
+	if allowed, _ := v[2*j].(int64); allowed == 1 {
+		return nil
+	}
+	wait, _ := v[2*j+1].(string)
+	secs, _ := strconv.ParseFloat(wait, 64)
+	q.l.refused.Add(1)
+	return &rateLimitedError{retryAfter: time.Duration(secs * float64(time.Second)), message: q.l.message}
 }

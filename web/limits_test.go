@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -406,6 +407,75 @@ func TestStreamOpenLimitPerUser(t *testing.T) {
 		t.Fatalf("chorus_rate_limited_total{limit=stream_opens} = %v, want 1", got)
 	}
 	b.connect() // another user is not limited
+}
+
+// Streams opened together are admitted together (each limit one script
+// call for the batch), and each limit stays exact: of many streams dialled
+// at once, each user opens as many as the per-user limit lets, and one
+// address as many as its own limit lets, however the batches fell.
+func TestStreamOpenLimitsInABatch(t *testing.T) {
+	t.Parallel()
+	const perUser, users, dials = 2, 3, 4 // each user dials 4 streams at once
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{StreamOpensPerUser: perHour(perUser)}
+	in := e.start()
+	var cs []*client
+	for i := range users {
+		cs = append(cs, in.signUp(t, "batch"+strconv.Itoa(i)))
+	}
+	opened := dialTogether(t, cs, dials)
+	for i, n := range opened {
+		if n != perUser {
+			t.Errorf("user %d opened %d of %d streams dialled at once; want %d (the per-user limit)", i, n, dials, perUser)
+		}
+	}
+	if got := in.metric(t, "chorus_rate_limited_total", `limit="stream_opens"`); got != users*(dials-perUser) {
+		t.Errorf("chorus_rate_limited_total{limit=stream_opens} = %v, want %d", got, users*(dials-perUser))
+	}
+
+	e = newEnv(t, social.Options{})
+	e.limits = web.Limits{StreamOpensPerAddress: perHour(5)}
+	in = e.start()
+	cs = nil
+	for i := range 8 {
+		cs = append(cs, in.signUp(t, "neighbour"+strconv.Itoa(i)))
+	}
+	total := 0
+	for _, n := range dialTogether(t, cs, 1) {
+		total += n
+	}
+	if total != 5 {
+		t.Errorf("%d of 8 streams dialled at once from one address opened; want 5 (the per-address limit)", total)
+	}
+}
+
+// dialTogether dials n streams as each of cs, all at once, and returns how
+// many of each client's opened; the others must be refused by a limit. The
+// streams stay open until the test ends.
+func dialTogether(t *testing.T, cs []*client, n int) []int {
+	t.Helper()
+	opened := make([]int, len(cs))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		for range n {
+			wg.Go(func() {
+				ws, res, err := c.dial(nil)
+				if err == nil {
+					t.Cleanup(func() { ws.CloseNow() })
+					mu.Lock()
+					opened[i]++
+					mu.Unlock()
+					return
+				}
+				if res == nil || res.StatusCode != http.StatusTooManyRequests {
+					t.Errorf("a stream of client %d: %v; want it opened or refused 429", i, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return opened
 }
 
 // Opening streams is limited per client address too, whoever opens them.

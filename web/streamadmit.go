@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"chorus/internal/batch"
 	"chorus/social"
@@ -13,9 +14,11 @@ import (
 // streamAdmission admits the streams asked for at once together: their
 // sessions, the stream-open limit per client address, then the one per
 // user, in two round trips for the whole batch (social.AuthenticateMany),
-// where one stream alone would cost three. The limits bound how often
-// streams are opened per user and per address (Limits.StreamOpensPerUser,
-// StreamOpensPerAddress), counted with the limiter's algorithm on its keys.
+// where one stream alone would cost three, each limit in one script call
+// for the batch (one per slot on a Redis Cluster). The limits bound how
+// often streams are opened per user and per address
+// (Limits.StreamOpensPerUser, StreamOpensPerAddress), counted with the
+// limiter's algorithm on its keys.
 type streamAdmission struct {
 	s                 *Server
 	byAddress, byUser *queuedLimit
@@ -51,15 +54,28 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 	a.batch.Do = func(ctx context.Context, asks []*streamAsk) ([]streamAdmitted, error) {
 		auths := make([]*social.Authentication, len(asks))
 		for i, ask := range asks {
-			auth := &social.Authentication{Token: ask.token, Admit: a.byUser.admit()}
-			if a.byAddress != nil {
-				auth.Before = func(ctx context.Context, pipe redis.Pipeliner) func() error {
-					return a.byAddress.queue(ctx, pipe, ask.addr)
-				}
-			}
-			auths[i] = auth
+			auths[i] = &social.Authentication{Token: ask.token}
 		}
-		s.social.AuthenticateMany(ctx, auths)
+		var checks social.AuthChecks
+		if a.byAddress != nil {
+			checks.Before = func(ctx context.Context, pipe redis.Pipeliner, sent []int) []func() error {
+				addrs := make([]string, len(sent))
+				for j, i := range sent {
+					addrs[j] = asks[i].addr
+				}
+				return a.byAddress.queueMany(ctx, pipe, addrs)
+			}
+		}
+		if a.byUser != nil {
+			checks.Admit = func(ctx context.Context, pipe redis.Pipeliner, uids []int64) []func() error {
+				clients := make([]string, len(uids))
+				for i, uid := range uids {
+					clients[i] = strconv.FormatInt(uid, 10)
+				}
+				return a.byUser.queueMany(ctx, pipe, clients)
+			}
+		}
+		s.social.AuthenticateMany(ctx, auths, checks)
 		out := make([]streamAdmitted, len(asks))
 		for i, auth := range auths {
 			out[i] = streamAdmitted{uid: auth.UID, err: auth.Err}
