@@ -73,7 +73,7 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 	}
 	var befores []func() error
 	if checks.Before != nil {
-		befores = checks.Before(ctx, pipe, sent)
+		befores = answers(checks.Before(ctx, pipe, sent), len(sent))
 	}
 	// Each command's own error is read below: one request's failure is
 	// not its batch's.
@@ -112,7 +112,7 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 	pipe = s.rdb.Pipeline()
 	var admits []func() error
 	if checks.Admit != nil {
-		admits = checks.Admit(ctx, pipe, uids)
+		admits = answers(checks.Admit(ctx, pipe, uids), len(uids))
 	}
 	var seenCmd *redis.Cmd
 	if len(seen) > 0 {
@@ -149,4 +149,21 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 			a.UID, a.Err = 0, fmt.Errorf("authenticate: %w", err)
 		}
 	}
+}
+
+// answers makes a check's answers n long, as AuthChecks promises: one that
+// is missing or nil refuses its request with an error, where calling it
+// would panic in the batch's goroutine.
+func answers(checks []func() error, n int) []func() error {
+	out := make([]func() error, n)
+	for i := range out {
+		if i < len(checks) && checks[i] != nil {
+			out[i] = checks[i]
+			continue
+		}
+		out[i] = func() error {
+			return fmt.Errorf("authenticate: a check answered %d of %d requests", len(checks), n)
+		}
+	}
+	return out
 }

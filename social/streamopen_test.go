@@ -113,6 +113,7 @@ func TestAuthenticateMany(t *testing.T) {
 
 	refused := errors.New("refused")
 	as := []*Authentication{
+		{Token: ""}, // never sent: sent and batch indices differ
 		{Token: annToken},
 		{Token: bobToken},                 // refused by Before
 		{Token: bobToken},                 // refused by Admit
@@ -129,7 +130,7 @@ func TestAuthenticateMany(t *testing.T) {
 			for j, i := range sent {
 				pipe.Ping(ctx)
 				out[j] = func() error {
-					if i == 1 || i == 3 {
+					if i == 2 || i == 4 {
 						return refused
 					}
 					return nil
@@ -158,21 +159,24 @@ func TestAuthenticateMany(t *testing.T) {
 	if n := counter.roundTrips.Load(); n != 2 {
 		t.Errorf("%d round trips for %d sessions; want 2", n, len(as))
 	}
-	if as[0].Err != nil || as[0].UID != ann.ID {
-		t.Errorf("ann: %d, %v; want her uid", as[0].UID, as[0].Err)
-	}
-	if !errors.Is(as[1].Err, refused) || as[1].UID != 0 {
-		t.Errorf("bob refused by Before: %d, %v; want the refusal", as[1].UID, as[1].Err)
+	if as[1].Err != nil || as[1].UID != ann.ID {
+		t.Errorf("ann: %d, %v; want her uid", as[1].UID, as[1].Err)
 	}
 	if !errors.Is(as[2].Err, refused) || as[2].UID != 0 {
-		t.Errorf("bob refused by Admit: %d, %v; want the refusal", as[2].UID, as[2].Err)
+		t.Errorf("bob refused by Before: %d, %v; want the refusal", as[2].UID, as[2].Err)
 	}
-	for i, a := range as[3:] {
+	if !errors.Is(as[3].Err, refused) || as[3].UID != 0 {
+		t.Errorf("bob refused by Admit: %d, %v; want the refusal", as[3].UID, as[3].Err)
+	}
+	for i, a := range as {
+		if i >= 1 && i <= 3 {
+			continue
+		}
 		if !errors.Is(a.Err, ErrUnauthenticated) || a.UID != 0 {
-			t.Errorf("session %d (gone, empty, too long, unknown): %d, %v; want ErrUnauthenticated", i+3, a.UID, a.Err)
+			t.Errorf("session %d (empty, gone, too long, unknown): %d, %v; want ErrUnauthenticated", i, a.UID, a.Err)
 		}
 	}
-	want := []string{"before [0 1 2 3 6]", fmt.Sprint("admit ", []int64{ann.ID, bob.ID})}
+	want := []string{"before [1 2 3 4 7]", fmt.Sprint("admit ", []int64{ann.ID, bob.ID})}
 	if !slices.Equal(asked, want) {
 		t.Errorf("asked %q; want %q (once each; no Before of a token never sent, no Admit after a refusal or of a session gone)", asked, want)
 	}
@@ -189,5 +193,26 @@ func TestAuthenticateMany(t *testing.T) {
 	}
 	if n := rdb.Exists(ctx, s.keys.session(SessionID(goneToken))).Val(); n != 0 {
 		t.Errorf("a session gone is there again after its check")
+	}
+}
+
+// A check that answers fewer requests than it was given refuses the rest
+// with an error: none is let through unchecked, and nothing panics.
+func TestAuthenticateManyShortCheck(t *testing.T) {
+	t.Parallel()
+	s, _ := newPrivateService(t, Options{})
+	_, annToken := signUpToken(t, s, "ann")
+	_, bobToken := signUpToken(t, s, "bob")
+	as := []*Authentication{{Token: annToken}, {Token: bobToken}}
+	s.AuthenticateMany(ctxT(t), as, AuthChecks{
+		Admit: func(ctx context.Context, pipe redis.Pipeliner, uids []int64) []func() error {
+			return []func() error{func() error { return nil }}
+		},
+	})
+	if as[0].Err != nil || as[0].UID == 0 {
+		t.Errorf("the request answered: %d, %v; want it admitted", as[0].UID, as[0].Err)
+	}
+	if as[1].Err == nil || as[1].UID != 0 {
+		t.Errorf("the request left unanswered: %d, %v; want it refused", as[1].UID, as[1].Err)
 	}
 }
