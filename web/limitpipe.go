@@ -84,25 +84,23 @@ func (q *queuedLimit) queueMany(ctx context.Context, pipe redis.Pipeliner, clien
 	for i, client := range clients {
 		keys[i] = "rate:" + q.s.keys.limit(q.l.name, client)
 	}
-	// The indices of clients each call counts: all in one, or, on a
-	// cluster, those whose keys share a slot.
-	groups := [][]int{make([]int, len(keys))}
-	for i := range keys {
-		groups[0][i] = i
-	}
-	if q.s.social.Cluster() && len(keys) > 1 {
-		groups = groups[:0]
-		bySlot := make(map[int]int) // slot -> index in groups
-		for i, key := range keys {
-			slot := slots.Of(key)
-			g, ok := bySlot[slot]
-			if !ok {
-				g = len(groups)
-				bySlot[slot] = g
-				groups = append(groups, nil)
-			}
-			groups[g] = append(groups[g], i)
+	// The indices of clients each call counts: all in one on one Redis; on
+	// a cluster, those whose keys share a slot.
+	cluster := q.s.social.Cluster()
+	var groups [][]int
+	bySlot := make(map[int]int) // slot -> index in groups
+	for i, key := range keys {
+		slot := 0
+		if cluster {
+			slot = slots.Of(key)
 		}
+		g, ok := bySlot[slot]
+		if !ok {
+			g = len(groups)
+			bySlot[slot] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
 	}
 	checks := make([]func() error, len(keys))
 	for _, group := range groups {
