@@ -288,15 +288,21 @@ func BenchmarkFanout(b *testing.B) {
 				cpu := redisCPU(b, rdb)
 				b.ResetTimer()
 				for b.Loop() {
-					var wg sync.WaitGroup
-					errs := make([]error, len(authors))
+					// Every job is queued before the timer runs, so that
+					// none runs while the next is queued.
+					b.StopTimer()
+					jobs := make([]string, len(authors))
 					for i, a := range authors {
-						b.StopTimer()
 						job, err := queuedPost(ctx, s, a)
-						b.StartTimer()
 						if err != nil {
 							b.Fatal(err)
 						}
+						jobs[i] = job
+					}
+					b.StartTimer()
+					var wg sync.WaitGroup
+					errs := make([]error, len(authors))
+					for i, job := range jobs {
 						wg.Go(func() { errs[i] = run(job) })
 					}
 					wg.Wait()

@@ -29,10 +29,10 @@ const trimEvery = 16
 // on the author's channel reaches those connected).
 //
 // The writes come before the checks: after pushing, the pass looks whether
-// the status still exists and each follower still follows, and takes the
-// status out again where not. A deletion or an unfollow writes its end
-// before it walks timelines, so a push it did not see is taken out either
-// by it or here. A frame goes only with a push that added the status, so a
+// the status still exists and whether the author's unfollow count moved
+// (see homePush), and takes the status out again where it no longer
+// belongs. A deletion or an unfollow writes its end before it walks
+// timelines, so a push it did not see is taken out either by it or here. A frame goes only with a push that added the status, so a
 // pass run twice sends nothing twice.
 func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	k := s.keys
@@ -60,28 +60,43 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 		promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
 		followers = pipe.ZCard(ctx, k.followers(uid))
 	}
-	pageCmd := pipe.ZRangeByScoreWithScores(ctx, k.followers(uid), &redis.ZRangeBy{
-		Min: "(" + score(j.cursor), Max: cmp.Or(until, "+inf"), Count: int64(s.opts.FanoutPassSize),
-	})
+	unfollows := s.queueUnfollows(ctx, pipe, uid) // before the page, see homePush
+	// A first pass cuts its page at the sequence, by the scores; later
+	// passes read their page up to it, by its members alone.
+	var first *redis.ZSliceCmd
+	var later *boundedPage
+	if until == "" {
+		first = pipe.ZRangeByScoreWithScores(ctx, k.followers(uid), &redis.ZRangeBy{
+			Min: "(" + score(j.cursor), Max: "+inf", Count: int64(s.opts.FanoutPassSize),
+		})
+	} else {
+		later = s.queueBoundedPage(ctx, pipe, k.followers(uid), j.cursor, until)
+	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return passResult{}, err
 	}
 	if exists.Val() == 0 {
 		return passResult{finished: true}, nil
 	}
-	page := pageCmd.Val()
-	if until == "" {
+	var members []string
+	var last float64
+	if first != nil {
 		if pulled.Err() == nil {
 			return passResult{finished: true}, s.writePulled(ctx, uid, sid, payload)
 		}
 		until = cmp.Or(seq.Val(), "0")
 		next.until = until
-		last, _ := strconv.ParseFloat(until, 64)
+		seqScore, _ := strconv.ParseFloat(until, 64)
+		page := first.Val()
 		for i, z := range page {
-			if z.Score > last {
+			if z.Score > seqScore {
 				page = page[:i]
 				break
 			}
+		}
+		members = pageMembers(page)
+		if len(page) > 0 {
+			last = page[len(page)-1].Score
 		}
 		// An author over the threshold (one who passed it before it was
 		// lowered) is made pulled from here on; this status is still pushed.
@@ -90,19 +105,20 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 				return passResult{}, err
 			}
 		}
+	} else if members, last, err = s.boundedMembers(ctx, later); err != nil {
+		return passResult{}, err
 	}
-	if len(page) == 0 {
+	if len(members) == 0 {
 		return passResult{finished: true}, nil
 	}
-	members := pageMembers(page)
 	push, connected, err := s.activeFollowers(ctx, members, answeredOnly(frame.Status))
 	if err != nil {
 		return passResult{}, err
 	}
-	if err := s.pushStatus(ctx, uid, sid, repostOf(frame.Status), payload, push, connected); err != nil {
+	if err := s.pushStatus(ctx, uid, sid, repostOf(frame.Status), payload, push, connected, unfollowCount(unfollows)); err != nil {
 		return passResult{}, err
 	}
-	return s.pageStep(page, next), nil
+	return s.pageStepAt(len(members), last, next), nil
 }
 
 // activeFollowers returns those of members whose home timelines a post
@@ -177,12 +193,14 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 }
 
 // pushStatus adds status sid to the home timelines of push that still
-// follow author (push.lua: trimmed one time in trimEvery; a repost entry
+// follow author (homePush: trimmed one time in trimEvery; a repost entry
 // of repostOf only where neither its original nor another repost of it
 // is), sending the live frame to those connected whose home it newly
-// reached. Then it checks that the status still exists, and takes it out
-// again where it was added if not.
-func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool) error {
+// reached; unfollows is the author's unfollow count, read before the page.
+// Then it checks that the status still exists, and takes it out again
+// where it was added if not, and that no unfollow raced the push
+// (undoUnfollowed).
+func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool, unfollows string) error {
 	if len(push) == 0 {
 		return nil
 	}
@@ -197,8 +215,13 @@ func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, p
 	if err != nil {
 		return err
 	}
-	exists, err := s.rdb.Exists(ctx, s.keys.status(sid)).Result()
-	if err != nil || exists == 1 {
+	pipe = s.rdb.Pipeline()
+	exists := pipe.Exists(ctx, s.keys.status(sid))
+	after := s.queueUnfollows(ctx, pipe, author)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	if err := s.undoUnfollowed(ctx, h, unfollows, after); err != nil || exists.Val() == 1 {
 		return err
 	}
 	return s.unpush(ctx, sid, uids, added, connected)

@@ -375,13 +375,70 @@ func pageMembers(page []redis.Z) []string {
 // pass from next: finished when the page is short, else on from its last
 // score.
 func (s *Service) pageStep(page []redis.Z, next job) passResult {
-	res := passResult{reached: int64(len(page)), next: next}
-	if len(page) < s.opts.FanoutPassSize {
+	last := 0.0
+	if len(page) > 0 {
+		last = page[len(page)-1].Score
+	}
+	return s.pageStepAt(len(page), last, next)
+}
+
+// pageStepAt is pageStep for a page of n members, the last scored last.
+func (s *Service) pageStepAt(n int, last float64, next job) passResult {
+	res := passResult{reached: int64(n), next: next}
+	if n < s.opts.FanoutPassSize {
 		res.finished = true
 		return res
 	}
-	res.next.cursor = page[len(page)-1].Score
+	res.next.cursor = last
 	return res
+}
+
+// boundedPage is a page of a job read by its members alone, and the score
+// of its last member read after them (queueBoundedPage): the scores of a
+// page cost Redis more to send than the page itself (Redis 7.0 formats
+// each with printf: ZRANGEBYSCORE of a thousand members takes about four
+// times as long WITHSCORES), and a pass needs only the last.
+//
+// It is for a page bounded by until where no member can enter the range
+// once the page is read: a follower set up to the follow sequence a post
+// read, where a follow since (or again) is scored past it. A member can
+// leave, though, between the two reads; then the last read names another
+// member than the page's last, and the page is read again (boundedMembers).
+type boundedPage struct {
+	key     string
+	cursor  float64
+	until   string
+	members *redis.StringSliceCmd
+	last    *redis.ZSliceCmd
+}
+
+// queueBoundedPage queues on pipe the reads of the page of key after
+// cursor, up to until, that a job's pass works on.
+func (s *Service) queueBoundedPage(ctx context.Context, pipe redis.Pipeliner, key string, cursor float64, until string) *boundedPage {
+	n := int64(s.opts.FanoutPassSize)
+	by := &redis.ZRangeBy{Min: "(" + score(cursor), Max: until, Count: n}
+	p := &boundedPage{key: key, cursor: cursor, until: until}
+	p.members = pipe.ZRangeByScore(ctx, key, by)
+	p.last = pipe.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: by.Min, Max: by.Max, Offset: n - 1, Count: 1})
+	return p
+}
+
+// boundedMembers returns, once the reads ran, the page's members and the last one's
+// score (0 for a page shorter than a pass, which needs none), reading the
+// page again with its scores when a member left between the two reads.
+func (s *Service) boundedMembers(ctx context.Context, p *boundedPage) (members []string, last float64, err error) {
+	got := p.members.Val()
+	if len(got) < s.opts.FanoutPassSize {
+		return got, 0, nil
+	}
+	if l := p.last.Val(); len(l) == 1 && l[0].Member == got[len(got)-1] {
+		return got, l[0].Score, nil
+	}
+	page, err := s.jobPage(ctx, p.key, p.cursor, p.until)
+	if err != nil || len(page) == 0 {
+		return nil, 0, err
+	}
+	return pageMembers(page), page[len(page)-1].Score, nil
 }
 
 // JobBacklog reports how many fan-out jobs are queued or under way

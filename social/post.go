@@ -22,14 +22,17 @@ import (
 //     the caller's rate limit (PostRequest.Admit), the author, whether lists
 //     hold them or their statuses are pulled, a new status id and the time
 //     (a post refused from here on leaves its id unused), the follow
-//     sequence and the first page of followers;
+//     sequence, the author's unfollow count and the first page of
+//     followers;
 //  2. the fan-out job queued, not ready (so a worker finishes the post
 //     should this instance die from here on), and the page's activity;
 //  3. the status written where its author owns it (writePost) and pushed
-//     to the page, each follower's frame sent with their push (push.lua);
+//     to the page (homePush): each connected follower's frame sent with
+//     their push (push.lua), the others pushed with plain commands;
 //  4. the job moved past the page (or finished) and marked ready, and the
-//     status looked at again: a deletion that raced the push is undone
-//     there (one more round trip, rarely).
+//     status and the unfollow count looked at again: a deletion or an
+//     unfollow that raced the push is undone from there (one more round
+//     trip, rarely).
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
@@ -196,7 +199,8 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	if in.admit != nil {
 		r.admitted = in.admit(ctx, pipe, uid)
 	}
-	r.author = pipe.HMGet(ctx, k.user(uid), "login", "name", "suspended")
+	// The unfollow count is read before the page (see homePush).
+	r.author = pipe.HMGet(ctx, k.user(uid), "login", "name", "suspended", unfollowsField)
 	r.inLists = pipe.ZCard(ctx, k.listsIn(uid))
 	r.pulled = pipe.ZScore(ctx, k.pulledAuthors(), itoa(uid)) // then lists merge the status at read
 	if in.replyTo == 0 {                                      // a reply's, once its parent is read
@@ -297,7 +301,12 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		pipe.HSet(ctx, listJob, "ready", 1)
 	}
 	exists := pipe.Exists(ctx, k.status(st.ID))
+	unfollows := s.queueUnfollows(ctx, pipe, st.UID)
 	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	before, _ := r.author.Val()[3].(string)
+	if err := s.undoUnfollowed(ctx, h, before, unfollows); err != nil {
 		return err
 	}
 	if exists.Val() == 0 {

@@ -1,6 +1,7 @@
 -- The followee's side of an unfollow, in the followee's slot: the follower
 -- leaves the followers set, the followers count with it, and the friends
--- set. Running this again changes nothing.
+-- set; the followee's unfollow count goes up by one (a post's push reads
+-- it, see push.go). Running this again changes nothing.
 --
 -- KEYS[1] the followee's followers set
 -- KEYS[2] the followee's friends set
@@ -11,5 +12,6 @@
 local removed = redis.call('ZREM', KEYS[1], ARGV[1])
 if removed == 1 then
   redis.call('HINCRBY', KEYS[3], 'followers', -1)
+  redis.call('HINCRBY', KEYS[3], 'unfollows', 1)
 end
 return {removed, redis.call('ZREM', KEYS[2], ARGV[1])}
