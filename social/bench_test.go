@@ -337,19 +337,24 @@ func BenchmarkZAddPipelined(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			// A round adds one new member, newer than all, to 1,000 of
-			// the sets, as a pass adds one status to 1,000 home timelines.
-			r := round.Add(1)
-			member := redisZ(float64(r), strconv.FormatInt(r, 10))
-			pipe := rdb.Pipeline()
-			for j := range int64(1000) {
-				pipe.ZAdd(ctx, "z:"+strconv.FormatInt((r*1000+j)%10_000, 10), member)
+			// An op adds one new member to each of the 10,000 sets, as a
+			// post job pushes one status to 10,000 followers (so that an
+			// op weighs what one of BenchmarkFanout's does); a round adds
+			// it, newer than all, to 1,000 of them, as a pass adds one
+			// status to 1,000 home timelines.
+			for range 10 {
+				r := round.Add(1)
+				member := redisZ(float64(r), strconv.FormatInt(r, 10))
+				pipe := rdb.Pipeline()
+				for j := range int64(1000) {
+					pipe.ZAdd(ctx, "z:"+strconv.FormatInt((r*1000+j)%10_000, 10), member)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+				n.Add(1000)
 			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				b.Error(err)
-				return
-			}
-			n.Add(1000)
 		}
 	})
 	b.StopTimer()
