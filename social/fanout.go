@@ -209,7 +209,7 @@ func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, p
 		uids[i], _ = strconv.ParseInt(m, 10, 64)
 	}
 	pipe := s.rdb.Pipeline()
-	h := s.queuePush(ctx, pipe, author, sid, repostOf, payload, uids, connected)
+	h := s.queuePush(ctx, pipe, author, sid, repostOf, payload, uids, connected, unfollows)
 	cmds, err := pipe.Exec(ctx)
 	added, err := h.results(ctx, s.rdb, cmds, err)
 	if err != nil {

@@ -276,7 +276,8 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
 		return err
 	}
-	h := s.queuePush(ctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected)
+	before, _ := r.author.Val()[3].(string)
+	h := s.queuePush(ctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, before)
 	cmds, err := pipe.Exec(ctx)
 	added, err := h.results(ctx, s.rdb, cmds, err)
 	if err != nil {
@@ -305,7 +306,6 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	before, _ := r.author.Val()[3].(string)
 	if err := s.undoUnfollowed(ctx, h, before, unfollows); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package social
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -79,8 +80,9 @@ type plainPush struct {
 
 // queuePush queues on pipe the push of status sid by author (a repost
 // entry of repostOf, or 0 for a status) to the home timelines of uids,
-// with its live frame payload to those of them connected.
-func (s *Service) queuePush(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool) *homePush {
+// with its live frame payload to those of them connected; unfollows is the
+// author's unfollow count read before the page ("" for none).
+func (s *Service) queuePush(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool, unfollows string) *homePush {
 	k := s.keys
 	h := &homePush{author: author, sid: sid, uids: uids}
 	for i, uid := range uids {
@@ -98,28 +100,39 @@ func (s *Service) queuePush(ctx context.Context, pipe redis.Pipeliner, author, s
 		per = 1
 	}
 	for first := 0; first < len(h.scripted); first += per {
-		h.calls = append(h.calls, s.queuePushCall(ctx, pipe, author, sid, repostOf, payload, uids, connected, h.scripted, first, min(first+per, len(h.scripted))))
+		h.calls = append(h.calls, s.queuePushCall(ctx, pipe, author, sid, repostOf, payload, uids, connected, unfollows, h.scripted, first, min(first+per, len(h.scripted))))
 	}
 	return h
 }
 
 // queuePushCall queues one call of push.lua, for the followers
 // uids[at[first]] to uids[at[end-1]]: an EVALSHA, so that a page sends the
-// script's hash, not its text (results loads it where Redis lacks it).
-func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool, at []int, first, end int) pushCall {
+// script's hash, not its text (results loads it where Redis lacks it). On
+// one Redis it passes the author's unfollow count read before the page, so
+// that the script leaves out the follow checks while the count stands.
+func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool, unfollows string, at []int, first, end int) pushCall {
 	k := s.keys
 	n := end - first
 	stride := 2
 	if repostOf != 0 {
 		stride = 3
 	}
-	args := make([]any, 0, 3+stride*n+7+n)
-	args = append(args, "evalsha", pushScript.Hash(), stride*n)
+	nkeys := stride * n
+	if !k.cluster {
+		nkeys++
+	}
+	args := make([]any, 0, 3+nkeys+8+n)
+	args = append(args, "evalsha", pushScript.Hash(), nkeys)
 	for _, i := range at[first:end] {
 		args = append(args, k.following(uids[i]), k.home(uids[i]))
 		if repostOf != 0 {
 			args = append(args, k.homeReposts(uids[i]))
 		}
+	}
+	count := ""
+	if !k.cluster {
+		args = append(args, k.user(author))
+		count = cmp.Or(unfollows, "0")
 	}
 	flags := make([]byte, n)
 	for j, i := range at[first:end] {
@@ -131,7 +144,7 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 			flags[j] += 2
 		}
 	}
-	args = append(args, sid, author, repostOf, s.opts.HomeSize, s.bus.Command(), payload, string(flags))
+	args = append(args, sid, author, repostOf, s.opts.HomeSize, s.bus.Command(), payload, string(flags), count)
 	for _, i := range at[first:end] {
 		if connected[i] {
 			args = append(args, s.bus.UserChannel(uids[i]))

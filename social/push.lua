@@ -27,25 +27,38 @@
 -- ARGV[6] the live frame (JSON)
 -- ARGV[7] one character a follower, the sum of: 1 to trim their home
 --         timeline to its size, 2 when they are connected
--- ARGV[8..] the event channels of the followers connected, in order
+-- ARGV[8] on one Redis, the author's unfollow count as read before the
+--         page was ('0' for none), and then KEYS[#KEYS] is the author's user
+--         hash; '' on a cluster, where that hash is in another slot
+-- ARGV[9..] the event channels of the followers connected, in order
 -- Returns, a follower each, 1 when it added the status, 0 when not (there
 -- already, or its original or another repost of it is), -1 when the
 -- follower does not follow the author.
+--
+-- While the author's unfollow count is still the one read before the page,
+-- no unfollow of the author has counted itself since (unfollow_followee.lua,
+-- before the unfollow walks the home timeline and returns): each follower
+-- of the page still follows, or is in an unfollow that will walk their home
+-- after this push. The follow checks are then left out.
 local sid, author, orig = ARGV[1], ARGV[2], ARGV[3]
 local stride = 2
 if orig ~= '0' then
   stride = 3
 end
+local check = true
+if ARGV[8] ~= '' then
+  check = (redis.call('HGET', KEYS[#KEYS], 'unfollows') or '0') ~= ARGV[8]
+end
 local out = {}
-local channel = 7
-for i = 1, #KEYS / stride do
+local channel = 8
+for i = 1, math.floor(#KEYS / stride) do
   local following, home = KEYS[stride * (i - 1) + 1], KEYS[stride * (i - 1) + 2]
   local flags = string.byte(ARGV[7], i) - 48
   if flags >= 2 then
     channel = channel + 1
   end
   local added = -1
-  if redis.call('ZSCORE', following, author) then
+  if not check or redis.call('ZSCORE', following, author) then
     added = 0
     if orig == '0' then
       added = redis.call('ZADD', home, sid, sid)

@@ -6,16 +6,17 @@ import (
 	"testing"
 )
 
-// TestPlainPushRacesAnUnfollow pushes a status, with plain commands (the
-// follower is not connected), after the follower's unfollow has walked
-// their home timeline: what a pass does when the unfollow comes between
-// its page read and its push. The unfollow count read before the page has
-// moved, so the push is undone; unless the follower followed again since,
-// whose follow brought the status back.
-func TestPlainPushRacesAnUnfollow(t *testing.T) {
+// TestPushRacesAnUnfollow pushes a status after the follower's unfollow
+// has walked their home timeline: what a pass does when the unfollow comes
+// between its page read and its push. The unfollow count read before the
+// page has moved, so a plain push (the follower not connected) is undone,
+// and push.lua (connected) checks the follow and adds nothing; unless the
+// follower followed again since, whose follow brought the status back.
+func TestPushRacesAnUnfollow(t *testing.T) {
 	t.Parallel()
-	for _, again := range []bool{false, true} {
-		t.Run(fmt.Sprintf("followed again=%v", again), func(t *testing.T) {
+	for _, c := range []struct{ connected, again bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+		again := c.again
+		t.Run(fmt.Sprintf("connected=%v/followed again=%v", c.connected, again), func(t *testing.T) {
 			t.Parallel()
 			s, _ := newService(t, Options{})
 			ctx := ctxT(t)
@@ -43,7 +44,7 @@ func TestPlainPushRacesAnUnfollow(t *testing.T) {
 				t.Fatalf("the unfollow count stayed %q", after)
 			}
 
-			err := s.pushStatus(ctx, author.ID, st.ID, 0, "{}", []string{itoa(fan.ID)}, []bool{false}, before)
+			err := s.pushStatus(ctx, author.ID, st.ID, 0, "{}", []string{itoa(fan.ID)}, []bool{c.connected}, before)
 			if err != nil {
 				t.Fatal(err)
 			}
