@@ -111,8 +111,8 @@ for phase in $PHASES; do
     mkdir -p /tmp/fan && cd /tmp/fan
     timeout 200 social.test -test.run '^$' -test.bench 'BenchmarkFanout$/(lua|multi)/jobs=4' \
       -test.benchtime ${FANOUT_BT:-10x} -test.count ${FANOUT_COUNT:-2} > "$OUT/fanout.txt" 2>&1
-    timeout 60 social.test -test.run '^$' -test.bench 'BenchmarkZAddPipelined$' -test.cpu 2 \
-      -test.count ${FANOUT_COUNT:-2} >> "$OUT/fanout.txt" 2>&1
+    timeout 150 social.test -test.run '^$' -test.bench 'BenchmarkZAddPipelined$' -test.cpu 2 \
+      -test.benchtime ${FANOUT_BT:-10x} -test.count ${FANOUT_COUNT:-2} >> "$OUT/fanout.txt" 2>&1
     log "fanout: $(grep -E '^Benchmark' "$OUT/fanout.txt" | tr -s ' ' | tr '\n' '|')" ;;
   esac
 done

@@ -28,10 +28,9 @@ const trimEvery = 16
 // timeline gets it: it goes into the site's pulled statuses, and one frame
 // on the author's channel reaches those connected).
 //
-// The writes come before the checks: after pushing, the pass looks whether
-// the status still exists and whether the author's unfollow count moved
-// (see homePush), and takes the status out again where it no longer
-// belongs. A deletion or an unfollow writes its end before it walks
+// The push checks each follow as it adds (push.lua, see homePush); after
+// pushing, the pass looks whether the status still exists, and takes it
+// out again where not. A deletion writes its end before it walks
 // timelines, so a push it did not see is taken out either by it or here. A frame goes only with a push that added the status, so a
 // pass run twice sends nothing twice.
 func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
@@ -193,13 +192,12 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 }
 
 // pushStatus adds status sid to the home timelines of push that still
-// follow author (homePush: trimmed one time in trimEvery; a repost entry
+// follow author (push.lua: trimmed one time in trimEvery; a repost entry
 // of repostOf only where neither its original nor another repost of it
 // is), sending the live frame to those connected whose home it newly
-// reached; unfollows is the author's unfollow count, read before the page.
-// Then it checks that the status still exists, and takes it out again
-// where it was added if not, and that no unfollow raced the push
-// (undoUnfollowed).
+// reached; unfollows is the author's unfollow count read before the page
+// (see homePush). Then it checks that the status still exists, and takes
+// it out again where it was added if not.
 func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool, unfollows string) error {
 	if len(push) == 0 {
 		return nil
@@ -215,13 +213,8 @@ func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, p
 	if err != nil {
 		return err
 	}
-	pipe = s.rdb.Pipeline()
-	exists := pipe.Exists(ctx, s.keys.status(sid))
-	after := s.queueUnfollows(ctx, pipe, author)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return err
-	}
-	if err := s.undoUnfollowed(ctx, h, unfollows, after); err != nil || exists.Val() == 1 {
+	exists, err := s.rdb.Exists(ctx, s.keys.status(sid)).Result()
+	if err != nil || exists == 1 {
 		return err
 	}
 	return s.unpush(ctx, sid, uids, added, connected)

@@ -170,12 +170,31 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 
 	// 5. The followee's statuses, unless an unfollow since has won.
 	if !side.stands {
-		return madeFriends, nil
+		return madeFriends, s.dropPutBack(ctx, uid, other, side)
 	}
 	if err := s.reachFollowee(ctx, uid, other, side.followers); err != nil {
 		return false, err
 	}
 	return madeFriends, nil
+}
+
+// dropPutBack walks uid's home timeline once more after a follow of other
+// that an unfollow overtook (side, as the follow's sync left it), when the
+// sync put uid back among other's followers before it took them out again:
+// that unfollow had walked the home timeline already, and a post's push in
+// between, which reads the followers and, on one Redis, checks no follow
+// while other's unfollow count stands (see homePush), may have reached it.
+// Taking them out again counted an unfollow; this walk comes after, as an
+// unfollow's own does.
+func (s *Service) dropPutBack(ctx context.Context, uid, other int64, side followeeSide) error {
+	if side.stands || !side.removed {
+		return nil
+	}
+	dropped, err := s.dropFollowee(ctx, uid, other)
+	if err != nil || dropped == 0 {
+		return err
+	}
+	return s.queueRefill(ctx, uid)
 }
 
 // followNote is what the followee's side of a new follow writes besides the
@@ -231,6 +250,7 @@ type followeeSide struct {
 	madeFriends  bool  // a write made the two friends
 	endedFriends bool  // a write ended their friendship
 	changed      bool  // a write added or removed the follower
+	removed      bool  // a write removed the follower
 }
 
 // syncFollowee brings the followee's side of uid -> other to agree with
@@ -284,6 +304,7 @@ func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score stri
 			}
 			side.endedFriends = side.endedFriends || ended
 			side.changed = side.changed || removed
+			side.removed = side.removed || removed
 		}
 		again, err := s.followScore(ctx, uid, other)
 		if err != nil {

@@ -399,11 +399,13 @@ func (s *Service) pageStepAt(n int, last float64, next job) passResult {
 // each with printf: ZRANGEBYSCORE of a thousand members takes about four
 // times as long WITHSCORES), and a pass needs only the last.
 //
-// It is for a page bounded by until where no member can enter the range
-// once the page is read: a follower set up to the follow sequence a post
-// read, where a follow since (or again) is scored past it. A member can
-// leave, though, between the two reads; then the last read names another
-// member than the page's last, and the page is read again (boundedMembers).
+// What the pass needs besides the members is the last one's score, where
+// the next pass starts. The second read names the member at the page's
+// last place: when that is the page's last member, the score is theirs (a
+// follower set up to the follow sequence a post read, where a member's
+// score changes only by a follow again, which scores it past until); when
+// not, members entered or left before it between the two reads, and the
+// page is read again with its scores (boundedMembers).
 type boundedPage struct {
 	key     string
 	cursor  float64

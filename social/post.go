@@ -27,12 +27,11 @@ import (
 //  2. the fan-out job queued, not ready (so a worker finishes the post
 //     should this instance die from here on), and the page's activity;
 //  3. the status written where its author owns it (writePost) and pushed
-//     to the page (homePush): each connected follower's frame sent with
-//     their push (push.lua), the others pushed with plain commands;
+//     to the page, each follower's frame sent with their push (push.lua,
+//     see homePush);
 //  4. the job moved past the page (or finished) and marked ready, and the
-//     status and the unfollow count looked at again: a deletion or an
-//     unfollow that raced the push is undone from there (one more round
-//     trip, rarely).
+//     status looked at again: a deletion that raced the push is undone
+//     there (one more round trip, rarely).
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
@@ -302,11 +301,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		pipe.HSet(ctx, listJob, "ready", 1)
 	}
 	exists := pipe.Exists(ctx, k.status(st.ID))
-	unfollows := s.queueUnfollows(ctx, pipe, st.UID)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return err
-	}
-	if err := s.undoUnfollowed(ctx, h, before, unfollows); err != nil {
 		return err
 	}
 	if exists.Val() == 0 {

@@ -1,7 +1,5 @@
 -- Pushes a status into followers' home timelines, and sends its live frame
--- to those connected whose home it newly reached (push.go sends here the
--- connected followers of a page, and every follower of a repost entry;
--- the others get plain ZADDs): one follower after
+-- to those connected whose home it newly reached: one follower after
 -- another, each only while they still follow its author (their following
 -- set, in their slot: an unfollow takes it out there before it walks the
 -- home timeline, so a push either comes before that walk, which takes it

@@ -9,9 +9,9 @@ import (
 // TestPushRacesAnUnfollow pushes a status after the follower's unfollow
 // has walked their home timeline: what a pass does when the unfollow comes
 // between its page read and its push. The unfollow count read before the
-// page has moved, so a plain push (the follower not connected) is undone,
-// and push.lua (connected) checks the follow and adds nothing; unless the
-// follower followed again since, whose follow brought the status back.
+// page has moved, so push.lua checks the follow and adds nothing, connected
+// or not; unless the follower followed again since, whose follow brought
+// the status back.
 func TestPushRacesAnUnfollow(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ connected, again bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
@@ -96,4 +96,52 @@ func TestBoundedPage(t *testing.T) {
 	rdb.ZRem(ctx, key, "2")
 	p.last = read(0, "95").last
 	check("a member gone between the reads", p, []string{"1", "3", "4", "5"}, 50)
+}
+
+// TestFollowOvertakenWalksAgain: a follow whose followee step comes after a
+// whole unfollow puts the follower back among the followee's followers for
+// a moment, after the unfollow walked their home timeline, and a post's
+// push may reach them then (its follow check left out while the unfollow
+// count stands). The follow, taking them out again, walks the home
+// timeline itself.
+func TestFollowOvertakenWalksAgain(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	k := s.keys
+	ada := signUp(t, s, "ada")
+	bob := signUp(t, s, "bob")
+	st := post(t, s, bob.ID, "while ada comes and goes")
+	note, err := s.loadFollowNote(ctx, ada.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The follow's first step, then a whole unfollow, then the push that
+	// came while the follow's next step had ada among bob's followers.
+	res, err := followFollowerScript.Run(ctx, rdb,
+		[]string{k.following(ada.ID), k.followers(ada.ID), k.friends(ada.ID), k.user(ada.ID), k.blocks(ada.ID), k.blockedBy(ada.ID)},
+		bob.ID, 7, note.now).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Unfollow(ctx, ada.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	rdb.ZAdd(ctx, k.home(ada.ID), redisZ(float64(st.ID), itoa(st.ID)))
+
+	score, _ := res[0].(string)
+	side, err := s.syncFollowee(ctx, ada.ID, bob.ID, score, func() (followNote, error) { return note, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if side.stands || !side.removed {
+		t.Fatalf("the follow's sync left %+v, want it taken out again", side)
+	}
+	if err := s.dropPutBack(ctx, ada.ID, bob.ID, side); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(homeIDs(t, s, ada.ID), st.ID) {
+		t.Error("ada's home timeline keeps bob's status after the follow was overtaken")
+	}
 }
