@@ -192,12 +192,13 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 }
 
 // pushStatus adds status sid to the home timelines of push that still
-// follow author (push.lua: trimmed one time in trimEvery; a repost entry
-// of repostOf only where neither its original nor another repost of it
-// is), sending the live frame to those connected whose home it newly
-// reached; unfollows is the author's unfollow count read before the page
-// (see homePush). Then it checks that the status still exists, and takes
-// it out again where it was added if not.
+// follow author (trimmed one time in trimEvery; a repost entry of repostOf
+// only where neither its original nor another repost of it is), sending
+// the live frame to those connected whose home it newly reached;
+// unfollows is the author's unfollow count read before the page (see
+// homePush). On one Redis a status goes in one transaction (pushInTx),
+// where that fails with push.lua. Then it checks that the status still
+// exists, and takes it out again where it was added if not.
 func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool, unfollows string) error {
 	if len(push) == 0 {
 		return nil
@@ -206,12 +207,21 @@ func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, p
 	for i, m := range push {
 		uids[i], _ = strconv.ParseInt(m, 10, 64)
 	}
-	pipe := s.rdb.Pipeline()
-	h := s.queuePush(ctx, pipe, author, sid, repostOf, payload, uids, connected, unfollows)
-	cmds, err := pipe.Exec(ctx)
-	added, err := h.results(ctx, s.rdb, cmds, err)
-	if err != nil {
-		return err
+	var added []int64
+	done := false
+	if repostOf == 0 {
+		var err error
+		if added, done, err = s.pushInTx(ctx, author, sid, payload, uids, connected, unfollows); err != nil {
+			return err
+		}
+	}
+	if !done {
+		pipe := s.rdb.Pipeline()
+		h := s.queuePush(ctx, pipe, author, sid, repostOf, payload, uids, connected, unfollows)
+		cmds, err := pipe.Exec(ctx)
+		if added, err = h.results(ctx, s.rdb, cmds, err); err != nil {
+			return err
+		}
 	}
 	exists, err := s.rdb.Exists(ctx, s.keys.status(sid)).Result()
 	if err != nil || exists == 1 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"chorus/protocol"
@@ -187,6 +188,82 @@ func (s *Service) unpush(ctx context.Context, sid int64, uids []int64, added []i
 	}
 	_, err = pipe.Exec(ctx)
 	return err
+}
+
+// pushInTx pushes status sid by author to the home timelines of uids, on
+// one Redis, in one transaction (MULTI/EXEC) that holds only while the
+// author's user hash has not changed since it was watched, with its unfollow
+// count still unfollows, the count read before the page: so every follow
+// holds as homePush says, and the followers not connected get plain ZADDs
+// (and the trim one in trimEvery), at a pipeline's cost rather than a
+// script's; those connected get push.lua in the same transaction, their
+// frames with their push. Redis drops a transaction whose EXEC it never
+// got, so a pass that dies part way wrote nothing. It answers what
+// results does, or done false when it pushed nothing: on a cluster, or
+// when the count had moved or the hash changed meanwhile. A pass's
+// round trips for it: the WATCH, the count, and the transaction.
+func (s *Service) pushInTx(ctx context.Context, author, sid int64, payload string, uids []int64, connected []bool, unfollows string) (added []int64, done bool, err error) {
+	c, ok := s.rdb.(*redis.Client)
+	if !ok || s.keys.cluster {
+		return nil, false, nil
+	}
+	k := s.keys
+	var on []int // the places of those connected in uids
+	for i := range uids {
+		if connected[i] {
+			on = append(on, i)
+		}
+	}
+	onUIDs, onFlags := make([]int64, len(on)), make([]bool, len(on))
+	for j, i := range on {
+		onUIDs[j], onFlags[j] = uids[i], true
+	}
+	user := k.user(author)
+	err = c.Watch(ctx, func(tx *redis.Tx) error {
+		count, err := tx.HMGet(ctx, user, unfollowsField).Result()
+		if err != nil {
+			return err
+		}
+		if now, _ := count[0].(string); now != unfollows {
+			return nil
+		}
+		adds := make([]*redis.IntCmd, len(uids))
+		var h *homePush
+		cmds, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i, uid := range uids {
+				if connected[i] {
+					continue
+				}
+				adds[i] = pipe.ZAdd(ctx, k.home(uid), redis.Z{Score: float64(sid), Member: sid})
+				if (sid+uid)%trimEvery == 0 {
+					pipe.ZRemRangeByRank(ctx, k.home(uid), 0, -int64(s.opts.HomeSize)-1)
+				}
+			}
+			h = s.queuePush(ctx, pipe, author, sid, 0, payload, onUIDs, onFlags, unfollows)
+			return nil
+		})
+		if errors.Is(err, redis.TxFailedErr) {
+			return nil
+		}
+		// A NOSCRIPT of push.lua's calls in the transaction wrote nothing
+		// of theirs: results runs them again, each checking as it pushes.
+		got, err := h.results(ctx, s.rdb, cmds, err)
+		if err != nil {
+			return err
+		}
+		added = make([]int64, len(uids))
+		for i, a := range adds {
+			if a != nil {
+				added[i] = a.Val()
+			}
+		}
+		for j, i := range on {
+			added[i] = got[j]
+		}
+		done = true
+		return nil
+	}, user)
+	return added, done, err
 }
 
 // queueUnfollows queues on pipe the read of uid's unfollow count (an HMGET,

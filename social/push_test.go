@@ -1,9 +1,16 @@
 package social
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
+
+	"chorus/internal/redistest"
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestPushRacesAnUnfollow pushes a status after the follower's unfollow
@@ -143,5 +150,96 @@ func TestFollowOvertakenWalksAgain(t *testing.T) {
 	}
 	if slices.Contains(homeIDs(t, s, ada.ID), st.ID) {
 		t.Error("ada's home timeline keeps bob's status after the follow was overtaken")
+	}
+}
+
+// TestPushInTx pushes a status to one follower connected and one not, in a
+// pass's transaction (pushInTx, on one Redis): the connected one gets the
+// frame with the push, the other the plain ZADD. When the author's hash
+// changes between the WATCH and the EXEC, Redis runs nothing of the
+// transaction, and the pass pushes with push.lua instead; on a cluster it
+// never runs one.
+func TestPushInTx(t *testing.T) {
+	t.Parallel()
+	for _, change := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hash changed=%v", change), func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{})
+			ctx := ctxT(t)
+			author := signUp(t, s, "author")
+			on, off := signUp(t, s, "online"), signUp(t, s, "offline")
+			follow(t, s, on.ID, "author")
+			follow(t, s, off.ID, "author")
+			st := post(t, s, author.ID, "pushed again")
+			// As if the pass had not reached them yet.
+			for _, u := range []User{on, off} {
+				if err := rdb.ZRem(ctx, s.keys.home(u.ID), st.ID).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sub := listen(t, s, rdb, s.UserChannel(on.ID))
+			payload := fmt.Sprintf(`{"type":"status","status":{"id":%d}}`, st.ID)
+			before := unfollowCount(s.rdb.HMGet(ctx, s.keys.user(author.ID), unfollowsField))
+			uids, connected := []int64{on.ID, off.ID}, []bool{true, false}
+
+			if redistest.OnCluster() {
+				if _, done, err := s.pushInTx(ctx, author.ID, st.ID, payload, uids, connected, before); err != nil || done {
+					t.Fatalf("on a cluster, pushInTx answered done %v, %v; want no transaction", done, err)
+				}
+				return
+			}
+			var fired atomic.Bool
+			if change {
+				other := redis.NewClient(rdb.(*redis.Client).Options())
+				t.Cleanup(func() { _ = other.Close() })
+				rdb.AddHook(beforeMulti(func() {
+					if !fired.Swap(true) {
+						if err := other.HSet(ctx, s.keys.user(author.ID), "name", "Renamed").Err(); err != nil {
+							t.Error(err)
+						}
+					}
+				}))
+			}
+			added, done, err := s.pushInTx(ctx, author.ID, st.ID, payload, uids, connected, before)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done == change || fired.Load() != change {
+				t.Fatalf("pushInTx done %v with the hash changed %v, want done %v", done, fired.Load(), !change)
+			}
+			if !done {
+				// The pass's way then.
+				err = s.pushStatus(ctx, author.ID, st.ID, 0, payload, []string{itoa(on.ID), itoa(off.ID)}, connected, before)
+			} else if !slices.Equal(added, []int64{pushAdded, pushAdded}) {
+				t.Errorf("pushInTx answered %v, want both added", added)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range []User{on, off} {
+				if !slices.Contains(homeIDs(t, s, u.ID), st.ID) {
+					t.Errorf("%s's home timeline lacks the status", u.Login)
+				}
+			}
+			got := ofType(eventsSoFar(t, sub)[s.UserChannel(on.ID)], protocol.TypeStatus)
+			if ids := eventIDs(got); !slices.Equal(ids, []int64{st.ID}) {
+				t.Errorf("the connected follower was told of %v, want [%d]", ids, st.ID)
+			}
+		})
+	}
+}
+
+// beforeMulti is a go-redis hook that calls fn before it sends a
+// transaction (a pipeline that opens with MULTI).
+type beforeMulti func()
+
+func (beforeMulti) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (beforeMulti) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (f beforeMulti) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "multi" {
+			f()
+		}
+		return next(ctx, cmds)
 	}
 }
