@@ -203,6 +203,7 @@ func (s *Service) deleteUserKeys(ctx context.Context, uid int64) error {
 		k.pulls(uid), k.listsOut(uid), k.listsIn(uid), k.liked(uid), k.homeReposts(uid),
 		k.notes(uid), k.noteData(uid), k.noteCauses(uid), k.noteSeq(uid), k.notesRead(uid),
 		k.mutes(uid), k.blocks(uid), k.sessions(uid), k.signInUnknown(uid), k.signInKnown(uid),
+		k.unfollows(uid),
 	} {
 		pipe.Del(ctx, key)
 	}

@@ -114,7 +114,7 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if err != nil {
 		return passResult{}, err
 	}
-	if err := s.pushStatus(ctx, uid, sid, repostOf(frame.Status), payload, push, connected, unfollowCount(unfollows)); err != nil {
+	if err := s.pushStatus(ctx, uid, sid, repostOf(frame.Status), payload, push, connected, unfollows.Val()); err != nil {
 		return passResult{}, err
 	}
 	return s.pageStepAt(len(members), last, next), nil

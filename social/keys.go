@@ -184,3 +184,7 @@ func (k keys) followingPrefix() string      { return k.prefix + "following:" }
 func (k keys) pullsPrefix() string          { return k.prefix + "pulls:" }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// unfollows counts the unfollows of uid, one each, in uid's slot (see
+// homePush).
+func (k keys) unfollows(uid int64) string { return k.prefix + "unfollows:" + k.u(uid) }

@@ -91,6 +91,7 @@ type postReads struct {
 	session   *redis.StringCmd
 	admitted  func() error
 	author    *redis.SliceCmd
+	unfollows *redis.StringCmd
 	inLists   *redis.IntCmd
 	pulled    *redis.FloatCmd
 	sid       *redis.IntCmd
@@ -198,8 +199,8 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	if in.admit != nil {
 		r.admitted = in.admit(ctx, pipe, uid)
 	}
-	// The unfollow count is read before the page (see homePush).
-	r.author = pipe.HMGet(ctx, k.user(uid), "login", "name", "suspended", unfollowsField)
+	r.author = pipe.HMGet(ctx, k.user(uid), "login", "name", "suspended")
+	r.unfollows = pipe.Get(ctx, k.unfollows(uid)) // before the page (see homePush)
 	r.inLists = pipe.ZCard(ctx, k.listsIn(uid))
 	r.pulled = pipe.ZScore(ctx, k.pulledAuthors(), itoa(uid)) // then lists merge the status at read
 	if in.replyTo == 0 {                                      // a reply's, once its parent is read
@@ -275,8 +276,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
 		return err
 	}
-	before, _ := r.author.Val()[3].(string)
-	h := s.queuePush(ctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, before)
+	h := s.queuePush(ctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, r.unfollows.Val())
 	cmds, err := pipe.Exec(ctx)
 	added, err := h.results(ctx, s.rdb, cmds, err)
 	if err != nil {

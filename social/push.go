@@ -24,12 +24,6 @@ var (
 // for long.
 const pushBatch = 250
 
-// unfollowsField is the field of a user's hash that counts the unfollows of
-// them, one each (unfollow_followee.lua, before the unfollow walks the home
-// timeline): a post's push reads it before its page, and push.lua leaves
-// out its follow checks while it has not moved (see homePush).
-const unfollowsField = "unfollows"
-
 // The answers of push.lua, a follower each.
 const (
 	pushNotFollowing = -1 // the follower no longer follows the author
@@ -45,7 +39,7 @@ const (
 //
 // The script checks each follower's follow, atomically with the push, in
 // their following set; on one Redis it leaves the checks out while the
-// author's unfollow count (unfollowsField) is still the one read before
+// author's unfollow count (keys.unfollows) is still the one read before
 // the page. An unfollow counts itself before it walks the follower's home
 // timeline, and answers its caller only after: while the count stands,
 // each follower of the page still follows, or is in an unfollow that will
@@ -82,7 +76,7 @@ func (s *Service) queuePush(ctx context.Context, pipe redis.Pipeliner, author, s
 // queuePushCall queues one call of push.lua, for followers uids[first:end]:
 // an EVALSHA, so that a page sends the script's hash, not its text
 // (results loads it where Redis lacks it). On one Redis it passes the
-// author's user hash and unfollow count, for the script to leave out its
+// author's unfollow count and its key, for the script to leave out its
 // follow checks while the count stands.
 func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool, unfollows string, first, end int) pushCall {
 	k := s.keys
@@ -105,7 +99,7 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 	}
 	count := "" // on a cluster: every follow checked
 	if !k.cluster {
-		args = append(args, k.user(author))
+		args = append(args, k.unfollows(author))
 		count = cmp.Or(unfollows, "0")
 	}
 	flags := make([]byte, n)
@@ -192,15 +186,15 @@ func (s *Service) unpush(ctx context.Context, sid int64, uids []int64, added []i
 
 // pushInTx pushes status sid by author to the home timelines of uids, on
 // one Redis, in one transaction (MULTI/EXEC) that holds only while the
-// author's user hash has not changed since it was watched, with its unfollow
-// count still unfollows, the count read before the page: so every follow
+// author's unfollow count has not changed since it was watched, and was
+// then still unfollows, the count read before the page: so every follow
 // holds as homePush says, and the followers not connected get plain ZADDs
 // (and the trim one in trimEvery), at a pipeline's cost rather than a
 // script's; those connected get push.lua in the same transaction, their
 // frames with their push. Redis drops a transaction whose EXEC it never
 // got, so a pass that dies part way wrote nothing. It answers what
 // results does, or done false when it pushed nothing: on a cluster, or
-// when the count had moved or the hash changed meanwhile. A pass's
+// when the count had moved, before the WATCH or after. A pass's
 // round trips for it: the WATCH, the count, and the transaction.
 func (s *Service) pushInTx(ctx context.Context, author, sid int64, payload string, uids []int64, connected []bool, unfollows string) (added []int64, done bool, err error) {
 	c, ok := s.rdb.(*redis.Client)
@@ -218,13 +212,13 @@ func (s *Service) pushInTx(ctx context.Context, author, sid int64, payload strin
 	for j, i := range on {
 		onUIDs[j], onFlags[j] = uids[i], true
 	}
-	user := k.user(author)
+	key := k.unfollows(author)
 	err = c.Watch(ctx, func(tx *redis.Tx) error {
-		count, err := tx.HMGet(ctx, user, unfollowsField).Result()
-		if err != nil {
+		now, err := tx.Get(ctx, key).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
-		if now, _ := count[0].(string); now != unfollows {
+		if now != unfollows {
 			return nil
 		}
 		adds := make([]*redis.IntCmd, len(uids))
@@ -262,23 +256,12 @@ func (s *Service) pushInTx(ctx context.Context, author, sid int64, payload strin
 		}
 		done = true
 		return nil
-	}, user)
+	}, key)
 	return added, done, err
 }
 
-// queueUnfollows queues on pipe the read of uid's unfollow count (an HMGET,
-// which answers a missing field without an error), for unfollowCount.
-func (s *Service) queueUnfollows(ctx context.Context, pipe redis.Pipeliner, uid int64) *redis.SliceCmd {
-	return pipe.HMGet(ctx, s.keys.user(uid), unfollowsField)
-}
-
-// unfollowCount is the unfollow count an HMGET of unfollowsField read, ""
-// when the user was never unfollowed.
-func unfollowCount(cmd *redis.SliceCmd) string {
-	if v := cmd.Val(); len(v) > 0 {
-		if c, ok := v[0].(string); ok {
-			return c
-		}
-	}
-	return ""
+// queueUnfollows queues on pipe the read of uid's unfollow count (see
+// homePush): its value is "" when none was counted.
+func (s *Service) queueUnfollows(ctx context.Context, pipe redis.Pipeliner, uid int64) *redis.StringCmd {
+	return pipe.Get(ctx, s.keys.unfollows(uid))
 }

@@ -26,8 +26,8 @@
 -- ARGV[7] one character a follower, the sum of: 1 to trim their home
 --         timeline to its size, 2 when they are connected
 -- ARGV[8] on one Redis, the author's unfollow count as read before the
---         page was ('0' for none), and then KEYS[#KEYS] is the author's user
---         hash; '' on a cluster, where that hash is in another slot
+--         page was ('0' for none), and then KEYS[#KEYS] is that count's key;
+--         '' on a cluster, where that key is in another slot
 -- ARGV[9..] the event channels of the followers connected, in order
 -- Returns, a follower each, 1 when it added the status, 0 when not (there
 -- already, or its original or another repost of it is), -1 when the
@@ -45,7 +45,7 @@ if orig ~= '0' then
 end
 local check = true
 if ARGV[8] ~= '' then
-  check = (redis.call('HGET', KEYS[#KEYS], 'unfollows') or '0') ~= ARGV[8]
+  check = (redis.call('GET', KEYS[#KEYS]) or '0') ~= ARGV[8]
 end
 local out = {}
 local channel = 8

@@ -174,7 +174,7 @@ func (s *Service) unfollowFollowee(ctx context.Context, uid, other int64) (remov
 	k := s.keys
 	pipe := s.rdb.Pipeline()
 	cmd := unfollowFolloweeScript.Eval(ctx, pipe,
-		[]string{k.followers(other), k.friends(other), k.user(other)}, uid)
+		[]string{k.followers(other), k.friends(other), k.user(other), k.unfollows(other)}, uid)
 	s.queueUnnotify(ctx, pipe, note{to: other, from: uid, kind: protocol.NotifyFollowed})
 	if _, err := pipe.Exec(ctx); err != nil {
 		return false, false, err
