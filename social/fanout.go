@@ -31,8 +31,9 @@ const trimEvery = 16
 // The push checks each follow as it adds (push.lua, see homePush); after
 // pushing, the pass looks whether the status still exists, and takes it
 // out again where not. A deletion writes its end before it walks
-// timelines, so a push it did not see is taken out either by it or here. A frame goes only with a push that added the status, so a
-// pass run twice sends nothing twice.
+// timelines, so a push it did not see is taken out either by it or here.
+// A frame goes only with a push that added the status, so a pass run
+// twice sends nothing twice.
 func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	k := s.keys
 	uid, sid, payload := j.uid, j.sid, j.payload

@@ -425,9 +425,10 @@ func (s *Service) queueBoundedPage(ctx context.Context, pipe redis.Pipeliner, ke
 	return p
 }
 
-// boundedMembers returns, once the reads ran, the page's members and the last one's
-// score (0 for a page shorter than a pass, which needs none), reading the
-// page again with its scores when a member left between the two reads.
+// boundedMembers returns, once the reads ran, the page's members and the
+// last one's score (0 for a page shorter than a pass, which needs none),
+// reading the page again with its scores when the second read names
+// another member than the page's last.
 func (s *Service) boundedMembers(ctx context.Context, p *boundedPage) (members []string, last float64, err error) {
 	got := p.members.Val()
 	if len(got) < s.opts.FanoutPassSize {

@@ -200,7 +200,7 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 		r.admitted = in.admit(ctx, pipe, uid)
 	}
 	r.author = pipe.HMGet(ctx, k.user(uid), "login", "name", "suspended")
-	r.unfollows = pipe.Get(ctx, k.unfollows(uid)) // before the page (see homePush)
+	r.unfollows = s.queueUnfollows(ctx, pipe, uid) // before the page (see homePush)
 	r.inLists = pipe.ZCard(ctx, k.listsIn(uid))
 	r.pulled = pipe.ZScore(ctx, k.pulledAuthors(), itoa(uid)) // then lists merge the status at read
 	if in.replyTo == 0 {                                      // a reply's, once its parent is read
