@@ -1,9 +1,10 @@
 -- Online friends of many users, in one step: for each, what
 -- online_friends.lua answers for one. The shared online copy is made when
--- missing (see copy.lua), then, for a user with few friends, their times in
--- it are read (ZMSCORE), kept when at or after now - W and sorted most
--- recent first: a read alone, cheaper than an intersection written to a
--- scratch key and deleted. A user with many friends is intersected as
+-- missing (see copy.lua), then, for the users with few friends, their
+-- friends' times in it are read (ZMSCORE, all such friends of the call
+-- together), kept when at or after now - W and sorted most recent first: a
+-- read alone, cheaper than an intersection written to a scratch key and
+-- deleted. A user with many friends is intersected as
 -- online_friends.lua does (friends_online, see friends.lua).
 --
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
@@ -24,29 +25,53 @@ local small = tonumber(ARGV[4])
 local cutoff = now - window
 
 refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))
+
+-- The friends of every user with a small set, each id once, have their
+-- times read together: one ZMSCORE per zmscoreChunk ids, not one per user.
+local zmscoreChunk = 4000
+local sets, ids, at = {}, {}, {}
+for i = 5, #KEYS do
+  -- One more than small tells a set too large to read this way.
+  local set = redis.call('ZRANGE', KEYS[i], 0, small)
+  sets[i] = set
+  if #set <= small then
+    for _, id in ipairs(set) do
+      if at[id] == nil then
+        ids[#ids + 1] = id
+        at[id] = false
+      end
+    end
+  end
+end
+for from = 1, #ids, zmscoreChunk do
+  local to = math.min(from + zmscoreChunk - 1, #ids)
+  local seen = redis.call('ZMSCORE', KEYS[3], unpack(ids, from, to))
+  for j = from, to do
+    local t = tonumber(seen[j - from + 1])
+    if t and t >= cutoff then
+      at[ids[j]] = t
+    end
+  end
+end
+
 local out = {}
 for i = 5, #KEYS do
-  local friends = KEYS[i]
-  -- One more than small tells a set too large to read this way.
-  local ids = redis.call('ZRANGE', friends, 0, small)
-  if #ids <= small then
+  local set = sets[i]
+  if #set <= small then
     local online = {}
-    if #ids > 0 then
-      local seen = redis.call('ZMSCORE', KEYS[3], unpack(ids))
-      for j = 1, #ids do
-        local at = tonumber(seen[j])
-        if at and at >= cutoff then
-          online[#online + 1] = {ids[j], at}
-        end
+    for _, id in ipairs(set) do
+      local t = at[id]
+      if t then
+        online[#online + 1] = {id, t}
       end
-      -- As ZREVRANGEBYSCORE orders them: by time, then by member.
-      table.sort(online, function(a, b)
-        if a[2] ~= b[2] then
-          return a[2] > b[2]
-        end
-        return a[1] > b[1]
-      end)
     end
+    -- As ZREVRANGEBYSCORE orders them: by time, then by member.
+    table.sort(online, function(a, b)
+      if a[2] ~= b[2] then
+        return a[2] > b[2]
+      end
+      return a[1] > b[1]
+    end)
     local n = math.min(#online, most)
     out[#out + 1] = n
     for j = 1, n do
@@ -54,7 +79,7 @@ for i = 5, #KEYS do
       out[#out + 1] = online[j][2]
     end
   else
-    local found = friends_online(KEYS[3], friends, KEYS[4], cutoff, most)
+    local found = friends_online(KEYS[3], KEYS[i], KEYS[4], cutoff, most)
     out[#out + 1] = #found / 2
     for j = 1, #found do
       out[#out + 1] = found[j]

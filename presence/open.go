@@ -70,9 +70,9 @@ func (t *Tracker) Open(ctx context.Context, uid int64, connID string) (Opened, e
 
 // openBatch registers conns in one call, reads their users' online friends
 // in another, and answers each connection (t.opens.Do). Its calls are one
-// at a time, batch.OpenSpacing apart, bounded by batch.Timeout. When the
-// friends cannot be read, the connections it registered are disconnected
-// again, here while Redis answers, else at the next ticks.
+// at a time, spaced as batch.OpenSpaced says, bounded by batch.Timeout.
+// When the friends cannot be read, the connections it registered are
+// disconnected again, here while Redis answers, else at the next ticks.
 func (t *Tracker) openBatch(ctx context.Context, conns []Beat) ([]openResult, error) {
 	res, err := t.admit(ctx, conns)
 	if err != nil {

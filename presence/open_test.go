@@ -56,6 +56,54 @@ func TestOpenIsConnectThenOnlineFriends(t *testing.T) {
 	})
 }
 
+// One friends_many.lua call reads the friends of many users together, in
+// ZMSCORE chunks: 50 users with 120 friends each, a quarter shared with the
+// next user, more friends than one chunk holds, are listed as OnlineFriends
+// lists each one's.
+func TestOnlineFriendsOfManyUsersTogether(t *testing.T) {
+	onBackends(t, func(t *testing.T, e env) {
+		tr := e.tracker(t, Options{})
+		const users, each = 50, 120
+		ctx := ctxT(t)
+		pipe := e.rdb.Pipeline()
+		now := float64(time.Now().UnixMilli())
+		var batch []int64
+		var online []Beat
+		friends := map[int64]bool{}
+		for u := range int64(users) {
+			uid := 1 + u
+			batch = append(batch, uid)
+			for j := range int64(each) {
+				f := 1000 + u*each*3/4 + j // the last quarter is the next user's first
+				pipe.ZAdd(ctx, e.friendsKey(uid), redis.Z{Score: now, Member: itoa(f)})
+				if !friends[f] && f%3 != 0 {
+					online = append(online, Beat{UID: f, ConnID: "c"})
+				}
+				friends[f] = true
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(friends) <= 4000 {
+			t.Fatalf("%d friends in all; want more than one ZMSCORE chunk", len(friends))
+		}
+		if _, err := tr.register(ctx, online, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.onlineFriendsOf(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, uid := range batch {
+			want := onlineFriends(t, tr, uid)
+			if g := uids(got[uid]); !slices.Equal(g, want) || len(want) == 0 {
+				t.Errorf("user %d: %d friends online together, %d alone; want the same", uid, len(g), len(want))
+			}
+		}
+	})
+}
+
 // Opens that come while a batch is written go together in the next: a
 // hundred streams opening at once cost four script calls, not two hundred.
 // The test's own Redis is paused while they queue behind the first.

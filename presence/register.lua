@@ -3,7 +3,10 @@
 -- and the instance's own set; each user goes into connected (told online),
 -- the current minute's active set and HyperLogLog, last.seen and the shared
 -- online copy (see copy.lua). The instance's lease moves to now + W. The time
--- is Redis's own, so instances with skewed clocks agree.
+-- is Redis's own, so instances with skewed clocks agree. Only the registries
+-- are written once per connection: each shared key is read or written by
+-- one command for the whole call, so a storm's batch costs Redis a few
+-- commands per connection, not a few script-side calls each.
 --
 -- A connection lives as long as its instance's lease: instances renew theirs
 -- every tick (heartbeats.lua), so no connection needs an expiry of its own,
@@ -13,7 +16,7 @@
 -- The cap on one user's connections is checked here, before anything of the
 -- connection is written, so connects racing on several instances cannot
 -- overshoot it: a connection not registered yet is refused when the user
--- already holds ARGV[6] live ones (on instances whose lease runs), and a
+-- already holds ARGV[5] live ones (on instances whose lease runs), and a
 -- refused connection writes nothing of its own. Only Connect passes a cap;
 -- connections registered again after a lost lease pass none: they were let
 -- in when they opened, and refusing them now would close live streams.
@@ -77,27 +80,49 @@ end
 
 local cap = tonumber(ARGV[5])
 local out = {now, lost}
-local uids = {}
-for i = 1, #KEYS - 7 do
+local n = #KEYS - 7
+-- Whether each user was told online already: one read for the batch, and
+-- the batch's own users once one of their connections is registered.
+local asked = {}
+for i = 1, n do
+  asked[i] = ARGV[4 + 2 * i]
+end
+local told = redis.call('ZMSCORE', KEYS[2], unpack(asked))
+local telling = {}
+local uids, members, nx = {}, {}, {}
+for i = 1, n do
   local uid, conn, registry = ARGV[4 + 2 * i], ARGV[5 + 2 * i], KEYS[7 + i]
   local refused = false
-  if cap > 0 then
-    local n, held = live(registry, conn)
-    refused = not held and n >= cap
+  -- A registry shorter than the cap cannot hold cap live connections: the
+  -- leases are looked up only for one that could.
+  if cap > 0 and redis.call('HLEN', registry) >= cap then
+    local held_n, held = live(registry, conn)
+    refused = not held and held_n >= cap
   end
   if refused then
     out[#out + 1] = -1
   else
     redis.call('HSET', registry, conn, instance)
-    redis.call('SADD', KEYS[5], uid .. ':' .. conn)
-    out[#out + 1] = redis.call('ZADD', KEYS[2], 'NX', now, uid)
+    members[#members + 1] = uid .. ':' .. conn
     uids[#uids + 1] = uid
+    if told[i] or telling[uid] then
+      out[#out + 1] = 0
+    else
+      telling[uid] = true
+      nx[#nx + 1] = now
+      nx[#nx + 1] = uid
+      out[#out + 1] = 1
+    end
   end
 end
 if #uids == 0 then
   return out
 end
 
+redis.call('SADD', KEYS[5], unpack(members))
+if #nx > 0 then
+  redis.call('ZADD', KEYS[2], 'NX', unpack(nx))
+end
 redis.call('SADD', KEYS[6], unpack(uids))
 redis.call('EXPIRE', KEYS[6], ARGV[4])
 redis.call('PFADD', KEYS[7], unpack(uids))

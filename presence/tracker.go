@@ -190,7 +190,7 @@ func New(rdb redis.UniversalClient, opts Options) *Tracker {
 		log: opts.Logger, now: time.Now, held: map[Beat]struct{}{}, leaving: map[Beat]struct{}{},
 	}
 	t.opens.Do = t.openBatch
-	t.opens.Spacing = batch.OpenSpacing
+	t.opens.OpenSpaced()
 	t.opens.Max = MaxBeatsPerCall
 	return t
 }

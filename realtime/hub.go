@@ -286,9 +286,9 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 		id, err := h.feed.LastStatusID(ctx)
 		return []int64{id}, err
 	}
-	h.lastStatus.Spacing = batch.OpenSpacing
+	h.lastStatus.OpenSpaced()
 	h.openings.Do = h.feed.StreamOpenings
-	h.openings.Spacing = batch.OpenSpacing
+	h.openings.OpenSpaced()
 	h.openings.Max = openingsPerCall
 	h.ps = h.bus.Subscribe(ctx, &h.Stats.SubscribeCommands, h.log)
 	h.routerWG.Add(5)

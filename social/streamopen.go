@@ -28,9 +28,11 @@ type StreamOpening struct {
 }
 
 // StreamOpenings reads, for each stream opening at once, what StreamOpening
-// says, all in one round trip: a GET, a ZRANGE, an HMGET and the unread
-// count's script (by its hash, loaded again after NOSCRIPT) per stream.
-// It does not renew the sessions: checking a session is not using it.
+// says, all in one round trip: a GET, a ZRANGE and an HMGET per stream, and
+// the unread counts' script (by its hash, loaded again after NOSCRIPT)
+// once for the batch on one Redis, once per stream on a cluster, where each
+// user's keys have a slot of their own. It does not renew the sessions:
+// checking a session is not using it.
 func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]StreamOpening, error) {
 	if len(keys) == 0 {
 		return nil, nil
@@ -41,16 +43,30 @@ func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]Strea
 		pulled *redis.StringSliceCmd
 		user   *redis.SliceCmd
 		unread *redis.Cmd
+		at     int // the stream's place in unread's answer, in pairs
 	}
 	rs := make([]reads, len(keys))
 	for try := 0; ; try++ {
 		pipe := s.rdb.Pipeline()
+		var notes []string
 		for i, key := range keys {
 			rs[i] = reads{
 				owner:  pipe.Get(ctx, k.session(key.Session)),
 				pulled: pipe.ZRange(ctx, k.pulls(key.UID), 0, -1),
 				user:   pipe.HMGet(ctx, k.user(key.UID), userFields...),
-				unread: pipe.EvalSha(ctx, notesUnreadScript.Hash(), []string{k.notes(key.UID), k.notesRead(key.UID)}),
+			}
+			notes = append(notes, k.notes(key.UID), k.notesRead(key.UID))
+			if k.cluster {
+				rs[i].unread = pipe.EvalSha(ctx, notesUnreadScript.Hash(), notes)
+				notes = nil
+			} else {
+				rs[i].at = i
+			}
+		}
+		if !k.cluster {
+			unread := pipe.EvalSha(ctx, notesUnreadScript.Hash(), notes)
+			for i := range rs {
+				rs[i].unread = unread
 			}
 		}
 		_, err := pipe.Exec(ctx)
@@ -68,6 +84,10 @@ func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]Strea
 			return nil, fmt.Errorf("%d stream openings: %w", len(keys), err)
 		}
 	}
+	pairs := 1 // in each unread answer
+	if !k.cluster {
+		pairs = len(keys)
+	}
 	out := make([]StreamOpening, len(keys))
 	for i, r := range rs {
 		if err := r.owner.Err(); err != nil && !errors.Is(err, redis.Nil) {
@@ -82,13 +102,13 @@ func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]Strea
 		}
 		o.User = u
 		res, err := r.unread.Int64Slice()
-		if err == nil && len(res) != 2 {
+		if err == nil && len(res) != 2*pairs {
 			err = fmt.Errorf("unread count answered %v", res)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("stream opening of %d: %w", keys[i].UID, err)
 		}
-		o.Unread = res[0]
+		o.Unread = res[2*r.at]
 	}
 	return out, nil
 }

@@ -36,6 +36,17 @@ func TestStreamOpeningsInOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	notifyNow(t, s, likeNote(reader, post(t, s, ann, "liked")))
+	// The reader: three notifications, the first read, so that each
+	// opening's count is its own.
+	for _, text := range []string{"one", "two", "three"} {
+		notifyNow(t, s, likeNote(User{ID: ann, Login: "ann"}, post(t, s, reader.ID, text)))
+	}
+	if _, err := s.MarkNotificationsRead(ctx, reader.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n, read, err := s.UnreadNotifications(ctx, reader.ID); err != nil || n != 2 || read != 1 {
+		t.Fatalf("the reader's unread count: %d past %d, %v; want 2 past 1", n, read, err)
+	}
 	_, gone := signUpToken(t, s, "gone")
 	if err := s.SignOut(ctx, gone); err != nil {
 		t.Fatal(err)
@@ -61,8 +72,8 @@ func TestStreamOpeningsInOneRoundTrip(t *testing.T) {
 	if o := os[0]; o.Owner != ann || o.User.Login != "ann" || o.Unread != 1 || len(o.Pulled) != 0 {
 		t.Errorf("ann's opening: %+v; want her session, herself, 1 unread, no pulled author", o)
 	}
-	if o := os[1]; o.Owner != ann || o.User.ID != reader.ID || o.Unread != 0 || !slices.Equal(o.Pulled, []int64{w.big.ID}) {
-		t.Errorf("the reader's opening: %+v; want the session's owner ann, the reader, big pulled", o)
+	if o := os[1]; o.Owner != ann || o.User.ID != reader.ID || o.Unread != 2 || !slices.Equal(o.Pulled, []int64{w.big.ID}) {
+		t.Errorf("the reader's opening: %+v; want the session's owner ann, the reader, 2 unread, big pulled", o)
 	}
 	if o := os[2]; o.Owner != 0 {
 		t.Errorf("an opening with an ended session: owner %d; want 0", o.Owner)

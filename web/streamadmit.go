@@ -82,7 +82,7 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 		}
 		return out, nil
 	}
-	a.batch.Spacing = batch.OpenSpacing
+	a.batch.OpenSpaced()
 	a.batch.Max = streamAdmitBatch
 	return a
 }

@@ -113,10 +113,20 @@ func TestSpacingGathersASteadyFlow(t *testing.T) {
 
 // TestMaxBoundsACall: no call gets more than Max keys; the rest go next.
 func TestMaxBoundsACall(t *testing.T) {
+	b := Batcher[int, int]{Max: 3}
+	if sizes := behindAFirstCall(t, &b, 7); !slices.Equal(sizes, []int{1, 3, 3, 1}) {
+		t.Errorf("call sizes %v; want [1 3 3 1]", sizes)
+	}
+}
+
+// behindAFirstCall asks b one key, then n more while the call for the
+// first is held, releases it, and returns the sizes of b's calls once all
+// are answered.
+func behindAFirstCall(t *testing.T, b *Batcher[int, int], n int) []int {
+	t.Helper()
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var sizes []int
-	b := Batcher[int, int]{Max: 3}
 	b.Do = func(_ context.Context, ks []int) ([]int, error) {
 		mu.Lock()
 		sizes = append(sizes, len(ks))
@@ -127,17 +137,81 @@ func TestMaxBoundsACall(t *testing.T) {
 		}
 		return ks, nil
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() { b.Get(-1) })
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 })
-	for i := range 7 {
-		wg.Go(func() { b.Get(i) })
+	var answered atomic.Int64
+	get := func(k int) {
+		b.Get(k)
+		answered.Add(1)
 	}
-	waitFor(t, func() bool { return b.Waiting() == 7 })
+	go get(-1)
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 })
+	for i := range n {
+		go get(i)
+	}
+	waitFor(t, func() bool { return b.Waiting() == n })
 	close(release)
-	wg.Wait()
-	if !slices.Equal(sizes, []int{1, 3, 3, 1}) {
-		t.Errorf("call sizes %v; want [1 3 3 1]", sizes)
+	waitFor(t, func() bool { return answered.Load() == int64(n+1) })
+	mu.Lock()
+	defer mu.Unlock()
+	return sizes
+}
+
+// TestSpacingGrowsUnderACrowd: calls that answer Crowd requests or more
+// double the spacing up to MaxSpacing; smaller ones halve it down to
+// Spacing; without MaxSpacing and Crowd it stays Spacing.
+func TestSpacingGrowsUnderACrowd(t *testing.T) {
+	const ms = time.Millisecond
+	b := Batcher[int, int]{Spacing: 10 * ms, MaxSpacing: 80 * ms, Crowd: 3}
+	steps := []struct {
+		n    int
+		want time.Duration
+	}{
+		{1, 10 * ms}, {3, 20 * ms}, {5, 40 * ms}, {9, 80 * ms}, {100, 80 * ms},
+		{2, 40 * ms}, {0, 20 * ms}, {1, 10 * ms}, {1, 10 * ms}, {3, 20 * ms},
+	}
+	for i, step := range steps {
+		if b.adapt(step.n); b.spacing != step.want {
+			t.Errorf("step %d: after a call of %d, spacing %v; want %v", i, step.n, b.spacing, step.want)
+		}
+	}
+	fixed := Batcher[int, int]{Spacing: 10 * ms}
+	for _, n := range []int{1, 50, 500} {
+		if fixed.adapt(n); fixed.spacing != 10*ms {
+			t.Errorf("no crowd rule: after a call of %d, spacing %v; want 10ms", n, fixed.spacing)
+		}
+	}
+}
+
+// TestCrowdSpacesCalls: calls start as far apart as the grown spacing
+// says: with a crowd of one, every call doubles it.
+func TestCrowdSpacesCalls(t *testing.T) {
+	const ms = time.Millisecond
+	var starts []time.Time
+	b := Batcher[int, int]{Spacing: 10 * ms, MaxSpacing: 160 * ms, Crowd: 1}
+	b.Do = func(_ context.Context, ks []int) ([]int, error) {
+		starts = append(starts, time.Now()) // calls are one at a time
+		return ks, nil
+	}
+	for i := range 7 {
+		if v, err := b.Get(i); err != nil || v != i {
+			t.Fatalf("Get(%d) = %d, %v", i, v, err)
+		}
+	}
+	want := []time.Duration{20 * ms, 40 * ms, 80 * ms, 160 * ms, 160 * ms, 160 * ms}
+	for i, least := range want {
+		if gap := starts[i+1].Sub(starts[i]); gap < least {
+			t.Errorf("calls %d and %d started %v apart; want at least %v", i, i+1, gap, least)
+		}
+	}
+}
+
+// TestFullBacklogDoesNotWait: while Max keys or more wait, the next call
+// starts at once, whatever the spacing.
+func TestFullBacklogDoesNotWait(t *testing.T) {
+	// Two more calls of two after the first, none waiting out the hour
+	// (waitFor gives up after 30 s).
+	b := Batcher[int, int]{Max: 2, Spacing: time.Hour}
+	if sizes := behindAFirstCall(t, &b, 4); !slices.Equal(sizes, []int{1, 2, 2}) {
+		t.Errorf("call sizes %v; want [1 2 2]", sizes)
 	}
 }
 
