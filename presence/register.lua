@@ -80,6 +80,7 @@ end
 
 local cap = tonumber(ARGV[5])
 local out = {now, lost}
+local at = string.format('%d', now) -- once, not once per member
 local n = #KEYS - 7
 -- Whether each user was told online already: one read for the batch, and
 -- the batch's own users once one of their connections is registered.
@@ -109,7 +110,7 @@ for i = 1, n do
       out[#out + 1] = 0
     else
       telling[uid] = true
-      nx[#nx + 1] = now
+      nx[#nx + 1] = at
       nx[#nx + 1] = uid
       out[#out + 1] = 1
     end
@@ -129,7 +130,7 @@ redis.call('PFADD', KEYS[7], unpack(uids))
 redis.call('EXPIRE', KEYS[7], ARGV[4])
 local seen = {}
 for i, uid in ipairs(uids) do
-  seen[2 * i - 1], seen[2 * i] = now, uid
+  seen[2 * i - 1], seen[2 * i] = at, uid
 end
 redis.call('ZADD', KEYS[1], unpack(seen))
 -- A missing copy is made whole by its next reader; adding to it here would
