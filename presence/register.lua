@@ -4,9 +4,10 @@
 -- the current minute's active set and HyperLogLog, last.seen and the shared
 -- online copy (see copy.lua). The instance's lease moves to now + W. The time
 -- is Redis's own, so instances with skewed clocks agree. Only the registries
--- are written once per connection: each shared key is read or written by
--- one command for the whole call, so a storm's batch costs Redis a few
--- commands per connection, not a few script-side calls each.
+-- are written once per connection: each shared key is written by one
+-- command for the whole call (the instances' leases are read once per
+-- instance), so a storm's batch costs Redis a few commands per connection,
+-- not a few script-side calls each.
 --
 -- A connection lives as long as its instance's lease: instances renew theirs
 -- every tick (heartbeats.lua), so no connection needs an expiry of its own,

@@ -28,19 +28,23 @@ const Timeout = 5 * time.Second
 //
 // Under a crowd the spacing grows (MaxSpacing, Crowd): each call's fixed
 // cost, on Redis and on the way there, is then shared by more keys, for
-// a longer wait each; it shrinks back as the flow thins. A call never
-// waits while Max keys or more wait: the spacing gathers, it does not
-// throttle.
+// a longer wait each; it shrinks back as the flow thins, and is Spacing
+// again once no key waits. A call due while Max keys or more wait starts
+// at once: the spacing gathers, it does not throttle.
 type Batcher[K comparable, V any] struct {
 	// Do answers keys, in their order; its calls are one at a time.
 	Do func(ctx context.Context, keys []K) ([]V, error)
-	// Spacing is the least time between the starts of two calls; 0: none.
+	// Spacing is the least time between the starts of two calls (but for
+	// a backlog of Max keys); 0: none.
 	Spacing time.Duration
 	// MaxSpacing, when above Spacing, and Crowd, when above 0, let the
-	// spacing grow: after a call that answered at least Crowd requests
-	// (a key asked twice counts twice), the next call starts twice as long
-	// after it as the last one did, up to MaxSpacing; after a smaller one,
-	// half as long, down to Spacing.
+	// spacing grow under a flow of at least Crowd requests per Spacing (a
+	// key asked twice counts twice): after a call that answered requests
+	// at that rate or more since the last call's start, the next starts
+	// twice as long after it as the last one did, up to MaxSpacing; after
+	// one below it, half as long, down to Spacing. The rate, not a call's
+	// size, decides, so the flow that keeps the spacing grown is the flow
+	// that grew it.
 	MaxSpacing time.Duration
 	Crowd      int
 	// Max bounds the keys of one call; 0: no bound.
@@ -105,9 +109,11 @@ func (b *Batcher[K, V]) run() {
 		if len(reqs) == 0 {
 			b.waiting = nil
 			b.running = false
+			b.spacing = b.Spacing // idle: no crowd
 		} else {
-			b.lastStart = time.Now()
-			b.adapt(len(reqs))
+			now := time.Now()
+			b.adapt(len(reqs), now.Sub(b.lastStart))
+			b.lastStart = now
 		}
 		b.mu.Unlock()
 		if len(reqs) == 0 {
@@ -117,14 +123,16 @@ func (b *Batcher[K, V]) run() {
 	}
 }
 
-// adapt sets the spacing after a call of n requests: twice the last under
-// a crowd, up to MaxSpacing, else half, down to Spacing. b.mu is held.
-func (b *Batcher[K, V]) adapt(n int) {
+// adapt sets the spacing for a call of n requests, gathered over gap (since
+// the last call's start): twice the last when they came at Crowd per
+// Spacing or faster, up to MaxSpacing, else half, down to Spacing. b.mu is
+// held.
+func (b *Batcher[K, V]) adapt(n int, gap time.Duration) {
 	if b.Crowd <= 0 || b.MaxSpacing <= b.Spacing {
 		b.spacing = b.Spacing
 		return
 	}
-	if n >= b.Crowd {
+	if float64(n)*float64(b.Spacing) >= float64(b.Crowd)*float64(gap) {
 		b.spacing = min(2*max(b.spacing, b.Spacing), b.MaxSpacing)
 	} else {
 		b.spacing = max(b.spacing/2, b.Spacing)
@@ -163,14 +171,15 @@ func (b *Batcher[K, V]) call(reqs []request[K, V]) {
 // longer per call it waits on. In a storm of 10,000 reconnects over 10 s
 // on two cores it cut Redis's CPU per stream by a fifth against 10 ms.
 //
-// OpenMaxSpacing and OpenCrowd: calls that carry ten streams or more (a
-// flow of about 400 openings a second) double the spacing, up to 200 ms,
-// so that a storm of a thousand a second goes in calls of about 200 each.
+// OpenMaxSpacing and OpenCrowd: a flow of ten streams per 25 ms or more
+// (400 openings a second) doubles the spacing with each call, up to
+// 200 ms, so that a storm of a thousand a second goes in calls of about
+// 200 each; a thinner flow halves it back.
 // Each round trip costs Redis a fixed amount besides its commands (tens of
 // µs on a shared two-core machine), which 25 streams a call left at about
 // a third of a stream's opening; in that storm, Redis's CPU per stream fell
-// from about 72 µs at a fixed 25 ms to about 45, every stream ready within
-// a second of its dial (docs/BENCHMARKS.md).
+// from about 72 µs at a fixed 25 ms to about 52, every stream ready within
+// 0.6 s of its dial (docs/BENCHMARKS.md).
 const (
 	OpenSpacing    = 25 * time.Millisecond
 	OpenMaxSpacing = 200 * time.Millisecond

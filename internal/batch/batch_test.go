@@ -121,19 +121,23 @@ func TestMaxBoundsACall(t *testing.T) {
 
 // behindAFirstCall asks b one key, then n more while the call for the
 // first is held, releases it, and returns the sizes of b's calls once all
-// are answered.
+// are answered. b.Do, when set, answers the calls.
 func behindAFirstCall(t *testing.T, b *Batcher[int, int], n int) []int {
 	t.Helper()
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var sizes []int
-	b.Do = func(_ context.Context, ks []int) ([]int, error) {
+	inner := b.Do
+	b.Do = func(ctx context.Context, ks []int) ([]int, error) {
 		mu.Lock()
 		sizes = append(sizes, len(ks))
 		first := len(sizes) == 1
 		mu.Unlock()
 		if first {
 			<-release
+		}
+		if inner != nil {
+			return inner(ctx, ks)
 		}
 		return ks, nil
 	}
@@ -155,52 +159,75 @@ func behindAFirstCall(t *testing.T, b *Batcher[int, int], n int) []int {
 	return sizes
 }
 
-// TestSpacingGrowsUnderACrowd: calls that answer Crowd requests or more
-// double the spacing up to MaxSpacing; smaller ones halve it down to
-// Spacing; without MaxSpacing and Crowd it stays Spacing.
+// TestSpacingGrowsUnderACrowd: calls whose requests came at Crowd per
+// Spacing or faster double the spacing up to MaxSpacing; slower ones
+// halve it down to Spacing, whatever their size; without MaxSpacing and
+// Crowd it stays Spacing.
 func TestSpacingGrowsUnderACrowd(t *testing.T) {
 	const ms = time.Millisecond
 	b := Batcher[int, int]{Spacing: 10 * ms, MaxSpacing: 80 * ms, Crowd: 3}
 	steps := []struct {
 		n    int
+		gap  time.Duration
 		want time.Duration
 	}{
-		{1, 10 * ms}, {3, 20 * ms}, {5, 40 * ms}, {9, 80 * ms}, {100, 80 * ms},
-		{2, 40 * ms}, {0, 20 * ms}, {1, 10 * ms}, {1, 10 * ms}, {3, 20 * ms},
+		{1, time.Hour, 10 * ms}, // a lone key after a while
+		{3, 10 * ms, 20 * ms},   // 3 per 10 ms
+		{6, 20 * ms, 40 * ms},
+		{12, 40 * ms, 80 * ms},
+		{100, 80 * ms, 80 * ms},
+		{3, 80 * ms, 40 * ms}, // a call of 3, but over 80 ms: thin
+		{7, 40 * ms, 20 * ms},
+		{1, 20 * ms, 10 * ms},
+		{1, 10 * ms, 10 * ms},
+		{3, 10 * ms, 20 * ms},
 	}
 	for i, step := range steps {
-		if b.adapt(step.n); b.spacing != step.want {
-			t.Errorf("step %d: after a call of %d, spacing %v; want %v", i, step.n, b.spacing, step.want)
+		if b.adapt(step.n, step.gap); b.spacing != step.want {
+			t.Errorf("step %d: after a call of %d over %v, spacing %v; want %v", i, step.n, step.gap, b.spacing, step.want)
 		}
 	}
 	fixed := Batcher[int, int]{Spacing: 10 * ms}
 	for _, n := range []int{1, 50, 500} {
-		if fixed.adapt(n); fixed.spacing != 10*ms {
+		if fixed.adapt(n, ms); fixed.spacing != 10*ms {
 			t.Errorf("no crowd rule: after a call of %d, spacing %v; want 10ms", n, fixed.spacing)
 		}
 	}
 }
 
-// TestCrowdSpacesCalls: calls start as far apart as the grown spacing
-// says: with a crowd of one, every call doubles it.
-func TestCrowdSpacesCalls(t *testing.T) {
+// TestACrowdGrowsTheSpacingUntilIdle: the call that takes a crowd (50 keys
+// asked while the first call ran) starts with the spacing doubled, and the
+// spacing is Spacing again once no key waits.
+func TestACrowdGrowsTheSpacingUntilIdle(t *testing.T) {
 	const ms = time.Millisecond
-	var starts []time.Time
-	b := Batcher[int, int]{Spacing: 10 * ms, MaxSpacing: 160 * ms, Crowd: 1}
+	b := Batcher[int, int]{Spacing: 10 * ms, MaxSpacing: 80 * ms, Crowd: 1}
+	spacing := func() time.Duration {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.spacing
+	}
+	var mu sync.Mutex
+	var seen []time.Duration // the spacing as each call starts
 	b.Do = func(_ context.Context, ks []int) ([]int, error) {
-		starts = append(starts, time.Now()) // calls are one at a time
+		sp := spacing()
+		mu.Lock()
+		seen = append(seen, sp)
+		mu.Unlock()
 		return ks, nil
 	}
-	for i := range 7 {
-		if v, err := b.Get(i); err != nil || v != i {
-			t.Fatalf("Get(%d) = %d, %v", i, v, err)
-		}
+	// 50 keys in well under half a second: at least one per 10 ms.
+	if sizes := behindAFirstCall(t, &b, 50); !slices.Equal(sizes, []int{1, 50}) {
+		t.Fatalf("call sizes %v; want [1 50]", sizes)
 	}
-	want := []time.Duration{20 * ms, 40 * ms, 80 * ms, 160 * ms, 160 * ms, 160 * ms}
-	for i, least := range want {
-		if gap := starts[i+1].Sub(starts[i]); gap < least {
-			t.Errorf("calls %d and %d started %v apart; want at least %v", i, i+1, gap, least)
-		}
+	mu.Lock()
+	got := slices.Clone(seen)
+	mu.Unlock()
+	if !slices.Equal(got, []time.Duration{10 * ms, 20 * ms}) {
+		t.Errorf("spacing as the calls started: %v; want [10ms 20ms]", got)
+	}
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return !b.running })
+	if sp := spacing(); sp != 10*ms {
+		t.Errorf("spacing once idle: %v; want 10ms", sp)
 	}
 }
 
