@@ -2,6 +2,7 @@ package social
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -153,5 +154,39 @@ func TestClusterSignInAuthenticateAndRead(t *testing.T) {
 	}
 	if want := []int64{5, 4, 3, 2, 1}; !slices.Equal(got, want) {
 		t.Errorf("home pages = %v, want %v", got, want)
+	}
+}
+
+// On a cluster, the stream openings of a batch read each user's unread
+// count in the user's own slot: one script call per user, each its own
+// count, all in one round trip.
+func TestClusterStreamOpenings(t *testing.T) {
+	t.Parallel()
+	s, rdb := newClusterService(t, Options{})
+	ctx := ctxT(t)
+	k := s.keys
+	users := []int64{2001, 2002, 2003}
+	var keys []StreamKey
+	for i, uid := range users {
+		token := seedUser(t, s, rdb, uid, fmt.Sprintf("opener%d", i), "password-opener")
+		// i+1 notifications, the first read: i unread.
+		for id := int64(1); id <= int64(i+1); id++ {
+			if err := rdb.ZAdd(ctx, k.notes(uid), redisZ(float64(id), itoa(id))).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rdb.Set(ctx, k.notesRead(uid), 1, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, StreamKey{UID: uid, Session: SessionID(token)})
+	}
+	os, err := s.StreamOpenings(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range os {
+		if o.Owner != users[i] || o.User.ID != users[i] || o.Unread != int64(i) {
+			t.Errorf("opening of %d: owner %d, user %d, %d unread; want its own, %d unread", users[i], o.Owner, o.User.ID, o.Unread, i)
+		}
 	}
 }
