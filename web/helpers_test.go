@@ -82,6 +82,7 @@ func (e *env) start() *instance {
 // startOn runs one more instance whose Redis client is rdb.
 func (e *env) startOn(rdb redis.UniversalClient) *instance {
 	e.tb.Helper()
+	name, log := "test-"+uuid.NewString(), &serverLog{}
 	popts := e.presence
 	if popts.CountsTTL == 0 {
 		popts.CountsTTL = -1 // tests read counts right after changing them
@@ -89,8 +90,8 @@ func (e *env) startOn(rdb redis.UniversalClient) *instance {
 	chorus := app.New(rdb, app.Options{
 		Prefix: e.prefix, Social: e.opts, Presence: popts, Realtime: e.realtime,
 		Web:    web.Config{Limits: e.limits, TrustedProxies: e.proxies, AllowedOrigins: e.origins, RequestTimeout: cmp.Or(e.requestTimeout, time.Minute)},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Name:   "test-" + uuid.NewString(), NoFanoutWorker: e.noWorker,
+		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Name:   name, NoFanoutWorker: e.noWorker,
 	})
 	srv := httptest.NewUnstartedServer(chorus.Server)
 	srv.Config.ConnContext = e.connContext
@@ -105,8 +106,40 @@ func (e *env) startOn(rdb redis.UniversalClient) *instance {
 		cancel()
 		work.Wait()
 		srv.Close()
+		if e.tb.Failed() {
+			e.tb.Logf("instance %s, its warnings and errors:\n%s", name, log.String())
+		}
 	})
 	return &instance{srv: srv, social: chorus.Social, presence: chorus.Presence, hub: chorus.Hub, rdb: rdb, prefix: e.prefix}
+}
+
+// serverLog keeps the last logKept bytes of an instance's log, for a test
+// that failed to show: a client told only "Something went wrong" (a 500)
+// learns why there.
+type serverLog struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const logKept = 32 << 10
+
+func (l *serverLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	if over := len(l.buf) - logKept; over > 0 {
+		l.buf = append(l.buf[:0], l.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (l *serverLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) == 0 {
+		return "(none)"
+	}
+	return string(l.buf)
 }
 
 // client speaks to one instance as one user (or nobody).
