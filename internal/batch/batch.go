@@ -7,6 +7,7 @@ package batch
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -90,8 +91,12 @@ func (b *Batcher[K, V]) Waiting() int {
 	return len(b.waiting)
 }
 
-// run makes calls until no key waits.
+// run makes calls until no key waits. It first lets the goroutines
+// readied with its starter run: requests released together, as the streams
+// one call of an earlier stage answered, then go in one call, not in a call
+// of the first alone and one of the rest.
 func (b *Batcher[K, V]) run() {
+	runtime.Gosched()
 	for {
 		b.mu.Lock()
 		wait := max(b.spacing, b.Spacing) - time.Since(b.lastStart)
