@@ -98,7 +98,7 @@ func (s *Service) block(ctx context.Context, uid, other int64) error {
 			}
 		}
 	}
-	return notesDropFromScript.Run(ctx, s.rdb, []string{k.notes(uid), k.noteData(uid), k.noteCauses(uid)}, other).Err()
+	return notesDropFromScript.Run(ctx, s.rdb, []string{k.notes(uid), k.noteData(uid), k.noteCauses(uid), k.user(uid)}, other).Err()
 }
 
 // Unblock takes back uid's block of the user with login (idempotent). It

@@ -5,6 +5,7 @@
 -- KEYS[1] the user's notification ids (sorted set, id -> id)
 -- KEYS[2] the user's notification records (hash, id -> "cause created-ms")
 -- KEYS[3] the user's causes (hash, cause -> id)
+-- KEYS[4] the user's hash: its kept unread count goes (notes_unread.lua)
 -- ARGV[1] the sender's uid
 -- Returns how many it took out.
 local data = redis.call('HGETALL', KEYS[2])
@@ -17,5 +18,8 @@ for i = 1, #data, 2 do
     redis.call('HDEL', KEYS[3], cause)
     n = n + 1
   end
+end
+if n > 0 then
+  redis.call('HDEL', KEYS[4], 'unread')
 end
 return n

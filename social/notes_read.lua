@@ -4,6 +4,7 @@
 --
 -- KEYS[1] the user's read marker (the newest id read)
 -- KEYS[2] the user's notification id sequence (the newest id given)
+-- KEYS[3] the user's hash: its kept unread count goes (notes_unread.lua)
 -- ARGV[1] the id read up to, a positive integer
 -- ARGV[2] publish command (PUBLISH, or SPUBLISH on a cluster)
 -- ARGV[3] the user's event channel
@@ -20,5 +21,6 @@ if upTo <= marker then
   return {0, marker}
 end
 redis.call('SET', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[3], 'unread')
 redis.call(ARGV[2], ARGV[3], ARGV[4])
 return {1, upTo}

@@ -215,7 +215,7 @@ func (s *Service) UnreadNotifications(ctx context.Context, uid int64) (count, la
 // read marker), {count, marker}.
 func (s *Service) queueUnread(ctx context.Context, c redis.Scripter, uid int64) *redis.Cmd {
 	k := s.keys
-	return notesUnreadScript.Eval(ctx, c, []string{k.notes(uid), k.notesRead(uid)})
+	return notesUnreadScript.Eval(ctx, c, []string{k.notes(uid), k.notesRead(uid), k.user(uid)})
 }
 
 // MarkNotificationsRead moves uid's read marker up to upTo, never back,
@@ -232,7 +232,7 @@ func (s *Service) MarkNotificationsRead(ctx context.Context, uid, upTo int64) (l
 		return 0, err
 	}
 	k := s.keys
-	res, err := notesReadScript.Run(ctx, s.rdb, []string{k.notesRead(uid), k.noteSeq(uid)},
+	res, err := notesReadScript.Run(ctx, s.rdb, []string{k.notesRead(uid), k.noteSeq(uid), k.user(uid)},
 		upTo, s.bus.Command(), s.bus.UserChannel(uid), frame).Int64Slice()
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("read marker answered %v", res)

@@ -10,6 +10,7 @@
 -- KEYS[4] the user's notification id sequence
 -- KEYS[5] whom the user mutes (sorted set of uids)
 -- KEYS[6] whom the user blocks (sorted set of uids)
+-- KEYS[7] the user's hash: its kept unread count goes (notes_unread.lua)
 -- ARGV[1] cause, "kind:from:sid"
 -- ARGV[2] created, unix ms
 -- ARGV[3] the sender's uid
@@ -26,6 +27,7 @@ if redis.call('ZSCORE', KEYS[5], ARGV[3]) or redis.call('ZSCORE', KEYS[6], ARGV[
   return 0
 end
 local id = redis.call('INCR', KEYS[4])
+redis.call('HDEL', KEYS[7], 'unread')
 redis.call('ZADD', KEYS[1], id, id)
 redis.call('HSET', KEYS[2], id, ARGV[1] .. ' ' .. ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[1], id)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -28,10 +30,14 @@ type StreamOpening struct {
 }
 
 // StreamOpenings reads, for each stream opening at once, what StreamOpening
-// says, all in one round trip: a GET, a ZRANGE and an HMGET per stream, and
-// the unread counts' script (by its hash, loaded again after NOSCRIPT)
-// once for the batch on one Redis, once per stream on a cluster, where each
-// user's keys have a slot of their own. It does not renew the sessions:
+// says: a GET, a ZRANGE and an HMGET per stream, all in one round trip. The
+// HMGET reads the unread count kept in the user's hash with the user; the
+// users whose count is not kept (their notifications changed since it was
+// counted, or it never was) are counted in a second round trip, by
+// notes_unread.lua, which keeps their counts for the next openings: once for
+// all of them on one Redis, once per user on a cluster, where each user's
+// keys have a slot of their own. A storm of reconnects thus reads each
+// user's notifications at most once. It does not renew the sessions:
 // checking a session is not using it.
 func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]StreamOpening, error) {
 	if len(keys) == 0 {
@@ -42,53 +48,22 @@ func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]Strea
 		owner  *redis.StringCmd
 		pulled *redis.StringSliceCmd
 		user   *redis.SliceCmd
-		unread *redis.Cmd
-		at     int // the stream's place in unread's answer, in pairs
 	}
 	rs := make([]reads, len(keys))
-	for try := 0; ; try++ {
-		pipe := s.rdb.Pipeline()
-		var notes []string
-		for i, key := range keys {
-			rs[i] = reads{
-				owner:  pipe.Get(ctx, k.session(key.Session)),
-				pulled: pipe.ZRange(ctx, k.pulls(key.UID), 0, -1),
-				user:   pipe.HMGet(ctx, k.user(key.UID), userFields...),
-			}
-			notes = append(notes, k.notes(key.UID), k.notesRead(key.UID))
-			if k.cluster {
-				rs[i].unread = pipe.EvalSha(ctx, notesUnreadScript.Hash(), notes)
-				notes = nil
-			} else {
-				rs[i].at = i
-			}
-		}
-		if !k.cluster {
-			unread := pipe.EvalSha(ctx, notesUnreadScript.Hash(), notes)
-			for i := range rs {
-				rs[i].unread = unread
-			}
-		}
-		_, err := pipe.Exec(ctx)
-		noScript := false
-		for _, r := range rs {
-			noScript = noScript || redis.HasErrorPrefix(r.unread.Err(), "NOSCRIPT")
-		}
-		if !noScript && (err == nil || errors.Is(err, redis.Nil)) {
-			break
-		}
-		if try > 0 || !noScript {
-			return nil, fmt.Errorf("%d stream openings: %w", len(keys), err)
-		}
-		if err := notesUnreadScript.Load(ctx, s.rdb).Err(); err != nil {
-			return nil, fmt.Errorf("%d stream openings: %w", len(keys), err)
+	pipe := s.rdb.Pipeline()
+	for i, key := range keys {
+		rs[i] = reads{
+			owner:  pipe.Get(ctx, k.session(key.Session)),
+			pulled: pipe.ZRange(ctx, k.pulls(key.UID), 0, -1),
+			user:   pipe.HMGet(ctx, k.user(key.UID), openingFields...),
 		}
 	}
-	pairs := 1 // in each unread answer
-	if !k.cluster {
-		pairs = len(keys)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%d stream openings: %w", len(keys), err)
 	}
 	out := make([]StreamOpening, len(keys))
+	uncounted := make(map[int64][]int) // uid -> the openings of uid's to count
+	var uids []int64
 	for i, r := range rs {
 		if err := r.owner.Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("stream opening of %d: %w", keys[i].UID, err)
@@ -96,19 +71,88 @@ func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]Strea
 		o := &out[i]
 		o.Owner, _ = r.owner.Int64()
 		o.Pulled = parseIDs(r.pulled.Val())
-		u, ok := parseUser(r.user.Val())
+		vals := r.user.Val()
+		u, ok := parseUser(vals)
 		if !ok {
 			continue
 		}
 		o.User = u
-		res, err := r.unread.Int64Slice()
-		if err == nil && len(res) != 2*pairs {
-			err = fmt.Errorf("unread count answered %v", res)
+		kept, _ := vals[len(userFields)].(string)
+		if n, err := strconv.ParseInt(kept, 10, 64); err == nil && n >= 0 {
+			o.Unread = n
+			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("stream opening of %d: %w", keys[i].UID, err)
+		if _, ok := uncounted[u.ID]; !ok {
+			uids = append(uids, u.ID)
 		}
-		o.Unread = res[2*r.at]
+		uncounted[u.ID] = append(uncounted[u.ID], i)
+	}
+	if len(uids) == 0 {
+		return out, nil
+	}
+	counts, err := s.unreadCounts(ctx, uids)
+	if err != nil {
+		return nil, fmt.Errorf("%d stream openings: %w", len(keys), err)
+	}
+	for j, uid := range uids {
+		for _, i := range uncounted[uid] {
+			out[i].Unread = counts[j]
+		}
 	}
 	return out, nil
+}
+
+// openingFields are the user's fields a stream opening reads: the user's
+// own, then the unread count kept (see notes_unread.lua).
+var openingFields = append(slices.Clip(userFields), "unread")
+
+// unreadCounts counts the unread notifications of uids (and keeps each
+// count, see notes_unread.lua), in one round trip: one script call for all
+// on one Redis, one per user on a cluster; by the script's hash, loaded
+// again after NOSCRIPT.
+func (s *Service) unreadCounts(ctx context.Context, uids []int64) ([]int64, error) {
+	k := s.keys
+	per := len(uids) // users per script call
+	if k.cluster {
+		per = 1
+	}
+	for try := 0; ; try++ {
+		pipe := s.rdb.Pipeline()
+		var cmds []*redis.Cmd
+		var ks []string
+		for i, uid := range uids {
+			ks = append(ks, k.notes(uid), k.notesRead(uid), k.user(uid))
+			if (i+1)%per == 0 {
+				cmds = append(cmds, pipe.EvalSha(ctx, notesUnreadScript.Hash(), ks))
+				ks = nil
+			}
+		}
+		_, err := pipe.Exec(ctx)
+		noScript := false
+		for _, c := range cmds {
+			noScript = noScript || redis.HasErrorPrefix(c.Err(), "NOSCRIPT")
+		}
+		if !noScript && err == nil {
+			out := make([]int64, 0, len(uids))
+			for _, c := range cmds {
+				res, err := c.Int64Slice()
+				if err == nil && len(res) != 2*per {
+					err = fmt.Errorf("unread counts answered %v", res)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("unread counts: %w", err)
+				}
+				for j := 0; j < len(res); j += 2 {
+					out = append(out, res[j])
+				}
+			}
+			return out, nil
+		}
+		if try > 0 || !noScript {
+			return nil, fmt.Errorf("unread counts of %d users: %w", len(uids), err)
+		}
+		if err := notesUnreadScript.Load(ctx, s.rdb).Err(); err != nil {
+			return nil, fmt.Errorf("unread counts of %d users: %w", len(uids), err)
+		}
+	}
 }

@@ -23,7 +23,9 @@ func openingOf(tb testing.TB, s *Service, uid int64, session string) StreamOpeni
 }
 
 // The streams opening at once read their sessions' owners, pulled authors,
-// users and unread counts in one round trip, each its own.
+// users and unread counts in one round trip, each its own, once their
+// users' counts are kept; counting them takes one script call more, each
+// user once, and writes no hash for a user who is not there.
 func TestStreamOpeningsInOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	s, rdb := newPrivateService(t, Options{PullThreshold: 3})
@@ -52,27 +54,94 @@ func TestStreamOpeningsInOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	openingOf(t, s, ann, "none") // the unread script, loaded
-
-	counter := &commandCounter{}
-	rdb.AddHook(counter)
 	keys := []StreamKey{
 		{UID: ann, Session: SessionID(token)},
 		{UID: reader.ID, Session: SessionID(token)}, // ann's session, not the reader's
 		{UID: ann, Session: SessionID(gone)},        // signed out
 		{UID: 999_999, Session: SessionID(token)},   // no such user
+		{UID: reader.ID, Session: SessionID(gone)},  // the reader twice in one batch
 	}
-	os, err := s.StreamOpenings(ctx, keys)
-	if err != nil {
+	if err := rdb.HDel(ctx, s.keys.user(reader.ID), "unread").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n := counter.roundTrips.Load(); n != 1 {
-		t.Errorf("%d round trips for %d openings; want 1", n, len(keys))
+	// The first batch counts the unread notifications (a second round trip,
+	// each user once); the next reads the counts kept with the users.
+	counter := &commandCounter{}
+	rdb.AddHook(counter)
+	for _, want := range []struct{ roundTrips, commands int64 }{{2, 3*5 + 1}, {1, 3 * 5}} {
+		trips, commands := counter.roundTrips.Load(), counter.commands.Load()
+		os, err := s.StreamOpenings(ctx, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trips, commands = counter.roundTrips.Load()-trips, counter.commands.Load()-commands
+		if trips != want.roundTrips || commands != want.commands {
+			t.Errorf("%d round trips, %d commands for %d openings; want %d, %d", trips, commands, len(keys), want.roundTrips, want.commands)
+		}
+		checkOpenings(t, os, ann, reader.ID, w.big.ID)
 	}
+	// Counted for a user who is not there (gone since the HMGET): no hash.
+	if n, _, err := s.UnreadNotifications(ctx, 999_999); err != nil || n != 0 {
+		t.Errorf("no user's unread count: %d, %v", n, err)
+	}
+	if n := rdb.Exists(ctx, s.keys.user(999_999)).Val(); n != 0 {
+		t.Errorf("a hash for a user who is not there")
+	}
+}
+
+// A count kept for stream openings is the count now, whatever changed the
+// notifications or the marker since it was kept: a notification stored,
+// taken back, read, or dropped with its sender's block.
+func TestUnreadCountKeptExact(t *testing.T) {
+	t.Parallel()
+	s, rdb := newPrivateService(t, Options{})
+	ctx := ctxT(t)
+	ann, bob, carl, dave := signUp(t, s, "ann"), signUp(t, s, "bob"), signUp(t, s, "carl"), signUp(t, s, "dave")
+	st := post(t, s, ann.ID, "to like")
+	like := func(u User) func() error {
+		return func() error { _, err := s.Like(ctx, u.ID, st.ID); return err }
+	}
+	steps := []struct {
+		what   string
+		do     func() error
+		unread int64
+	}{
+		{"bob likes", like(bob), 1},
+		{"carl likes", like(carl), 2},
+		{"bob takes his like back", func() error { _, err := s.Unlike(ctx, bob.ID, st.ID); return err }, 1},
+		{"ann reads them", func() error {
+			newest, err := rdb.Get(ctx, s.keys.noteSeq(ann.ID)).Int64()
+			if err == nil {
+				_, err = s.MarkNotificationsRead(ctx, ann.ID, newest)
+			}
+			return err
+		}, 0},
+		{"dave likes", like(dave), 1},
+		{"ann blocks dave", func() error { return s.Block(ctx, ann.ID, "dave") }, 0},
+	}
+	if o := openingOf(t, s, ann.ID, "none"); o.Unread != 0 {
+		t.Fatalf("before any notification: %d unread", o.Unread)
+	}
+	for _, step := range steps {
+		if kept, err := rdb.HGet(ctx, s.keys.user(ann.ID), "unread").Result(); err != nil {
+			t.Fatalf("before %q: the count kept: %q, %v", step.what, kept, err)
+		}
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.what, err)
+		}
+		if o := openingOf(t, s, ann.ID, "none"); o.Unread != step.unread {
+			t.Errorf("after %s: an opening counts %d unread; want %d", step.what, o.Unread, step.unread)
+		}
+	}
+}
+
+// checkOpenings checks the openings of TestStreamOpeningsInOneRoundTrip.
+func checkOpenings(t *testing.T, os []StreamOpening, ann, reader, big int64) {
+	t.Helper()
 	if o := os[0]; o.Owner != ann || o.User.Login != "ann" || o.Unread != 1 || len(o.Pulled) != 0 {
 		t.Errorf("ann's opening: %+v; want her session, herself, 1 unread, no pulled author", o)
 	}
-	if o := os[1]; o.Owner != ann || o.User.ID != reader.ID || o.Unread != 2 || !slices.Equal(o.Pulled, []int64{w.big.ID}) {
+	if o := os[1]; o.Owner != ann || o.User.ID != reader || o.Unread != 2 || !slices.Equal(o.Pulled, []int64{big}) {
 		t.Errorf("the reader's opening: %+v; want the session's owner ann, the reader, 2 unread, big pulled", o)
 	}
 	if o := os[2]; o.Owner != 0 {
@@ -80,6 +149,9 @@ func TestStreamOpeningsInOneRoundTrip(t *testing.T) {
 	}
 	if o := os[3]; o.User.ID != 0 || o.Owner != ann {
 		t.Errorf("an opening of no user: %+v; want the zero user", o)
+	}
+	if o := os[4]; o.Owner != 0 || o.User.ID != reader || o.Unread != 2 {
+		t.Errorf("the reader's second opening: %+v; want the reader, 2 unread", o)
 	}
 }
 
@@ -94,6 +166,9 @@ func TestStreamOpeningsAfterScriptFlush(t *testing.T) {
 	for range 2 {
 		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
+		}
+		if err := rdb.HDel(ctx, s.keys.user(ann.ID), "unread").Err(); err != nil {
+			t.Fatal(err) // so that it is counted again
 		}
 		if o := openingOf(t, s, ann.ID, "none"); o.User.Login != "ann" || o.Unread != 1 {
 			t.Fatalf("opening after SCRIPT FLUSH: %+v; want ann, 1 unread", o)

@@ -5,6 +5,7 @@
 -- KEYS[1] the user's notification ids
 -- KEYS[2] the user's notification records
 -- KEYS[3] the user's causes
+-- KEYS[4] the user's hash: its kept unread count goes (notes_unread.lua)
 -- ARGV[1] cause, "kind:from:sid"
 -- ARGV[2] publish command (PUBLISH, or SPUBLISH on a cluster); empty: tell
 --         no one
@@ -19,6 +20,7 @@ end
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[2], id)
 redis.call('ZREM', KEYS[1], id)
+redis.call('HDEL', KEYS[4], 'unread')
 if ARGV[2] ~= '' then
   redis.call(ARGV[2], ARGV[3], ARGV[4] .. id .. ARGV[5])
 end
