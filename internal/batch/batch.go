@@ -31,7 +31,8 @@ const Timeout = 5 * time.Second
 // cost, on Redis and on the way there, is then shared by more keys, for
 // a longer wait each; it shrinks back as the flow thins, and is Spacing
 // again once no key waits. A call due while Max keys or more wait starts
-// at once: the spacing gathers, it does not throttle.
+// at once, and so does one whose wait Max keys come to fill: the spacing
+// gathers, it does not throttle.
 type Batcher[K comparable, V any] struct {
 	// Do answers keys, in their order; its calls are one at a time.
 	Do func(ctx context.Context, keys []K) ([]V, error)
@@ -56,6 +57,7 @@ type Batcher[K comparable, V any] struct {
 	running   bool          // a goroutine makes calls until none waits
 	lastStart time.Time     // of the last call, for Spacing
 	spacing   time.Duration // now: Spacing, or more under a crowd
+	wake      chan struct{} // told when Max keys wait, to end the runner's wait
 }
 
 type request[K comparable, V any] struct {
@@ -74,6 +76,15 @@ func (b *Batcher[K, V]) Get(key K) (V, error) {
 	req := request[K, V]{key: key, done: make(chan result[V], 1)}
 	b.mu.Lock()
 	b.waiting = append(b.waiting, req)
+	if b.wake == nil {
+		b.wake = make(chan struct{}, 1)
+	}
+	if b.full() {
+		select {
+		case b.wake <- struct{}{}:
+		default: // told already
+		}
+	}
 	start := !b.running
 	b.running = true
 	b.mu.Unlock()
@@ -100,10 +111,10 @@ func (b *Batcher[K, V]) run() {
 	for {
 		b.mu.Lock()
 		wait := max(b.spacing, b.Spacing) - time.Since(b.lastStart)
-		full := b.Max > 0 && len(b.waiting) >= b.Max
+		full := b.full()
 		b.mu.Unlock()
 		if wait > 0 && !full {
-			time.Sleep(wait)
+			b.sleep(wait)
 		}
 		b.mu.Lock()
 		reqs := b.waiting
@@ -125,6 +136,31 @@ func (b *Batcher[K, V]) run() {
 			return
 		}
 		b.call(reqs)
+	}
+}
+
+// full tells whether Max keys or more wait. b.mu is held.
+func (b *Batcher[K, V]) full() bool {
+	return b.Max > 0 && len(b.waiting) >= b.Max
+}
+
+// sleep waits d, or until Max keys wait. A wake left from a backlog that a
+// call has taken since does not end it.
+func (b *Batcher[K, V]) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return
+		case <-b.wake:
+			b.mu.Lock()
+			full := b.full()
+			b.mu.Unlock()
+			if full {
+				return
+			}
+		}
 	}
 }
 

@@ -242,6 +242,38 @@ func TestFullBacklogDoesNotWait(t *testing.T) {
 	}
 }
 
+// TestFullBacklogEndsTheWait: keys that come to fill a call while the
+// runner waits out its spacing end the wait.
+func TestFullBacklogEndsTheWait(t *testing.T) {
+	b := Batcher[int, int]{Max: 3, Spacing: time.Hour}
+	var mu sync.Mutex
+	var sizes []int
+	b.Do = func(_ context.Context, ks []int) ([]int, error) {
+		mu.Lock()
+		sizes = append(sizes, len(ks))
+		mu.Unlock()
+		return ks, nil
+	}
+	b.Get(-1) // alone, at once: the next call is due in an hour
+	var answered atomic.Int64
+	get := func(k int) {
+		b.Get(k)
+		answered.Add(1)
+	}
+	go get(0)
+	waitFor(t, func() bool { return b.Waiting() == 1 })
+	time.Sleep(20 * time.Millisecond) // the runner asleep, most likely
+	go get(1)
+	go get(2)
+	// waitFor gives up after 30 s, long before the hour.
+	waitFor(t, func() bool { return answered.Load() == 3 })
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(sizes, []int{1, 3}) {
+		t.Errorf("call sizes %v; want [1 3]", sizes)
+	}
+}
+
 // TestErrorsReachEveryCaller: a failed call fails each of its keys, and a
 // call answering the wrong number of values is a failure too.
 func TestErrorsReachEveryCaller(t *testing.T) {
