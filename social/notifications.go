@@ -199,7 +199,8 @@ func (s *Service) resolve(ctx context.Context, viewer int64, recs []record) (map
 
 // UnreadNotifications returns how many of uid's notifications are newer
 // than uid's read marker, and the marker (0: none read yet). It costs one
-// ZCOUNT, logarithmic in the notifications kept.
+// ZCOUNT, logarithmic in the notifications kept, and writes the count to
+// uid's hash, kept for stream openings (notes_unread.lua).
 func (s *Service) UnreadNotifications(ctx context.Context, uid int64) (count, lastRead int64, err error) {
 	res, err := s.queueUnread(ctx, s.rdb, uid).Int64Slice()
 	if err == nil && len(res) != 2 {
