@@ -35,8 +35,10 @@ type cachedRef struct {
 }
 
 // onlineFriends are the friends of a ready frame, with their references
-// read within refTTL, those not cached read in one call.
-func (h *Hub) onlineFriends(ctx context.Context, online []presence.FriendSeen) ([]protocol.OnlineFriend, error) {
+// read within refTTL; those not cached are read with those that other
+// streams opening meanwhile miss, each user once (h.refReads), in calls
+// bounded by batch.Timeout.
+func (h *Hub) onlineFriends(online []presence.FriendSeen) ([]protocol.OnlineFriend, error) {
 	now := time.Now()
 	refs := make(map[int64]protocol.UserRef, len(online))
 	var missing []int64
@@ -50,13 +52,15 @@ func (h *Hub) onlineFriends(ctx context.Context, online []presence.FriendSeen) (
 	}
 	h.friendRefs.mu.Unlock()
 	if len(missing) > 0 {
-		users, err := h.feed.Users(ctx, missing)
+		users, err := h.refReads.GetAll(missing)
 		if err != nil {
 			return nil, err
 		}
 		h.friendRefs.fill(users, now)
 		for _, u := range users {
-			refs[u.ID] = u.Ref()
+			if u.ID != 0 {
+				refs[u.ID] = u.Ref()
+			}
 		}
 	}
 	out := make([]protocol.OnlineFriend, 0, len(online))
@@ -68,7 +72,25 @@ func (h *Hub) onlineFriends(ctx context.Context, online []presence.FriendSeen) (
 	return out, nil
 }
 
-// fill caches the references of users, read at read.
+// readRefs reads users by id for the friends' references (h.refReads.Do):
+// the zero User for one gone.
+func (h *Hub) readRefs(ctx context.Context, ids []int64) ([]social.User, error) {
+	users, err := h.feed.Users(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]social.User, len(users))
+	for _, u := range users {
+		byID[u.ID] = u
+	}
+	out := make([]social.User, len(ids))
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out, nil
+}
+
+// fill caches the references of users (but the zero User), read at read.
 func (c *refCache) fill(users []social.User, read time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -86,6 +108,8 @@ func (c *refCache) fill(users []social.User, read time.Time) {
 		}
 	}
 	for _, u := range users {
-		c.refs[u.ID] = cachedRef{ref: u.Ref(), read: read}
+		if u.ID != 0 {
+			c.refs[u.ID] = cachedRef{ref: u.Ref(), read: read}
+		}
 	}
 }

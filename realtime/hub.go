@@ -145,6 +145,9 @@ type Hub struct {
 	// its catch-up floor (see conn.floor).
 	statusMark atomic.Int64
 	friendRefs refCache // the friends' references ready frames read lately (friendrefs.go)
+	// refReads reads the friends' references not cached, those that
+	// streams opening at once miss together in one read, each user once.
+	refReads batch.Batcher[int64, social.User]
 	// lastStatus and openings read, for the streams opening at once, the
 	// last status id and what each needs once subscribed.
 	lastStatus batch.Batcher[struct{}, int64]
@@ -290,6 +293,8 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	h.openings.Do = h.feed.StreamOpenings
 	h.openings.OpenSpaced()
 	h.openings.Max = openingsPerCall
+	h.refReads.Do = h.readRefs
+	h.refReads.Max = openingsPerCall
 	h.ps = h.bus.Subscribe(ctx, &h.Stats.SubscribeCommands, h.log)
 	h.routerWG.Add(5)
 	go h.route(ctx)

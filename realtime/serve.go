@@ -155,7 +155,7 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn, accept accep
 			}
 		}
 	}
-	ready, err = h.readyFrame(ctx, o, opened)
+	ready, err = h.readyFrame(o, opened)
 	if err != nil {
 		undo()
 		return nil, unavailable(err)
@@ -269,8 +269,8 @@ func isUpgrade(r *http.Request) bool {
 // readyFrame builds a connection's first frame from what its opening read
 // (the user and their unread count) and what opening its presence told
 // (the user is online, seen now, and their friends online).
-func (h *Hub) readyFrame(ctx context.Context, o social.StreamOpening, opened presence.Opened) ([]byte, error) {
-	friends, err := h.onlineFriends(ctx, opened.Friends)
+func (h *Hub) readyFrame(o social.StreamOpening, opened presence.Opened) ([]byte, error) {
+	friends, err := h.onlineFriends(opened.Friends)
 	if err != nil {
 		return nil, err
 	}

@@ -74,8 +74,39 @@ type result[V any] struct {
 // Timeout, not by the caller.
 func (b *Batcher[K, V]) Get(key K) (V, error) {
 	req := request[K, V]{key: key, done: make(chan result[V], 1)}
+	b.ask(req)
+	r := <-req.done
+	return r.v, r.err
+}
+
+// GetAll answers keys as Get answers each, asked together (so that they go
+// in one call, but for Max), and waits for all of them. The error is the
+// first of their calls'.
+func (b *Batcher[K, V]) GetAll(keys []K) ([]V, error) {
+	reqs := make([]request[K, V], len(keys))
+	for i, key := range keys {
+		reqs[i] = request[K, V]{key: key, done: make(chan result[V], 1)}
+	}
+	b.ask(reqs...)
+	out := make([]V, len(keys))
+	var err error
+	for i, req := range reqs {
+		r := <-req.done
+		out[i] = r.v
+		if err == nil {
+			err = r.err
+		}
+	}
+	return out, err
+}
+
+// ask queues reqs for the next call, starting the runner when none runs.
+func (b *Batcher[K, V]) ask(reqs ...request[K, V]) {
+	if len(reqs) == 0 {
+		return
+	}
 	b.mu.Lock()
-	b.waiting = append(b.waiting, req)
+	b.waiting = append(b.waiting, reqs...)
 	if b.wake == nil {
 		b.wake = make(chan struct{}, 1)
 	}
@@ -91,8 +122,6 @@ func (b *Batcher[K, V]) Get(key K) (V, error) {
 	if start {
 		go b.run()
 	}
-	r := <-req.done
-	return r.v, r.err
 }
 
 // Waiting is how many keys wait for the next call.

@@ -274,6 +274,43 @@ func TestFullBacklogEndsTheWait(t *testing.T) {
 	}
 }
 
+// TestGetAll: keys asked together go in one call, but for Max, and each is
+// answered in its place; a failed call fails GetAll, the other calls'
+// answers kept.
+func TestGetAll(t *testing.T) {
+	boom := errors.New("boom")
+	var mu sync.Mutex
+	var calls [][]int
+	b := Batcher[int, int]{Max: 3}
+	b.Do = func(_ context.Context, ks []int) ([]int, error) {
+		mu.Lock()
+		calls = append(calls, slices.Clone(ks))
+		mu.Unlock()
+		if slices.Contains(ks, -1) {
+			return nil, boom
+		}
+		out := make([]int, len(ks))
+		for i, k := range ks {
+			out[i] = k * 10
+		}
+		return out, nil
+	}
+	got, err := b.GetAll([]int{3, 1, 2, 1, 4})
+	if err != nil || !slices.Equal(got, []int{30, 10, 20, 10, 40}) {
+		t.Errorf("GetAll: %v, %v; want [30 10 20 10 40]", got, err)
+	}
+	if want := [][]int{{3, 1, 2}, {1, 4}}; !slices.EqualFunc(calls, want, slices.Equal) {
+		t.Errorf("calls %v; want %v", calls, want)
+	}
+	got, err = b.GetAll([]int{5, 6, 7, -1})
+	if !errors.Is(err, boom) || !slices.Equal(got, []int{50, 60, 70, 0}) {
+		t.Errorf("GetAll with a failed call: %v, %v; want [50 60 70 0], boom", got, err)
+	}
+	if got, err := b.GetAll(nil); err != nil || len(got) != 0 {
+		t.Errorf("GetAll of none: %v, %v", got, err)
+	}
+}
+
 // TestErrorsReachEveryCaller: a failed call fails each of its keys, and a
 // call answering the wrong number of values is a failure too.
 func TestErrorsReachEveryCaller(t *testing.T) {

@@ -1,0 +1,101 @@
+package realtime
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"chorus/presence"
+	"chorus/social"
+)
+
+// refFeed answers Users as memFeed does, but for user 404 (gone), holding
+// its first call until released, and keeps the ids of every call.
+type refFeed struct {
+	memFeed
+	release chan struct{}
+	mu      sync.Mutex
+	calls   [][]int64
+}
+
+func (f *refFeed) Users(ctx context.Context, ids []int64) ([]social.User, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, slices.Clone(ids))
+	first := len(f.calls) == 1
+	f.mu.Unlock()
+	if first {
+		<-f.release
+	}
+	var out []social.User
+	for _, id := range ids {
+		if id != 404 {
+			u, _ := f.UserByID(ctx, id)
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// The friends' references that streams opening together miss are read
+// together, each user once, not once per stream; a user gone is left out,
+// and those read are not read again within refTTL.
+func TestFriendRefsReadOnceForStreamsOpeningTogether(t *testing.T) {
+	f := &refFeed{release: make(chan struct{})}
+	h := &Hub{feed: f}
+	h.refReads.Do = h.readRefs
+	friends := []presence.FriendSeen{{UID: 7, LastSeen: time.UnixMilli(3)}, {UID: 404}, {UID: 8, LastSeen: time.UnixMilli(2)}}
+	first := make(chan error, 1)
+	go func() { _, err := h.onlineFriends(friends[:1]); first <- err }()
+	waitUntil(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.calls) == 1 })
+	const streams = 20
+	var wg sync.WaitGroup
+	got := make([][]int64, streams)
+	for i := range streams {
+		wg.Go(func() {
+			refs, err := h.onlineFriends(friends)
+			if err != nil {
+				t.Error(err)
+			}
+			for _, r := range refs {
+				got[i] = append(got[i], r.User.ID)
+			}
+		})
+	}
+	waitUntil(t, func() bool { return h.refReads.Waiting() == 3*streams })
+	close(f.release)
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for i, ids := range got {
+		if !slices.Equal(ids, []int64{7, 8}) {
+			t.Errorf("stream %d's friends %v; want [7 8], 404 left out", i, ids)
+		}
+	}
+	if _, err := h.onlineFriends(friends); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.calls) != 3 {
+		t.Fatalf("Users calls %v; want the first stream's, one for the others, and one for 404 after", f.calls)
+	}
+	if c := slices.Sorted(slices.Values(f.calls[1])); !slices.Equal(c, []int64{7, 8, 404}) {
+		t.Errorf("the streams' call read %v; want 7, 8 and 404, each once", c)
+	}
+	if !slices.Equal(f.calls[2], []int64{404}) {
+		t.Errorf("the last call read %v; want only 404 (7 and 8 cached)", f.calls[2])
+	}
+}
+
+// waitUntil waits for cond, failing the test after 30 s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 30 s")
+		}
+	}
+}
