@@ -20,6 +20,12 @@ const (
 	// refSweepAt is how many references the cache holds before a fill
 	// first takes the stale ones out.
 	refSweepAt = 4096
+	// refReadsPerCall bounds the friends asked of one read (h.refReads),
+	// each stream's counted (a user asked by two streams counts twice, and
+	// is read once): some 250 streams of 20 friends missed, a stream with
+	// the most online friends a ready frame lists in one read, an HMGET
+	// pipeline of a few ms of Redis at most.
+	refReadsPerCall = 5000
 )
 
 // refCache is the references the hub read lately, by user id.

@@ -39,8 +39,8 @@ func (f *refFeed) Users(ctx context.Context, ids []int64) ([]social.User, error)
 }
 
 // The friends' references that streams opening together miss are read
-// together, each user once, not once per stream; a user gone is left out,
-// and those read are not read again within refTTL.
+// together, each user once, not once per stream, and are kept; a user gone
+// is left out, and not kept.
 func TestFriendRefsReadOnceForStreamsOpeningTogether(t *testing.T) {
 	f := &refFeed{release: make(chan struct{})}
 	h := &Hub{feed: f}
@@ -74,19 +74,25 @@ func TestFriendRefsReadOnceForStreamsOpeningTogether(t *testing.T) {
 			t.Errorf("stream %d's friends %v; want [7 8], 404 left out", i, ids)
 		}
 	}
-	if _, err := h.onlineFriends(friends); err != nil {
-		t.Fatal(err)
+	h.friendRefs.mu.Lock()
+	for _, id := range []int64{7, 8} {
+		if _, ok := h.friendRefs.refs[id]; !ok {
+			t.Errorf("user %d read but not kept", id)
+		}
 	}
+	for _, id := range []int64{404, 0} {
+		if _, ok := h.friendRefs.refs[id]; ok {
+			t.Errorf("user %d kept: a user gone is not kept", id)
+		}
+	}
+	h.friendRefs.mu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.calls) != 3 {
-		t.Fatalf("Users calls %v; want the first stream's, one for the others, and one for 404 after", f.calls)
+	if len(f.calls) != 2 {
+		t.Fatalf("Users calls %v; want the first stream's, then one for the others", f.calls)
 	}
 	if c := slices.Sorted(slices.Values(f.calls[1])); !slices.Equal(c, []int64{7, 8, 404}) {
 		t.Errorf("the streams' call read %v; want 7, 8 and 404, each once", c)
-	}
-	if !slices.Equal(f.calls[2], []int64{404}) {
-		t.Errorf("the last call read %v; want only 404 (7 and 8 cached)", f.calls[2])
 	}
 }
 

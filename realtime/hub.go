@@ -294,7 +294,7 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	h.openings.OpenSpaced()
 	h.openings.Max = openingsPerCall
 	h.refReads.Do = h.readRefs
-	h.refReads.Max = openingsPerCall
+	h.refReads.Max = refReadsPerCall
 	h.ps = h.bus.Subscribe(ctx, &h.Stats.SubscribeCommands, h.log)
 	h.routerWG.Add(5)
 	go h.route(ctx)

@@ -58,6 +58,7 @@ type Batcher[K comparable, V any] struct {
 	lastStart time.Time     // of the last call, for Spacing
 	spacing   time.Duration // now: Spacing, or more under a crowd
 	wake      chan struct{} // told when Max keys wait, to end the runner's wait
+	onSleep   func()        // called as the runner starts to wait (tests)
 }
 
 type request[K comparable, V any] struct {
@@ -178,6 +179,9 @@ func (b *Batcher[K, V]) full() bool {
 func (b *Batcher[K, V]) sleep(d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
+	if b.onSleep != nil {
+		b.onSleep()
+	}
 	for {
 		select {
 		case <-t.C:

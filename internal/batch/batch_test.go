@@ -245,7 +245,8 @@ func TestFullBacklogDoesNotWait(t *testing.T) {
 // TestFullBacklogEndsTheWait: keys that come to fill a call while the
 // runner waits out its spacing end the wait.
 func TestFullBacklogEndsTheWait(t *testing.T) {
-	b := Batcher[int, int]{Max: 3, Spacing: time.Hour}
+	asleep := make(chan struct{}, 2)
+	b := Batcher[int, int]{Max: 3, Spacing: time.Hour, onSleep: func() { asleep <- struct{}{} }}
 	var mu sync.Mutex
 	var sizes []int
 	b.Do = func(_ context.Context, ks []int) ([]int, error) {
@@ -260,9 +261,9 @@ func TestFullBacklogEndsTheWait(t *testing.T) {
 		b.Get(k)
 		answered.Add(1)
 	}
+	<-asleep // after the first call, with none waiting
 	go get(0)
 	waitFor(t, func() bool { return b.Waiting() == 1 })
-	time.Sleep(20 * time.Millisecond) // the runner asleep, most likely
 	go get(1)
 	go get(2)
 	// waitFor gives up after 30 s, long before the hour.
@@ -305,6 +306,11 @@ func TestGetAll(t *testing.T) {
 	got, err = b.GetAll([]int{5, 6, 7, -1})
 	if !errors.Is(err, boom) || !slices.Equal(got, []int{50, 60, 70, 0}) {
 		t.Errorf("GetAll with a failed call: %v, %v; want [50 60 70 0], boom", got, err)
+	}
+	calls = nil
+	got, err = b.GetAll([]int{2, 2, 1})
+	if err != nil || !slices.Equal(got, []int{20, 20, 10}) || !slices.EqualFunc(calls, [][]int{{2, 1}}, slices.Equal) {
+		t.Errorf("GetAll of a key twice: %v, %v in calls %v; want [20 20 10] in one call of [2 1]", got, err, calls)
 	}
 	if got, err := b.GetAll(nil); err != nil || len(got) != 0 {
 		t.Errorf("GetAll of none: %v, %v", got, err)
