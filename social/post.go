@@ -33,10 +33,6 @@ import (
 //     status looked at again: a deletion that raced the push is undone
 //     there (one more round trip, rarely).
 //
-// A caller that sets PostRequest.Answer answers the author after the third:
-// the status is where its author owns it, the frames are sent, and the job
-// queued in the second finishes the post should this instance die.
-//
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
 // mentions are resolved in one more, and an author some list
@@ -54,21 +50,7 @@ type PostRequest struct {
 	// answer once that ran: nil lets the post go on, an error refuses it
 	// and is returned as it is.
 	Admit func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error
-	// Answer, when set, is called with the status as soon as it is written
-	// and its frames sent (the third round trip) when the rest of the post
-	// is work the author need not wait for: the job marked ready and the
-	// status looked at again (the fourth), then any promotion of the
-	// author to pulled. From there on the post no longer follows ctx's
-	// cancellation (an author gone need not stop it), but is bounded by
-	// AnsweredTimeout, and PostAs's error, if any, is of that rest: the
-	// post was answered. An author some list holds, or one pulled, is not
-	// answered early: their lists' first pass, or the job's, comes first.
-	Answer func(Status)
 }
-
-// AnsweredTimeout bounds the rest of a post answered early
-// (PostRequest.Answer).
-const AnsweredTimeout = 10 * time.Second
 
 // PostAs posts as the user whose session req.Token is, after the session
 // and req.Admit allow it: ErrUnauthenticated when the session is not
@@ -79,7 +61,7 @@ func (s *Service) PostAs(ctx context.Context, req PostRequest) (Status, error) {
 	if req.Token == "" || len(req.Token) > 128 {
 		return Status{}, ErrUnauthenticated
 	}
-	in := postInput{replyTo: req.ReplyTo, message: req.Message, admit: req.Admit, answer: req.Answer}
+	in := postInput{replyTo: req.ReplyTo, message: req.Message, admit: req.Admit}
 	id := hashToken(req.Token)
 	uid, known := s.sessionUsers.Get(id)
 	if _, err := ValidateMessage(req.Message); err != nil || req.ReplyTo < 0 || !known {
@@ -102,7 +84,6 @@ type postInput struct {
 	replyTo int64
 	message string
 	admit   func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error
-	answer  func(Status) // PostRequest.Answer
 }
 
 // postReads are the answers of a post's first round trip.
@@ -200,7 +181,7 @@ func (s *Service) post(ctx context.Context, in postInput) (Status, error) {
 		// way of a job's first pass, which writes it among the pulled.
 		return st, s.postQueued(ctx, st, answers.path, payload, toLists)
 	}
-	if err := s.pushPost(ctx, st, answers.path, payload, toLists, r, in.answer); err != nil {
+	if err := s.pushPost(ctx, st, answers.path, payload, toLists, r); err != nil {
 		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 	}
 	return st, nil
@@ -256,9 +237,8 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 }
 
 // pushPost makes a post's last three round trips (see the top of the file)
-// for status st, read as r says, and calls answer, when set, after the
-// second of them unless the status goes to lists (PostRequest.Answer).
-func (s *Service) pushPost(ctx context.Context, st Status, path string, payload []byte, toLists bool, r postReads, answer func(Status)) error {
+// for status st, read as r says.
+func (s *Service) pushPost(ctx context.Context, st Status, path string, payload []byte, toLists bool, r postReads) error {
 	k := s.keys
 	until := r.seq.Val()
 	if until == "" {
@@ -301,12 +281,6 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	added, err := h.results(ctx, s.rdb, cmds, err)
 	if err != nil {
 		return err
-	}
-	if answer != nil && !toLists {
-		answer(st)
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), AnsweredTimeout)
-		defer cancel()
 	}
 
 	// 4: the job past the page, ready for the next pass; and the status

@@ -24,23 +24,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// answerJSON writes v as writeJSON does, with its length, and flushes it:
-// the client has the whole answer while the handler goes on.
-func answerJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		writeJSON(w, status, v) // cannot be: what is answered so marshals
-		return
-	}
-	body = append(body, '\n')
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-	_ = http.NewResponseController(w).Flush()
-}
-
 // decode reads one JSON object from the request body into v. The body must
 // be UTF-8 and escape no lone surrogate: the JSON decoder would quietly turn
 // either into U+FFFD.

@@ -59,28 +59,9 @@ func (s *Server) post(limit *queuedLimit) http.HandlerFunc {
 				return
 			}
 		}
-		var answered int64 // the status answered, 0: none yet
-		answer := func(st social.Status) {
-			answered = st.ID
-			noteUser(r.Context(), st.UID)
-			s.metrics.posted.Inc()
-			// A new status has no replies, likes or reposts yet: nothing to read.
-			no := false
-			st.Liked, st.Reposted = &no, &no
-			answerJSON(w, http.StatusCreated, map[string]any{"status": st})
-		}
 		st, err := s.social.PostAs(r.Context(), social.PostRequest{
 			Token: token, ReplyTo: replyTo, Message: *body.Message, Admit: limit.admit(),
-			// The answer leaves as soon as the status is written and its
-			// frames sent; the rest of the post goes on after it.
-			Answer: answer,
 		})
-		if answered != 0 {
-			if err != nil {
-				s.log.WarnContext(r.Context(), "post failed after its answer; its fan-out job finishes it", "sid", answered, "err", err)
-			}
-			return
-		}
 		if errors.Is(err, social.ErrUnauthenticated) && byCookie {
 			s.clearSessionCookie(w, r)
 		}
@@ -91,7 +72,12 @@ func (s *Server) post(limit *queuedLimit) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		answer(st)
+		noteUser(r.Context(), st.UID)
+		s.metrics.posted.Inc()
+		// A new status has no replies, likes or reposts yet: nothing to read.
+		no := false
+		st.Liked, st.Reposted = &no, &no
+		writeJSON(w, http.StatusCreated, map[string]any{"status": st})
 	}
 }
 
