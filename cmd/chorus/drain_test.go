@@ -354,3 +354,34 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-time.After(d):
 	}
 }
+
+// TestAPIAnswersWhileDraining: after SIGTERM, while the streams drain and
+// /readyz says so, the API still answers: a request in the drain is served
+// with Redis, not cut short by the signal.
+func TestAPIAnswersWhileDraining(t *testing.T) {
+	url, prefix := redistest.URL(t), redistest.Prefix()
+	env := map[string]string{"REDIS_URL": url, "CHORUS_KEY_PREFIX": prefix}
+	a, _, stop := startStoppable(t, env, "-drain-window", "10s", "-max-streams-per-user", "100",
+		"-stream-open-limit", "off", "-stream-open-address-limit", "off", "-max-connections-per-address", "0")
+	_, token := signUp(t, a, "stayer")
+	// Streams enough that the drain lasts its 10 s: one closed every 100 ms.
+	for range 100 {
+		dialStream(t, a, token)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	testio.Eventually(t, time.Minute, func() string {
+		if code := do(t, "GET", a+"/readyz"); code != http.StatusServiceUnavailable {
+			return fmt.Sprintf("/readyz answered %d, want 503 (draining)", code)
+		}
+		return ""
+	})
+	var me struct{ User struct{ Login string } }
+	getJSON(t, a+"/api/v1/me", token, &me)
+	if me.User.Login != "stayer" {
+		t.Errorf("GET /api/v1/me in the drain: %+v; want the user", me)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -155,6 +155,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	// Requests outlive ctx (the signal) until the server has shut down:
+	// the API answers through a drain (drainStreams), and requests under
+	// way when it ends finish.
+	reqCtx, stopRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRequests()
 	httpSrv := &http.Server{
 		Handler:           chorus.Server,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -162,7 +167,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 	}
 
 	// Background work outlives ctx until the server has shut down.
@@ -210,6 +215,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("shutdown did not finish in time", "err", err)
 	}
+	stopRequests() // those still under way past the shutdown's time
 	closing.Wait()
 	stopWork()
 	work.Wait()
