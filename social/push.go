@@ -163,22 +163,33 @@ func (h *homePush) results(ctx context.Context, rdb redis.UniversalClient, cmds 
 
 // unpush takes status sid out of the home timelines of uids it was just
 // added to (added, as results says), and tells those connected that it is
-// gone: for a push that found the status deleted after it, by a deletion
-// whose walk of these homes came first.
+// gone where it took it out: for a push that found the status deleted
+// after it, by a deletion whose walk of these homes came first. A home
+// that deletion's walk reached after the push was told by the walk, as
+// deletePass does, not twice.
 func (s *Service) unpush(ctx context.Context, sid int64, uids []int64, added []int64, connected []bool) error {
 	gone, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: sid})
 	if err != nil {
 		return err
 	}
+	removed := make([]*redis.IntCmd, len(uids))
 	pipe := s.rdb.Pipeline()
 	for i, uid := range uids {
-		if added[i] != pushAdded {
-			continue
+		if added[i] == pushAdded {
+			removed[i] = pipe.ZRem(ctx, s.keys.home(uid), sid)
 		}
-		pipe.ZRem(ctx, s.keys.home(uid), sid)
-		if connected[i] {
-			s.bus.Queue(ctx, pipe, s.bus.UserChannel(uid), gone)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	pipe = s.rdb.Pipeline()
+	for i, r := range removed {
+		if r != nil && r.Val() == 1 && connected[i] {
+			s.bus.Queue(ctx, pipe, s.bus.UserChannel(uids[i]), gone)
 		}
+	}
+	if pipe.Len() == 0 {
+		return nil
 	}
 	_, err = pipe.Exec(ctx)
 	return err
