@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,11 +63,11 @@ func (h *Hub) onlineFriends(online []presence.FriendSeen) ([]protocol.OnlineFrie
 		if err != nil {
 			return nil, err
 		}
+		// A user gone is the zero User: left out, and not kept.
+		users = slices.DeleteFunc(users, func(u social.User) bool { return u.ID == 0 })
 		h.friendRefs.fill(users, now)
 		for _, u := range users {
-			if u.ID != 0 {
-				refs[u.ID] = u.Ref()
-			}
+			refs[u.ID] = u.Ref()
 		}
 	}
 	out := make([]protocol.OnlineFriend, 0, len(online))
@@ -96,7 +97,7 @@ func (h *Hub) readRefs(ctx context.Context, ids []int64) ([]social.User, error) 
 	return out, nil
 }
 
-// fill caches the references of users (but the zero User), read at read.
+// fill caches the references of users, read at read.
 func (c *refCache) fill(users []social.User, read time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -114,8 +115,6 @@ func (c *refCache) fill(users []social.User, read time.Time) {
 		}
 	}
 	for _, u := range users {
-		if u.ID != 0 {
-			c.refs[u.ID] = cachedRef{ref: u.Ref(), read: read}
-		}
+		c.refs[u.ID] = cachedRef{ref: u.Ref(), read: read}
 	}
 }

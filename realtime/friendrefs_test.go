@@ -2,11 +2,13 @@ package realtime
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
 	"chorus/presence"
 	"chorus/social"
 )
@@ -48,7 +50,14 @@ func TestFriendRefsReadOnceForStreamsOpeningTogether(t *testing.T) {
 	friends := []presence.FriendSeen{{UID: 7, LastSeen: time.UnixMilli(3)}, {UID: 404}, {UID: 8, LastSeen: time.UnixMilli(2)}}
 	first := make(chan error, 1)
 	go func() { _, err := h.onlineFriends(friends[:1]); first <- err }()
-	waitUntil(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.calls) == 1 })
+	testio.Eventually(t, 30*time.Second, func() string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.calls) != 1 {
+			return "the first read not under way"
+		}
+		return ""
+	})
 	const streams = 20
 	var wg sync.WaitGroup
 	got := make([][]int64, streams)
@@ -63,7 +72,12 @@ func TestFriendRefsReadOnceForStreamsOpeningTogether(t *testing.T) {
 			}
 		})
 	}
-	waitUntil(t, func() bool { return h.refReads.Waiting() == 3*streams })
+	testio.Eventually(t, 30*time.Second, func() string {
+		if n := h.refReads.Waiting(); n != 3*streams {
+			return fmt.Sprintf("%d friends asked meanwhile, want %d", n, 3*streams)
+		}
+		return ""
+	})
 	close(f.release)
 	wg.Wait()
 	if err := <-first; err != nil {
@@ -93,15 +107,5 @@ func TestFriendRefsReadOnceForStreamsOpeningTogether(t *testing.T) {
 	}
 	if c := slices.Sorted(slices.Values(f.calls[1])); !slices.Equal(c, []int64{7, 8, 404}) {
 		t.Errorf("the streams' call read %v; want 7, 8 and 404, each once", c)
-	}
-}
-
-// waitUntil waits for cond, failing the test after 30 s.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 30 s")
-		}
 	}
 }
