@@ -41,7 +41,10 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if err := json.Unmarshal([]byte(payload), &frame); err != nil {
 		return passResult{finished: true}, nil // not a job Post queued
 	}
-	next, wait, err := s.makerDone(ctx, j, func() error { return s.rewritePost(ctx, frame.Status, []byte(payload)) })
+	next, wait, err := s.makerDone(ctx, j, func() error { return s.rewriteUnlessDeleted(ctx, j, frame.Status, []byte(payload)) })
+	if errors.Is(err, errDeletedMeanwhile) {
+		return passResult{finished: true}, nil
+	}
 	if err != nil || wait {
 		return passResult{wait: wait}, err
 	}

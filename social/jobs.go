@@ -83,6 +83,7 @@ type job struct {
 	payload string  // "payload": the frame the job carries (post, delete, list_post, list_delete, drop_reactions)
 	of      int64   // "of": the original of the deleted repost entry (drop_reactions), 0 for a status
 	ready   bool    // "ready": what the job reads is written (see queueJob)
+	deleted bool    // "deleted": its status is being deleted (a post's jobs, see rewriteUnlessDeleted)
 	entry   string  // "entry": its entry in the job stream
 	pass    int64   // "pass": how many times it was moved on (see advance)
 
@@ -122,7 +123,7 @@ func (j job) id() string {
 func parseJob(key string, f map[string]string) job {
 	j := job{
 		key: key, kind: jobKind(f["kind"]), until: f["until"], payload: f["payload"],
-		ready: f["ready"] != "", entry: f["entry"], floor: f["floor"], part: f["part"], below: f["below"],
+		ready: f["ready"] != "", deleted: f["deleted"] != "", entry: f["entry"], floor: f["floor"], part: f["part"], below: f["below"],
 	}
 	j.uid, _ = strconv.ParseInt(f["uid"], 10, 64)
 	j.sid, _ = strconv.ParseInt(f["sid"], 10, 64)

@@ -50,7 +50,10 @@ func (s *Service) listPostPass(ctx context.Context, j job) (passResult, error) {
 	if !j.ready && json.Unmarshal([]byte(j.payload), &frame) != nil {
 		return passResult{finished: true}, nil // not a job Post queued
 	}
-	next, wait, err := s.makerDone(ctx, j, func() error { return s.rewritePost(ctx, frame.Status, []byte(j.payload)) })
+	next, wait, err := s.makerDone(ctx, j, func() error { return s.rewriteUnlessDeleted(ctx, j, frame.Status, []byte(j.payload)) })
+	if errors.Is(err, errDeletedMeanwhile) {
+		return passResult{finished: true}, nil
+	}
 	if err != nil || wait {
 		return passResult{wait: wait}, err
 	}

@@ -76,6 +76,28 @@ func (deathHook) run(ctx context.Context, cmds []redis.Cmder, next func([]redis.
 	return errDied
 }
 
+// mortal returns a Service on rdb's Redis that dies where the context of
+// each call says (deathKey).
+func mortal(tb testing.TB, rdb redis.UniversalClient, opts Options) *Service {
+	return New(redistest.WithHook(tb, rdb, deathHook{}), opts)
+}
+
+// postTrips returns the commands of each round trip of a post by author
+// through dying, once its scripts are loaded, as a Redis that lost them
+// would have them loaded again.
+func postTrips(tb testing.TB, dying *Service, author int64) []int {
+	tb.Helper()
+	post(tb, dying, author, "loads the scripts")
+	probe := &deathAt{before: 1 << 30}
+	if _, err := dying.Post(context.WithValue(ctxT(tb), deathKey{}, probe), author, "probe"); err != nil {
+		tb.Fatal(err)
+	}
+	if len(probe.trips) != 4 {
+		tb.Fatalf("a post made %d round trips (%v), want 4", len(probe.trips), probe.trips)
+	}
+	return probe.trips
+}
+
 // A post whose instance dies at any point of it, between round trips or
 // within one, is lost only if it was never queued (then no follower ever
 // sees it), and otherwise reaches every follower's home timeline, and
@@ -85,33 +107,13 @@ func TestPostSurvivesDeathAnywhere(t *testing.T) {
 	rdb, prefix := redistest.Backend(t)
 	opts := Options{Prefix: prefix, BcryptCost: 4, JobClaimIdle: 500 * time.Millisecond, HashWait: time.Minute}
 	survivor := New(rdb, opts)
-	var dying *Service
-	switch r := rdb.(type) {
-	case *redis.ClusterClient:
-		c := redis.NewClusterClient(r.Options())
-		c.AddHook(deathHook{})
-		t.Cleanup(func() { c.Close() })
-		dying = New(c, opts)
-	case *redis.Client:
-		c := redis.NewClient(r.Options())
-		c.AddHook(deathHook{})
-		t.Cleanup(func() { c.Close() })
-		dying = New(c, opts)
-	}
+	dying := mortal(t, rdb, opts)
 	ctx := ctxT(t)
 
 	// A post that lives through, to learn the round trips a post makes.
 	author := signUp(t, survivor, "author")
 	followersOf(t, survivor, "author", 3)
-	post(t, dying, author.ID, "loads the scripts") // as a Redis that lost them would
-	probe := &deathAt{before: 1 << 30}
-	if _, err := dying.Post(context.WithValue(ctx, deathKey{}, probe), author.ID, "probe"); err != nil {
-		t.Fatal(err)
-	}
-	trips := probe.trips
-	if len(trips) != 4 {
-		t.Fatalf("a post made %d round trips (%v), want 4", len(trips), trips)
-	}
+	trips := postTrips(t, dying, author.ID)
 
 	// Every point of death, each its own author of three followers.
 	var deaths []*deathAt

@@ -221,7 +221,11 @@ type Service struct {
 	// afterQueue, when set, runs between queuing a post's or a deletion's
 	// jobs and writing it; tests use it to widen that window.
 	afterQueue func()
-	pulledScan int // pulled statuses one home read scans a round (see mergePulled)
+	// beforeRewrite, when set, runs between a post job's read and its
+	// redo's writes (rewriteUnlessDeleted); tests use it to delete the
+	// status there.
+	beforeRewrite func()
+	pulledScan    int // pulled statuses one home read scans a round (see mergePulled)
 }
 
 // New returns a Service using rdb under the options' key prefix.

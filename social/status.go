@@ -29,6 +29,10 @@ var (
 	postAuthorSource string
 	postAuthorScript = redis.NewScript(postAuthorSource)
 
+	//go:embed flag_deleted.lua
+	flagDeletedSource string
+	flagDeletedScript = redis.NewScript(flagDeletedSource)
+
 	//go:embed delete_author.lua
 	deleteAuthorSource string
 	deleteAuthorScript = redis.NewScript(deleteAuthorSource)
@@ -152,6 +156,39 @@ func (s *Service) redoPost(ctx context.Context, st Status, payload []byte) error
 	return s.writePost(ctx, st, path, payload)
 }
 
+// errDeletedMeanwhile is rewriteUnlessDeleted's answer for a status
+// deleted before its post job wrote it again: the job is finished.
+var errDeletedMeanwhile = errors.New("status deleted before its post was finished")
+
+// rewriteUnlessDeleted is the redo of post job j (a post's or its lists'),
+// whose maker was taken for dead (makerDone): status st written again from
+// its frame, payload, unless DeleteStatus marked the job as it deleted st,
+// which the maker wrote before it died. DeleteStatus marks the jobs before
+// it deletes, and this looks at the mark again after it writes: either it
+// sees the mark and deletes st again, or the deletion comes after its
+// writes. A status deleted meanwhile is never written back for good.
+func (s *Service) rewriteUnlessDeleted(ctx context.Context, j job, st Status, payload []byte) error {
+	if j.deleted {
+		return errDeletedMeanwhile
+	}
+	if s.beforeRewrite != nil {
+		s.beforeRewrite()
+	}
+	if err := s.rewritePost(ctx, st, payload); err != nil {
+		return err
+	}
+	deleted, err := s.rdb.HExists(ctx, j.key, "deleted").Result()
+	if err != nil || !deleted {
+		return err
+	}
+	// The whole deletion again, for what the rewrite wrote: a repost
+	// entry's claim, too.
+	if err := s.DeleteStatus(ctx, st.UID, st.ID); err != nil && !errors.Is(err, ErrStatusNotFound) {
+		return err
+	}
+	return errDeletedMeanwhile
+}
+
 // LastStatusID returns the id the last status posted was given (0 before
 // the first). Every status posted from now on gets a greater one.
 func (s *Service) LastStatusID(ctx context.Context) (int64, error) {
@@ -219,6 +256,9 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	}
 	of, _ := repostOf.Int64()
 	reactionsJob := s.queueDropReactions(ctx, pipe, uid, id, of, string(payload))
+	// After the jobs that finish the deletion, in their slot: a post job
+	// marked here never writes the status again (rewriteUnlessDeleted).
+	flagDeletedScript.Eval(ctx, pipe, []string{k.job(postJobID(id)), k.job(listPostJobID(id))})
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}

@@ -180,6 +180,20 @@ func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 	s := w.s
 	stream := s.keys.jobs()
 	key, _ := m.Values["job"].(string)
+	// Claiming our own entry again resets its idle time, so no other
+	// worker takes over a job that is moving, or one waited for: that one
+	// would redo its maker's writes beside this worker (see makerDone).
+	claimed := time.Now()
+	keep := func() error {
+		claimed = time.Now()
+		err := s.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
+			Stream: stream, Group: jobGroup, Consumer: w.consumer, Messages: []string{m.ID},
+		}).Err()
+		if err != nil {
+			return fmt.Errorf("keep job %s: %w", key, err)
+		}
+		return nil
+	}
 	for key != "" {
 		res, err := s.pass(ctx, key)
 		if err != nil {
@@ -192,6 +206,11 @@ func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 			if !sleepCtx(ctx, notReadyWait) {
 				return nil
 			}
+			if time.Since(claimed) >= s.opts.JobClaimIdle/3 {
+				if err := keep(); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if w.afterPass != nil {
@@ -200,13 +219,8 @@ func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		// Claiming our own entry again resets its idle time, so no other
-		// worker takes over a job that is moving.
-		err = s.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
-			Stream: stream, Group: jobGroup, Consumer: w.consumer, Messages: []string{m.ID},
-		}).Err()
-		if err != nil {
-			return fmt.Errorf("keep job %s: %w", key, err)
+		if err := keep(); err != nil {
+			return err
 		}
 	}
 	// The last pass acknowledges the entry it was queued with; this covers

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"chorus/bus"
+	"chorus/internal/redistest"
 	"chorus/social"
 	"chorus/web"
 
@@ -91,23 +92,6 @@ func (h *roundTrips) stop() (sent []string, frameAt int) {
 	return h.sent, h.frameAt
 }
 
-// withHook returns a client of rdb's Redis of its own, with hook h.
-func withHook(tb testing.TB, rdb redis.UniversalClient, h redis.Hook) redis.UniversalClient {
-	tb.Helper()
-	var c redis.UniversalClient
-	switch r := rdb.(type) {
-	case *redis.ClusterClient:
-		c = redis.NewClusterClient(r.Options())
-	case *redis.Client:
-		c = redis.NewClient(r.Options())
-	default:
-		tb.Fatalf("client %T", rdb)
-	}
-	c.AddHook(h)
-	tb.Cleanup(func() { c.Close() })
-	return c
-}
-
 // TestPostRoundTrips counts the Redis round trips of a post's request, its
 // session and rate limit included, by an author of 1,000 followers: the
 // connected followers' frames leave after at most three, one after
@@ -119,7 +103,7 @@ func TestPostRoundTrips(t *testing.T) {
 		return context.WithValue(ctx, counted{}, true)
 	}
 	hook := &roundTrips{watch: map[string]bool{}}
-	in := e.startOn(withHook(t, e.rdb, hook))
+	in := e.startOn(redistest.WithHook(t, e.rdb, hook))
 	e.connContext = nil
 	other := e.start()
 

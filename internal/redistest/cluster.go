@@ -199,6 +199,24 @@ func Backend(tb testing.TB) (redis.UniversalClient, string) {
 	return Client(tb)
 }
 
+// WithHook returns a client of rdb's Redis (one, or a cluster) of its own,
+// with hook h, closed when the test ends.
+func WithHook(tb testing.TB, rdb redis.UniversalClient, h redis.Hook) redis.UniversalClient {
+	tb.Helper()
+	var c redis.UniversalClient
+	switch r := rdb.(type) {
+	case *redis.ClusterClient:
+		c = redis.NewClusterClient(r.Options())
+	case *redis.Client:
+		c = redis.NewClient(r.Options())
+	default:
+		tb.Fatalf("no client like %T", rdb)
+	}
+	c.AddHook(h)
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
 // Keys returns the keys matching pattern, scanned from every master when
 // rdb is a cluster client.
 func Keys(tb testing.TB, rdb redis.UniversalClient, pattern string) []string {
