@@ -20,9 +20,10 @@ import (
 type deathAt struct {
 	before, sent int
 
-	mu    sync.Mutex
-	trips []int // the commands of each round trip made
-	dead  bool
+	mu     sync.Mutex
+	trips  []int    // the commands of each round trip made
+	firsts []string // the first command of each, as it was sent
+	dead   bool
 }
 
 var errDied = errors.New("the instance died")
@@ -60,6 +61,7 @@ func (deathHook) run(ctx context.Context, cmds []redis.Cmder, next func([]redis.
 		return errDied
 	}
 	d.trips = append(d.trips, len(cmds))
+	d.firsts = append(d.firsts, fmt.Sprintln(cmds[0].Args()...))
 	if len(d.trips) <= d.before {
 		d.mu.Unlock()
 		return next(cmds)

@@ -4,36 +4,63 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// deletedWhileUnfinished is a status whose post died after writing it and
-// pushing it (its jobs not ready), by an author some list holds, each
-// follower connected: what a deletion then races is the jobs' redo.
-type deletedWhileUnfinished struct {
+// unfinished is a status whose post died after writing it and pushing it,
+// its jobs not ready: a reply to a follower's status that mentions
+// another, by an author some list holds, each follower connected. What a
+// deletion then races is the jobs' redo.
+type unfinished struct {
 	survivor  *Service
 	author    User
-	followers []User
+	followers []User // 0 owns the list, 1 is answered, 2 is mentioned
+	parent    Status
 	list      List
 	sid       int64
 	l         *listener
 }
 
-func dieAfterThePush(t *testing.T, opts Options) *deletedWhileUnfinished {
+// instances returns two services on the test's Redis, whose workers take
+// over jobs idle for claimIdle: one that lives, and one that dies where the
+// context of each call says (mortal).
+func instances(t *testing.T, claimIdle time.Duration) (survivor, dying *Service, rdb redis.UniversalClient, prefix string) {
 	t.Helper()
-	rdb, prefix := redistest.Backend(t)
-	opts.Prefix, opts.BcryptCost, opts.HashWait = prefix, 4, time.Minute
-	d := &deletedWhileUnfinished{survivor: New(rdb, opts)}
-	s := d.survivor
-	dying := mortal(t, rdb, opts)
+	rdb, prefix = redistest.Backend(t)
+	opts := Options{Prefix: prefix, BcryptCost: 4, HashWait: time.Minute, JobClaimIdle: claimIdle}
+	return New(rdb, opts), mortal(t, rdb, opts), rdb, prefix
+}
+
+func dieAfterThePush(t *testing.T) *unfinished {
+	t.Helper()
+	s, dying, rdb, _ := instances(t, 500*time.Millisecond)
+	d := &unfinished{survivor: s}
 	d.author = signUp(t, s, "author")
 	d.followers = followersOf(t, s, "author", 3)
-	trips := postTrips(t, dying, d.author.ID) // the list's pass comes after these
+	for _, f := range d.followers[1:] {
+		follow(t, s, d.author.ID, f.Login)
+	}
+	d.parent = post(t, s, d.followers[1].ID, "the parent")
+	reply := func(ctx context.Context, message string) (Status, error) {
+		return dying.Reply(ctx, d.author.ID, d.parent.ID, message+" @"+d.followers[2].Login)
+	}
+	// The round trips of such a reply, the list's pass (after them) aside.
+	if _, err := reply(ctxT(t), "loads the scripts"); err != nil {
+		t.Fatal(err)
+	}
+	probe := &deathAt{before: 1 << 30}
+	if _, err := reply(context.WithValue(ctxT(t), deathKey{}, probe), "probe"); err != nil {
+		t.Fatal(err)
+	}
 	d.list = createList(t, s, d.followers[0].ID, "watched")
 	addMember(t, s, d.followers[0].ID, d.list.ID, "author")
 	channels := []string{s.bus.UserChannel(d.author.ID), s.bus.GlobalChannel()}
@@ -42,28 +69,51 @@ func dieAfterThePush(t *testing.T, opts Options) *deletedWhileUnfinished {
 	}
 	d.l = listen(t, s, rdb, channels...)
 
-	// Dead once the third round trip (the status and its push) is done.
-	death := &deathAt{before: len(trips) - 1}
-	st, err := dying.Post(context.WithValue(ctxT(t), deathKey{}, death), d.author.ID, "unfinished")
-	if err == nil {
+	// Dead once every round trip but the last (the jobs marked ready) is done.
+	death := &deathAt{before: len(probe.trips) - 1}
+	if _, err := reply(context.WithValue(ctxT(t), deathKey{}, death), "unfinished"); err == nil {
 		t.Fatal("a post that died before its last round trip succeeded")
 	}
 	profile := zsetIDs(t, s, s.keys.profile(d.author.ID))
 	d.sid = profile[len(profile)-1]
-	if st.ID != 0 || d.sid <= 0 {
-		t.Fatalf("the dead post's status: %d (profile %v)", d.sid, profile)
+	st, err := s.Status(ctxT(t), d.sid)
+	if err != nil || st.Message != "unfinished @"+d.followers[2].Login {
+		t.Fatalf("the dead post's status %d: %+v, %v", d.sid, st, err)
 	}
-	if _, err := s.Status(ctxT(t), d.sid); err != nil {
-		t.Fatalf("the dead post's status %d is not there: %v", d.sid, err)
+	if n := len(d.conversation(t)); n != 3 {
+		t.Fatalf("the dead post's conversation: %d of 3 writes made", n)
 	}
 	return d
+}
+
+// conversation returns what status d.sid's conversation holds: the
+// parent's reply, and the notifications of the person answered and the
+// one mentioned.
+func (d *unfinished) conversation(t *testing.T) []string {
+	t.Helper()
+	s, sid := d.survivor, itoa(d.sid)
+	var held []string
+	if slices.Contains(zsetIDs(t, s, s.keys.replies(d.parent.ID)), d.sid) {
+		held = append(held, "the parent's replies")
+	}
+	for _, n := range []struct {
+		to   User
+		kind string
+	}{{d.followers[1], protocol.NotifyReplied}, {d.followers[2], protocol.NotifyMentioned}} {
+		for _, c := range noteCauses(t, s, n.to.ID, n.kind) {
+			if strings.HasSuffix(c, ":"+sid) {
+				held = append(held, n.to.Login+"'s notification "+c)
+			}
+		}
+	}
+	return held
 }
 
 // gone checks that status d.sid is nowhere, and that the last frame of
 // each channel about it says it is deleted; rewrites is how many times a
 // redo may have written it again (each time deleted again), the frames of
 // the author and the global timeline with it.
-func (d *deletedWhileUnfinished) gone(t *testing.T, rewrites int) {
+func (d *unfinished) gone(t *testing.T, rewrites int) {
 	t.Helper()
 	s, ctx := d.survivor, ctxT(t)
 	if st, err := s.Status(ctx, d.sid); !errors.Is(err, ErrStatusNotFound) {
@@ -82,6 +132,12 @@ func (d *deletedWhileUnfinished) gone(t *testing.T, rewrites int) {
 		if ids := zsetIDs(t, s, key); slices.Contains(ids, d.sid) {
 			t.Errorf("%s holds deleted status %d: %v", what, d.sid, ids)
 		}
+	}
+	if held := d.conversation(t); len(held) > 0 {
+		t.Errorf("deleted status %d is still in %v", d.sid, held)
+	}
+	if n, err := s.rdb.HGet(ctx, s.keys.user(d.author.ID), "posts").Int(); err != nil || n != 2 {
+		t.Errorf("the author's post count: %d, %v; want 2 (the deleted one out)", n, err)
 	}
 	time.Sleep(300 * time.Millisecond) // a frame sent again comes right behind
 	for channel, events := range eventsSoFar(t, d.l) {
@@ -111,7 +167,7 @@ func (d *deletedWhileUnfinished) gone(t *testing.T, rewrites int) {
 // taken for dead.
 func TestDeletedStatusOfADeadPostStaysDeleted(t *testing.T) {
 	t.Parallel()
-	d := dieAfterThePush(t, Options{JobClaimIdle: 500 * time.Millisecond})
+	d := dieAfterThePush(t)
 	s := d.survivor
 	if err := s.DeleteStatus(ctxT(t), d.author.ID, d.sid); err != nil {
 		t.Fatal(err)
@@ -128,10 +184,10 @@ func TestDeletedStatusOfADeadPostStaysDeleted(t *testing.T) {
 }
 
 // A deletion that comes between a post job's read and its redo's writes
-// is seen after them: the status is deleted again.
-func TestRedoThatRacesADeletionDeletesAgain(t *testing.T) {
+// is seen after them: what the redo wrote is taken back.
+func TestRedoThatRacesADeletionIsTakenBack(t *testing.T) {
 	t.Parallel()
-	d := dieAfterThePush(t, Options{JobClaimIdle: 500 * time.Millisecond})
+	d := dieAfterThePush(t)
 	s := d.survivor
 	var once sync.Once
 	deleted := make(chan error, 1)
@@ -140,29 +196,112 @@ func TestRedoThatRacesADeletionDeletesAgain(t *testing.T) {
 	}
 	time.Sleep(600 * time.Millisecond) // the maker is taken for dead
 	startWorker(t, s, "after")
-	select {
-	case err := <-deleted:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no redo of the dead post's jobs")
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
 	}
 	waitJobsDone(t, s)
 	d.gone(t, 1)
 }
 
-// A job a worker waits on while its maker writes is not taken over by
-// another worker, which would redo the maker's writes beside it.
-func TestWaitedJobIsNotTakenOver(t *testing.T) {
+// A redo that wrote the status back and failed before it took it back
+// again is taken back by the job's next try.
+func TestRedoThatFailsAfterItsWritesIsTakenBackByTheNextTry(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.Backend(t)
-	opts := Options{Prefix: prefix, BcryptCost: 4, HashWait: time.Minute, JobClaimIdle: 3 * time.Second}
-	s := New(rdb, opts)
-	dying := mortal(t, rdb, opts)
+	d := dieAfterThePush(t)
+	s := d.survivor
+	var deleteOnce, failOnce sync.Once
+	failed := make(chan struct{})
+	s.beforeRewrite = func() {
+		deleteOnce.Do(func() {
+			if err := s.DeleteStatus(context.Background(), d.author.ID, d.sid); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	s.afterRewrite = func() (err error) {
+		failOnce.Do(func() {
+			err = errors.New("the redo's Redis went away")
+			close(failed)
+		})
+		return err
+	}
+	time.Sleep(600 * time.Millisecond) // the maker is taken for dead
+	startWorker(t, s, "after")
+	<-failed
+	waitJobsDone(t, s)
+	d.gone(t, 1)
+}
+
+// A repost entry whose repost died after writing it, then undone, is not
+// written back by its job's redo: nor is the claim, which would leave its
+// reposter unable to repost the status again, nor the notification.
+func TestUndoneRepostOfADeadRepostStaysUndone(t *testing.T) {
+	t.Parallel()
+	s, dying, _, prefix := instances(t, 500*time.Millisecond)
+	ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+	orig := post(t, s, ada.ID, "worth a repost")
+	probe := &deathAt{before: 1 << 30}
+	if _, err := dying.Repost(context.WithValue(ctxT(t), deathKey{}, probe), bob.ID, orig.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Unrepost(ctxT(t), bob.ID, orig.ID); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, s, "after")
+	waitJobsDone(t, s)
+	var undone atomic.Bool
+	s.beforeRewrite = func() {
+		if undone.CompareAndSwap(false, true) {
+			if _, err := s.Unrepost(context.Background(), bob.ID, orig.ID); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	// Dead before its jobs are marked ready, everything else written.
+	ready := slices.IndexFunc(probe.firsts, func(c string) bool {
+		return strings.HasPrefix(c, "hset "+prefix) && strings.Contains(c, "job:post:") && strings.HasSuffix(c, " ready 1\n")
+	})
+	if ready < 0 {
+		t.Fatalf("no round trip of a repost marks its jobs ready: %q", probe.firsts)
+	}
+	death := &deathAt{before: ready}
+	if _, err := dying.Repost(context.WithValue(ctxT(t), deathKey{}, death), bob.ID, orig.ID); err == nil {
+		t.Fatal("a repost that died before marking its jobs ready succeeded")
+	}
+	mine := zsetIDs(t, s, s.keys.profile(bob.ID))
+	if len(mine) != 1 {
+		t.Fatalf("bob's profile after the dead repost: %v", mine)
+	}
+	waitJobsDone(t, s)
+	if !undone.Load() {
+		t.Fatal("the dead repost's job did not redo its writes")
+	}
+	if got := zsetIDs(t, s, s.keys.profile(bob.ID)); len(got) != 0 {
+		t.Errorf("bob's profile after the repost was undone: %v", got)
+	}
+	if causes := noteCauses(t, s, ada.ID, protocol.NotifyReposted); len(causes) != 0 {
+		t.Errorf("ada's repost notifications after the repost was undone: %v", causes)
+	}
+	again, err := s.Repost(ctxT(t), bob.ID, orig.ID)
+	if err != nil || again.ID != orig.ID {
+		t.Fatalf("repost again: %+v, %v", again, err)
+	}
+	if got := zsetIDs(t, s, s.keys.profile(bob.ID)); len(got) != 1 || got[0] == mine[0] {
+		t.Errorf("bob's profile after reposting again: %v, want a new entry (the dead one was %d)", got, mine[0])
+	}
+}
+
+// A batch of jobs a worker holds, the one it waits on and those after it,
+// is not taken over by another worker, which would redo beside it what
+// their makers left: a post's job and its lists' come in one batch.
+func TestWaitedJobsAreNotTakenOver(t *testing.T) {
+	t.Parallel()
+	s, dying, _, _ := instances(t, 3*time.Second)
 	author := signUp(t, s, "author")
-	followersOf(t, s, "author", 2)
+	followers := followersOf(t, s, "author", 2)
 	trips := postTrips(t, dying, author.ID)
+	l := createList(t, s, followers[0].ID, "watched")
+	addMember(t, s, followers[0].ID, l.ID, "author")
 
 	var redos atomic.Int32
 	s.beforeRewrite = func() {
@@ -171,16 +310,19 @@ func TestWaitedJobIsNotTakenOver(t *testing.T) {
 	}
 	startWorker(t, s, "one")
 	startWorker(t, s, "two")
-	// Dead once its job is queued, before the status is written.
+	// Dead once its jobs are queued, before the status is written.
 	death := &deathAt{before: 1, sent: trips[1]}
 	if _, err := dying.Post(context.WithValue(ctxT(t), deathKey{}, death), author.ID, "unwritten"); err == nil {
-		t.Fatal("a post that died after queuing its job succeeded")
+		t.Fatal("a post that died after queuing its jobs succeeded")
 	}
 	waitJobsDone(t, s)
-	if n := redos.Load(); n != 1 {
-		t.Errorf("the dead post's writes were redone %d times, want once", n)
+	if n := redos.Load(); n != 2 {
+		t.Errorf("the dead post's writes were redone %d times, want twice (its job, its lists' job)", n)
 	}
 	if ids := zsetIDs(t, s, s.keys.profile(author.ID)); len(ids) != 3 {
 		t.Errorf("the author's profile holds %v, want three statuses", ids)
+	}
+	if ids := zsetIDs(t, s, s.keys.listStatuses(l.ID)); len(ids) != 3 {
+		t.Errorf("the list holds %v, want the author's three statuses", ids)
 	}
 }

@@ -50,22 +50,8 @@ func (s *Service) dropReactionsPass(ctx context.Context, j job) (passResult, err
 	}
 	k := s.keys
 	if j.of != 0 {
-		pipe := s.rdb.Pipeline()
-		none := repostUnclaimScript.Eval(ctx, pipe, []string{k.reposts(j.of)}, uid, sid)
-		author := pipe.HGet(ctx, k.status(j.of), "uid")
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		if err := s.dropRepostClaim(ctx, uid, sid, j.of); err != nil {
 			return passResult{}, err
-		}
-		// The notification goes only when uid holds no claim now: one that
-		// names a later entry is that repost's. One whose original is gone
-		// is left out of every read.
-		to, _ := author.Int64()
-		if n, _ := none.Int(); n == 1 && to != 0 {
-			pipe := s.rdb.Pipeline()
-			s.queueUnnotify(ctx, pipe, note{to: to, from: uid, kind: protocol.NotifyReposted, sid: j.of})
-			if _, err := pipe.Exec(ctx); err != nil {
-				return passResult{}, err
-			}
 		}
 		return passResult{finished: true, reached: 1}, nil
 	}
@@ -174,4 +160,26 @@ func anys(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// dropRepostClaim takes back uid's claim on original of where it names
+// repost entry sid, and the reposted notification when uid holds no claim
+// then: one that names a later entry is that repost's. One whose original
+// is gone is left out of every read.
+func (s *Service) dropRepostClaim(ctx context.Context, uid, sid, of int64) error {
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	none := repostUnclaimScript.Eval(ctx, pipe, []string{k.reposts(of)}, uid, sid)
+	author := pipe.HGet(ctx, k.status(of), "uid")
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	to, _ := author.Int64()
+	if n, _ := none.Int(); n != 1 || to == 0 {
+		return nil
+	}
+	pipe = s.rdb.Pipeline()
+	s.queueUnnotify(ctx, pipe, note{to: to, from: uid, kind: protocol.NotifyReposted, sid: of})
+	_, err := pipe.Exec(ctx)
+	return err
 }

@@ -225,7 +225,10 @@ type Service struct {
 	// redo's writes (rewriteUnlessDeleted); tests use it to delete the
 	// status there.
 	beforeRewrite func()
-	pulledScan    int // pulled statuses one home read scans a round (see mergePulled)
+	// afterRewrite, when set, runs after those writes; an error it returns
+	// is the redo's, as a failed Redis call would be.
+	afterRewrite func() error
+	pulledScan   int // pulled statuses one home read scans a round (see mergePulled)
 }
 
 // New returns a Service using rdb under the options' key prefix.

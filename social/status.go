@@ -165,28 +165,55 @@ var errDeletedMeanwhile = errors.New("status deleted before its post was finishe
 // its frame, payload, unless DeleteStatus marked the job as it deleted st,
 // which the maker wrote before it died. DeleteStatus marks the jobs before
 // it deletes, and this looks at the mark again after it writes: either it
-// sees the mark and deletes st again, or the deletion comes after its
-// writes. A status deleted meanwhile is never written back for good.
+// sees the mark, or the deletion comes after its writes. A marked job's
+// redo takes back, from st, whatever a redo may have written (this one, or
+// one that failed after its writes), and ends the job: a status deleted
+// meanwhile is never written back for good.
 func (s *Service) rewriteUnlessDeleted(ctx context.Context, j job, st Status, payload []byte) error {
-	if j.deleted {
-		return errDeletedMeanwhile
+	if !j.deleted {
+		if s.beforeRewrite != nil {
+			s.beforeRewrite()
+		}
+		if err := s.rewritePost(ctx, st, payload); err != nil {
+			return err
+		}
+		if s.afterRewrite != nil {
+			if err := s.afterRewrite(); err != nil {
+				return err
+			}
+		}
+		deleted, err := s.rdb.HExists(ctx, j.key, "deleted").Result()
+		if err != nil || !deleted {
+			return err
+		}
 	}
-	if s.beforeRewrite != nil {
-		s.beforeRewrite()
-	}
-	if err := s.rewritePost(ctx, st, payload); err != nil {
-		return err
-	}
-	deleted, err := s.rdb.HExists(ctx, j.key, "deleted").Result()
-	if err != nil || !deleted {
-		return err
-	}
-	// The whole deletion again, for what the rewrite wrote: a repost
-	// entry's claim, too.
-	if err := s.DeleteStatus(ctx, st.UID, st.ID); err != nil && !errors.Is(err, ErrStatusNotFound) {
+	if err := s.unwritePost(ctx, st); err != nil {
 		return err
 	}
 	return errDeletedMeanwhile
+}
+
+// unwritePost takes back what rewritePost may have written of status st,
+// from st, not from its hash, which the deletion that raced the rewrite
+// may have taken already: writeDelete's writes, and for a repost entry
+// its claim and notification, as its drop_reactions job takes them.
+// Idempotent.
+func (s *Service) unwritePost(ctx context.Context, st Status) error {
+	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: st.ID})
+	if err != nil {
+		return err
+	}
+	reply := []any{itoa(st.UID), nil, nil, formatMentions(st.Mentions)}
+	if r := st.ReplyTo; r != nil {
+		reply[1], reply[2] = itoa(r.ID), itoa(r.UID)
+	}
+	if err := s.unwriteStatus(ctx, st.UID, st.ID, payload, reply); err != nil {
+		return err
+	}
+	if st.RepostOf != nil {
+		return s.dropRepostClaim(ctx, st.UID, st.ID, st.RepostOf.ID)
+	}
+	return nil
 }
 
 // LastStatusID returns the id the last status posted was given (0 before
@@ -285,14 +312,20 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 // timelines and post count, the global timeline (publishing the deletion
 // on the global channel) and the pulled statuses. Idempotent, as writePost.
 func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte) error {
-	k := s.keys
-	global, err := json.Marshal(protocol.GlobalStatusDeleted{Type: protocol.TypeGlobalStatusDeleted, ID: id})
+	// The conversation first, while the hash still says what it was: a
+	// redo after the hash is gone finds it undone already.
+	reply, err := s.rdb.HMGet(ctx, s.keys.status(id), replyFields...).Result()
 	if err != nil {
 		return err
 	}
-	// The conversation first, while the hash still says what it was: a
-	// redo after the hash is gone finds it undone already.
-	reply, err := s.rdb.HMGet(ctx, k.status(id), replyFields...).Result()
+	return s.unwriteStatus(ctx, uid, id, payload, reply)
+}
+
+// unwriteStatus makes writeDelete's writes, for status id whose hash reads
+// reply (replyFields: all nil for a hash that is gone).
+func (s *Service) unwriteStatus(ctx context.Context, uid, id int64, payload []byte, reply []any) error {
+	k := s.keys
+	global, err := json.Marshal(protocol.GlobalStatusDeleted{Type: protocol.TypeGlobalStatusDeleted, ID: id})
 	if err != nil {
 		return err
 	}

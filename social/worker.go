@@ -54,6 +54,11 @@ type Worker struct {
 	afterPass func()
 
 	lastReap time.Time // when this worker last removed dead consumers
+
+	// held are the entries of the batch this worker runs (runAll), from
+	// the one it runs on, and keptAt when it last claimed them (keep).
+	held   []string
+	keptAt time.Time
 }
 
 // NewWorker returns a worker reading as consumer, a name unique to the
@@ -126,9 +131,9 @@ func (w *Worker) round(ctx context.Context) error {
 	}
 	for _, m := range claimed {
 		w.log.Info("took over an idle fan-out job", "entry", m.ID, "job", m.Values["job"])
-		if err := w.run(ctx, m); err != nil {
-			return err
-		}
+	}
+	if err := w.runAll(ctx, claimed); err != nil {
+		return err
 	}
 	block := min(time.Second, s.opts.JobClaimIdle/2)
 	streams, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
@@ -142,11 +147,48 @@ func (w *Worker) round(ctx context.Context) error {
 		return fmt.Errorf("read jobs: %w", err)
 	}
 	for _, st := range streams {
-		for _, m := range st.Messages {
-			if err := w.run(ctx, m); err != nil {
-				return err
-			}
+		if err := w.runAll(ctx, st.Messages); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// runAll runs a batch of jobs one after another, each to its end. The
+// batch is this worker's while it runs: each entry it holds, the job run
+// and those after it, is claimed again once a third of JobClaimIdle has
+// gone since the last claim, so that no other worker takes over a job
+// that moves or waits, which would redo beside this one what its maker
+// left (see makerDone).
+func (w *Worker) runAll(ctx context.Context, batch []redis.XMessage) error {
+	w.held, w.keptAt = w.held[:0], time.Now()
+	for _, m := range batch {
+		w.held = append(w.held, m.ID)
+	}
+	for _, m := range batch {
+		if err := w.keep(ctx); err != nil {
+			return err
+		}
+		if err := w.run(ctx, m); err != nil {
+			return err
+		}
+		w.held = w.held[1:]
+	}
+	return nil
+}
+
+// keep claims the entries of the batch still held again, when a third of
+// JobClaimIdle has gone since they were claimed last.
+func (w *Worker) keep(ctx context.Context) error {
+	if time.Since(w.keptAt) < w.s.opts.JobClaimIdle/3 {
+		return nil
+	}
+	w.keptAt = time.Now()
+	err := w.s.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
+		Stream: w.s.keys.jobs(), Group: jobGroup, Consumer: w.consumer, Messages: w.held,
+	}).Err()
+	if err != nil {
+		return fmt.Errorf("keep jobs %v: %w", w.held, err)
 	}
 	return nil
 }
@@ -180,20 +222,6 @@ func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 	s := w.s
 	stream := s.keys.jobs()
 	key, _ := m.Values["job"].(string)
-	// Claiming our own entry again resets its idle time, so no other
-	// worker takes over a job that is moving, or one waited for: that one
-	// would redo its maker's writes beside this worker (see makerDone).
-	claimed := time.Now()
-	keep := func() error {
-		claimed = time.Now()
-		err := s.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
-			Stream: stream, Group: jobGroup, Consumer: w.consumer, Messages: []string{m.ID},
-		}).Err()
-		if err != nil {
-			return fmt.Errorf("keep job %s: %w", key, err)
-		}
-		return nil
-	}
 	for key != "" {
 		res, err := s.pass(ctx, key)
 		if err != nil {
@@ -206,10 +234,8 @@ func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 			if !sleepCtx(ctx, notReadyWait) {
 				return nil
 			}
-			if time.Since(claimed) >= s.opts.JobClaimIdle/3 {
-				if err := keep(); err != nil {
-					return err
-				}
+			if err := w.keep(ctx); err != nil {
+				return err
 			}
 			continue
 		}
@@ -219,7 +245,7 @@ func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err := keep(); err != nil {
+		if err := w.keep(ctx); err != nil {
 			return err
 		}
 	}
