@@ -19,11 +19,14 @@ import (
 // (a pipeline cut off as it was written). Everything after fails.
 type deathAt struct {
 	before, sent int
+	// at, when set, takes the place of before: the instance dies as it
+	// sends the first round trip whose first command, as fmt.Sprintln
+	// writes its arguments, at matches (sending none of it).
+	at func(first string) bool
 
-	mu     sync.Mutex
-	trips  []int    // the commands of each round trip made
-	firsts []string // the first command of each, as it was sent
-	dead   bool
+	mu    sync.Mutex
+	trips []int // the commands of each round trip made
+	dead  bool
 }
 
 var errDied = errors.New("the instance died")
@@ -53,7 +56,11 @@ func (deathHook) run(ctx context.Context, cmds []redis.Cmder, next func([]redis.
 		return next(cmds)
 	}
 	d.mu.Lock()
-	if d.dead || len(d.trips) > d.before {
+	first := fmt.Sprintln(cmds[0].Args()...)
+	if d.at != nil && !d.dead && d.at(first) {
+		d.dead = true
+	}
+	if d.dead || d.at == nil && len(d.trips) > d.before {
 		d.mu.Unlock()
 		for _, c := range cmds {
 			c.SetErr(errDied)
@@ -61,8 +68,7 @@ func (deathHook) run(ctx context.Context, cmds []redis.Cmder, next func([]redis.
 		return errDied
 	}
 	d.trips = append(d.trips, len(cmds))
-	d.firsts = append(d.firsts, fmt.Sprintln(cmds[0].Args()...))
-	if len(d.trips) <= d.before {
+	if d.at != nil || len(d.trips) <= d.before {
 		d.mu.Unlock()
 		return next(cmds)
 	}

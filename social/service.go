@@ -224,7 +224,7 @@ type Service struct {
 	// beforeRewrite, when set, runs between a post job's read and its
 	// redo's writes (rewriteUnlessDeleted); tests use it to delete the
 	// status there.
-	beforeRewrite func()
+	beforeRewrite func(job)
 	// afterRewrite, when set, runs after those writes; an error it returns
 	// is the redo's, as a failed Redis call would be.
 	afterRewrite func() error

@@ -172,7 +172,7 @@ var errDeletedMeanwhile = errors.New("status deleted before its post was finishe
 func (s *Service) rewriteUnlessDeleted(ctx context.Context, j job, st Status, payload []byte) error {
 	if !j.deleted {
 		if s.beforeRewrite != nil {
-			s.beforeRewrite()
+			s.beforeRewrite(j)
 		}
 		if err := s.rewritePost(ctx, st, payload); err != nil {
 			return err

@@ -23,6 +23,10 @@ var (
 	//go:embed reap_consumers.lua
 	reapSource string
 	reapScript = redis.NewScript(reapSource)
+
+	//go:embed keep_jobs.lua
+	keepSource string
+	keepScript = redis.NewScript(keepSource)
 )
 
 // notReadyWait is how long a worker waits before it looks again at a job
@@ -136,9 +140,11 @@ func (w *Worker) round(ctx context.Context) error {
 		return err
 	}
 	block := min(time.Second, s.opts.JobClaimIdle/2)
+	// One new job at a time: those queued behind it wait for the first
+	// worker free, not for this one.
 	streams, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: jobGroup, Consumer: w.consumer, Streams: []string{stream, ">"},
-		Count: 10, Block: block,
+		Count: 1, Block: block,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil
@@ -154,12 +160,13 @@ func (w *Worker) round(ctx context.Context) error {
 	return nil
 }
 
-// runAll runs a batch of jobs one after another, each to its end. The
-// batch is this worker's while it runs: each entry it holds, the job run
-// and those after it, is claimed again once a third of JobClaimIdle has
-// gone since the last claim, so that no other worker takes over a job
-// that moves or waits, which would redo beside this one what its maker
-// left (see makerDone).
+// runAll runs a batch of jobs one after another, each to its end: a new
+// one, or those taken over from a dead worker. The entries it holds, the
+// job it runs and those after it, are claimed again between passes, and
+// while a job waits for its maker (keep), so that no other worker takes
+// over a job that moves or waits and redoes beside this one what its
+// maker left (see makerDone). An entry another worker took over
+// meanwhile, this one having stalled, is left to it.
 func (w *Worker) runAll(ctx context.Context, batch []redis.XMessage) error {
 	w.held, w.keptAt = w.held[:0], time.Now()
 	for _, m := range batch {
@@ -169,27 +176,40 @@ func (w *Worker) runAll(ctx context.Context, batch []redis.XMessage) error {
 		if err := w.keep(ctx); err != nil {
 			return err
 		}
+		if len(w.held) == 0 || w.held[0] != m.ID {
+			continue
+		}
 		if err := w.run(ctx, m); err != nil {
 			return err
 		}
-		w.held = w.held[1:]
+		if len(w.held) > 0 && w.held[0] == m.ID {
+			w.held = w.held[1:]
+		}
 	}
 	return nil
 }
 
-// keep claims the entries of the batch still held again, when a third of
-// JobClaimIdle has gone since they were claimed last.
+// keep claims again the entries still held (keep_jobs.lua), once a sixth
+// of JobClaimIdle has gone since it last did: a pass may run for the rest
+// of JobClaimIdle before another worker takes its job over. It forgets
+// those another worker took over.
 func (w *Worker) keep(ctx context.Context) error {
-	if time.Since(w.keptAt) < w.s.opts.JobClaimIdle/3 {
+	if len(w.held) == 0 || time.Since(w.keptAt) < w.s.opts.JobClaimIdle/6 {
 		return nil
 	}
 	w.keptAt = time.Now()
-	err := w.s.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
-		Stream: w.s.keys.jobs(), Group: jobGroup, Consumer: w.consumer, Messages: w.held,
-	}).Err()
+	args := []any{jobGroup, w.consumer}
+	for _, id := range w.held {
+		args = append(args, id)
+	}
+	kept, err := keepScript.Run(ctx, w.s.rdb, []string{w.s.keys.jobs()}, args...).StringSlice()
 	if err != nil {
 		return fmt.Errorf("keep jobs %v: %w", w.held, err)
 	}
+	if len(kept) < len(w.held) {
+		w.log.Warn("fan-out jobs taken over by another worker while this one stalled", "jobs", len(w.held)-len(kept))
+	}
+	w.held = append(w.held[:0], kept...)
 	return nil
 }
 
