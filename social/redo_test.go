@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -330,6 +332,14 @@ func TestWaitedJobsAreNotTakenOver(t *testing.T) {
 		mu.Lock()
 		redos[j.key]++
 		mu.Unlock()
+		// Its entry delivered once: no worker took it over, whichever
+		// redoes it.
+		p, err := s.rdb.XPendingExt(context.Background(), &redis.XPendingExtArgs{
+			Stream: s.keys.jobs(), Group: jobGroup, Start: j.entry, End: j.entry, Count: 1,
+		}).Result()
+		if err != nil || len(p) != 1 || p[0].RetryCount != 1 {
+			t.Errorf("job %s's entry as it is redone: %+v, %v; want it delivered once", j.key, p, err)
+		}
 		time.Sleep(2500 * time.Millisecond) // a slow redo, past another's claim
 	}
 	// Two workers to wait on the post's two jobs, and one to take over
@@ -358,5 +368,68 @@ func TestWaitedJobsAreNotTakenOver(t *testing.T) {
 	}
 	if ids := zsetIDs(t, s, s.keys.listStatuses(l.ID)); len(ids) != 3 {
 		t.Errorf("the list holds %v, want the author's three statuses", ids)
+	}
+}
+
+// A worker keeps the entry of its job claimed only while it is its own: one
+// another worker took over stays that worker's.
+func TestKeepLetsGoOfAJobTakenOver(t *testing.T) {
+	t.Parallel()
+	s, _, _, _ := instances(t, 3*time.Second)
+	ctx := ctxT(t)
+	w := s.NewWorker("me", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := w.createGroup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, job := range []string{"mine", "theirs"} {
+		if err := s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: s.keys.jobs(), Values: []string{"job", job}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: jobGroup, Consumer: "me", Streams: []string{s.keys.jobs(), ">"}, Count: 2,
+	}).Result()
+	if err != nil || len(read) != 1 || len(read[0].Messages) != 2 {
+		t.Fatalf("read the entries: %v, %v", read, err)
+	}
+	mine, theirs := read[0].Messages[0].ID, read[0].Messages[1].ID
+	if err := s.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
+		Stream: s.keys.jobs(), Group: jobGroup, Consumer: "other", Messages: []string{theirs},
+	}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // an idle time to reset
+	owner := func(entry string) (string, time.Duration) {
+		t.Helper()
+		p, err := s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: s.keys.jobs(), Group: jobGroup, Start: entry, End: entry, Count: 1,
+		}).Result()
+		if err != nil || len(p) != 1 {
+			t.Fatalf("entry %s pending: %v, %v", entry, p, err)
+		}
+		return p[0].Consumer, p[0].Idle
+	}
+	for _, c := range []struct {
+		entry string
+		held  bool
+		owner string
+	}{{mine, true, "me"}, {theirs, false, "other"}} {
+		w.keptAt = time.Time{} // long ago
+		held, err := w.keep(ctx, c.entry)
+		if err != nil || held != c.held {
+			t.Errorf("keep %s: %v, %v; want %v", c.entry, held, err, c.held)
+		}
+		who, idle := owner(c.entry)
+		if who != c.owner {
+			t.Errorf("entry %s is %s's after keep, want %s's", c.entry, who, c.owner)
+		}
+		if c.held && idle >= 50*time.Millisecond {
+			t.Errorf("entry %s kept, idle %s: not claimed again", c.entry, idle)
+		}
+	}
+	// Within a sixth of JobClaimIdle of the last keep nothing is asked of
+	// Redis: whatever the entry, it is taken as still held.
+	if held, err := w.keep(ctx, theirs); err != nil || !held {
+		t.Errorf("keep right after a keep: %v, %v; want held", held, err)
 	}
 }

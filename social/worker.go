@@ -24,7 +24,7 @@ var (
 	reapSource string
 	reapScript = redis.NewScript(reapSource)
 
-	//go:embed keep_jobs.lua
+	//go:embed keep_job.lua
 	keepSource string
 	keepScript = redis.NewScript(keepSource)
 )
@@ -59,10 +59,7 @@ type Worker struct {
 
 	lastReap time.Time // when this worker last removed dead consumers
 
-	// held are the entries of the batch this worker runs (runAll), from
-	// the one it runs on, and keptAt when it last claimed them (keep).
-	held   []string
-	keptAt time.Time
+	keptAt time.Time // when the worker last claimed the entry it runs (keep)
 }
 
 // NewWorker returns a worker reading as consumer, a name unique to the
@@ -120,31 +117,29 @@ func (w *Worker) createGroup(ctx context.Context) error {
 	return nil
 }
 
-// round takes over jobs left idle by other workers, then waits briefly for
-// new ones, and runs what it got.
+// round takes over a job left idle by another worker, or else waits
+// briefly for a new one, and runs what it got. A worker takes one job at a
+// time: those queued behind it wait for the first worker free, not for
+// this one.
 func (w *Worker) round(ctx context.Context) error {
 	s := w.s
 	stream := s.keys.jobs()
 	w.reapConsumers(ctx)
 	claimed, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: stream, Group: jobGroup, Consumer: w.consumer,
-		MinIdle: s.opts.JobClaimIdle, Start: "0-0", Count: 10,
+		MinIdle: s.opts.JobClaimIdle, Start: "0-0", Count: 1,
 	}).Result()
 	if err != nil {
 		return fmt.Errorf("claim idle jobs: %w", err)
 	}
-	for _, m := range claimed {
+	if len(claimed) > 0 {
+		m := claimed[0]
 		w.log.Info("took over an idle fan-out job", "entry", m.ID, "job", m.Values["job"])
+		return w.run(ctx, m) // the next round looks for another at once
 	}
-	if err := w.runAll(ctx, claimed); err != nil {
-		return err
-	}
-	block := min(time.Second, s.opts.JobClaimIdle/2)
-	// One new job at a time: those queued behind it wait for the first
-	// worker free, not for this one.
 	streams, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: jobGroup, Consumer: w.consumer, Streams: []string{stream, ">"},
-		Count: 1, Block: block,
+		Count: 1, Block: min(time.Second, s.opts.JobClaimIdle/2),
 	}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil
@@ -153,64 +148,36 @@ func (w *Worker) round(ctx context.Context) error {
 		return fmt.Errorf("read jobs: %w", err)
 	}
 	for _, st := range streams {
-		if err := w.runAll(ctx, st.Messages); err != nil {
-			return err
+		for _, m := range st.Messages {
+			if err := w.run(ctx, m); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// runAll runs a batch of jobs one after another, each to its end: a new
-// one, or those taken over from a dead worker. The entries it holds, the
-// job it runs and those after it, are claimed again between passes, and
-// while a job waits for its maker (keep), so that no other worker takes
+// keep claims again the entry of the job this worker runs (keep_job.lua),
+// once a sixth of JobClaimIdle has gone since it last did: between passes,
+// and while the job waits for its maker, so that no other worker takes
 // over a job that moves or waits and redoes beside this one what its
-// maker left (see makerDone). An entry another worker took over
-// meanwhile, this one having stalled, is left to it.
-func (w *Worker) runAll(ctx context.Context, batch []redis.XMessage) error {
-	w.held, w.keptAt = w.held[:0], time.Now()
-	for _, m := range batch {
-		w.held = append(w.held, m.ID)
-	}
-	for _, m := range batch {
-		if err := w.keep(ctx); err != nil {
-			return err
-		}
-		if len(w.held) == 0 || w.held[0] != m.ID {
-			continue
-		}
-		if err := w.run(ctx, m); err != nil {
-			return err
-		}
-		if len(w.held) > 0 && w.held[0] == m.ID {
-			w.held = w.held[1:]
-		}
-	}
-	return nil
-}
-
-// keep claims again the entries still held (keep_jobs.lua), once a sixth
-// of JobClaimIdle has gone since it last did: a pass may run for the rest
-// of JobClaimIdle before another worker takes its job over. It forgets
-// those another worker took over.
-func (w *Worker) keep(ctx context.Context) error {
-	if len(w.held) == 0 || time.Since(w.keptAt) < w.s.opts.JobClaimIdle/6 {
-		return nil
+// maker left (see makerDone). A pass may run for the rest of JobClaimIdle
+// before another worker takes its job over. It reports whether the entry
+// is still this worker's: one taken over meanwhile, this worker having
+// stalled, or finished by another, is left alone.
+func (w *Worker) keep(ctx context.Context, entry string) (bool, error) {
+	if time.Since(w.keptAt) < w.s.opts.JobClaimIdle/6 {
+		return true, nil
 	}
 	w.keptAt = time.Now()
-	args := []any{jobGroup, w.consumer}
-	for _, id := range w.held {
-		args = append(args, id)
-	}
-	kept, err := keepScript.Run(ctx, w.s.rdb, []string{w.s.keys.jobs()}, args...).StringSlice()
+	held, err := keepScript.Run(ctx, w.s.rdb, []string{w.s.keys.jobs()}, jobGroup, w.consumer, entry).Int()
 	if err != nil {
-		return fmt.Errorf("keep jobs %v: %w", w.held, err)
+		return false, fmt.Errorf("keep job entry %s: %w", entry, err)
 	}
-	if len(kept) < len(w.held) {
-		w.log.Warn("fan-out jobs taken over by another worker while this one stalled", "jobs", len(w.held)-len(kept))
+	if held == 0 {
+		w.log.Warn("fan-out job no longer this worker's: taken over, or finished by another", "entry", entry)
 	}
-	w.held = append(w.held[:0], kept...)
-	return nil
+	return held == 1, nil
 }
 
 // reapConsumers removes, at most once every consumerReapEvery, the consumers
@@ -236,12 +203,14 @@ func (w *Worker) reapConsumers(ctx context.Context) {
 	}
 }
 
-// run carries one job to its end, or returns when ctx ends, leaving the job
-// pending for whoever claims it next.
+// run carries one job to its end, or returns when ctx ends or its entry is
+// no longer this worker's (keep), leaving the job pending for whoever
+// claims it next.
 func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 	s := w.s
 	stream := s.keys.jobs()
 	key, _ := m.Values["job"].(string)
+	w.keptAt = time.Now() // just read or claimed
 	for key != "" {
 		res, err := s.pass(ctx, key)
 		if err != nil {
@@ -254,7 +223,7 @@ func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 			if !sleepCtx(ctx, notReadyWait) {
 				return nil
 			}
-			if err := w.keep(ctx); err != nil {
+			if held, err := w.keep(ctx, m.ID); !held {
 				return err
 			}
 			continue
@@ -265,7 +234,7 @@ func (w *Worker) run(ctx context.Context, m redis.XMessage) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err := w.keep(ctx); err != nil {
+		if held, err := w.keep(ctx, m.ID); !held {
 			return err
 		}
 	}
