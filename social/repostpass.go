@@ -163,30 +163,23 @@ func anys(ss []string) []any {
 }
 
 // dropRepostClaim takes back uid's claim on original of where it names
-// repost entry sid, and the reposted notification with it. The
-// notification goes first: while the claim names sid, uid cannot repost
-// of again, so no later repost's notification (whose cause is the same)
-// can be there yet to be taken by mistake. A claim that no longer names
-// sid was taken back by a try before this one, notification first, and
-// what stands now is a later repost's.
+// repost entry sid, and the reposted notification when uid holds no claim
+// then: one that names a later entry is that repost's. One whose original
+// is gone is left out of every read.
 func (s *Service) dropRepostClaim(ctx context.Context, uid, sid, of int64) error {
 	k := s.keys
 	pipe := s.rdb.Pipeline()
-	claim := pipe.ZScore(ctx, k.reposts(of), itoa(uid))
+	none := repostUnclaimScript.Eval(ctx, pipe, []string{k.reposts(of)}, uid, sid)
 	author := pipe.HGet(ctx, k.status(of), "uid")
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
-	if claim.Err() != nil || int64(claim.Val()) != sid {
+	to, _ := author.Int64()
+	if n, _ := none.Int(); n != 1 || to == 0 {
 		return nil
 	}
-	// One whose original is gone is left out of every read.
-	if to, _ := author.Int64(); to != 0 {
-		pipe := s.rdb.Pipeline()
-		s.queueUnnotify(ctx, pipe, note{to: to, from: uid, kind: protocol.NotifyReposted, sid: of})
-		if _, err := pipe.Exec(ctx); err != nil {
-			return err
-		}
-	}
-	return repostUnclaimScript.Run(ctx, s.rdb, []string{k.reposts(of)}, uid, sid).Err()
+	pipe = s.rdb.Pipeline()
+	s.queueUnnotify(ctx, pipe, note{to: to, from: uid, kind: protocol.NotifyReposted, sid: of})
+	_, err := pipe.Exec(ctx)
+	return err
 }
