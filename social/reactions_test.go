@@ -664,3 +664,51 @@ func TestDeletionOfRepostedStatusSurvivesDeadMaker(t *testing.T) {
 		t.Errorf("carol's liked index holds the deleted status (%v)", err)
 	}
 }
+
+// A repost made again between the two steps of the take-back of the one
+// before it (its claim, then its notification) keeps its notification,
+// though it shares its cause with the one taken: also when its author is
+// suspended meanwhile, which hides the repost until the suspension ends.
+func TestRepostMadeAgainDuringATakeBackKeepsItsNotification(t *testing.T) {
+	t.Parallel()
+	for _, suspended := range []bool{false, true} {
+		t.Run(fmt.Sprint("suspended=", suspended), func(t *testing.T) {
+			t.Parallel()
+			s, _ := newService(t, Options{})
+			ctx := ctxT(t)
+			ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+			orig := post(t, s, ada.ID, "worth two reposts")
+			if _, err := s.Repost(ctx, bob.ID, orig.ID); err != nil {
+				t.Fatal(err)
+			}
+			first := zsetIDs(t, s, s.keys.profile(bob.ID))
+			var again Status
+			s.afterUnclaim = func() {
+				s.afterUnclaim = nil
+				var err error
+				if again, err = s.Repost(ctx, bob.ID, orig.ID); err != nil {
+					t.Error(err)
+				}
+				if suspended {
+					if _, err := s.Suspend(ctx, bob.ID); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			if _, err := s.Unrepost(ctx, bob.ID, orig.ID); err != nil {
+				t.Fatal(err)
+			}
+			if again.ID != orig.ID {
+				t.Fatalf("the repost made again: %+v", again)
+			}
+			mine := zsetIDs(t, s, s.keys.profile(bob.ID))
+			if len(mine) != 1 || slices.Equal(mine, first) {
+				t.Fatalf("bob's profile: %v; want one repost entry, not the first (%v)", mine, first)
+			}
+			want := []string{fmt.Sprintf("%s:%d:%d", protocol.NotifyReposted, bob.ID, orig.ID)}
+			if got := noteCauses(t, s, ada.ID, protocol.NotifyReposted); !slices.Equal(got, want) {
+				t.Errorf("ada's repost notifications: %v, want %v", got, want)
+			}
+		})
+	}
+}

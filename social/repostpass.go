@@ -175,11 +175,62 @@ func (s *Service) dropRepostClaim(ctx context.Context, uid, sid, of int64) error
 		return err
 	}
 	to, _ := author.Int64()
-	if n, _ := none.Int(); n != 1 || to == 0 {
+	if to == 0 || to == uid {
+		return nil // no notification
+	}
+	if n, _ := none.Int(); n == 1 {
+		if s.afterUnclaim != nil {
+			s.afterUnclaim()
+		}
+		// The claim first, then the notification: notifyWhile stores,
+		// then looks at the claim, so one side or the other takes it back.
+		pipe = s.rdb.Pipeline()
+		s.queueUnnotify(ctx, pipe, note{to: to, from: uid, kind: protocol.NotifyReposted, sid: of})
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	// Also when a later claim stood already: a try before this one may
+	// have taken the notification and failed before renotifying.
+	return s.renotifyRepost(ctx, uid, of)
+}
+
+// renotifyRepost notifies again uid's repost of original of that stands
+// now, if one does: a repost made between a take-back's two steps found
+// the cause of the notification the take-back then took (the same cause:
+// "reposted", uid, of) still stored, and stored none of its own. As
+// writeRepost notifies, and nothing twice.
+func (s *Service) renotifyRepost(ctx context.Context, uid, of int64) error {
+	eid, err := s.rdb.ZScore(ctx, s.keys.reposts(of), itoa(uid)).Result()
+	if errors.Is(err, redis.Nil) {
 		return nil
 	}
-	pipe = s.rdb.Pipeline()
-	s.queueUnnotify(ctx, pipe, note{to: to, from: uid, kind: protocol.NotifyReposted, sid: of})
-	_, err := pipe.Exec(ctx)
-	return err
+	if err != nil {
+		return err
+	}
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	e := pipe.HMGet(ctx, k.status(int64(eid)), statusFields...)
+	o := pipe.HMGet(ctx, k.status(of), statusFields...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	// Either gone: its own take-back, or the original's deletion, has it.
+	// A hidden one counts as there: a suspension may be undone, and reads
+	// leave out what a suspended user sent.
+	entry, ok := parseStatus(shown(e.Val()))
+	orig, there := parseStatus(shown(o.Val()))
+	if !ok || !there {
+		return nil
+	}
+	n := note{to: orig.UID, from: uid, kind: protocol.NotifyReposted, sid: of, at: entry.Posted,
+		fromUser: protocol.User{ID: uid, Login: entry.Login, Name: entry.Name}, status: &orig}
+	return s.notifyWhile(ctx, n, s.keys.reposts(of), itoa(uid))
+}
+
+// shown is a status hash's statusFields as parseStatus reads them, with its
+// "hidden" field (the last) left out.
+func shown(v []any) []any {
+	v[len(v)-1] = nil
+	return v
 }

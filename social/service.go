@@ -228,6 +228,9 @@ type Service struct {
 	// afterRewrite, when set, runs after those writes; an error it returns
 	// is the redo's, as a failed Redis call would be.
 	afterRewrite func() error
+	// afterUnclaim, when set, runs between a repost's take-back's two
+	// steps (dropRepostClaim).
+	afterUnclaim func()
 	pulledScan   int // pulled statuses one home read scans a round (see mergePulled)
 }
 
