@@ -201,14 +201,14 @@ func (s *Service) dropRepostClaim(ctx context.Context, uid, sid, of int64) error
 // "reposted", uid, of) still stored, and stored none of its own. As
 // writeRepost notifies, and nothing twice.
 func (s *Service) renotifyRepost(ctx context.Context, uid, of int64) error {
-	eid, err := s.rdb.ZScore(ctx, s.keys.reposts(of), itoa(uid)).Result()
+	k := s.keys
+	eid, err := s.rdb.ZScore(ctx, k.reposts(of), itoa(uid)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	k := s.keys
 	pipe := s.rdb.Pipeline()
 	e := pipe.HMGet(ctx, k.status(int64(eid)), statusFields...)
 	o := pipe.HMGet(ctx, k.status(of), statusFields...)
@@ -225,7 +225,7 @@ func (s *Service) renotifyRepost(ctx context.Context, uid, of int64) error {
 	}
 	n := note{to: orig.UID, from: uid, kind: protocol.NotifyReposted, sid: of, at: entry.Posted,
 		fromUser: protocol.User{ID: uid, Login: entry.Login, Name: entry.Name}, status: &orig}
-	return s.notifyWhile(ctx, n, s.keys.reposts(of), itoa(uid))
+	return s.notifyWhile(ctx, n, k.reposts(of), itoa(uid))
 }
 
 // shown is a status hash's statusFields as parseStatus reads them, with its
