@@ -236,16 +236,36 @@ func (e *clusterEnv) connect(uid int64, pulls ...int64) *stream {
 	return connectToken(e.tb, e.url, session)
 }
 
-// upToMark publishes a mark on uid's channel and returns the frames s is
-// sent before it: a channel's frames come in the order they are published.
-func (e *clusterEnv) upToMark(uid int64, s *stream) []frame {
+// upToMark publishes a mark on uid's channel, and on the channel of each
+// pulled author named, and returns the frames s is sent before the last of
+// them comes: a channel's frames come in the order they are published, but
+// channels on different masters keep no order between them.
+func (e *clusterEnv) upToMark(uid int64, s *stream, pulls ...int64) []frame {
 	e.tb.Helper()
-	mark := "mark_" + strconv.FormatInt(serial.Add(1), 10)
-	raw, _ := json.Marshal(map[string]string{"type": "mark", "mark": mark})
-	if err := e.rdb.SPublish(e.tb.Context(), e.feed.UserChannel(uid), raw).Err(); err != nil {
-		e.tb.Fatal(err)
+	channels := []string{e.feed.UserChannel(uid)}
+	for _, author := range pulls {
+		channels = append(channels, e.feed.AuthorChannel(author))
 	}
-	return s.upTo(func(f frame) bool { return f.Type == "mark" && f.Mark == mark }, 10*time.Second)
+	marks := map[string]bool{}
+	for _, channel := range channels {
+		mark := "mark_" + strconv.FormatInt(serial.Add(1), 10)
+		marks[mark] = true
+		raw, _ := json.Marshal(map[string]string{"type": "mark", "mark": mark})
+		if err := e.rdb.SPublish(e.tb.Context(), channel, raw).Err(); err != nil {
+			e.tb.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var got []frame
+	for len(marks) > 0 {
+		f := s.next(time.Until(deadline))
+		if f.Type == "mark" && marks[f.Mark] {
+			delete(marks, f.Mark)
+			continue
+		}
+		got = append(got, f)
+	}
+	return got
 }
 
 // send publishes v, as JSON, on uid's channel, as any instance would.
@@ -325,7 +345,11 @@ func TestHubOnCluster(t *testing.T) {
 	for uid, s := range streams {
 		// Channels on different masters come on different connections:
 		// their frames keep no order between them.
-		got := describe(e.upToMark(uid, s))
+		var pulls []int64
+		if uid == reader {
+			pulls = []int64{author}
+		}
+		got := describe(e.upToMark(uid, s, pulls...))
 		if slices.Sort(got); !slices.Equal(got, slices.Sorted(slices.Values(want[uid]))) {
 			t.Errorf("user %d's stream got %q, want %q", uid, got, want[uid])
 		}
@@ -432,7 +456,11 @@ func TestHubCatchUpAfterFailover(t *testing.T) {
 	for uid, s := range streams {
 		want := e.feed.homeIDs(uid)
 		got := statusesUntil(s, want, 20*time.Second)
-		got = append(got, statusIDs(e.upToMark(uid, s))...)
+		var pulls []int64
+		if uid == reader {
+			pulls = []int64{author}
+		}
+		got = append(got, statusIDs(e.upToMark(uid, s, pulls...))...)
 		if slices.Sort(got); !slices.Equal(got, want) {
 			t.Errorf("user %d's stream got statuses %v, want its home timeline %v", uid, got, want)
 		}
