@@ -256,6 +256,10 @@ var readerPool = pool{work: make(chan func())}
 // maxIdleReaders bounds the goroutines kept idle for the next readers.
 const maxIdleReaders = 64
 
+// IdleReaders is how many goroutines the process keeps idle now for the
+// next streams' reads (at most 64, whatever the streams held).
+func IdleReaders() int64 { return int64(readerPool.idle.Load()) }
+
 type pool struct {
 	work chan func() // unbuffered: a send succeeds only to an idle goroutine
 	idle atomic.Int32

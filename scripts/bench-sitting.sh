@@ -62,7 +62,7 @@ bench() { # bench LABEL ARGS...
     -followers-per-author 100 -workers -1 -conns-per-worker $CPW "$@" > "$W/$label.txt" 2>&1
   echo "rc $?" >> "$W/$label.txt"
   { echo "=== $label: $*"; grep -v 'level=' "$W/$label.txt"; } >> "$OUT/results.txt"
-  log "$label: $(grep -E '^(connections|POST answer|PUBLISH answer|post→delivery|floor post→delivery|CPU|memory/conn|runtime/conn|deliveries|RESULT)' "$W/$label.txt" | tr -s ' ' | tr '\n' '|')"
+  log "$label: $(grep -E '^(connections|POST answer|  on the servers|PUBLISH answer|post→delivery|floor post→delivery|CPU|memory/conn|runtime/conn|deliveries|RESULT)' "$W/$label.txt" | tr -s ' ' | tr '\n' '|')"
 }
 stop() { kill "$@" 2>/dev/null; wait "$@" 2>/dev/null; }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"chorus/internal/version"
+	"chorus/realtime"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -26,6 +27,8 @@ type Metrics struct {
 	reg         *prometheus.Registry
 	requests    *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
+	redisWait   *prometheus.HistogramVec
+	redisTrips  *prometheus.HistogramVec
 	redisErrors prometheus.Counter
 	posted      prometheus.Counter
 }
@@ -42,6 +45,16 @@ func NewMetrics() *Metrics {
 			Name: "chorus_http_request_duration_seconds", Help: "Time to answer HTTP requests, by route pattern and method (streams excluded).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "method"}),
+		redisWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chorus_http_request_redis_seconds",
+			Help:    "Time a request waited on Redis, summed over its round trips, by route pattern and method (streams excluded): the rest of its time is the server's own, or waiting for a core.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+		}, []string{"route", "method"}),
+		redisTrips: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chorus_http_request_redis_round_trips",
+			Help:    "Round trips to Redis a request made (a command, a pipeline or a transaction: one each), by route pattern and method (streams excluded).",
+			Buckets: []float64{0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 50},
+		}, []string{"route", "method"}),
 		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "chorus_redis_errors_total", Help: "Redis commands and dials that failed (not counting empty replies).",
 		}),
@@ -49,7 +62,7 @@ func NewMetrics() *Metrics {
 			Name: "chorus_statuses_posted_total", Help: "Statuses posted through this instance.",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.redisErrors, m.posted, buildInfo(version.Current()),
+	m.reg.MustRegister(m.requests, m.latency, m.redisWait, m.redisTrips, m.redisErrors, m.posted, buildInfo(version.Current()),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -68,8 +81,9 @@ func buildInfo(v version.Info) prometheus.Collector {
 	return g
 }
 
-// RedisHook counts failed Redis commands; add it to the Redis client.
-func (m *Metrics) RedisHook() redis.Hook { return redisErrorHook{m.redisErrors} }
+// RedisHook counts failed Redis commands, and the round trips of each
+// request and the time it waited on them; add it to the Redis client.
+func (m *Metrics) RedisHook() redis.Hook { return redisHook{m.redisErrors} }
 
 // register adds the metrics read from the server's parts at scrape time.
 func (m *Metrics) register(s *Server) {
@@ -84,6 +98,8 @@ func (m *Metrics) register(s *Server) {
 			func() float64 { return float64(st.EventStreams.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_stream_readers", Help: "Goroutines reading streams' clients now: one per stream whose client's bytes are being read. An idle stream has none, unless its socket cannot be watched (then one each)."},
 			func() float64 { return float64(st.Readers.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_stream_readers_idle", Help: "Goroutines the process keeps idle for the next streams' reads (at most 64, whatever the streams held), so that a read starts on a grown stack."},
+			func() float64 { return float64(realtime.IdleReaders()) }),
 		counter("chorus_frames_sent_total", "Frames written to streams.", &st.FramesSent),
 		counter("chorus_frames_dropped_total", "Frames not written: the stream was closing, too slow, or its write failed.", &st.FramesDropped),
 		counter("chorus_slow_clients_closed_total", "Streams closed with 1013 because their queue overflowed.", &st.SlowClosed),
@@ -176,7 +192,8 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// instrument counts and times every request under its route pattern.
+// instrument counts and times every request under its route pattern, and
+// notes what it asked of Redis (the requestLog logRequests gives it).
 func (m *Metrics) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
@@ -194,6 +211,10 @@ func (m *Metrics) instrument(next http.Handler) http.Handler {
 		// Streams are left out, the event stream as the WebSocket upgrade.
 		if status != http.StatusSwitchingProtocols && ww.Header().Get("Content-Type") != "text/event-stream" {
 			m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+			if l := requestLogOf(r.Context()); l != nil {
+				m.redisWait.WithLabelValues(route, r.Method).Observe(time.Duration(l.redis.wait.Load()).Seconds())
+				m.redisTrips.WithLabelValues(route, r.Method).Observe(float64(l.redis.trips.Load()))
+			}
 		}
 	})
 }
@@ -202,7 +223,7 @@ func (m *Metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-type redisErrorHook struct{ errors prometheus.Counter }
+type redisHook struct{ errors prometheus.Counter }
 
 // failed tells real failures from what the client reports as errors but
 // is not one: an empty reply, a script not cached yet (retried with EVAL),
@@ -216,7 +237,19 @@ func failed(err error) bool {
 // client ignores (CLIENT SETINFO is unknown before Redis 7.2).
 func setup(cmd redis.Cmder) bool { return cmd.Name() == "client" }
 
-func (h redisErrorHook) DialHook(next redis.DialHook) redis.DialHook {
+// timed starts timing a round trip of the request ctx belongs to, unless
+// it is a new connection's HELLO or CLIENT SETINFO (timed within the call
+// that dialed): done, when not nil, notes it once answered.
+func timed(ctx context.Context, first redis.Cmder) (done func()) {
+	l := requestLogOf(ctx)
+	if l == nil || setup(first) || first.Name() == "hello" {
+		return nil
+	}
+	start := time.Now()
+	return func() { l.redis.add(time.Since(start)) }
+}
+
+func (h redisHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := next(ctx, network, addr)
 		if failed(err) {
@@ -226,9 +259,13 @@ func (h redisErrorHook) DialHook(next redis.DialHook) redis.DialHook {
 	}
 }
 
-func (h redisErrorHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		done := timed(ctx, cmd)
 		err := next(ctx, cmd)
+		if done != nil {
+			done()
+		}
 		if failed(err) && !setup(cmd) {
 			h.errors.Inc()
 		}
@@ -236,9 +273,16 @@ func (h redisErrorHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-func (h redisErrorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var done func()
+		if len(cmds) > 0 {
+			done = timed(ctx, cmds[0])
+		}
 		err := next(ctx, cmds)
+		if done != nil {
+			done()
+		}
 		for _, c := range cmds {
 			if failed(c.Err()) && !setup(c) {
 				h.errors.Inc()

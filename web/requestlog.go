@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
@@ -11,9 +12,32 @@ import (
 
 // requestLog is what the middleware and handlers inside logRequests tell
 // its line about a request: the signed-in user, once authenticate knows
-// them. One goroutine serves a request, so it needs no lock.
+// them, and what the request asked of Redis (the Metrics' Redis hook
+// counts it). One goroutine serves a request, so uid needs no lock; a
+// request's Redis calls may come from others.
 type requestLog struct {
-	uid int64 // 0: not signed in
+	uid   int64 // 0: not signed in
+	redis redisUse
+}
+
+// redisUse is what a request asked of Redis: its round trips (a command, a
+// pipeline or a transaction: one each, a pipeline split over a cluster's
+// masters too) and the time it waited on them, summed.
+type redisUse struct {
+	trips atomic.Int64
+	wait  atomic.Int64 // nanoseconds
+}
+
+// add notes a round trip that took d.
+func (u *redisUse) add(d time.Duration) {
+	u.trips.Add(1)
+	u.wait.Add(int64(d))
+}
+
+// requestLogOf is the requestLog of the request ctx belongs to, or nil.
+func requestLogOf(ctx context.Context) *requestLog {
+	l, _ := ctx.Value(requestLogKey{}).(*requestLog)
+	return l
 }
 
 type requestLogKey struct{}
@@ -38,14 +62,15 @@ func loggedStatus(r *http.Request, status int) int {
 
 // noteUser puts uid in the log line of the request ctx belongs to.
 func noteUser(ctx context.Context, uid int64) {
-	if l, ok := ctx.Value(requestLogKey{}).(*requestLog); ok {
+	if l := requestLogOf(ctx); l != nil {
 		l.uid = uid
 	}
 }
 
 // logRequests writes one line per request, with its request id, which the
 // answer carries too (X-Request-Id), the client's address (as the limits
-// count it, through trusted proxies) and the user when signed in.
+// count it, through trusted proxies), the user when signed in, and the
+// round trips to Redis it made and the time it waited on them, when any.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(middleware.RequestIDHeader, middleware.GetReqID(r.Context()))
@@ -68,6 +93,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		if l.uid != 0 {
 			attrs = append(attrs, slog.Int64("uid", l.uid))
+		}
+		if n := l.redis.trips.Load(); n > 0 {
+			attrs = append(attrs, slog.Int64("redis_round_trips", n), slog.Duration("redis_wait", time.Duration(l.redis.wait.Load())))
 		}
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 	})

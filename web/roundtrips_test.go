@@ -141,12 +141,28 @@ func TestPostRoundTrips(t *testing.T) {
 		s.nextOf("status", 10*time.Second)
 	}
 
+	// The instance's metrics say as much (its /metrics reads Redis on a
+	// context of its own, not counted).
+	const posts = `method="POST",route="/api/v1/statuses"`
+	postMetrics := func() (trips, wait, took float64) {
+		return in.metric(t, "chorus_http_request_redis_round_trips_sum", posts),
+			in.metric(t, "chorus_http_request_redis_seconds_sum", posts),
+			in.metric(t, "chorus_http_request_duration_seconds_sum", posts)
+	}
 	for round := range 3 {
+		trips0, wait0, took0 := postMetrics()
 		hook.start()
 		var out struct{ Status statusJSON }
 		author.must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": fmt.Sprintf("hello %d", round)}, &out)
 		sent, frameAt := hook.stop()
 		t.Logf("round %d: %d round trips, frame at %d: %q", round, len(sent), frameAt, sent)
+		trips, wait, took := postMetrics()
+		if trips-trips0 != float64(len(sent)) {
+			t.Errorf("round %d: the post's round trips by its metric = %v, want %d", round, trips-trips0, len(sent))
+		}
+		if wait, took := wait-wait0, took-took0; wait <= 0 || wait > took {
+			t.Errorf("round %d: the post waited %v s on Redis by its metric, answered in %v s", round, wait, took)
+		}
 		if frameAt == 0 || frameAt > 3 {
 			t.Errorf("round %d: the frames left at round trip %d, want 1 to 3: %q", round, frameAt, sent)
 		}

@@ -117,6 +117,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		res.Posts.Publishes, res.Posts.Subscribers = floor.publishes.Load(), floor.subscribers.Load()
 	}
 	res.CPU = cpuFigures(res.Metrics, redisCPUBefore, redisCPUAfter, res.Deliveries.Delivered)
+	res.PostsOnServer = postsOnServer(res.Metrics)
 	return res, shardsDone(hs, col, stopErr)
 }
 

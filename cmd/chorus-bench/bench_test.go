@@ -196,12 +196,25 @@ func checkClean(t *testing.T, res *Result, conns, posts, followers int) {
 	// The server has /metrics: its own counts agree with the client's. An
 	// idle stream, a WebSocket or an event stream, holds no goroutine (the
 	// server's poller waits for it); other goroutines of the server come
-	// and go between the readings, so the figure is about none.
-	if m := res.MetricsPerConn; m == nil || m.Goroutines < -0.5 || m.Goroutines > 0.5 {
+	// and go between the readings, so the figure is about none. The
+	// poller's readers are left out: those reading a heartbeat, and those
+	// kept idle for the next reads (at most 64 an instance, which at 20
+	// streams would be three each).
+	if m := res.MetricsPerConn; m == nil || m.Goroutines-m.Readers < -0.5 || m.Goroutines-m.Readers > 0.5 {
 		t.Errorf("metrics per connection = %+v, want about no goroutine each", m)
 	}
 	if v, ok := counterGrowth(res.Metrics, "chorus_frames_dropped_total"); !ok || v != 0 {
 		t.Errorf("server frames dropped = %v (reported %v), want 0", v, ok)
+	}
+	// The server's own account of the posts: every one it answered, each
+	// in the round trips of social's post path (four; a first post of an
+	// author notes its activity in one more), the wait on Redis within
+	// the answer's time. A floor run posts nothing to the server.
+	if p := res.PostsOnServer; res.Floor && p != nil {
+		t.Errorf("a floor run's posts on the server = %+v, want none", p)
+	} else if !res.Floor && (p == nil || p.Posts != float64(posts) || p.RoundTripsMean < 4 || p.RoundTripsMean > 5 ||
+		p.RedisMeanMS <= 0 || p.RedisMeanMS > p.MeanMS) {
+		t.Errorf("posts on the server = %+v, want %d posts of 4 to 5 round trips, waiting on Redis within their time", p, posts)
 	}
 	if len(res.Metrics) == 1 && res.Metrics[0].Idle["chorus_connections_open"] != float64(conns) {
 		t.Errorf("server connections open when idle = %v, want %d", res.Metrics[0].Idle["chorus_connections_open"], conns)

@@ -10,8 +10,9 @@ import (
 	"strings"
 )
 
-// scrapedMetrics are the unlabelled series of an instance's /metrics the
-// report uses: the Go runtime's memory, and the stream's counters.
+// scrapedMetrics are the series of an instance's /metrics the report uses:
+// the Go runtime's memory, the stream's counters, and what the posts cost
+// the server (postSeries).
 var scrapedMetrics = []string{
 	"go_goroutines",
 	"go_gc_gogc_percent",
@@ -24,11 +25,30 @@ var scrapedMetrics = []string{
 	"process_resident_memory_bytes",
 	"process_cpu_seconds_total",
 	"chorus_connections_open",
+	"chorus_stream_readers",
+	"chorus_stream_readers_idle",
 	"chorus_frames_sent_total",
 	"chorus_frames_dropped_total",
 	"chorus_slow_clients_closed_total",
 	"chorus_heartbeats_total",
 	"chorus_pubsub_resubscribes_total",
+	postSeries + "chorus_http_request_duration_seconds_sum",
+	postSeries + "chorus_http_request_duration_seconds_count",
+	postSeries + "chorus_http_request_redis_seconds_sum",
+	postSeries + "chorus_http_request_redis_round_trips_sum",
+}
+
+// postSeries marks the series of POST /api/v1/statuses in scrapedMetrics:
+// the sample's name is what follows it, with the route's labels added.
+const postSeries = "post:"
+
+// sampleKey is the key a sample of scrapedMetrics is found under in the
+// Prometheus text format (a name, or a name and its labels).
+func sampleKey(n string) string {
+	if name, ok := strings.CutPrefix(n, postSeries); ok {
+		return name + `{method="POST",route="/api/v1/statuses"}`
+	}
+	return n
 }
 
 // InstanceMetrics is what one instance's /metrics said at three moments:
@@ -49,6 +69,11 @@ type PerConnMetrics struct {
 	Objects      float64 `json:"objects"`
 	StackKiB     float64 `json:"stack_inuse_kib"`
 	Goroutines   float64 `json:"goroutines"`
+	// Readers are the goroutines of the poller's readers, counted in
+	// Goroutines too: reading a stream's bytes when idle was read (a
+	// heartbeat just come in), and kept idle for the next reads (the
+	// growth of that pool, at most 64 an instance).
+	Readers float64 `json:"stream_readers"`
 }
 
 // liveHeap estimates the heap live at the last GC from the next GC's goal,
@@ -91,23 +116,23 @@ func fetchMetrics(ctx context.Context, api *apiClient, base string, parse func(i
 	return parse(io.LimitReader(res.Body, 8<<20))
 }
 
-// parseMetrics picks the wanted unlabelled samples out of the Prometheus
+// parseMetrics picks the samples of scrapedMetrics out of the Prometheus
 // text format.
 func parseMetrics(r io.Reader) map[string]float64 {
-	want := map[string]bool{}
+	want := map[string]string{}
 	for _, n := range scrapedMetrics {
-		want[n] = true
+		want[sampleKey(n)] = n
 	}
 	out := map[string]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 2 || !want[f[0]] {
+		if len(f) < 2 || want[f[0]] == "" {
 			continue
 		}
 		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
-			out[f[0]] = v
+			out[want[f[0]]] = v
 		}
 	}
 	if len(out) == 0 {
@@ -213,8 +238,9 @@ func perConn(ms []InstanceMetrics, held int) *PerConnMetrics {
 	names := []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes", "go_memstats_heap_objects",
 		"go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes", "go_goroutines"}
 	var sum [6]float64
-	var live float64
+	var live, readers float64
 	for _, m := range ms {
+		readers += m.Idle["chorus_stream_readers"] + m.Idle["chorus_stream_readers_idle"] - m.Before["chorus_stream_readers_idle"]
 		for i, n := range names {
 			b, okB := m.Before[n]
 			a, okA := m.Idle[n]
@@ -228,7 +254,7 @@ func perConn(ms []InstanceMetrics, held int) *PerConnMetrics {
 	n := float64(held)
 	return &PerConnMetrics{
 		HeapInuseKiB: sum[0] / 1024 / n, HeapAllocKiB: sum[1] / 1024 / n, Objects: sum[2] / n,
-		LiveKiB: live / 1024 / n, StackKiB: sum[4] / 1024 / n, Goroutines: sum[5] / n,
+		LiveKiB: live / 1024 / n, StackKiB: sum[4] / 1024 / n, Goroutines: sum[5] / n, Readers: readers / n,
 	}
 }
 
@@ -255,4 +281,41 @@ func metricsLine(ms []InstanceMetrics) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// PostsOnServer is what the instances' own metrics say of the posts they
+// answered from idle to after the posts: the mean time each took on the
+// server, and of it the time waiting on Redis and the round trips made.
+type PostsOnServer struct {
+	Posts          float64 `json:"posts"`
+	MeanMS         float64 `json:"mean_ms"`
+	RedisMeanMS    float64 `json:"redis_mean_ms"`
+	RoundTripsMean float64 `json:"round_trips_mean"`
+}
+
+// postsOnServer sums the post series over the instances; nil when none
+// reports them (an older build, or no post answered).
+func postsOnServer(ms []InstanceMetrics) *PostsOnServer {
+	var count, took, wait, trips float64
+	for _, m := range ms {
+		grew := func(n string) (float64, bool) {
+			a, okA := m.After[postSeries+n]
+			b, okB := m.Idle[postSeries+n]
+			if !okB {
+				b, okB = 0, okA // no post answered yet when idle
+			}
+			return a - b, okA && okB
+		}
+		c, ok1 := grew("chorus_http_request_duration_seconds_count")
+		d, ok2 := grew("chorus_http_request_duration_seconds_sum")
+		w, ok3 := grew("chorus_http_request_redis_seconds_sum")
+		t, ok4 := grew("chorus_http_request_redis_round_trips_sum")
+		if ok1 && ok2 && ok3 && ok4 {
+			count, took, wait, trips = count+c, took+d, wait+w, trips+t
+		}
+	}
+	if count == 0 {
+		return nil
+	}
+	return &PostsOnServer{Posts: count, MeanMS: took / count * 1e3, RedisMeanMS: wait / count * 1e3, RoundTripsMean: trips / count}
 }

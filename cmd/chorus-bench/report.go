@@ -94,6 +94,7 @@ type Result struct {
 	// Metrics are what each instance's /metrics said, when it has one.
 	Metrics        []InstanceMetrics `json:"server_metrics,omitempty"`
 	MetricsPerConn *PerConnMetrics   `json:"server_metrics_per_conn,omitempty"`
+	PostsOnServer  *PostsOnServer    `json:"posts_on_server,omitempty"`
 
 	Client struct {
 		Workers int     `json:"workers"`
@@ -257,6 +258,10 @@ func writeTable(w io.Writer, r *Result) error {
 		row("publishes", "%d PUBLISH commands, %d receipts by instances' subscriptions", r.Posts.Publishes, r.Posts.Subscribers)
 	} else {
 		row("POST answer", "%s", r.Posts.AnswerLatency)
+		if p := r.PostsOnServer; p != nil {
+			row("  on the servers", "mean %.2f ms, of which %.2f ms waiting on Redis over %.2f round trips (%.0f posts, their /metrics)",
+				p.MeanMS, p.RedisMeanMS, p.RoundTripsMean, p.Posts)
+		}
 	}
 	d := r.Deliveries
 	row("deliveries", "%d expected, %d delivered, %d lost (%d on dropped conns), %d duplicated", d.Expected, d.Delivered, d.Lost, d.LostOnClosed, d.Duplicated)
@@ -279,8 +284,8 @@ func writeTable(w io.Writer, r *Result) error {
 		row("memory/conn", "%.1f KiB (RSS growth, idle, over %d held)", r.MemoryPerConnKiB, r.Conns.HeldIdle)
 	}
 	if pc := r.MetricsPerConn; pc != nil {
-		row("runtime/conn", "heap: %.1f KiB in use, %.1f KiB allocated, ≈%.1f KiB live at the last GC, %.0f objects; %.1f KiB goroutine stacks, %.2f goroutines (/metrics growth, idle)",
-			pc.HeapInuseKiB, pc.HeapAllocKiB, pc.LiveKiB, pc.Objects, pc.StackKiB, pc.Goroutines)
+		row("runtime/conn", "heap: %.1f KiB in use, %.1f KiB allocated, ≈%.1f KiB live at the last GC, %.0f objects; %.1f KiB goroutine stacks, %.2f goroutines, of them %.2f the poller's readers (/metrics growth, idle)",
+			pc.HeapInuseKiB, pc.HeapAllocKiB, pc.LiveKiB, pc.Objects, pc.StackKiB, pc.Goroutines, pc.Readers)
 	}
 	if line := metricsLine(r.Metrics); line != "" {
 		row("server counters", "%s (before connecting to after posts)", line)
