@@ -58,11 +58,17 @@ serve() {
 NEWFLAGS="-stream-open-limit off -stream-open-address-limit off -max-connections-per-address 0"
 bench() { # bench LABEL ARGS...
   local label=$1; shift
+  redis-cli -p $RP config resetstat > /dev/null # each run's commandstats alone
   timeout 150 chorus-bench -users-file "$W/users.json" -conns $CONNS -authors $AUTHORS \
     -followers-per-author 100 -workers -1 -conns-per-worker $CPW "$@" > "$W/$label.txt" 2>&1
   echo "rc $?" >> "$W/$label.txt"
   { echo "=== $label: $*"; grep -v 'level=' "$W/$label.txt"; } >> "$OUT/results.txt"
   log "$label: $(grep -E '^(connections|POST answer|  on the servers|PUBLISH answer|post→delivery|floor post→delivery|CPU|memory/conn|runtime/conn|deliveries|RESULT)' "$W/$label.txt" | tr -s ' ' | tr '\n' '|')"
+  # Redis's own time per call (a script's includes its commands'), to set beside the servers'
+  # wait on Redis ("on the servers"): what is left of that wait is the trips and the wake-ups.
+  redis-cli -p $RP info commandstats > "$OUT/$label-commandstats.txt"
+  log "$label redis: $(grep -E '^cmdstat_(evalsha|eval|zadd|publish|spublish|zmscore|zrangebyscore):' "$OUT/$label-commandstats.txt" |
+    sed -E 's/^cmdstat_([a-z]+):calls=([0-9]+),usec=[0-9]+,usec_per_call=([0-9.]+).*/\1 \2 calls \3 µs/' | tr '\n' '|')"
 }
 stop() { kill "$@" 2>/dev/null; wait "$@" 2>/dev/null; }
 
