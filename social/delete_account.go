@@ -54,33 +54,54 @@ func (s *Service) DeleteAccount(ctx context.Context, uid int64, password, addr s
 	k := s.keys
 	// The job first: once the account is marked, nobody can ask again (it
 	// signs in no more), so the job must be there to finish what a failure
-	// below leaves. Marked, the account is passed over by every read of
-	// users and cannot sign in.
+	// below leaves. It waits for the mark (inputsPending): run before it,
+	// its last step would delete the user hash the mark then reads and
+	// writes, and leave the sessions and the login as they were. Should
+	// this instance die first, a worker marks the account (makerDone).
 	j := job{kind: jobDeleteAccount, uid: uid}
-	if err := s.queueJob(ctx, s.rdb, j, inputsWritten).Err(); err != nil {
+	if err := s.queueJob(ctx, s.rdb, j, inputsPending).Err(); err != nil {
 		return fmt.Errorf("delete account %d: %w", uid, err)
 	}
-	login, err := s.rdb.HGet(ctx, k.user(uid), "login").Result()
-	if err != nil {
+	if s.afterQueue != nil {
+		s.afterQueue()
+	}
+	if err := s.markAccountDeleted(ctx, uid); err != nil {
 		return fmt.Errorf("delete account %d: %w", uid, err)
 	}
-	if err := s.rdb.HSet(ctx, k.user(uid), "deleted", 1).Err(); err != nil {
-		return fmt.Errorf("delete account %d: %w", uid, err)
-	}
-	// The login leads to no user from now on, and stays taken: HSETNX,
-	// which claims a login at sign-up, never takes it again.
-	if err := s.rdb.HSet(ctx, k.loginIndex(), strings.ToLower(login), reservedLogin).Err(); err != nil {
-		return fmt.Errorf("delete account %d: %w", uid, err)
-	}
-	live, err := s.liveSessions(ctx, uid)
-	if err == nil {
-		err = s.endSessions(ctx, uid, live)
-	}
-	if err != nil {
+	if err := s.markReady(ctx, k.job(j.id())); err != nil {
 		return fmt.Errorf("delete account %d: %w", uid, err)
 	}
 	s.inlinePass(ctx, k.job(j.id()))
 	return nil
+}
+
+// markAccountDeleted is what an account's deletion does before its job
+// runs: marked, the account is passed over by every read of users and
+// cannot sign in; its login leads to no user from now on, and stays taken;
+// every session of it ends. Idempotent: a worker redoes it for a maker
+// that died part way. An account whose hash is gone (a deletion that ran
+// beside this one finished) has nothing left to mark.
+func (s *Service) markAccountDeleted(ctx context.Context, uid int64) error {
+	k := s.keys
+	login, err := s.rdb.HGet(ctx, k.user(uid), "login").Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.rdb.HSet(ctx, k.user(uid), "deleted", 1).Err(); err != nil {
+		return err
+	}
+	// HSETNX, which claims a login at sign-up, never takes it again.
+	if err := s.rdb.HSet(ctx, k.loginIndex(), strings.ToLower(login), reservedLogin).Err(); err != nil {
+		return err
+	}
+	live, err := s.liveSessions(ctx, uid)
+	if err != nil {
+		return err
+	}
+	return s.endSessions(ctx, uid, live)
 }
 
 // deleteAccountPass takes the next step of an account's deletion: a page of
@@ -88,7 +109,11 @@ func (s *Service) DeleteAccount(ctx context.Context, uid int64, password, addr s
 func (s *Service) deleteAccountPass(ctx context.Context, j job) (passResult, error) {
 	k := s.keys
 	uid := j.uid
-	next := j
+	next, wait, err := s.makerDone(ctx, j, func() error { return s.markAccountDeleted(ctx, uid) })
+	if err != nil || wait {
+		return passResult{wait: wait}, err
+	}
+	j = next
 	page := func(key string) ([]redis.Z, error) {
 		return s.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
 			Min: "(" + score(j.cursor), Max: "+inf", Count: deleteAccountPage,

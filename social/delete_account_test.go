@@ -1,10 +1,12 @@
 package social
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 )
 
 // The deletion job walks every part of an account: run pass by pass, it
@@ -104,5 +106,66 @@ func TestDeleteAccountDuringFanout(t *testing.T) {
 	}
 	if n := rdb.Exists(ctx, s.keys.user(leaver.ID), s.keys.profile(leaver.ID), s.keys.followers(leaver.ID)).Val(); n != 0 {
 		t.Errorf("%d of the deleted account's keys are left", n)
+	}
+}
+
+// An account's deletion job waits for the account's mark: run as soon as
+// it is queued, it does nothing, and the deletion ends as a whole (before,
+// a worker that took it at once deleted the user hash the mark then read,
+// and the deletion failed with its sessions alive). A deletion whose
+// instance dies after queuing its job is finished by a worker, which marks
+// the account first.
+func TestDeleteAccountJobWaitsForTheMark(t *testing.T) {
+	t.Parallel()
+	for _, dies := range []bool{false, true} {
+		t.Run(fmt.Sprint("dies=", dies), func(t *testing.T) {
+			t.Parallel()
+			s, _ := newService(t, Options{JobClaimIdle: 2 * time.Second})
+			ctx := ctxT(t)
+			ada, token, err := s.SignUp(ctx, "ada", "Ada", "kettle-drum-41")
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := s.keys.job(deleteAccountJobID(ada.ID))
+			dead, die := context.WithCancel(ctx)
+			s.afterQueue = func() {
+				s.afterQueue = nil
+				// A worker quick to take it: every pass it may run now.
+				for range 100 {
+					res, err := s.pass(ctx, key)
+					if err != nil {
+						t.Error(err)
+					}
+					if err != nil || res.finished || res.wait {
+						break
+					}
+				}
+				if dies {
+					die()
+				}
+			}
+			err = s.DeleteAccount(dead, ada.ID, "kettle-drum-41", "")
+			if dies != (err != nil) {
+				t.Fatalf("the deletion (its instance dying: %v) answered %v", dies, err)
+			}
+			if dies {
+				if _, err := s.Authenticate(ctx, token); err != nil {
+					t.Fatalf("the session ended before the job ran: %v", err)
+				}
+				startWorker(t, s, "heir")
+			} else {
+				runJobIfQueued(t, s, key)
+			}
+			waitJobsDone(t, s)
+			if _, err := s.Authenticate(ctx, token); !errors.Is(err, ErrUnauthenticated) {
+				t.Errorf("the deleted account's session authenticates: %v", err)
+			}
+			if n := s.rdb.Exists(ctx, s.keys.user(ada.ID), s.keys.sessions(ada.ID)).Val(); n != 0 {
+				t.Errorf("%d of the user's hash and sessions are left", n)
+			}
+			if _, _, err := s.SignUp(ctx, "Ada", "Another", "kettle-drum-42"); !errors.Is(err, ErrLoginTaken) {
+				t.Errorf("the deleted account's login taken again: %v", err)
+			}
+		})
 	}
 }
