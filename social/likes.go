@@ -118,13 +118,38 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
 	if removed.Val() == 1 {
+		if s.afterUnclaim != nil {
+			s.afterUnclaim()
+		}
 		pipe := s.rdb.Pipeline()
 		s.queueUnnotify(ctx, pipe, note{to: st.UID, from: uid, kind: protocol.NotifyLiked, sid: st.ID})
 		if _, err := pipe.Exec(ctx); err != nil {
 			return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 		}
+		if err := s.renotifyLike(ctx, uid, st.ID); err != nil {
+			return Status{}, fmt.Errorf("unlike %d: %w", id, err)
+		}
 	}
 	return st, nil
+}
+
+// renotifyLike notifies again uid's like of status sid (an original) that
+// stands now, if one does: a like made between an unlike's two steps (the
+// like, then its notification) found the notification the unlike then took
+// still stored, and stored none of its own. As Like notifies.
+func (s *Service) renotifyLike(ctx context.Context, uid, sid int64) error {
+	if there, err := s.inSet(ctx, s.keys.likes(sid), itoa(uid)); err != nil || !there {
+		return err
+	}
+	st, from, err := s.likeTarget(ctx, uid, sid)
+	if errors.Is(err, ErrStatusNotFound) || errors.Is(err, ErrUserNotFound) {
+		return nil // its deletion, or the liker's, takes the like too
+	}
+	if err != nil {
+		return err
+	}
+	n := note{to: st.UID, from: uid, kind: protocol.NotifyLiked, sid: st.ID, fromUser: from, status: &st}
+	return s.notifyWhile(ctx, n, s.keys.likes(st.ID), itoa(uid))
 }
 
 // dropLike takes uid's like of sid out of both its sets.
@@ -141,23 +166,50 @@ func (s *Service) dropLike(ctx context.Context, uid, sid int64) error {
 // is not: an undo that raced it either ran its own take-back after the
 // store, or took its cause away before this look. Never a notification
 // without its cause.
+//
+// After a take-back it looks again: a make of the same cause between the
+// look and the take-back found n stored and stored none of its own, and
+// then n is stored again, and looked at again. Each further turn needs
+// another make and undo of the cause meanwhile; after maxNotifyTurns the
+// last step stands.
 func (s *Service) notifyWhile(ctx context.Context, n note, key, member string) error {
 	if n.to == n.from {
 		return nil
 	}
-	pipe := s.rdb.Pipeline()
-	s.queueNotify(ctx, pipe, n)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return err
+	for range maxNotifyTurns {
+		pipe := s.rdb.Pipeline()
+		s.queueNotify(ctx, pipe, n)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+		if there, err := s.inSet(ctx, key, member); err != nil || there {
+			return err
+		}
+		if s.beforeTakeBack != nil {
+			s.beforeTakeBack()
+		}
+		pipe = s.rdb.Pipeline()
+		s.queueUnnotify(ctx, pipe, n)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+		if there, err := s.inSet(ctx, key, member); err != nil || !there {
+			return err
+		}
 	}
+	return nil
+}
+
+// maxNotifyTurns bounds the turns of notifyWhile.
+const maxNotifyTurns = 8
+
+// inSet tells whether member is in the sorted set key.
+func (s *Service) inSet(ctx context.Context, key, member string) (bool, error) {
 	_, err := s.rdb.ZScore(ctx, key, member).Result()
-	if !errors.Is(err, redis.Nil) {
-		return err
+	if errors.Is(err, redis.Nil) {
+		return false, nil
 	}
-	pipe = s.rdb.Pipeline()
-	s.queueUnnotify(ctx, pipe, n)
-	_, err = pipe.Exec(ctx)
-	return err
+	return err == nil, err
 }
 
 // Likers lists who liked status id (a repost entry: its original), newest

@@ -712,3 +712,92 @@ func TestRepostMadeAgainDuringATakeBackKeepsItsNotification(t *testing.T) {
 		})
 	}
 }
+
+// A like made again between the two steps of an unlike (the like, then its
+// notification) keeps its notification, though it shares its cause with
+// the one taken: the unlike looks at the like again once it took the
+// notification.
+func TestLikeMadeAgainDuringAnUnlikeKeepsItsNotification(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+	st := post(t, s, ada.ID, "worth two likes")
+	if _, err := s.Like(ctx, bob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.afterUnclaim = func() {
+		s.afterUnclaim = nil
+		if _, err := s.Like(ctx, bob.ID, st.ID); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := s.Unlike(ctx, bob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := likeCount(t, s, st.ID); n != 1 {
+		t.Fatalf("likes = %d after the like made again, want 1", n)
+	}
+	checkOneNotification(t, s, ada.ID, protocol.NotifyLiked, bob.ID, st.ID)
+}
+
+// A like or a repost whose cause an undo took before its look, and made
+// again between that look and the take-back of its notification (which the
+// make again found stored, so stored none of its own), keeps its
+// notification: notifyWhile looks again after its take-back.
+func TestNotificationMadeAgainDuringItsTakeBackStays(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{protocol.NotifyLiked, protocol.NotifyReposted} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			s, _ := newService(t, Options{})
+			ctx := ctxT(t)
+			ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+			st := post(t, s, ada.ID, "made, undone, made again")
+			key, again := s.keys.likes(st.ID), func() error { _, err := s.Like(ctx, bob.ID, st.ID); return err }
+			if kind == protocol.NotifyReposted {
+				key, again = s.keys.reposts(st.ID), func() error { _, err := s.Repost(ctx, bob.ID, st.ID); return err }
+			}
+			s.beforeTakeBack = func() {
+				s.beforeTakeBack = nil
+				if err := again(); err != nil {
+					t.Error(err)
+				}
+			}
+			// The first make's notification, its cause gone (never written
+			// here, as after an undo that ran before the look).
+			n := note{to: ada.ID, from: bob.ID, kind: kind, sid: st.ID, status: &st,
+				fromUser: protocol.User{ID: bob.ID, Login: bob.Login, Name: bob.Name}}
+			if err := s.notifyWhile(ctx, n, key, itoa(bob.ID)); err != nil {
+				t.Fatal(err)
+			}
+			if s.beforeTakeBack != nil {
+				t.Fatal("the notification was not taken back: the test made nothing again")
+			}
+			checkOneNotification(t, s, ada.ID, kind, bob.ID, st.ID)
+		})
+	}
+}
+
+// checkOneNotification checks that uid's notifications of kind are one,
+// from `from` about sid, in the causes and in the page a client reads.
+func checkOneNotification(tb testing.TB, s *Service, uid int64, kind string, from, sid int64) {
+	tb.Helper()
+	want := []string{fmt.Sprintf("%s:%d:%d", kind, from, sid)}
+	if got := noteCauses(tb, s, uid, kind); !slices.Equal(got, want) {
+		tb.Errorf("notifications' causes: %v, want %v", got, want)
+	}
+	page, err := s.Notifications(ctxT(tb), uid, 0, 50)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var got []string
+	for _, n := range page.Notifications {
+		if n.Type == kind {
+			got = append(got, fmt.Sprintf("%s:%d:%d", n.Type, n.From.ID, n.Status.ID))
+		}
+	}
+	if !slices.Equal(got, want) {
+		tb.Errorf("notifications read: %v, want %v", got, want)
+	}
+}

@@ -219,7 +219,8 @@ type Service struct {
 	sessionUsers *lru.Cache[string, int64]
 
 	// afterQueue, when set, runs between queuing a post's or a deletion's
-	// jobs and writing it; tests use it to widen that window.
+	// jobs (a status's or an account's) and writing it; tests use it to
+	// widen that window.
 	afterQueue func()
 	// beforeRewrite, when set, runs between a post job's read and its
 	// redo's writes (rewriteUnlessDeleted); tests use it to delete the
@@ -228,10 +229,15 @@ type Service struct {
 	// afterRewrite, when set, runs after those writes; an error it returns
 	// is the redo's, as a failed Redis call would be.
 	afterRewrite func() error
-	// afterUnclaim, when set, runs between a repost's take-back's two
-	// steps (dropRepostClaim).
+	// afterUnclaim, when set, runs between the two steps of a repost's
+	// take-back (dropRepostClaim) or of an unlike: the claim or the like,
+	// then the notification.
 	afterUnclaim func()
-	pulledScan   int // pulled statuses one home read scans a round (see mergePulled)
+	// beforeTakeBack, when set, runs in notifyWhile between a look that
+	// found the notification's cause gone and the notification's
+	// take-back.
+	beforeTakeBack func()
+	pulledScan     int // pulled statuses one home read scans a round (see mergePulled)
 }
 
 // New returns a Service using rdb under the options' key prefix.
