@@ -64,8 +64,11 @@ bench() { # bench LABEL ARGS...
   echo "rc $?" >> "$W/$label.txt"
   { echo "=== $label: $*"; grep -v 'level=' "$W/$label.txt"; } >> "$OUT/results.txt"
   log "$label: $(grep -E '^(connections|POST answer|  on the servers|PUBLISH answer|post→delivery|floor post→delivery|CPU|memory/conn|runtime/conn|deliveries|RESULT)' "$W/$label.txt" | tr -s ' ' | tr '\n' '|')"
-  # Redis's own time per call (a script's includes its commands'), to set beside the servers'
-  # wait on Redis ("on the servers"): what is left of that wait is the trips and the wake-ups.
+  # Redis's own time per call, to set beside the servers' wait on Redis ("on the servers"): what
+  # is left of that wait is the trips and the wake-ups. The counts are the whole run's (sign-ins,
+  # openings and heartbeats too, not the posts alone); EVALSHA is every script's, presence's and
+  # the rate limit's too, and a script's time holds that of the commands it calls, which are
+  # counted under their own names as well.
   redis-cli -p $RP info commandstats > "$OUT/$label-commandstats.txt"
   log "$label redis: $(grep -E '^cmdstat_(evalsha|eval|zadd|publish|spublish|zmscore|zrangebyscore):' "$OUT/$label-commandstats.txt" |
     sed -E 's/^cmdstat_([a-z]+):calls=([0-9]+),usec=[0-9]+,usec_per_call=([0-9.]+).*/\1 \2 calls \3 µs/' | tr '\n' '|')"

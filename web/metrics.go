@@ -47,7 +47,7 @@ func NewMetrics() *Metrics {
 		}, []string{"route", "method"}),
 		redisWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "chorus_http_request_redis_seconds",
-			Help:    "Time a request waited on Redis, summed over its round trips, by route pattern and method (streams excluded): the rest of its time is the server's own, or waiting for a core.",
+			Help:    "Time a request waited on Redis, summed over its round trips, by route pattern and method (streams excluded): each from the call to its answer read, which holds a wait for a pooled connection and for a core once the answer came; the rest of the request's time is the server's own.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 		}, []string{"route", "method"}),
 		redisTrips: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -83,7 +83,7 @@ func buildInfo(v version.Info) prometheus.Collector {
 
 // RedisHook counts failed Redis commands, and the round trips of each
 // request and the time it waited on them; add it to the Redis client.
-func (m *Metrics) RedisHook() redis.Hook { return redisHook{m.redisErrors} }
+func (m *Metrics) RedisHook() redis.Hook { return redisHook{m} }
 
 // register adds the metrics read from the server's parts at scrape time.
 func (m *Metrics) register(s *Server) {
@@ -207,23 +207,34 @@ func (m *Metrics) instrument(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
+		method := methodLabel(r.Method)
+		m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 		// Streams are left out, the event stream as the WebSocket upgrade.
 		if status != http.StatusSwitchingProtocols && ww.Header().Get("Content-Type") != "text/event-stream" {
-			m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+			m.latency.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
 			if l := requestLogOf(r.Context()); l != nil {
-				m.redisWait.WithLabelValues(route, r.Method).Observe(time.Duration(l.redis.wait.Load()).Seconds())
-				m.redisTrips.WithLabelValues(route, r.Method).Observe(float64(l.redis.trips.Load()))
+				m.redisWait.WithLabelValues(route, method).Observe(time.Duration(l.redis.wait.Load()).Seconds())
+				m.redisTrips.WithLabelValues(route, method).Observe(float64(l.redis.trips.Load()))
 			}
 		}
 	})
+}
+
+// methodLabel is a request's method as the metrics name it: one of HTTP's
+// usual, else OTHER, so that no client makes series of methods it makes up.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return method
+	}
+	return "OTHER"
 }
 
 func (m *Metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-type redisHook struct{ errors prometheus.Counter }
+type redisHook struct{ m *Metrics }
 
 // failed tells real failures from what the client reports as errors but
 // is not one: an empty reply, a script not cached yet (retried with EVAL),
@@ -237,12 +248,17 @@ func failed(err error) bool {
 // client ignores (CLIENT SETINFO is unknown before Redis 7.2).
 func setup(cmd redis.Cmder) bool { return cmd.Name() == "client" }
 
-// timed starts timing a round trip of the request ctx belongs to, unless
-// it is a new connection's HELLO or CLIENT SETINFO (timed within the call
-// that dialed): done, when not nil, notes it once answered.
-func timed(ctx context.Context, first redis.Cmder) (done func()) {
+// connSetup names the commands a new connection may start with (HELLO or
+// AUTH, SELECT, CLIENT SETINFO, READONLY on a cluster's replica): the
+// client sends them within the call that dialed, whose time holds theirs.
+var connSetup = map[string]bool{"hello": true, "auth": true, "select": true, "client": true, "readonly": true}
+
+// timed starts timing a round trip of the request ctx belongs to, one of
+// this instance's (see requestLog.metrics), unless it is a new
+// connection's setup: done, when not nil, notes it once answered.
+func (h redisHook) timed(ctx context.Context, first redis.Cmder) (done func()) {
 	l := requestLogOf(ctx)
-	if l == nil || setup(first) || first.Name() == "hello" {
+	if l == nil || l.metrics != h.m || connSetup[first.Name()] {
 		return nil
 	}
 	start := time.Now()
@@ -253,7 +269,7 @@ func (h redisHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := next(ctx, network, addr)
 		if failed(err) {
-			h.errors.Inc()
+			h.m.redisErrors.Inc()
 		}
 		return c, err
 	}
@@ -261,13 +277,13 @@ func (h redisHook) DialHook(next redis.DialHook) redis.DialHook {
 
 func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		done := timed(ctx, cmd)
+		done := h.timed(ctx, cmd)
 		err := next(ctx, cmd)
 		if done != nil {
 			done()
 		}
 		if failed(err) && !setup(cmd) {
-			h.errors.Inc()
+			h.m.redisErrors.Inc()
 		}
 		return err
 	}
@@ -277,7 +293,7 @@ func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		var done func()
 		if len(cmds) > 0 {
-			done = timed(ctx, cmds[0])
+			done = h.timed(ctx, cmds[0])
 		}
 		err := next(ctx, cmds)
 		if done != nil {
@@ -285,7 +301,7 @@ func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		}
 		for _, c := range cmds {
 			if failed(c.Err()) && !setup(c) {
-				h.errors.Inc()
+				h.m.redisErrors.Inc()
 			}
 		}
 		return err

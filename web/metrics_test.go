@@ -71,6 +71,16 @@ func TestMetricsHTTP(t *testing.T) {
 	if res.Header.Get("X-Request-Id") == "" {
 		t.Fatal("no X-Request-Id on the answer")
 	}
+	// A method made up is counted as OTHER: no client makes series.
+	for _, method := range []string{"BREW", "WHEN"} {
+		a.do(method, "/api/v1/me", nil)
+	}
+	if got := in.metric(t, "chorus_http_requests_total", `method="OTHER",route="unmatched",status="405"`); got != 2 {
+		t.Fatalf("requests of made-up methods = %v, want 2 as OTHER", got)
+	}
+	if got := in.metric(t, "chorus_http_requests_total", `method="BREW",route="unmatched",status="405"`); got != -1 {
+		t.Fatalf("a made-up method has a series of its own: %v", got)
+	}
 }
 
 func TestMetricsStreamsAndPosts(t *testing.T) {

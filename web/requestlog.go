@@ -18,6 +18,10 @@ import (
 type requestLog struct {
 	uid   int64 // 0: not signed in
 	redis redisUse
+	// metrics are the instance's whose Redis hook counts into redis: an
+	// instance sharing its Redis client with another (tests do) has the
+	// other's hook called too, which leaves this log alone.
+	metrics *Metrics
 }
 
 // redisUse is what a request asked of Redis: its round trips (a command, a
@@ -75,7 +79,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(middleware.RequestIDHeader, middleware.GetReqID(r.Context()))
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		l := &requestLog{}
+		l := &requestLog{metrics: s.metrics}
 		start := time.Now()
 		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), requestLogKey{}, l)))
 		client := "unknown"

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"chorus/internal/testio"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A request whose client goes away before anything is written logs 499,
@@ -59,4 +61,35 @@ func TestRequestLogClientGone(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// The Redis hook counts each command or pipeline of a request of its own
+// instance once, with its time: not a new connection's setup (sent within
+// the call that dialed), not a request of another instance sharing the
+// client, not a call made outside any request.
+func TestRedisHookCountsARequestsRoundTrips(t *testing.T) {
+	t.Parallel()
+	mine, other := NewMetrics(), NewMetrics()
+	l := &requestLog{metrics: mine}
+	ctx := context.WithValue(t.Context(), requestLogKey{}, l)
+	slow := func(context.Context, redis.Cmder) error { time.Sleep(2 * time.Millisecond); return nil }
+	slowPipe := func(context.Context, []redis.Cmder) error { time.Sleep(2 * time.Millisecond); return nil }
+	call := func(h redis.Hook, ctx context.Context, name string) {
+		_ = h.ProcessHook(slow)(ctx, redis.NewStatusCmd(ctx, name))
+	}
+	h := mine.RedisHook()
+	call(h, ctx, "get")
+	_ = h.ProcessPipelineHook(slowPipe)(ctx, []redis.Cmder{redis.NewStatusCmd(ctx, "multi"), redis.NewStatusCmd(ctx, "zadd"), redis.NewStatusCmd(ctx, "exec")})
+	for _, setup := range []string{"hello", "auth", "select", "client", "readonly"} {
+		call(h, ctx, setup)
+	}
+	_ = h.ProcessPipelineHook(slowPipe)(ctx, []redis.Cmder{redis.NewStatusCmd(ctx, "select"), redis.NewStatusCmd(ctx, "client")})
+	call(other.RedisHook(), ctx, "get")
+	call(h, t.Context(), "get")
+	if n := l.redis.trips.Load(); n != 2 {
+		t.Errorf("round trips = %d, want 2: a command and a transaction", n)
+	}
+	if d := time.Duration(l.redis.wait.Load()); d < 4*time.Millisecond {
+		t.Errorf("wait = %v, want at least the two calls' 4 ms", d)
+	}
 }

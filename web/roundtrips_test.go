@@ -57,7 +57,7 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func (h *roundTrips) note(ctx context.Context, cmds []redis.Cmder) {
 	// A connection the pool dials says hello first: its own set-up, once
 	// a connection, not the request's.
-	if ctx.Value(counted{}) == nil || cmds[0].Name() == "hello" || cmds[0].Name() == "client" {
+	if ctx.Value(counted{}) == nil || web.ConnSetup[cmds[0].Name()] {
 		return
 	}
 	h.mu.Lock()

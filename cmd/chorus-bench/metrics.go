@@ -69,11 +69,12 @@ type PerConnMetrics struct {
 	Objects      float64 `json:"objects"`
 	StackKiB     float64 `json:"stack_inuse_kib"`
 	Goroutines   float64 `json:"goroutines"`
-	// Readers are the goroutines of the poller's readers, counted in
-	// Goroutines too: reading a stream's bytes when idle was read (a
-	// heartbeat just come in), and kept idle for the next reads (the
-	// growth of that pool, at most 64 an instance).
-	Readers float64 `json:"stream_readers"`
+	// IdleReaders is the growth of the goroutines the servers keep idle
+	// for the next streams' reads (at most 64 an instance), counted in
+	// Goroutines too; Readers, those reading a stream's bytes when idle
+	// was read (a heartbeat just come in), counted there too.
+	IdleReaders float64 `json:"idle_readers"`
+	Readers     float64 `json:"stream_readers"`
 }
 
 // liveHeap estimates the heap live at the last GC from the next GC's goal,
@@ -238,9 +239,10 @@ func perConn(ms []InstanceMetrics, held int) *PerConnMetrics {
 	names := []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes", "go_memstats_heap_objects",
 		"go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes", "go_goroutines"}
 	var sum [6]float64
-	var live, readers float64
+	var live, readers, idleReaders float64
 	for _, m := range ms {
-		readers += m.Idle["chorus_stream_readers"] + m.Idle["chorus_stream_readers_idle"] - m.Before["chorus_stream_readers_idle"]
+		readers += m.Idle["chorus_stream_readers"] - m.Before["chorus_stream_readers"]
+		idleReaders += m.Idle["chorus_stream_readers_idle"] - m.Before["chorus_stream_readers_idle"]
 		for i, n := range names {
 			b, okB := m.Before[n]
 			a, okA := m.Idle[n]
@@ -254,7 +256,7 @@ func perConn(ms []InstanceMetrics, held int) *PerConnMetrics {
 	n := float64(held)
 	return &PerConnMetrics{
 		HeapInuseKiB: sum[0] / 1024 / n, HeapAllocKiB: sum[1] / 1024 / n, Objects: sum[2] / n,
-		LiveKiB: live / 1024 / n, StackKiB: sum[4] / 1024 / n, Goroutines: sum[5] / n, Readers: readers / n,
+		LiveKiB: live / 1024 / n, StackKiB: sum[4] / 1024 / n, Goroutines: sum[5] / n, IdleReaders: idleReaders / n, Readers: readers / n,
 	}
 }
 
@@ -298,6 +300,9 @@ type PostsOnServer struct {
 func postsOnServer(ms []InstanceMetrics) *PostsOnServer {
 	var count, took, wait, trips float64
 	for _, m := range ms {
+		if m.Idle == nil || m.After == nil {
+			continue // not read at both moments
+		}
 		grew := func(n string) (float64, bool) {
 			a, okA := m.After[postSeries+n]
 			b, okB := m.Idle[postSeries+n]
