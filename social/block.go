@@ -57,7 +57,9 @@ const (
 // ways on every instance. Reads hide each other's statuses at read time
 // (visibility.go), and the streams of both that watch the global timeline
 // are told (hidden_changed) to read again whose statuses they leave out.
-// Unblock takes steps 1 and 2 back in that order and restores nothing.
+// Unblock takes steps 1 and 2 back in that order and restores nothing. A
+// block and an unblock of the same pair racing each other leave the two
+// sides agreeing (syncBlockedBy).
 
 // Block makes uid block the user with login (idempotent): see above.
 func (s *Service) Block(ctx context.Context, uid int64, login string) error {
@@ -82,7 +84,7 @@ func (s *Service) block(ctx context.Context, uid, other int64) error {
 	if err := s.addRelation(ctx, k.blocks(uid), other, ms, MaxBlocks, ErrTooManyBlocks); err != nil {
 		return err
 	}
-	if err := s.rdb.ZAddNX(ctx, k.blockedBy(other), redis.Z{Score: float64(ms), Member: itoa(uid)}).Err(); err != nil {
+	if err := s.syncBlockedBy(ctx, uid, other); err != nil {
 		return err
 	}
 	for _, p := range [2][2]int64{{uid, other}, {other, uid}} {
@@ -108,15 +110,56 @@ func (s *Service) Unblock(ctx context.Context, uid int64, login string) error {
 	if err != nil {
 		return err
 	}
-	k := s.keys
-	if err := s.rdb.ZRem(ctx, k.blocks(uid), itoa(other)).Err(); err != nil {
+	if err := s.rdb.ZRem(ctx, s.keys.blocks(uid), itoa(other)).Err(); err != nil {
 		return fmt.Errorf("unblock %d->%d: %w", uid, other, err)
 	}
-	if err := s.rdb.ZRem(ctx, k.blockedBy(other), itoa(uid)).Err(); err != nil {
+	if err := s.syncBlockedBy(ctx, uid, other); err != nil {
 		return fmt.Errorf("unblock %d->%d: %w", uid, other, err)
 	}
 	s.announceHiddenChanged(ctx, uid, other)
 	return nil
+}
+
+// syncBlockedBy makes other's blocked_by agree about uid with uid's blocks,
+// which Block and Unblock write first: it writes what it read of blocks,
+// then reads it again, until the two reads agree. A block and an unblock
+// of the same pair racing each other each sync after their own write, and
+// the sync that writes last read blocks after every write to it: the two
+// sides end agreeing, never a block that other's side does not see (a
+// follow, a reply, a like between them allowed again) nor one only other's
+// side holds.
+func (s *Service) syncBlockedBy(ctx context.Context, uid, other int64) error {
+	k := s.keys
+	read := func() (float64, error) {
+		since, err := s.rdb.ZScore(ctx, k.blocks(uid), itoa(other)).Result()
+		if errors.Is(err, redis.Nil) {
+			return 0, nil // a block's score is a time, never 0
+		}
+		return since, err
+	}
+	since, err := read()
+	if err != nil {
+		return err
+	}
+	if s.betweenBlockSides != nil {
+		s.betweenBlockSides()
+	}
+	for range maxSyncRounds {
+		if since == 0 {
+			err = s.rdb.ZRem(ctx, k.blockedBy(other), itoa(uid)).Err()
+		} else {
+			err = s.rdb.ZAdd(ctx, k.blockedBy(other), redis.Z{Score: since, Member: itoa(uid)}).Err()
+		}
+		if err != nil {
+			return err
+		}
+		again, err := read()
+		if err != nil || again == since {
+			return err
+		}
+		since = again
+	}
+	return fmt.Errorf("the block of %d by %d changed %d times while being written", other, uid, maxSyncRounds)
 }
 
 // Mute makes uid mute the user with login (idempotent): their statuses and

@@ -430,3 +430,61 @@ func TestBlockRacesBefriending(t *testing.T) {
 	}
 	t.Logf("%d of %d racing follows made friends before the block ended it", befriended, rounds)
 }
+
+// A block and an unblock of the same pair racing each other, the other's
+// whole run between one's read of the blocker's side and its write of the
+// blocked user's, leave the blocked user's
+// side agreeing with the blocker's: a block made again during an unblock
+// stands on both (the blocked user cannot follow), and an unblock during a
+// block leaves neither side holding it.
+func TestBlockAndUnblockRacingAgree(t *testing.T) {
+	t.Parallel()
+	for _, blockLast := range []bool{true, false} {
+		t.Run(fmt.Sprint("blocked at the end=", blockLast), func(t *testing.T) {
+			t.Parallel()
+			s, _ := newService(t, Options{})
+			ctx := ctxT(t)
+			ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+			if blockLast {
+				if err := s.Block(ctx, ada.ID, "bob"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.betweenBlockSides = func() {
+				s.betweenBlockSides = nil
+				var err error
+				if blockLast {
+					err = s.Block(ctx, ada.ID, "bob") // during the unblock
+				} else {
+					err = s.Unblock(ctx, ada.ID, "bob") // during the block
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			var err error
+			if blockLast {
+				err = s.Unblock(ctx, ada.ID, "bob")
+			} else {
+				err = s.Block(ctx, ada.ID, "bob")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.betweenBlockSides != nil {
+				t.Fatal("nothing ran between the two sides")
+			}
+			_, errBlocks := s.rdb.ZScore(ctx, s.keys.blocks(ada.ID), itoa(bob.ID)).Result()
+			_, errBy := s.rdb.ZScore(ctx, s.keys.blockedBy(bob.ID), itoa(ada.ID)).Result()
+			if blocks, by := errBlocks == nil, errBy == nil; blocks != blockLast || by != blockLast {
+				t.Fatalf("ada blocks bob: %v on ada's side, %v on bob's; want %v on both", blocks, by, blockLast)
+			}
+			_, _, err = s.Follow(ctx, bob.ID, "ada")
+			if blockLast && !errors.Is(err, ErrBlocked) {
+				t.Errorf("bob, blocked, follows ada: %v", err)
+			} else if !blockLast && err != nil {
+				t.Errorf("bob, not blocked, cannot follow ada: %v", err)
+			}
+		})
+	}
+}

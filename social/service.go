@@ -233,6 +233,10 @@ type Service struct {
 	// take-back (dropRepostClaim) or of an unlike: the claim or the like,
 	// then the notification.
 	afterUnclaim func()
+	// betweenBlockSides, when set, runs in a block's or an unblock's sync
+	// of the blocked user's side, between its read of the blocker's side
+	// and its write (syncBlockedBy).
+	betweenBlockSides func()
 	// beforeTakeBack, when set, runs in notifyWhile between a look that
 	// found the notification's cause gone and the notification's
 	// take-back.
