@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -215,16 +216,15 @@ func (s *Service) queueJob(ctx context.Context, c redis.Scripter, j job, inputs 
 }
 
 // markReady marks jobs (keys) ready to run, once what they read is written;
-// "" stands for no job.
+// "" stands for no job. A job gone already (a worker took it for its
+// maker's and finished it, or another request's queued it first and it
+// ran) is not made again.
 func (s *Service) markReady(ctx context.Context, jobs ...string) error {
-	pipe := s.rdb.Pipeline()
-	for _, j := range jobs {
-		if j != "" {
-			pipe.HSet(ctx, j, "ready", 1)
-		}
+	keys := slices.DeleteFunc(slices.Clone(jobs), func(j string) bool { return j == "" })
+	if len(keys) == 0 {
+		return nil
 	}
-	_, err := pipe.Exec(ctx)
-	return err
+	return flagJobsScript.Run(ctx, s.rdb, keys, "ready").Err()
 }
 
 // readJob reads the job at key; ok is false when it is gone.

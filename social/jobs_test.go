@@ -193,3 +193,26 @@ func TestJobsQueuedByAnOlderInstanceRun(t *testing.T) {
 	}
 	done(key)
 }
+
+// markReady marks the jobs still queued ready, and makes none that is gone:
+// a second deletion of one status, whose queuing found the first's jobs,
+// marks them after the first's passes finished them.
+func TestMarkReadyMakesNoJobAgain(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	queued := job{kind: jobPost, uid: 1, sid: 7, payload: "{}"}
+	if err := s.queueJob(ctx, rdb, queued, inputsPending).Err(); err != nil {
+		t.Fatal(err)
+	}
+	gone := s.keys.job(postJobID(8))
+	if err := s.markReady(ctx, s.keys.job(queued.id()), "", gone); err != nil {
+		t.Fatal(err)
+	}
+	if ready := rdb.HGet(ctx, s.keys.job(queued.id()), "ready").Val(); ready != "1" {
+		t.Errorf("the queued job's ready = %q, want 1", ready)
+	}
+	if n := rdb.Exists(ctx, gone).Val(); n != 0 {
+		t.Errorf("marking a job gone made it again: %v", rdb.HGetAll(ctx, gone).Val())
+	}
+}

@@ -298,7 +298,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	pipe = s.rdb.Pipeline()
 	advanceScript.Eval(ctx, pipe, []string{homeJob, k.jobs()}, args...)
 	if listJob != "" {
-		pipe.HSet(ctx, listJob, "ready", 1)
+		flagJobsScript.Eval(ctx, pipe, []string{listJob}, "ready")
 	}
 	exists := pipe.Exists(ctx, k.status(st.ID))
 	if _, err := pipe.Exec(ctx); err != nil {

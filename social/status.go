@@ -29,9 +29,9 @@ var (
 	postAuthorSource string
 	postAuthorScript = redis.NewScript(postAuthorSource)
 
-	//go:embed flag_deleted.lua
-	flagDeletedSource string
-	flagDeletedScript = redis.NewScript(flagDeletedSource)
+	//go:embed flag_jobs.lua
+	flagJobsSource string
+	flagJobsScript = redis.NewScript(flagJobsSource)
 
 	//go:embed delete_author.lua
 	deleteAuthorSource string
@@ -285,7 +285,7 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	reactionsJob := s.queueDropReactions(ctx, pipe, uid, id, of, string(payload))
 	// After the jobs that finish the deletion, in their slot: a post job
 	// marked here never writes the status again (rewriteUnlessDeleted).
-	flagDeletedScript.Eval(ctx, pipe, []string{k.job(postJobID(id)), k.job(listPostJobID(id))})
+	flagJobsScript.Eval(ctx, pipe, []string{k.job(postJobID(id)), k.job(listPostJobID(id))}, "deleted")
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
