@@ -285,7 +285,7 @@ func TestUndoneRepostOfADeadRepostStaysUndone(t *testing.T) {
 	}
 	// Dead as it marks its jobs ready, everything else written.
 	death := &deathAt{at: func(first string) bool {
-		return strings.HasPrefix(first, "hset "+prefix) && strings.Contains(first, "job:post:") && strings.HasSuffix(first, " ready 1\n")
+		return strings.HasPrefix(first, "evalsha ") && strings.Contains(first, " "+prefix) && strings.Contains(first, "job:post:") && strings.HasSuffix(first, " ready\n")
 	}}
 	if _, err := dying.Repost(context.WithValue(ctxT(t), deathKey{}, death), bob.ID, orig.ID); err == nil {
 		t.Fatal("a repost that died as it marked its jobs ready succeeded")
