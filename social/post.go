@@ -30,8 +30,10 @@ import (
 //     to the page, each follower's frame sent with their push (push.lua,
 //     see homePush);
 //  4. the job moved past the page (or finished) and marked ready, and the
-//     status looked at again: a deletion that raced the push is undone
-//     there (one more round trip, rarely).
+//     status and its author looked at again: a deletion of the status that
+//     raced the push is undone there, and a suspension or an account
+//     deletion since the first is followed (settleAuthor; more round
+//     trips, rarely).
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
@@ -301,6 +303,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		flagJobsScript.Eval(ctx, pipe, []string{listJob}, "ready")
 	}
 	exists := pipe.Exists(ctx, k.status(st.ID))
+	look := s.queueAuthorLook(ctx, pipe, st.UID)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
@@ -308,6 +311,8 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		if err := s.unpush(ctx, st.ID, uids, added, connected); err != nil {
 			return err
 		}
+	} else if err := s.settleAuthor(ctx, st.UID, st.ID, look.Val(), func() error { return s.DeleteStatus(ctx, st.UID, st.ID) }); err != nil {
+		return err
 	}
 	// An author over the threshold (one who passed it before it was
 	// lowered) is made pulled from here on; this status is still pushed.
@@ -352,10 +357,18 @@ func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, pay
 	if err := s.writePost(ctx, st, path, payload); err != nil {
 		return "", "", err
 	}
-	if err := s.markReady(ctx, homeJob, listJob); err != nil {
+	pipe = s.rdb.Pipeline()
+	ready := []string{homeJob}
+	if listJob != "" {
+		ready = append(ready, listJob)
+	}
+	flagJobsScript.Eval(ctx, pipe, ready, "ready")
+	look := s.queueAuthorLook(ctx, pipe, st.UID)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return "", "", err
 	}
-	return homeJob, listJob, nil
+	err = s.settleAuthor(ctx, st.UID, st.ID, look.Val(), func() error { return s.DeleteStatus(ctx, st.UID, st.ID) })
+	return homeJob, listJob, err
 }
 
 // queuePostJobsOn queues on pipe status st's fan-out jobs, the lists' too

@@ -116,7 +116,9 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 // and the claim again, and takes st back if either went meanwhile: the
 // original's deletion pages its reposts after the original is gone, and
 // an undo takes the claim after the entry, so either they see st or this
-// sees them. Idempotent: a post job whose maker died runs it again.
+// sees them; and at the reposter, whose suspension or account deletion
+// since the repost checked them it follows (settleAuthor). Idempotent: a
+// post job whose maker died runs it again.
 func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) error {
 	k := s.keys
 	orig := st.RepostOf
@@ -138,11 +140,20 @@ func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) er
 	pipe = s.rdb.Pipeline()
 	exists := pipe.Exists(ctx, k.status(orig.ID))
 	claim := pipe.ZScore(ctx, k.reposts(orig.ID), itoa(st.UID))
+	look := s.queueAuthorLook(ctx, pipe, st.UID)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
 	if exists.Val() == 0 || claim.Err() != nil || int64(claim.Val()) != st.ID {
 		return s.takeBackRepost(ctx, st)
+	}
+	// The reposter suspended or deleted since the repost checked them.
+	err = s.settleAuthor(ctx, st.UID, st.ID, look.Val(), func() error { return s.takeBackRepost(ctx, st) })
+	if errors.Is(err, ErrUserNotFound) {
+		return nil // taken back: its jobs find no entry and end
+	}
+	if err != nil {
+		return err
 	}
 	n := note{to: orig.UID, from: st.UID, kind: protocol.NotifyReposted, sid: orig.ID,
 		at: st.Posted, fromUser: protocol.User{ID: st.UID, Login: st.Login, Name: st.Name}, status: orig}

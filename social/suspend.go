@@ -160,3 +160,69 @@ func (s *Service) hidePass(ctx context.Context, j job) (passResult, error) {
 	}
 	return s.pageStep(page, j), nil
 }
+
+// authorLook are the fields of an author's hash that a post looks at again
+// once its status is written (settleAuthor).
+var authorLook = []string{"login", "suspended", "deleted"}
+
+// queueAuthorLook queues on pipe the read settleAuthor needs of uid.
+func (s *Service) queueAuthorLook(ctx context.Context, pipe redis.Pipeliner, uid int64) *redis.SliceCmd {
+	return pipe.HMGet(ctx, s.keys.user(uid), authorLook...)
+}
+
+// settleAuthor makes status sid, written where its author uid owns it,
+// agree with what the account became after the post checked it (in its
+// first round trip), as look (queueAuthorLook, read after the write) says.
+// A suspension's job, or an account deletion's, that read the author's
+// statuses before sid was among them passed it over; their suspension or
+// mark came before that read, so before look. A deleted account's status
+// is taken back (remove) and the post answered ErrUserNotFound; a
+// suspended one's is hidden, as the suspension's job hides the rest.
+func (s *Service) settleAuthor(ctx context.Context, uid, sid int64, look []any, remove func() error) error {
+	if len(look) != len(authorLook) {
+		return nil
+	}
+	login, _ := look[0].(string)
+	suspended, _ := look[1].(string)
+	deleted, _ := look[2].(string)
+	switch {
+	case login == "" || deleted != "":
+		if err := remove(); err != nil && !errors.Is(err, ErrStatusNotFound) {
+			return err
+		}
+		return ErrUserNotFound
+	case suspended != "":
+		return s.settleHidden(ctx, uid, sid)
+	}
+	return nil
+}
+
+// settleHidden hides status sid, or shows it, as its author's suspension
+// says, and again while the suspension's revision moves across the write,
+// as hidePass does a page: a later change's job that passed sid before
+// this write is not undone. After maxHideRounds the latest change's job,
+// which reads the statuses after sid was written, settles it.
+func (s *Service) settleHidden(ctx context.Context, uid, sid int64) error {
+	k := s.keys
+	for range maxHideRounds {
+		state, err := s.rdb.HMGet(ctx, k.user(uid), "suspended", "suspension_rev").Result()
+		if err != nil {
+			return err
+		}
+		flag := "0"
+		if v, _ := state[0].(string); v != "" {
+			flag = "1"
+		}
+		if err := hideStatusScript.Run(ctx, s.rdb, []string{k.status(sid)}, flag).Err(); err != nil {
+			return err
+		}
+		after, err := s.rdb.HGet(ctx, k.user(uid), "suspension_rev").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		if rev, _ := state[1].(string); after == rev {
+			return nil
+		}
+	}
+	return nil
+}
