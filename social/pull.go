@@ -41,25 +41,24 @@ func (s *Service) promotePass(ctx context.Context, j job) (passResult, error) {
 	}
 	members := pageMembers(page)
 	if len(members) > 0 {
-		added := make([]*redis.IntCmd, len(members))
-		pipe := s.rdb.Pipeline()
-		for i, m := range members {
-			f, _ := strconv.ParseInt(m, 10, 64)
-			added[i] = pipe.ZAddNX(ctx, k.pulls(f), redis.Z{Score: page[i].Score, Member: uid})
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return passResult{}, err
-		}
 		frame, err := json.Marshal(protocol.Internal{Type: protocol.TypePullAdded, Author: uid})
 		if err != nil {
 			return passResult{}, err
 		}
-		pipe = s.rdb.Pipeline()
-		for i, m := range members {
-			if added[i].Val() == 1 {
-				f, _ := strconv.ParseInt(m, 10, 64)
-				s.bus.Queue(ctx, pipe, s.bus.UserChannel(f), frame)
-			}
+		// Each while they still follow (pull_add.lua, which tells their
+		// instances): an unfollow's first step, between the page's read and
+		// here, took the author out of their pulls, and its second takes
+		// them out of the followers only after; a plain add would put the
+		// author back in their pulls for good. Loaded first, the script
+		// goes by its hash in the page's pipeline.
+		if err := pullAddScript.Load(ctx, s.rdb).Err(); err != nil {
+			return passResult{}, err
+		}
+		pipe := s.rdb.Pipeline()
+		for _, m := range members {
+			f, _ := strconv.ParseInt(m, 10, 64)
+			pullAddScript.EvalSha(ctx, pipe, []string{k.following(f), k.pulls(f)},
+				uid, s.bus.Command(), s.bus.UserChannel(f), frame)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return passResult{}, err

@@ -2,6 +2,7 @@ package social
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -334,5 +335,42 @@ func TestPromotionRacesFollowsAndPosts(t *testing.T) {
 		if got := pageIDs(page); !slices.Equal(got, want) {
 			t.Errorf("%s reads %v, want %v", f.Login, got, want)
 		}
+	}
+}
+
+// A promotion adds its author to the pulls of the followers on its page
+// only while each still follows: one whose unfollow had taken the author
+// out of their following and pulls (its first step), but not yet out of
+// the author's followers (its second), which the page was read from, gets
+// no pull back, and no pull_added; the others get both.
+func TestPromotionPassesOverAnUnfollowUnderWay(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{PullThreshold: 100})
+	ctx := ctxT(t)
+	big := signUp(t, s, "big")
+	stays, leaving := signUp(t, s, "stays"), signUp(t, s, "leaving")
+	follow(t, s, stays.ID, "big")
+	follow(t, s, leaving.ID, "big")
+	// The unfollow's first step, as unfollow_follower.lua takes it.
+	if err := rdb.ZRem(ctx, s.keys.following(leaving.ID), itoa(big.ID)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := listen(t, s, rdb, s.bus.UserChannel(stays.ID), s.bus.UserChannel(leaving.ID))
+	if err := s.queuePromotion(ctx, big.ID); err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, s, s.keys.job(promoteJobID(big.ID)))
+	if _, err := rdb.ZScore(ctx, s.keys.pulls(stays.ID), itoa(big.ID)).Result(); err != nil {
+		t.Errorf("a follower does not pull the promoted author: %v", err)
+	}
+	if _, err := rdb.ZScore(ctx, s.keys.pulls(leaving.ID), itoa(big.ID)).Result(); !errors.Is(err, redis.Nil) {
+		t.Errorf("a follower whose unfollow is under way pulls the promoted author again (%v)", err)
+	}
+	got := eventsSoFar(t, l)
+	if ev := got[s.bus.UserChannel(stays.ID)]; len(ev) != 1 || ev[0].Type != protocol.TypePullAdded || ev[0].Author != big.ID {
+		t.Errorf("the follower who stays was told %+v, want pull_added of %d", ev, big.ID)
+	}
+	if ev := got[s.bus.UserChannel(leaving.ID)]; len(ev) != 0 {
+		t.Errorf("the follower leaving was told %+v, want nothing", ev)
 	}
 }
