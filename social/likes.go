@@ -66,7 +66,8 @@ func (s *Service) likeTarget(ctx context.Context, uid, id int64) (Status, protoc
 // status is looked at again: a deletion that raced the write either sees
 // the like (its cleanup job pages the likes after the status is gone) or
 // is seen here, and the like is taken back. The count is the likes'
-// cardinality, so it is exact whatever the likes raced.
+// cardinality, so it is exact whatever the likes raced; uid's liked is
+// made to agree with it (settleLiked).
 func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	st, from, err := s.likeTarget(ctx, uid, id)
 	if err == nil {
@@ -83,15 +84,23 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
-	exists, err := s.rdb.Exists(ctx, k.status(st.ID)).Result()
-	if err != nil {
+	if s.afterLikeWrites != nil {
+		s.afterLikeWrites()
+	}
+	pipe = s.rdb.Pipeline()
+	status := pipe.Exists(ctx, k.status(st.ID))
+	like := pipe.ZScore(ctx, k.likes(st.ID), itoa(uid))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
-	if exists == 0 {
+	if status.Val() == 0 {
 		if err := s.dropLike(ctx, uid, st.ID); err != nil {
 			return Status{}, fmt.Errorf("like %d: %w", id, err)
 		}
 		return Status{}, ErrStatusNotFound
+	}
+	if err := s.settleLiked(ctx, uid, st.ID, true, like); err != nil {
+		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
 	if added.Val() == 1 {
 		n := note{to: st.UID, from: uid, kind: protocol.NotifyLiked, sid: st.ID, fromUser: from, status: &st}
@@ -115,6 +124,16 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 	removed := pipe.ZRem(ctx, k.likes(st.ID), uid)
 	pipe.ZRem(ctx, k.liked(uid), st.ID)
 	if _, err := pipe.Exec(ctx); err != nil {
+		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
+	}
+	if s.afterLikeWrites != nil {
+		s.afterLikeWrites()
+	}
+	like := s.rdb.ZScore(ctx, k.likes(st.ID), itoa(uid))
+	if err := like.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
+	}
+	if err := s.settleLiked(ctx, uid, st.ID, false, like); err != nil {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
 	if removed.Val() == 1 {
@@ -150,6 +169,41 @@ func (s *Service) renotifyLike(ctx context.Context, uid, sid int64) error {
 	}
 	n := note{to: st.UID, from: uid, kind: protocol.NotifyLiked, sid: st.ID, fromUser: from, status: &st}
 	return s.notifyWhile(ctx, n, s.keys.likes(st.ID), itoa(uid))
+}
+
+// settleLiked makes uid's liked index agree about sid with sid's likes,
+// which the counts read and Like and Unlike write first: wrote is what
+// uid's last write to liked said (liked or not), like the read of likes
+// made after it. While they disagree it writes liked as likes says and
+// reads likes again. A like and an unlike racing each other (their two
+// writes to the two keys, each pipelined, land in either order, on a
+// cluster on two masters at once) each settle after their own writes, and
+// the last write to liked is followed by a read of likes that agrees: the
+// index never lists a like that is not there, which an export would show,
+// nor misses one, which an account's deletion would leave behind.
+func (s *Service) settleLiked(ctx context.Context, uid, sid int64, wrote bool, like *redis.FloatCmd) error {
+	k := s.keys
+	for range maxSyncRounds {
+		there := like.Err() == nil
+		if there == wrote {
+			return nil
+		}
+		var err error
+		if there {
+			err = s.rdb.ZAdd(ctx, k.liked(uid), redis.Z{Score: like.Val(), Member: sid}).Err()
+		} else {
+			err = s.rdb.ZRem(ctx, k.liked(uid), sid).Err()
+		}
+		if err != nil {
+			return err
+		}
+		wrote = there
+		like = s.rdb.ZScore(ctx, k.likes(sid), itoa(uid))
+		if err := like.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return fmt.Errorf("the like of %d by %d changed %d times while being written", sid, uid, maxSyncRounds)
 }
 
 // dropLike takes uid's like of sid out of both its sets.

@@ -801,3 +801,54 @@ func checkOneNotification(tb testing.TB, s *Service, uid int64, kind string, fro
 		tb.Errorf("notifications read: %v, want %v", got, want)
 	}
 }
+
+// A like and an unlike racing, the like's write to the liker's index
+// landing after the whole unlike (as a cluster, writing the status's likes
+// and the liker's index on two masters at once, may land them), leave the
+// index agreeing with the likes: the other way round too.
+func TestLikeAndUnlikeRacingKeepTheIndex(t *testing.T) {
+	t.Parallel()
+	for _, likeLast := range []bool{false, true} {
+		t.Run(fmt.Sprint("liked at the end=", likeLast), func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{})
+			ctx := ctxT(t)
+			ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+			st := post(t, s, ada.ID, "liked and not")
+			if likeLast {
+				if _, err := s.Like(ctx, bob.ID, st.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.afterLikeWrites = func() {
+				s.afterLikeWrites = nil
+				var err error
+				if likeLast {
+					_, err = s.Like(ctx, bob.ID, st.ID) // during the unlike
+					// The unlike's write to the index, landing after.
+					err = errors.Join(err, rdb.ZRem(ctx, s.keys.liked(bob.ID), st.ID).Err())
+				} else {
+					_, err = s.Unlike(ctx, bob.ID, st.ID) // during the like
+					err = errors.Join(err, rdb.ZAdd(ctx, s.keys.liked(bob.ID), redis.Z{Score: 1, Member: st.ID}).Err())
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			var err error
+			if likeLast {
+				_, err = s.Unlike(ctx, bob.ID, st.ID)
+			} else {
+				_, err = s.Like(ctx, bob.ID, st.ID)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, errLikes := rdb.ZScore(ctx, s.keys.likes(st.ID), itoa(bob.ID)).Result()
+			_, errLiked := rdb.ZScore(ctx, s.keys.liked(bob.ID), itoa(st.ID)).Result()
+			if likes, liked := errLikes == nil, errLiked == nil; likes != liked {
+				t.Errorf("bob likes the status: %v in its likes, %v in his index", likes, liked)
+			}
+		})
+	}
+}

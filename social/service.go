@@ -233,6 +233,9 @@ type Service struct {
 	// take-back (dropRepostClaim) or of an unlike: the claim or the like,
 	// then the notification.
 	afterUnclaim func()
+	// afterLikeWrites, when set, runs after a like's or an unlike's writes
+	// of the likes and the liker's index, before it reads the likes again.
+	afterLikeWrites func()
 	// betweenBlockSides, when set, runs in a block's or an unblock's sync
 	// of the blocked user's side, between its read of the blocker's side
 	// and its write (syncBlockedBy).
