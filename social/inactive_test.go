@@ -221,3 +221,39 @@ func TestFanoutTrimsHomeTimelines(t *testing.T) {
 		t.Fatalf("newest page = %v, want %v", got, want)
 	}
 }
+
+// A user back after a long absence whose refill is queued already (one
+// with a floor, as an unfollow or a followee's deletion queues it) gets the
+// rebuild's home all the same: the refill is widened into it, where its
+// floor would have left out every status skipped while they were away.
+func TestReturnWidensAQueuedRefill(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	s.opts.ConnectedKey = s.keys.prefix + "connected" // away is not
+	author := signUp(t, s, "author")
+	away, token := signUpToken(t, s, "away")
+	follow(t, s, away.ID, "author")
+	lastSeenAgo(t, s, away.ID, 8*24*time.Hour)
+	var posted []int64
+	for i := range 3 {
+		st, err := s.Post(ctx, author.ID, fmt.Sprintf("while away %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runJob(t, s, s.keys.job(postJobID(st.ID)))
+		posted = append(posted, st.ID)
+	}
+	if got := homeIDs(t, s, away.ID); len(got) != 0 {
+		t.Fatalf("home of the follower away = %v, want nothing pushed", got)
+	}
+	refill := job{kind: jobRefill, uid: away.ID, floor: itoa(posted[0])}
+	if err := s.queueJob(ctx, s.rdb, refill, inputsWritten).Err(); err != nil {
+		t.Fatal(err)
+	}
+	authenticate(t, s, token)
+	runJobIfQueued(t, s, s.keys.job(refillJobID(away.ID)))
+	if got := homeIDs(t, s, away.ID); !slices.Equal(got, posted) {
+		t.Errorf("home after coming back = %v, want %v", got, posted)
+	}
+}

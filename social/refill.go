@@ -2,10 +2,17 @@ package social
 
 import (
 	"context"
+	_ "embed"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed widen_refill.lua
+	widenRefillSource string
+	widenRefillScript = redis.NewScript(widenRefillSource)
 )
 
 // refillPass runs one pass of a refill: it copies into uid's home timeline

@@ -530,9 +530,12 @@ func (s *Service) noted(ctx context.Context, uid, state, now int64) error {
 	if n, err := s.rdb.ZCard(ctx, k.following(uid)).Result(); err != nil {
 		return err
 	} else if n > 0 {
-		// The rebuild is a refill with no floor, unless one is queued
-		// already (it then does that work).
+		// The rebuild is a refill with no floor; one queued already (with
+		// a floor) is widened into it.
 		q, err := s.queueJob(ctx, s.rdb, job{kind: jobRefill, uid: uid, floor: "+inf"}, inputsWritten).Int()
+		if err == nil && q == 0 {
+			q, err = widenRefillScript.Run(ctx, s.rdb, []string{k.job(refillJobID(uid))}).Int()
+		}
 		if err != nil {
 			return err
 		}
