@@ -427,3 +427,41 @@ func TestKeepLetsGoOfAJobTakenOver(t *testing.T) {
 		t.Errorf("keep right after a keep: %v, %v; want held", held, err)
 	}
 }
+
+// A dead post's author suspended between the job's read and its redo's
+// writes: the status the redo writes again is hidden, as the suspension's
+// job (which read the author's statuses before the rewrite, the status
+// taken out of them meanwhile as a deletion would) hid the rest.
+func TestRedoOfASuspendedAuthorsPostIsHidden(t *testing.T) {
+	t.Parallel()
+	d := dieAfterThePush(t)
+	s := d.survivor
+	var once sync.Once
+	suspended := make(chan error, 1)
+	s.beforeRewrite = func(job) {
+		once.Do(func() {
+			ctx := context.Background()
+			// The suspension's job, as it runs when it read the statuses
+			// before the redo wrote this one there again.
+			err := s.rdb.ZRem(ctx, s.keys.profile(d.author.ID), itoa(d.sid)).Err()
+			if err == nil {
+				_, err = s.Suspend(ctx, d.author.ID)
+			}
+			suspended <- err
+		})
+	}
+	time.Sleep(600 * time.Millisecond) // the maker is taken for dead
+	startWorker(t, s, "after")
+	select {
+	case err := <-suspended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the dead post's job did not redo its writes")
+	}
+	waitJobsDone(t, s)
+	if h := s.rdb.HGet(ctxT(t), s.keys.status(d.sid), "hidden").Val(); h != "1" {
+		t.Errorf("the redone status of the suspended author: hidden = %q, want 1", h)
+	}
+}

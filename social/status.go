@@ -182,9 +182,20 @@ func (s *Service) rewriteUnlessDeleted(ctx context.Context, j job, st Status, pa
 				return err
 			}
 		}
-		deleted, err := s.rdb.HExists(ctx, j.key, "deleted").Result()
-		if err != nil || !deleted {
+		pipe := s.rdb.Pipeline()
+		marked := pipe.HExists(ctx, j.key, "deleted")
+		look := s.queueAuthorLook(ctx, pipe, st.UID)
+		if _, err := pipe.Exec(ctx); err != nil {
 			return err
+		}
+		if !marked.Val() {
+			// The author suspended, or their account deleted, since the
+			// post checked them (settleAuthor): a deleted account's
+			// status is taken back as a deleted status's is.
+			err := s.settleAuthor(ctx, st.UID, st.ID, look.Val(), func() error { return nil })
+			if !errors.Is(err, ErrUserNotFound) {
+				return err
+			}
 		}
 	}
 	if err := s.unwritePost(ctx, st); err != nil {
