@@ -233,6 +233,9 @@ type Service struct {
 	// take-back (dropRepostClaim) or of an unlike: the claim or the like,
 	// then the notification.
 	afterUnclaim func()
+	// afterSuspendScript, when set, runs between a suspension's (or its
+	// lifting's) script and its write of the admins' list.
+	afterSuspendScript func()
 	// afterLikeWrites, when set, runs after a like's or an unlike's writes
 	// of the likes and the liker's index, before it reads the likes again.
 	afterLikeWrites func()

@@ -63,6 +63,9 @@ func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bo
 	case rev == 0:
 		return false, nil
 	}
+	if s.afterSuspendScript != nil {
+		s.afterSuspendScript()
+	}
 	hide := job{kind: jobHide, uid: uid, payload: itoa(rev)}
 	pipe := s.rdb.Pipeline()
 	if suspend {
@@ -73,6 +76,9 @@ func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bo
 	}
 	s.queueJob(ctx, pipe, hide, inputsWritten)
 	if _, err := pipe.Exec(ctx); err != nil {
+		return false, fmt.Errorf("suspension of %d: %w", uid, err)
+	}
+	if err := s.syncSuspendedList(ctx, uid, suspend); err != nil {
 		return false, fmt.Errorf("suspension of %d: %w", uid, err)
 	}
 	if suspend {
@@ -86,6 +92,38 @@ func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bo
 	}
 	s.inlinePass(ctx, k.job(hide.id()))
 	return true, nil
+}
+
+// syncSuspendedList makes the admins' list of suspended accounts agree
+// about uid with the account's own flag, which the suspension script
+// writes first; listed is what this request's write to the list said.
+// While they disagree it writes the list as the flag says and reads the
+// flag again: a suspension and its lifting racing each other land their
+// writes to the list in either order, and the last is followed by a read
+// of the flag that agrees.
+func (s *Service) syncSuspendedList(ctx context.Context, uid int64, listed bool) error {
+	k := s.keys
+	for range maxSyncRounds {
+		since, err := s.rdb.HGet(ctx, k.user(uid), "suspended").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		flagged := err == nil
+		if flagged == listed {
+			return nil
+		}
+		if flagged {
+			ms, _ := strconv.ParseFloat(since, 64)
+			err = s.rdb.ZAdd(ctx, k.suspended(), redis.Z{Score: ms, Member: uid}).Err()
+		} else {
+			err = s.rdb.ZRem(ctx, k.suspended(), uid).Err()
+		}
+		if err != nil {
+			return err
+		}
+		listed = flagged
+	}
+	return fmt.Errorf("the suspension of %d changed %d times while being listed", uid, maxSyncRounds)
 }
 
 // Suspended returns the suspended accounts, most recently suspended first,

@@ -2,6 +2,7 @@ package social
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -149,5 +150,54 @@ func TestSuspensionFlips(t *testing.T) {
 		if h := rdb.HGet(ctx, s.keys.status(id), "hidden").Val(); h != "1" {
 			t.Errorf("status %d of the suspended account: hidden = %q, want 1", id, h)
 		}
+	}
+}
+
+// A suspension and its lifting racing each other, the lifting whole
+// between the suspension's script and its write of the admins' list (or
+// the other way round), leave the list agreeing with the account.
+func TestSuspensionRacingItsLiftingKeepsTheList(t *testing.T) {
+	t.Parallel()
+	for _, suspendedLast := range []bool{false, true} {
+		t.Run(fmt.Sprint("suspended at the end=", suspendedLast), func(t *testing.T) {
+			t.Parallel()
+			s, _ := newService(t, Options{})
+			ctx := ctxT(t)
+			ada := signUp(t, s, "ada")
+			if suspendedLast {
+				if _, err := s.Suspend(ctx, ada.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.afterSuspendScript = func() {
+				s.afterSuspendScript = nil
+				var err error
+				if suspendedLast {
+					_, err = s.Suspend(ctx, ada.ID) // during the lifting
+				} else {
+					_, err = s.Unsuspend(ctx, ada.ID) // during the suspension
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			var err error
+			if suspendedLast {
+				_, err = s.Unsuspend(ctx, ada.ID)
+			} else {
+				_, err = s.Suspend(ctx, ada.ID)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			flagged := s.rdb.HExists(ctx, s.keys.user(ada.ID), "suspended").Val()
+			listed, err := s.Suspended(ctx, Page{Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if flagged != suspendedLast || (len(listed) == 1) != suspendedLast {
+				t.Errorf("ada suspended: %v by her account, listed %+v; want %v both", flagged, listed, suspendedLast)
+			}
+		})
 	}
 }
