@@ -149,7 +149,7 @@ func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) er
 	}
 	// The reposter suspended or deleted since the repost checked them.
 	err = s.settleAuthor(ctx, st.UID, st.ID, look.Val(), func() error { return s.takeBackRepost(ctx, st) })
-	if errors.Is(err, ErrUserNotFound) {
+	if errors.Is(err, errAuthorGone) {
 		return nil // taken back: its jobs find no entry and end
 	}
 	if err != nil {

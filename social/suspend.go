@@ -199,6 +199,11 @@ func (s *Service) hidePass(ctx context.Context, j job) (passResult, error) {
 	return s.pageStep(page, j), nil
 }
 
+// errAuthorGone: the account was deleted as its status was written, and
+// the status taken back (settleAuthor). A request answers it as the ended
+// session it is (ErrUnauthenticated).
+var errAuthorGone = fmt.Errorf("the account was deleted: %w", ErrUnauthenticated)
+
 // authorLook are the fields of an author's hash that a post looks at again
 // once its status is written (settleAuthor).
 var authorLook = []string{"login", "suspended", "deleted"}
@@ -214,7 +219,8 @@ func (s *Service) queueAuthorLook(ctx context.Context, pipe redis.Pipeliner, uid
 // A suspension's job, or an account deletion's, that read the author's
 // statuses before sid was among them passed it over; their suspension or
 // mark came before that read, so before look. A deleted account's status
-// is taken back (remove) and the post answered ErrUserNotFound; a
+// is taken back (remove) and the post answered ErrUnauthenticated (the
+// deletion ended its session); a
 // suspended one's is hidden, as the suspension's job hides the rest.
 func (s *Service) settleAuthor(ctx context.Context, uid, sid int64, look []any, remove func() error) error {
 	if len(look) != len(authorLook) {
@@ -228,7 +234,7 @@ func (s *Service) settleAuthor(ctx context.Context, uid, sid int64, look []any, 
 		if err := remove(); err != nil && !errors.Is(err, ErrStatusNotFound) {
 			return err
 		}
-		return ErrUserNotFound
+		return errAuthorGone
 	case suspended != "":
 		return s.settleHidden(ctx, uid, sid)
 	}
