@@ -89,7 +89,7 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	}
 	pipe = s.rdb.Pipeline()
 	status := pipe.Exists(ctx, k.status(st.ID))
-	like := pipe.ZScore(ctx, k.likes(st.ID), itoa(uid))
+	look := s.queueLikeLook(ctx, pipe, uid, st.ID)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
@@ -99,7 +99,7 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 		}
 		return Status{}, ErrStatusNotFound
 	}
-	if err := s.settleLiked(ctx, uid, st.ID, true, like); err != nil {
+	if err := s.settleLiked(ctx, uid, st.ID, look); err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
 	if added.Val() == 1 {
@@ -129,11 +129,12 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 	if s.afterLikeWrites != nil {
 		s.afterLikeWrites()
 	}
-	like := s.rdb.ZScore(ctx, k.likes(st.ID), itoa(uid))
-	if err := like.Err(); err != nil && !errors.Is(err, redis.Nil) {
+	pipe = s.rdb.Pipeline()
+	look := s.queueLikeLook(ctx, pipe, uid, st.ID)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
-	if err := s.settleLiked(ctx, uid, st.ID, false, like); err != nil {
+	if err := s.settleLiked(ctx, uid, st.ID, look); err != nil {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
 	if removed.Val() == 1 {
@@ -171,35 +172,44 @@ func (s *Service) renotifyLike(ctx context.Context, uid, sid int64) error {
 	return s.notifyWhile(ctx, n, s.keys.likes(st.ID), itoa(uid))
 }
 
+// likeLook is a read of both sides of uid's like of a status: the status's
+// likes, which the counts read, and uid's liked index.
+type likeLook struct{ like, liked *redis.FloatCmd }
+
+// queueLikeLook queues on pipe the read of both sides of uid's like of sid.
+func (s *Service) queueLikeLook(ctx context.Context, pipe redis.Pipeliner, uid, sid int64) likeLook {
+	return likeLook{like: pipe.ZScore(ctx, s.keys.likes(sid), itoa(uid)), liked: pipe.ZScore(ctx, s.keys.liked(uid), itoa(sid))}
+}
+
 // settleLiked makes uid's liked index agree about sid with sid's likes,
-// which the counts read and Like and Unlike write first: wrote is what
-// uid's last write to liked said (liked or not), like the read of likes
-// made after it. While they disagree it writes liked as likes says and
-// reads likes again. A like and an unlike racing each other (their two
-// writes to the two keys, each pipelined, land in either order, on a
-// cluster on two masters at once) each settle after their own writes, and
-// the last write to liked is followed by a read of likes that agrees: the
-// index never lists a like that is not there, which an export would show,
-// nor misses one, which an account's deletion would leave behind.
-func (s *Service) settleLiked(ctx context.Context, uid, sid int64, wrote bool, like *redis.FloatCmd) error {
+// which the counts read: look is a read of both made after this request's
+// writes. While they disagree it writes the index as the likes say and
+// reads both again (look's reads answered, or answered nothing: its
+// pipeline's Exec saw any other error). A like and an unlike racing each other (each writes
+// the two keys in one pipeline, which on a cluster goes to two masters at
+// once, and on one Redis interleaves with other clients) each settle after
+// their own writes, and whoever wrote either key last reads both after:
+// the index never lists a like that is not there, which an export would
+// show, nor misses one, which an account's deletion would leave behind.
+func (s *Service) settleLiked(ctx context.Context, uid, sid int64, look likeLook) error {
 	k := s.keys
 	for range maxSyncRounds {
-		there := like.Err() == nil
-		if there == wrote {
+		there, listed := look.like.Err() == nil, look.liked.Err() == nil
+		if there == listed {
 			return nil
 		}
 		var err error
 		if there {
-			err = s.rdb.ZAdd(ctx, k.liked(uid), redis.Z{Score: like.Val(), Member: sid}).Err()
+			err = s.rdb.ZAdd(ctx, k.liked(uid), redis.Z{Score: look.like.Val(), Member: sid}).Err()
 		} else {
 			err = s.rdb.ZRem(ctx, k.liked(uid), sid).Err()
 		}
 		if err != nil {
 			return err
 		}
-		wrote = there
-		like = s.rdb.ZScore(ctx, k.likes(sid), itoa(uid))
-		if err := like.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		pipe := s.rdb.Pipeline()
+		look = s.queueLikeLook(ctx, pipe, uid, sid)
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
 	}
