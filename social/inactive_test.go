@@ -257,3 +257,28 @@ func TestReturnWidensAQueuedRefill(t *testing.T) {
 		t.Errorf("home after coming back = %v, want %v", got, posted)
 	}
 }
+
+// widen_refill.lua widens a refill with a floor into a rebuild once: a
+// rebuild is left as it is, and no refill is made where none is queued.
+func TestWidenRefill(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	key := s.keys.job(refillJobID(7))
+	if err := s.queueJob(ctx, rdb, job{kind: jobRefill, uid: 7, floor: "42", cursor: 3, part: "9", below: "40"}, inputsWritten).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{1, 2} {
+		if got, err := widenRefillScript.Run(ctx, rdb, []string{key}).Int(); err != nil || got != want {
+			t.Fatalf("widening %d answered %d (%v), want %d", i, got, err, want)
+		}
+	}
+	j, ok, err := s.readJob(ctx, key)
+	if err != nil || !ok || j.floor != "+inf" || j.cursor != 0 || j.part != "" || j.below != "" || j.pass != 1 {
+		t.Errorf("the widened refill: %+v (there %v, %v); want floor +inf from the start, its pass moved once", j, ok, err)
+	}
+	rdb.Del(ctx, key)
+	if got, err := widenRefillScript.Run(ctx, rdb, []string{key}).Int(); err != nil || got != 0 || rdb.Exists(ctx, key).Val() != 0 {
+		t.Errorf("widening no refill answered %d (%v), and made one: %v", got, err, rdb.Exists(ctx, key).Val())
+	}
+}

@@ -530,16 +530,32 @@ func (s *Service) noted(ctx context.Context, uid, state, now int64) error {
 	if n, err := s.rdb.ZCard(ctx, k.following(uid)).Result(); err != nil {
 		return err
 	} else if n > 0 {
-		// The rebuild is a refill with no floor; one queued already (with
-		// a floor) is widened into it.
-		q, err := s.queueJob(ctx, s.rdb, job{kind: jobRefill, uid: uid, floor: "+inf"}, inputsWritten).Int()
-		if err == nil && q == 0 {
-			q, err = widenRefillScript.Run(ctx, s.rdb, []string{k.job(refillJobID(uid))}).Int()
+		// The rebuild is a refill with no floor, marked a rebuild so that
+		// the requests racing this return leave it be; a refill queued
+		// already is widened into it (widen_refill.lua), and one finished
+		// meanwhile queued again.
+		key := k.job(refillJobID(uid))
+		for range 3 {
+			q, err := s.queueJob(ctx, s.rdb, job{kind: jobRefill, uid: uid, floor: "+inf"}, inputsWritten).Int()
+			if err != nil {
+				return err
+			}
+			if q == 1 {
+				if err := flagJobsScript.Run(ctx, s.rdb, []string{key}, "rebuild").Err(); err != nil {
+					return err
+				}
+				queued = true
+				break
+			}
+			w, err := widenRefillScript.Run(ctx, s.rdb, []string{key}).Int()
+			if err != nil {
+				return err
+			}
+			if w != 0 {
+				queued = w == 1
+				break
+			}
 		}
-		if err != nil {
-			return err
-		}
-		queued = q == 1
 	}
 	if err := s.rdb.ZAddGT(ctx, k.seen(), redis.Z{Score: float64(now), Member: uid}).Err(); err != nil {
 		return err
