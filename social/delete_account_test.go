@@ -120,7 +120,7 @@ func TestDeleteAccountJobWaitsForTheMark(t *testing.T) {
 	for _, dies := range []bool{false, true} {
 		t.Run(fmt.Sprint("dies=", dies), func(t *testing.T) {
 			t.Parallel()
-			s, _ := newService(t, Options{JobClaimIdle: 2 * time.Second})
+			s, _ := newService(t, Options{JobClaimIdle: 5 * time.Second})
 			ctx := ctxT(t)
 			ada, token, err := s.SignUp(ctx, "ada", "Ada", "kettle-drum-41")
 			if err != nil {

@@ -311,7 +311,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		if err := s.unpush(ctx, st.ID, uids, added, connected); err != nil {
 			return err
 		}
-	} else if err := s.settleAuthor(ctx, st.UID, st.ID, look.Val(), func() error { return s.DeleteStatus(ctx, st.UID, st.ID) }); err != nil {
+	} else if err := s.settleAuthorOf(ctx, st.UID, st.ID, look.Val()); err != nil {
 		return err
 	}
 	// An author over the threshold (one who passed it before it was
@@ -367,8 +367,7 @@ func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, pay
 	if _, err := pipe.Exec(ctx); err != nil {
 		return "", "", err
 	}
-	err = s.settleAuthor(ctx, st.UID, st.ID, look.Val(), func() error { return s.DeleteStatus(ctx, st.UID, st.ID) })
-	return homeJob, listJob, err
+	return homeJob, listJob, s.settleAuthorOf(ctx, st.UID, st.ID, look.Val())
 }
 
 // queuePostJobsOn queues on pipe status st's fan-out jobs, the lists' too

@@ -49,18 +49,16 @@ func (s *Service) promotePass(ctx context.Context, j job) (passResult, error) {
 		// instances): an unfollow's first step, between the page's read and
 		// here, took the author out of their pulls, and its second takes
 		// them out of the followers only after; a plain add would put the
-		// author back in their pulls for good. Loaded first, the script
-		// goes by its hash in the page's pipeline.
-		if err := pullAddScript.Load(ctx, s.rdb).Err(); err != nil {
-			return passResult{}, err
-		}
+		// author back in their pulls for good. The script goes by its hash;
+		// the calls a Redis that lost it answered NOSCRIPT are sent again
+		// once it is loaded.
 		pipe := s.rdb.Pipeline()
 		for _, m := range members {
 			f, _ := strconv.ParseInt(m, 10, 64)
 			pullAddScript.EvalSha(ctx, pipe, []string{k.following(f), k.pulls(f)},
 				uid, s.bus.Command(), s.bus.UserChannel(f), frame)
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		if err := s.execLoading(ctx, pipe, pullAddScript); err != nil {
 			return passResult{}, err
 		}
 	}
@@ -75,4 +73,34 @@ func (s *Service) promotePass(ctx context.Context, j job) (passResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// execLoading runs pipe, whose calls of script go by its hash, and sends
+// again, once script is loaded (on every shard of a cluster), the calls
+// Redis answered NOSCRIPT: a Redis that lost its scripts costs one round
+// trip more. Any other error is returned.
+func (s *Service) execLoading(ctx context.Context, pipe redis.Pipeliner, script *redis.Script) error {
+	cmds, err := pipe.Exec(ctx)
+	if err == nil {
+		return nil
+	}
+	var again []redis.Cmder
+	for _, c := range cmds {
+		if e := c.Err(); e != nil {
+			if !redis.HasErrorPrefix(e, "NOSCRIPT") {
+				return e
+			}
+			again = append(again, c)
+		}
+	}
+	if err := script.Load(ctx, s.rdb).Err(); err != nil {
+		return err
+	}
+	retry := s.rdb.Pipeline()
+	for _, c := range again {
+		c.SetErr(nil)
+		_ = retry.Process(ctx, c)
+	}
+	_, err = retry.Exec(ctx)
+	return err
 }

@@ -342,7 +342,8 @@ func TestPromotionRacesFollowsAndPosts(t *testing.T) {
 // only while each still follows: one whose unfollow had taken the author
 // out of their following and pulls (its first step), but not yet out of
 // the author's followers (its second), which the page was read from, gets
-// no pull back, and no pull_added; the others get both.
+// no pull back, and no pull_added; the others get both, also from a Redis
+// that lost its scripts.
 func TestPromotionPassesOverAnUnfollowUnderWay(t *testing.T) {
 	t.Parallel()
 	s, rdb := newService(t, Options{PullThreshold: 100})
@@ -357,6 +358,10 @@ func TestPromotionPassesOverAnUnfollowUnderWay(t *testing.T) {
 	}
 	l := listen(t, s, rdb, s.bus.UserChannel(stays.ID), s.bus.UserChannel(leaving.ID))
 	if err := s.queuePromotion(ctx, big.ID); err != nil {
+		t.Fatal(err)
+	}
+	// As after a restart of Redis: the page's calls come back NOSCRIPT.
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	runJob(t, s, s.keys.job(promoteJobID(big.ID)))

@@ -241,6 +241,14 @@ func (s *Service) settleAuthor(ctx context.Context, uid, sid int64, look []any, 
 	return nil
 }
 
+// settleAuthorOf is settleAuthor for post sid, deleted as DeleteStatus
+// deletes it. Its jobs are ready, maybe done, by then, so no redo comes
+// after: it runs to its end though the request ends.
+func (s *Service) settleAuthorOf(ctx context.Context, uid, sid int64, look []any) error {
+	ctx = context.WithoutCancel(ctx)
+	return s.settleAuthor(ctx, uid, sid, look, func() error { return s.DeleteStatus(ctx, uid, sid) })
+}
+
 // settleHidden hides status sid, or shows it, as its author's suspension
 // says, and again while the suspension's revision moves across the write,
 // as hidePass does a page: a later change's job that passed sid before
