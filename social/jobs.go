@@ -89,9 +89,10 @@ type job struct {
 	pass    int64   // "pass": how many times it was moved on (see advance)
 
 	// A refill's place (see refillPass).
-	floor string // "floor": the lowest id home held when it was queued, or "+inf"
-	part  string // "part": the followee a pass stopped inside, "" for none
-	below string // "below": the lowest id copied from part
+	floor   string // "floor": the lowest id home held when it was queued, or "+inf"
+	part    string // "part": the followee a pass stopped inside, "" for none
+	below   string // "below": the lowest id copied from part
+	rebuild bool   // "rebuild": a returning user's rebuild (see widen_refill.lua)
 }
 
 // id is the job's id: its key without the jobs' prefix.
@@ -124,7 +125,7 @@ func (j job) id() string {
 func parseJob(key string, f map[string]string) job {
 	j := job{
 		key: key, kind: jobKind(f["kind"]), until: f["until"], payload: f["payload"],
-		ready: f["ready"] != "", deleted: f["deleted"] != "", entry: f["entry"], floor: f["floor"], part: f["part"], below: f["below"],
+		ready: f["ready"] != "", deleted: f["deleted"] != "", rebuild: f["rebuild"] != "", entry: f["entry"], floor: f["floor"], part: f["part"], below: f["below"],
 	}
 	j.uid, _ = strconv.ParseInt(f["uid"], 10, 64)
 	j.sid, _ = strconv.ParseInt(f["sid"], 10, 64)
@@ -153,6 +154,9 @@ func (j job) fields() []any {
 	}
 	if j.kind == jobRefill {
 		f = append(f, "floor", j.floor)
+		if j.rebuild {
+			f = append(f, "rebuild", 1)
+		}
 	} else if j.ready {
 		// A refill never carried "ready": it reads only follows and a home
 		// timeline written before it is queued, and never waits.

@@ -88,12 +88,11 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 		s.afterLikeWrites()
 	}
 	pipe = s.rdb.Pipeline()
-	status := pipe.Exists(ctx, k.status(st.ID))
 	look := s.queueLikeLook(ctx, pipe, uid, st.ID)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	if err := look.exec(ctx, pipe); err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
-	if status.Val() == 0 {
+	if look.status.Val() == 0 {
 		if err := s.dropLike(ctx, uid, st.ID); err != nil {
 			return Status{}, fmt.Errorf("like %d: %w", id, err)
 		}
@@ -131,7 +130,7 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 	}
 	pipe = s.rdb.Pipeline()
 	look := s.queueLikeLook(ctx, pipe, uid, st.ID)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	if err := look.exec(ctx, pipe); err != nil {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
 	if err := s.settleLiked(ctx, uid, st.ID, look); err != nil {
@@ -172,28 +171,53 @@ func (s *Service) renotifyLike(ctx context.Context, uid, sid int64) error {
 	return s.notifyWhile(ctx, n, s.keys.likes(st.ID), itoa(uid))
 }
 
-// likeLook is a read of both sides of uid's like of a status: the status's
-// likes, which the counts read, and uid's liked index.
-type likeLook struct{ like, liked *redis.FloatCmd }
+// likeLook is a read of both sides of uid's like of a status, the
+// status's likes, which the counts read, and uid's liked index, with
+// whether the status is there.
+type likeLook struct {
+	status      *redis.IntCmd
+	like, liked *redis.FloatCmd
+}
 
 // queueLikeLook queues on pipe the read of both sides of uid's like of sid.
 func (s *Service) queueLikeLook(ctx context.Context, pipe redis.Pipeliner, uid, sid int64) likeLook {
-	return likeLook{like: pipe.ZScore(ctx, s.keys.likes(sid), itoa(uid)), liked: pipe.ZScore(ctx, s.keys.liked(uid), itoa(sid))}
+	return likeLook{
+		status: pipe.Exists(ctx, s.keys.status(sid)),
+		like:   pipe.ZScore(ctx, s.keys.likes(sid), itoa(uid)),
+		liked:  pipe.ZScore(ctx, s.keys.liked(uid), itoa(sid)),
+	}
+}
+
+// exec runs pipe, on which l was queued, and returns the first error of
+// l's reads but an answer of nothing (Exec's own error may be a nil
+// answer that came first, hiding another read's failure).
+func (l likeLook) exec(ctx context.Context, pipe redis.Pipeliner) error {
+	_, _ = pipe.Exec(ctx)
+	for _, c := range []redis.Cmder{l.status, l.like, l.liked} {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
 }
 
 // settleLiked makes uid's liked index agree about sid with sid's likes,
 // which the counts read: look is a read of both made after this request's
 // writes. While they disagree it writes the index as the likes say and
-// reads both again (look's reads answered, or answered nothing: its
-// pipeline's Exec saw any other error). A like and an unlike racing each other (each writes
+// reads both again. A like and an unlike racing each other (each writes
 // the two keys in one pipeline, which on a cluster goes to two masters at
 // once, and on one Redis interleaves with other clients) each settle after
 // their own writes, and whoever wrote either key last reads both after:
 // the index never lists a like that is not there, which an export would
-// show, nor misses one, which an account's deletion would leave behind.
+// show, nor misses one, which an account's deletion would leave behind. A
+// status gone meanwhile has its like dropped from both (its deletion's
+// cleanup takes the likes it pages, and may have passed this one).
 func (s *Service) settleLiked(ctx context.Context, uid, sid int64, look likeLook) error {
 	k := s.keys
 	for range maxSyncRounds {
+		if look.status.Val() == 0 {
+			return s.dropLike(ctx, uid, sid)
+		}
 		there, listed := look.like.Err() == nil, look.liked.Err() == nil
 		if there == listed {
 			return nil
@@ -209,9 +233,12 @@ func (s *Service) settleLiked(ctx context.Context, uid, sid int64, look likeLook
 		}
 		pipe := s.rdb.Pipeline()
 		look = s.queueLikeLook(ctx, pipe, uid, sid)
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		if err := look.exec(ctx, pipe); err != nil {
 			return err
 		}
+	}
+	if look.status.Val() != 0 && (look.like.Err() == nil) == (look.liked.Err() == nil) {
+		return nil
 	}
 	return fmt.Errorf("the like of %d by %d changed %d times while being written", sid, uid, maxSyncRounds)
 }

@@ -297,21 +297,25 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		args[2] = "0"
 		args = append(args, j.moves(next)...)
 	}
+	// Once the jobs are ready (maybe done) no redo follows: what comes
+	// after runs though the request ends (detached).
+	dctx, cancel := detached(ctx)
+	defer cancel()
 	pipe = s.rdb.Pipeline()
-	advanceScript.Eval(ctx, pipe, []string{homeJob, k.jobs()}, args...)
+	advanceScript.Eval(dctx, pipe, []string{homeJob, k.jobs()}, args...)
 	if listJob != "" {
-		flagJobsScript.Eval(ctx, pipe, []string{listJob}, "ready")
+		flagJobsScript.Eval(dctx, pipe, []string{listJob}, "ready")
 	}
-	exists := pipe.Exists(ctx, k.status(st.ID))
-	look := s.queueAuthorLook(ctx, pipe, st.UID)
-	if _, err := pipe.Exec(ctx); err != nil {
+	exists := pipe.Exists(dctx, k.status(st.ID))
+	look := s.queueAuthorLook(dctx, pipe, st.UID)
+	if _, err := pipe.Exec(dctx); err != nil {
 		return err
 	}
 	if exists.Val() == 0 {
-		if err := s.unpush(ctx, st.ID, uids, added, connected); err != nil {
+		if err := s.unpush(dctx, st.ID, uids, added, connected); err != nil {
 			return err
 		}
-	} else if err := s.settleAuthorOf(ctx, st.UID, st.ID, look.Val()); err != nil {
+	} else if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
 		return err
 	}
 	// An author over the threshold (one who passed it before it was
@@ -357,17 +361,19 @@ func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, pay
 	if err := s.writePost(ctx, st, path, payload); err != nil {
 		return "", "", err
 	}
+	dctx, cancel := detached(ctx) // as pushPost's last round trip
+	defer cancel()
 	pipe = s.rdb.Pipeline()
 	ready := []string{homeJob}
 	if listJob != "" {
 		ready = append(ready, listJob)
 	}
-	flagJobsScript.Eval(ctx, pipe, ready, "ready")
-	look := s.queueAuthorLook(ctx, pipe, st.UID)
-	if _, err := pipe.Exec(ctx); err != nil {
+	flagJobsScript.Eval(dctx, pipe, ready, "ready")
+	look := s.queueAuthorLook(dctx, pipe, st.UID)
+	if _, err := pipe.Exec(dctx); err != nil {
 		return "", "", err
 	}
-	return homeJob, listJob, s.settleAuthorOf(ctx, st.UID, st.ID, look.Val())
+	return homeJob, listJob, s.settleAuthorOf(dctx, st.UID, st.ID, look.Val())
 }
 
 // queuePostJobsOn queues on pipe status st's fan-out jobs, the lists' too

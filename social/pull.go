@@ -93,6 +93,9 @@ func (s *Service) execLoading(ctx context.Context, pipe redis.Pipeliner, script 
 			again = append(again, c)
 		}
 	}
+	if len(again) == 0 {
+		return err // no call failed: the pipeline did
+	}
 	if err := script.Load(ctx, s.rdb).Err(); err != nil {
 		return err
 	}

@@ -860,3 +860,34 @@ func TestLikeAndUnlikeRacingKeepTheIndex(t *testing.T) {
 		})
 	}
 }
+
+// An unlike settling the liker's index after the status was deleted, its
+// likes not yet paged by the deletion's cleanup, drops the like from both
+// rather than listing it again in the index, which the cleanup had passed.
+func TestUnlikeOfADeletedStatusListsNoLike(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+	st := post(t, s, ada.ID, "soon gone")
+	if _, err := s.Like(ctx, bob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.afterLikeWrites = func() {
+		s.afterLikeWrites = nil
+		// The status deleted; its cleanup took bob out of the index and
+		// has yet to take the likes (put back here as they were).
+		err := errors.Join(s.DeleteStatus(ctx, ada.ID, st.ID),
+			rdb.ZAdd(ctx, s.keys.likes(st.ID), redis.Z{Score: 1, Member: itoa(bob.ID)}).Err(),
+			rdb.ZRem(ctx, s.keys.liked(bob.ID), itoa(st.ID)).Err())
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := s.Unlike(ctx, bob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ids := zsetIDs(t, s, s.keys.liked(bob.ID)); len(ids) != 0 {
+		t.Errorf("bob's index lists %v after the status's deletion", ids)
+	}
+}

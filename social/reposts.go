@@ -148,7 +148,8 @@ func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) er
 		return s.takeBackRepost(ctx, st)
 	}
 	// The reposter suspended or deleted since the repost checked them.
-	settle := context.WithoutCancel(ctx) // as settleAuthorOf
+	settle, cancel := detached(ctx) // as a post's last round trip
+	defer cancel()
 	err = s.settleAuthor(settle, st.UID, st.ID, look.Val(), func() error { return s.takeBackRepost(settle, st) })
 	if errors.Is(err, errAuthorGone) {
 		return nil // taken back: its jobs find no entry and end

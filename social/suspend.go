@@ -243,10 +243,19 @@ func (s *Service) settleAuthor(ctx context.Context, uid, sid int64, look []any, 
 
 // settleAuthorOf is settleAuthor for post sid, deleted as DeleteStatus
 // deletes it. Its jobs are ready, maybe done, by then, so no redo comes
-// after: it runs to its end though the request ends.
+// after: ctx should be detached from the request.
 func (s *Service) settleAuthorOf(ctx context.Context, uid, sid int64, look []any) error {
-	ctx = context.WithoutCancel(ctx)
 	return s.settleAuthor(ctx, uid, sid, look, func() error { return s.DeleteStatus(ctx, uid, sid) })
+}
+
+// settleTimeout bounds what a post does once its jobs are ready.
+const settleTimeout = 30 * time.Second
+
+// detached is ctx without its end (a request's deadline, a client gone),
+// bounded by settleTimeout instead: for the steps after which no redo
+// comes.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 }
 
 // settleHidden hides status sid, or shows it, as its author's suspension

@@ -534,17 +534,14 @@ func (s *Service) noted(ctx context.Context, uid, state, now int64) error {
 		// the requests racing this return leave it be; a refill queued
 		// already is widened into it (widen_refill.lua), and one finished
 		// meanwhile queued again.
-		key := k.job(refillJobID(uid))
+		key, settled := k.job(refillJobID(uid)), false
 		for range 3 {
-			q, err := s.queueJob(ctx, s.rdb, job{kind: jobRefill, uid: uid, floor: "+inf"}, inputsWritten).Int()
+			q, err := s.queueJob(ctx, s.rdb, job{kind: jobRefill, uid: uid, floor: "+inf", rebuild: true}, inputsWritten).Int()
 			if err != nil {
 				return err
 			}
 			if q == 1 {
-				if err := flagJobsScript.Run(ctx, s.rdb, []string{key}, "rebuild").Err(); err != nil {
-					return err
-				}
-				queued = true
+				queued, settled = true, true
 				break
 			}
 			w, err := widenRefillScript.Run(ctx, s.rdb, []string{key}).Int()
@@ -552,9 +549,13 @@ func (s *Service) noted(ctx context.Context, uid, state, now int64) error {
 				return err
 			}
 			if w != 0 {
-				queued = w == 1
+				queued, settled = w == 1, true
 				break
 			}
+		}
+		if !settled {
+			// Not noted active: the next request tries again.
+			return fmt.Errorf("rebuild of %d: its refill came and went three times", uid)
 		}
 	}
 	if err := s.rdb.ZAddGT(ctx, k.seen(), redis.Z{Score: float64(now), Member: uid}).Err(); err != nil {
