@@ -42,28 +42,48 @@ func TestBrowserFrozenTabStaysOnline(t *testing.T) {
 			t.Fatalf("set lifecycle %s: %v", state, err)
 		}
 	}
-	testio.Eventually(t, time.Minute, func() string {
-		if n := in.hub.Stats.Open.Load(); n != 1 {
-			return fmt.Sprintf("%d streams open before the freeze, want 1", n)
-		}
-		return ""
-	})
-	heartbeats := in.hub.Stats.Heartbeats.Load()
-	setState(page.SetWebLifecycleStateStateFrozen)
-	frozenFor := 15 * interval
-	time.Sleep(frozenFor)
-	online, _, err := in.presence.UserPresence(t.Context(), u.User.ID)
 	st := &in.hub.Stats
-	frames := st.Heartbeats.Load() - heartbeats
-	setState(page.SetWebLifecycleStateStateActive)
-	if err != nil || !online {
-		t.Fatalf("after %s frozen: online = %v (%v), want true", frozenFor, online, err)
+	// serverClosed counts the streams the server closed, for any reason.
+	serverClosed := func() int64 {
+		return st.IdleClosed.Load() + st.SlowClosed.Load() + st.FloodClosed.Load() +
+			st.ProtocolClosed.Load() + st.SessionClosed.Load() + st.Drained.Load()
 	}
-	if n := st.IdleClosed.Load(); n != 0 || st.Open.Load() != 1 {
-		t.Fatalf("after %s frozen: %d streams closed idle, %d open; want 0 and 1", frozenFor, n, st.Open.Load())
-	}
-	if frames > 1 || st.Pongs.Load() < 10 {
-		t.Fatalf("while frozen: %d heartbeat frames and %d pongs; want none (or one racing the freeze) and about 15", frames, st.Pongs.Load())
+	frozenFor := 15 * interval
+	// Chromium now and then closes a frozen page's WebSocket itself ("Page
+	// entered Back-Forward Cache", as the browser log says): a stream the
+	// server did not close is the browser's doing, and the freeze is tried
+	// again, up to three times.
+	for try := 1; ; try++ {
+		testio.Eventually(t, time.Minute, func() string {
+			if n := st.Open.Load(); n != 1 {
+				return fmt.Sprintf("%d streams open before the freeze, want 1", n)
+			}
+			return ""
+		})
+		heartbeats, pongs := st.Heartbeats.Load(), st.Pongs.Load()
+		setState(page.SetWebLifecycleStateStateFrozen)
+		time.Sleep(frozenFor)
+		online, _, err := in.presence.UserPresence(t.Context(), u.User.ID)
+		frames, open := st.Heartbeats.Load()-heartbeats, st.Open.Load()
+		setState(page.SetWebLifecycleStateStateActive)
+		if n := serverClosed(); n != 0 {
+			t.Fatalf("after %s frozen: the server closed %d streams (%d idle); want none", frozenFor, n, st.IdleClosed.Load())
+		}
+		if open != 1 && try < 3 {
+			t.Logf("try %d: the browser closed the frozen page's stream; freezing again", try)
+			ada.waitLive()
+			continue
+		}
+		if open != 1 {
+			t.Fatalf("after %s frozen: %d streams open, want 1 (the browser closed it in every try)", frozenFor, open)
+		}
+		if err != nil || !online {
+			t.Fatalf("after %s frozen: online = %v (%v), want true", frozenFor, online, err)
+		}
+		if frames > 1 || st.Pongs.Load()-pongs < 10 {
+			t.Fatalf("while frozen: %d heartbeat frames and %d pongs; want none (or one racing the freeze) and about 15", frames, st.Pongs.Load()-pongs)
+		}
+		break
 	}
 	ada.waitLive()
 }
