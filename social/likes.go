@@ -128,14 +128,6 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 	if s.afterLikeWrites != nil {
 		s.afterLikeWrites()
 	}
-	pipe = s.rdb.Pipeline()
-	look := s.queueLikeLook(ctx, pipe, uid, st.ID)
-	if err := look.exec(ctx, pipe); err != nil {
-		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
-	}
-	if err := s.settleLiked(ctx, uid, st.ID, look); err != nil {
-		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
-	}
 	if removed.Val() == 1 {
 		if s.afterUnclaim != nil {
 			s.afterUnclaim()
@@ -145,6 +137,19 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 		if _, err := pipe.Exec(ctx); err != nil {
 			return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 		}
+	}
+	// One look after both: the index settled to the likes, and a like made
+	// between the two steps above, which found the notification they then
+	// took still stored and stored none of its own, notified again.
+	pipe = s.rdb.Pipeline()
+	look := s.queueLikeLook(ctx, pipe, uid, st.ID)
+	if err := look.exec(ctx, pipe); err != nil {
+		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
+	}
+	if err := s.settleLiked(ctx, uid, st.ID, look); err != nil {
+		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
+	}
+	if removed.Val() == 1 && look.status.Val() != 0 && look.like.Err() == nil {
 		if err := s.renotifyLike(ctx, uid, st.ID); err != nil {
 			return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 		}
@@ -152,14 +157,12 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 	return st, nil
 }
 
-// renotifyLike notifies again uid's like of status sid (an original) that
-// stands now, if one does: a like made between an unlike's two steps (the
-// like, then its notification) found the notification the unlike then took
-// still stored, and stored none of its own. As Like notifies.
+// renotifyLike notifies again uid's like of status sid (an original),
+// found standing after an unlike's two steps (the like, then its
+// notification): a like made between them found the notification the
+// unlike then took still stored, and stored none of its own. As Like
+// notifies.
 func (s *Service) renotifyLike(ctx context.Context, uid, sid int64) error {
-	if there, err := s.inSet(ctx, s.keys.likes(sid), itoa(uid)); err != nil || !there {
-		return err
-	}
 	st, from, err := s.likeTarget(ctx, uid, sid)
 	if errors.Is(err, ErrStatusNotFound) || errors.Is(err, ErrUserNotFound) {
 		return nil // its deletion, or the liker's, takes the like too
