@@ -120,46 +120,21 @@ func (s *Service) Unblock(ctx context.Context, uid int64, login string) error {
 	return nil
 }
 
-// syncBlockedBy makes other's blocked_by agree about uid with uid's blocks,
-// which Block and Unblock write first: it writes what it read of blocks,
-// then reads it again, until the two reads agree. A block and an unblock
-// of the same pair racing each other each sync after their own write, and
-// the sync that writes last read blocks after every write to it: the two
-// sides end agreeing, never a block that other's side does not see (a
-// follow, a reply, a like between them allowed again) nor one only other's
-// side holds.
+// syncBlockedBy makes other's blocked_by agree about uid with uid's
+// blocks, which Block and Unblock write first (mirrorMember): a block and
+// an unblock of the same pair racing each other leave the two sides
+// agreeing, never a block that other's side does not see (a follow, a
+// reply, a like between them allowed again) nor one only other's side
+// holds.
 func (s *Service) syncBlockedBy(ctx context.Context, uid, other int64) error {
 	k := s.keys
-	read := func() (float64, error) {
-		since, err := s.rdb.ZScore(ctx, k.blocks(uid), itoa(other)).Result()
-		if errors.Is(err, redis.Nil) {
-			return 0, nil // a block's score is a time, never 0
-		}
-		return since, err
-	}
-	since, err := read()
+	err := s.mirrorMember(ctx, k.blockedBy(other), itoa(uid), func() (float64, error) {
+		return s.rdb.ZScore(ctx, k.blocks(uid), itoa(other)).Result() // a block's score is a time, never 0
+	}, s.betweenBlockSides)
 	if err != nil {
-		return err
+		return fmt.Errorf("the block of %d by %d: %w", other, uid, err)
 	}
-	if s.betweenBlockSides != nil {
-		s.betweenBlockSides()
-	}
-	for range maxSyncRounds {
-		if since == 0 {
-			err = s.rdb.ZRem(ctx, k.blockedBy(other), itoa(uid)).Err()
-		} else {
-			err = s.rdb.ZAdd(ctx, k.blockedBy(other), redis.Z{Score: since, Member: itoa(uid)}).Err()
-		}
-		if err != nil {
-			return err
-		}
-		again, err := read()
-		if err != nil || again == since {
-			return err
-		}
-		since = again
-	}
-	return fmt.Errorf("the block of %d by %d changed %d times while being written", other, uid, maxSyncRounds)
+	return nil
 }
 
 // Mute makes uid mute the user with login (idempotent): their statuses and

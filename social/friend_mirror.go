@@ -2,6 +2,7 @@ package social
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -80,4 +81,45 @@ func (s *Service) syncFriendMirrors(ctx context.Context, a, b int64) error {
 		since = again
 	}
 	return fmt.Errorf("friend mirrors of %d and %d: the friend sets changed %d times while being copied", a, b, maxSyncRounds)
+}
+
+// mirrorMember makes member's place in the sorted set mirror agree with
+// its source, which read gives (its score; redis.Nil for none, and a
+// source's score is never 0) and which every writer writes before it
+// mirrors it: it writes what it read, then reads again, until a read
+// agrees with the write before it. Writers racing each other each mirror
+// after their own write, and the mirror that writes last read the source
+// after every write to it: the mirror ends agreeing. between, when set,
+// runs between the first read and its write (tests race there).
+func (s *Service) mirrorMember(ctx context.Context, mirror, member string, read func() (float64, error), between func()) error {
+	readScore := func() (float64, error) {
+		v, err := read()
+		if errors.Is(err, redis.Nil) {
+			return 0, nil
+		}
+		return v, err
+	}
+	score, err := readScore()
+	if err != nil {
+		return err
+	}
+	if between != nil {
+		between()
+	}
+	for range maxSyncRounds {
+		if score == 0 {
+			err = s.rdb.ZRem(ctx, mirror, member).Err()
+		} else {
+			err = s.rdb.ZAdd(ctx, mirror, redis.Z{Score: score, Member: member}).Err()
+		}
+		if err != nil {
+			return err
+		}
+		again, err := readScore()
+		if err != nil || again == score {
+			return err
+		}
+		score = again
+	}
+	return fmt.Errorf("changed %d times while being mirrored", maxSyncRounds)
 }

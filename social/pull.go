@@ -58,7 +58,8 @@ func (s *Service) promotePass(ctx context.Context, j job) (passResult, error) {
 			pullAddScript.EvalSha(ctx, pipe, []string{k.following(f), k.pulls(f)},
 				uid, s.bus.Command(), s.bus.UserChannel(f), frame)
 		}
-		if err := s.execLoading(ctx, pipe, pullAddScript); err != nil {
+		cmds, err := pipe.Exec(ctx)
+		if err := resendNoScript(ctx, s.rdb, pullAddScript, cmds, err); err != nil {
 			return passResult{}, err
 		}
 	}
@@ -73,37 +74,4 @@ func (s *Service) promotePass(ctx context.Context, j job) (passResult, error) {
 		}
 	}
 	return res, nil
-}
-
-// execLoading runs pipe, whose calls of script go by its hash, and sends
-// again, once script is loaded (on every shard of a cluster), the calls
-// Redis answered NOSCRIPT: a Redis that lost its scripts costs one round
-// trip more. Any other error is returned.
-func (s *Service) execLoading(ctx context.Context, pipe redis.Pipeliner, script *redis.Script) error {
-	cmds, err := pipe.Exec(ctx)
-	if err == nil {
-		return nil
-	}
-	var again []redis.Cmder
-	for _, c := range cmds {
-		if e := c.Err(); e != nil {
-			if !redis.HasErrorPrefix(e, "NOSCRIPT") {
-				return e
-			}
-			again = append(again, c)
-		}
-	}
-	if len(again) == 0 {
-		return err // no call failed: the pipeline did
-	}
-	if err := script.Load(ctx, s.rdb).Err(); err != nil {
-		return err
-	}
-	retry := s.rdb.Pipeline()
-	for _, c := range again {
-		c.SetErr(nil)
-		_ = retry.Process(ctx, c)
-	}
-	_, err = retry.Exec(ctx)
-	return err
 }

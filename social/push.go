@@ -124,31 +124,11 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 }
 
 // results returns what the push did, a follower each (pushAdded,
-// pushThere, pushNotFollowing), once the pipeline it was queued on ran,
-// and returned execErr. The calls Redis answered NOSCRIPT ran nothing: they
-// are sent again once the script is loaded (on every shard of a cluster),
-// one more round trip, after a Redis lost its scripts. Any other error of
-// the pipeline is returned.
+// pushThere, pushNotFollowing), once the pipeline it was queued on ran
+// cmds and returned execErr (see resendNoScript).
 func (h *homePush) results(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder, execErr error) ([]int64, error) {
-	if execErr != nil {
-		for _, c := range cmds {
-			if e := c.Err(); e != nil && !redis.HasErrorPrefix(e, "NOSCRIPT") {
-				return nil, e
-			}
-		}
-		if err := pushScript.Load(ctx, rdb).Err(); err != nil {
-			return nil, err
-		}
-		again := rdb.Pipeline()
-		for _, c := range h.calls {
-			if c.cmd.Err() != nil {
-				c.cmd.SetErr(nil)
-				_ = again.Process(ctx, c.cmd)
-			}
-		}
-		if _, err := again.Exec(ctx); err != nil {
-			return nil, err
-		}
+	if err := resendNoScript(ctx, rdb, pushScript, cmds, execErr); err != nil {
+		return nil, err
 	}
 	out := make([]int64, len(h.uids))
 	for _, c := range h.calls {
@@ -275,4 +255,37 @@ func (s *Service) pushInTx(ctx context.Context, author, sid int64, payload strin
 // homePush): its value is "" when none was counted.
 func (s *Service) queueUnfollows(ctx context.Context, pipe redis.Pipeliner, uid int64) *redis.StringCmd {
 	return pipe.Get(ctx, s.keys.unfollows(uid))
+}
+
+// resendNoScript finishes a pipeline that ran cmds and returned execErr,
+// among them calls of script by its hash: the calls Redis answered
+// NOSCRIPT ran nothing, and are sent again once the script is loaded (on
+// every shard of a cluster), one more round trip, after a Redis lost its
+// scripts. Any other error of the pipeline is returned.
+func resendNoScript(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, cmds []redis.Cmder, execErr error) error {
+	if execErr == nil {
+		return nil
+	}
+	var again []redis.Cmder
+	for _, c := range cmds {
+		if e := c.Err(); e != nil {
+			if !redis.HasErrorPrefix(e, "NOSCRIPT") {
+				return e
+			}
+			again = append(again, c)
+		}
+	}
+	if len(again) == 0 {
+		return execErr // no call failed: the pipeline did
+	}
+	if err := script.Load(ctx, rdb).Err(); err != nil {
+		return err
+	}
+	retry := rdb.Pipeline()
+	for _, c := range again {
+		c.SetErr(nil)
+		_ = retry.Process(ctx, c)
+	}
+	_, err := retry.Exec(ctx)
+	return err
 }

@@ -69,16 +69,13 @@ func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bo
 	hide := job{kind: jobHide, uid: uid, payload: itoa(rev)}
 	pipe := s.rdb.Pipeline()
 	if suspend {
-		pipe.ZAdd(ctx, k.suspended(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: uid})
 		s.bus.Queue(ctx, pipe, s.bus.UserChannel(uid), string(accountSuspendedEvent))
-	} else {
-		pipe.ZRem(ctx, k.suspended(), uid)
 	}
 	s.queueJob(ctx, pipe, hide, inputsWritten)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return false, fmt.Errorf("suspension of %d: %w", uid, err)
 	}
-	if err := s.syncSuspendedList(ctx, uid, suspend); err != nil {
+	if err := s.syncSuspendedList(ctx, uid); err != nil {
 		return false, fmt.Errorf("suspension of %d: %w", uid, err)
 	}
 	if suspend {
@@ -95,35 +92,19 @@ func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bo
 }
 
 // syncSuspendedList makes the admins' list of suspended accounts agree
-// about uid with the account's own flag, which the suspension script
-// writes first; listed is what this request's write to the list said.
-// While they disagree it writes the list as the flag says and reads the
-// flag again: a suspension and its lifting racing each other land their
-// writes to the list in either order, and the last is followed by a read
-// of the flag that agrees.
-func (s *Service) syncSuspendedList(ctx context.Context, uid int64, listed bool) error {
+// about uid with the account's own flag (its value the time it was set),
+// which the suspension script writes first (mirrorMember), the list's
+// only writer: a suspension and its lifting racing each other write the
+// list in either order.
+func (s *Service) syncSuspendedList(ctx context.Context, uid int64) error {
 	k := s.keys
-	for range maxSyncRounds {
-		since, err := s.rdb.HGet(ctx, k.user(uid), "suspended").Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-		flagged := err == nil
-		if flagged == listed {
-			return nil
-		}
-		if flagged {
-			ms, _ := strconv.ParseFloat(since, 64)
-			err = s.rdb.ZAdd(ctx, k.suspended(), redis.Z{Score: ms, Member: uid}).Err()
-		} else {
-			err = s.rdb.ZRem(ctx, k.suspended(), uid).Err()
-		}
-		if err != nil {
-			return err
-		}
-		listed = flagged
+	err := s.mirrorMember(ctx, k.suspended(), itoa(uid), func() (float64, error) {
+		return s.rdb.HGet(ctx, k.user(uid), "suspended").Float64()
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("the suspension of %d: %w", uid, err)
 	}
-	return fmt.Errorf("the suspension of %d changed %d times while being listed", uid, maxSyncRounds)
+	return nil
 }
 
 // Suspended returns the suspended accounts, most recently suspended first,
@@ -219,9 +200,9 @@ func (s *Service) queueAuthorLook(ctx context.Context, pipe redis.Pipeliner, uid
 // A suspension's job, or an account deletion's, that read the author's
 // statuses before sid was among them passed it over; their suspension or
 // mark came before that read, so before look. A deleted account's status
-// is taken back (remove) and the post answered ErrUnauthenticated (the
-// deletion ended its session); a
-// suspended one's is hidden, as the suspension's job hides the rest.
+// is taken back (remove) and the post answered errAuthorGone, an
+// ErrUnauthenticated (the deletion ended its session); a suspended one's
+// is hidden, as the suspension's job hides the rest.
 func (s *Service) settleAuthor(ctx context.Context, uid, sid int64, look []any, remove func() error) error {
 	if len(look) != len(authorLook) {
 		return nil
