@@ -21,6 +21,7 @@ import (
 // config is every setting of the server, from flags and the environment.
 type config struct {
 	Addr              string
+	DebugAddr         string // where Go's profiles are served; "": nowhere
 	RedisURL          string
 	KeyPrefix         string
 	OnlineWindow      time.Duration
@@ -155,6 +156,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		return def
 	}
 	fs.StringVar(&c.Addr, "addr", env("CHORUS_ADDR", ":8080"), "listen address (CHORUS_ADDR)")
+	fs.StringVar(&c.DebugAddr, "debug-addr", env("CHORUS_DEBUG_ADDR", ""), "listen address of Go's profiles (/debug/pprof/), apart from the API's; keep it off the public network; empty: none (CHORUS_DEBUG_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("REDIS_URL", ""), "Redis URL, redis://[:password@]host:port/db, or a Redis Cluster's seeds, redis+cluster://[:password@]host:port,host:port; empty runs the embedded store (REDIS_URL)")
 	fs.StringVar(&c.KeyPrefix, "key-prefix", env("CHORUS_KEY_PREFIX", "chorus:"), "prefix of every Redis key (CHORUS_KEY_PREFIX)")
 	fs.StringVar(&origins, "allowed-origins", env("CHORUS_ALLOWED_ORIGINS", ""), "comma-separated extra origins allowed for WebSockets and cookie writes (CHORUS_ALLOWED_ORIGINS)")

@@ -155,6 +155,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if cfg.DebugAddr != "" {
+		addr, stop, err := serveDebug(cfg.DebugAddr, log)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer stop()
+		log.Info("debug listening: Go's profiles under /debug/pprof/", "addr", addr)
+	}
 	// Requests outlive ctx (the signal) until the server has shut down:
 	// the API answers through a drain (drainStreams), and requests under
 	// way when it ends finish.
