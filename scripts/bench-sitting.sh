@@ -19,13 +19,18 @@
 # bench-sitting.sh [PHASES]   PHASES: any of idle deliv storm fanout old, in the order given
 # env: W, OUT (where the reports go), CONNS, AUTHORS, RATES, DUR, CPW (streams per worker
 # process of the tool), RP (Redis port), PACK (a folder holding pack.tar.gz of W, unpacked
-# into W first)
+# into W first), PROFILE (seconds of CPU profile taken from the first instance of each delivery
+# run, once its posts began, and a heap profile of the idle streams; 0: none)
+#
+# W/bin may hold redis-server and redis-cli as scripts that run the real ones (W/redis/) with
+# the libraries beside them (W/redis/lib/), through the loader carried there too, on a machine
+# that lacks them or has others.
 set -u
 PHASES=${1:-"idle deliv storm fanout old"}
 OUT=${OUT:-/tmp/devout}; mkdir -p "$OUT"
 W=${W:-/tmp/w}
 CONNS=${CONNS:-18000}; AUTHORS=${AUTHORS:-180}; RATES=${RATES:-"50 200"}; DUR=${DUR:-20s}
-CPW=${CPW:-9000}
+CPW=${CPW:-9000}; PROFILE=${PROFILE:-8}
 if [ -n "${PACK:-}" ] && [ ! -x "$W/bin/chorus" ]; then
   mkdir -p "$W" && tar -xzf "$PACK/pack.tar.gz" -C "$W" || exit 1
 fi
@@ -49,10 +54,12 @@ PORT=19300
 serve() {
   local bin=$1; shift
   PORT=$((PORT + 1))
+  local debug=()
+  [ "$bin" = chorus ] && debug=(-debug-addr 127.0.0.1:$((PORT + 1000))) # not in older builds
   "$bin" -addr 127.0.0.1:$PORT -redis-url redis://127.0.0.1:$RP -heartbeat-interval 10s \
-    -online-window 60s -signup-limit off -signin-limit off -post-limit off -follow-limit off "$@" \
-    > "$W/server-$PORT.log" 2>&1 &
-  SP=$!; U=http://127.0.0.1:$PORT
+    -online-window 60s -signup-limit off -signin-limit off -post-limit off -follow-limit off \
+    "${debug[@]}" "$@" > "$W/server-$PORT.log" 2>&1 &
+  SP=$!; U=http://127.0.0.1:$PORT; DBG=127.0.0.1:$((PORT + 1000))
   for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && return; sleep 0.1; done
 }
 NEWFLAGS="-stream-open-limit off -stream-open-address-limit off -max-connections-per-address 0"
@@ -74,17 +81,36 @@ bench() { # bench LABEL ARGS...
     sed -E 's/^cmdstat_([a-z]+):calls=([0-9]+),usec=[0-9]+,usec_per_call=([0-9.]+).*/\1 \2 calls \3 µs/' | tr '\n' '|')"
 }
 stop() { kill "$@" 2>/dev/null; wait "$@" 2>/dev/null; }
+# profile LABEL WHAT ADDR: in the background, once the tool's log for run LABEL says WHAT
+# ("posting" or "connected"), 2 s on, a CPU profile of PROFILE seconds (or, for "connected", a
+# heap profile) of the instance whose debug listener is ADDR, into OUT
+profile() {
+  [ "$PROFILE" -gt 0 ] || return 0
+  local label=$1 what=$2 addr=$3
+  (
+    for i in $(seq 600); do grep -q "msg=$what" "$W/$label.txt" 2>/dev/null && break; sleep 0.25; done
+    sleep 2
+    if [ "$what" = posting ]; then
+      curl -s -m $((PROFILE + 20)) -o "$OUT/$label-cpu.pprof" "http://$addr/debug/pprof/profile?seconds=$PROFILE"
+    else
+      curl -s -m 30 -o "$OUT/$label-heap.pprof" "http://$addr/debug/pprof/heap"
+      curl -s -m 30 -o "$OUT/$label-goroutines.txt" "http://$addr/debug/pprof/goroutine?debug=1"
+    fi
+  ) &
+}
 
 for phase in $PHASES; do
   case $phase in
   idle)
     serve chorus $NEWFLAGS; a=$SP
+    profile idle-new connected $DBG
     bench idle-new -url $U -rate 0 -hold 20s -server-pid $a
     stop $a ;;
   deliv)
     for rate in $RATES; do
       for mode in normal floor; do
         serve chorus $NEWFLAGS; a=$SP; ua=$U
+        profile deliv-$mode-r$rate posting $DBG
         serve chorus $NEWFLAGS; b=$SP; ub=$U
         f=""; [ $mode = floor ] && f=-floor
         bench deliv-$mode-r$rate -url $ua,$ub $f -rate $rate -duration $DUR -hold 2s -grace 3s \
@@ -125,4 +151,5 @@ for phase in $PHASES; do
     log "fanout: $(grep -E '^Benchmark' "$OUT/fanout.txt" | tr -s ' ' | tr '\n' '|')" ;;
   esac
 done
+wait # the profiles
 log "done"
