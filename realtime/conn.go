@@ -53,6 +53,7 @@ type conn struct {
 	session string
 	id      string
 	queue   *queue
+	drain   func() // c.writeQueued, made once: what writerPool runs
 
 	// life ends when the connection closes: the Redis calls made for it
 	// (heartbeats, timeline reads) stop with it. It is the connection's own
@@ -101,6 +102,7 @@ func newConn(h *Hub, uid int64, sessionID string) *conn {
 		life:   life,
 		frames: rate.NewLimiter(h.opts.FrameRate, h.opts.FrameBurst),
 	}
+	c.drain = c.writeQueued
 	c.stop = func() {
 		c.ended.Store(true)
 		cancel()
@@ -121,7 +123,7 @@ func (c *conn) enqueue(o outgoing) {
 		c.closeSoon(closeSlow)
 	}
 	if start {
-		go c.drain()
+		writerPool.run(c.drain)
 	}
 }
 
@@ -404,9 +406,10 @@ func parseAfter(raw *json.RawMessage) (int64, bool) {
 	return n, true
 }
 
-// drain sends what waits in the queue until it is empty, then ends; the
-// next push starts another. Only one runs at a time.
-func (c *conn) drain() {
+// writeQueued sends what waits in the queue until it is empty, then ends;
+// the next push starts another (on writerPool, as c.drain). Only one runs at
+// a time.
+func (c *conn) writeQueued() {
 	defer c.queue.drainers.Done()
 	for {
 		items := c.queue.next()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
 	"chorus/protocol"
 )
 
@@ -123,4 +124,24 @@ func TestDeliveryAllocations(t *testing.T) {
 		t.Fatalf("a delivery allocates %.2f times, want at most %d", allocs, maxDeliveryAllocs)
 	}
 	t.Logf("%.2f allocations a delivery", allocs)
+}
+
+// A stream's frames are written on the writers' pool (conn.drain), whose
+// goroutines stay for the next stream's writes once the frames are out:
+// a write then starts on a grown stack, not a new goroutine's.
+func TestWritesOnPooledGoroutines(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	u := e.signUp("pooled")
+	s := e.connect(u)
+	for i := range 3 {
+		e.publish(u, map[string]any{"type": "filler", "seq": i + 1})
+		s.upTo(func(f frame) bool { return f.Type == "filler" && f.Seq == i+1 }, time.Minute)
+	}
+	testio.Eventually(t, 10*time.Second, func() string {
+		if n := IdleWriters(); n == 0 {
+			return "no goroutine kept for the next writes after three frames went out"
+		}
+		return ""
+	})
 }

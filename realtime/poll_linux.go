@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -253,37 +252,6 @@ func (p *poller) loop() {
 // grown already, and is handed the next stream's read without a start.
 var readerPool = pool{work: make(chan func())}
 
-// maxIdleReaders bounds the goroutines kept idle for the next readers.
-const maxIdleReaders = 64
-
 // IdleReaders is how many goroutines the process keeps idle now for the
-// next streams' reads (at most 64, whatever the streams held).
+// next streams' reads (at most maxIdle, whatever the streams held).
 func IdleReaders() int64 { return int64(readerPool.idle.Load()) }
-
-type pool struct {
-	work chan func() // unbuffered: a send succeeds only to an idle goroutine
-	idle atomic.Int32
-}
-
-// run runs f on an idle goroutine of the pool, or on a new one.
-func (p *pool) run(f func()) {
-	select {
-	case p.work <- f:
-	default:
-		go p.serve(f)
-	}
-}
-
-// serve runs f, then waits for the next, as one of at most maxIdleReaders
-// idle goroutines.
-func (p *pool) serve(f func()) {
-	for {
-		f()
-		if p.idle.Add(1) > maxIdleReaders {
-			p.idle.Add(-1)
-			return
-		}
-		f = <-p.work
-		p.idle.Add(-1)
-	}
-}

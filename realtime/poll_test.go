@@ -173,10 +173,10 @@ func (c *rawClient) readFrame() []byte {
 }
 
 // The readers' pool runs every function handed to it, on idle goroutines
-// where there are, and keeps no more than maxIdleReaders idle.
+// where there are, and keeps no more than maxIdle idle.
 func TestReaderPool(t *testing.T) {
 	p := &pool{work: make(chan func())}
-	const n = 3 * maxIdleReaders
+	const n = 3 * maxIdle
 	var wg sync.WaitGroup
 	var ran atomic.Int64
 	release := make(chan struct{})
@@ -191,8 +191,8 @@ func TestReaderPool(t *testing.T) {
 	close(release)
 	wg.Wait()
 	testio.Eventually(t, 10*time.Second, func() string {
-		if idle := p.idle.Load(); idle != maxIdleReaders {
-			return fmt.Sprintf("%d goroutines idle, want %d", idle, maxIdleReaders)
+		if idle := p.idle.Load(); idle != maxIdle {
+			return fmt.Sprintf("%d goroutines idle, want %d", idle, maxIdle)
 		}
 		return ""
 	})
@@ -205,7 +205,7 @@ func TestReaderPool(t *testing.T) {
 	if got := ran.Load(); got != 2*n {
 		t.Fatalf("%d functions ran, want %d", got, 2*n)
 	}
-	if idle := p.idle.Load(); idle > maxIdleReaders {
-		t.Fatalf("%d goroutines idle, want at most %d", idle, maxIdleReaders)
+	if idle := p.idle.Load(); idle > maxIdle {
+		t.Fatalf("%d goroutines idle, want at most %d", idle, maxIdle)
 	}
 }

@@ -211,7 +211,7 @@ func (c *conn) start(ready []byte) {
 	h.log.Info("stream opened", "uid", c.uid, "conn", c.id)
 	// The ready frame goes first; what waited meanwhile follows it.
 	if c.send(ready, 0) && c.queue.release() {
-		go c.drain()
+		writerPool.run(c.drain)
 	}
 	c.keepAlive()
 }

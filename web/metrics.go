@@ -100,6 +100,8 @@ func (m *Metrics) register(s *Server) {
 			func() float64 { return float64(st.Readers.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_stream_readers_idle", Help: "Goroutines the process keeps idle for the next streams' reads (at most 64, whatever the streams held), so that a read starts on a grown stack."},
 			func() float64 { return float64(realtime.IdleReaders()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chorus_stream_writers_idle", Help: "Goroutines the process keeps idle for the next streams' writes (at most 64, whatever the streams held), so that a write starts on a grown stack."},
+			func() float64 { return float64(realtime.IdleWriters()) }),
 		counter("chorus_frames_sent_total", "Frames written to streams.", &st.FramesSent),
 		counter("chorus_frames_dropped_total", "Frames not written: the stream was closing, too slow, or its write failed.", &st.FramesDropped),
 		counter("chorus_slow_clients_closed_total", "Streams closed with 1013 because their queue overflowed.", &st.SlowClosed),

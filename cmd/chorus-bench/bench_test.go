@@ -200,7 +200,7 @@ func checkClean(t *testing.T, res *Result, conns, posts, followers int) {
 	// goroutines kept idle for the next reads are left out (at most 64 an
 	// instance, which at 20 streams would be three each); those reading a
 	// heartbeat as idle is read are few.
-	if m := res.MetricsPerConn; m == nil || m.Goroutines-m.IdleReaders < -0.5 || m.Goroutines-m.IdleReaders > 0.5 || m.Readers > 0.25 {
+	if m := res.MetricsPerConn; m == nil || m.Goroutines-m.Pooled < -0.5 || m.Goroutines-m.Pooled > 0.5 || m.Readers > 0.25 {
 		t.Errorf("metrics per connection = %+v, want about no goroutine each", m)
 	}
 	if v, ok := counterGrowth(res.Metrics, "chorus_frames_dropped_total"); !ok || v != 0 {

@@ -27,6 +27,7 @@ var scrapedMetrics = []string{
 	"chorus_connections_open",
 	"chorus_stream_readers",
 	"chorus_stream_readers_idle",
+	"chorus_stream_writers_idle",
 	"chorus_frames_sent_total",
 	"chorus_frames_dropped_total",
 	"chorus_slow_clients_closed_total",
@@ -69,12 +70,12 @@ type PerConnMetrics struct {
 	Objects      float64 `json:"objects"`
 	StackKiB     float64 `json:"stack_inuse_kib"`
 	Goroutines   float64 `json:"goroutines"`
-	// IdleReaders is the growth of the goroutines the servers keep idle
-	// for the next streams' reads (at most 64 an instance), counted in
-	// Goroutines too; Readers, those reading a stream's bytes when idle
-	// was read (a heartbeat just come in), counted there too.
-	IdleReaders float64 `json:"idle_readers"`
-	Readers     float64 `json:"stream_readers"`
+	// Pooled is the growth of the goroutines the servers keep idle for
+	// the next streams' reads and writes (at most 64 each an instance),
+	// counted in Goroutines too; Readers, those reading a stream's bytes
+	// when idle was read (a heartbeat just come in), counted there too.
+	Pooled  float64 `json:"idle_pooled"`
+	Readers float64 `json:"stream_readers"`
 }
 
 // liveHeap estimates the heap live at the last GC from the next GC's goal,
@@ -239,10 +240,12 @@ func perConn(ms []InstanceMetrics, held int) *PerConnMetrics {
 	names := []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_alloc_bytes", "go_memstats_heap_objects",
 		"go_memstats_next_gc_bytes", "go_memstats_stack_inuse_bytes", "go_goroutines"}
 	var sum [6]float64
-	var live, readers, idleReaders float64
+	var live, readers, pooled float64
 	for _, m := range ms {
 		readers += m.Idle["chorus_stream_readers"] - m.Before["chorus_stream_readers"]
-		idleReaders += m.Idle["chorus_stream_readers_idle"] - m.Before["chorus_stream_readers_idle"]
+		for _, p := range []string{"chorus_stream_readers_idle", "chorus_stream_writers_idle"} {
+			pooled += m.Idle[p] - m.Before[p]
+		}
 		for i, n := range names {
 			b, okB := m.Before[n]
 			a, okA := m.Idle[n]
@@ -256,7 +259,7 @@ func perConn(ms []InstanceMetrics, held int) *PerConnMetrics {
 	n := float64(held)
 	return &PerConnMetrics{
 		HeapInuseKiB: sum[0] / 1024 / n, HeapAllocKiB: sum[1] / 1024 / n, Objects: sum[2] / n,
-		LiveKiB: live / 1024 / n, StackKiB: sum[4] / 1024 / n, Goroutines: sum[5] / n, IdleReaders: idleReaders / n, Readers: readers / n,
+		LiveKiB: live / 1024 / n, StackKiB: sum[4] / 1024 / n, Goroutines: sum[5] / n, Pooled: pooled / n, Readers: readers / n,
 	}
 }
 

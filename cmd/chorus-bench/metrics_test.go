@@ -20,6 +20,7 @@ chorus_stream_readers_idle 2
 	idle := scrape(`go_goroutines 70
 chorus_stream_readers 3
 chorus_stream_readers_idle 12
+chorus_stream_writers_idle 5
 chorus_http_request_duration_seconds_sum{method="GET",route="/api/v1/statuses"} 9
 chorus_http_request_duration_seconds_count{method="POST",route="/api/v1/statuses"} 2
 chorus_http_request_duration_seconds_sum{method="POST",route="/api/v1/statuses"} 0.004
@@ -33,6 +34,7 @@ chorus_http_request_redis_round_trips_sum{method="POST",route="/api/v1/statuses"
 `)
 	want := map[string]float64{
 		"go_goroutines": 70, "chorus_stream_readers": 3, "chorus_stream_readers_idle": 12,
+		"chorus_stream_writers_idle":                              5,
 		postSeries + "chorus_http_request_duration_seconds_count": 2,
 		postSeries + "chorus_http_request_duration_seconds_sum":   0.004,
 		postSeries + "chorus_http_request_redis_seconds_sum":      0.003,
@@ -59,8 +61,8 @@ chorus_http_request_redis_round_trips_sum{method="POST",route="/api/v1/statuses"
 		before[n], idle[n] = 0, 0
 	}
 	c := perConn([]InstanceMetrics{{Before: before, Idle: idle}}, 10)
-	if c == nil || !near(c.Goroutines, 3) || !near(c.IdleReaders, 1) || !near(c.Readers, 0.2) {
-		t.Errorf("perConn = %+v, want 3 goroutines a stream, 1 of them kept idle, 0.2 reading", c)
+	if c == nil || !near(c.Goroutines, 3) || !near(c.Pooled, 1.5) || !near(c.Readers, 0.2) {
+		t.Errorf("perConn = %+v, want 3 goroutines a stream, 1.5 of them kept idle (1 for reads, 0.5 for writes), 0.2 reading", c)
 	}
 }
 

@@ -284,8 +284,8 @@ func writeTable(w io.Writer, r *Result) error {
 		row("memory/conn", "%.1f KiB (RSS growth, idle, over %d held)", r.MemoryPerConnKiB, r.Conns.HeldIdle)
 	}
 	if pc := r.MetricsPerConn; pc != nil {
-		row("runtime/conn", "heap: %.1f KiB in use, %.1f KiB allocated, ≈%.1f KiB live at the last GC, %.0f objects; %.1f KiB goroutine stacks, %.2f goroutines, of them %.2f kept idle for the next reads and %.2f reading (/metrics growth, idle)",
-			pc.HeapInuseKiB, pc.HeapAllocKiB, pc.LiveKiB, pc.Objects, pc.StackKiB, pc.Goroutines, pc.IdleReaders, pc.Readers)
+		row("runtime/conn", "heap: %.1f KiB in use, %.1f KiB allocated, ≈%.1f KiB live at the last GC, %.0f objects; %.1f KiB goroutine stacks, %.2f goroutines, of them %.2f kept idle for the next reads and writes and %.2f reading (/metrics growth, idle)",
+			pc.HeapInuseKiB, pc.HeapAllocKiB, pc.LiveKiB, pc.Objects, pc.StackKiB, pc.Goroutines, pc.Pooled, pc.Readers)
 	}
 	if line := metricsLine(r.Metrics); line != "" {
 		row("server counters", "%s (before connecting to after posts)", line)
