@@ -20,7 +20,9 @@
 # env: W, OUT (where the reports go), CONNS, AUTHORS, RATES, DUR, CPW (streams per worker
 # process of the tool), RP (Redis port), PACK (a folder holding pack.tar.gz of W, unpacked
 # into W first), PROFILE (seconds of CPU profile taken from the first instance of each delivery
-# run, once its posts began, and a heap profile of the idle streams; 0: none)
+# run, once its posts began, and a heap profile of the idle streams; 0: none), MODES (the
+# delivery runs' modes, "normal floor"), OLD_IDLE (0: "old" runs no idle streams), OLDFLAGS
+# (flags of the older build's servers, as NEWFLAGS for one that has them)
 #
 # W/bin may hold redis-server and redis-cli as scripts that run the real ones (W/redis/) with
 # the libraries beside them (W/redis/lib/), through the loader carried there too, on a machine
@@ -30,7 +32,7 @@ PHASES=${1:-"idle deliv storm fanout old"}
 OUT=${OUT:-/tmp/devout}; mkdir -p "$OUT"
 W=${W:-/tmp/w}
 CONNS=${CONNS:-18000}; AUTHORS=${AUTHORS:-180}; RATES=${RATES:-"50 200"}; DUR=${DUR:-20s}
-CPW=${CPW:-9000}; PROFILE=${PROFILE:-8}
+CPW=${CPW:-9000}; PROFILE=${PROFILE:-8}; MODES=${MODES:-"normal floor"}
 if [ -n "${PACK:-}" ] && [ ! -x "$W/bin/chorus" ]; then
   mkdir -p "$W" && tar -xzf "$PACK/pack.tar.gz" -C "$W" || exit 1
 fi
@@ -108,7 +110,7 @@ for phase in $PHASES; do
     stop $a ;;
   deliv)
     for rate in $RATES; do
-      for mode in normal floor; do
+      for mode in $MODES; do
         serve chorus $NEWFLAGS; a=$SP; ua=$U
         profile deliv-$mode-r$rate posting $DBG
         serve chorus $NEWFLAGS; b=$SP; ub=$U
@@ -119,12 +121,14 @@ for phase in $PHASES; do
       done
     done ;;
   old)
-    serve chorus-old; a=$SP
-    bench idle-old -url $U -rate 0 -hold 20s -server-pid $a
-    stop $a
+    if [ "${OLD_IDLE:-1}" != 0 ]; then
+      serve chorus-old $OLDFLAGS; a=$SP
+      bench idle-old -url $U -rate 0 -hold 20s -server-pid $a
+      stop $a
+    fi
     for rate in $RATES; do
-      serve chorus-old; a=$SP; ua=$U
-      serve chorus-old; b=$SP; ub=$U
+      serve chorus-old $OLDFLAGS; a=$SP; ua=$U
+      serve chorus-old $OLDFLAGS; b=$SP; ub=$U
       bench deliv-old-r$rate -url $ua,$ub -rate $rate -duration $DUR -hold 2s -grace 3s \
         -redis-url redis://127.0.0.1:$RP -server-pid $a,$b
       stop $a $b
