@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"chorus/protocol"
 )
 
 // The deletion job walks every part of an account: run pass by pass, it
@@ -15,10 +17,7 @@ func TestDeleteAccountJob(t *testing.T) {
 	t.Parallel()
 	s, _ := newService(t, Options{})
 	ctx := ctxT(t)
-	ada, _, err := s.SignUp(ctx, "ada", "Ada", "kettle-drum-41")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ada := signUpLeaver(t, s, "ada")
 	bob := signUp(t, s, "bob")
 	follow(t, s, ada.ID, "bob")
 	follow(t, s, bob.ID, "ada")
@@ -29,7 +28,7 @@ func TestDeleteAccountJob(t *testing.T) {
 	if err := s.DeleteAccount(ctx, ada.ID, "wrong-password-1", ""); !errors.Is(err, ErrInvalidCredentials) {
 		t.Fatalf("a wrong password: %v", err)
 	}
-	if err := s.DeleteAccount(ctx, ada.ID, "kettle-drum-41", ""); err != nil {
+	if err := s.DeleteAccount(ctx, ada.ID, leaverPassword, ""); err != nil {
 		t.Fatal(err)
 	}
 	runJobIfQueued(t, s, s.keys.job(deleteAccountJobID(ada.ID)))
@@ -63,10 +62,7 @@ func TestDeleteAccountDuringFanout(t *testing.T) {
 	t.Parallel()
 	s, rdb := newService(t, Options{FanoutPassSize: 3})
 	ctx := ctxT(t)
-	leaver, _, err := s.SignUp(ctx, "leaver", "Leaver", "kettle-drum-41")
-	if err != nil {
-		t.Fatal(err)
-	}
+	leaver := signUpLeaver(t, s, "leaver")
 	fans := make([]User, 12)
 	for i := range fans {
 		fans[i] = signUp(t, s, fmt.Sprintf("fan%02d", i))
@@ -81,7 +77,7 @@ func TestDeleteAccountDuringFanout(t *testing.T) {
 		}
 		posted = append(posted, st.ID)
 	}
-	if err := s.DeleteAccount(ctx, leaver.ID, "kettle-drum-41", ""); err != nil {
+	if err := s.DeleteAccount(ctx, leaver.ID, leaverPassword, ""); err != nil {
 		t.Fatal(err)
 	}
 	startWorker(t, s, "w1")
@@ -122,7 +118,7 @@ func TestDeleteAccountJobWaitsForTheMark(t *testing.T) {
 			t.Parallel()
 			s, _ := newService(t, Options{JobClaimIdle: 5 * time.Second})
 			ctx := ctxT(t)
-			ada, token, err := s.SignUp(ctx, "ada", "Ada", "kettle-drum-41")
+			ada, token, err := s.SignUp(ctx, "ada", "Ada", leaverPassword)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +140,7 @@ func TestDeleteAccountJobWaitsForTheMark(t *testing.T) {
 					die()
 				}
 			}
-			err = s.DeleteAccount(dead, ada.ID, "kettle-drum-41", "")
+			err = s.DeleteAccount(dead, ada.ID, leaverPassword, "")
 			if dies != (err != nil) {
 				t.Fatalf("the deletion (its instance dying: %v) answered %v", dies, err)
 			}
@@ -169,3 +165,115 @@ func TestDeleteAccountJobWaitsForTheMark(t *testing.T) {
 		})
 	}
 }
+
+// A follow whose first read found the followee there, and whose writes come
+// once the followee's deletion has begun, is refused and leaves nothing:
+// the deletion's walk of the followee's followers began after its mark, and
+// would miss a follower added then (before, the follow stood, pointing at
+// no one, and its count and notification made the deleted account's hash
+// and keys again).
+func TestFollowRacingAccountDeletion(t *testing.T) {
+	t.Parallel()
+	for _, finished := range []bool{true, false} {
+		t.Run(fmt.Sprintf("deletion finished %v", finished), func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{})
+			ctx := ctxT(t)
+			ada := signUpLeaver(t, s, "ada")
+			bob := signUp(t, s, "bob")
+			follow(t, s, ada.ID, "bob") // bob's follow would make them friends
+			job := s.keys.job(deleteAccountJobID(ada.ID))
+			s.betweenFollowReads = func() {
+				s.betweenFollowReads = nil
+				if err := s.DeleteAccount(ctx, ada.ID, leaverPassword, ""); err != nil {
+					t.Error(err)
+				}
+				if finished {
+					runJobIfQueued(t, s, job)
+				}
+			}
+			if _, _, err := s.Follow(ctx, bob.ID, "ada"); !errors.Is(err, ErrUserNotFound) {
+				t.Fatalf("a follow racing the followee's deletion: %v, want ErrUserNotFound", err)
+			}
+			runJobIfQueued(t, s, job)
+			for _, key := range []string{s.keys.user(ada.ID), s.keys.followers(ada.ID), s.keys.following(ada.ID), s.keys.friends(ada.ID), s.keys.notes(ada.ID), s.keys.noteSeq(ada.ID), s.keys.unfollows(ada.ID)} {
+				if n := rdb.Exists(ctx, key).Val(); n != 0 {
+					t.Errorf("%s of the deleted account is left", key)
+				}
+			}
+			for _, key := range []string{s.keys.following(bob.ID), s.keys.followers(bob.ID), s.keys.friends(bob.ID)} {
+				if rdb.ZScore(ctx, key, itoa(ada.ID)).Err() == nil {
+					t.Errorf("%s still holds the deleted account", key)
+				}
+			}
+			u, err := s.UserByID(ctx, bob.ID)
+			if err != nil || u.Followers != 0 || u.Following != 0 {
+				t.Errorf("bob after the deletion: %+v, %v", u, err)
+			}
+		})
+	}
+}
+
+// A like whose look after its writes finds the liker's deletion begun is
+// dropped, and answered as the session's end: the deletion's walk of the
+// liker's likes began after its mark, and would miss a like written then
+// (before, the like stood, a deleted account's, with its notification and
+// the liker's index made again). The deletion runs to its end before the
+// like's writes, or is only marked after them.
+func TestLikeRacingAccountDeletion(t *testing.T) {
+	t.Parallel()
+	for _, finished := range []bool{true, false} {
+		t.Run(fmt.Sprintf("deletion finished %v", finished), func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{})
+			ctx := ctxT(t)
+			ada := signUp(t, s, "ada")
+			bob := signUpLeaver(t, s, "bob")
+			st := post(t, s, ada.ID, "liked by a leaver")
+			job := s.keys.job(deleteAccountJobID(bob.ID))
+			deleteBob := func() {
+				s.beforeLikeWrites, s.afterLikeWrites = nil, nil
+				if err := s.DeleteAccount(ctx, bob.ID, leaverPassword, ""); err != nil {
+					t.Error(err)
+				}
+				if finished {
+					runJobIfQueued(t, s, job)
+				}
+			}
+			if finished {
+				s.beforeLikeWrites = deleteBob
+			} else {
+				s.afterLikeWrites = deleteBob
+			}
+			if _, err := s.Like(ctx, bob.ID, st.ID); !errors.Is(err, ErrUnauthenticated) {
+				t.Fatalf("a like racing the liker's deletion: %v, want ErrUnauthenticated", err)
+			}
+			runJobIfQueued(t, s, job)
+			if n := likeCount(t, s, st.ID); n != 0 {
+				t.Errorf("likes = %d, want 0: the deleted account's like stands", n)
+			}
+			for _, key := range []string{s.keys.user(bob.ID), s.keys.liked(bob.ID)} {
+				if n := rdb.Exists(ctx, key).Val(); n != 0 {
+					t.Errorf("%s of the deleted account is left", key)
+				}
+			}
+			if got := noteCauses(t, s, ada.ID, protocol.NotifyLiked); len(got) != 0 {
+				t.Errorf("ada's like notifications: %v, want none", got)
+			}
+		})
+	}
+}
+
+// signUpLeaver signs up login with the password the deletions here give,
+// leaverPassword.
+func signUpLeaver(tb testing.TB, s *Service, login string) User {
+	tb.Helper()
+	u, _, err := s.SignUp(ctxT(tb), login, "Name of "+login, leaverPassword)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u
+}
+
+// leaverPassword is the password of the accounts deleted here.
+const leaverPassword = "kettle-drum-41"

@@ -141,6 +141,9 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	}
 
 	// 1. The follower's side.
+	if s.betweenFollowReads != nil {
+		s.betweenFollowReads()
+	}
 	res, err := followFollowerScript.Run(ctx, s.rdb,
 		[]string{k.following(uid), k.followers(uid), k.friends(uid), k.user(uid), k.blocks(uid), k.blockedBy(uid)},
 		other, seq.Val(), note.now).Slice()
@@ -160,6 +163,14 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	side, err := s.syncFollowee(ctx, uid, other, score, func() (followNote, error) { return note, nil })
 	if err != nil {
 		return false, err
+	}
+	if side.gone {
+		// The followee's deletion began since the first read: its walk of
+		// their followers cannot see this follow, which is undone here.
+		if _, err := s.unfollow(ctx, uid, other); err != nil {
+			return false, err
+		}
+		return false, ErrUserNotFound
 	}
 	madeFriends = made == 1 || side.madeFriends
 
@@ -251,13 +262,16 @@ type followeeSide struct {
 	endedFriends bool  // a write ended their friendship
 	changed      bool  // a write added or removed the follower
 	removed      bool  // a write removed the follower
+	gone         bool  // the followee is gone or being deleted: the follow was not written there
 }
 
 // syncFollowee brings the followee's side of uid -> other to agree with
 // the follower's side, which read score ("" for no follow): it writes the
 // follow with that score, or takes it out, then reads the follower's side
 // again, and goes round again while that changed. note gives what a new
-// follow writes besides (an unfollow reads it only when it has to add).
+// follow writes besides (an unfollow reads it only when it has to add). A
+// followee gone or being deleted takes no follow: the sync returns at once,
+// with gone set, and the follower's side is the caller's to undo.
 //
 // Whatever runs at once, the followee's side ends as the follower's: of
 // the writes to the follower's side, take the last. The request that made
@@ -293,6 +307,10 @@ func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score stri
 			}
 			if len(res) != 3 {
 				return side, fmt.Errorf("followee side answered %v", res)
+			}
+			if res[0] == -1 {
+				side.gone = true
+				return side, nil
 			}
 			side.followers = res[1]
 			side.madeFriends = side.madeFriends || res[2] == 1

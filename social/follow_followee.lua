@@ -20,7 +20,14 @@
 -- ARGV[7] the followed frame when they do
 -- ARGV[8] how long a notice stands, in seconds
 -- Returns {1 when this added the follower, the follower count, 1 when this
--- made the two friends}.
+-- made the two friends}, or {-1, 0, 0} when the followee is gone or being
+-- deleted (no id in their hash, or the deleted mark): nothing is written,
+-- as the deletion's walk of their followers began after the mark, and a
+-- follower added now would be missed by it.
+local gone = redis.call('HMGET', KEYS[4], 'id', 'deleted')
+if not gone[1] or gone[2] then
+  return {-1, 0, 0}
+end
 local added = 0
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])

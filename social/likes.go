@@ -77,6 +77,9 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
 	k := s.keys
+	if s.beforeLikeWrites != nil {
+		s.beforeLikeWrites()
+	}
 	ms := float64(time.Now().UnixMilli())
 	pipe := s.rdb.Pipeline()
 	added := pipe.ZAddNX(ctx, k.likes(st.ID), redis.Z{Score: ms, Member: uid})
@@ -146,7 +149,9 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 	if err := look.exec(ctx, pipe); err != nil {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
-	if err := s.settleLiked(ctx, uid, st.ID, look); err != nil {
+	if err := s.settleLiked(ctx, uid, st.ID, look); errors.Is(err, errLikerGone) {
+		return st, nil // the like is taken out, as asked
+	} else if err != nil {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
 	if removed.Val() == 1 && look.status.Val() != 0 && look.like.Err() == nil {
@@ -180,7 +185,12 @@ func (s *Service) renotifyLike(ctx context.Context, uid, sid int64) error {
 type likeLook struct {
 	status      *redis.IntCmd
 	like, liked *redis.FloatCmd
+	liker       *redis.SliceCmd // the liker's "id" and "deleted"
 }
+
+// errLikerGone: the liker's account is gone, or its deletion began, as the
+// like was written; the like is dropped.
+var errLikerGone = fmt.Errorf("the account was deleted: %w", ErrUnauthenticated)
 
 // queueLikeLook queues on pipe the read of both sides of uid's like of sid.
 func (s *Service) queueLikeLook(ctx context.Context, pipe redis.Pipeliner, uid, sid int64) likeLook {
@@ -188,7 +198,15 @@ func (s *Service) queueLikeLook(ctx context.Context, pipe redis.Pipeliner, uid, 
 		status: pipe.Exists(ctx, s.keys.status(sid)),
 		like:   pipe.ZScore(ctx, s.keys.likes(sid), itoa(uid)),
 		liked:  pipe.ZScore(ctx, s.keys.liked(uid), itoa(sid)),
+		liker:  pipe.HMGet(ctx, s.keys.user(uid), "id", "deleted"),
 	}
+}
+
+// likerGone reports whether the look found the liker's account gone or
+// being deleted.
+func (l likeLook) likerGone() bool {
+	v := l.liker.Val()
+	return len(v) != 2 || v[0] == nil || v[1] != nil
 }
 
 // exec runs pipe, on which l was queued, and returns the first error of
@@ -196,7 +214,7 @@ func (s *Service) queueLikeLook(ctx context.Context, pipe redis.Pipeliner, uid, 
 // answer that came first, hiding another read's failure).
 func (l likeLook) exec(ctx context.Context, pipe redis.Pipeliner) error {
 	_, _ = pipe.Exec(ctx)
-	for _, c := range []redis.Cmder{l.status, l.like, l.liked} {
+	for _, c := range []redis.Cmder{l.status, l.like, l.liked, l.liker} {
 		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
@@ -214,10 +232,20 @@ func (l likeLook) exec(ctx context.Context, pipe redis.Pipeliner) error {
 // the index never lists a like that is not there, which an export would
 // show, nor misses one, which an account's deletion would leave behind. A
 // status gone meanwhile has its like dropped from both (its deletion's
-// cleanup takes the likes it pages, and may have passed this one).
+// cleanup takes the likes it pages, and may have passed this one). So is
+// the like of a liker whose account's deletion began, and errLikerGone
+// returned: the deletion's walk of the liker's likes, which comes after
+// its mark, may have passed this one; a look that finds no mark came
+// before it, and the walk finds the like.
 func (s *Service) settleLiked(ctx context.Context, uid, sid int64, look likeLook) error {
 	k := s.keys
 	for range maxSyncRounds {
+		if look.likerGone() {
+			if err := s.dropLike(ctx, uid, sid); err != nil {
+				return err
+			}
+			return errLikerGone
+		}
 		if look.status.Val() == 0 {
 			return s.dropLike(ctx, uid, sid)
 		}

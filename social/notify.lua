@@ -19,7 +19,13 @@
 -- ARGV[6] the user's event channel
 -- ARGV[7] the frame up to the id
 -- ARGV[8] the frame after the id
--- Returns the new notification's id, or 0 when nothing was stored.
+-- Returns the new notification's id, or 0 when nothing was stored: also
+-- when the user is gone or being deleted (no id in their hash, or the
+-- deleted mark), whose keys the deletion deletes, or has deleted already.
+local user = redis.call('HMGET', KEYS[7], 'id', 'deleted')
+if not user[1] or user[2] then
+  return 0
+end
 if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then
   return 0
 end

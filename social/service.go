@@ -236,9 +236,15 @@ type Service struct {
 	// afterSuspendScript, when set, runs between a suspension's (or its
 	// lifting's) script and its write of the admins' list.
 	afterSuspendScript func()
+	// beforeLikeWrites, when set, runs in a like between its reads (the
+	// status, the liker) and its writes.
+	beforeLikeWrites func()
 	// afterLikeWrites, when set, runs after a like's or an unlike's writes
 	// of the likes and the liker's index, before it reads the likes again.
 	afterLikeWrites func()
+	// betweenFollowReads, when set, runs in a follow between its first
+	// read (the followee there, not deleted) and its writes.
+	betweenFollowReads func()
 	// betweenBlockSides, when set, runs in a block's or an unblock's sync
 	// of the blocked user's side, between its read of the blocker's side
 	// and its write (syncBlockedBy).

@@ -132,6 +132,8 @@ func (s *Service) unfollow(ctx context.Context, uid, other int64) (endedFriends 
 		return false, err
 	}
 	endedFriends = endedFriends || side.endedFriends
+	// side.gone: a follow since found the followee being deleted, and
+	// undoes its own side.
 
 	// 4. Presence's copy of both friend sets.
 	if err := s.syncFriendMirrors(ctx, uid, other); err != nil {
