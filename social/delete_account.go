@@ -29,8 +29,15 @@ const (
 	deleteFollowers = "followers" // every follow of them undone
 	deleteLikes     = "likes"     // every like of theirs undone
 	deleteLists     = "lists"     // their lists deleted, and they taken out of others'
+	deleteBlocks    = "blocks"    // every block of theirs undone, on the blocked one's side too
+	deleteBlockedBy = "blocked"   // every block of them undone, on the blocker's side too
 	deleteKeys      = "keys"      // the rest of their keys, and their entries in the site's sets
 )
+
+// The parts come after lists so that a worker of an older build, which
+// reads a part it does not know as the keys, skips only what it never did.
+// Mutes have no reverse index: another's mute of the account stays, and
+// lists no one (userList passes over users gone).
 
 func deleteAccountJobID(uid int64) string { return "account:delete:" + itoa(uid) }
 
@@ -41,9 +48,9 @@ func deleteAccountJobID(uid int64) string { return "account:delete:" + itoa(uid)
 // (so presence takes it offline); then a durable job, whose first pass runs
 // before DeleteAccount returns, takes every status of it out of every
 // timeline through the fan-out jobs, undoes its follows both ways, its
-// likes, its lists and memberships, and deletes its keys. The login stays
-// in the login index, leading to no user (reservedLogin): nobody can take
-// it.
+// likes, its lists and memberships, its blocks both ways, and deletes its
+// keys. The login stays in the login index, leading to no user
+// (reservedLogin): nobody can take it.
 func (s *Service) DeleteAccount(ctx context.Context, uid int64, password, addr string) error {
 	if _, err := s.checkPassword(ctx, uid, password, addr); err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) {
@@ -150,8 +157,14 @@ func (s *Service) deleteAccountPass(ctx context.Context, j job) (passResult, err
 		if err := s.leaveAllLists(ctx, uid); err != nil {
 			return passResult{}, err
 		}
-		next.part, next.cursor = deleteKeys, 0
+		next.part, next.cursor = deleteBlocks, 0
 		return passResult{next: next}, nil
+	case deleteBlocks:
+		key, next.part = k.blocks(uid), deleteBlockedBy
+		each = func(other int64) error { return s.dropBlock(ctx, uid, other) }
+	case deleteBlockedBy:
+		key, next.part = k.blockedBy(uid), deleteKeys
+		each = func(other int64) error { return s.dropBlock(ctx, other, uid) }
 	default:
 		if err := s.deleteUserKeys(ctx, uid); err != nil {
 			return passResult{}, err
@@ -255,6 +268,16 @@ func (s *Service) deleteUserKeys(ctx context.Context, uid int64) error {
 	}
 	// The hash last: until now it held the login the steps above needed.
 	return s.rdb.Del(ctx, k.user(uid)).Err()
+}
+
+// dropBlock takes uid's block of other out of both sides, for the
+// deletion of one of the two: as Unblock, telling no stream (the account
+// has none left, and its statuses are gone).
+func (s *Service) dropBlock(ctx context.Context, uid, other int64) error {
+	if err := s.rdb.ZRem(ctx, s.keys.blocks(uid), itoa(other)).Err(); err != nil {
+		return err
+	}
+	return s.syncBlockedBy(ctx, uid, other)
 }
 
 // unfollowFor undoes follower's follow of followee for the deletion of

@@ -277,3 +277,38 @@ func signUpLeaver(tb testing.TB, s *Service, login string) User {
 
 // leaverPassword is the password of the accounts deleted here.
 const leaverPassword = "kettle-drum-41"
+
+// An account's deletion undoes its blocks both ways, on the other side too:
+// no blocked_by of another names it, nor does another's blocks (before,
+// both stayed, naming an account no longer there).
+func TestDeleteAccountUndoesBlocks(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada := signUpLeaver(t, s, "ada")
+	bob, carol := signUp(t, s, "bob"), signUp(t, s, "carol")
+	if err := s.Block(ctx, ada.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Block(ctx, carol.ID, "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Block(ctx, carol.ID, "bob"); err != nil { // stays
+		t.Fatal(err)
+	}
+	if err := s.DeleteAccount(ctx, ada.ID, leaverPassword, ""); err != nil {
+		t.Fatal(err)
+	}
+	runJobIfQueued(t, s, s.keys.job(deleteAccountJobID(ada.ID)))
+	if got := rdb.ZRange(ctx, s.keys.blockedBy(bob.ID), 0, -1).Val(); !slices.Equal(got, []string{itoa(carol.ID)}) {
+		t.Errorf("bob's blocked_by: %v, want carol's only", got)
+	}
+	if got := rdb.ZRange(ctx, s.keys.blocks(carol.ID), 0, -1).Val(); !slices.Equal(got, []string{itoa(bob.ID)}) {
+		t.Errorf("carol's blocks: %v, want bob's only", got)
+	}
+	for _, key := range []string{s.keys.blocks(ada.ID), s.keys.blockedBy(ada.ID)} {
+		if n := rdb.Exists(ctx, key).Val(); n != 0 {
+			t.Errorf("%s of the deleted account is left", key)
+		}
+	}
+}
