@@ -93,17 +93,21 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 	if s.afterQueue != nil {
 		s.afterQueue()
 	}
-	if err := s.writeRepost(ctx, entry, payload); err != nil {
-		return Status{}, fmt.Errorf("repost %d: %w", id, err)
+	written := s.writeRepost(ctx, entry, payload)
+	if written != nil && !errors.Is(written, errAuthorGone) {
+		return Status{}, fmt.Errorf("repost %d: %w", id, written)
 	}
-	// A repost that lost its claim wrote nothing: its jobs find no entry
-	// and end.
+	// A repost that lost its claim, or was taken back, left no entry: its
+	// jobs find none and end.
 	if err := s.markReady(ctx, homeJob, listJob); err != nil {
 		return Status{}, fmt.Errorf("repost %d: %w", id, err)
 	}
 	s.inlinePass(ctx, homeJob)
 	if listJob != "" {
 		s.inlinePass(ctx, listJob)
+	}
+	if written != nil {
+		return Status{}, fmt.Errorf("repost %d: %w", id, written)
 	}
 	return orig, nil
 }
@@ -117,8 +121,9 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 // original's deletion pages its reposts after the original is gone, and
 // an undo takes the claim after the entry, so either they see st or this
 // sees them; and at the reposter, whose suspension or account deletion
-// since the repost checked them it follows (settleAuthor). Idempotent: a
-// post job whose maker died runs it again.
+// since the repost checked them it follows (settleAuthor: a deleted
+// reposter's entry is taken back, and errAuthorGone returned). Idempotent:
+// a post job whose maker died runs it again.
 func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) error {
 	k := s.keys
 	orig := st.RepostOf
@@ -150,11 +155,9 @@ func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) er
 	// The reposter suspended or deleted since the repost checked them.
 	settle, cancel := detached(ctx) // as a post's last round trip
 	defer cancel()
-	err = s.settleAuthor(settle, st.UID, st.ID, look.Val(), func() error { return s.takeBackRepost(settle, st) })
-	if errors.Is(err, errAuthorGone) {
-		return nil // taken back: its jobs find no entry and end
-	}
-	if err != nil {
+	// A reposter deleted: taken back, and errAuthorGone returned; its jobs
+	// find no entry and end.
+	if err := s.settleAuthor(settle, st.UID, st.ID, look.Val(), func() error { return s.takeBackRepost(settle, st) }); err != nil {
 		return err
 	}
 	n := note{to: orig.UID, from: st.UID, kind: protocol.NotifyReposted, sid: orig.ID,
@@ -182,7 +185,10 @@ func (s *Service) takeBackRepost(ctx context.Context, st Status) error {
 // it queued: writeRepost for a repost entry, writePost for a post.
 func (s *Service) rewritePost(ctx context.Context, st Status, payload []byte) error {
 	if st.RepostOf != nil {
-		return s.writeRepost(ctx, st, payload)
+		if err := s.writeRepost(ctx, st, payload); !errors.Is(err, errAuthorGone) {
+			return err
+		}
+		return nil // taken back: the job finds no entry and ends
 	}
 	return s.redoPost(ctx, st, payload)
 }
