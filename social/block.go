@@ -87,6 +87,13 @@ func (s *Service) block(ctx context.Context, uid, other int64) error {
 	if err := s.syncBlockedBy(ctx, uid, other); err != nil {
 		return err
 	}
+	// Written on both sides, and looked at: the deletion of either, begun
+	// since the block's first read, walks their blocks after its mark, and
+	// may have passed this one. The block is then taken out again here,
+	// and its follows are the deletion's to undo.
+	if err := s.settleGone(ctx, uid, other, func() error { return s.dropBlock(ctx, uid, other) }); err != nil {
+		return err
+	}
 	for _, p := range [2][2]int64{{uid, other}, {other, uid}} {
 		ended, err := s.unfollow(ctx, p[0], p[1])
 		if err != nil {
@@ -145,11 +152,21 @@ func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
 	if err != nil {
 		return err
 	}
+	if s.betweenRelationReads != nil {
+		s.betweenRelationReads()
+	}
 	now, err := s.now(ctx)
 	if err != nil {
 		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
 	}
 	if err := s.addRelation(ctx, s.keys.mutes(uid), other, now.UnixMilli(), MaxMutes, ErrTooManyMutes); err != nil {
+		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
+	}
+	// A muter whose deletion began since: their mutes may be deleted
+	// already, and are not written again.
+	if err := s.settleGone(ctx, uid, other, func() error {
+		return s.rdb.ZRem(ctx, s.keys.mutes(uid), itoa(other)).Err()
+	}); err != nil {
 		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
 	}
 	s.announceHiddenChanged(ctx, uid)
@@ -167,6 +184,37 @@ func (s *Service) Unmute(ctx context.Context, uid int64, login string) error {
 	}
 	s.announceHiddenChanged(ctx, uid)
 	return nil
+}
+
+// errRelatorGone: the account that blocks or mutes is gone, or its deletion
+// began, as the relation was written; the relation is taken out again.
+var errRelatorGone = fmt.Errorf("the account was deleted: %w", ErrUnauthenticated)
+
+// settleGone looks, after uid's relation to other was written, at whether
+// either account is gone or being deleted (no id in its hash, or the
+// deleted mark), and then runs undo and returns errRelatorGone (uid) or
+// ErrUserNotFound (other).
+func (s *Service) settleGone(ctx context.Context, uid, other int64, undo func() error) error {
+	pipe := s.rdb.Pipeline()
+	mine := pipe.HMGet(ctx, s.keys.user(uid), "id", "deleted")
+	theirs := pipe.HMGet(ctx, s.keys.user(other), "id", "deleted")
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	gone := func(v []any) bool { return len(v) != 2 || v[0] == nil || v[1] != nil }
+	var why error
+	switch {
+	case gone(mine.Val()):
+		why = errRelatorGone
+	case gone(theirs.Val()):
+		why = ErrUserNotFound
+	default:
+		return nil
+	}
+	if err := undo(); err != nil {
+		return err
+	}
+	return why
 }
 
 // Blocks lists whom uid blocks, newest block first.

@@ -121,9 +121,18 @@ func (s *Service) deleteAccountPass(ctx context.Context, j job) (passResult, err
 		return passResult{wait: wait}, err
 	}
 	j = next
+	// A part whose scores are times (likes, blocks) may hold several
+	// entries of one score: it reads its pages from the last score on,
+	// that score included, so none at a page's edge is passed over. Each
+	// entry such a part walks is taken out, and is not read again.
+	inclusive := false
 	page := func(key string) ([]redis.Z, error) {
+		from := "(" + score(j.cursor)
+		if inclusive {
+			from = score(j.cursor)
+		}
 		return s.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
-			Min: "(" + score(j.cursor), Max: "+inf", Count: deleteAccountPage,
+			Min: from, Max: "+inf", Count: deleteAccountPage,
 		}).Result()
 	}
 	var key string
@@ -145,7 +154,7 @@ func (s *Service) deleteAccountPass(ctx context.Context, j job) (passResult, err
 		key, next.part = k.followers(uid), deleteLikes
 		each = func(other int64) error { return s.unfollowFor(ctx, uid, other, uid) }
 	case deleteLikes:
-		key, next.part = k.liked(uid), deleteLists
+		key, next.part, inclusive = k.liked(uid), deleteLists, true
 		each = func(sid int64) error {
 			_, err := s.Unlike(ctx, uid, sid)
 			if errors.Is(err, ErrStatusNotFound) {
@@ -160,10 +169,10 @@ func (s *Service) deleteAccountPass(ctx context.Context, j job) (passResult, err
 		next.part, next.cursor = deleteBlocks, 0
 		return passResult{next: next}, nil
 	case deleteBlocks:
-		key, next.part = k.blocks(uid), deleteBlockedBy
+		key, next.part, inclusive = k.blocks(uid), deleteBlockedBy, true
 		each = func(other int64) error { return s.dropBlock(ctx, uid, other) }
 	case deleteBlockedBy:
-		key, next.part = k.blockedBy(uid), deleteKeys
+		key, next.part, inclusive = k.blockedBy(uid), deleteKeys, true
 		each = func(other int64) error { return s.dropBlock(ctx, other, uid) }
 	default:
 		if err := s.deleteUserKeys(ctx, uid); err != nil {
@@ -240,7 +249,7 @@ func (s *Service) deleteUserKeys(ctx context.Context, uid int64) error {
 		k.home(uid), k.profile(uid), k.followers(uid), k.following(uid), k.friends(uid),
 		k.pulls(uid), k.listsOut(uid), k.listsIn(uid), k.liked(uid), k.homeReposts(uid),
 		k.notes(uid), k.noteData(uid), k.noteCauses(uid), k.noteSeq(uid), k.notesRead(uid),
-		k.mutes(uid), k.blocks(uid), k.sessions(uid), k.signInUnknown(uid), k.signInKnown(uid),
+		k.mutes(uid), k.blocks(uid), k.blockedBy(uid), k.sessions(uid), k.signInUnknown(uid), k.signInKnown(uid),
 		k.unfollows(uid),
 	} {
 		pipe.Del(ctx, key)

@@ -166,81 +166,106 @@ func TestDeleteAccountJobWaitsForTheMark(t *testing.T) {
 	}
 }
 
-// A follow whose first read found the followee there, and whose writes come
-// once the followee's deletion has begun, is refused and leaves nothing:
-// the deletion's walk of the followee's followers began after its mark, and
-// would miss a follower added then (before, the follow stood, pointing at
-// no one, and its count and notification made the deleted account's hash
-// and keys again).
+// A follow whose first read found both there, and whose writes come once
+// the deletion of either has begun, is refused and leaves nothing: the
+// deletion's walk of the account's follows began after its mark, and would
+// miss a follow written then (before, the follow stood, of or by no one,
+// and its count and notification made the deleted account's hash and keys
+// again). The deletion runs to its end before the follow's writes, or is
+// only marked.
 func TestFollowRacingAccountDeletion(t *testing.T) {
 	t.Parallel()
-	for _, finished := range []bool{true, false} {
-		t.Run(fmt.Sprintf("deletion finished %v", finished), func(t *testing.T) {
-			t.Parallel()
-			s, rdb := newService(t, Options{})
-			ctx := ctxT(t)
-			ada := signUpLeaver(t, s, "ada")
-			bob := signUp(t, s, "bob")
-			follow(t, s, ada.ID, "bob") // bob's follow would make them friends
-			job := s.keys.job(deleteAccountJobID(ada.ID))
-			s.betweenFollowReads = func() {
-				s.betweenFollowReads = nil
-				if err := s.DeleteAccount(ctx, ada.ID, leaverPassword, ""); err != nil {
-					t.Error(err)
+	for _, deleted := range []string{"followee", "follower"} {
+		for _, finished := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s deleted, deletion finished %v", deleted, finished), func(t *testing.T) {
+				t.Parallel()
+				s, rdb := newService(t, Options{})
+				ctx := ctxT(t)
+				ada := signUpLeaver(t, s, "ada") // the one deleted
+				bob := signUp(t, s, "bob")
+				// The follow of one by the other would make them friends.
+				follower, followee, want := bob, ada, ErrUserNotFound
+				if deleted == "follower" {
+					follower, followee, want = ada, bob, ErrUnauthenticated
 				}
-				if finished {
-					runJobIfQueued(t, s, job)
+				follow(t, s, followee.ID, follower.Login)
+				job := s.keys.job(deleteAccountJobID(ada.ID))
+				s.betweenFollowReads = func() {
+					s.betweenFollowReads = nil
+					if err := s.DeleteAccount(ctx, ada.ID, leaverPassword, ""); err != nil {
+						t.Error(err)
+					}
+					if finished {
+						runJobIfQueued(t, s, job)
+					}
 				}
-			}
-			if _, _, err := s.Follow(ctx, bob.ID, "ada"); !errors.Is(err, ErrUserNotFound) {
-				t.Fatalf("a follow racing the followee's deletion: %v, want ErrUserNotFound", err)
-			}
-			runJobIfQueued(t, s, job)
-			for _, key := range []string{s.keys.user(ada.ID), s.keys.followers(ada.ID), s.keys.following(ada.ID), s.keys.friends(ada.ID), s.keys.notes(ada.ID), s.keys.noteSeq(ada.ID), s.keys.unfollows(ada.ID)} {
-				if n := rdb.Exists(ctx, key).Val(); n != 0 {
-					t.Errorf("%s of the deleted account is left", key)
+				if _, _, err := s.Follow(ctx, follower.ID, followee.Login); !errors.Is(err, want) {
+					t.Fatalf("a follow racing the %s's deletion: %v, want %v", deleted, err, want)
 				}
-			}
-			for _, key := range []string{s.keys.following(bob.ID), s.keys.followers(bob.ID), s.keys.friends(bob.ID)} {
-				if rdb.ZScore(ctx, key, itoa(ada.ID)).Err() == nil {
-					t.Errorf("%s still holds the deleted account", key)
+				runJobIfQueued(t, s, job)
+				for _, key := range []string{s.keys.user(ada.ID), s.keys.followers(ada.ID), s.keys.following(ada.ID), s.keys.friends(ada.ID), s.keys.notes(ada.ID), s.keys.noteSeq(ada.ID), s.keys.unfollows(ada.ID)} {
+					if n := rdb.Exists(ctx, key).Val(); n != 0 {
+						t.Errorf("%s of the deleted account is left", key)
+					}
 				}
-			}
-			u, err := s.UserByID(ctx, bob.ID)
-			if err != nil || u.Followers != 0 || u.Following != 0 {
-				t.Errorf("bob after the deletion: %+v, %v", u, err)
-			}
-		})
+				for _, key := range []string{s.keys.following(bob.ID), s.keys.followers(bob.ID), s.keys.friends(bob.ID)} {
+					if rdb.ZScore(ctx, key, itoa(ada.ID)).Err() == nil {
+						t.Errorf("%s still holds the deleted account", key)
+					}
+				}
+				u, err := s.UserByID(ctx, bob.ID)
+				if err != nil || u.Followers != 0 || u.Following != 0 {
+					t.Errorf("bob after the deletion: %+v, %v", u, err)
+				}
+				if got := noteCauses(t, s, bob.ID, protocol.NotifyFollowed); len(got) != 0 {
+					t.Errorf("bob's follow notifications: %v, want none", got)
+				}
+			})
+		}
 	}
 }
 
 // A like whose look after its writes finds the liker's deletion begun is
-// dropped, and answered as the session's end: the deletion's walk of the
-// liker's likes began after its mark, and would miss a like written then
-// (before, the like stood, a deleted account's, with its notification and
-// the liker's index made again). The deletion runs to its end before the
-// like's writes, or is only marked after them.
+// dropped, with its notification, and answered as the session's end: the
+// deletion's walk of the liker's likes began after its mark, and would miss
+// a like written then (before, the like stood, a deleted account's, with
+// its notification and the liker's index made again). The deletion runs to
+// its end before the like's writes, or is only marked before or after
+// them; "again" is a like made once more (a retry) of a like that stood.
 func TestLikeRacingAccountDeletion(t *testing.T) {
 	t.Parallel()
-	for _, finished := range []bool{true, false} {
-		t.Run(fmt.Sprintf("deletion finished %v", finished), func(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		again, finished bool
+		before          bool // the deletion before the like's writes, else after
+	}{
+		{name: "finished before the writes", finished: true, before: true},
+		{name: "marked after the writes"},
+		{name: "again, marked before the writes", again: true, before: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			s, rdb := newService(t, Options{})
 			ctx := ctxT(t)
 			ada := signUp(t, s, "ada")
 			bob := signUpLeaver(t, s, "bob")
 			st := post(t, s, ada.ID, "liked by a leaver")
+			if c.again {
+				if _, err := s.Like(ctx, bob.ID, st.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
 			job := s.keys.job(deleteAccountJobID(bob.ID))
 			deleteBob := func() {
 				s.beforeLikeWrites, s.afterLikeWrites = nil, nil
 				if err := s.DeleteAccount(ctx, bob.ID, leaverPassword, ""); err != nil {
 					t.Error(err)
 				}
-				if finished {
+				if c.finished {
 					runJobIfQueued(t, s, job)
 				}
 			}
-			if finished {
+			if c.before {
 				s.beforeLikeWrites = deleteBob
 			} else {
 				s.afterLikeWrites = deleteBob
@@ -263,20 +288,6 @@ func TestLikeRacingAccountDeletion(t *testing.T) {
 		})
 	}
 }
-
-// signUpLeaver signs up login with the password the deletions here give,
-// leaverPassword.
-func signUpLeaver(tb testing.TB, s *Service, login string) User {
-	tb.Helper()
-	u, _, err := s.SignUp(ctxT(tb), login, "Name of "+login, leaverPassword)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return u
-}
-
-// leaverPassword is the password of the accounts deleted here.
-const leaverPassword = "kettle-drum-41"
 
 // An account's deletion undoes its blocks both ways, on the other side too:
 // no blocked_by of another names it, nor does another's blocks (before,
@@ -310,5 +321,107 @@ func TestDeleteAccountUndoesBlocks(t *testing.T) {
 		if n := rdb.Exists(ctx, key).Val(); n != 0 {
 			t.Errorf("%s of the deleted account is left", key)
 		}
+	}
+}
+
+// signUpLeaver signs up login with the password the deletions here give,
+// leaverPassword.
+func signUpLeaver(tb testing.TB, s *Service, login string) User {
+	tb.Helper()
+	u, _, err := s.SignUp(ctxT(tb), login, "Name of "+login, leaverPassword)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u
+}
+
+// leaverPassword is the password of the accounts deleted here.
+const leaverPassword = "kettle-drum-41"
+
+// An account's deletion walks its likes and blocks, whose scores are times,
+// past entries of one score at a page's edge: more than a page of them,
+// all of one millisecond, are all taken out.
+func TestDeleteAccountWalksTiedScores(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada := signUpLeaver(t, s, "ada")
+	const n, ms = deleteAccountPage + 10, 1_700_000_000_000
+	others := make([]int64, n) // no users of these ids: the walks touch their sets only
+	for i := range others {
+		others[i] = 1_000_000 + int64(i)
+		o := itoa(others[i])
+		rdb.ZAdd(ctx, s.keys.blocks(ada.ID), redisZ(ms, o))
+		rdb.ZAdd(ctx, s.keys.blockedBy(others[i]), redisZ(ms, itoa(ada.ID)))
+		rdb.ZAdd(ctx, s.keys.blockedBy(ada.ID), redisZ(ms, o))
+		rdb.ZAdd(ctx, s.keys.blocks(others[i]), redisZ(ms, itoa(ada.ID)))
+		rdb.ZAdd(ctx, s.keys.liked(ada.ID), redisZ(ms, o)) // statuses not there
+	}
+	if err := s.DeleteAccount(ctx, ada.ID, leaverPassword, ""); err != nil {
+		t.Fatal(err)
+	}
+	runJobIfQueued(t, s, s.keys.job(deleteAccountJobID(ada.ID)))
+	left := 0
+	for _, o := range others {
+		left += int(rdb.Exists(ctx, s.keys.blockedBy(o), s.keys.blocks(o)).Val())
+	}
+	if left != 0 {
+		t.Errorf("%d sets of others still name the deleted account", left)
+	}
+	if n := rdb.Exists(ctx, s.keys.blocks(ada.ID), s.keys.blockedBy(ada.ID), s.keys.liked(ada.ID)).Val(); n != 0 {
+		t.Errorf("%d of the deleted account's sets are left", n)
+	}
+}
+
+// A block or a mute whose writes come as the deletion of either account
+// runs to its end is taken out again and refused, leaving nothing of the
+// deleted account (before, the block stood on both sides, and the deleted
+// account's blocked_by or blocks was written again after its keys went).
+func TestBlockRacingAccountDeletion(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		deleted string // "blocker" or "blocked"
+		mute    bool
+	}{{"blocker", false}, {"blocked", false}, {"blocker", true}, {"blocked", true}} {
+		t.Run(fmt.Sprintf("%s deleted, mute %v", c.deleted, c.mute), func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{})
+			ctx := ctxT(t)
+			ada := signUpLeaver(t, s, "ada") // the one deleted
+			bob := signUp(t, s, "bob")
+			blocker, blocked, want := bob, ada, ErrUserNotFound
+			if c.deleted == "blocker" {
+				blocker, blocked, want = ada, bob, ErrUnauthenticated
+			}
+			deleteAda := func() {
+				if err := s.DeleteAccount(ctx, ada.ID, leaverPassword, ""); err != nil {
+					t.Error(err)
+				}
+				runJobIfQueued(t, s, s.keys.job(deleteAccountJobID(ada.ID)))
+			}
+			var err error
+			if c.mute {
+				// A mute writes once: the deletion runs before, and the
+				// mute's first read is made to pass by hand.
+				s.betweenRelationReads = func() { s.betweenRelationReads = nil; deleteAda() }
+				err = s.Mute(ctx, blocker.ID, blocked.Login)
+			} else {
+				s.betweenBlockSides = func() { s.betweenBlockSides = nil; deleteAda() }
+				err = s.Block(ctx, blocker.ID, blocked.Login)
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("racing the %s's deletion: %v, want %v", c.deleted, err, want)
+			}
+			for _, key := range []string{s.keys.user(ada.ID), s.keys.blocks(ada.ID), s.keys.blockedBy(ada.ID), s.keys.mutes(ada.ID)} {
+				if n := rdb.Exists(ctx, key).Val(); n != 0 {
+					t.Errorf("%s of the deleted account is left", key)
+				}
+			}
+			for _, key := range []string{s.keys.blocks(bob.ID), s.keys.blockedBy(bob.ID), s.keys.mutes(bob.ID)} {
+				if rdb.ZScore(ctx, key, itoa(ada.ID)).Err() == nil {
+					t.Errorf("%s still holds the deleted account", key)
+				}
+			}
+		})
 	}
 }

@@ -153,10 +153,14 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	if len(res) != 4 {
 		return false, fmt.Errorf("follower side answered %v", res)
 	}
-	if refused, _ := res[3].(int64); refused == 1 {
+	switch refused, _ := res[3].(int64); refused {
+	case 1:
 		return false, ErrBlocked
+	case 2:
+		return false, errFollowerGone
 	}
 	score, _ := res[0].(string)
+	added, _ := res[1].(int64)
 	made, _ := res[2].(int64)
 
 	// 2, 3. The followee's side, and the ranking with it.
@@ -166,9 +170,13 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	}
 	if side.gone {
 		// The followee's deletion began since the first read: its walk of
-		// their followers cannot see this follow, which is undone here.
-		if _, err := s.unfollow(ctx, uid, other); err != nil {
-			return false, err
+		// their followers cannot see this follow, which is undone here. A
+		// follow that stood before this request is the walk's to undo (and
+		// to tell the two streams of a friendship it ends).
+		if added == 1 {
+			if _, err := s.unfollow(ctx, uid, other); err != nil {
+				return false, err
+			}
 		}
 		return false, ErrUserNotFound
 	}
@@ -188,6 +196,11 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	}
 	return madeFriends, nil
 }
+
+// errFollowerGone: the follower's account is gone, or its deletion began,
+// since the follow's first read; nothing was written. A request answers it
+// as the ended session it is.
+var errFollowerGone = fmt.Errorf("the account was deleted: %w", ErrUnauthenticated)
 
 // dropPutBack walks uid's home timeline once more after a follow of other
 // that an unfollow overtook (side, as the follow's sync left it), when the

@@ -16,7 +16,14 @@
 -- ARGV[2] follow score (a follow sequence number) for a new follow
 -- ARGV[3] now, unix ms (friend-since score)
 -- Returns {the follow's score, 1 when this added the follow, 1 when this
--- made the two friends, 0}, or {"", 0, 0, 1} when a block refuses it.
+-- made the two friends, 0}, or {"", 0, 0, 1} when a block refuses it, or
+-- {"", 0, 0, 2} when the follower is gone or being deleted (no id in their
+-- hash, or the deleted mark): the deletion's walk of their follows began
+-- after the mark, and would miss a follow written now.
+local follower = redis.call('HMGET', KEYS[4], 'id', 'deleted')
+if not follower[1] or follower[2] then
+  return {'', 0, 0, 2}
+end
 if redis.call('ZSCORE', KEYS[5], ARGV[1]) or redis.call('ZSCORE', KEYS[6], ARGV[1]) then
   return {'', 0, 0, 1}
 end

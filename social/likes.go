@@ -101,7 +101,7 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 		}
 		return Status{}, ErrStatusNotFound
 	}
-	if err := s.settleLiked(ctx, uid, st.ID, look); err != nil {
+	if err := s.settleLiked(ctx, uid, st.ID, st.UID, look); err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
 	if added.Val() == 1 {
@@ -149,7 +149,7 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 	if err := look.exec(ctx, pipe); err != nil {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
-	if err := s.settleLiked(ctx, uid, st.ID, look); errors.Is(err, errLikerGone) {
+	if err := s.settleLiked(ctx, uid, st.ID, st.UID, look); errors.Is(err, errLikerGone) {
 		return st, nil // the like is taken out, as asked
 	} else if err != nil {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
@@ -236,12 +236,18 @@ func (l likeLook) exec(ctx context.Context, pipe redis.Pipeliner) error {
 // the like of a liker whose account's deletion began, and errLikerGone
 // returned: the deletion's walk of the liker's likes, which comes after
 // its mark, may have passed this one; a look that finds no mark came
-// before it, and the walk finds the like.
-func (s *Service) settleLiked(ctx context.Context, uid, sid int64, look likeLook) error {
+// before it, and the walk finds the like. Its notification to author, the
+// status's, goes with it: a like made before and found by this one (a
+// retry) is not in the index the walk reads any more.
+func (s *Service) settleLiked(ctx context.Context, uid, sid, author int64, look likeLook) error {
 	k := s.keys
 	for range maxSyncRounds {
 		if look.likerGone() {
-			if err := s.dropLike(ctx, uid, sid); err != nil {
+			pipe := s.rdb.Pipeline()
+			pipe.ZRem(ctx, k.likes(sid), uid)
+			pipe.ZRem(ctx, k.liked(uid), sid)
+			s.queueUnnotify(ctx, pipe, note{to: author, from: uid, kind: protocol.NotifyLiked, sid: sid})
+			if _, err := pipe.Exec(ctx); err != nil {
 				return err
 			}
 			return errLikerGone

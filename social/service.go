@@ -245,6 +245,9 @@ type Service struct {
 	// betweenFollowReads, when set, runs in a follow between its first
 	// read (the followee there, not deleted) and its writes.
 	betweenFollowReads func()
+	// betweenRelationReads, when set, runs in a mute between its read of
+	// the muted user and its write.
+	betweenRelationReads func()
 	// betweenBlockSides, when set, runs in a block's or an unblock's sync
 	// of the blocked user's side, between its read of the blocker's side
 	// and its write (syncBlockedBy).

@@ -20,9 +20,9 @@ func serveDebug(addr string, log *slog.Logger) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("debug listen: %w", err)
 	}
+	// No /debug/pprof/cmdline: the command line may hold a Redis password.
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -27,6 +27,9 @@ func TestDebugAddr(t *testing.T) {
 	if code, body := get("http://" + m[1] + "/debug/pprof/goroutine?debug=1"); code != http.StatusOK || !strings.Contains(body, "goroutine profile:") {
 		t.Fatalf("goroutine profile on the debug address: %d %.200q", code, body)
 	}
+	if code, _ := get("http://" + m[1] + "/debug/pprof/cmdline"); code == http.StatusOK {
+		t.Fatal("the debug address serves the command line, which may hold a Redis password")
+	}
 	if code, _ := get(base + "/debug/pprof/"); code != http.StatusNotFound {
 		t.Fatalf("the API's address serves the profiles: %d", code)
 	}
