@@ -91,7 +91,7 @@ func (s *Service) block(ctx context.Context, uid, other int64) error {
 	// since the block's first read, walks their blocks after its mark, and
 	// may have passed this one. The block is then taken out again here,
 	// and its follows are the deletion's to undo.
-	if err := s.settleGone(ctx, uid, other, func() error { return s.dropBlock(ctx, uid, other) }); err != nil {
+	if err := s.settleGone(ctx, uid, other, func(ctx context.Context) error { return s.dropBlock(ctx, uid, other) }); err != nil {
 		return err
 	}
 	for _, p := range [2][2]int64{{uid, other}, {other, uid}} {
@@ -164,7 +164,7 @@ func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
 	}
 	// A muter whose deletion began since: their mutes may be deleted
 	// already, and are not written again.
-	if err := s.settleGone(ctx, uid, other, func() error {
+	if err := s.settleGone(ctx, uid, other, func(ctx context.Context) error {
 		return s.rdb.ZRem(ctx, s.keys.mutes(uid), itoa(other)).Err()
 	}); err != nil {
 		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
@@ -194,7 +194,13 @@ var errRelatorGone = fmt.Errorf("the account was deleted: %w", ErrUnauthenticate
 // either account is gone or being deleted (no id in its hash, or the
 // deleted mark), and then runs undo and returns errRelatorGone (uid) or
 // ErrUserNotFound (other).
-func (s *Service) settleGone(ctx context.Context, uid, other int64, undo func() error) error {
+//
+// It runs detached from the request: once either is marked, no retry
+// comes (the session ended, or the login leads to no one), and a look cut
+// short by the client would leave the relation standing.
+func (s *Service) settleGone(ctx context.Context, uid, other int64, undo func(context.Context) error) error {
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	pipe := s.rdb.Pipeline()
 	mine := pipe.HMGet(ctx, s.keys.user(uid), "id", "deleted")
 	theirs := pipe.HMGet(ctx, s.keys.user(other), "id", "deleted")
@@ -211,7 +217,7 @@ func (s *Service) settleGone(ctx context.Context, uid, other int64, undo func() 
 	default:
 		return nil
 	}
-	if err := undo(); err != nil {
+	if err := undo(ctx); err != nil {
 		return err
 	}
 	return why

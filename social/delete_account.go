@@ -158,7 +158,9 @@ func (s *Service) deleteAccountPass(ctx context.Context, j job) (passResult, err
 		each = func(sid int64) error {
 			_, err := s.Unlike(ctx, uid, sid)
 			if errors.Is(err, ErrStatusNotFound) {
-				err = s.rdb.ZRem(ctx, k.liked(uid), sid).Err()
+				// Gone, or hidden (its author suspended): its likes may
+				// still hold this one, which a lifted suspension counts.
+				err = s.dropLike(ctx, uid, sid)
 			}
 			return err
 		}

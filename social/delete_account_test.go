@@ -425,3 +425,75 @@ func TestBlockRacingAccountDeletion(t *testing.T) {
 		})
 	}
 }
+
+// A follow cut short after its follower's side, retried as the followee's
+// deletion begins, is undone by the retry: the first left no entry on the
+// followee's side for the deletion's walk to find (before, the retry found
+// the follow written already and left it, for good, to a walk that never
+// saw it).
+func TestFollowRetryRacingAccountDeletion(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada := signUpLeaver(t, s, "ada")
+	bob := signUp(t, s, "bob")
+	// The first try: the follower's side only, as follow writes it.
+	k := s.keys
+	seq := rdb.Incr(ctx, k.followSeq()).Val()
+	if err := followFollowerScript.Run(ctx, rdb,
+		[]string{k.following(bob.ID), k.followers(bob.ID), k.friends(bob.ID), k.user(bob.ID), k.blocks(bob.ID), k.blockedBy(bob.ID)},
+		ada.ID, seq, time.Now().UnixMilli()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	job := k.job(deleteAccountJobID(ada.ID))
+	s.betweenFollowReads = func() {
+		s.betweenFollowReads = nil
+		if err := s.DeleteAccount(ctx, ada.ID, leaverPassword, ""); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, _, err := s.Follow(ctx, bob.ID, "ada"); !errors.Is(err, ErrUserNotFound) {
+		t.Fatalf("the retried follow: %v, want ErrUserNotFound", err)
+	}
+	runJobIfQueued(t, s, job)
+	if rdb.ZScore(ctx, k.following(bob.ID), itoa(ada.ID)).Err() == nil {
+		t.Error("bob still follows the deleted account")
+	}
+	if u, err := s.UserByID(ctx, bob.ID); err != nil || u.Following != 0 {
+		t.Errorf("bob after the deletion: %+v, %v", u, err)
+	}
+}
+
+// An account's deletion takes its likes of hidden statuses (their author
+// suspended) out of those statuses' likes too: lifting the suspension
+// counts no like of the deleted account.
+func TestDeleteAccountTakesLikesOfHiddenStatuses(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada := signUp(t, s, "ada")
+	bob := signUpLeaver(t, s, "bob")
+	st := post(t, s, ada.ID, "liked, then hidden")
+	if _, err := s.Like(ctx, bob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, s, "w1")
+	if _, err := s.Suspend(ctx, ada.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitJobsDone(t, s)
+	if h := rdb.HGet(ctx, s.keys.status(st.ID), "hidden").Val(); h != "1" {
+		t.Fatalf("the suspended author's status: hidden = %q, want 1", h)
+	}
+	if err := s.DeleteAccount(ctx, bob.ID, leaverPassword, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitJobsDone(t, s)
+	if _, err := s.Unsuspend(ctx, ada.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitJobsDone(t, s)
+	if n := likeCount(t, s, st.ID); n != 0 {
+		t.Errorf("likes = %d once the suspension is lifted, want 0: the deleted account's like stands", n)
+	}
+}

@@ -160,7 +160,6 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 		return false, errFollowerGone
 	}
 	score, _ := res[0].(string)
-	added, _ := res[1].(int64)
 	made, _ := res[2].(int64)
 
 	// 2, 3. The followee's side, and the ranking with it.
@@ -170,13 +169,18 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	}
 	if side.gone {
 		// The followee's deletion began since the first read: its walk of
-		// their followers cannot see this follow, which is undone here. A
-		// follow that stood before this request is the walk's to undo (and
-		// to tell the two streams of a friendship it ends).
-		if added == 1 {
-			if _, err := s.unfollow(ctx, uid, other); err != nil {
+		// their followers cannot see a follow not written there, which is
+		// undone here. One written there before the mark (an older follow)
+		// is the walk's to undo, and to tell the two streams of a
+		// friendship it ends.
+		dctx, cancel := detached(ctx) // no retry finds it once the login is gone
+		defer cancel()
+		if err := s.rdb.ZScore(dctx, s.keys.followers(other), itoa(uid)).Err(); errors.Is(err, redis.Nil) {
+			if _, err := s.unfollow(dctx, uid, other); err != nil {
 				return false, err
 			}
+		} else if err != nil {
+			return false, err
 		}
 		return false, ErrUserNotFound
 	}

@@ -90,18 +90,23 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	if s.afterLikeWrites != nil {
 		s.afterLikeWrites()
 	}
+	// The look and what it settles run though the client goes: a like
+	// left standing for a status or a liker deleted meanwhile would find
+	// no retry.
+	dctx, cancel := detached(ctx)
+	defer cancel()
 	pipe = s.rdb.Pipeline()
-	look := s.queueLikeLook(ctx, pipe, uid, st.ID)
-	if err := look.exec(ctx, pipe); err != nil {
+	look := s.queueLikeLook(dctx, pipe, uid, st.ID)
+	if err := look.exec(dctx, pipe); err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
 	if look.status.Val() == 0 {
-		if err := s.dropLike(ctx, uid, st.ID); err != nil {
+		if err := s.dropLike(dctx, uid, st.ID); err != nil {
 			return Status{}, fmt.Errorf("like %d: %w", id, err)
 		}
 		return Status{}, ErrStatusNotFound
 	}
-	if err := s.settleLiked(ctx, uid, st.ID, st.UID, look); err != nil {
+	if err := s.settleLiked(dctx, uid, st.ID, st.UID, look); err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
 	if added.Val() == 1 {

@@ -133,7 +133,7 @@ func (s *Service) unfollow(ctx context.Context, uid, other int64) (endedFriends 
 	}
 	endedFriends = endedFriends || side.endedFriends
 	// side.gone: a follow since found the followee being deleted, and
-	// undoes its own side.
+	// undoes the follower's side unless the followee's holds it.
 
 	// 4. Presence's copy of both friend sets.
 	if err := s.syncFriendMirrors(ctx, uid, other); err != nil {
