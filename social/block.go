@@ -76,6 +76,10 @@ func (s *Service) Block(ctx context.Context, uid int64, login string) error {
 
 func (s *Service) block(ctx context.Context, uid, other int64) error {
 	k := s.keys
+	// From the first write on, the block runs though the client goes (see
+	// settleGone).
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	now, err := s.now(ctx)
 	if err != nil {
 		return err

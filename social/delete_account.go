@@ -159,8 +159,9 @@ func (s *Service) deleteAccountPass(ctx context.Context, j job) (passResult, err
 			_, err := s.Unlike(ctx, uid, sid)
 			if errors.Is(err, ErrStatusNotFound) {
 				// Gone, or hidden (its author suspended): its likes may
-				// still hold this one, which a lifted suspension counts.
-				err = s.dropLike(ctx, uid, sid)
+				// still hold this one, which a lifted suspension counts,
+				// and its author the notification of it.
+				err = s.dropHiddenLike(ctx, uid, sid)
 			}
 			return err
 		}
@@ -279,6 +280,24 @@ func (s *Service) deleteUserKeys(ctx context.Context, uid int64) error {
 	}
 	// The hash last: until now it held the login the steps above needed.
 	return s.rdb.Del(ctx, k.user(uid)).Err()
+}
+
+// dropHiddenLike takes uid's like of sid, a status Unlike finds not there
+// (deleted, or hidden), out of both its sets, and its notification to the
+// status's author where the status is there still.
+func (s *Service) dropHiddenLike(ctx context.Context, uid, sid int64) error {
+	author, err := s.rdb.HGet(ctx, s.keys.status(sid), "uid").Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	pipe := s.rdb.Pipeline()
+	pipe.ZRem(ctx, s.keys.likes(sid), uid)
+	pipe.ZRem(ctx, s.keys.liked(uid), sid)
+	if author != 0 {
+		s.queueUnnotify(ctx, pipe, note{to: author, from: uid, kind: protocol.NotifyLiked, sid: sid})
+	}
+	_, err = pipe.Exec(ctx)
+	return err
 }
 
 // dropBlock takes uid's block of other out of both sides, for the

@@ -496,4 +496,47 @@ func TestDeleteAccountTakesLikesOfHiddenStatuses(t *testing.T) {
 	if n := likeCount(t, s, st.ID); n != 0 {
 		t.Errorf("likes = %d once the suspension is lifted, want 0: the deleted account's like stands", n)
 	}
+	if got := noteCauses(t, s, ada.ID, protocol.NotifyLiked); len(got) != 0 {
+		t.Errorf("ada's like notifications: %v, want none", got)
+	}
+}
+
+// A follow made again by a request whose first read came before the
+// followee's deletion, written on the follower's side just after the
+// deletion's walk took the older follow out there (and before the walk took
+// it out of the followee's side), is undone by that request: the walk, which
+// finds the followee side refused when it looks again, leaves it to it.
+func TestFollowAgainRacingTheDeletionsWalk(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada := signUpLeaver(t, s, "ada")
+	bob := signUp(t, s, "bob")
+	follow(t, s, bob.ID, "ada")
+	k := s.keys
+	s.betweenFollowReads = func() {
+		s.betweenFollowReads = nil
+		if err := s.DeleteAccount(ctx, ada.ID, leaverPassword, ""); err != nil {
+			t.Error(err)
+		}
+		// The walk's unfollow of bob's follow, its first step: bob's side.
+		if err := unfollowFollowerScript.Run(ctx, rdb, []string{k.following(bob.ID), k.friends(bob.ID), k.pulls(bob.ID), k.user(bob.ID)},
+			ada.ID, s.bus.Command(), s.bus.UserChannel(bob.ID), "{}").Err(); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, _, err := s.Follow(ctx, bob.ID, "ada"); !errors.Is(err, ErrUserNotFound) {
+		t.Fatalf("the follow made again: %v, want ErrUserNotFound", err)
+	}
+	// The walk's next step, the followee's side, then the rest of the job.
+	if _, err := s.syncFollowee(ctx, bob.ID, ada.ID, "", func() (followNote, error) { return s.loadFollowNote(ctx, bob.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	runJobIfQueued(t, s, k.job(deleteAccountJobID(ada.ID)))
+	if rdb.ZScore(ctx, k.following(bob.ID), itoa(ada.ID)).Err() == nil {
+		t.Error("bob still follows the deleted account")
+	}
+	if u, err := s.UserByID(ctx, bob.ID); err != nil || u.Following != 0 {
+		t.Errorf("bob after the deletion: %+v, %v", u, err)
+	}
 }

@@ -140,6 +140,13 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 		return false, err
 	}
 
+	// From the first write on, the follow runs though the client goes: cut
+	// short as either account's deletion begins, it would find no retry
+	// (the session ended, or the login leads to no one) to finish or undo
+	// it.
+	ctx, cancel := detached(ctx)
+	defer cancel()
+
 	// 1. The follower's side.
 	if s.betweenFollowReads != nil {
 		s.betweenFollowReads()
@@ -160,6 +167,7 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 		return false, errFollowerGone
 	}
 	score, _ := res[0].(string)
+	added, _ := res[1].(int64)
 	made, _ := res[2].(int64)
 
 	// 2, 3. The followee's side, and the ranking with it.
@@ -169,18 +177,23 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	}
 	if side.gone {
 		// The followee's deletion began since the first read: its walk of
-		// their followers cannot see a follow not written there, which is
-		// undone here. One written there before the mark (an older follow)
-		// is the walk's to undo, and to tell the two streams of a
-		// friendship it ends.
-		dctx, cancel := detached(ctx) // no retry finds it once the login is gone
-		defer cancel()
-		if err := s.rdb.ZScore(dctx, s.keys.followers(other), itoa(uid)).Err(); errors.Is(err, redis.Nil) {
-			if _, err := s.unfollow(dctx, uid, other); err != nil {
+		// their followers cannot see a follow not written there, nor one
+		// this request wrote again on the follower's side after the walk
+		// took it out there, which are undone here. An older follow written
+		// there before the mark is the walk's to undo, and to tell the two
+		// streams of a friendship it ends.
+		undo := added == 1
+		if !undo {
+			err := s.rdb.ZScore(ctx, s.keys.followers(other), itoa(uid)).Err()
+			if err != nil && !errors.Is(err, redis.Nil) {
 				return false, err
 			}
-		} else if err != nil {
-			return false, err
+			undo = err != nil
+		}
+		if undo {
+			if _, err := s.unfollow(ctx, uid, other); err != nil {
+				return false, err
+			}
 		}
 		return false, ErrUserNotFound
 	}

@@ -155,7 +155,7 @@ func (s *Service) unfollow(ctx context.Context, uid, other int64) (endedFriends 
 	// follow is written after and copies them itself.
 	if again, err := s.followScore(ctx, uid, other); err != nil {
 		return false, err
-	} else if again != "" {
+	} else if again != "" && !side.gone {
 		return endedFriends, s.reachFollowee(ctx, uid, other, 0)
 	}
 
