@@ -70,6 +70,8 @@ func (s *Service) Block(ctx context.Context, uid int64, login string) error {
 	if err := s.block(ctx, uid, other); err != nil {
 		return fmt.Errorf("block %d->%d: %w", uid, other, err)
 	}
+	ctx, cancel := detached(ctx) // written: the streams are told though the client goes
+	defer cancel()
 	s.announceHiddenChanged(ctx, uid, other)
 	return nil
 }

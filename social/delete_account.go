@@ -282,18 +282,20 @@ func (s *Service) deleteUserKeys(ctx context.Context, uid int64) error {
 	return s.rdb.Del(ctx, k.user(uid)).Err()
 }
 
-// dropHiddenLike takes uid's like of sid, a status Unlike finds not there
-// (deleted, or hidden), out of both its sets, and its notification to the
-// status's author where the status is there still.
+// dropHiddenLike takes uid's like of sid, a status Unlike finds not there,
+// out of uid's liked index; and, where the status is there still (hidden:
+// its author suspended), out of its likes too, with its notification to
+// the author. A deleted status's likes are its deletion's job to walk,
+// which takes each liker's notification back with it.
 func (s *Service) dropHiddenLike(ctx context.Context, uid, sid int64) error {
 	author, err := s.rdb.HGet(ctx, s.keys.status(sid), "uid").Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
 	pipe := s.rdb.Pipeline()
-	pipe.ZRem(ctx, s.keys.likes(sid), uid)
 	pipe.ZRem(ctx, s.keys.liked(uid), sid)
 	if author != 0 {
+		pipe.ZRem(ctx, s.keys.likes(sid), uid)
 		s.queueUnnotify(ctx, pipe, note{to: author, from: uid, kind: protocol.NotifyLiked, sid: sid})
 	}
 	_, err = pipe.Exec(ctx)

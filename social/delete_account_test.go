@@ -504,16 +504,19 @@ func TestDeleteAccountTakesLikesOfHiddenStatuses(t *testing.T) {
 // A follow made again by a request whose first read came before the
 // followee's deletion, written on the follower's side just after the
 // deletion's walk took the older follow out there (and before the walk took
-// it out of the followee's side), is undone by that request: the walk, which
-// finds the followee side refused when it looks again, leaves it to it.
+// it out of the followee's side), is undone by that request, which tells the
+// follower's streams of the friendship it ends: the walk, which finds the
+// followee side refused when it looks again, leaves it to it.
 func TestFollowAgainRacingTheDeletionsWalk(t *testing.T) {
 	t.Parallel()
 	s, rdb := newService(t, Options{})
 	ctx := ctxT(t)
 	ada := signUpLeaver(t, s, "ada")
 	bob := signUp(t, s, "bob")
-	follow(t, s, bob.ID, "ada")
+	follow(t, s, ada.ID, "bob")
+	follow(t, s, bob.ID, "ada") // friends
 	k := s.keys
+	l := listen(t, s, rdb, s.UserChannel(bob.ID))
 	s.betweenFollowReads = func() {
 		s.betweenFollowReads = nil
 		if err := s.DeleteAccount(ctx, ada.ID, leaverPassword, ""); err != nil {
@@ -527,6 +530,11 @@ func TestFollowAgainRacingTheDeletionsWalk(t *testing.T) {
 	}
 	if _, _, err := s.Follow(ctx, bob.ID, "ada"); !errors.Is(err, ErrUserNotFound) {
 		t.Fatalf("the follow made again: %v, want ErrUserNotFound", err)
+	}
+	// The follow made again made them friends again, and its undo ended
+	// that: bob's streams are told, as the walk would tell them.
+	if ended := ofType(eventsSoFar(t, l)[s.UserChannel(bob.ID)], protocol.TypeFriendRemoved); len(ended) != 1 {
+		t.Errorf("bob was told of %d friendships ended, want 1", len(ended))
 	}
 	// The walk's next step, the followee's side, then the rest of the job.
 	if _, err := s.syncFollowee(ctx, bob.ID, ada.ID, "", func() (followNote, error) { return s.loadFollowNote(ctx, bob.ID) }); err != nil {

@@ -81,6 +81,10 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 	if err != nil {
 		return User{}, false, fmt.Errorf("follow %d->%d: %w", uid, other, err)
 	}
+	// Written: a friendship it made is introduced though the client goes,
+	// as no retry would make it again.
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	followee, err = s.UserByID(ctx, other)
 	if err == nil && made && s.opts.Befriended != nil {
 		// The follow stands; introducing the new friends to each other's
@@ -191,7 +195,9 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 			undo = err != nil
 		}
 		if undo {
-			if _, err := s.unfollow(ctx, uid, other); err != nil {
+			// As the deletion's walk would: a friendship it ends is told to
+			// uid's streams.
+			if err := s.unfollowFor(ctx, other, uid, other); err != nil {
 				return false, err
 			}
 		}
