@@ -346,7 +346,7 @@ func TestPromotionRacesFollowsAndPosts(t *testing.T) {
 // that lost its scripts.
 func TestPromotionPassesOverAnUnfollowUnderWay(t *testing.T) {
 	t.Parallel()
-	s, rdb := newService(t, Options{PullThreshold: 100})
+	s, rdb := newPrivateBackend(t, Options{PullThreshold: 100}) // it flushes the scripts
 	ctx := ctxT(t)
 	big := signUp(t, s, "big")
 	stays, leaving := signUp(t, s, "stays"), signUp(t, s, "leaving")

@@ -284,7 +284,7 @@ func TestRepostReachesFollowersOnce(t *testing.T) {
 // once bob's repost is undone, carol's reaches dave.
 func TestRepostAfterUndoReaches(t *testing.T) {
 	t.Parallel()
-	s, rdb := newService(t, Options{})
+	s, rdb := newPrivateBackend(t, Options{}) // it flushes the scripts
 	ctx := ctxT(t)
 	alice, bob, carol, dave := signUp(t, s, "alice"), signUp(t, s, "bob"), signUp(t, s, "carol"), signUp(t, s, "dave")
 	follow(t, s, dave.ID, "bob")

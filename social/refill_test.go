@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"chorus/internal/redistest"
 
@@ -21,6 +22,24 @@ func newPrivateService(tb testing.TB, opts Options) (*Service, *redis.Client) {
 	rdb := redistest.ClientOf(tb, srv.URL)
 	opts.Prefix = "p:"
 	opts.BcryptCost = 4
+	return New(rdb, opts), rdb
+}
+
+// newPrivateBackend is newService on a Redis of the test's own, of the
+// backend's kind (one Redis, or a cluster of three masters): for a test
+// that flushes the scripts, which on the shared one would cost the tests
+// running beside it (those of other packages too, which go test runs at
+// once) a round trip they count.
+func newPrivateBackend(tb testing.TB, opts Options) (*Service, redis.UniversalClient) {
+	tb.Helper()
+	if !redistest.OnCluster() {
+		return newPrivateService(tb, opts)
+	}
+	c := redistest.StartCluster(tb, 3, 0)
+	rdb := redistest.ClusterClientOf(tb, c.Addrs())
+	opts.Prefix = "p:"
+	opts.BcryptCost = 4
+	opts.HashWait = time.Minute // as newService
 	return New(rdb, opts), rdb
 }
 
