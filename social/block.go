@@ -67,21 +67,20 @@ func (s *Service) Block(ctx context.Context, uid int64, login string) error {
 	if err != nil {
 		return err
 	}
+	// From the first write on, the block runs though the client goes: cut
+	// short as either account's deletion begins, it would find no retry
+	// (see settleGone); and once written, the streams are told.
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	if err := s.block(ctx, uid, other); err != nil {
 		return fmt.Errorf("block %d->%d: %w", uid, other, err)
 	}
-	ctx, cancel := detached(ctx) // written: the streams are told though the client goes
-	defer cancel()
 	s.announceHiddenChanged(ctx, uid, other)
 	return nil
 }
 
 func (s *Service) block(ctx context.Context, uid, other int64) error {
 	k := s.keys
-	// From the first write on, the block runs though the client goes (see
-	// settleGone).
-	ctx, cancel := detached(ctx)
-	defer cancel()
 	now, err := s.now(ctx)
 	if err != nil {
 		return err
@@ -192,13 +191,9 @@ func (s *Service) Unmute(ctx context.Context, uid int64, login string) error {
 	return nil
 }
 
-// errRelatorGone: the account that blocks or mutes is gone, or its deletion
-// began, as the relation was written; the relation is taken out again.
-var errRelatorGone = fmt.Errorf("the account was deleted: %w", ErrUnauthenticated)
-
 // settleGone looks, after uid's relation to other was written, at whether
 // either account is gone or being deleted (no id in its hash, or the
-// deleted mark), and then runs undo and returns errRelatorGone (uid) or
+// deleted mark), and then runs undo and returns errAccountGone (uid) or
 // ErrUserNotFound (other).
 //
 // It runs detached from the request: once either is marked, no retry
@@ -208,17 +203,16 @@ func (s *Service) settleGone(ctx context.Context, uid, other int64, undo func(co
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	pipe := s.rdb.Pipeline()
-	mine := pipe.HMGet(ctx, s.keys.user(uid), "id", "deleted")
-	theirs := pipe.HMGet(ctx, s.keys.user(other), "id", "deleted")
+	mine := pipe.HMGet(ctx, s.keys.user(uid), goneFields...)
+	theirs := pipe.HMGet(ctx, s.keys.user(other), goneFields...)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	gone := func(v []any) bool { return len(v) != 2 || v[0] == nil || v[1] != nil }
 	var why error
 	switch {
-	case gone(mine.Val()):
-		why = errRelatorGone
-	case gone(theirs.Val()):
+	case accountGone(mine.Val()):
+		why = errAccountGone
+	case accountGone(theirs.Val()):
 		why = ErrUserNotFound
 	default:
 		return nil

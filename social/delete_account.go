@@ -289,17 +289,13 @@ func (s *Service) deleteUserKeys(ctx context.Context, uid int64) error {
 // which takes each liker's notification back with it.
 func (s *Service) dropHiddenLike(ctx context.Context, uid, sid int64) error {
 	author, err := s.rdb.HGet(ctx, s.keys.status(sid), "uid").Int64()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if errors.Is(err, redis.Nil) {
+		return s.rdb.ZRem(ctx, s.keys.liked(uid), sid).Err()
+	}
+	if err != nil {
 		return err
 	}
-	pipe := s.rdb.Pipeline()
-	pipe.ZRem(ctx, s.keys.liked(uid), sid)
-	if author != 0 {
-		pipe.ZRem(ctx, s.keys.likes(sid), uid)
-		s.queueUnnotify(ctx, pipe, note{to: author, from: uid, kind: protocol.NotifyLiked, sid: sid})
-	}
-	_, err = pipe.Exec(ctx)
-	return err
+	return s.takeLikeBack(ctx, uid, sid, author)
 }
 
 // dropBlock takes uid's block of other out of both sides, for the

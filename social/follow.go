@@ -168,7 +168,7 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	case 1:
 		return false, ErrBlocked
 	case 2:
-		return false, errFollowerGone
+		return false, errAccountGone
 	}
 	score, _ := res[0].(string)
 	added, _ := res[1].(int64)
@@ -219,11 +219,6 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	}
 	return madeFriends, nil
 }
-
-// errFollowerGone: the follower's account is gone, or its deletion began,
-// since the follow's first read; nothing was written. A request answers it
-// as the ended session it is.
-var errFollowerGone = fmt.Errorf("the account was deleted: %w", ErrUnauthenticated)
 
 // dropPutBack walks uid's home timeline once more after a follow of other
 // that an unfollow overtook (side, as the follow's sync left it), when the

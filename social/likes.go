@@ -154,7 +154,7 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 	if err := look.exec(ctx, pipe); err != nil {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
-	if err := s.settleLiked(ctx, uid, st.ID, st.UID, look); errors.Is(err, errLikerGone) {
+	if err := s.settleLiked(ctx, uid, st.ID, st.UID, look); errors.Is(err, errAccountGone) {
 		return st, nil // the like is taken out, as asked
 	} else if err != nil {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
@@ -190,12 +190,8 @@ func (s *Service) renotifyLike(ctx context.Context, uid, sid int64) error {
 type likeLook struct {
 	status      *redis.IntCmd
 	like, liked *redis.FloatCmd
-	liker       *redis.SliceCmd // the liker's "id" and "deleted"
+	liker       *redis.SliceCmd // the liker's goneFields
 }
-
-// errLikerGone: the liker's account is gone, or its deletion began, as the
-// like was written; the like is dropped.
-var errLikerGone = fmt.Errorf("the account was deleted: %w", ErrUnauthenticated)
 
 // queueLikeLook queues on pipe the read of both sides of uid's like of sid.
 func (s *Service) queueLikeLook(ctx context.Context, pipe redis.Pipeliner, uid, sid int64) likeLook {
@@ -203,15 +199,8 @@ func (s *Service) queueLikeLook(ctx context.Context, pipe redis.Pipeliner, uid, 
 		status: pipe.Exists(ctx, s.keys.status(sid)),
 		like:   pipe.ZScore(ctx, s.keys.likes(sid), itoa(uid)),
 		liked:  pipe.ZScore(ctx, s.keys.liked(uid), itoa(sid)),
-		liker:  pipe.HMGet(ctx, s.keys.user(uid), "id", "deleted"),
+		liker:  pipe.HMGet(ctx, s.keys.user(uid), goneFields...),
 	}
-}
-
-// likerGone reports whether the look found the liker's account gone or
-// being deleted.
-func (l likeLook) likerGone() bool {
-	v := l.liker.Val()
-	return len(v) != 2 || v[0] == nil || v[1] != nil
 }
 
 // exec runs pipe, on which l was queued, and returns the first error of
@@ -238,7 +227,7 @@ func (l likeLook) exec(ctx context.Context, pipe redis.Pipeliner) error {
 // show, nor misses one, which an account's deletion would leave behind. A
 // status gone meanwhile has its like dropped from both (its deletion's
 // cleanup takes the likes it pages, and may have passed this one). So is
-// the like of a liker whose account's deletion began, and errLikerGone
+// the like of a liker whose account's deletion began, and errAccountGone
 // returned: the deletion's walk of the liker's likes, which comes after
 // its mark, may have passed this one; a look that finds no mark came
 // before it, and the walk finds the like. Its notification to author, the
@@ -247,15 +236,11 @@ func (l likeLook) exec(ctx context.Context, pipe redis.Pipeliner) error {
 func (s *Service) settleLiked(ctx context.Context, uid, sid, author int64, look likeLook) error {
 	k := s.keys
 	for range maxSyncRounds {
-		if look.likerGone() {
-			pipe := s.rdb.Pipeline()
-			pipe.ZRem(ctx, k.likes(sid), uid)
-			pipe.ZRem(ctx, k.liked(uid), sid)
-			s.queueUnnotify(ctx, pipe, note{to: author, from: uid, kind: protocol.NotifyLiked, sid: sid})
-			if _, err := pipe.Exec(ctx); err != nil {
+		if accountGone(look.liker.Val()) {
+			if err := s.takeLikeBack(ctx, uid, sid, author); err != nil {
 				return err
 			}
-			return errLikerGone
+			return errAccountGone
 		}
 		if look.status.Val() == 0 {
 			return s.dropLike(ctx, uid, sid)
@@ -283,6 +268,17 @@ func (s *Service) settleLiked(ctx context.Context, uid, sid, author int64, look 
 		return nil
 	}
 	return fmt.Errorf("the like of %d by %d changed %d times while being written", sid, uid, maxSyncRounds)
+}
+
+// takeLikeBack takes uid's like of sid out of both its sets, and its
+// notification to author, the status's.
+func (s *Service) takeLikeBack(ctx context.Context, uid, sid, author int64) error {
+	pipe := s.rdb.Pipeline()
+	pipe.ZRem(ctx, s.keys.likes(sid), uid)
+	pipe.ZRem(ctx, s.keys.liked(uid), sid)
+	s.queueUnnotify(ctx, pipe, note{to: author, from: uid, kind: protocol.NotifyLiked, sid: sid})
+	_, err := pipe.Exec(ctx)
+	return err
 }
 
 // dropLike takes uid's like of sid out of both its sets.

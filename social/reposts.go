@@ -94,7 +94,7 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 		s.afterQueue()
 	}
 	written := s.writeRepost(ctx, entry, payload)
-	if written != nil && !errors.Is(written, errAuthorGone) {
+	if written != nil && !errors.Is(written, errAccountGone) {
 		return Status{}, fmt.Errorf("repost %d: %w", id, written)
 	}
 	// A repost that lost its claim, or was taken back, left no entry: its
@@ -122,7 +122,7 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 // an undo takes the claim after the entry, so either they see st or this
 // sees them; and at the reposter, whose suspension or account deletion
 // since the repost checked them it follows (settleAuthor: a deleted
-// reposter's entry is taken back, and errAuthorGone returned). Idempotent:
+// reposter's entry is taken back, and errAccountGone returned). Idempotent:
 // a post job whose maker died runs it again.
 func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) error {
 	k := s.keys
@@ -155,7 +155,7 @@ func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) er
 	// The reposter suspended or deleted since the repost checked them.
 	settle, cancel := detached(ctx) // as a post's last round trip
 	defer cancel()
-	// A reposter deleted: taken back, and errAuthorGone returned; its jobs
+	// A reposter deleted: taken back, and errAccountGone returned; its jobs
 	// find no entry and end.
 	if err := s.settleAuthor(settle, st.UID, st.ID, look.Val(), func() error { return s.takeBackRepost(settle, st) }); err != nil {
 		return err
@@ -185,7 +185,7 @@ func (s *Service) takeBackRepost(ctx context.Context, st Status) error {
 // it queued: writeRepost for a repost entry, writePost for a post.
 func (s *Service) rewritePost(ctx context.Context, st Status, payload []byte) error {
 	if st.RepostOf != nil {
-		if err := s.writeRepost(ctx, st, payload); !errors.Is(err, errAuthorGone) {
+		if err := s.writeRepost(ctx, st, payload); !errors.Is(err, errAccountGone) {
 			return err
 		}
 		return nil // taken back: the job finds no entry and ends

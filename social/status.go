@@ -193,7 +193,7 @@ func (s *Service) rewriteUnlessDeleted(ctx context.Context, j job, st Status, pa
 			// post checked them (settleAuthor): a deleted account's
 			// status is taken back as a deleted status's is.
 			err := s.settleAuthor(ctx, st.UID, st.ID, look.Val(), func() error { return nil })
-			if !errors.Is(err, errAuthorGone) {
+			if !errors.Is(err, errAccountGone) {
 				return err
 			}
 		}

@@ -180,10 +180,18 @@ func (s *Service) hidePass(ctx context.Context, j job) (passResult, error) {
 	return s.pageStep(page, j), nil
 }
 
-// errAuthorGone: the account was deleted as its status was written, and
-// the status taken back (settleAuthor). A request answers it as the ended
+// errAccountGone: the account acting was deleted, or its deletion began,
+// as its request wrote (a status, a follow, a like, a block or a mute),
+// and what it wrote was taken back. A request answers it as the ended
 // session it is (ErrUnauthenticated).
-var errAuthorGone = fmt.Errorf("the account was deleted: %w", ErrUnauthenticated)
+var errAccountGone = fmt.Errorf("the account was deleted: %w", ErrUnauthenticated)
+
+// goneFields are the fields of a user's hash that accountGone reads.
+var goneFields = []string{"id", "deleted"}
+
+// accountGone reports whether goneFields, as read, say the account is gone
+// (no id) or being deleted (the deleted mark).
+func accountGone(v []any) bool { return len(v) != 2 || v[0] == nil || v[1] != nil }
 
 // authorLook are the fields of an author's hash that a post looks at again
 // once its status is written (settleAuthor).
@@ -200,7 +208,7 @@ func (s *Service) queueAuthorLook(ctx context.Context, pipe redis.Pipeliner, uid
 // A suspension's job, or an account deletion's, that read the author's
 // statuses before sid was among them passed it over; their suspension or
 // mark came before that read, so before look. A deleted account's status
-// is taken back (remove) and the post answered errAuthorGone, an
+// is taken back (remove) and the post answered errAccountGone, an
 // ErrUnauthenticated (the deletion ended its session); a suspended one's
 // is hidden, as the suspension's job hides the rest.
 func (s *Service) settleAuthor(ctx context.Context, uid, sid int64, look []any, remove func() error) error {
@@ -215,7 +223,7 @@ func (s *Service) settleAuthor(ctx context.Context, uid, sid int64, look []any, 
 		if err := remove(); err != nil && !errors.Is(err, ErrStatusNotFound) {
 			return err
 		}
-		return errAuthorGone
+		return errAccountGone
 	case suspended != "":
 		return s.settleHidden(ctx, uid, sid)
 	}
