@@ -3,10 +3,8 @@ package social
 import (
 	"cmp"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -126,96 +124,6 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	return s.pageStepAt(len(members), last, next), nil
 }
 
-var (
-	//go:embed followers_page.lua
-	followersPageSource string
-	followersPageScript = redis.NewScript(luaCode(followersPageSource))
-)
-
-// firstPage is a post's first page of followers read with their
-// followerActivity, in one call of followers_page.lua: on one Redis, where
-// the script may read the followers, their activity and presence's
-// connected users at once, a post reads them in its first round trip.
-type firstPage struct {
-	cmd    *redis.Cmd
-	online bool // whether presence's connected users were read
-}
-
-// queueFirstPage queues on pipe the read of author's first page of
-// followers (FanoutPassSize of them) with their activity. The script goes
-// as EVAL, with its text, so that a Redis that lost its scripts fails no
-// post.
-func (s *Service) queueFirstPage(ctx context.Context, pipe redis.Pipeliner, author int64) *firstPage {
-	keys := []string{s.keys.followers(author), s.keys.seen()}
-	if s.opts.ConnectedKey != "" {
-		keys = append(keys, s.opts.ConnectedKey)
-	}
-	cmd := followersPageScript.Eval(ctx, pipe, keys, s.opts.FanoutPassSize)
-	return &firstPage{cmd: cmd, online: s.opts.ConnectedKey != ""}
-}
-
-// read returns, once the pipeline ran, the page and the activity of each
-// follower in it (for a post, not a reply: see answeredOnly).
-func (p *firstPage) read(ctx context.Context) (*redis.ZSliceCmd, *followerActivity, error) {
-	v, err := p.cmd.Slice()
-	if err != nil {
-		return nil, nil, err
-	}
-	bad := func(what string) error { return fmt.Errorf("followers_page.lua: %s in %v", what, v) }
-	if len(v) != 3 {
-		return nil, nil, bad("not three answers")
-	}
-	flat, _ := v[0].([]any)
-	n := len(flat) / 2
-	page := make([]redis.Z, n)
-	members := make([]string, n)
-	for i := range page {
-		m, _ := flat[2*i].(string)
-		text, _ := flat[2*i+1].(string)
-		score, err := strconv.ParseFloat(text, 64)
-		if m == "" || err != nil {
-			return nil, nil, bad("a page entry unread")
-		}
-		page[i], members[i] = redis.Z{Member: m, Score: score}, m
-	}
-	a := &followerActivity{members: members}
-	if a.seen, err = scoresOf(ctx, v[1], n); err != nil {
-		return nil, nil, bad(err.Error())
-	}
-	if p.online {
-		if a.online, err = scoresOf(ctx, v[2], n); err != nil {
-			return nil, nil, bad(err.Error())
-		}
-	}
-	cmd := redis.NewZSliceCmd(ctx)
-	cmd.SetVal(page)
-	return cmd, a, nil
-}
-
-// scoresOf reads n scores a script answered, as ZMSCORE's: 0 for one
-// missing (nil).
-func scoresOf(ctx context.Context, v any, n int) (*redis.FloatSliceCmd, error) {
-	list, _ := v.([]any)
-	if len(list) != n {
-		return nil, fmt.Errorf("%d scores for %d followers", len(list), n)
-	}
-	out := make([]float64, n)
-	for i, x := range list {
-		if x == nil {
-			continue
-		}
-		text, _ := x.(string)
-		f, err := strconv.ParseFloat(text, 64)
-		if err != nil {
-			return nil, fmt.Errorf("score %q", text)
-		}
-		out[i] = f
-	}
-	cmd := redis.NewFloatSliceCmd(ctx)
-	cmd.SetVal(out)
-	return cmd, nil
-}
-
 // activeFollowers returns those of members whose home timelines a post
 // reaches, and whether each is connected now (see followerActivity).
 func (s *Service) activeFollowers(ctx context.Context, members []string, answered int64) (push []string, connected []bool, err error) {
@@ -313,7 +221,7 @@ func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, p
 	}
 	if !done {
 		pipe := s.rdb.Pipeline()
-		h := s.queuePush(ctx, pipe, author, sid, repostOf, payload, uids, connected, unfollows, false)
+		h := s.queuePush(ctx, pipe, author, sid, repostOf, payload, uids, connected, unfollows)
 		cmds, err := pipe.Exec(ctx)
 		if added, err = h.results(ctx, s.rdb, cmds, err); err != nil {
 			return err

@@ -14,35 +14,26 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A post is made in two round trips to Redis on one Redis, and its frames
-// leave in the second, however many of the author's followers the first
-// page holds (FanoutPassSize):
+// A post is made in four round trips to Redis, and its frames leave in
+// the third, however many of the author's followers the first page holds
+// (FanoutPassSize):
 //
 //  1. the reads: the session (when the caller knows the user only by it),
 //     the caller's rate limit (PostRequest.Admit), the author, whether lists
 //     hold them or their statuses are pulled, a new status id and the time
 //     (a post refused from here on leaves its id unused), the follow
-//     sequence, the author's unfollow count, and the first page of
-//     followers with their activity (followers_page.lua, see firstPage);
-//  2. one pipeline (pushPostAtOnce): the fan-out job queued, not ready (so
-//     a worker finishes the post should this instance die from here on);
-//     the status written where its author owns it (writePost) and pushed
+//     sequence, the author's unfollow count and the first page of
+//     followers;
+//  2. the fan-out job queued, not ready (so a worker finishes the post
+//     should this instance die from here on), and the page's activity;
+//  3. the status written where its author owns it (writePost) and pushed
 //     to the page, each follower's frame sent with their push (push.lua,
-//     see homePush); the job moved past the page (or finished) and marked
-//     ready; and the status and its author looked at again: a deletion of
-//     the status that raced the push is undone there, and a suspension or
-//     an account deletion since the first is followed (settleAuthor; more
-//     round trips, rarely).
-//
-// Redis runs one connection's commands in the order sent, and of a
-// pipeline cut off as it was sent, the part it got: each state a dead
-// instance can leave is one that the round trips of a cluster's post
-// (below) leave too. A cluster
-// runs a pipeline's commands on its nodes at once, in no order, so there
-// (and for a reply, whose page's activity depends on its parent) the
-// second step is three round trips (pushPostInTurn): the job with the
-// page's activity; the status and the push; the job moved on with the
-// looks.
+//     see homePush);
+//  4. the job moved past the page (or finished) and marked ready, and the
+//     status and its author looked at again: a deletion of the status that
+//     raced the push is undone there, and a suspension or an account
+//     deletion since the first is followed (settleAuthor; more round
+//     trips, rarely).
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
@@ -113,9 +104,6 @@ type postReads struct {
 	page      *redis.ZSliceCmd
 	parent    *redis.SliceCmd
 	mentions  *redis.SliceCmd
-	// activity is the page's followerActivity, read with it on one Redis
-	// (firstPage); nil when the post reads it in a round trip of its own.
-	activity *followerActivity
 }
 
 // post posts in.message by in.uid, as the comment above says.
@@ -226,14 +214,9 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	r.seq = pipe.Get(ctx, k.followSeq())
 	r.promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
 	r.followers = pipe.ZCard(ctx, k.followers(uid))
-	var first *firstPage
-	if k.cluster || in.replyTo != 0 {
-		r.page = pipe.ZRangeByScoreWithScores(ctx, k.followers(uid), &redis.ZRangeBy{
-			Min: "-inf", Max: "+inf", Count: int64(s.opts.FanoutPassSize),
-		})
-	} else {
-		first = s.queueFirstPage(ctx, pipe, uid)
-	}
+	r.page = pipe.ZRangeByScoreWithScores(ctx, k.followers(uid), &redis.ZRangeBy{
+		Min: "-inf", Max: "+inf", Count: int64(s.opts.FanoutPassSize),
+	})
 	if in.replyTo != 0 {
 		r.parent = pipe.HMGet(ctx, k.status(in.replyTo), parentFields...)
 	}
@@ -252,19 +235,13 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 			}
 		}
 	}
-	if first != nil {
-		var err error
-		if r.page, r.activity, err = first.read(ctx); err != nil {
-			return postReads{}, err
-		}
-	}
 	return r, nil
 }
 
-// pushPost makes the rest of a post (see the top of the file) for status
-// st, read as r says: in one round trip on one Redis, where r holds the
-// page's activity, else in three.
+// pushPost makes a post's last three round trips (see the top of the file)
+// for status st, read as r says.
 func (s *Service) pushPost(ctx context.Context, st Status, path string, payload []byte, toLists bool, r postReads) error {
+	k := s.keys
 	until := r.seq.Val()
 	if until == "" {
 		until = "0"
@@ -279,24 +256,66 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		}
 	}
 	members := pageMembers(page)
-	p := postPush{st: st, path: path, payload: payload, toLists: toLists, until: until, page: page, full: full}
-	var err error
-	if r.activity != nil {
-		r.activity.members = members
-		err = s.pushPostAtOnce(ctx, &p, r)
-	} else {
-		err = s.pushPostInTurn(ctx, &p, r, members)
+
+	// 2: the jobs, and who of the page the status reaches.
+	pipe := s.rdb.Pipeline()
+	homeJob, listJob := s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
+	act := s.queueActivity(ctx, pipe, members, answeredOnly(st))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
 	}
+	if s.afterQueue != nil {
+		s.afterQueue()
+	}
+	push, connected := act.active(r.now.Val(), s.opts.InactiveAfter)
+	uids := make([]int64, len(push))
+	for i, m := range push {
+		uids[i], _ = strconv.ParseInt(m, 10, 64)
+	}
+
+	// 3: the status, and the push with its frames.
+	pipe = s.rdb.Pipeline()
+	if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
+		return err
+	}
+	h := s.queuePush(ctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, r.unfollows.Val())
+	cmds, err := pipe.Exec(ctx)
+	added, err := h.results(ctx, s.rdb, cmds, err)
 	if err != nil {
 		return err
 	}
+
+	// 4: the job past the page, ready for the next pass; and the status
+	// looked at again.
+	j := job{key: homeJob, kind: jobPost, uid: st.UID, sid: st.ID}
+	next := j
+	next.ready, next.until = true, until
+	finish := "1"
+	args := []any{jobGroup, "0", finish}
+	if full {
+		next.cursor = page[len(page)-1].Score
+		args[2] = "0"
+		args = append(args, j.moves(next)...)
+	}
+	// Once the jobs are ready (maybe done) no redo follows: what comes
+	// after runs though the request ends (detached).
 	dctx, cancel := detached(ctx)
 	defer cancel()
-	if p.exists.Val() == 0 {
-		if err := s.unpush(dctx, st.ID, p.uids, p.added, p.connected); err != nil {
+	pipe = s.rdb.Pipeline()
+	advanceScript.Eval(dctx, pipe, []string{homeJob, k.jobs()}, args...)
+	if listJob != "" {
+		flagJobsScript.Eval(dctx, pipe, []string{listJob}, "ready")
+	}
+	exists := pipe.Exists(dctx, k.status(st.ID))
+	look := s.queueAuthorLook(dctx, pipe, st.UID)
+	if _, err := pipe.Exec(dctx); err != nil {
+		return err
+	}
+	if exists.Val() == 0 {
+		if err := s.unpush(dctx, st.ID, uids, added, connected); err != nil {
 			return err
 		}
-	} else if err := s.settleAuthorOf(dctx, st.UID, st.ID, p.look.Val()); err != nil {
+	} else if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
 		return err
 	}
 	// An author over the threshold (one who passed it before it was
@@ -306,140 +325,10 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 			return err
 		}
 	}
-	if p.listJob != "" {
-		s.inlinePass(ctx, p.listJob)
+	if listJob != "" {
+		s.inlinePass(ctx, listJob)
 	}
 	return nil
-}
-
-// postPush is a post's push of its status to the first page of followers:
-// what pushPost knows before, and what the round trips read.
-type postPush struct {
-	st        Status
-	path      string
-	payload   []byte
-	toLists   bool
-	until     string    // the follow sequence the job stops at
-	page      []redis.Z // the first page, cut at until
-	full      bool      // whether followers may come after the page
-	homeJob   string
-	listJob   string  // "" for none
-	uids      []int64 // the followers pushed to
-	connected []bool
-	added     []int64 // what the push did, a follower each (homePush.results)
-	exists    *redis.IntCmd
-	look      *redis.SliceCmd
-}
-
-// pushPostAtOnce makes a post's last round trip on one Redis, where its
-// first read the page's activity (r.activity): the jobs queued, the status
-// written, the push with its frames, the jobs moved on and ready, and the
-// status and its author looked at again, in one pipeline. Redis runs a
-// pipeline's commands in order, and one cut off as it was sent in part
-// (the instance died) runs the part it got: the same states as the round
-// trips of pushPostInTurn, one after another, and a worker finishes the
-// post from any of them (makerDone), as there. The push goes as EVAL, with
-// its text: an EVALSHA that found the script missing would leave its push
-// undone behind the jobs moved past the page. (So would a push that Redis
-// refuses for its data, a home timeline of another type, where the round
-// trips would fail the job's pass over that page again and again.) The
-// pipeline is sent detached from the request, and not at all once the
-// request has gone.
-func (s *Service) pushPostAtOnce(ctx context.Context, p *postPush, r postReads) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	dctx, cancel := detached(ctx)
-	defer cancel()
-	pipe := s.rdb.Pipeline()
-	p.homeJob, p.listJob = s.queuePostJobsOn(dctx, pipe, p.st, p.payload, p.toLists)
-	if s.afterQueue != nil {
-		// A test's point between the jobs and the status (what an instance
-		// that died as it sent the pipeline may leave).
-		if _, err := pipe.Exec(dctx); err != nil {
-			return err
-		}
-		s.afterQueue()
-	}
-	p.setPush(r.activity.active(r.now.Val(), s.opts.InactiveAfter))
-	if err := s.queueWritePost(dctx, pipe, p.st, p.path, p.payload); err != nil {
-		return err
-	}
-	h := s.queuePush(dctx, pipe, p.st.UID, p.st.ID, 0, string(p.payload), p.uids, p.connected, r.unfollows.Val(), true)
-	s.queuePostDone(dctx, pipe, p)
-	cmds, err := pipe.Exec(dctx)
-	p.added, err = h.results(dctx, s.rdb, cmds, err)
-	return err
-}
-
-// pushPostInTurn makes a post's last three round trips, where its first
-// did not read the page's activity (on a cluster, whose pipelines run on
-// its nodes at once, in no order; and for a reply): the jobs with the
-// activity, then the status with the push, then the jobs moved on with the
-// looks.
-func (s *Service) pushPostInTurn(ctx context.Context, p *postPush, r postReads, members []string) error {
-	// 2: the jobs, and who of the page the status reaches.
-	pipe := s.rdb.Pipeline()
-	p.homeJob, p.listJob = s.queuePostJobsOn(ctx, pipe, p.st, p.payload, p.toLists)
-	act := s.queueActivity(ctx, pipe, members, answeredOnly(p.st))
-	if _, err := pipe.Exec(ctx); err != nil {
-		return err
-	}
-	if s.afterQueue != nil {
-		s.afterQueue()
-	}
-	p.setPush(act.active(r.now.Val(), s.opts.InactiveAfter))
-
-	// 3: the status, and the push with its frames.
-	pipe = s.rdb.Pipeline()
-	if err := s.queueWritePost(ctx, pipe, p.st, p.path, p.payload); err != nil {
-		return err
-	}
-	h := s.queuePush(ctx, pipe, p.st.UID, p.st.ID, 0, string(p.payload), p.uids, p.connected, r.unfollows.Val(), false)
-	cmds, err := pipe.Exec(ctx)
-	if p.added, err = h.results(ctx, s.rdb, cmds, err); err != nil {
-		return err
-	}
-
-	// 4: the job past the page, ready for the next pass; and the status
-	// looked at again. Once the jobs are ready (maybe done) no redo
-	// follows: what comes after runs though the request ends (detached).
-	dctx, cancel := detached(ctx)
-	defer cancel()
-	pipe = s.rdb.Pipeline()
-	s.queuePostDone(dctx, pipe, p)
-	_, err = pipe.Exec(dctx)
-	return err
-}
-
-// setPush sets whom the push reaches, as followerActivity.active says.
-func (p *postPush) setPush(push []string, connected []bool) {
-	p.uids = make([]int64, len(push))
-	for i, m := range push {
-		p.uids[i], _ = strconv.ParseInt(m, 10, 64)
-	}
-	p.connected = connected
-}
-
-// queuePostDone queues on pipe the end of a post's push: its home job
-// moved past the page (or finished) and marked ready, its list job marked
-// ready, and the status and its author read again (p.exists, p.look).
-func (s *Service) queuePostDone(ctx context.Context, pipe redis.Pipeliner, p *postPush) {
-	j := job{key: p.homeJob, kind: jobPost, uid: p.st.UID, sid: p.st.ID}
-	next := j
-	next.ready, next.until = true, p.until
-	args := []any{jobGroup, "0", "1"}
-	if p.full {
-		next.cursor = p.page[len(p.page)-1].Score
-		args[2] = "0"
-		args = append(args, j.moves(next)...)
-	}
-	advanceScript.Eval(ctx, pipe, []string{p.homeJob, s.keys.jobs()}, args...)
-	if p.listJob != "" {
-		flagJobsScript.Eval(ctx, pipe, []string{p.listJob}, "ready")
-	}
-	p.exists = pipe.Exists(ctx, s.keys.status(p.st.ID))
-	p.look = s.queueAuthorLook(ctx, pipe, p.st.UID)
 }
 
 // postQueued makes a post the way a job's passes do: its jobs queued, the

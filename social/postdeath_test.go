@@ -100,12 +100,8 @@ func postTrips(tb testing.TB, dying *Service, author int64) []int {
 	if _, err := dying.Post(context.WithValue(ctxT(tb), deathKey{}, probe), author, "probe"); err != nil {
 		tb.Fatal(err)
 	}
-	want := 2 // on one Redis, see pushPostAtOnce
-	if dying.keys.cluster {
-		want = 4
-	}
-	if len(probe.trips) != want {
-		tb.Fatalf("a post made %d round trips (%v), want %d", len(probe.trips), probe.trips, want)
+	if len(probe.trips) != 4 {
+		tb.Fatalf("a post made %d round trips (%v), want 4", len(probe.trips), probe.trips)
 	}
 	return probe.trips
 }

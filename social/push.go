@@ -16,8 +16,7 @@ import (
 var (
 	//go:embed push.lua
 	pushSource string
-	pushCode   = luaCode(pushSource)
-	pushScript = redis.NewScript(pushCode)
+	pushScript = redis.NewScript(pushSource)
 )
 
 // pushBatch is how many followers one call of push.lua takes on one Redis,
@@ -61,27 +60,25 @@ type pushCall struct {
 // queuePush queues on pipe the push of status sid by author (a repost
 // entry of repostOf, or 0 for a status) to the home timelines of uids,
 // with its live frame payload to those of them connected; unfollows is the
-// author's unfollow count as read before the page ("" for none). With eval
-// the script goes as EVAL, with its text, for a pipeline whose later
-// commands must not run without the push (see pushPostAtOnce).
-func (s *Service) queuePush(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool, unfollows string, eval bool) *homePush {
+// author's unfollow count as read before the page ("" for none).
+func (s *Service) queuePush(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool, unfollows string) *homePush {
 	h := &homePush{sid: sid, uids: uids}
 	per := pushBatch
 	if s.keys.cluster {
 		per = 1
 	}
 	for first := 0; first < len(uids); first += per {
-		h.calls = append(h.calls, s.queuePushCall(ctx, pipe, author, sid, repostOf, payload, uids, connected, unfollows, eval, first, min(first+per, len(uids))))
+		h.calls = append(h.calls, s.queuePushCall(ctx, pipe, author, sid, repostOf, payload, uids, connected, unfollows, first, min(first+per, len(uids))))
 	}
 	return h
 }
 
 // queuePushCall queues one call of push.lua, for followers uids[first:end]:
 // an EVALSHA, so that a page sends the script's hash, not its text
-// (results loads it where Redis lacks it), or with eval an EVAL. On one
-// Redis it passes the author's unfollow count and its key, for the script
-// to leave out its follow checks while the count stands.
-func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool, unfollows string, eval bool, first, end int) pushCall {
+// (results loads it where Redis lacks it). On one Redis it passes the
+// author's unfollow count and its key, for the script to leave out its
+// follow checks while the count stands.
+func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool, unfollows string, first, end int) pushCall {
 	k := s.keys
 	n := end - first
 	stride := 2
@@ -93,11 +90,7 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 		nkeys++
 	}
 	args := make([]any, 0, 3+nkeys+8+n)
-	if eval {
-		args = append(args, "eval", pushCode, nkeys)
-	} else {
-		args = append(args, "evalsha", pushScript.Hash(), nkeys)
-	}
+	args = append(args, "evalsha", pushScript.Hash(), nkeys)
 	for _, uid := range uids[first:end] {
 		args = append(args, k.following(uid), k.home(uid))
 		if repostOf != 0 {
@@ -231,7 +224,7 @@ func (s *Service) pushInTx(ctx context.Context, author, sid int64, payload strin
 					pipe.ZRemRangeByRank(ctx, k.home(uid), 0, -int64(s.opts.HomeSize)-1)
 				}
 			}
-			h = s.queuePush(ctx, pipe, author, sid, 0, payload, onUIDs, onFlags, unfollows, false)
+			h = s.queuePush(ctx, pipe, author, sid, 0, payload, onUIDs, onFlags, unfollows)
 			return nil
 		})
 		if errors.Is(err, redis.TxFailedErr) {

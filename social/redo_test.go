@@ -341,13 +341,8 @@ func TestWaitedJobsAreNotTakenOver(t *testing.T) {
 	for _, name := range []string{"one", "two", "three"} {
 		startWorker(t, s, name)
 	}
-	// Dead once its jobs are queued, before the status is written: on one
-	// Redis, after the first two commands of the post's last round trip,
-	// the jobs' (see pushPostAtOnce); on a cluster, after its second.
-	death := &deathAt{before: 1, sent: 2}
-	if dying.keys.cluster {
-		death.sent = trips[1]
-	}
+	// Dead once its jobs are queued, before the status is written.
+	death := &deathAt{before: 1, sent: trips[1]}
 	if _, err := dying.Post(context.WithValue(ctxT(t), deathKey{}, death), author.ID, "unwritten"); err == nil {
 		t.Fatal("a post that died after queuing its jobs succeeded")
 	}

@@ -163,19 +163,11 @@ func TestPostRoundTrips(t *testing.T) {
 		if wait, took := wait-wait0, took-took0; wait <= 0 || wait > took {
 			t.Errorf("round %d: the post waited %v s on Redis by its metric, answered in %v s", round, wait, took)
 		}
-		// On one Redis the post reads its page's activity with the page and
-		// sends the rest in one pipeline; a cluster runs a pipeline's
-		// commands on its nodes in no order, so it keeps the jobs, the push
-		// and the jobs' moving on apart.
-		frames, most := 2, 2
-		if in.onCluster() {
-			frames, most = 3, 4
+		if frameAt == 0 || frameAt > 3 {
+			t.Errorf("round %d: the frames left at round trip %d, want 1 to 3: %q", round, frameAt, sent)
 		}
-		if frameAt == 0 || frameAt > frames {
-			t.Errorf("round %d: the frames left at round trip %d, want 1 to %d: %q", round, frameAt, frames, sent)
-		}
-		if len(sent) > most {
-			t.Errorf("round %d: the post answered after %d round trips, want at most %d: %q", round, len(sent), most, sent)
+		if len(sent) > 4 {
+			t.Errorf("round %d: the post answered after %d round trips, want at most 4: %q", round, len(sent), sent)
 		}
 		for _, s := range streams {
 			got := s.nextOf("status", 10*time.Second)
