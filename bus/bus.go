@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"chorus/internal/slots"
 
@@ -58,6 +59,48 @@ func (b *Bus) AuthorChannel(uid int64) string {
 // its slot alone.
 func (b *Bus) GlobalChannel() string {
 	return b.prefix + "events:" + slots.Tag(b.cluster, "global")
+}
+
+// FramesChannel is, on one Redis, the channel of a frame for many users at
+// once: a fan-out's status frame, published once for a whole call of its
+// push script rather than once on each follower's channel. A message names
+// the users, then carries the frame (SplitFrames), and every instance's hub
+// subscribes to it before any user's channel, and hands the frame to those
+// of the users it holds streams of, as if it had come on their channels.
+// On a cluster, where each user's channel is in their slot, it is "": each
+// frame goes on its user's channel.
+func (b *Bus) FramesChannel() string {
+	if b.cluster {
+		return ""
+	}
+	return b.prefix + "events:frames"
+}
+
+// SplitFrames reads a message of FramesChannel: the users it is for, their
+// ids separated by single spaces, a newline, and the frame. ok is false for
+// a message not made that way.
+func SplitFrames(msg string) (uids, frame string, ok bool) {
+	uids, frame, ok = strings.Cut(msg, "\n")
+	return uids, frame, ok && uids != "" && frame != ""
+}
+
+// UserChannelStart is, on one Redis, what every UserChannel starts with,
+// the user's id ending it: a script that publishes by ids (FramesChannel)
+// names the channels with it. "" on a cluster.
+func (b *Bus) UserChannelStart() string {
+	if b.cluster {
+		return ""
+	}
+	return b.prefix + "events:user:"
+}
+
+// AppendUserChannel appends to dst the name of UserChannel(uid), uid given
+// in decimal: a hub names the channels of a FramesChannel message's users
+// with it, in a buffer of its own.
+func (b *Bus) AppendUserChannel(dst []byte, uid string) []byte {
+	dst = append(dst, b.prefix...)
+	dst = append(dst, "events:user:"...)
+	return append(dst, slots.Tag(b.cluster, uid)...)
 }
 
 // Command is what a Lua script publishes with, passed to it in ARGV beside

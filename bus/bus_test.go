@@ -52,3 +52,41 @@ func TestImportsGroundFloorOnly(t *testing.T) {
 		}
 	}
 }
+
+// On one Redis a frame for many users goes on the frames channel, naming
+// them by id; a hub names their channels from the ids as UserChannel does.
+// A cluster has no frames channel.
+func TestFramesChannel(t *testing.T) {
+	single := &Bus{prefix: "chorus:"}
+	if got, want := single.FramesChannel(), "chorus:events:frames"; got != want {
+		t.Errorf("frames channel %q, want %q", got, want)
+	}
+	if got, want := single.UserChannelStart()+"42", single.UserChannel(42); got != want {
+		t.Errorf("a user's channel from its start %q, want %q", got, want)
+	}
+	if got, want := string(single.AppendUserChannel([]byte("x"), "42")), "x"+single.UserChannel(42); got != want {
+		t.Errorf("AppendUserChannel = %q, want %q", got, want)
+	}
+	cluster := &Bus{prefix: "chorus:", cluster: true}
+	if cluster.FramesChannel() != "" || cluster.UserChannelStart() != "" {
+		t.Errorf("on a cluster: frames channel %q, user channels' start %q; want none", cluster.FramesChannel(), cluster.UserChannelStart())
+	}
+	if got, want := string(cluster.AppendUserChannel(nil, "42")), cluster.UserChannel(42); got != want {
+		t.Errorf("AppendUserChannel on a cluster = %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		msg, uids, frame string
+		ok               bool
+	}{
+		{"1 2 3\n{\"type\":\"status\"}", "1 2 3", "{\"type\":\"status\"}", true},
+		{"1\n{}\n{}", "1", "{}\n{}", true},
+		{"1 2 3", "", "", false},
+		{"\n{}", "", "", false},
+		{"1\n", "", "", false},
+	} {
+		uids, frame, ok := SplitFrames(tc.msg)
+		if ok != tc.ok || ok && (uids != tc.uids || frame != tc.frame) {
+			t.Errorf("SplitFrames(%q) = %q, %q, %v; want %q, %q, %v", tc.msg, uids, frame, ok, tc.uids, tc.frame, tc.ok)
+		}
+	}
+}

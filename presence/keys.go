@@ -51,6 +51,12 @@ func (k keys) connected() string { return k.prefix + "connected" }
 // these only.
 func ConnectedKey(prefix string, cluster bool) string { return newKeys(prefix, cluster).connected() }
 
+// InstancesKey names, under prefix, the sorted set of the instances that
+// hold streams (instance -> lease expiry): on one Redis the social core's
+// fan-out sends a frame for many users in one message only while every
+// one of them reads the channel it goes on.
+func InstancesKey(prefix string, cluster bool) string { return newKeys(prefix, cluster).instances() }
+
 // friendsMirror is presence's copy of uid's friend set on a cluster, in
 // presence's slot, which the online-friends script reads in place of the
 // social package's own.

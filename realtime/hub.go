@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,6 +132,8 @@ type Hub struct {
 	authors   map[string]*readers // pulled authors' channels: the local users who follow them
 	watchers  map[*conn]struct{}  // the streams that watch the global timeline (watch.go)
 	global    string              // the global timeline's channel
+	frames    string              // on one Redis, the channel of frames for many users (bus.FramesChannel)
+	frameName []byte              // route's buffer for the channel names of a frames message
 	live      map[string]bool     // channels whose subscription Redis confirmed
 	unchecked map[string]struct{} // channels confirmed again, their sessions still to check
 	lost      map[string]struct{} // live channels a cluster lost, until confirmed again
@@ -296,6 +299,15 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	h.refReads.Do = h.readRefs
 	h.refReads.Max = refReadsPerCall
 	h.ps = h.bus.Subscribe(ctx, &h.Stats.SubscribeCommands, h.log)
+	// The channel of frames for many users is subscribed first, and stays:
+	// one Redis takes one connection's commands in order, and makes its
+	// subscriptions again all in one command, so it is live before any
+	// user's channel Redis confirms, first or again.
+	if h.frames = h.bus.FramesChannel(); h.frames != "" {
+		if err := h.ps.Subscribe(ctx, h.frames); err != nil {
+			h.log.Warn("pub/sub change failed; it is made again on reconnect", "channels", 1, "subscribe", true, "err", err)
+		}
+	}
 	h.routerWG.Add(5)
 	go h.route(ctx)
 	go h.subscriber(ctx)
@@ -323,7 +335,11 @@ func (h *Hub) route(ctx context.Context) {
 				h.confirmed(m.Channel)
 			}
 		case *redis.Message:
-			h.dispatch(m.Channel, []byte(m.Payload))
+			if m.Channel == h.frames {
+				h.dispatchFrames(m.Payload)
+			} else {
+				h.dispatch(m.Channel, []byte(m.Payload))
+			}
 		case bus.LostChannels:
 			h.lose(m)
 		}
@@ -341,6 +357,12 @@ func (h *Hub) route(ctx context.Context) {
 func (h *Hub) confirmed(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if channel == h.frames {
+		// Confirmed again with every user's channel, whose confirmations
+		// catch their users up.
+		h.live[channel] = true
+		return
+	}
 	if channel == h.global {
 		if h.live[channel] {
 			h.Stats.PubSubRestarts.Add(1)
@@ -436,6 +458,35 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 		return
 	}
 	h.deliver(u, ev, payload)
+}
+
+// dispatchFrames hands a message of the frames channel (bus.SplitFrames),
+// a status frame for many users, to the local connections of those users,
+// as dispatch would have the frame on each user's channel. It runs on
+// route alone, whose buffer names the channels.
+func (h *Hub) dispatchFrames(msg string) {
+	uids, frame, ok := bus.SplitFrames(msg)
+	if !ok {
+		h.log.Warn("unreadable frames message", "bytes", len(msg))
+		return
+	}
+	payload := []byte(frame)
+	ev, err := parseEvent(payload)
+	if err != nil || ev.Type != protocol.TypeStatus || ev.Status.ID <= 0 {
+		h.log.Warn("unreadable frames message", "bytes", len(msg), "err", err)
+		return
+	}
+	h.raiseStatusMark(ev.Status.ID)
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for uids != "" {
+		var uid string
+		uid, uids, _ = strings.Cut(uids, " ")
+		h.frameName = h.bus.AppendUserChannel(h.frameName[:0], uid)
+		if u := h.users[string(h.frameName)]; u != nil {
+			h.deliver(u, ev, payload)
+		}
+	}
 }
 
 // deliver queues an event's frame for each of u's connections. Called with

@@ -85,11 +85,21 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 	if repostOf != 0 {
 		stride = 3
 	}
+	// On one Redis the frames go by their users' ids, the script picking
+	// where they go, with presence's instances when it is kept (push.lua);
+	// on a cluster by their channels.
+	frames, instances := s.bus.FramesChannel(), ""
+	if frames != "" {
+		instances = s.opts.InstancesKey
+	}
 	nkeys := stride * n
 	if !k.cluster {
 		nkeys++
+		if instances != "" {
+			nkeys++
+		}
 	}
-	args := make([]any, 0, 3+nkeys+8+n)
+	args := make([]any, 0, 3+nkeys+10+n)
 	args = append(args, "evalsha", pushScript.Hash(), nkeys)
 	for _, uid := range uids[first:end] {
 		args = append(args, k.following(uid), k.home(uid))
@@ -101,6 +111,9 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 	if !k.cluster {
 		args = append(args, k.unfollows(author))
 		count = cmp.Or(unfollows, "0")
+		if instances != "" {
+			args = append(args, instances)
+		}
 	}
 	flags := make([]byte, n)
 	for i, uid := range uids[first:end] {
@@ -112,9 +125,14 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 			flags[i] += 2
 		}
 	}
-	args = append(args, sid, author, repostOf, s.opts.HomeSize, s.bus.Command(), payload, string(flags), count)
+	args = append(args, sid, author, repostOf, s.opts.HomeSize, s.bus.Command(), payload, string(flags), count, frames, s.bus.UserChannelStart())
 	for i, uid := range uids[first:end] {
-		if connected[first+i] {
+		if !connected[first+i] {
+			continue
+		}
+		if frames != "" {
+			args = append(args, uid)
+		} else {
 			args = append(args, s.bus.UserChannel(uid))
 		}
 	}

@@ -26,9 +26,25 @@
 -- ARGV[7] one character a follower, the sum of: 1 to trim their home
 --         timeline to its size, 2 when they are connected
 -- ARGV[8] on one Redis, the author's unfollow count as read before the
---         page was ('0' for none), and then KEYS[#KEYS] is that count's key;
---         '' on a cluster, where that key is in another slot
--- ARGV[9..] the event channels of the followers connected, in order
+--         page was ('0' for none), and then the key after the followers'
+--         is that count's; '' on a cluster, where that key is in another slot
+-- ARGV[9] on one Redis, the channel of frames for many users
+--         (bus.FramesChannel); '' on a cluster. With it, when presence is
+--         kept, the last key is presence's instances (instance -> lease
+--         expiry, unix ms), those that hold streams
+-- ARGV[10] with ARGV[9], the start of a user's event channel, which their id
+--         ends
+-- ARGV[11..] the followers connected, in order: their ids with ARGV[9],
+--         else their event channels
+--
+-- With ARGV[9], the frames of the call go in one message on that channel
+-- (the ids of their users, a space between two, a newline, the frame),
+-- when they are as many as the instances that read it or more, and those
+-- are as many as the instances that hold streams (an instance of a build
+-- before the channel reads only users' channels): each instance gets the
+-- message once, where a frame on each follower's channel reaches only the
+-- instance that holds the follower's streams. Else each goes on its
+-- follower's channel.
 -- Returns, a follower each, 1 when it added the status, 0 when not (there
 -- already, or its original or another repost of it is), -1 when the
 -- follower does not follow the author.
@@ -43,13 +59,15 @@ local stride = 2
 if orig ~= '0' then
   stride = 3
 end
+local n = #ARGV[7]
 local check = true
 if ARGV[8] ~= '' then
-  check = (redis.call('GET', KEYS[#KEYS]) or '0') ~= ARGV[8]
+  check = (redis.call('GET', KEYS[stride * n + 1]) or '0') ~= ARGV[8]
 end
 local out = {}
-local channel = 8
-for i = 1, math.floor(#KEYS / stride) do
+local channel = 10
+local batch = {} -- with ARGV[9], the ids of those whose frame is sent
+for i = 1, n do
   local following, home = KEYS[stride * (i - 1) + 1], KEYS[stride * (i - 1) + 2]
   local flags = string.byte(ARGV[7], i) - 48
   if flags >= 2 then
@@ -77,10 +95,29 @@ for i = 1, math.floor(#KEYS / stride) do
         redis.call('ZREMRANGEBYRANK', home, 0, -tonumber(ARGV[4]) - 1)
       end
       if flags >= 2 then
-        redis.call(ARGV[5], ARGV[channel], ARGV[6])
+        if ARGV[9] ~= '' then
+          batch[#batch + 1] = ARGV[channel]
+        else
+          redis.call(ARGV[5], ARGV[channel], ARGV[6])
+        end
       end
     end
   end
   out[i] = added
+end
+if #batch > 0 then
+  local readers = redis.call('PUBSUB', 'NUMSUB', ARGV[9])[2]
+  local holders = 0
+  if #KEYS > stride * n + 1 then
+    local t = redis.call('TIME')
+    holders = redis.call('ZCOUNT', KEYS[#KEYS], t[1] * 1000 + math.floor(t[2] / 1000), '+inf')
+  end
+  if readers > 0 and #batch >= readers and readers >= holders then
+    redis.call('PUBLISH', ARGV[9], table.concat(batch, ' ') .. '\n' .. ARGV[6])
+  else
+    for _, uid in ipairs(batch) do
+      redis.call('PUBLISH', ARGV[10] .. uid, ARGV[6])
+    end
+  end
 end
 return out

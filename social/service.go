@@ -130,6 +130,13 @@ type Options struct {
 	// Empty: every follower counts as connected.
 	ConnectedKey string
 
+	// InstancesKey is presence's sorted set of the instances that hold
+	// streams: on one Redis a fan-out sends its frames for many users in one
+	// message only while each of them reads the frames channel
+	// (bus.FramesChannel; an instance of an older build does not). Empty:
+	// whenever the instances reading it are few enough (push.lua).
+	InstancesKey string
+
 	// FriendsMirror names presence's copy of uid's friend set, which
 	// follows and unfollows keep equal to the friend set (FriendsKey): on a
 	// Redis Cluster presence reads the mirror, in its own slot

@@ -58,6 +58,7 @@ func New(rdb redis.UniversalClient, o Options) *Instance {
 	so := o.Social
 	so.Prefix, so.Logger = o.Prefix, log.With("component", "social")
 	so.ConnectedKey = presence.ConnectedKey(o.Prefix, cluster)
+	so.InstancesKey = presence.InstancesKey(o.Prefix, cluster)
 	if cluster {
 		// Presence's scripts read a user's friends in presence's slot: the
 		// mirror of the friend set, which social keeps.

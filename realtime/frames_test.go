@@ -1,0 +1,69 @@
+package realtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"chorus/protocol"
+	"chorus/social"
+)
+
+// On one Redis a fan-out sends a status frame for many users in one
+// message on the frames channel (bus.FramesChannel): the hub hands it to
+// the streams of those of them it holds, each stream once, and to no one
+// else; a message not made that way, or a frame other than a status, is
+// dropped.
+func TestFramesForManyUsers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	channel := e.hub.bus.FramesChannel()
+	if channel == "" {
+		t.Fatal("no frames channel on one Redis")
+	}
+	ada, bob, cy := e.signUp("fr_ada"), e.signUp("fr_bob"), e.signUp("fr_cy")
+	ada1, ada2, bobs, cys := e.connect(ada), e.connect(ada), e.connect(bob), e.connect(cy)
+	publish := func(msg string) {
+		t.Helper()
+		if err := e.rdb.Publish(t.Context(), channel, msg).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(id int64) string {
+		raw, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: social.Status{
+			ID: id, UID: cy.id, Login: cy.login, Message: "to many", Posted: time.Now(), Mentions: []protocol.Mention{},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw)
+	}
+	publish(fmt.Sprintf("%d 987654321 %d\n%s", ada.id, bob.id, status(900_001))) // one with no stream here
+	publish("no newline " + status(900_002))
+	publish(fmt.Sprintf("\n%s", status(900_003)))
+	publish(fmt.Sprintf("%d %d\n", ada.id, cy.id))
+	publish(fmt.Sprintf("%d %d\n%s", ada.id, cy.id, `{"type":"filler","seq":1}`))
+	publish(fmt.Sprintf("%d\n%s", cy.id, `{"type":"status"`))
+	// The same status again, as a redone push might send it: once a stream.
+	publish(fmt.Sprintf("%d\n%s", bob.id, status(900_001)))
+
+	for _, tc := range []struct {
+		u    user
+		s    *stream
+		want []int64
+	}{{ada, ada1, []int64{900_001}}, {ada, ada2, []int64{900_001}}, {bob, bobs, []int64{900_001}}, {cy, cys, nil}} {
+		var got []int64
+		for _, f := range e.routed(tc.u, tc.s) {
+			switch {
+			case f.Type == "status" && f.Status != nil:
+				got = append(got, f.Status.ID)
+			case f.Type == "filler":
+				t.Errorf("%s got a frame that is not a status from the frames channel", tc.u.login)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s's stream got statuses %v, want %v", tc.u.login, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package social
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// On one Redis a push's frames go in one message on the frames channel
+// (bus.FramesChannel), naming their users, when they are as many as the
+// instances that read that channel or more; fewer go each on its
+// follower's channel. On a cluster each goes on its follower's channel.
+func TestPushFramesInOneMessage(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	author := signUp(t, s, "author")
+	followers := followersOf(t, s, "author", 3) // every follower counts as connected here
+	frames := s.bus.FramesChannel()
+	var channels []string
+	for _, f := range followers {
+		channels = append(channels, s.bus.UserChannel(f.ID))
+	}
+	if s.keys.cluster {
+		if frames != "" {
+			t.Fatalf("a frames channel on a cluster: %q", frames)
+		}
+		l := listen(t, s, rdb, channels...)
+		st := post(t, s, author.ID, "to each")
+		got := eventsUntil(t, l, 10*time.Second, func(evs map[string][]event) bool { return len(evs) == len(channels) })
+		for _, ch := range channels {
+			if ids := eventIDs(got[ch]); !slices.Equal(ids, []int64{st.ID}) {
+				t.Errorf("%s got %v, want %d", ch, ids, st.ID)
+			}
+		}
+		return
+	}
+
+	l := listen(t, s, rdb, append([]string{frames}, channels...)...)
+	var want []string
+	for _, f := range followers {
+		want = append(want, itoa(f.ID))
+	}
+	// sent posts by s and says whether its frames went in one message.
+	sent := func(s *Service, message string) bool {
+		t.Helper()
+		st := post(t, s, author.ID, message)
+		got := payloadsSoFar(t, l)
+		if msgs := got[frames]; len(msgs) > 0 {
+			uids, frame, ok := strings.Cut(msgs[0], "\n")
+			if len(got) != 1 || len(msgs) != 1 || !ok || uids != strings.Join(want, " ") ||
+				!strings.Contains(frame, fmt.Sprintf(`"id":%d,`, st.ID)) {
+				t.Fatalf("published %q, want one message naming %q with status %d's frame", got, strings.Join(want, " "), st.ID)
+			}
+			return true
+		}
+		if len(got) != len(channels) {
+			t.Fatalf("published %q, want one frame on each follower's channel", got)
+		}
+		for _, ch := range channels {
+			if len(got[ch]) != 1 || !strings.Contains(got[ch][0], fmt.Sprintf(`"id":%d,`, st.ID)) {
+				t.Fatalf("%s got %q, want status %d's frame", ch, got[ch], st.ID)
+			}
+		}
+		return false
+	}
+	// One reader of the frames channel (the listener), three frames.
+	if !sent(s, "to many") {
+		t.Error("three frames and one reader: not in one message")
+	}
+	// With presence's instances: two hold streams, one reads the channel
+	// (the other of an older build), so each goes on its own; then the
+	// older one's lease runs out.
+	opts := s.opts
+	opts.InstancesKey = s.keys.prefix + "instances"
+	withInstances := New(rdb, opts)
+	lease := float64(time.Now().Add(time.Hour).UnixMilli())
+	if err := rdb.ZAdd(ctxT(t), opts.InstancesKey, redis.Z{Score: lease, Member: "new"}, redis.Z{Score: lease, Member: "old"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if sent(withInstances, "an older instance") {
+		t.Error("two instances holding streams, one reading the frames channel: in one message")
+	}
+	// The older one stops: its lease runs out (the sweep has yet to take
+	// it out).
+	if err := rdb.ZAdd(ctxT(t), opts.InstancesKey, redis.Z{Score: float64(time.Now().Add(-time.Minute).UnixMilli()), Member: "old"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !sent(withInstances, "every instance reads") {
+		t.Error("one instance holding streams and reading the frames channel: not in one message")
+	}
+	// Four readers, three frames: each on its own.
+	for range 3 {
+		sub := rdb.Subscribe(ctxT(t), frames)
+		t.Cleanup(func() { sub.Close() })
+		if _, err := sub.Receive(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sent(s, "to each") {
+		t.Error("three frames and four readers: in one message")
+	}
+}
