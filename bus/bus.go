@@ -76,6 +76,19 @@ func (b *Bus) FramesChannel() string {
 	return b.prefix + "events:frames"
 }
 
+// FramesReadersKey names, on one Redis, the sorted set of the instances
+// whose hub reads FramesChannel (presence's instance id -> until when its
+// mark holds, unix ms, Redis's clock): a fan-out sends a frame for many
+// users there only while every instance that holds streams is marked in
+// it (an instance of a build before the channel reads only users'
+// channels). "" on a cluster.
+func (b *Bus) FramesReadersKey() string {
+	if b.cluster {
+		return ""
+	}
+	return b.prefix + "events:frames:readers"
+}
+
 // SplitFrames reads a message of FramesChannel: the users it is for, their
 // ids separated by single spaces, a newline, and the frame. ok is false for
 // a message not made that way.

@@ -52,9 +52,10 @@ func (k keys) connected() string { return k.prefix + "connected" }
 func ConnectedKey(prefix string, cluster bool) string { return newKeys(prefix, cluster).connected() }
 
 // InstancesKey names, under prefix, the sorted set of the instances that
-// hold streams (instance -> lease expiry): on one Redis the social core's
-// fan-out sends a frame for many users in one message only while every
-// one of them reads the channel it goes on.
+// hold streams (instance id, Tracker.ID -> lease expiry, unix ms): on one
+// Redis the social core's fan-out sends a frame for many users in one
+// message only while every one of them is marked as reading the channel it
+// goes on (bus.FramesReadersKey).
 func InstancesKey(prefix string, cluster bool) string { return newKeys(prefix, cluster).instances() }
 
 // friendsMirror is presence's copy of uid's friend set on a cluster, in

@@ -216,6 +216,10 @@ func (t *Tracker) Window() time.Duration { return t.opts.Window }
 // hub pings each stream this often, and writes what came in between.
 func (t *Tracker) HeartbeatInterval() time.Duration { return t.opts.HeartbeatInterval }
 
+// ID is this instance's id, the member of its lease in the instances set
+// (InstancesKey).
+func (t *Tracker) ID() string { return t.id }
+
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 func unixMilli(n int64) time.Time { return time.UnixMilli(n).UTC() }

@@ -22,6 +22,19 @@ func TestFramesForManyUsers(t *testing.T) {
 	if channel == "" {
 		t.Fatal("no frames channel on one Redis")
 	}
+	// The hub marks its instance as a reader of the channel once Redis
+	// confirms it, for a while ahead (see markFramesReader).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		until, err := e.rdb.ZScore(t.Context(), e.hub.bus.FramesReadersKey(), e.hub.opts.Instance).Result()
+		if err == nil && until > float64(time.Now().Add(framesMarkFor/2).UnixMilli()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hub's mark as a reader of the frames channel: %v, %v", until, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	ada, bob, cy := e.signUp("fr_ada"), e.signUp("fr_bob"), e.signUp("fr_cy")
 	ada1, ada2, bobs, cys := e.connect(ada), e.connect(ada), e.connect(bob), e.connect(cy)
 	publish := func(msg string) {

@@ -82,7 +82,7 @@ func newEnv(tb testing.TB, o envOptions) *env {
 		hubPres = o.pres(pres)
 	}
 	hopts := o.hub
-	hopts.Prefix, hopts.Logger = prefix, log
+	hopts.Prefix, hopts.Logger, hopts.Instance = prefix, log, pres.ID()
 	hub := New(rdb, feed, hubPres, hopts)
 	refusals := make(chan error, 16)
 	handler := func(w http.ResponseWriter, r *http.Request) {

@@ -111,6 +111,13 @@ type Options struct {
 	// DefaultHealthInterval.
 	HealthInterval time.Duration
 	Logger         *slog.Logger // nil: slog.Default()
+
+	// Instance is presence's id of this instance (presence.Tracker.ID): on
+	// one Redis the hub marks it as reading the frames channel
+	// (bus.FramesReadersKey) while it does. Empty: no mark, and fan-outs
+	// send frames for many users in one message only while presence is not
+	// kept.
+	Instance string
 }
 
 // Hub routes live events to this instance's connections.
@@ -127,21 +134,22 @@ type Hub struct {
 	syncCh  chan string         // channels whose subscription may need to change
 	recheck chan struct{}       // wakes the session checker for channels in h.unchecked
 
-	mu        sync.RWMutex        // the first lock of all (locks.go)
-	users     map[string]*local   // by channel
-	authors   map[string]*readers // pulled authors' channels: the local users who follow them
-	watchers  map[*conn]struct{}  // the streams that watch the global timeline (watch.go)
-	global    string              // the global timeline's channel
-	frames    string              // on one Redis, the channel of frames for many users (bus.FramesChannel)
-	frameName []byte              // route's buffer for the channel names of a frames message
-	live      map[string]bool     // channels whose subscription Redis confirmed
-	unchecked map[string]struct{} // channels confirmed again, their sessions still to check
-	lost      map[string]struct{} // live channels a cluster lost, until confirmed again
-	closing   bool
-	beats     beats
-	conns     sync.WaitGroup // every connection's Serve
-	admitted  atomic.Int64   // streams being opened or open
-	routerWG  sync.WaitGroup // the router, the subscriber, the session checker, the health watch and the beats
+	mu         sync.RWMutex        // the first lock of all (locks.go)
+	users      map[string]*local   // by channel
+	authors    map[string]*readers // pulled authors' channels: the local users who follow them
+	watchers   map[*conn]struct{}  // the streams that watch the global timeline (watch.go)
+	global     string              // the global timeline's channel
+	frames     string              // on one Redis, the channel of frames for many users (bus.FramesChannel)
+	frameName  []byte              // route's buffer for the channel names of a frames message
+	framesLive chan struct{}       // told each time Redis confirms the frames channel
+	live       map[string]bool     // channels whose subscription Redis confirmed
+	unchecked  map[string]struct{} // channels confirmed again, their sessions still to check
+	lost       map[string]struct{} // live channels a cluster lost, until confirmed again
+	closing    bool
+	beats      beats
+	conns      sync.WaitGroup // every connection's Serve
+	admitted   atomic.Int64   // streams being opened or open
+	routerWG   sync.WaitGroup // the router, the subscriber, the session checker, the health watch and the beats
 	// statusMark is the greatest status id the hub has seen given: read
 	// from Redis as streams open, raised by the status frames routed. A
 	// stream that opens while Redis cannot tell the last id takes it as
@@ -276,16 +284,17 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
 		rdb: rdb, bus: bus.New(rdb, opts.Prefix), feed: feed, presence: pres, opts: opts, log: opts.Logger,
-		budgets:   redis_rate.NewLimiter(rdb),
-		syncCh:    make(chan string, 1024),
-		recheck:   make(chan struct{}, 1),
-		users:     map[string]*local{},
-		authors:   map[string]*readers{},
-		watchers:  map[*conn]struct{}{},
-		live:      map[string]bool{},
-		unchecked: map[string]struct{}{},
-		lost:      map[string]struct{}{},
-		cancel:    cancel, stopped: ctx.Done(),
+		budgets:    redis_rate.NewLimiter(rdb),
+		syncCh:     make(chan string, 1024),
+		recheck:    make(chan struct{}, 1),
+		framesLive: make(chan struct{}, 1),
+		users:      map[string]*local{},
+		authors:    map[string]*readers{},
+		watchers:   map[*conn]struct{}{},
+		live:       map[string]bool{},
+		unchecked:  map[string]struct{}{},
+		lost:       map[string]struct{}{},
+		cancel:     cancel, stopped: ctx.Done(),
 	}
 	h.global = h.bus.GlobalChannel()
 	h.lastStatus.Do = func(ctx context.Context, _ []struct{}) ([]int64, error) {
@@ -308,8 +317,9 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 			h.log.Warn("pub/sub change failed; it is made again on reconnect", "channels", 1, "subscribe", true, "err", err)
 		}
 	}
-	h.routerWG.Add(5)
+	h.routerWG.Add(6)
 	go h.route(ctx)
+	go h.markFramesReader(ctx)
 	go h.subscriber(ctx)
 	go h.checkSessions(ctx)
 	go h.watchRedis(ctx)
@@ -361,6 +371,10 @@ func (h *Hub) confirmed(channel string) {
 		// Confirmed again with every user's channel, whose confirmations
 		// catch their users up.
 		h.live[channel] = true
+		select {
+		case h.framesLive <- struct{}{}:
+		default:
+		}
 		return
 	}
 	if channel == h.global {
@@ -483,7 +497,10 @@ func (h *Hub) dispatchFrames(msg string) {
 		var uid string
 		uid, uids, _ = strings.Cut(uids, " ")
 		h.frameName = h.bus.AppendUserChannel(h.frameName[:0], uid)
-		if u := h.users[string(h.frameName)]; u != nil {
+		// Only once the user's channel is live, as a frame on it would
+		// come: what is published on it after this frame (the status's
+		// deletion) then comes too.
+		if u := h.users[string(h.frameName)]; u != nil && h.live[string(h.frameName)] {
 			h.deliver(u, ev, payload)
 		}
 	}

@@ -86,8 +86,9 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 		stride = 3
 	}
 	// On one Redis the frames go by their users' ids, the script picking
-	// where they go, with presence's instances when it is kept (push.lua);
-	// on a cluster by their channels.
+	// where they go, with presence's instances and the frames channel's
+	// readers when presence is kept (push.lua); on a cluster by their
+	// channels.
 	frames, instances := s.bus.FramesChannel(), ""
 	if frames != "" {
 		instances = s.opts.InstancesKey
@@ -96,7 +97,7 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 	if !k.cluster {
 		nkeys++
 		if instances != "" {
-			nkeys++
+			nkeys += 2
 		}
 	}
 	args := make([]any, 0, 3+nkeys+10+n)
@@ -112,7 +113,7 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 		args = append(args, k.unfollows(author))
 		count = cmp.Or(unfollows, "0")
 		if instances != "" {
-			args = append(args, instances)
+			args = append(args, instances, s.bus.FramesReadersKey())
 		}
 	}
 	flags := make([]byte, n)

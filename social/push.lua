@@ -30,8 +30,10 @@
 --         is that count's; '' on a cluster, where that key is in another slot
 -- ARGV[9] on one Redis, the channel of frames for many users
 --         (bus.FramesChannel); '' on a cluster. With it, when presence is
---         kept, the last key is presence's instances (instance -> lease
---         expiry, unix ms), those that hold streams
+--         kept, the two keys after the unfollow count's are presence's
+--         instances (instance -> lease expiry, unix ms), those that hold
+--         streams, and the readers of the channel (bus.FramesReadersKey:
+--         instance -> until when it is marked, unix ms)
 -- ARGV[10] with ARGV[9], the start of a user's event channel, which their id
 --         ends
 -- ARGV[11..] the followers connected, in order: their ids with ARGV[9],
@@ -39,12 +41,12 @@
 --
 -- With ARGV[9], the frames of the call go in one message on that channel
 -- (the ids of their users, a space between two, a newline, the frame),
--- when they are as many as the instances that read it or more, and those
--- are as many as the instances that hold streams (an instance of a build
--- before the channel reads only users' channels): each instance gets the
--- message once, where a frame on each follower's channel reaches only the
--- instance that holds the follower's streams. Else each goes on its
--- follower's channel.
+-- when they are as many as the connections that read it or more, and
+-- every instance whose lease runs is marked as a reader (an instance of a
+-- build before the channel reads only users' channels, and marks nothing):
+-- each instance gets the message once, where a frame on each follower's
+-- channel reaches only the instance that holds the follower's streams.
+-- Else each goes on its follower's channel.
 -- Returns, a follower each, 1 when it added the status, 0 when not (there
 -- already, or its original or another repost of it is), -1 when the
 -- follower does not follow the author.
@@ -107,12 +109,22 @@ for i = 1, n do
 end
 if #batch > 0 then
   local readers = redis.call('PUBSUB', 'NUMSUB', ARGV[9])[2]
-  local holders = 0
-  if #KEYS > stride * n + 1 then
+  local all = readers > 0 and #batch >= readers
+  if all and #KEYS > stride * n + 1 then
     local t = redis.call('TIME')
-    holders = redis.call('ZCOUNT', KEYS[#KEYS], t[1] * 1000 + math.floor(t[2] / 1000), '+inf')
+    local now = t[1] * 1000 + math.floor(t[2] / 1000)
+    local holders = redis.call('ZRANGEBYSCORE', KEYS[stride * n + 2], now, '+inf')
+    if #holders > 0 then
+      local marks = redis.call('ZMSCORE', KEYS[stride * n + 3], unpack(holders))
+      for i = 1, #holders do
+        if not marks[i] or tonumber(marks[i]) < now then
+          all = false
+          break
+        end
+      end
+    end
   end
-  if readers > 0 and #batch >= readers and readers >= holders then
+  if all then
     redis.call('PUBLISH', ARGV[9], table.concat(batch, ' ') .. '\n' .. ARGV[6])
   else
     for _, uid in ipairs(batch) do

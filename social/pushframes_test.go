@@ -71,35 +71,59 @@ func TestPushFramesInOneMessage(t *testing.T) {
 	if !sent(s, "to many") {
 		t.Error("three frames and one reader: not in one message")
 	}
-	// With presence's instances: two hold streams, one reads the channel
-	// (the other of an older build), so each goes on its own; then the
-	// older one's lease runs out.
+	// With presence's instances that hold streams, each must be marked as
+	// a reader of the channel: "new" is, "old" (of an older build) is not.
 	opts := s.opts
 	opts.InstancesKey = s.keys.prefix + "instances"
 	withInstances := New(rdb, opts)
-	lease := float64(time.Now().Add(time.Hour).UnixMilli())
-	if err := rdb.ZAdd(ctxT(t), opts.InstancesKey, redis.Z{Score: lease, Member: "new"}, redis.Z{Score: lease, Member: "old"}).Err(); err != nil {
-		t.Fatal(err)
+	marks := s.bus.FramesReadersKey()
+	mark := func(key, member string, in time.Duration) {
+		t.Helper()
+		score := float64(time.Now().Add(in).UnixMilli())
+		if err := rdb.ZAdd(ctxT(t), key, redis.Z{Score: score, Member: member}).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if sent(withInstances, "an older instance") {
-		t.Error("two instances holding streams, one reading the frames channel: in one message")
-	}
-	// The older one stops: its lease runs out (the sweep has yet to take
-	// it out).
-	if err := rdb.ZAdd(ctxT(t), opts.InstancesKey, redis.Z{Score: float64(time.Now().Add(-time.Minute).UnixMilli()), Member: "old"}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if !sent(withInstances, "every instance reads") {
-		t.Error("one instance holding streams and reading the frames channel: not in one message")
-	}
-	// Four readers, three frames: each on its own.
-	for range 3 {
+	reader := func() {
+		t.Helper()
 		sub := rdb.Subscribe(ctxT(t), frames)
 		t.Cleanup(func() { sub.Close() })
 		if _, err := sub.Receive(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	mark(opts.InstancesKey, "new", time.Hour)
+	mark(opts.InstancesKey, "old", time.Hour)
+	mark(marks, "new", time.Hour)
+	if sent(withInstances, "an older instance") {
+		t.Error("an instance holding streams is not marked as a reader: in one message")
+	}
+	// A newer instance holding no streams reads the channel too: the
+	// readers now match the instances in number, not who they are.
+	reader()
+	mark(marks, "idle", time.Hour)
+	if sent(withInstances, "an idle newer instance") {
+		t.Error("an idle reader beside an unmarked instance holding streams: in one message")
+	}
+	// The older one stops: its lease runs out (the sweep has yet to take
+	// it out).
+	mark(opts.InstancesKey, "old", -time.Minute)
+	if !sent(withInstances, "every instance reads") {
+		t.Error("every instance holding streams marked as a reader: not in one message")
+	}
+	// A mark that ran out is none.
+	mark(opts.InstancesKey, "old", time.Hour)
+	mark(marks, "old", -time.Minute)
+	if sent(withInstances, "a mark ran out") {
+		t.Error("an instance holding streams whose mark ran out: in one message")
+	}
+	mark(marks, "old", time.Hour)
+	if !sent(withInstances, "marked again") {
+		t.Error("every instance holding streams marked again: not in one message")
+	}
+	// Four readers, three frames: each on its own.
+	reader()
+	reader()
 	if sent(s, "to each") {
 		t.Error("three frames and four readers: in one message")
 	}

@@ -132,9 +132,9 @@ type Options struct {
 
 	// InstancesKey is presence's sorted set of the instances that hold
 	// streams: on one Redis a fan-out sends its frames for many users in one
-	// message only while each of them reads the frames channel
-	// (bus.FramesChannel; an instance of an older build does not). Empty:
-	// whenever the instances reading it are few enough (push.lua).
+	// message only while each of them is marked as reading the frames
+	// channel (bus.FramesReadersKey; an instance of an older build is not).
+	// Empty: whenever the instances reading it are few enough (push.lua).
 	InstancesKey string
 
 	// FriendsMirror names presence's copy of uid's friend set, which

@@ -84,6 +84,7 @@ func New(rdb redis.UniversalClient, o Options) *Instance {
 
 	ro := o.Realtime
 	ro.Prefix, ro.Logger = o.Prefix, log.With("component", "realtime")
+	ro.Instance = pres.ID()
 	if ro.HeartbeatInterval == 0 {
 		ro.HeartbeatInterval = pres.HeartbeatInterval()
 	}

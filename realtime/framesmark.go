@@ -1,0 +1,62 @@
+package realtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The hub's mark as a reader of the frames channel (bus.FramesReadersKey):
+// made once Redis confirms the channel, and again every framesMarkEvery,
+// each holding for framesMarkFor, so that a fan-out sends frames for many
+// users in one message only while every instance holding streams reads
+// them. Marks of instances gone for framesMarkKept are taken out by any
+// instance's next mark.
+const (
+	framesMarkEvery = 15 * time.Second
+	framesMarkFor   = time.Minute
+	framesMarkKept  = time.Hour
+)
+
+// markScript marks instance ARGV[1] in KEYS[1] until now + ARGV[2] ms, by
+// Redis's clock (presence's leases' clock), and takes out the marks that
+// ran out over ARGV[3] ms ago.
+var markScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+return 1
+`)
+
+// markFramesReader keeps the hub's mark, on one Redis and with an instance
+// id, from the frames channel's first confirmation on.
+func (h *Hub) markFramesReader(ctx context.Context) {
+	defer h.routerWG.Done()
+	key := h.bus.FramesReadersKey()
+	if key == "" || h.opts.Instance == "" {
+		return
+	}
+	var tick <-chan time.Time // none until the channel is live
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.framesLive:
+			if tick == nil {
+				t := time.NewTicker(framesMarkEvery)
+				defer t.Stop()
+				tick = t.C
+			}
+		case <-tick:
+		}
+		mctx, cancel := context.WithTimeout(ctx, framesMarkEvery)
+		err := markScript.Run(mctx, h.rdb, []string{key}, h.opts.Instance,
+			framesMarkFor.Milliseconds(), framesMarkKept.Milliseconds()).Err()
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			h.log.Warn("marking this instance a reader of the frames channel failed; fan-outs send its users' frames one by one meanwhile", "err", err)
+		}
+	}
+}
