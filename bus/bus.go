@@ -79,9 +79,9 @@ func (b *Bus) FramesChannel() string {
 // FramesReadersKey names, on one Redis, the sorted set of the instances
 // whose hub reads FramesChannel (presence's instance id -> until when its
 // mark holds, unix ms, Redis's clock): a fan-out sends a frame for many
-// users there only while every instance that holds streams is marked in
-// it (an instance of a build before the channel reads only users'
-// channels). "" on a cluster.
+// users there only while every instance in presence's set (those that
+// hold streams) is marked in it (an instance of a build before the
+// channel reads only users' channels). "" on a cluster.
 func (b *Bus) FramesReadersKey() string {
 	if b.cluster {
 		return ""

@@ -61,11 +61,25 @@ func TestFramesForManyUsers(t *testing.T) {
 	// The same status again, as a redone push might send it: once a stream.
 	publish(fmt.Sprintf("%d\n%s", bob.id, status(900_001)))
 
+	// A frame for a user whose channel is not live here (not confirmed
+	// yet) waits for nothing: it is not handed on, as none on the channel
+	// would be.
+	cyChannel := e.hub.bus.UserChannel(cy.id)
+	e.hub.mu.Lock()
+	e.hub.live[cyChannel] = false
+	e.hub.mu.Unlock()
+	publish(fmt.Sprintf("%d\n%s", cy.id, status(900_004)))
+	publish(fmt.Sprintf("%d\n%s", ada.id, status(900_005))) // behind it on the one connection
+	ada1.upTo(func(f frame) bool { return f.Type == "status" && f.Status != nil && f.Status.ID == 900_005 }, 10*time.Second)
+	e.hub.mu.Lock()
+	e.hub.live[cyChannel] = true
+	e.hub.mu.Unlock()
+
 	for _, tc := range []struct {
 		u    user
 		s    *stream
 		want []int64
-	}{{ada, ada1, []int64{900_001}}, {ada, ada2, []int64{900_001}}, {bob, bobs, []int64{900_001}}, {cy, cys, nil}} {
+	}{{ada, ada1, nil}, {ada, ada2, []int64{900_001, 900_005}}, {bob, bobs, []int64{900_001}}, {cy, cys, nil}} {
 		var got []int64
 		for _, f := range e.routed(tc.u, tc.s) {
 			switch {

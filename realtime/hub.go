@@ -149,7 +149,7 @@ type Hub struct {
 	beats      beats
 	conns      sync.WaitGroup // every connection's Serve
 	admitted   atomic.Int64   // streams being opened or open
-	routerWG   sync.WaitGroup // the router, the subscriber, the session checker, the health watch and the beats
+	routerWG   sync.WaitGroup // the router, the subscriber, the session checker, the health watch, the beats and the frames reader mark
 	// statusMark is the greatest status id the hub has seen given: read
 	// from Redis as streams open, raised by the status frames routed. A
 	// stream that opens while Redis cannot tell the last id takes it as

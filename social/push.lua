@@ -42,7 +42,7 @@
 -- With ARGV[9], the frames of the call go in one message on that channel
 -- (the ids of their users, a space between two, a newline, the frame),
 -- when they are as many as the connections that read it or more, and
--- every instance whose lease runs is marked as a reader (an instance of a
+-- every instance in presence's set is marked as a reader (an instance of a
 -- build before the channel reads only users' channels, and marks nothing):
 -- each instance gets the message once, where a frame on each follower's
 -- channel reaches only the instance that holds the follower's streams.
@@ -113,7 +113,10 @@ if #batch > 0 then
   if all and #KEYS > stride * n + 1 then
     local t = redis.call('TIME')
     local now = t[1] * 1000 + math.floor(t[2] / 1000)
-    local holders = redis.call('ZRANGEBYSCORE', KEYS[stride * n + 2], now, '+inf')
+    -- Every instance in the set, its lease run out or not: one whose lease
+    -- lapsed while it stalled may still hold streams, until the sweep
+    -- takes it out.
+    local holders = redis.call('ZRANGE', KEYS[stride * n + 2], 0, -1)
     if #holders > 0 then
       local marks = redis.call('ZMSCORE', KEYS[stride * n + 3], unpack(holders))
       for i = 1, #holders do

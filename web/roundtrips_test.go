@@ -12,6 +12,7 @@ import (
 
 	"chorus/bus"
 	"chorus/internal/redistest"
+	"chorus/presence"
 	"chorus/social"
 	"chorus/web"
 
@@ -183,6 +184,24 @@ func TestPostRoundTrips(t *testing.T) {
 	}
 	for _, s := range streams {
 		s.quiet("status", 200*time.Millisecond) // each status came once
+	}
+	// On one Redis each instance holding streams is marked as a reader of
+	// the frames channel under presence's id for it (as the app wires
+	// them), so that a push may send its frames in one message.
+	if marks := b.FramesReadersKey(); marks != "" {
+		ids, err := e.rdb.ZRange(t.Context(), presence.InstancesKey(e.prefix, false), 0, -1).Result()
+		if err != nil || len(ids) == 0 {
+			t.Fatalf("instances holding streams: %v, %v", ids, err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for _, id := range ids {
+			for e.rdb.ZScore(t.Context(), marks, id).Err() != nil {
+				if time.Now().After(deadline) {
+					t.Fatalf("instance %s holds streams, unmarked as a reader of the frames channel", id)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
 	}
 }
 
