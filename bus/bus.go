@@ -42,8 +42,12 @@ func New(rdb redis.UniversalClient, prefix string) *Bus {
 // hold uid's streams. On a cluster it is in the slot of uid's keys
 // ("events:user:{42}"), so a script on them can publish on it.
 func (b *Bus) UserChannel(uid int64) string {
-	return b.prefix + "events:user:" + slots.Tag(b.cluster, strconv.FormatInt(uid, 10))
+	return b.prefix + userChannel + slots.Tag(b.cluster, strconv.FormatInt(uid, 10))
 }
+
+// userChannel is what a user's channel holds between the prefix and the
+// user's id (UserChannel, UserChannelStart, AppendUserChannel).
+const userChannel = "events:user:"
 
 // AuthorChannel is the channel of a pulled author's statuses and their
 // deletions, published once each for all their followers: the instances
@@ -104,7 +108,7 @@ func (b *Bus) UserChannelStart() string {
 	if b.cluster {
 		return ""
 	}
-	return b.prefix + "events:user:"
+	return b.prefix + userChannel
 }
 
 // AppendUserChannel appends to dst the name of UserChannel(uid), uid given
@@ -112,7 +116,7 @@ func (b *Bus) UserChannelStart() string {
 // with it, in a buffer of its own.
 func (b *Bus) AppendUserChannel(dst []byte, uid string) []byte {
 	dst = append(dst, b.prefix...)
-	dst = append(dst, "events:user:"...)
+	dst = append(dst, userChannel...)
 	return append(dst, slots.Tag(b.cluster, uid)...)
 }
 
