@@ -85,7 +85,9 @@ func (b *Bus) FramesChannel() string {
 // mark holds, unix ms, Redis's clock): a fan-out sends a frame for many
 // users there only while every instance in presence's set (those that
 // hold streams) is marked in it (an instance of a build before the
-// channel reads only users' channels). "" on a cluster.
+// channel reads only users' channels). A hub that shut down marks itself
+// for long past its lease: it reads nothing more, so no frame is lost to
+// it. "" on a cluster.
 func (b *Bus) FramesReadersKey() string {
 	if b.cluster {
 		return ""

@@ -13,10 +13,13 @@ import (
 // users in one message only while every instance holding streams reads
 // them. Marks of instances gone for framesMarkKept are taken out by any
 // instance's next mark.
+//
+// A hub that shut down marks itself for framesMarkDone (markFramesDone).
 const (
 	framesMarkEvery = 15 * time.Second
 	framesMarkFor   = time.Minute
 	framesMarkKept  = time.Hour
+	framesMarkDone  = 24 * time.Hour
 )
 
 // markScript marks instance ARGV[1] in KEYS[1] until now + ARGV[2] ms, by
@@ -58,5 +61,27 @@ func (h *Hub) markFramesReader(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			h.log.Warn("marking this instance a reader of the frames channel failed; fan-outs send its users' frames one by one meanwhile", "err", err)
 		}
+	}
+}
+
+// markFramesDone marks the hub's instance for framesMarkDone, once it has
+// stopped reading (Shutdown): no frame can reach its streams any more, on
+// the frames channel or on users' channels, so none is lost to it whichever
+// way it goes. Its lease stays in presence's set until a sweep takes it out,
+// up to the online window and a sweep later (its streams' presence is left
+// to the lease); marked done, it no longer makes fan-outs send frames one
+// by one meanwhile. A crashed instance's mark runs out within
+// framesMarkFor, and until the sweep they do.
+func (h *Hub) markFramesDone(ctx context.Context) {
+	key := h.bus.FramesReadersKey()
+	if key == "" || h.opts.Instance == "" {
+		return
+	}
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), framesMarkEvery)
+	defer cancel()
+	err := markScript.Run(mctx, h.rdb, []string{key}, h.opts.Instance,
+		framesMarkDone.Milliseconds(), framesMarkKept.Milliseconds()).Err()
+	if err != nil {
+		h.log.Warn("marking this instance done with the frames channel failed; fan-outs send frames one by one until its lease is swept", "err", err)
 	}
 }

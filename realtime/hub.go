@@ -840,7 +840,9 @@ func (h *Hub) waitConns(ctx context.Context) error {
 // Shutdown closes every connection with 1001 (reconnect elsewhere, then
 // resume) and waits for them, until ctx ends. Their presence is left to
 // expire rather than announced as offline: a client reconnecting to another
-// instance stays online for its friends without a flicker.
+// instance stays online for its friends without a flicker. Once it reads
+// nothing more, the hub marks itself done with the frames channel
+// (markFramesDone).
 func (h *Hub) Shutdown(ctx context.Context) error {
 	for _, c := range h.stopTaking() {
 		c.shuttingDown.Store(true)
@@ -850,5 +852,6 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	h.cancel()
 	_ = h.ps.Close() // its connections end with the process
 	h.routerWG.Wait()
+	h.markFramesDone(ctx)
 	return err
 }

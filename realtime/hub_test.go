@@ -166,6 +166,13 @@ func TestShutdownClosesStreams(t *testing.T) {
 	if n := e.hub.Stats.Open.Load(); n != 0 {
 		t.Fatalf("%d streams open once Shutdown returned, want 0", n)
 	}
+	// Reading nothing more, it is marked done with the frames channel for
+	// long past its lease, which lingers until swept: fan-outs need not send
+	// frames one by one for it (markFramesDone).
+	until, err := e.rdb.ZScore(t.Context(), e.hub.bus.FramesReadersKey(), e.hub.opts.Instance).Result()
+	if min := time.Now().Add(framesMarkDone - time.Hour).UnixMilli(); err != nil || until < float64(min) {
+		t.Fatalf("the mark of a hub shut down: %.0f (%v), want at least %d", until, err, min)
+	}
 	for i, s := range streams {
 		if code, _ := s.closed(5 * time.Second); code != websocket.StatusGoingAway {
 			t.Errorf("stream %d closed with %v, want 1001", i, code)
