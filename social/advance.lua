@@ -1,10 +1,13 @@
 -- Ends one pass of a fan-out job run from Go: moves the job on, or finishes
 -- it. The pass read the job's "pass" counter before its writes; when
 -- another worker has moved or finished the job since, this writes nothing
--- (the pass's writes were idempotent, and the other's move stands).
+-- (the pass's writes were idempotent, and the other's move stands). A job
+-- moved on that has no stream entry yet (its maker's first pass, see
+-- queue_job.lua) is given one, for a worker to carry on.
 --
 -- KEYS[1] the job hash
 -- KEYS[2] fan-out job stream
+-- KEYS[3] the jobs being made (job key -> when queued, unix ms)
 -- ARGV[1] consumer group of the job stream
 -- ARGV[2] the pass counter the pass read ('0' when it had none)
 -- ARGV[3] '1' to finish the job: acknowledge and delete its stream entry,
@@ -18,8 +21,9 @@ local pass = redis.call('HGET', KEYS[1], 'pass') or '0'
 if pass ~= ARGV[2] then
   return 0
 end
+local entry = redis.call('HGET', KEYS[1], 'entry')
+redis.call('ZREM', KEYS[3], KEYS[1])
 if ARGV[3] == '1' then
-  local entry = redis.call('HGET', KEYS[1], 'entry')
   if entry then
     redis.call('XACK', KEYS[2], ARGV[1], entry)
     redis.call('XDEL', KEYS[2], entry)
@@ -34,5 +38,8 @@ for i = 4, #ARGV, 2 do
   else
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
   end
+end
+if not entry then
+  redis.call('HSET', KEYS[1], 'entry', redis.call('XADD', KEYS[2], '*', 'job', KEYS[1]))
 end
 return 1

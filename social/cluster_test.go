@@ -115,8 +115,8 @@ func TestClusterSignInAuthenticateAndRead(t *testing.T) {
 		t.Fatalf("authenticate = %d, %v", uid, err)
 	}
 	for i, want := range []int{1, 0} {
-		q, err := queueJobScript.Run(ctx, rdb, []string{k.jobs(), k.job(refillJobID(4242))},
-			"kind", "refill", "uid", 4242, "cursor", 0, "floor", "+inf").Int()
+		q, err := queueJobScript.Run(ctx, rdb, []string{k.jobs(), k.job(refillJobID(4242)), k.making()},
+			"1", "kind", "refill", "uid", 4242, "cursor", 0, "floor", "+inf").Int()
 		if err != nil || q != want {
 			t.Fatalf("queue rebuild, call %d = %d, %v; want %d", i+1, q, err, want)
 		}

@@ -1,12 +1,15 @@
 package social
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
+
+	"chorus/protocol"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -88,7 +91,21 @@ func TestScriptsOnEmbeddedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { h := homeIDs(fans[0].ID); return len(h) == 1 && h[0] == kept.ID })
-	waitFor(t, func() bool { n, _ := rdb.XLen(ctx, s.keys.jobs()).Result(); return n == 0 })
+	waitFor(t, func() bool { return jobsLeft(ctx, rdb, s.keys) == 0 })
+
+	// A post job whose maker died before marking it ready: the worker
+	// adopts it once JobClaimIdle has gone, and runs it to its end.
+	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: kept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.queueJob(ctx, rdb, job{kind: jobPost, uid: other.ID, sid: kept.ID, payload: string(payload)}, inputsPending).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return jobsLeft(ctx, rdb, s.keys) == 0 && rdb.Exists(ctx, s.keys.job(postJobID(kept.ID))).Val() == 0 })
+	if h := homeIDs(fans[0].ID); len(h) != 1 || h[0] != kept.ID {
+		t.Fatalf("fan0's home after the redone post = %v, want [%d]", h, kept.ID)
+	}
 }
 
 func waitFor(tb testing.TB, ok func() bool) {

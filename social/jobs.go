@@ -32,6 +32,10 @@ var (
 	//go:embed advance.lua
 	advanceSource string
 	advanceScript = redis.NewScript(advanceSource)
+
+	//go:embed adopt_jobs.lua
+	adoptSource string
+	adoptScript = redis.NewScript(adoptSource)
 )
 
 // jobKind is what a fan-out job does: its hash's "kind" field.
@@ -85,7 +89,8 @@ type job struct {
 	of      int64   // "of": the original of the deleted repost entry (drop_reactions), 0 for a status
 	ready   bool    // "ready": what the job reads is written (see queueJob)
 	deleted bool    // "deleted": its status is being deleted (a post's jobs, see rewriteUnlessDeleted)
-	entry   string  // "entry": its entry in the job stream
+	entry   string  // "entry": its entry in the job stream; "" until it has one (see queueJob)
+	queued  int64   // "queued": when a job queued before its inputs was queued, unix ms (Redis's clock); 0 for one queued with them
 	pass    int64   // "pass": how many times it was moved on (see advance)
 
 	// A refill's place (see refillPass).
@@ -132,6 +137,7 @@ func parseJob(key string, f map[string]string) job {
 	j.of, _ = strconv.ParseInt(f["of"], 10, 64)
 	j.cursor, _ = strconv.ParseFloat(f["cursor"], 64)
 	j.pass, _ = strconv.ParseInt(f["pass"], 10, 64)
+	j.queued, _ = strconv.ParseInt(f["queued"], 10, 64)
 	if j.kind == jobRefill {
 		j.ready = true // see fields
 	}
@@ -203,20 +209,32 @@ const (
 )
 
 // queueJob queues j on c (a client, or a pipeline) unless a job of its key
-// is queued: its hash, and the stream entry that names it. The command's
-// value is 1 when it queued the job, 0 when one was there.
+// is queued. The command's value is 1 when it queued the job, 0 when one
+// was there.
 //
 // A job becomes runnable only after everything it reads is written: a job
 // queued before its inputs (so that a worker finishes what its maker leaves
-// part way) is queued inputsPending and marked ready once they are.
+// part way) is queued inputsPending and marked ready once they are. A job
+// queued inputsWritten gets its hash and the stream entry that names it,
+// which a worker reads. One queued inputsPending gets its hash and a place
+// among the jobs being made (keys.making), and no entry until its maker
+// marks it ready with work left (markReady, advance): a post whose first
+// pass its maker finishes, most of them, wakes no worker. A worker adopts
+// one whose maker has not marked it ready within JobClaimIdle (adoptJobs),
+// and redoes the maker's writes (makerDone).
 func (s *Service) queueJob(ctx context.Context, c redis.Scripter, j job, inputs jobInputs) *redis.Cmd {
 	j.ready = bool(inputs)
-	keys := []string{s.keys.jobs(), s.keys.job(j.id())}
+	keys := []string{s.keys.jobs(), s.keys.job(j.id()), s.keys.making()}
+	written := "0"
+	if inputs == inputsWritten {
+		written = "1"
+	}
+	args := append([]any{written}, j.fields()...)
 	if _, ok := c.(redis.Pipeliner); ok {
 		// A pipeline's EVALSHA cannot fall back to EVAL.
-		return queueJobScript.Eval(ctx, c, keys, j.fields()...)
+		return queueJobScript.Eval(ctx, c, keys, args...)
 	}
-	return queueJobScript.Run(ctx, c, keys, j.fields()...)
+	return queueJobScript.Run(ctx, c, keys, args...)
 }
 
 // markReady marks jobs (keys) ready to run, once what they read is written;
@@ -228,7 +246,12 @@ func (s *Service) markReady(ctx context.Context, jobs ...string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	return flagJobsScript.Run(ctx, s.rdb, keys, "ready").Err()
+	return flagJobsScript.Run(ctx, s.rdb, s.flagKeys(keys...), "ready").Err()
+}
+
+// flagKeys are the keys of flag_jobs.lua for the jobs named.
+func (s *Service) flagKeys(jobs ...string) []string {
+	return append([]string{s.keys.jobs(), s.keys.making()}, jobs...)
 }
 
 // readJob reads the job at key; ok is false when it is gone.
@@ -319,7 +342,7 @@ func (s *Service) advance(ctx context.Context, j job, res passResult) (bool, err
 	if !res.finished {
 		args = append(args, j.moves(res.next)...)
 	}
-	n, err := advanceScript.Run(ctx, s.rdb, []string{j.key, s.keys.jobs()}, args...).Int()
+	n, err := advanceScript.Run(ctx, s.rdb, []string{j.key, s.keys.jobs(), s.keys.making()}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("advance job %s: %w", j.key, err)
 	}
@@ -347,8 +370,11 @@ func (s *Service) makerDone(ctx context.Context, j job, redo func() error) (next
 	if err != nil {
 		return job{}, false, err
 	}
-	ms, _, _ := strings.Cut(j.entry, "-")
-	queued, _ := strconv.ParseInt(ms, 10, 64)
+	queued := j.queued
+	if queued == 0 { // queued with its entry (by a build before keys.making)
+		ms, _, _ := strings.Cut(j.entry, "-")
+		queued, _ = strconv.ParseInt(ms, 10, 64)
+	}
 	if now.Sub(time.UnixMilli(queued)) <= s.opts.JobClaimIdle {
 		return job{}, true, nil
 	}
@@ -450,20 +476,51 @@ func (s *Service) boundedMembers(ctx context.Context, p *boundedPage) (members [
 }
 
 // JobBacklog reports how many fan-out jobs are queued or under way
-// site-wide, and how long ago the oldest was queued (by Redis's clock).
+// site-wide, those still being made by their makers too, and how long ago
+// the oldest was queued (by Redis's clock).
 func (s *Service) JobBacklog(ctx context.Context) (jobs int64, oldest time.Duration, err error) {
 	pipe := s.rdb.Pipeline()
 	n := pipe.XLen(ctx, s.keys.jobs())
 	first := pipe.XRangeN(ctx, s.keys.jobs(), "-", "+", 1)
+	making := pipe.ZCard(ctx, s.keys.making())
+	firstMade := pipe.ZRangeWithScores(ctx, s.keys.making(), 0, 0)
 	now := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, 0, fmt.Errorf("job backlog: %w", err)
 	}
+	var at []int64
 	if msgs := first.Val(); len(msgs) > 0 {
 		ms, _, _ := strings.Cut(msgs[0].ID, "-")
-		if at, err := strconv.ParseInt(ms, 10, 64); err == nil {
-			oldest = max(0, now.Val().Sub(time.UnixMilli(at)))
+		if t, err := strconv.ParseInt(ms, 10, 64); err == nil {
+			at = append(at, t)
 		}
 	}
-	return n.Val(), oldest, nil
+	if z := firstMade.Val(); len(z) > 0 {
+		at = append(at, int64(z[0].Score))
+	}
+	if len(at) > 0 {
+		oldest = max(0, now.Val().Sub(time.UnixMilli(slices.Min(at))))
+	}
+	return n.Val() + making.Val(), oldest, nil
 }
+
+// adoptJobs gives up to adoptBatch of the jobs being made whose makers
+// have not marked them ready within JobClaimIdle a stream entry (see
+// adopt_jobs.lua), for a worker to read and take over. It returns how many
+// it gave one, and whether it found a whole batch due (more may be).
+func (s *Service) adoptJobs(ctx context.Context) (adopted int, full bool, err error) {
+	idle := s.opts.JobClaimIdle.Milliseconds()
+	due, err := s.rdb.ZRangeByScore(ctx, s.keys.making(), &redis.ZRangeBy{
+		Min: "-inf", Max: itoa(time.Now().UnixMilli() - idle), Count: adoptBatch,
+	}).Result()
+	if err != nil || len(due) == 0 {
+		return 0, false, err
+	}
+	// The script checks each against Redis's clock, the one they were
+	// queued by; this instance's only picks them.
+	adopted, err = adoptScript.Run(ctx, s.rdb, s.flagKeys(due...), idle).Int()
+	return adopted, len(due) == adoptBatch, err
+}
+
+// adoptBatch is how many jobs being made a worker adopts at a time.
+const adoptBatch = 100

@@ -2,8 +2,11 @@ package social
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -63,11 +66,27 @@ func TestQueuedJobHashesKeepTheirLayout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			entries, err := rdb.XRange(ctx, s.keys.jobs(), got["entry"], got["entry"]).Result()
-			if err != nil || len(entries) != 1 || entries[0].Values["job"] != key {
-				t.Errorf("entry %q names %v, %v; want the job", got["entry"], entries, err)
+			// A job queued with its inputs has its stream entry; one queued
+			// before them has none, and is among the jobs being made, by
+			// when it was queued.
+			making, merr := rdb.ZScore(ctx, s.keys.making(), key).Result()
+			if tc.inputs == inputsWritten {
+				entries, err := rdb.XRange(ctx, s.keys.jobs(), got["entry"], got["entry"]).Result()
+				if err != nil || len(entries) != 1 || entries[0].Values["job"] != key {
+					t.Errorf("entry %q names %v, %v; want the job", got["entry"], entries, err)
+				}
+				if !errors.Is(merr, redis.Nil) {
+					t.Errorf("a job queued ready is among those being made (%v, %v)", making, merr)
+				}
+			} else {
+				queued, _ := strconv.ParseInt(got["queued"], 10, 64)
+				if got["entry"] != "" || time.Since(time.UnixMilli(queued)).Abs() > time.Minute || merr != nil || making != float64(queued) {
+					t.Errorf("a job queued before its inputs: entry %q, queued %q, among those being made at %v (%v); want no entry, now, and there",
+						got["entry"], got["queued"], making, merr)
+				}
 			}
 			delete(got, "entry")
+			delete(got, "queued")
 			if !maps.Equal(got, tc.want) {
 				t.Errorf("hash = %v, want %v", got, tc.want)
 			}
@@ -121,7 +140,7 @@ func TestJobsQueuedByAnOlderInstanceRun(t *testing.T) {
 		if n := rdb.Exists(ctx, key).Val(); n != 0 {
 			t.Errorf("%s is left after its job", key)
 		}
-		if n := rdb.XLen(ctx, k.jobs()).Val(); n != 0 {
+		if n := jobsLeft(ctx, rdb, k); n != 0 {
 			t.Errorf("job stream holds %d entries after the job, want 0", n)
 		}
 	}
@@ -214,5 +233,99 @@ func TestMarkReadyMakesNoJobAgain(t *testing.T) {
 	}
 	if n := rdb.Exists(ctx, gone).Val(); n != 0 {
 		t.Errorf("marking a job gone made it again: %v", rdb.HGetAll(ctx, gone).Val())
+	}
+}
+
+// A job queued before its inputs enters the job stream only when a worker
+// has something to do in it: a post whose maker finishes its first pass
+// (most posts) wakes no worker; one with pages left gets its entry as its
+// maker moves it on; one whose maker died gets it from a worker that
+// adopts it, once JobClaimIdle has gone. Until then the backlog counts it.
+func TestJobsEnterTheStreamOnlyForAWorker(t *testing.T) {
+	t.Parallel()
+	const claimIdle = 300 * time.Millisecond
+	s, rdb := newService(t, Options{FanoutPassSize: 3, JobClaimIdle: claimIdle})
+	ctx := ctxT(t)
+	k := s.keys
+	added := func() int64 {
+		info, err := rdb.XInfoStream(ctx, k.jobs()).Result()
+		if err != nil {
+			return 0 // no stream yet
+		}
+		return info.EntriesAdded
+	}
+	hasEntry := func(key string) bool {
+		entry := rdb.HGet(ctx, key, "entry").Val()
+		msgs := rdb.XRangeN(ctx, k.jobs(), entry, entry, 1).Val()
+		return entry != "" && len(msgs) == 1 && msgs[0].Values["job"] == key
+	}
+	making := func(key string) bool { return rdb.ZScore(ctx, k.making(), key).Err() == nil }
+
+	short := signUp(t, s, "short")
+	shortFollowers := followersOf(t, s, "short", 2)
+	before := added()
+	one := post(t, s, short.ID, "one page")
+	if n := added() - before; n != 0 {
+		t.Errorf("a post of one page added %d stream entries, want 0", n)
+	}
+	if n := jobsLeft(ctx, rdb, k); n != 0 {
+		t.Errorf("a post of one page left %d jobs, want 0", n)
+	}
+
+	// A maker that died after queueing: its job waits among those being
+	// made, counted in the backlog, with no entry.
+	dead := k.job(postJobID(one.ID))
+	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.queueJob(ctx, rdb, job{kind: jobPost, uid: short.ID, sid: one.ID, payload: string(payload)}, inputsPending).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !making(dead) || hasEntry(dead) {
+		t.Errorf("a job queued before its inputs: among those being made %v, with an entry %v; want true, false", making(dead), hasEntry(dead))
+	}
+	if n, oldest, err := s.JobBacklog(ctx); err != nil || n != 1 || oldest > time.Minute {
+		t.Errorf("backlog with a job being made = %d, %v, %v; want 1, under a minute", n, oldest, err)
+	}
+
+	long := signUp(t, s, "long")
+	longFollowers := make([]User, 5)
+	for i := range longFollowers {
+		longFollowers[i] = signUp(t, s, fmt.Sprintf("l%02d", i))
+		follow(t, s, longFollowers[i].ID, "long")
+	}
+	two := post(t, s, long.ID, "two pages")
+	moved := k.job(postJobID(two.ID))
+	if !hasEntry(moved) || making(moved) {
+		t.Errorf("a post with a page left: entry %v, among those being made %v; want true, false", hasEntry(moved), making(moved))
+	}
+
+	// Adopted only once its maker has had JobClaimIdle.
+	if n, _, err := s.adoptJobs(ctx); err != nil || n != 0 {
+		t.Errorf("adopted %d (%v) within JobClaimIdle, want 0", n, err)
+	}
+	time.Sleep(claimIdle + 50*time.Millisecond)
+	if n, full, err := s.adoptJobs(ctx); err != nil || n != 1 || full {
+		t.Errorf("adopted %d (a whole batch %v, %v) after JobClaimIdle, want 1 (false)", n, full, err)
+	}
+	if !hasEntry(dead) || making(dead) {
+		t.Errorf("an adopted job: entry %v, among those being made %v; want true, false", hasEntry(dead), making(dead))
+	}
+	if n, _, err := s.adoptJobs(ctx); err != nil || n != 0 {
+		t.Errorf("adopted %d (%v) again, want 0", n, err)
+	}
+
+	startWorker(t, s, "w")
+	waitJobsDone(t, s)
+	for _, f := range shortFollowers {
+		if got := homeIDs(t, s, f.ID); !slices.Equal(got, []int64{one.ID}) {
+			t.Errorf("%s's home = %v, want [%d]", f.Login, got, one.ID)
+		}
+	}
+	for _, f := range longFollowers {
+		if got := homeIDs(t, s, f.ID); !slices.Equal(got, []int64{two.ID}) {
+			t.Errorf("%s's home = %v, want [%d]", f.Login, got, two.ID)
+		}
 	}
 }

@@ -87,6 +87,11 @@ func (k keys) friends(uid int64) string   { return k.prefix + "friends:" + k.u(u
 func (k keys) jobs() string               { return k.fanout() + "jobs" }
 func (k keys) job(id string) string       { return k.fanout() + "job:" + id }
 
+// making is the sorted set of the jobs queued before their inputs and not
+// marked ready yet, which have no stream entry (job key -> when queued,
+// unix ms; see queue_job.lua).
+func (k keys) making() string { return k.fanout() + "jobs:making" }
+
 // pulledAuthors is the sorted set of the authors whose statuses their
 // followers pull (uid -> the first status id not pushed); pulls(uid) the
 // sorted set of those uid follows (uid -> follow score).

@@ -315,9 +315,8 @@ func TestPromotionRacesFollowsAndPosts(t *testing.T) {
 	})
 	wg.Wait()
 	testio.Eventually(t, 20*time.Second, func() string {
-		n, err := s.rdb.XLen(ctx, s.keys.jobs()).Result()
-		if err != nil || n != 0 {
-			return fmt.Sprintf("%d jobs left (%v)", n, err)
+		if n := jobsLeft(ctx, s.rdb, s.keys); n != 0 {
+			return fmt.Sprintf("%d jobs left", n)
 		}
 		return ""
 	})

@@ -34,9 +34,8 @@ func usersN(tb testing.TB, s *Service, prefix string, n int) []User {
 func waitJobsDone(tb testing.TB, s *Service) {
 	tb.Helper()
 	testio.Eventually(tb, 30*time.Second, func() string {
-		n, err := s.rdb.XLen(ctxT(tb), s.keys.jobs()).Result()
-		if err != nil || n != 0 {
-			return fmt.Sprintf("%d jobs queued (%v)", n, err)
+		if n := jobsLeft(ctxT(tb), s.rdb, s.keys); n != 0 {
+			return fmt.Sprintf("%d jobs queued", n)
 		}
 		return ""
 	})

@@ -57,7 +57,8 @@ type Worker struct {
 	// tests use it to stop a worker part way.
 	afterPass func()
 
-	lastReap time.Time // when this worker last removed dead consumers
+	lastReap  time.Time // when this worker last removed dead consumers
+	lastAdopt time.Time // when this worker last adopted jobs of dead makers
 
 	keptAt time.Time // when the worker last claimed the entry it runs (keep)
 }
@@ -125,6 +126,7 @@ func (w *Worker) round(ctx context.Context) error {
 	s := w.s
 	stream := s.keys.jobs()
 	w.reapConsumers(ctx)
+	w.adoptJobs(ctx)
 	claimed, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream: stream, Group: jobGroup, Consumer: w.consumer,
 		MinIdle: s.opts.JobClaimIdle, Start: "0-0", Count: 1,
@@ -178,6 +180,27 @@ func (w *Worker) keep(ctx context.Context, entry string) (bool, error) {
 		w.log.Warn("fan-out job no longer this worker's: taken over, or finished by another", "entry", entry)
 	}
 	return held == 1, nil
+}
+
+// adoptJobs gives the jobs of makers taken for dead a stream entry (see
+// Service.adoptJobs), at most once every sixth of JobClaimIdle, or again
+// at once after a whole batch; the next rounds read them. A failure is
+// only logged; the next round tries again.
+func (w *Worker) adoptJobs(ctx context.Context) {
+	if time.Since(w.lastAdopt) < w.s.opts.JobClaimIdle/6 {
+		return
+	}
+	w.lastAdopt = time.Now()
+	n, full, err := w.s.adoptJobs(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.log.Warn("adopt fan-out jobs of dead makers", "err", err)
+	case n > 0:
+		w.log.Info("adopted fan-out jobs whose makers did not finish them", "jobs", n)
+	}
+	if full && err == nil {
+		w.lastAdopt = time.Time{}
+	}
 }
 
 // reapConsumers removes, at most once every consumerReapEvery, the consumers
