@@ -41,7 +41,7 @@ func BenchmarkDeleteAccount(b *testing.B) {
 		if err := s.DeleteAccount(ctx, author.ID, "password-"+author.Login, "192.0.2.1"); err != nil {
 			b.Fatal(err)
 		}
-		for jobsLeft(ctx, rdb, s.keys) > 0 {
+		for jobsLeft(b, ctx, rdb, s.keys) > 0 {
 			time.Sleep(10 * time.Millisecond)
 		}
 		b.StopTimer()

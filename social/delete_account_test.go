@@ -82,7 +82,7 @@ func TestDeleteAccountDuringFanout(t *testing.T) {
 	}
 	startWorker(t, s, "w1")
 	startWorker(t, s, "w2")
-	waitFor(t, func() bool { return jobsLeft(ctx, rdb, s.keys) == 0 })
+	waitFor(t, func() bool { return jobsLeft(t, ctx, rdb, s.keys) == 0 })
 	for _, f := range fans {
 		home := homeIDs(t, s, f.ID)
 		for _, id := range posted {

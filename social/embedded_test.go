@@ -91,7 +91,7 @@ func TestScriptsOnEmbeddedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { h := homeIDs(fans[0].ID); return len(h) == 1 && h[0] == kept.ID })
-	waitFor(t, func() bool { return jobsLeft(ctx, rdb, s.keys) == 0 })
+	waitFor(t, func() bool { return jobsLeft(t, ctx, rdb, s.keys) == 0 })
 
 	// A post job whose maker died before marking it ready: the worker
 	// adopts it once JobClaimIdle has gone, and runs it to its end.
@@ -102,7 +102,9 @@ func TestScriptsOnEmbeddedStore(t *testing.T) {
 	if err := s.queueJob(ctx, rdb, job{kind: jobPost, uid: other.ID, sid: kept.ID, payload: string(payload)}, inputsPending).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return jobsLeft(ctx, rdb, s.keys) == 0 && rdb.Exists(ctx, s.keys.job(postJobID(kept.ID))).Val() == 0 })
+	waitFor(t, func() bool {
+		return jobsLeft(t, ctx, rdb, s.keys) == 0 && rdb.Exists(ctx, s.keys.job(postJobID(kept.ID))).Val() == 0
+	})
 	if h := homeIDs(fans[0].ID); len(h) != 1 || h[0] != kept.ID {
 		t.Fatalf("fan0's home after the redone post = %v, want [%d]", h, kept.ID)
 	}

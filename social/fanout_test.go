@@ -172,7 +172,7 @@ func TestPostFanoutPasses(t *testing.T) {
 			if rdb.Exists(ctx, job).Val() != 0 {
 				t.Error("the job hash is left after its last pass")
 			}
-			if n := jobsLeft(ctx, rdb, s.keys); n != 0 {
+			if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
 				t.Errorf("job stream holds %d entries after the job, want 0", n)
 			}
 

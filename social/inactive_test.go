@@ -107,7 +107,7 @@ func TestInactiveFollowersSkippedAndRebuilt(t *testing.T) {
 	if got := homeIDs(t, s, away.ID); !slices.Equal(got, posted) {
 		t.Fatalf("home after coming back = %v, want %v", got, posted)
 	}
-	if n := jobsLeft(ctx, rdb, s.keys); n > 1 {
+	if n := jobsLeft(t, ctx, rdb, s.keys); n > 1 {
 		t.Errorf("%d jobs queued for one return, want at most 1 (finished jobs leave none)", n)
 	}
 	if n, _ := rdb.Exists(ctx, s.keys.job(refillJobID(away.ID))).Result(); n != 0 {

@@ -218,8 +218,8 @@ const (
 // queued inputsWritten gets its hash and the stream entry that names it,
 // which a worker reads. One queued inputsPending gets its hash and a place
 // among the jobs being made (keys.making), and no entry until its maker
-// marks it ready with work left (markReady, advance): a post whose first
-// pass its maker finishes, most of them, wakes no worker. A worker adopts
+// marks it ready (markReady) or moves it past its first pass (advance): a
+// post whose first pass its maker finishes, most of them, wakes no worker. A worker adopts
 // one whose maker has not marked it ready within JobClaimIdle (adoptJobs),
 // and redoes the maker's writes (makerDone).
 func (s *Service) queueJob(ctx context.Context, c redis.Scripter, j job, inputs jobInputs) *redis.Cmd {
@@ -509,15 +509,19 @@ func (s *Service) JobBacklog(ctx context.Context) (jobs int64, oldest time.Durat
 // adopt_jobs.lua), for a worker to read and take over. It returns how many
 // it gave one, and whether it found a whole batch due (more may be).
 func (s *Service) adoptJobs(ctx context.Context) (adopted int, full bool, err error) {
+	// Due by Redis's clock, the one they were queued by (the script looks
+	// again, the jobs' state having moved meanwhile).
+	now, err := s.now(ctx)
+	if err != nil {
+		return 0, false, err
+	}
 	idle := s.opts.JobClaimIdle.Milliseconds()
 	due, err := s.rdb.ZRangeByScore(ctx, s.keys.making(), &redis.ZRangeBy{
-		Min: "-inf", Max: itoa(time.Now().UnixMilli() - idle), Count: adoptBatch,
+		Min: "-inf", Max: itoa(now.UnixMilli() - idle), Count: adoptBatch,
 	}).Result()
 	if err != nil || len(due) == 0 {
 		return 0, false, err
 	}
-	// The script checks each against Redis's clock, the one they were
-	// queued by; this instance's only picks them.
 	adopted, err = adoptScript.Run(ctx, s.rdb, s.flagKeys(due...), idle).Int()
 	return adopted, len(due) == adoptBatch, err
 }

@@ -140,7 +140,7 @@ func TestJobsQueuedByAnOlderInstanceRun(t *testing.T) {
 		if n := rdb.Exists(ctx, key).Val(); n != 0 {
 			t.Errorf("%s is left after its job", key)
 		}
-		if n := jobsLeft(ctx, rdb, k); n != 0 {
+		if n := jobsLeft(t, ctx, rdb, k); n != 0 {
 			t.Errorf("job stream holds %d entries after the job, want 0", n)
 		}
 	}
@@ -243,7 +243,7 @@ func TestMarkReadyMakesNoJobAgain(t *testing.T) {
 // adopts it, once JobClaimIdle has gone. Until then the backlog counts it.
 func TestJobsEnterTheStreamOnlyForAWorker(t *testing.T) {
 	t.Parallel()
-	const claimIdle = 300 * time.Millisecond
+	const claimIdle = time.Second
 	s, rdb := newService(t, Options{FanoutPassSize: 3, JobClaimIdle: claimIdle})
 	ctx := ctxT(t)
 	k := s.keys
@@ -268,7 +268,7 @@ func TestJobsEnterTheStreamOnlyForAWorker(t *testing.T) {
 	if n := added() - before; n != 0 {
 		t.Errorf("a post of one page added %d stream entries, want 0", n)
 	}
-	if n := jobsLeft(ctx, rdb, k); n != 0 {
+	if n := jobsLeft(t, ctx, rdb, k); n != 0 {
 		t.Errorf("a post of one page left %d jobs, want 0", n)
 	}
 
@@ -279,8 +279,13 @@ func TestJobsEnterTheStreamOnlyForAWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	queued := time.Now()
 	if err := s.queueJob(ctx, rdb, job{kind: jobPost, uid: short.ID, sid: one.ID, payload: string(payload)}, inputsPending).Err(); err != nil {
 		t.Fatal(err)
+	}
+	// Adopted only once its maker has had JobClaimIdle.
+	if n, _, err := s.adoptJobs(ctx); err != nil || n != 0 {
+		t.Errorf("adopted %d (%v) within JobClaimIdle, want 0", n, err)
 	}
 	if !making(dead) || hasEntry(dead) {
 		t.Errorf("a job queued before its inputs: among those being made %v, with an entry %v; want true, false", making(dead), hasEntry(dead))
@@ -301,11 +306,7 @@ func TestJobsEnterTheStreamOnlyForAWorker(t *testing.T) {
 		t.Errorf("a post with a page left: entry %v, among those being made %v; want true, false", hasEntry(moved), making(moved))
 	}
 
-	// Adopted only once its maker has had JobClaimIdle.
-	if n, _, err := s.adoptJobs(ctx); err != nil || n != 0 {
-		t.Errorf("adopted %d (%v) within JobClaimIdle, want 0", n, err)
-	}
-	time.Sleep(claimIdle + 50*time.Millisecond)
+	time.Sleep(time.Until(queued.Add(claimIdle + 100*time.Millisecond)))
 	if n, full, err := s.adoptJobs(ctx); err != nil || n != 1 || full {
 		t.Errorf("adopted %d (a whole batch %v, %v) after JobClaimIdle, want 1 (false)", n, full, err)
 	}
@@ -327,5 +328,49 @@ func TestJobsEnterTheStreamOnlyForAWorker(t *testing.T) {
 		if got := homeIDs(t, s, f.ID); !slices.Equal(got, []int64{two.ID}) {
 			t.Errorf("%s's home = %v, want [%d]", f.Login, got, two.ID)
 		}
+	}
+}
+
+// A job an older build queued before its inputs, with its stream entry and
+// no "queued", waits for its maker until JobClaimIdle after its entry was
+// added, then has its maker's writes redone and runs: the entry's time
+// stands for when it was queued.
+func TestOlderBuildsJobWaitsForItsMaker(t *testing.T) {
+	t.Parallel()
+	const claimIdle = time.Second
+	s, rdb := newService(t, Options{JobClaimIdle: claimIdle})
+	ctx := ctxT(t)
+	k := s.keys
+	author := signUp(t, s, "author")
+	followers := followersOf(t, s, "author", 2)
+	st := post(t, s, author.ID, "pushed twice")
+	// The first follower's copy gone, as if the maker died before its push.
+	if err := rdb.ZRem(ctx, k.home(followers[0].ID), itoa(st.ID)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := time.Now()
+	key := oldJob(t, s, postJobID(st.ID), "kind", "post", "uid", author.ID, "sid", st.ID, "cursor", 0, "payload", payload)
+	res, err := s.pass(ctx, key)
+	if err != nil || !res.wait {
+		t.Fatalf("a pass within JobClaimIdle of the entry = %+v, %v; want it to wait", res, err)
+	}
+	if got := homeIDs(t, s, followers[0].ID); len(got) != 0 {
+		t.Fatalf("a waiting pass wrote %v into a home", got)
+	}
+	time.Sleep(time.Until(added.Add(claimIdle + 100*time.Millisecond)))
+	if res, err := s.pass(ctx, key); err != nil || res.wait || !res.finished {
+		t.Fatalf("a pass past JobClaimIdle of the entry = %+v, %v; want it to finish", res, err)
+	}
+	for _, f := range followers {
+		if got := homeIDs(t, s, f.ID); !slices.Equal(got, []int64{st.ID}) {
+			t.Errorf("%s's home = %v, want [%d]", f.Login, got, st.ID)
+		}
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 || jobsLeft(t, ctx, rdb, k) != 0 {
+		t.Errorf("after the job: its hash %d, %d jobs left; want none", n, jobsLeft(t, ctx, rdb, k))
 	}
 }

@@ -82,7 +82,7 @@ func TestListJobsWaitForTheirStatus(t *testing.T) {
 		return ""
 	}
 	jobsDone := func() string {
-		if n := jobsLeft(ctxT(t), a.rdb, a.keys); n > 0 {
+		if n := jobsLeft(t, ctxT(t), a.rdb, a.keys); n > 0 {
 			return fmt.Sprintf("%d jobs still queued", n)
 		}
 		return ""

@@ -409,7 +409,7 @@ func TestListPassesOnBothBackends(t *testing.T) {
 				t.Errorf("%s is left after its job", key)
 			}
 		}
-		if n := jobsLeft(ctx, rdb, k); n != 0 {
+		if n := jobsLeft(t, ctx, rdb, k); n != 0 {
 			t.Errorf("job stream holds %d entries after the jobs, want 0", n)
 		}
 

@@ -552,7 +552,7 @@ func TestListFanoutPostAndDelete(t *testing.T) {
 					t.Errorf("%s is left after its job", key)
 				}
 			}
-			if n := jobsLeft(ctx, rdb, s.keys); n != 0 {
+			if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
 				t.Errorf("job stream holds %d entries after the jobs, want 0", n)
 			}
 
@@ -567,7 +567,7 @@ func TestListFanoutPostAndDelete(t *testing.T) {
 					t.Errorf("%s queued for an author in no list", key)
 				}
 			}
-			if n := jobsLeft(ctx, rdb, s.keys); n != 0 {
+			if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
 				t.Errorf("job stream holds %d entries, want 0", n)
 			}
 		})

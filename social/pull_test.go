@@ -315,7 +315,7 @@ func TestPromotionRacesFollowsAndPosts(t *testing.T) {
 	})
 	wg.Wait()
 	testio.Eventually(t, 20*time.Second, func() string {
-		if n := jobsLeft(ctx, s.rdb, s.keys); n != 0 {
+		if n := jobsLeft(t, ctx, s.rdb, s.keys); n != 0 {
 			return fmt.Sprintf("%d jobs left", n)
 		}
 		return ""

@@ -34,7 +34,7 @@ func usersN(tb testing.TB, s *Service, prefix string, n int) []User {
 func waitJobsDone(tb testing.TB, s *Service) {
 	tb.Helper()
 	testio.Eventually(tb, 30*time.Second, func() string {
-		if n := jobsLeft(ctxT(tb), s.rdb, s.keys); n != 0 {
+		if n := jobsLeft(tb, ctxT(tb), s.rdb, s.keys); n != 0 {
 			return fmt.Sprintf("%d jobs queued", n)
 		}
 		return ""

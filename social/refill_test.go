@@ -249,7 +249,7 @@ func TestRefillPassesAreBounded(t *testing.T) {
 				t.Fatalf("home holds %d statuses (%v...), want the newest %d of those followed (%v...)",
 					len(got), got[:min(3, len(got))], len(want), want[:3])
 			}
-			if n := jobsLeft(ctx, rdb, s.keys); n != 0 {
+			if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
 				t.Fatalf("job stream holds %d entries after the refill, want 0", n)
 			}
 		})

@@ -114,18 +114,19 @@ func reversed(ids []int64) []int64 {
 	return out
 }
 
-// startWorker runs a fan-out worker until the test ends.
 // jobsLeft is how many fan-out jobs are queued or under way: those in the
-// job stream, and those being made with no entry yet (-1 on an error).
-func jobsLeft(ctx context.Context, rdb redis.UniversalClient, k keys) int64 {
+// job stream, and those being made with no entry yet.
+func jobsLeft(tb testing.TB, ctx context.Context, rdb redis.UniversalClient, k keys) int64 {
+	tb.Helper()
 	pipe := rdb.Pipeline()
 	n, making := pipe.XLen(ctx, k.jobs()), pipe.ZCard(ctx, k.making())
 	if _, err := pipe.Exec(ctx); err != nil {
-		return -1
+		tb.Fatalf("jobs left: %v", err)
 	}
 	return n.Val() + making.Val()
 }
 
+// startWorker runs a fan-out worker until the test ends.
 func startWorker(tb testing.TB, s *Service, consumer string) {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -410,7 +411,7 @@ func TestFanoutWorkerTakesOverDeadWorker(t *testing.T) {
 			t.Fatalf("home of %s = %+v, want the one status", f.Login, page.Statuses)
 		}
 	}
-	if n := jobsLeft(ctx, rdb, s.keys); n != 0 {
+	if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
 		t.Fatalf("job stream holds %d entries after the job, want 0", n)
 	}
 }

@@ -59,7 +59,7 @@ func TestDeleteStatusCleansEveryTimeline(t *testing.T) {
 	}
 
 	waitFor(t, allHomes(kept.ID))
-	waitFor(t, func() bool { return jobsLeft(ctx, rdb, s.keys) == 0 })
+	waitFor(t, func() bool { return jobsLeft(t, ctx, rdb, s.keys) == 0 })
 	if rdb.Exists(ctx, s.keys.job(deleteJobID(gone.ID))).Val() != 0 {
 		t.Error("the cleanup job hash is left after the job")
 	}

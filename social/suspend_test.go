@@ -144,7 +144,7 @@ func TestSuspensionFlips(t *testing.T) {
 	}
 	startWorker(t, s, "w1")
 	startWorker(t, s, "w2")
-	waitFor(t, func() bool { return jobsLeft(ctx, rdb, s.keys) == 0 })
+	waitFor(t, func() bool { return jobsLeft(t, ctx, rdb, s.keys) == 0 })
 	ids := zsetIDs(t, s, s.keys.profile(bad.ID))
 	for _, id := range ids {
 		if h := rdb.HGet(ctx, s.keys.status(id), "hidden").Val(); h != "1" {

@@ -170,7 +170,7 @@ type scrapeCollector struct{ s *Server }
 var (
 	onlineDesc  = prometheus.NewDesc("chorus_users_online", "Users online site-wide (seen within the online window and connected).", nil, nil)
 	activeDesc  = prometheus.NewDesc("chorus_users_active_10m", "Users active site-wide in the last ten minutes.", nil, nil)
-	backlogDesc = prometheus.NewDesc("chorus_fanout_jobs_backlog", "Fan-out jobs (post, delete, refill) queued or under way, site-wide.", nil, nil)
+	backlogDesc = prometheus.NewDesc("chorus_fanout_jobs_backlog", "Fan-out jobs (post, delete, refill) queued or under way, site-wide, those whose makers are still writing their inputs too.", nil, nil)
 	lagDesc     = prometheus.NewDesc("chorus_fanout_oldest_job_age_seconds", "Age of the oldest unfinished fan-out job; 0 when there is none.", nil, nil)
 )
 

@@ -84,6 +84,10 @@ func New(rdb redis.UniversalClient, o Options) *Instance {
 
 	ro := o.Realtime
 	ro.Prefix, ro.Logger = o.Prefix, log.With("component", "realtime")
+	// Presence's id, new for each process: the hub's mark as a reader of
+	// the frames channel, and its mark done with it once shut down, hold
+	// under it (a reused id would lend a day's done mark to a process that
+	// may not read the channel).
 	ro.Instance = pres.ID()
 	if ro.HeartbeatInterval == 0 {
 		ro.HeartbeatInterval = pres.HeartbeatInterval()
