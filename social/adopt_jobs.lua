@@ -1,10 +1,8 @@
--- Gives the jobs named, queued before their inputs ARGV[1] ms ago or more
--- and still with no stream entry (their maker neither finished them nor
--- moved them past their first pass: it died, or that pass failed), a
--- stream entry, for a worker to run them, taking their maker for dead and
--- redoing its writes if it did not mark them ready (see makerDone), and
--- takes them out of the jobs being made. One given an entry meanwhile, or
--- gone, is only taken out (queue_job.lua).
+-- Gives the jobs named, queued before their inputs and whose maker has not
+-- marked them ready since ARGV[1] ms ago, a stream entry, for a worker to
+-- take their maker for dead and redo its writes (see makerDone), and takes
+-- them out of the jobs being made. One marked ready or finished meanwhile,
+-- or gone, is only taken out (queue_job.lua).
 --
 -- KEYS[1] fan-out job stream
 -- KEYS[2] the jobs being made (job key -> when queued, unix ms)

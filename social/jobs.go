@@ -218,11 +218,10 @@ const (
 // queued inputsWritten gets its hash and the stream entry that names it,
 // which a worker reads. One queued inputsPending gets its hash and a place
 // among the jobs being made (keys.making), and no entry until its maker
-// moves it past its first pass (advance): one its maker marks ready
-// (markReady) and finishes in its first pass (inlinePass), most posts and
-// deletions, wakes no worker. A worker adopts one still without an entry
-// JobClaimIdle after it was queued (adoptJobs), and runs it, redoing the
-// maker's writes when it was not marked ready (makerDone).
+// marks it ready (markReady) or moves it past its first pass (advance): a
+// post whose first pass its maker finishes, most of them, wakes no worker. A worker adopts
+// one whose maker has not marked it ready within JobClaimIdle (adoptJobs),
+// and redoes the maker's writes (makerDone).
 func (s *Service) queueJob(ctx context.Context, c redis.Scripter, j job, inputs jobInputs) *redis.Cmd {
 	j.ready = bool(inputs)
 	keys := []string{s.keys.jobs(), s.keys.job(j.id()), s.keys.making()}
@@ -241,14 +240,18 @@ func (s *Service) queueJob(ctx context.Context, c redis.Scripter, j job, inputs 
 // markReady marks jobs (keys) ready to run, once what they read is written;
 // "" stands for no job. A job gone already (a worker took it for its
 // maker's and finished it, or another request's queued it first and it
-// ran) is not made again. The caller runs their first passes next
-// (inlinePass): a job gets a stream entry only when one moves it on.
+// ran) is not made again.
 func (s *Service) markReady(ctx context.Context, jobs ...string) error {
 	keys := slices.DeleteFunc(slices.Clone(jobs), func(j string) bool { return j == "" })
 	if len(keys) == 0 {
 		return nil
 	}
-	return flagJobsScript.Run(ctx, s.rdb, keys, "ready").Err()
+	return flagJobsScript.Run(ctx, s.rdb, s.flagKeys(keys...), "ready").Err()
+}
+
+// flagKeys are the keys of flag_jobs.lua for the jobs named.
+func (s *Service) flagKeys(jobs ...string) []string {
+	return append([]string{s.keys.jobs(), s.keys.making()}, jobs...)
 }
 
 // readJob reads the job at key; ok is false when it is gone.
@@ -347,8 +350,7 @@ func (s *Service) advance(ctx context.Context, j job, res passResult) (bool, err
 }
 
 // inlinePass runs the first pass of a job for the caller. Its failure is not
-// the caller's: the job is durable, and a worker adopts it and carries it
-// on (adoptJobs).
+// the caller's: the job is durable and a worker carries it on.
 func (s *Service) inlinePass(ctx context.Context, key string) {
 	if _, err := s.pass(ctx, key); err != nil {
 		s.opts.Logger.WarnContext(ctx, "inline fan-out pass failed; a worker will retry", "job", key, "err", err)
@@ -502,8 +504,8 @@ func (s *Service) JobBacklog(ctx context.Context) (jobs int64, oldest time.Durat
 	return n.Val() + making.Val(), oldest, nil
 }
 
-// adoptJobs gives up to adoptBatch of the jobs being made that have no
-// stream entry JobClaimIdle after they were queued one (see
+// adoptJobs gives up to adoptBatch of the jobs being made whose makers
+// have not marked them ready within JobClaimIdle a stream entry (see
 // adopt_jobs.lua), for a worker to read and take over. It returns how many
 // it gave one, and whether it found a whole batch due (more may be).
 func (s *Service) adoptJobs(ctx context.Context) (adopted int, full bool, err error) {
@@ -520,8 +522,7 @@ func (s *Service) adoptJobs(ctx context.Context) (adopted int, full bool, err er
 	if err != nil || len(due) == 0 {
 		return 0, false, err
 	}
-	keys := append([]string{s.keys.jobs(), s.keys.making()}, due...)
-	adopted, err = adoptScript.Run(ctx, s.rdb, keys, idle).Int()
+	adopted, err = adoptScript.Run(ctx, s.rdb, s.flagKeys(due...), idle).Int()
 	return adopted, len(due) == adoptBatch, err
 }
 

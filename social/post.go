@@ -304,7 +304,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	pipe = s.rdb.Pipeline()
 	advanceScript.Eval(dctx, pipe, []string{homeJob, k.jobs(), k.making()}, args...)
 	if listJob != "" {
-		flagJobsScript.Eval(dctx, pipe, []string{listJob}, "ready")
+		flagJobsScript.Eval(dctx, pipe, s.flagKeys(listJob), "ready")
 	}
 	exists := pipe.Exists(dctx, k.status(st.ID))
 	look := s.queueAuthorLook(dctx, pipe, st.UID)
@@ -368,7 +368,7 @@ func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, pay
 	if listJob != "" {
 		ready = append(ready, listJob)
 	}
-	flagJobsScript.Eval(dctx, pipe, ready, "ready")
+	flagJobsScript.Eval(dctx, pipe, s.flagKeys(ready...), "ready")
 	look := s.queueAuthorLook(dctx, pipe, st.UID)
 	if _, err := pipe.Exec(dctx); err != nil {
 		return "", "", err

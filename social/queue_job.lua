@@ -1,11 +1,10 @@
 -- Queues a fan-out job unless it is queued already: its hash, and either an
 -- entry in the job stream that names it (a job whose inputs are written),
 -- or, for a job queued before its inputs, its place among the jobs being
--- made: it enters the stream only when its maker moves it past its first
--- pass (advance.lua), or when a worker adopts it, its maker taken for dead
--- (adopt_jobs.lua). A job its maker marks ready (flag_jobs.lua) and
--- finishes in its first pass (a post to one page of followers, a
--- deletion's, a repost's) never wakes a worker.
+-- made: it enters the stream only when its maker marks it ready
+-- (flag_jobs.lua) or moves it past its first pass (advance.lua), or when a
+-- worker adopts it, its maker taken for dead (adopt_jobs.lua). A post job
+-- its maker finishes in its first pass never wakes a worker.
 --
 -- KEYS[1] fan-out job stream
 -- KEYS[2] the job hash

@@ -296,7 +296,7 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	reactionsJob := s.queueDropReactions(ctx, pipe, uid, id, of, string(payload))
 	// After the jobs that finish the deletion, in their slot: a post job
 	// marked here never writes the status again (rewriteUnlessDeleted).
-	flagJobsScript.Eval(ctx, pipe, []string{k.job(postJobID(id)), k.job(listPostJobID(id))}, "deleted")
+	flagJobsScript.Eval(ctx, pipe, s.flagKeys(k.job(postJobID(id)), k.job(listPostJobID(id))), "deleted")
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
