@@ -23,8 +23,10 @@ func TestListJobsWaitForTheirStatus(t *testing.T) {
 	rdb, _ := redistest.Backend(t)
 	opts.Prefix, opts.BcryptCost = a.opts.Prefix, a.opts.BcryptCost
 	b := New(rdb, opts)
-	// A worker on any instance may read a job as soon as it is queued; the
-	// pause lets the workers, blocked on the job stream, get there first.
+	// A job queued before its inputs has no stream entry until it is marked
+	// ready (queue_job.lua): the workers race the makers' first passes from
+	// then on. The pause after queueing stands for a slow maker, whose job
+	// a worker must not run early.
 	for _, s := range []*Service{a, b} {
 		s.afterQueue = func() { time.Sleep(5 * time.Millisecond) }
 	}

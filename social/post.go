@@ -24,16 +24,17 @@ import (
 //     (a post refused from here on leaves its id unused), the follow
 //     sequence, the author's unfollow count and the first page of
 //     followers;
-//  2. the fan-out job queued, not ready (so a worker finishes the post
-//     should this instance die from here on), and the page's activity;
+//  2. the fan-out job queued, not ready, with no stream entry (so a worker
+//     adopts it and finishes the post should this instance die from here
+//     on), and the page's activity;
 //  3. the status written where its author owns it (writePost) and pushed
 //     to the page, each follower's frame sent with their push (push.lua,
 //     see homePush);
-//  4. the job moved past the page (or finished) and marked ready, and the
-//     status and its author looked at again: a deletion of the status that
-//     raced the push is undone there, and a suspension or an account
-//     deletion since the first is followed (settleAuthor; more round
-//     trips, rarely).
+//  4. the job finished, or moved past the page, marked ready and given its
+//     stream entry, and the status and its author looked at again: a
+//     deletion of the status that raced the push is undone there, and a
+//     suspension or an account deletion since the first is followed
+//     (settleAuthor; more round trips, rarely).
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
