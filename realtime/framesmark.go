@@ -54,11 +54,7 @@ func (h *Hub) markFramesReader(ctx context.Context) {
 			}
 		case <-tick:
 		}
-		mctx, cancel := context.WithTimeout(ctx, framesMarkEvery)
-		err := markScript.Run(mctx, h.rdb, []string{key}, h.opts.Instance,
-			framesMarkFor.Milliseconds(), framesMarkKept.Milliseconds()).Err()
-		cancel()
-		if err != nil && ctx.Err() == nil {
+		if err := h.markFrames(ctx, key, framesMarkFor); err != nil && ctx.Err() == nil {
 			h.log.Warn("marking this instance a reader of the frames channel failed; fan-outs send its users' frames one by one meanwhile", "err", err)
 		}
 	}
@@ -77,11 +73,16 @@ func (h *Hub) markFramesDone(ctx context.Context) {
 	if key == "" || h.opts.Instance == "" {
 		return
 	}
-	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), framesMarkEvery)
-	defer cancel()
-	err := markScript.Run(mctx, h.rdb, []string{key}, h.opts.Instance,
-		framesMarkDone.Milliseconds(), framesMarkKept.Milliseconds()).Err()
-	if err != nil {
+	if err := h.markFrames(context.WithoutCancel(ctx), key, framesMarkDone); err != nil {
 		h.log.Warn("marking this instance done with the frames channel failed; fan-outs send frames one by one until its lease is swept", "err", err)
 	}
+}
+
+// markFrames marks the hub's instance in key (bus.FramesReadersKey) for
+// hold from now, by Redis's clock, within framesMarkEvery.
+func (h *Hub) markFrames(ctx context.Context, key string, hold time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, framesMarkEvery)
+	defer cancel()
+	return markScript.Run(ctx, h.rdb, []string{key}, h.opts.Instance,
+		hold.Milliseconds(), framesMarkKept.Milliseconds()).Err()
 }

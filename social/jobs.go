@@ -249,7 +249,8 @@ func (s *Service) markReady(ctx context.Context, jobs ...string) error {
 	return flagJobsScript.Run(ctx, s.rdb, s.flagKeys(keys...), "ready").Err()
 }
 
-// flagKeys are the keys of flag_jobs.lua for the jobs named.
+// flagKeys are the keys of flag_jobs.lua and adopt_jobs.lua for the jobs
+// named: the job stream, the jobs being made, then the jobs.
 func (s *Service) flagKeys(jobs ...string) []string {
 	return append([]string{s.keys.jobs(), s.keys.making()}, jobs...)
 }
