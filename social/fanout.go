@@ -118,7 +118,9 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if err != nil {
 		return passResult{}, err
 	}
-	if err := s.pushStatus(ctx, uid, sid, repostOf(frame.Status), payload, push, connected, unfollows.Val()); err != nil {
+	// The first page of a job its maker framed (pushPost) had its frames.
+	framed := j.framed && j.cursor == 0
+	if err := s.pushStatus(ctx, uid, sid, repostOf(frame.Status), payload, push, connected, framed, unfollows.Val()); err != nil {
 		return passResult{}, err
 	}
 	return s.pageStepAt(len(members), last, next), nil
@@ -198,14 +200,19 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 // pushStatus adds status sid to the home timelines of push that still
 // follow author (trimmed one time in trimEvery; a repost entry of repostOf
 // only where neither its original nor another repost of it is), sending
-// the live frame to those connected whose home it newly reached;
-// unfollows is the author's unfollow count read before the page (see
-// homePush). On one Redis a status goes in one transaction (pushInTx),
+// the live frame to those connected whose home it newly reached, unless
+// framed (the page's frames went ahead, see queueFrames); unfollows is
+// the author's unfollow count read before the page (see homePush). On one Redis a status goes in one transaction (pushInTx),
 // where that fails with push.lua. Then it checks that the status still
-// exists, and takes it out again where it was added if not.
-func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool, unfollows string) error {
+// exists, and takes it out again where it was added if not, telling those
+// connected.
+func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool, framed bool, unfollows string) error {
 	if len(push) == 0 {
 		return nil
+	}
+	live := connected // who the pushes send frames to
+	if framed {
+		live = make([]bool, len(push))
 	}
 	uids := make([]int64, len(push))
 	for i, m := range push {
@@ -215,13 +222,13 @@ func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, p
 	done := false
 	if repostOf == 0 {
 		var err error
-		if added, done, err = s.pushInTx(ctx, author, sid, payload, uids, connected, unfollows); err != nil {
+		if added, done, err = s.pushInTx(ctx, author, sid, payload, uids, live, unfollows); err != nil {
 			return err
 		}
 	}
 	if !done {
 		pipe := s.rdb.Pipeline()
-		h := s.queuePush(ctx, pipe, author, sid, repostOf, payload, uids, connected, unfollows)
+		h := s.queuePush(ctx, pipe, author, sid, repostOf, payload, uids, live, unfollows)
 		cmds, err := pipe.Exec(ctx)
 		if added, err = h.results(ctx, s.rdb, cmds, err); err != nil {
 			return err

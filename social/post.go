@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,14 +28,19 @@ import (
 //  2. the fan-out job queued, not ready, with no stream entry (so a worker
 //     adopts it and finishes the post should this instance die from here
 //     on), and the page's activity;
-//  3. the status written where its author owns it (writePost) and pushed
-//     to the page, each follower's frame sent with their push (push.lua,
-//     see homePush);
-//  4. the job finished, or moved past the page, marked ready and given its
-//     stream entry, and the status and its author looked at again: a
-//     deletion of the status that raced the push is undone there, and a
-//     suspension or an account deletion since the first is followed
-//     (settleAuthor; more round trips, rarely).
+//  3. the status written where its author owns it (writePost) and, on one
+//     Redis, the frames of the page's connected followers, the job marked
+//     as framed (queueFrames), so that they leave Redis without waiting for
+//     the pushes; on a cluster, or with no follower of the page connected,
+//     the pushes to the page, each frame with its push (push.lua, see
+//     homePush);
+//  4. the pushes, on one Redis, with no frames (unless the author's
+//     unfollow count moved since 1: then the frames go here, each follow
+//     checked); the job finished, or moved past the page, marked ready and
+//     given its stream entry; and the status and its author looked at
+//     again: a deletion of the status that raced the push is undone
+//     there, and a suspension or an account deletion since the first is
+//     followed (settleAuthor; more round trips, rarely).
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
@@ -274,20 +280,41 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		uids[i], _ = strconv.ParseInt(m, 10, 64)
 	}
 
-	// 3: the status, and the push with its frames.
+	// 3: the status, and the push with its frames; on one Redis, when any
+	// follower of the page is connected, their frames alone, the pushes
+	// following in 4, so that the frames leave Redis without waiting for
+	// them (queueFrames).
 	pipe = s.rdb.Pipeline()
 	if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
 		return err
 	}
-	h := s.queuePush(ctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, r.unfollows.Val())
+	var h *homePush
+	var frames *redis.IntSliceCmd
+	if !k.cluster && slices.Contains(connected, true) {
+		frames = s.queueFrames(ctx, pipe, homeJob, st.UID, st.ID, string(payload), uids, connected, r.unfollows.Val())
+	} else {
+		h = s.queuePush(ctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, r.unfollows.Val())
+	}
 	cmds, err := pipe.Exec(ctx)
-	added, err := h.results(ctx, s.rdb, cmds, err)
-	if err != nil {
+	var added []int64
+	live := connected // who the pushes send frames to
+	if frames != nil {
+		framed, err := s.framesAnswer(ctx, frames, cmds, err)
+		if err != nil {
+			return err
+		}
+		if framed != framesMoved {
+			live = make([]bool, len(uids))
+		}
+	} else if added, err = h.results(ctx, s.rdb, cmds, err); err != nil {
 		return err
 	}
+	if s.afterWrite != nil {
+		s.afterWrite()
+	}
 
-	// 4: the job past the page, ready for the next pass; and the status
-	// looked at again.
+	// 4: the pushes, when 3 sent the frames; the job past the page, ready
+	// for the next pass; and the status looked at again.
 	j := job{key: homeJob, kind: jobPost, uid: st.UID, sid: st.ID}
 	next := j
 	next.ready, next.until = true, until
@@ -303,13 +330,26 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	dctx, cancel := detached(ctx)
 	defer cancel()
 	pipe = s.rdb.Pipeline()
+	if frames != nil {
+		// Before the job moves past the page: a death in this round trip
+		// leaves the pushes to the worker that takes the job over, without
+		// frames, the job being framed (or the pushes sent them).
+		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, live, r.unfollows.Val())
+	}
 	advanceScript.Eval(dctx, pipe, []string{homeJob, k.jobs(), k.making()}, args...)
 	if listJob != "" {
 		flagJobsScript.Eval(dctx, pipe, s.flagKeys(listJob), "ready")
 	}
 	exists := pipe.Exists(dctx, k.status(st.ID))
 	look := s.queueAuthorLook(dctx, pipe, st.UID)
-	if _, err := pipe.Exec(dctx); err != nil {
+	cmds, err = pipe.Exec(dctx)
+	if frames != nil {
+		// A Redis that lost its scripts since 3 (a restart, a failover)
+		// gets push.lua again here, after the job moved: an instance that
+		// dies in that round trip leaves those pushes undone.
+		added, err = h.results(dctx, s.rdb, cmds, err)
+	}
+	if err != nil {
 		return err
 	}
 	if exists.Val() == 0 {

@@ -142,6 +142,56 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 	return pushCall{cmd: cmd, first: first, n: n}
 }
 
+// Frames sent ahead of their pushes (queueFrames), as push.lua answers.
+const (
+	framesMoved = -1 // not sent: the author's unfollow count moved, so the pushes must send them
+	framesNot   = 0  // not sent: the job is gone (a worker pushed with frames) or framed already
+	framesSent  = 1
+)
+
+// queueFrames queues on pipe, on one Redis, the frames alone of status sid
+// by author to those of uids connected, ahead of their pushes: the first
+// page of a post (pushPost), whose frames then leave Redis without waiting
+// for its pushes, which come in the next round trip. The call marks job,
+// the post's, "framed", and sends nothing for a job framed already or gone;
+// a pass of a framed job from its start sends no frames (postPass), so
+// each goes once. It sends nothing either once the author's unfollow count
+// is no longer unfollows, the count read before the page: the pushes then
+// send the frames, each follow checked. Read its answer with framesAnswer.
+func (s *Service) queueFrames(ctx context.Context, pipe redis.Pipeliner, job string, author, sid int64, payload string, uids []int64, connected []bool, unfollows string) *redis.IntSliceCmd {
+	k := s.keys
+	keys := []any{job, k.unfollows(author)}
+	if s.opts.InstancesKey != "" {
+		keys = append(keys, s.opts.InstancesKey, s.bus.FramesReadersKey())
+	}
+	args := make([]any, 0, 3+len(keys)+10+len(uids))
+	args = append(args, "evalsha", pushScript.Hash(), len(keys))
+	args = append(args, keys...)
+	args = append(args, sid, author, "", s.opts.HomeSize, s.bus.Command(), payload, "", cmp.Or(unfollows, "0"), s.bus.FramesChannel(), s.bus.UserChannelStart())
+	for i, uid := range uids {
+		if connected[i] {
+			args = append(args, uid)
+		}
+	}
+	cmd := redis.NewIntSliceCmd(ctx, args...)
+	_ = pipe.Process(ctx, cmd)
+	return cmd
+}
+
+// framesAnswer is what a queueFrames call did (framesSent, framesNot,
+// framesMoved), once its pipeline ran cmds and returned execErr (see
+// resendNoScript).
+func (s *Service) framesAnswer(ctx context.Context, cmd *redis.IntSliceCmd, cmds []redis.Cmder, execErr error) (int64, error) {
+	if err := resendNoScript(ctx, s.rdb, pushScript, cmds, execErr); err != nil {
+		return 0, err
+	}
+	got := cmd.Val()
+	if len(got) != 1 {
+		return 0, fmt.Errorf("frames: %d answers, want 1", len(got))
+	}
+	return got[0], nil
+}
+
 // results returns what the push did, a follower each (pushAdded,
 // pushThere, pushNotFollowing), once the pipeline it was queued on ran
 // cmds and returned execErr (see resendNoScript).

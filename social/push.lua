@@ -39,6 +39,16 @@
 -- ARGV[11..] the followers connected, in order: their ids with ARGV[9],
 --         else their event channels
 --
+-- Frames alone (ARGV[3] '', on one Redis: a post's first page, whose
+-- frames leave before its pushes, see post.go): no follower's keys and no
+-- pushes; ARGV[7] is '', and every follower named in ARGV[11..] is sent
+-- the frame, once a job: KEYS[1] is the post's job, marked "framed" by
+-- the call that sends them, then come the unfollow count's key and
+-- presence's two. Returns {1} when it sent them, {0} when not because the
+-- job is gone (finished by a worker that pushed with frames) or framed
+-- already, {-1} when not because the unfollow count moved (the frames
+-- must then go with the pushes, each follow checked).
+--
 -- With ARGV[9], the frames of the call go in one message on that channel
 -- (the ids of their users, a space between two, a newline, the frame),
 -- when they are as many as the connections that read it or more, and
@@ -62,13 +72,72 @@ if orig ~= '0' then
   stride = 3
 end
 local n = #ARGV[7]
+local base = stride * n -- the keys before the unfollow count's
+if orig == '' then
+  base = 1
+end
 local check = true
 if ARGV[8] ~= '' then
-  check = (redis.call('GET', KEYS[stride * n + 1]) or '0') ~= ARGV[8]
+  check = (redis.call('GET', KEYS[base + 1]) or '0') ~= ARGV[8]
 end
+
+-- send sends the frame to those named in batch (ARGV's values).
+local function send(batch)
+  if #batch == 0 then
+    return
+  end
+  if ARGV[9] == '' then
+    for _, channel in ipairs(batch) do
+      redis.call(ARGV[5], channel, ARGV[6])
+    end
+    return
+  end
+  local readers = redis.call('PUBSUB', 'NUMSUB', ARGV[9])[2]
+  local all = readers > 0 and #batch >= readers
+  if all and #KEYS > base + 1 then
+    local t = redis.call('TIME')
+    local now = t[1] * 1000 + math.floor(t[2] / 1000)
+    -- Every instance in the set, its lease run out or not: one whose lease
+    -- lapsed while it stalled may still hold streams, until the sweep
+    -- takes it out.
+    local holders = redis.call('ZRANGE', KEYS[base + 2], 0, -1)
+    if #holders > 0 then
+      local marks = redis.call('ZMSCORE', KEYS[base + 3], unpack(holders))
+      for i = 1, #holders do
+        if not marks[i] or tonumber(marks[i]) < now then
+          all = false
+          break
+        end
+      end
+    end
+  end
+  if all then
+    redis.call('PUBLISH', ARGV[9], table.concat(batch, ' ') .. '\n' .. ARGV[6])
+  else
+    for _, uid in ipairs(batch) do
+      redis.call('PUBLISH', ARGV[10] .. uid, ARGV[6])
+    end
+  end
+end
+
+if orig == '' then
+  if check then
+    return {-1}
+  end
+  if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HSETNX', KEYS[1], 'framed', '1') == 0 then
+    return {0}
+  end
+  local batch = {}
+  for i = 11, #ARGV do
+    batch[#batch + 1] = ARGV[i]
+  end
+  send(batch)
+  return {1}
+end
+
 local out = {}
 local channel = 10
-local batch = {} -- with ARGV[9], the ids of those whose frame is sent
+local batch = {} -- the ids, or channels, of those whose frame is sent
 for i = 1, n do
   local following, home = KEYS[stride * (i - 1) + 1], KEYS[stride * (i - 1) + 2]
   local flags = string.byte(ARGV[7], i) - 48
@@ -97,42 +166,11 @@ for i = 1, n do
         redis.call('ZREMRANGEBYRANK', home, 0, -tonumber(ARGV[4]) - 1)
       end
       if flags >= 2 then
-        if ARGV[9] ~= '' then
-          batch[#batch + 1] = ARGV[channel]
-        else
-          redis.call(ARGV[5], ARGV[channel], ARGV[6])
-        end
+        batch[#batch + 1] = ARGV[channel]
       end
     end
   end
   out[i] = added
 end
-if #batch > 0 then
-  local readers = redis.call('PUBSUB', 'NUMSUB', ARGV[9])[2]
-  local all = readers > 0 and #batch >= readers
-  if all and #KEYS > stride * n + 1 then
-    local t = redis.call('TIME')
-    local now = t[1] * 1000 + math.floor(t[2] / 1000)
-    -- Every instance in the set, its lease run out or not: one whose lease
-    -- lapsed while it stalled may still hold streams, until the sweep
-    -- takes it out.
-    local holders = redis.call('ZRANGE', KEYS[stride * n + 2], 0, -1)
-    if #holders > 0 then
-      local marks = redis.call('ZMSCORE', KEYS[stride * n + 3], unpack(holders))
-      for i = 1, #holders do
-        if not marks[i] or tonumber(marks[i]) < now then
-          all = false
-          break
-        end
-      end
-    end
-  end
-  if all then
-    redis.call('PUBLISH', ARGV[9], table.concat(batch, ' ') .. '\n' .. ARGV[6])
-  else
-    for _, uid in ipairs(batch) do
-      redis.call('PUBLISH', ARGV[10] .. uid, ARGV[6])
-    end
-  end
-end
+send(batch)
 return out

@@ -229,6 +229,11 @@ type Service struct {
 	// jobs (a status's or an account's) and writing it; tests use it to
 	// widen that window.
 	afterQueue func()
+	// afterWrite, when set, runs between a post's third round trip (the
+	// status written, its first page's frames sent) and its fourth (on one
+	// Redis, the pushes that follow them); tests use it to delete the
+	// status there.
+	afterWrite func()
 	// beforeRewrite, when set, runs between a post job's read and its
 	// redo's writes (rewriteUnlessDeleted); tests use it to delete the
 	// status there.

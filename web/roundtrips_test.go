@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"chorus/bus"
 	"chorus/internal/redistest"
+	"chorus/internal/slots"
 	"chorus/presence"
 	"chorus/social"
 	"chorus/web"
@@ -35,6 +37,9 @@ type roundTrips struct {
 	sent     []string        // the round trips made, their commands' names
 	frameAt  int             // the round trip (from 1) that first carried a frame, 0: none yet
 	counting bool
+	// atFrame, when set, is called as the round trip that first carried a
+	// frame is answered, before the request goes on.
+	atFrame func()
 }
 
 func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -72,6 +77,9 @@ func (h *roundTrips) note(ctx context.Context, cmds []redis.Cmder) {
 		for _, a := range c.Args() {
 			if s, ok := a.(string); ok && h.watch[s] && h.frameAt == 0 && c.Err() == nil {
 				h.frameAt = len(h.sent) + 1
+				if h.atFrame != nil {
+					h.atFrame()
+				}
 			}
 		}
 	}
@@ -96,7 +104,9 @@ func (h *roundTrips) stop() (sent []string, frameAt int) {
 // TestPostRoundTrips counts the Redis round trips of a post's request, its
 // session and rate limit included, by an author of 1,000 followers: the
 // connected followers' frames leave after at most three, one after
-// another, and the answer after at most four.
+// another, and the answer after at most four. On one Redis the frames
+// leave ahead of the pushes to the page's home timelines, which come in
+// the next round trip.
 func TestPostRoundTrips(t *testing.T) {
 	e := newEnv(t, social.Options{})
 	e.limits = web.Limits{PostsPerUser: redis_rate.PerMinute(600)}
@@ -129,11 +139,13 @@ func TestPostRoundTrips(t *testing.T) {
 	}
 	// The rest of a first page of followers, made straight through the
 	// social core (faster than through the API).
+	var quiet int64 // one of them
 	for i := followers; i < pageOfFollowers; i++ {
 		u, _, err := other.social.SignUp(t.Context(), fmt.Sprintf("quiet%03d", i), "Quiet", "kettle-drum-41")
 		if err != nil {
 			t.Fatal(err)
 		}
+		quiet = u.ID
 		if _, _, err := other.social.Follow(t.Context(), u.ID, "author"); err != nil {
 			t.Fatal(err)
 		}
@@ -155,12 +167,24 @@ func TestPostRoundTrips(t *testing.T) {
 			in.metric(t, "chorus_http_request_redis_seconds_sum", posts),
 			in.metric(t, "chorus_http_request_duration_seconds_sum", posts)
 	}
+	// The statuses in quiet's home timeline (social's key, by hand).
+	quietKey := e.prefix + "home:" + slots.Tag(redistest.OnCluster(), strconv.FormatInt(quiet, 10))
+	quietHome := func() int64 { return e.rdb.ZCard(context.Background(), quietKey).Val() }
 	for round := range 3 {
 		trips0, wait0, took0 := postMetrics()
+		home0, homeAtFrame := quietHome(), int64(-1)
+		hook.atFrame = func() { homeAtFrame = quietHome() }
 		hook.start()
 		var out struct{ Status statusJSON }
 		author.must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": fmt.Sprintf("hello %d", round)}, &out)
 		sent, frameAt := hook.stop()
+		if home := quietHome(); home != home0+1 {
+			t.Errorf("round %d: a quiet follower's home holds %d statuses once the post answered, want %d", round, home, home0+1)
+		}
+		// On a cluster the frames go with their pushes.
+		if want := map[bool]int64{true: home0, false: home0 + 1}[b.FramesChannel() != ""]; homeAtFrame != want {
+			t.Errorf("round %d: a quiet follower's home held %d statuses as the frames left, want %d", round, homeAtFrame, want)
+		}
 		t.Logf("round %d: %d round trips, frame at %d: %q", round, len(sent), frameAt, sent)
 		trips, wait, took := postMetrics()
 		if trips-trips0 != float64(len(sent)) {
