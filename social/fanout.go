@@ -43,7 +43,9 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	}
 	next, wait, err := s.makerDone(ctx, j, func() error { return s.rewriteUnlessDeleted(ctx, j, frame.Status, []byte(payload)) })
 	if errors.Is(err, errDeletedMeanwhile) {
-		return passResult{finished: true}, nil
+		// Those its dead maker sent the frame ahead to are told, no home
+		// holding it for the deletion's walk to find.
+		return passResult{finished: true}, s.tellFramedGone(ctx, sid, j.framed)
 	}
 	if err != nil || wait {
 		return passResult{wait: wait}, err
@@ -79,7 +81,12 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 		return passResult{}, err
 	}
 	if exists.Val() == 0 {
-		return passResult{finished: true}, nil
+		// Deleted since: those a dead maker sent the frame ahead to are
+		// told, no home holding it for the deletion's walk to find.
+		if j.cursor == 0 {
+			err = s.tellFramedGone(ctx, sid, j.framed)
+		}
+		return passResult{finished: true}, err
 	}
 	var members []string
 	var last float64
@@ -118,8 +125,11 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if err != nil {
 		return passResult{}, err
 	}
-	// The first page of a job its maker framed (pushPost) had its frames.
-	framed := j.framed && j.cursor == 0
+	// Those its maker sent the frame ahead to (pushPost) get none here.
+	var framed map[string]bool
+	if j.framed != "" {
+		framed = framedSet(j.framed)
+	}
 	if err := s.pushStatus(ctx, uid, sid, repostOf(frame.Status), payload, push, connected, framed, unfollows.Val()); err != nil {
 		return passResult{}, err
 	}
@@ -200,19 +210,22 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 // pushStatus adds status sid to the home timelines of push that still
 // follow author (trimmed one time in trimEvery; a repost entry of repostOf
 // only where neither its original nor another repost of it is), sending
-// the live frame to those connected whose home it newly reached, unless
-// framed (the page's frames went ahead, see queueFrames); unfollows is
-// the author's unfollow count read before the page (see homePush). On one Redis a status goes in one transaction (pushInTx),
+// the live frame to those connected whose home it newly reached, but for
+// those framed, sent theirs ahead (see queueFrames); unfollows is the
+// author's unfollow count read before the page (see homePush). On one Redis a status goes in one transaction (pushInTx),
 // where that fails with push.lua. Then it checks that the status still
 // exists, and takes it out again where it was added if not, telling those
 // connected.
-func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool, framed bool, unfollows string) error {
+func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool, framed map[string]bool, unfollows string) error {
 	if len(push) == 0 {
 		return nil
 	}
 	live := connected // who the pushes send frames to
-	if framed {
+	if len(framed) > 0 {
 		live = make([]bool, len(push))
+		for i, m := range push {
+			live[i] = connected[i] && !framed[m]
+		}
 	}
 	uids := make([]int64, len(push))
 	for i, m := range push {

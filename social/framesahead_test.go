@@ -1,47 +1,96 @@
 package social
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"chorus/internal/redistest"
 	"chorus/internal/testio"
+	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // On one Redis a post's frames leave a round trip ahead of its pushes
 // (queueFrames); on a cluster they go with them. Either way each follower
-// gets a frame once, and only with the status in their home:
-//   - unfollow: a follower leaves between the post's page and its frames;
-//     the unfollow count moved, so the frames go with the pushes, each
-//     follow checked, and the one who left gets neither;
+// connected gets a frame once, only with the status in their home, and is
+// told of its deletion. A post to three followers, f00 and f01 connected,
+// f02 too unless the case says not, made as something races it:
+//   - unfollow: f00 leaves between the post's page and its frames; the
+//     unfollow count moved, so the frames go with the pushes, each follow
+//     checked, and f00 gets neither;
 //   - stall: the post's maker stalls there past JobClaimIdle; a worker
 //     takes its job over and finishes it, frames and all, and the maker,
 //     once it wakes, sends none;
+//   - adopted: the same, but the worker reads the job before the maker's
+//     frames and pushes after them (the maker then leaves the frames to
+//     the pushes);
 //   - delete: the author deletes the status once its frames went out
-//     (they saw their own), before the pushes on one Redis: each follower
-//     is told it is gone, and their home holds nothing.
+//     (they saw their own), before the pushes on one Redis: each is told;
+//   - died: the maker dies once its frames went out (on a cluster, with
+//     its pushes), and f02, not connected then, connects; a worker takes
+//     the job over and sends f02 its frame with its push, and the others
+//     none (on a cluster, f02's home had it: none at all);
+//   - died, deleted: the same, the status deleted before the worker takes
+//     the job over: those who got the frame are told it is gone (on a
+//     cluster, by the deletion's walk, which tells f02 too).
 func TestPostFramesGoOnceAroundItsPushes(t *testing.T) {
 	t.Parallel()
-	for _, race := range []string{"unfollow", "stall", "delete"} {
+	for _, race := range []string{"unfollow", "stall", "adopted", "delete", "died", "died, deleted"} {
 		t.Run(race, func(t *testing.T) {
 			t.Parallel()
-			s, rdb := newService(t, Options{JobClaimIdle: 500 * time.Millisecond})
+			rdb, prefix := redistest.Backend(t)
+			opts := Options{Prefix: prefix, BcryptCost: 4, HashWait: time.Minute,
+				JobClaimIdle: 500 * time.Millisecond, ConnectedKey: prefix + "test:connected"}
+			s := New(rdb, opts)
+			dying := mortal(t, rdb, opts)
 			ctx := ctxT(t)
 			author := signUp(t, s, "author")
 			fans := followersOf(t, s, "author", 3)
+			connect := func(u User) {
+				if err := rdb.ZAdd(ctx, opts.ConnectedKey, redis.Z{Score: 1, Member: itoa(u.ID)}).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			connect(fans[0])
+			connect(fans[1])
+			died := race == "died" || race == "died, deleted"
+			if !died {
+				connect(fans[2])
+			}
 			channels := make([]string, len(fans))
 			for i, f := range fans {
 				channels[i] = s.bus.UserChannel(f.ID)
 			}
 			l := listen(t, s, rdb, channels...)
-			left := int64(0) // the follower who unfollows as the post is made
+			lastID := func() int64 { // the post's id, answered or not
+				id, err := rdb.Get(ctx, s.keys.statusSeq()).Int64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return id
+			}
+			noJobsLeft := func() string {
+				if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
+					return fmt.Sprintf("%d jobs left", n)
+				}
+				return ""
+			}
+
+			// The frames each follower should get, their types, and what
+			// their home should hold.
+			frames := []string{protocol.TypeStatus}
+			want := [][]string{frames, frames, frames}
+			homes := []bool{true, true, true}
 			switch race {
 			case "unfollow":
-				left = fans[0].ID
+				want[0], homes[0] = nil, false
 				s.afterQueue = func() {
 					s.afterQueue = nil
-					if _, err := s.Unfollow(ctx, left, "author"); err != nil {
+					if _, err := s.Unfollow(ctx, fans[0].ID, "author"); err != nil {
 						t.Error(err)
 					}
 				}
@@ -49,55 +98,77 @@ func TestPostFramesGoOnceAroundItsPushes(t *testing.T) {
 				startWorker(t, s, "worker")
 				s.afterQueue = func() {
 					s.afterQueue = nil
-					testio.Eventually(t, 30*time.Second, func() string {
-						if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
-							return fmt.Sprintf("the stalled post's job not finished by a worker: %d jobs left", n)
-						}
-						return ""
-					})
+					testio.Eventually(t, 30*time.Second, noJobsLeft)
 				}
+			case "adopted":
+				read, release := make(chan struct{}), make(chan struct{})
+				s.beforeRewrite = func(job) {
+					s.beforeRewrite = nil
+					close(read)
+					<-release
+				}
+				startWorker(t, s, "worker")
+				s.afterQueue = func() {
+					s.afterQueue = nil
+					<-read // the worker took the job over and read it
+				}
+				s.afterWrite = func() {
+					s.afterWrite = nil
+					close(release)
+					testio.Eventually(t, 30*time.Second, noJobsLeft)
+				}
+			case "delete", "died, deleted":
+				gone := []string{protocol.TypeStatus, protocol.TypeStatusDeleted}
+				want, homes = [][]string{gone, gone, gone}, []bool{false, false, false}
 			}
-			deleted := false
 			if race == "delete" {
 				startWorker(t, s, "worker")
 				s.afterWrite = func() {
 					s.afterWrite = nil
-					last, err := rdb.Get(ctx, s.keys.statusSeq()).Int64() // the post's id
-					if err == nil {
-						err = s.DeleteStatus(ctx, author.ID, last)
-					}
-					if err != nil {
+					if err := s.DeleteStatus(ctx, author.ID, lastID()); err != nil {
 						t.Error(err)
 					}
-					deleted = true
 				}
-			}
-			st := post(t, s, author.ID, "ahead of its pushes")
-			waitJobsDone(t, s)
-			if race == "delete" && !deleted {
-				t.Fatal("the post made no third round trip to delete it after")
 			}
 
-			// The frames each follower should get: the status's, and then,
-			// once it is deleted, the deletion's (its id again).
-			want := func(uid int64) []int64 {
-				switch {
-				case uid == left:
-					return nil
-				case deleted:
-					return []int64{st.ID, st.ID}
+			if died {
+				post(t, dying, author.ID, "loads the scripts")
+				for ch, evs := range eventsUntil(t, l, 20*time.Second, func(got map[string][]event) bool { return len(got[channels[1]]) > 0 }) {
+					if ch != channels[2] && len(evs) != 1 {
+						t.Fatalf("the first post: %d frames on %s, want 1", len(evs), ch)
+					}
 				}
-				return []int64{st.ID}
-			}
-			wantHome := func(uid int64) []int64 {
-				if deleted {
-					return nil
+				// Its frames sent, before its pushes.
+				death := &deathAt{before: 3}
+				if _, err := dying.Post(context.WithValue(ctx, deathKey{}, death), author.ID, "ahead of its pushes"); err == nil {
+					t.Fatal("a post that died after its third round trip succeeded")
 				}
-				return want(uid)
+				connect(fans[2])
+				ahead := !redistest.OnCluster() // the frames went ahead of the pushes
+				if race == "died, deleted" {
+					if err := s.DeleteStatus(ctx, author.ID, lastID()); err != nil {
+						t.Fatal(err)
+					}
+					want[2] = nil // not framed, in no home
+					if !ahead {
+						// Its home had it: the deletion's walk tells it.
+						want[2] = []string{protocol.TypeStatusDeleted}
+					}
+				} else if ahead {
+					want[2] = frames
+				} else {
+					want[2] = nil // its home had it as it connected
+				}
+				startWorker(t, s, "worker")
+			} else {
+				post(t, s, author.ID, "ahead of its pushes")
 			}
-			frames := eventsUntil(t, l, 20*time.Second, func(got map[string][]event) bool {
-				for i, f := range fans {
-					if len(got[channels[i]]) < len(want(f.ID)) {
+			id := lastID()
+			waitJobsDone(t, s)
+
+			got := eventsUntil(t, l, 20*time.Second, func(got map[string][]event) bool {
+				for i := range fans {
+					if len(ofStatus(got[channels[i]], id)) < len(want[i]) {
 						return false
 					}
 				}
@@ -105,20 +176,29 @@ func TestPostFramesGoOnceAroundItsPushes(t *testing.T) {
 			})
 			time.Sleep(300 * time.Millisecond) // a frame sent twice comes right behind
 			for ch, evs := range eventsSoFar(t, l) {
-				frames[ch] = append(frames[ch], evs...)
+				got[ch] = append(got[ch], evs...)
 			}
 			for i, f := range fans {
-				home := homeIDs(t, s, f.ID)
-				got := eventIDs(frames[channels[i]])
-				if !slices.Equal(home, wantHome(f.ID)) || !slices.Equal(got, want(f.ID)) {
-					t.Errorf("%s: home %v, frames %v; want %v, %v", f.Login, home, got, wantHome(f.ID), want(f.ID))
+				var types []string
+				for _, ev := range ofStatus(got[channels[i]], id) {
+					types = append(types, ev.Type)
 				}
-				if deleted && len(got) == 2 {
-					if types := []string{frames[channels[i]][0].Type, frames[channels[i]][1].Type}; types[0] != "status" || types[1] != "status_deleted" {
-						t.Errorf("%s: frames of types %v, want the status's, then its deletion's", f.Login, types)
-					}
+				home := slices.Contains(homeIDs(t, s, f.ID), id)
+				if !slices.Equal(types, want[i]) || home != homes[i] {
+					t.Errorf("%s: frames %v, status in home %v; want %v, %v", f.Login, types, home, want[i], homes[i])
 				}
 			}
 		})
 	}
+}
+
+// ofStatus returns the events about status id.
+func ofStatus(events []event, id int64) []event {
+	var out []event
+	for _, ev := range events {
+		if eventIDs([]event{ev})[0] == id {
+			out = append(out, ev)
+		}
+	}
+	return out
 }

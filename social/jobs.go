@@ -89,7 +89,7 @@ type job struct {
 	of      int64   // "of": the original of the deleted repost entry (drop_reactions), 0 for a status
 	ready   bool    // "ready": what the job reads is written (see queueJob)
 	deleted bool    // "deleted": its status is being deleted (a post's jobs, see rewriteUnlessDeleted)
-	framed  bool    // "framed": its maker sent its first page's frames (a post's job, see queueFrames)
+	framed  string  // "framed": the ids of the followers its maker sent its first page's frames to, a space between two (a post's job, see queueFrames)
 	entry   string  // "entry": its entry in the job stream; "" until it has one (see queueJob)
 	queued  int64   // "queued": when a job queued before its inputs was queued, unix ms (Redis's clock); 0 for one queued with them
 	pass    int64   // "pass": how many times it was moved on (see advance)
@@ -131,7 +131,7 @@ func (j job) id() string {
 func parseJob(key string, f map[string]string) job {
 	j := job{
 		key: key, kind: jobKind(f["kind"]), until: f["until"], payload: f["payload"],
-		ready: f["ready"] != "", deleted: f["deleted"] != "", framed: f["framed"] != "", rebuild: f["rebuild"] != "", entry: f["entry"], floor: f["floor"], part: f["part"], below: f["below"],
+		ready: f["ready"] != "", deleted: f["deleted"] != "", framed: f["framed"], rebuild: f["rebuild"] != "", entry: f["entry"], floor: f["floor"], part: f["part"], below: f["below"],
 	}
 	j.uid, _ = strconv.ParseInt(f["uid"], 10, 64)
 	j.sid, _ = strconv.ParseInt(f["sid"], 10, 64)

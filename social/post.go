@@ -29,14 +29,14 @@ import (
 //     adopts it and finishes the post should this instance die from here
 //     on), and the page's activity;
 //  3. the status written where its author owns it (writePost) and, on one
-//     Redis, the frames of the page's connected followers, the job marked
-//     as framed (queueFrames), so that they leave Redis without waiting for
-//     the pushes; on a cluster, or with no follower of the page connected,
-//     the pushes to the page, each frame with its push (push.lua, see
-//     homePush);
-//  4. the pushes, on one Redis, with no frames (unless the author's
-//     unfollow count moved since 1: then the frames go here, each follow
-//     checked); the job finished, or moved past the page, marked ready and
+//     Redis, the frames of the page's connected followers, whom they went
+//     to written in the job (queueFrames), so that they leave Redis without
+//     waiting for the pushes; on a cluster, or with no follower of the page
+//     connected, the pushes to the page, each frame with its push
+//     (push.lua, see homePush);
+//  4. the pushes, on one Redis, with no frames (unless 3 left them to the
+//     pushes: a worker took the job over, or the author's unfollow count
+//     moved since 1); the job finished, or moved past the page, marked ready and
 //     given its stream entry; and the status and its author looked at
 //     again: a deletion of the status that raced the push is undone
 //     there, and a suspension or an account deletion since the first is
@@ -280,33 +280,39 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		uids[i], _ = strconv.ParseInt(m, 10, 64)
 	}
 
+	// From here on the post's writes run though the request ends
+	// (detached): once the frames may have gone, their pushes follow, and
+	// once the jobs are ready (maybe done), no redo does.
+	dctx, cancel := detached(ctx)
+	defer cancel()
+
 	// 3: the status, and the push with its frames; on one Redis, when any
 	// follower of the page is connected, their frames alone, the pushes
 	// following in 4, so that the frames leave Redis without waiting for
 	// them (queueFrames).
 	pipe = s.rdb.Pipeline()
-	if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
+	if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
 		return err
 	}
 	var h *homePush
 	var frames *redis.IntSliceCmd
 	if !k.cluster && slices.Contains(connected, true) {
-		frames = s.queueFrames(ctx, pipe, homeJob, st.UID, st.ID, string(payload), uids, connected, r.unfollows.Val())
+		frames = s.queueFrames(dctx, pipe, homeJob, st.UID, st.ID, string(payload), uids, connected, r.unfollows.Val())
 	} else {
-		h = s.queuePush(ctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, r.unfollows.Val())
+		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, r.unfollows.Val())
 	}
-	cmds, err := pipe.Exec(ctx)
+	cmds, err := pipe.Exec(dctx)
 	var added []int64
 	live := connected // who the pushes send frames to
 	if frames != nil {
-		framed, err := s.framesAnswer(ctx, frames, cmds, err)
+		framed, err := s.framesAnswer(dctx, frames, cmds, err)
 		if err != nil {
 			return err
 		}
-		if framed != framesMoved {
+		if framed != framesWithPushes {
 			live = make([]bool, len(uids))
 		}
-	} else if added, err = h.results(ctx, s.rdb, cmds, err); err != nil {
+	} else if added, err = h.results(dctx, s.rdb, cmds, err); err != nil {
 		return err
 	}
 	if s.afterWrite != nil {
@@ -325,16 +331,15 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		args[2] = "0"
 		args = append(args, j.moves(next)...)
 	}
-	// Once the jobs are ready (maybe done) no redo follows: what comes
-	// after runs though the request ends (detached).
-	dctx, cancel := detached(ctx)
-	defer cancel()
 	pipe = s.rdb.Pipeline()
 	if frames != nil {
-		// Before the job moves past the page: a death in this round trip
-		// leaves the pushes to the worker that takes the job over, without
-		// frames, the job being framed (or the pushes sent them).
+		// Before the job moves past the page, so that a death in this
+		// round trip leaves the pushes to the worker that takes the job
+		// over (sending frames to those not framed); by push.lua's text,
+		// so that the job never moves on though they did not run (a Redis
+		// that lost its scripts since 3 would answer NOSCRIPT to its hash).
 		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, live, r.unfollows.Val())
+		h.bySource()
 	}
 	advanceScript.Eval(dctx, pipe, []string{homeJob, k.jobs(), k.making()}, args...)
 	if listJob != "" {
@@ -344,9 +349,6 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	look := s.queueAuthorLook(dctx, pipe, st.UID)
 	cmds, err = pipe.Exec(dctx)
 	if frames != nil {
-		// A Redis that lost its scripts since 3 (a restart, a failover)
-		// gets push.lua again here, after the job moved: an instance that
-		// dies in that round trip leaves those pushes undone.
 		added, err = h.results(dctx, s.rdb, cmds, err)
 	}
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"chorus/protocol"
 
@@ -144,20 +146,24 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 
 // Frames sent ahead of their pushes (queueFrames), as push.lua answers.
 const (
-	framesMoved = -1 // not sent: the author's unfollow count moved, so the pushes must send them
-	framesNot   = 0  // not sent: the job is gone (a worker pushed with frames) or framed already
-	framesSent  = 1
+	framesWithPushes = -1 // not sent: the pushes must send them (the job taken over, or the unfollow count moved)
+	framesNot        = 0  // not sent: the job is gone (a worker's pushes sent them) or framed already
+	framesSent       = 1
 )
 
 // queueFrames queues on pipe, on one Redis, the frames alone of status sid
 // by author to those of uids connected, ahead of their pushes: the first
 // page of a post (pushPost), whose frames then leave Redis without waiting
-// for its pushes, which come in the next round trip. The call marks job,
-// the post's, "framed", and sends nothing for a job framed already or gone;
-// a pass of a framed job from its start sends no frames (postPass), so
-// each goes once. It sends nothing either once the author's unfollow count
-// is no longer unfollows, the count read before the page: the pushes then
-// send the frames, each follow checked. Read its answer with framesAnswer.
+// for its pushes, which come in the next round trip. The call writes whom
+// it sent them to in job's "framed" field (the post's job), and sends
+// nothing for a job framed already or gone: a pass of a framed job from its
+// start sends those no frame (postPass), and tells them of the status's
+// deletion should it find it deleted before its pushes (tellFramedGone),
+// so each goes once. It sends nothing either, leaving the frames to the
+// pushes, each on a ZADD that added, once a worker took the job over (it
+// may be pushing the page) or the author's unfollow count is no longer
+// unfollows, the count read before the page (each follow is then checked).
+// Read its answer with framesAnswer.
 func (s *Service) queueFrames(ctx context.Context, pipe redis.Pipeliner, job string, author, sid int64, payload string, uids []int64, connected []bool, unfollows string) *redis.IntSliceCmd {
 	k := s.keys
 	keys := []any{job, k.unfollows(author)}
@@ -178,8 +184,39 @@ func (s *Service) queueFrames(ctx context.Context, pipe redis.Pipeliner, job str
 	return cmd
 }
 
+// framedSet returns the followers a job's "framed" field names.
+func framedSet(framed string) map[string]bool {
+	set := map[string]bool{}
+	for _, uid := range strings.Fields(framed) {
+		set[uid] = true
+	}
+	return set
+}
+
+// tellFramedGone tells the followers framed names (their ids, a space
+// between two, as a post job's "framed" field) that status sid is gone:
+// those who got its frame ahead of its pushes (queueFrames) from a maker
+// that died before the pushes, where no deletion's walk finds it in their
+// home.
+func (s *Service) tellFramedGone(ctx context.Context, sid int64, framed string) error {
+	if framed == "" {
+		return nil
+	}
+	gone, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: sid})
+	if err != nil {
+		return err
+	}
+	pipe := s.rdb.Pipeline()
+	for uid := range framedSet(framed) {
+		id, _ := strconv.ParseInt(uid, 10, 64)
+		s.bus.Queue(ctx, pipe, s.bus.UserChannel(id), gone)
+	}
+	_, err = pipe.Exec(ctx)
+	return err
+}
+
 // framesAnswer is what a queueFrames call did (framesSent, framesNot,
-// framesMoved), once its pipeline ran cmds and returned execErr (see
+// framesWithPushes), once its pipeline ran cmds and returned execErr (see
 // resendNoScript).
 func (s *Service) framesAnswer(ctx context.Context, cmd *redis.IntSliceCmd, cmds []redis.Cmder, execErr error) (int64, error) {
 	if err := resendNoScript(ctx, s.rdb, pushScript, cmds, execErr); err != nil {
@@ -190,6 +227,17 @@ func (s *Service) framesAnswer(ctx context.Context, cmd *redis.IntSliceCmd, cmds
 		return 0, fmt.Errorf("frames: %d answers, want 1", len(got))
 	}
 	return got[0], nil
+}
+
+// bySource makes the push's calls send push.lua's text (EVAL), not its
+// hash, for a pipeline whose later commands must not run unless the pushes
+// did: a Redis that lost its scripts would answer NOSCRIPT to the hash and
+// run the rest.
+func (h *homePush) bySource() {
+	for _, c := range h.calls {
+		args := c.cmd.Args()
+		args[0], args[1] = "eval", pushSource
+	}
 }
 
 // results returns what the push did, a follower each (pushAdded,

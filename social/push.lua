@@ -42,12 +42,15 @@
 -- Frames alone (ARGV[3] '', on one Redis: a post's first page, whose
 -- frames leave before its pushes, see post.go): no follower's keys and no
 -- pushes; ARGV[7] is '', and every follower named in ARGV[11..] is sent
--- the frame, once a job: KEYS[1] is the post's job, marked "framed" by
--- the call that sends them, then come the unfollow count's key and
--- presence's two. Returns {1} when it sent them, {0} when not because the
--- job is gone (finished by a worker that pushed with frames) or framed
--- already, {-1} when not because the unfollow count moved (the frames
--- must then go with the pushes, each follow checked).
+-- the frame, once a job: KEYS[1] is the post's job, then come the
+-- unfollow count's key and presence's two. The call that sends them
+-- writes their ids in the job's "framed" field (a space between two).
+-- Returns {1} when it sent them; {0} when not, the job being gone
+-- (finished by a worker, whose pushes sent them) or framed already (a
+-- call run again); {-1} when not, the frames to go with the pushes, each
+-- on a ZADD that added: the job has a stream entry (a worker took it over
+-- and may push the page), or the unfollow count moved (each follow is to
+-- be checked).
 --
 -- With ARGV[9], the frames of the call go in one message on that channel
 -- (the ids of their users, a space between two, a newline, the frame),
@@ -121,16 +124,18 @@ local function send(batch)
 end
 
 if orig == '' then
-  if check then
-    return {-1}
-  end
-  if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HSETNX', KEYS[1], 'framed', '1') == 0 then
+  local job = KEYS[1]
+  if redis.call('EXISTS', job) == 0 or redis.call('HEXISTS', job, 'framed') == 1 then
     return {0}
+  end
+  if check or redis.call('HEXISTS', job, 'entry') == 1 then
+    return {-1}
   end
   local batch = {}
   for i = 11, #ARGV do
     batch[#batch + 1] = ARGV[i]
   end
+  redis.call('HSET', job, 'framed', table.concat(batch, ' '))
   send(batch)
   return {1}
 end

@@ -51,7 +51,7 @@ func TestPushRacesAnUnfollow(t *testing.T) {
 				t.Fatalf("the unfollow count stayed %q", after)
 			}
 
-			err := s.pushStatus(ctx, author.ID, st.ID, 0, "{}", []string{itoa(fan.ID)}, []bool{c.connected}, false, before)
+			err := s.pushStatus(ctx, author.ID, st.ID, 0, "{}", []string{itoa(fan.ID)}, []bool{c.connected}, nil, before)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +226,7 @@ func TestPushInTx(t *testing.T) {
 				}
 				// The pass's way: the count has moved, so no transaction,
 				// and push.lua pushes, checking each follow.
-				err = s.pushStatus(ctx, author.ID, st.ID, 0, payload, []string{itoa(on.ID), itoa(off.ID)}, connected, false, before)
+				err = s.pushStatus(ctx, author.ID, st.ID, 0, payload, []string{itoa(on.ID), itoa(off.ID)}, connected, nil, before)
 				if err != nil {
 					t.Fatal(err)
 				}
