@@ -170,15 +170,21 @@ func (s *Service) queueFrames(ctx context.Context, pipe redis.Pipeliner, job str
 	if s.opts.InstancesKey != "" {
 		keys = append(keys, s.opts.InstancesKey, s.bus.FramesReadersKey())
 	}
-	args := make([]any, 0, 3+len(keys)+10+len(uids))
-	args = append(args, "evalsha", pushScript.Hash(), len(keys))
-	args = append(args, keys...)
-	args = append(args, sid, author, "", s.opts.HomeSize, s.bus.Command(), payload, "", cmp.Or(unfollows, "0"), s.bus.FramesChannel(), s.bus.UserChannelStart())
+	var ids []byte // those connected, a space between two
+	n := 0
 	for i, uid := range uids {
 		if connected[i] {
-			args = append(args, uid)
+			if n > 0 {
+				ids = append(ids, ' ')
+			}
+			ids = strconv.AppendInt(ids, uid, 10)
+			n++
 		}
 	}
+	args := make([]any, 0, 3+len(keys)+12)
+	args = append(args, "evalsha", pushScript.Hash(), len(keys))
+	args = append(args, keys...)
+	args = append(args, sid, author, "", s.opts.HomeSize, s.bus.Command(), payload, "", cmp.Or(unfollows, "0"), s.bus.FramesChannel(), s.bus.UserChannelStart(), string(ids), n)
 	cmd := redis.NewIntSliceCmd(ctx, args...)
 	_ = pipe.Process(ctx, cmd)
 	return cmd

@@ -41,10 +41,12 @@
 --
 -- Frames alone (ARGV[3] '', on one Redis: a post's first page, whose
 -- frames leave before its pushes, see post.go): no follower's keys and no
--- pushes; ARGV[7] is '', and every follower named in ARGV[11..] is sent
--- the frame, once a job: KEYS[1] is the post's job, then come the
--- unfollow count's key and presence's two. The call that sends them
--- writes their ids in the job's "framed" field (a space between two).
+-- pushes; ARGV[7] is '', and the followers named in ARGV[11] (their ids, a
+-- space between two: one argument, not one a follower, which Lua would
+-- intern one by one), ARGV[12] of them, are sent the frame, once a job:
+-- KEYS[1] is the post's job, then come the unfollow count's key and
+-- presence's two. The call that sends them writes ARGV[11] in the job's
+-- "framed" field.
 -- Returns {1} when it sent them; {0} when not, the job being gone
 -- (finished by a worker, whose pushes sent them) or framed already (a
 -- call run again); {-1} when not, the frames to go with the pushes, each
@@ -85,8 +87,10 @@ if ARGV[8] ~= '' then
 end
 
 -- send sends the frame to those named in batch (ARGV's values).
-local function send(batch)
-  if #batch == 0 then
+-- With joined, batch is nil, and joined names n users (their ids, a space
+-- between two).
+local function send(batch, joined, n)
+  if n == 0 then
     return
   end
   if ARGV[9] == '' then
@@ -96,7 +100,7 @@ local function send(batch)
     return
   end
   local readers = redis.call('PUBSUB', 'NUMSUB', ARGV[9])[2]
-  local all = readers > 0 and #batch >= readers
+  local all = readers > 0 and n >= readers
   if all and #KEYS > base + 1 then
     local t = redis.call('TIME')
     local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -115,9 +119,13 @@ local function send(batch)
     end
   end
   if all then
-    redis.call('PUBLISH', ARGV[9], table.concat(batch, ' ') .. '\n' .. ARGV[6])
-  else
+    redis.call('PUBLISH', ARGV[9], (joined or table.concat(batch, ' ')) .. '\n' .. ARGV[6])
+  elseif batch then
     for _, uid in ipairs(batch) do
+      redis.call('PUBLISH', ARGV[10] .. uid, ARGV[6])
+    end
+  else
+    for uid in string.gmatch(joined, '%d+') do
       redis.call('PUBLISH', ARGV[10] .. uid, ARGV[6])
     end
   end
@@ -131,12 +139,8 @@ if orig == '' then
   if check or redis.call('HEXISTS', job, 'entry') == 1 then
     return {-1}
   end
-  local batch = {}
-  for i = 11, #ARGV do
-    batch[#batch + 1] = ARGV[i]
-  end
-  redis.call('HSET', job, 'framed', table.concat(batch, ' '))
-  send(batch)
+  redis.call('HSET', job, 'framed', ARGV[11])
+  send(nil, ARGV[11], tonumber(ARGV[12]))
   return {1}
 end
 
@@ -177,5 +181,5 @@ for i = 1, n do
   end
   out[i] = added
 end
-send(batch)
+send(batch, nil, #batch)
 return out
