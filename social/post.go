@@ -36,11 +36,11 @@ import (
 //     (push.lua, see homePush);
 //  4. the pushes, on one Redis, with no frames (unless 3 left them to the
 //     pushes: a worker took the job over, or the author's unfollow count
-//     moved since 1); the job finished, or moved past the page, marked ready and
-//     given its stream entry; and the status and its author looked at
-//     again: a deletion of the status that raced the push is undone
-//     there, and a suspension or an account deletion since the first is
-//     followed (settleAuthor; more round trips, rarely).
+//     moved since 1); the job finished, or moved past the page, marked
+//     ready and given its stream entry; and the status and its author
+//     looked at again: a deletion of the status that raced the push is
+//     undone there, and a suspension or an account deletion since the
+//     first is followed (settleAuthor; more round trips, rarely).
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
