@@ -212,10 +212,10 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 // only where neither its original nor another repost of it is), sending
 // the live frame to those connected whose home it newly reached, but for
 // those framed, sent theirs ahead (see queueFrames); unfollows is the
-// author's unfollow count read before the page (see homePush). On one Redis a status goes in one transaction (pushInTx),
-// where that fails with push.lua. Then it checks that the status still
-// exists, and takes it out again where it was added if not, telling those
-// connected.
+// author's unfollow count read before the page (see homePush). On one
+// Redis a status goes in one transaction (pushInTx), where that fails with
+// push.lua. Then it checks that the status still exists, and takes it out
+// again where it was added if not, telling those connected.
 func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, payload string, push []string, connected []bool, framed map[string]bool, unfollows string) error {
 	if len(push) == 0 {
 		return nil

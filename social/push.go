@@ -205,7 +205,17 @@ func framedSet(framed string) map[string]bool {
 // that died before the pushes, where no deletion's walk finds it in their
 // home.
 func (s *Service) tellFramedGone(ctx context.Context, sid int64, framed string) error {
-	if framed == "" {
+	var uids []int64
+	for _, f := range strings.Fields(framed) {
+		uid, _ := strconv.ParseInt(f, 10, 64)
+		uids = append(uids, uid)
+	}
+	return s.tellGone(ctx, sid, uids)
+}
+
+// tellGone tells each of uids, on their channel, that status sid is gone.
+func (s *Service) tellGone(ctx context.Context, sid int64, uids []int64) error {
+	if len(uids) == 0 {
 		return nil
 	}
 	gone, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: sid})
@@ -213,9 +223,8 @@ func (s *Service) tellFramedGone(ctx context.Context, sid int64, framed string) 
 		return err
 	}
 	pipe := s.rdb.Pipeline()
-	for uid := range framedSet(framed) {
-		id, _ := strconv.ParseInt(uid, 10, 64)
-		s.bus.Queue(ctx, pipe, s.bus.UserChannel(id), gone)
+	for _, uid := range uids {
+		s.bus.Queue(ctx, pipe, s.bus.UserChannel(uid), gone)
 	}
 	_, err = pipe.Exec(ctx)
 	return err
@@ -271,10 +280,6 @@ func (h *homePush) results(ctx context.Context, rdb redis.UniversalClient, cmds 
 // that deletion's walk reached after the push was told by the walk, as
 // deletePass does, not twice.
 func (s *Service) unpush(ctx context.Context, sid int64, uids []int64, added []int64, connected []bool) error {
-	gone, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: sid})
-	if err != nil {
-		return err
-	}
 	removed := make([]*redis.IntCmd, len(uids))
 	pipe := s.rdb.Pipeline()
 	for i, uid := range uids {
@@ -285,17 +290,13 @@ func (s *Service) unpush(ctx context.Context, sid int64, uids []int64, added []i
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	pipe = s.rdb.Pipeline()
+	var told []int64
 	for i, r := range removed {
 		if r != nil && r.Val() == 1 && connected[i] {
-			s.bus.Queue(ctx, pipe, s.bus.UserChannel(uids[i]), gone)
+			told = append(told, uids[i])
 		}
 	}
-	if pipe.Len() == 0 {
-		return nil
-	}
-	_, err = pipe.Exec(ctx)
-	return err
+	return s.tellGone(ctx, sid, told)
 }
 
 // pushInTx pushes status sid by author to the home timelines of uids, on
