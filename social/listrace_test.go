@@ -25,10 +25,13 @@ func TestListJobsWaitForTheirStatus(t *testing.T) {
 	b := New(rdb, opts)
 	// A job queued before its inputs has no stream entry until it is marked
 	// ready (queue_job.lua): the workers race the makers' first passes from
-	// then on. The pause after queueing stands for a slow maker, whose job
-	// a worker must not run early.
+	// then on. The pauses after queueing (before it, on one Redis, where
+	// the jobs and the status go in one round trip) and after the status
+	// is written stand for a slow maker, whose job a worker must not run
+	// early.
 	for _, s := range []*Service{a, b} {
 		s.afterQueue = func() { time.Sleep(5 * time.Millisecond) }
+		s.afterWrite = func() { time.Sleep(5 * time.Millisecond) }
 	}
 	for i, s := range []*Service{a, b} {
 		for w := range 2 {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A post is made in four round trips to Redis, and its frames leave in
+// A post is made in three round trips to Redis on one Redis, its frames
+// leaving in the second, and in four on a cluster, its frames leaving in
 // the third, however many of the author's followers the first page holds
 // (FanoutPassSize):
 //
@@ -27,20 +27,22 @@ import (
 //     followers;
 //  2. the fan-out job queued, not ready, with no stream entry (so a worker
 //     adopts it and finishes the post should this instance die from here
-//     on), and the page's activity;
-//  3. the status written where its author owns it (writePost) and, on one
-//     Redis, the frames of the page's connected followers, whom they went
-//     to written in the job (queueFrames), so that they leave Redis without
-//     waiting for the pushes; on a cluster, or with no follower of the page
-//     connected, the pushes to the page, each frame with its push
-//     (push.lua, see homePush);
-//  4. the pushes, on one Redis, with no frames (unless 3 left them to the
-//     pushes: a worker took the job over, or the author's unfollow count
-//     moved since 1); the job finished, or moved past the page, marked
-//     ready and given its stream entry; and the status and its author
-//     looked at again: a deletion of the status that raced the push is
-//     undone there, and a suspension or an account deletion since the
-//     first is followed (settleAuthor; more round trips, rarely).
+//     on), and the page's activity; on one Redis, behind them (Redis runs
+//     a connection's commands in order, so a death within the round trip
+//     leaves the job queued before anything else is written), the status
+//     written where its author owns it (writePost), and the frames of the
+//     page's connected followers, whom they went to written in the job
+//     (queueFrames, which reads who is connected itself), so that they
+//     leave Redis without waiting for the pushes;
+//  3. on a cluster, the status written, and the pushes to the page, each
+//     frame with its push (push.lua, see homePush);
+//  4. (3 on one Redis) the pushes, on one Redis, with no frames (unless 2
+//     left them to the pushes: a worker took the job over, or the author's
+//     unfollow count moved since 1); the job finished, or moved past the
+//     page, marked ready and given its stream entry; and the status and
+//     its author looked at again: a deletion of the status that raced the
+//     push is undone there, and a suspension or an account deletion since
+//     the first is followed (settleAuthor; more round trips, rarely).
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
@@ -245,7 +247,7 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	return r, nil
 }
 
-// pushPost makes a post's last three round trips (see the top of the file)
+// pushPost makes a post's last round trips (see the top of the file)
 // for status st, read as r says.
 func (s *Service) pushPost(ctx context.Context, st Status, path string, payload []byte, toLists bool, r postReads) error {
 	k := s.keys
@@ -263,17 +265,41 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		}
 	}
 	members := pageMembers(page)
+	answered := answeredOnly(st)
 
-	// 2: the jobs, and who of the page the status reaches.
-	pipe := s.rdb.Pipeline()
-	homeJob, listJob := s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
-	act := s.queueActivity(ctx, pipe, members, answeredOnly(st))
-	if _, err := pipe.Exec(ctx); err != nil {
-		return err
-	}
-	if s.afterQueue != nil {
+	// 2: the jobs, and who of the page the status reaches; on one Redis
+	// the status too, and the frames of the page's connected followers
+	// (queueFrames), ahead of their pushes.
+	oneRedis := !k.cluster
+	if oneRedis && s.afterQueue != nil {
 		s.afterQueue()
 	}
+	pipe := s.rdb.Pipeline()
+	homeJob, listJob := s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
+	var frames *redis.Cmd
+	act := s.queueActivity(ctx, pipe, members, answered, oneRedis)
+	if oneRedis {
+		if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
+			return err
+		}
+		if len(members) > 0 {
+			frames = s.queueFrames(ctx, pipe, homeJob, st.UID, st.ID, string(payload), members, answered, r.unfollows.Val())
+		}
+	}
+	cmds, err := pipe.Exec(ctx)
+	code, flags := int64(framesNot), ""
+	if frames != nil {
+		if code, flags, err = s.framesAnswer(ctx, frames, cmds, err); err == nil && len(flags) != len(members) {
+			err = fmt.Errorf("frames: %d flags for %d followers", len(flags), len(members))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if !oneRedis && s.afterQueue != nil {
+		s.afterQueue()
+	}
+	act.flags = flags
 	push, connected := act.active(r.now.Val(), s.opts.InactiveAfter)
 	uids := make([]int64, len(push))
 	for i, m := range push {
@@ -286,41 +312,31 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	dctx, cancel := detached(ctx)
 	defer cancel()
 
-	// 3: the status, and the push with its frames; on one Redis, when any
-	// follower of the page is connected, their frames alone, the pushes
-	// following in 4, so that the frames leave Redis without waiting for
-	// them (queueFrames).
-	pipe = s.rdb.Pipeline()
-	if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
-		return err
-	}
 	var h *homePush
-	var frames *redis.IntSliceCmd
-	if !k.cluster && slices.Contains(connected, true) {
-		frames = s.queueFrames(dctx, pipe, homeJob, st.UID, st.ID, string(payload), uids, connected, r.unfollows.Val())
-	} else {
-		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, r.unfollows.Val())
-	}
-	cmds, err := pipe.Exec(dctx)
 	var added []int64
-	live := connected // who the pushes send frames to
-	if frames != nil {
-		framed, err := s.framesAnswer(dctx, frames, cmds, err)
-		if err != nil {
+	if oneRedis {
+		if s.afterWrite != nil {
+			s.afterWrite()
+		}
+	} else {
+		// 3, on a cluster: the status, and the push with its frames.
+		pipe = s.rdb.Pipeline()
+		if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
 			return err
 		}
-		if framed != framesWithPushes {
-			live = make([]bool, len(uids))
+		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, r.unfollows.Val())
+		cmds, err := pipe.Exec(dctx)
+		if added, err = h.results(dctx, s.rdb, cmds, err); err != nil {
+			return err
 		}
-	} else if added, err = h.results(dctx, s.rdb, cmds, err); err != nil {
-		return err
-	}
-	if s.afterWrite != nil {
-		s.afterWrite()
+		if s.afterWrite != nil {
+			s.afterWrite()
+		}
 	}
 
-	// 4: the pushes, when 3 sent the frames; the job past the page, ready
-	// for the next pass; and the status looked at again.
+	// The last: on one Redis the pushes (sending the frames 2 left to
+	// them); the job past the page, ready for the next pass; and the
+	// status looked at again.
 	j := job{key: homeJob, kind: jobPost, uid: st.UID, sid: st.ID}
 	next := j
 	next.ready, next.until = true, until
@@ -332,12 +348,13 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		args = append(args, j.moves(next)...)
 	}
 	pipe = s.rdb.Pipeline()
-	if frames != nil {
+	if oneRedis {
 		// Before the job moves past the page, so that a death in this
 		// round trip leaves the pushes to the worker that takes the job
 		// over (sending frames to those not framed); by push.lua's text,
 		// so that the job never moves on though they did not run (a Redis
-		// that lost its scripts since 3 would answer NOSCRIPT to its hash).
+		// that lost its scripts since 2 would answer NOSCRIPT to its hash).
+		live := liveAfterFrames(code, flags, members, push, connected)
 		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, live, r.unfollows.Val())
 		h.bySource()
 	}
@@ -348,7 +365,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	exists := pipe.Exists(dctx, k.status(st.ID))
 	look := s.queueAuthorLook(dctx, pipe, st.UID)
 	cmds, err = pipe.Exec(dctx)
-	if frames != nil {
+	if oneRedis {
 		added, err = h.results(dctx, s.rdb, cmds, err)
 	}
 	if err != nil {

@@ -152,40 +152,41 @@ const (
 )
 
 // queueFrames queues on pipe, on one Redis, the frames alone of status sid
-// by author to those of uids connected, ahead of their pushes: the first
-// page of a post (pushPost), whose frames then leave Redis without waiting
-// for its pushes, which come in the next round trip. The call writes whom
-// it sent them to in job's "framed" field (the post's job), and sends
-// nothing for a job framed already or gone: a pass of a framed job from its
-// start sends those no frame (postPass), and tells them of the status's
-// deletion should it find it deleted before its pushes (tellFramedGone),
-// so each goes once. It sends nothing either, leaving the frames to the
-// pushes, each on a ZADD that added, once a worker took the job over (it
-// may be pushing the page) or the author's unfollow count is no longer
-// unfollows, the count read before the page (each follow is then checked).
-// Read its answer with framesAnswer.
-func (s *Service) queueFrames(ctx context.Context, pipe redis.Pipeliner, job string, author, sid int64, payload string, uids []int64, connected []bool, unfollows string) *redis.IntSliceCmd {
+// by author to the connected of members (the first page of a post's
+// followers, in order), but for a reply (answered its parent's author, see
+// answeredOnly) only to those who follow answered too: the first page of a
+// post (pushPost), whose frames then leave Redis in the round trip that
+// writes the status, without waiting for its pushes, which come in the
+// next. The call reads who is connected itself (presence's set), and
+// answers it. It writes whom it sent the frames to in job's "framed" field
+// (the post's job), and sends nothing for a job framed already or gone: a
+// pass of a framed job from its start sends those no frame (postPass), and
+// tells them of the status's deletion should it find it deleted before its
+// pushes (tellFramedGone), so each goes once. It sends nothing either,
+// leaving the frames to the pushes, each on a ZADD that added, once a
+// worker took the job over (it may be pushing the page) or the author's
+// unfollow count is no longer unfollows, the count read before the page
+// (each follow is then checked). Read its answer with framesAnswer.
+func (s *Service) queueFrames(ctx context.Context, pipe redis.Pipeliner, job string, author, sid int64, payload string, members []string, answered int64, unfollows string) *redis.Cmd {
 	k := s.keys
-	keys := []any{job, k.unfollows(author)}
+	keys := []any{job}
+	connected, replyTo := "0", ""
+	if s.opts.ConnectedKey != "" {
+		keys, connected = append(keys, s.opts.ConnectedKey), "1"
+	}
+	if answered != 0 {
+		keys, replyTo = append(keys, k.followers(answered)), itoa(answered)
+	}
+	keys = append(keys, k.unfollows(author))
 	if s.opts.InstancesKey != "" {
 		keys = append(keys, s.opts.InstancesKey, s.bus.FramesReadersKey())
 	}
-	var ids []byte // those connected, a space between two
-	n := 0
-	for i, uid := range uids {
-		if connected[i] {
-			if n > 0 {
-				ids = append(ids, ' ')
-			}
-			ids = strconv.AppendInt(ids, uid, 10)
-			n++
-		}
-	}
-	args := make([]any, 0, 3+len(keys)+12)
+	args := make([]any, 0, 3+len(keys)+13)
 	args = append(args, "evalsha", pushScript.Hash(), len(keys))
 	args = append(args, keys...)
-	args = append(args, sid, author, "", s.opts.HomeSize, s.bus.Command(), payload, "", cmp.Or(unfollows, "0"), s.bus.FramesChannel(), s.bus.UserChannelStart(), string(ids), n)
-	cmd := redis.NewIntSliceCmd(ctx, args...)
+	args = append(args, sid, author, "", s.opts.HomeSize, s.bus.Command(), payload, "", cmp.Or(unfollows, "0"),
+		s.bus.FramesChannel(), s.bus.UserChannelStart(), strings.Join(members, " "), connected, replyTo)
+	cmd := redis.NewCmd(ctx, args...)
 	_ = pipe.Process(ctx, cmd)
 	return cmd
 }
@@ -231,17 +232,50 @@ func (s *Service) tellGone(ctx context.Context, sid int64, uids []int64) error {
 }
 
 // framesAnswer is what a queueFrames call did (framesSent, framesNot,
-// framesWithPushes), once its pipeline ran cmds and returned execErr (see
-// resendNoScript).
-func (s *Service) framesAnswer(ctx context.Context, cmd *redis.IntSliceCmd, cmds []redis.Cmder, execErr error) (int64, error) {
+// framesWithPushes), and its flags, one a member: '0' not connected, '1'
+// connected, '2' connected and framed (sent the frame when it did), once
+// its pipeline ran cmds and returned execErr (see resendNoScript).
+func (s *Service) framesAnswer(ctx context.Context, cmd *redis.Cmd, cmds []redis.Cmder, execErr error) (int64, string, error) {
 	if err := resendNoScript(ctx, s.rdb, pushScript, cmds, execErr); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	got := cmd.Val()
-	if len(got) != 1 {
-		return 0, fmt.Errorf("frames: %d answers, want 1", len(got))
+	got, err := cmd.Slice()
+	if err != nil {
+		return 0, "", err
 	}
-	return got[0], nil
+	if len(got) != 2 {
+		return 0, "", fmt.Errorf("frames: %d answers, want 2", len(got))
+	}
+	code, ok := got[0].(int64)
+	flags, ok2 := got[1].(string)
+	if !ok || !ok2 {
+		return 0, "", fmt.Errorf("frames: answered %v", got)
+	}
+	return code, flags, nil
+}
+
+// liveAfterFrames returns, for each of push (members a post reaches, in
+// the order of members) and whether each is connected, whether the pushes
+// are to send them the frame, once the frames call answered code and flags
+// of members (framesAnswer): all those connected when the frames go with
+// the pushes, none when the job was gone or framed already, and those not
+// framed when it sent them (a reply's frame goes only to some).
+func liveAfterFrames(code int64, flags string, members, push []string, connected []bool) []bool {
+	switch code {
+	case framesWithPushes:
+		return connected
+	case framesNot:
+		return make([]bool, len(push))
+	}
+	live := make([]bool, len(push))
+	j := 0
+	for i, m := range push {
+		for j < len(members) && members[j] != m {
+			j++
+		}
+		live[i] = connected[i] && j < len(flags) && flags[j] != '2'
+	}
+	return live
 }
 
 // bySource makes the push's calls send push.lua's text (EVAL), not its

@@ -40,16 +40,25 @@
 --         else their event channels
 --
 -- Frames alone (ARGV[3] '', on one Redis: a post's first page, whose
--- frames leave before its pushes, see post.go): no follower's keys and no
--- pushes; ARGV[7] is '', and the followers named in ARGV[11] (their ids, a
--- space between two: one argument, not one a follower, which Lua would
--- intern one by one), ARGV[12] of them, are sent the frame, once a job:
--- KEYS[1] is the post's job, then come the unfollow count's key and
--- presence's two. The call that sends them writes ARGV[11] in the job's
--- "framed" field.
--- Returns {1} when it sent them; {0} when not, the job being gone
+-- frames leave in the round trip that writes the status, ahead of its
+-- pushes, see post.go): no pushes. ARGV[7] is '', and ARGV[11] names the
+-- page's followers (their ids, a space between two: one argument, not one
+-- a follower, which Lua would intern one by one). Those connected are
+-- sent the frame, once a job, but for a reply (ARGV[13] its
+-- parent's author, else '') only those who follow that author too, and
+-- that author.
+-- KEYS[1] the post's job
+-- KEYS[2] when ARGV[12] is '1', presence's set of the users connected
+--         (without it, every follower counts as connected)
+-- then, for a reply, the followers of ARGV[13]; then the unfollow count's
+-- key and presence's two, as above.
+-- The call that sends the frames writes whom it sent them to in the job's
+-- "framed" field (their ids, a space between two).
+-- Returns {code, flags}, flags one character a follower of ARGV[11]: '0'
+-- not connected, '1' connected, '2' connected and sent the frame (when the
+-- code is 1). Code 1 when it sent them; 0 when not, the job being gone
 -- (finished by a worker, whose pushes sent them) or framed already (a
--- call run again); {-1} when not, the frames to go with the pushes, each
+-- call run again); -1 when not, the frames to go with the pushes, each
 -- on a ZADD that added: the job has a stream entry (a worker took it over
 -- and may push the page), or the unfollow count moved (each follow is to
 -- be checked).
@@ -80,6 +89,12 @@ local n = #ARGV[7]
 local base = stride * n -- the keys before the unfollow count's
 if orig == '' then
   base = 1
+  if ARGV[12] == '1' then
+    base = base + 1
+  end
+  if ARGV[13] ~= '' then
+    base = base + 1
+  end
 end
 local check = true
 if ARGV[8] ~= '' then
@@ -132,16 +147,54 @@ local function send(batch, joined, n)
 end
 
 if orig == '' then
+  local members = {}
+  for uid in string.gmatch(ARGV[11], '%d+') do
+    members[#members + 1] = uid
+  end
+  -- scores returns the scores of members in the sorted set key (false
+  -- for those not in it), ZMSCORE a thousand at a time (unpack's bound).
+  local function scores(key)
+    local out = {}
+    for first = 1, #members, 1000 do
+      local got = redis.call('ZMSCORE', key, unpack(members, first, math.min(first + 999, #members)))
+      for i = 1, #got do
+        out[first + i - 1] = got[i]
+      end
+    end
+    return out
+  end
+  local nextKey = 2
+  local on, follows
+  if ARGV[12] == '1' then
+    on = scores(KEYS[nextKey])
+    nextKey = nextKey + 1
+  end
+  if ARGV[13] ~= '' then
+    follows = scores(KEYS[nextKey])
+  end
+  local flags, framed = {}, {}
+  for i, uid in ipairs(members) do
+    flags[i] = '0'
+    if not on or on[i] then
+      flags[i] = '1'
+      if not follows or follows[i] or uid == ARGV[13] then
+        flags[i] = '2'
+        framed[#framed + 1] = uid
+      end
+    end
+  end
+  flags = table.concat(flags)
   local job = KEYS[1]
   if redis.call('EXISTS', job) == 0 or redis.call('HEXISTS', job, 'framed') == 1 then
-    return {0}
+    return {0, flags}
   end
   if check or redis.call('HEXISTS', job, 'entry') == 1 then
-    return {-1}
+    return {-1, flags}
   end
-  redis.call('HSET', job, 'framed', ARGV[11])
-  send(nil, ARGV[11], tonumber(ARGV[12]))
-  return {1}
+  local ids = table.concat(framed, ' ')
+  redis.call('HSET', job, 'framed', ids)
+  send(nil, ids, #framed)
+  return {1, flags}
 end
 
 local out = {}

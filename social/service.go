@@ -227,12 +227,14 @@ type Service struct {
 
 	// afterQueue, when set, runs between queuing a post's or a deletion's
 	// jobs (a status's or an account's) and writing it; tests use it to
-	// widen that window.
+	// widen that window. On one Redis, where a post's jobs are queued in
+	// the round trip that writes its status, it runs before that round
+	// trip.
 	afterQueue func()
-	// afterWrite, when set, runs between a post's third round trip (the
-	// status written, its first page's frames sent) and its fourth (on one
-	// Redis, the pushes that follow them); tests use it to delete the
-	// status there.
+	// afterWrite, when set, runs between the round trip of a post that
+	// wrote its status and sent its first page's frames (the second on
+	// one Redis, the third on a cluster) and the next (on one Redis, the
+	// pushes that follow them); tests use it to delete the status there.
 	afterWrite func()
 	// beforeRewrite, when set, runs between a post job's read and its
 	// redo's writes (rewriteUnlessDeleted); tests use it to delete the
