@@ -22,7 +22,8 @@
 # into W first), PROFILE (seconds of CPU profile taken from the first instance of each delivery
 # run, once its posts began, and a heap profile of the idle streams; 0: none), MODES (the
 # delivery runs' modes, "normal floor"), OLD_IDLE (0: "old" runs no idle streams), OLDFLAGS
-# (flags of the older build's servers, as NEWFLAGS for one that has them)
+# (flags of the older build's servers, as NEWFLAGS for one that has them), DRAIN (the
+# servers' drain flag, "-drain-window 0"; '' for a build without it)
 #
 # W/bin may hold redis-server and redis-cli as scripts that run the real ones (W/redis/) with
 # the libraries beside them (W/redis/lib/), through the loader carried there too, on a machine
@@ -51,6 +52,9 @@ redis-cli -p $RP ping >/dev/null 2>&1 || {
 }
 log "redis: $(redis-cli -p $RP dbsize) keys"
 
+# A run's streams are gone once the tool ends: a stop need not wait out the
+# drain's window (DRAIN='' for a build before -drain-window).
+DRAIN=${DRAIN--drain-window 0}
 PORT=19300
 # serve BIN FLAGS...: a fresh instance on the next port; sets SP (pid) and U (url)
 serve() {
@@ -60,7 +64,7 @@ serve() {
   [ "$bin" = chorus ] && debug=(-debug-addr 127.0.0.1:$((PORT + 1000))) # not in older builds
   "$bin" -addr 127.0.0.1:$PORT -redis-url redis://127.0.0.1:$RP -heartbeat-interval 10s \
     -online-window 60s -signup-limit off -signin-limit off -post-limit off -follow-limit off \
-    "${debug[@]}" "$@" > "$W/server-$PORT.log" 2>&1 &
+    $DRAIN "${debug[@]}" "$@" > "$W/server-$PORT.log" 2>&1 &
   SP=$!; U=http://127.0.0.1:$PORT; DBG=127.0.0.1:$((PORT + 1000))
   for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && return; sleep 0.1; done
 }
