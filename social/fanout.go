@@ -140,7 +140,7 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 // reaches, and whether each is connected now (see followerActivity).
 func (s *Service) activeFollowers(ctx context.Context, members []string, answered int64) (push []string, connected []bool, err error) {
 	pipe := s.rdb.Pipeline()
-	act := s.queueActivity(ctx, pipe, members, answered, false)
+	act := s.queueActivity(ctx, pipe, members, answered)
 	now := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, nil, err
@@ -157,15 +157,11 @@ type followerActivity struct {
 	answered   int64
 	seen       *redis.FloatSliceCmd
 	alsoFollow *redis.FloatSliceCmd // nil unless answered is set
-	online     *redis.FloatSliceCmd // nil when presence is not kept, or read by the frames call
-	// flags, when set, says who is connected, as a post's frames call
-	// read it (framesAnswer): one a member, '0' for not.
-	flags string
+	online     *redis.FloatSliceCmd // nil when presence is not kept
 }
 
-// queueActivity queues on pipe the reads of members' activity; of whether
-// each is connected too, but when the frames call is to read it (frames).
-func (s *Service) queueActivity(ctx context.Context, pipe redis.Pipeliner, members []string, answered int64, frames bool) *followerActivity {
+// queueActivity queues on pipe the reads of members' activity.
+func (s *Service) queueActivity(ctx context.Context, pipe redis.Pipeliner, members []string, answered int64) *followerActivity {
 	a := &followerActivity{members: members, answered: answered}
 	if len(members) == 0 {
 		return a
@@ -174,7 +170,7 @@ func (s *Service) queueActivity(ctx context.Context, pipe redis.Pipeliner, membe
 	if answered != 0 {
 		a.alsoFollow = pipe.ZMScore(ctx, s.keys.followers(answered), members...)
 	}
-	if s.opts.ConnectedKey != "" && !frames {
+	if s.opts.ConnectedKey != "" {
 		a.online = pipe.ZMScore(ctx, s.opts.ConnectedKey, members...)
 	}
 	return a
@@ -202,9 +198,6 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 			continue
 		}
 		on := a.online == nil || a.online.Val()[i] != 0
-		if a.flags != "" {
-			on = a.flags[i] != '0'
-		}
 		last := a.seen.Val()[i]
 		if on || last == 0 || last >= cutoff {
 			push = append(push, m)

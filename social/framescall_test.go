@@ -7,31 +7,22 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The frames call of a post's first page (queueFrames, one Redis only: it
-// runs on one whatever the backend under test) reads who of the page is
-// connected, sends those the frame in one message, once a job, and writes
-// them in the job; it leaves the frames to the pushes when the job has a
-// stream entry or the author's unfollow count moved, and sends nothing for
-// a job framed already or gone. A reply's frame goes only to those who
-// follow its parent's author too, and to that author.
+// runs on one whatever the backend under test) sends every follower of the
+// page the frame in one message, once a job, and writes them in the job;
+// it leaves the frames to the pushes when the job has a stream entry or
+// the author's unfollow count moved, and sends nothing for a job framed
+// already or gone. A reply's frame goes only to those who follow its
+// parent's author too, and to that author.
 func TestFramesCallAnswers(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.Client(t)
-	opts := Options{Prefix: prefix, BcryptCost: 4, HashWait: time.Minute, ConnectedKey: prefix + "connected"}
-	s := New(rdb, opts)
-	everyone := New(rdb, Options{Prefix: prefix, BcryptCost: 4, HashWait: time.Minute}) // no presence kept
+	s := New(rdb, Options{Prefix: prefix, BcryptCost: 4, HashWait: time.Minute})
 	ctx := ctxT(t)
 	author := signUp(t, s, "author")
 	fans := followersOf(t, s, "author", 3)
-	for _, f := range fans[:2] {
-		if err := rdb.ZAdd(ctx, opts.ConnectedKey, redis.Z{Score: 1, Member: itoa(f.ID)}).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	follow(t, s, fans[0].ID, fans[2].Login) // f00 follows f02, f01 does not
 	members := []string{itoa(fans[0].ID), itoa(fans[1].ID), itoa(fans[2].ID)}
 	frames := s.bus.FramesChannel()
@@ -52,7 +43,7 @@ func TestFramesCallAnswers(t *testing.T) {
 	}
 	// call makes the frames call of job through s, and returns its answer
 	// and the ids of whom the frames channel named.
-	call := func(s *Service, job string, answered int64, unfollows string) (int64, string, string) {
+	call := func(job string, answered int64, unfollows string) (int64, string, string) {
 		t.Helper()
 		pipe := rdb.Pipeline()
 		cmd := s.queueFrames(ctx, pipe, job, author.ID, sid, `{"frame":1}`, members, answered, unfollows)
@@ -89,26 +80,26 @@ func TestFramesCallAnswers(t *testing.T) {
 			t.Errorf("%s: answered %+v, want %+v", what, got, want)
 		}
 	}
-	both := members[0] + " " + members[1]
+	all := strings.Join(members, " ")
 
 	job := newJob()
-	code, flags, named := call(s, job, 0, "")
-	check("a new job", answer{code, flags, named}, answer{framesSent, "220", both})
-	if v, ok := framed(job); v != both || !ok {
-		t.Errorf("the job's framed field: %q, %v; want %q", v, ok, both)
+	code, flags, named := call(job, 0, "")
+	check("a new job", answer{code, flags, named}, answer{framesSent, "", all})
+	if v, ok := framed(job); v != all || !ok {
+		t.Errorf("the job's framed field: %q, %v; want %q", v, ok, all)
 	}
-	code, flags, named = call(s, job, 0, "")
-	check("the call again", answer{code, flags, named}, answer{framesNot, "220", ""})
+	code, flags, named = call(job, 0, "")
+	check("the call again", answer{code, flags, named}, answer{framesNot, "", ""})
 
 	taken := newJob()
 	if err := rdb.HSet(ctx, taken, "entry", "1-0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	code, flags, named = call(s, taken, 0, "")
-	check("a job a worker took over", answer{code, flags, named}, answer{framesWithPushes, "220", ""})
+	code, flags, named = call(taken, 0, "")
+	check("a job a worker took over", answer{code, flags, named}, answer{framesWithPushes, "", ""})
 	job = newJob()
-	code, flags, named = call(s, job, 0, "7")
-	check("the unfollow count moved", answer{code, flags, named}, answer{framesWithPushes, "220", ""})
+	code, flags, named = call(job, 0, "7")
+	check("the unfollow count moved", answer{code, flags, named}, answer{framesWithPushes, "", ""})
 	for _, j := range []string{taken, job} {
 		if _, ok := framed(j); ok {
 			t.Errorf("job %s framed, though it left its frames to the pushes", j)
@@ -117,23 +108,25 @@ func TestFramesCallAnswers(t *testing.T) {
 	if err := rdb.Del(ctx, job).Err(); err != nil {
 		t.Fatal(err)
 	}
-	code, flags, named = call(s, job, 0, "")
-	check("a job gone", answer{code, flags, named}, answer{framesNot, "220", ""})
+	code, flags, named = call(job, 0, "")
+	check("a job gone", answer{code, flags, named}, answer{framesNot, "", ""})
 
-	// A reply to f02 (not connected): f00 follows f02, f01 does not.
-	code, flags, named = call(s, newJob(), fans[2].ID, "")
-	check("a reply to f02", answer{code, flags, named}, answer{framesSent, "210", members[0]})
-	// A reply to f01, connected, whom no one of the page follows.
-	code, flags, named = call(s, newJob(), fans[1].ID, "")
-	check("a reply to f01", answer{code, flags, named}, answer{framesSent, "120", members[1]})
-	// Without presence's set, each counts as connected.
-	code, flags, named = call(everyone, newJob(), 0, "")
-	check("no presence kept", answer{code, flags, named}, answer{framesSent, "222", strings.Join(members, " ")})
+	// A reply to f02: f00 follows f02, f01 does not.
+	job = newJob()
+	code, flags, named = call(job, fans[2].ID, "")
+	check("a reply to f02", answer{code, flags, named}, answer{framesSent, "202", members[0] + " " + members[2]})
+	if v, _ := framed(job); v != named {
+		t.Errorf("the reply's job framed %q, want %q", v, named)
+	}
+	// A reply to f01, whom no one of the page follows.
+	code, flags, named = call(newJob(), fans[1].ID, "")
+	check("a reply to f01", answer{code, flags, named}, answer{framesSent, "020", members[1]})
 }
 
 // After a post's frames call, the pushes send a frame to those connected
 // that it did not frame: all of them when it left the frames to the
-// pushes, none when it found its job gone or framed already.
+// pushes, none when it found its job gone or framed already, or framed
+// every member.
 func TestLiveAfterFrames(t *testing.T) {
 	t.Parallel()
 	members := []string{"1", "2", "3", "4", "5"}
@@ -144,10 +137,11 @@ func TestLiveAfterFrames(t *testing.T) {
 		flags string
 		want  []bool
 	}{
-		{framesSent, "21202", []bool{false, true, false, false}},
+		{framesSent, "", []bool{false, false, false, false}}, // every member framed
+		{framesSent, "20202", []bool{false, true, false, false}},
 		{framesSent, "22222", []bool{false, false, false, false}},
-		{framesWithPushes, "21202", connected},
-		{framesNot, "21202", []bool{false, false, false, false}},
+		{framesWithPushes, "", connected},
+		{framesNot, "", []bool{false, false, false, false}},
 	} {
 		if got := liveAfterFrames(c.code, c.flags, members, push, connected); !slices.Equal(got, c.want) {
 			t.Errorf("code %d, flags %s: %v, want %v", c.code, c.flags, got, c.want)

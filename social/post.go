@@ -31,9 +31,10 @@ import (
 //     a connection's commands in order, so a death within the round trip
 //     leaves the job queued before anything else is written), the status
 //     written where its author owns it (writePost), and the frames of the
-//     page's connected followers, whom they went to written in the job
-//     (queueFrames, which reads who is connected itself), so that they
-//     leave Redis without waiting for the pushes;
+//     page's followers, in one message that each instance hands to those
+//     of them it holds streams of, whom they went to written in the job
+//     (queueFrames), so that they leave Redis without waiting for the
+//     pushes;
 //  3. on a cluster, the status written, and the pushes to the page, each
 //     frame with its push (push.lua, see homePush);
 //  4. (3 on one Redis) the pushes, on one Redis, with no frames (unless 2
@@ -277,7 +278,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	pipe := s.rdb.Pipeline()
 	homeJob, listJob := s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
 	var frames *redis.Cmd
-	act := s.queueActivity(ctx, pipe, members, answered, oneRedis)
+	act := s.queueActivity(ctx, pipe, members, answered)
 	if oneRedis {
 		if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
 			return err
@@ -289,7 +290,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	cmds, err := pipe.Exec(ctx)
 	code, flags := int64(framesNot), ""
 	if frames != nil {
-		if code, flags, err = s.framesAnswer(ctx, frames, cmds, err); err == nil && len(flags) != len(members) {
+		if code, flags, err = s.framesAnswer(ctx, frames, cmds, err); err == nil && flags != "" && len(flags) != len(members) {
 			err = fmt.Errorf("frames: %d flags for %d followers", len(flags), len(members))
 		}
 	}
@@ -299,7 +300,6 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if !oneRedis && s.afterQueue != nil {
 		s.afterQueue()
 	}
-	act.flags = flags
 	push, connected := act.active(r.now.Val(), s.opts.InactiveAfter)
 	uids := make([]int64, len(push))
 	for i, m := range push {

@@ -152,13 +152,14 @@ const (
 )
 
 // queueFrames queues on pipe, on one Redis, the frames alone of status sid
-// by author to the connected of members (the first page of a post's
-// followers, in order), but for a reply (answered its parent's author, see
-// answeredOnly) only to those who follow answered too: the first page of a
-// post (pushPost), whose frames then leave Redis in the round trip that
-// writes the status, without waiting for its pushes, which come in the
-// next. The call reads who is connected itself (presence's set), and
-// answers it. It writes whom it sent the frames to in job's "framed" field
+// by author to members (the first page of a post's followers, in order),
+// but for a reply (answered its parent's author, see answeredOnly) only
+// to those who follow answered too: the first page of a post (pushPost),
+// whose frames then leave Redis in the round trip that writes the status,
+// without waiting for its pushes, which come in the next. They go to every
+// member, connected or not, in one message that each instance hands to
+// those it holds streams of (push.lua), so that Redis does no work a
+// follower. The call writes whom it sent them to in job's "framed" field
 // (the post's job), and sends nothing for a job framed already or gone: a
 // pass of a framed job from its start sends those no frame (postPass), and
 // tells them of the status's deletion should it find it deleted before its
@@ -170,10 +171,7 @@ const (
 func (s *Service) queueFrames(ctx context.Context, pipe redis.Pipeliner, job string, author, sid int64, payload string, members []string, answered int64, unfollows string) *redis.Cmd {
 	k := s.keys
 	keys := []any{job}
-	connected, replyTo := "0", ""
-	if s.opts.ConnectedKey != "" {
-		keys, connected = append(keys, s.opts.ConnectedKey), "1"
-	}
+	replyTo := ""
 	if answered != 0 {
 		keys, replyTo = append(keys, k.followers(answered)), itoa(answered)
 	}
@@ -185,7 +183,7 @@ func (s *Service) queueFrames(ctx context.Context, pipe redis.Pipeliner, job str
 	args = append(args, "evalsha", pushScript.Hash(), len(keys))
 	args = append(args, keys...)
 	args = append(args, sid, author, "", s.opts.HomeSize, s.bus.Command(), payload, "", cmp.Or(unfollows, "0"),
-		s.bus.FramesChannel(), s.bus.UserChannelStart(), strings.Join(members, " "), connected, replyTo)
+		s.bus.FramesChannel(), s.bus.UserChannelStart(), strings.Join(members, " "), len(members), replyTo)
 	cmd := redis.NewCmd(ctx, args...)
 	_ = pipe.Process(ctx, cmd)
 	return cmd
@@ -232,9 +230,9 @@ func (s *Service) tellGone(ctx context.Context, sid int64, uids []int64) error {
 }
 
 // framesAnswer is what a queueFrames call did (framesSent, framesNot,
-// framesWithPushes), and its flags, one a member: '0' not connected, '1'
-// connected, '2' connected and framed (sent the frame when it did), once
-// its pipeline ran cmds and returned execErr (see resendNoScript).
+// framesWithPushes), and, for a reply whose frames it sent, its flags, one
+// a member: '2' sent the frame, '0' not ("" otherwise), once its pipeline
+// ran cmds and returned execErr (see resendNoScript).
 func (s *Service) framesAnswer(ctx context.Context, cmd *redis.Cmd, cmds []redis.Cmder, execErr error) (int64, string, error) {
 	if err := resendNoScript(ctx, s.rdb, pushScript, cmds, execErr); err != nil {
 		return 0, "", err
@@ -258,13 +256,13 @@ func (s *Service) framesAnswer(ctx context.Context, cmd *redis.Cmd, cmds []redis
 // the order of members) and whether each is connected, whether the pushes
 // are to send them the frame, once the frames call answered code and flags
 // of members (framesAnswer): all those connected when the frames go with
-// the pushes, none when the job was gone or framed already, and those not
-// framed when it sent them (a reply's frame goes only to some).
+// the pushes; none when the job was gone or framed already, or when it
+// sent them to every member; those not framed when it sent a reply's.
 func liveAfterFrames(code int64, flags string, members, push []string, connected []bool) []bool {
-	switch code {
-	case framesWithPushes:
+	switch {
+	case code == framesWithPushes:
 		return connected
-	case framesNot:
+	case code == framesNot || flags == "":
 		return make([]bool, len(push))
 	}
 	live := make([]bool, len(push))

@@ -43,25 +43,25 @@
 -- frames leave in the round trip that writes the status, ahead of its
 -- pushes, see post.go): no pushes. ARGV[7] is '', and ARGV[11] names the
 -- page's followers (their ids, a space between two: one argument, not one
--- a follower, which Lua would intern one by one). Those connected are
--- sent the frame, once a job, but for a reply (ARGV[13] its
--- parent's author, else '') only those who follow that author too, and
--- that author.
+-- a follower, which Lua would intern one by one), ARGV[12] of them. They
+-- are sent the frame in one message (or on their channels, see below),
+-- connected or not: each instance hands it to those of them it holds
+-- streams of, and Redis does no work a follower. But for a reply
+-- (ARGV[13] its parent's author, else ''), only those who follow that
+-- author too, and that author, are sent it.
 -- KEYS[1] the post's job
--- KEYS[2] when ARGV[12] is '1', presence's set of the users connected
---         (without it, every follower counts as connected)
--- then, for a reply, the followers of ARGV[13]; then the unfollow count's
--- key and presence's two, as above.
+-- KEYS[2] for a reply, the followers of ARGV[13]
+-- then the unfollow count's key and presence's two, as above.
 -- The call that sends the frames writes whom it sent them to in the job's
--- "framed" field (their ids, a space between two).
--- Returns {code, flags}, flags one character a follower of ARGV[11]: '0'
--- not connected, '1' connected, '2' connected and sent the frame (when the
--- code is 1). Code 1 when it sent them; 0 when not, the job being gone
--- (finished by a worker, whose pushes sent them) or framed already (a
--- call run again); -1 when not, the frames to go with the pushes, each
--- on a ZADD that added: the job has a stream entry (a worker took it over
--- and may push the page), or the unfollow count moved (each follow is to
--- be checked).
+-- "framed" field (their ids, a space between two), once a job.
+-- Returns {code, flags}: code 1 when it sent them; 0 when not, the job
+-- being gone (finished by a worker, whose pushes sent them) or framed
+-- already (a call run again); -1 when not, the frames to go with the
+-- pushes, each on a ZADD that added: the job has a stream entry (a worker
+-- took it over and may push the page), or the unfollow count moved (each
+-- follow is to be checked). flags is '' but for a reply whose frames it
+-- sent: then one character a follower of ARGV[11], '2' sent the frame,
+-- '0' not.
 --
 -- With ARGV[9], the frames of the call go in one message on that channel
 -- (the ids of their users, a space between two, a newline, the frame),
@@ -89,11 +89,8 @@ local n = #ARGV[7]
 local base = stride * n -- the keys before the unfollow count's
 if orig == '' then
   base = 1
-  if ARGV[12] == '1' then
-    base = base + 1
-  end
   if ARGV[13] ~= '' then
-    base = base + 1
+    base = 2
   end
 end
 local check = true
@@ -147,53 +144,37 @@ local function send(batch, joined, n)
 end
 
 if orig == '' then
-  local members = {}
-  for uid in string.gmatch(ARGV[11], '%d+') do
-    members[#members + 1] = uid
-  end
-  -- scores returns the scores of members in the sorted set key (false
-  -- for those not in it), ZMSCORE a thousand at a time (unpack's bound).
-  local function scores(key)
-    local out = {}
-    for first = 1, #members, 1000 do
-      local got = redis.call('ZMSCORE', key, unpack(members, first, math.min(first + 999, #members)))
-      for i = 1, #got do
-        out[first + i - 1] = got[i]
-      end
-    end
-    return out
-  end
-  local nextKey = 2
-  local on, follows
-  if ARGV[12] == '1' then
-    on = scores(KEYS[nextKey])
-    nextKey = nextKey + 1
-  end
-  if ARGV[13] ~= '' then
-    follows = scores(KEYS[nextKey])
-  end
-  local flags, framed = {}, {}
-  for i, uid in ipairs(members) do
-    flags[i] = '0'
-    if not on or on[i] then
-      flags[i] = '1'
-      if not follows or follows[i] or uid == ARGV[13] then
-        flags[i] = '2'
-        framed[#framed + 1] = uid
-      end
-    end
-  end
-  flags = table.concat(flags)
   local job = KEYS[1]
   if redis.call('EXISTS', job) == 0 or redis.call('HEXISTS', job, 'framed') == 1 then
-    return {0, flags}
+    return {0, ''}
   end
   if check or redis.call('HEXISTS', job, 'entry') == 1 then
-    return {-1, flags}
+    return {-1, ''}
   end
-  local ids = table.concat(framed, ' ')
+  local ids, n, flags = ARGV[11], tonumber(ARGV[12]), ''
+  if ARGV[13] ~= '' then
+    local members = {}
+    for uid in string.gmatch(ids, '%d+') do
+      members[#members + 1] = uid
+    end
+    -- Who follows the author answered, ZMSCORE a thousand at a time
+    -- (unpack's bound).
+    local marks, framed = {}, {}
+    for first = 1, #members, 1000 do
+      local last = math.min(first + 999, #members)
+      local follows = redis.call('ZMSCORE', KEYS[2], unpack(members, first, last))
+      for i = first, last do
+        marks[i] = '0'
+        if follows[i - first + 1] or members[i] == ARGV[13] then
+          marks[i] = '2'
+          framed[#framed + 1] = members[i]
+        end
+      end
+    end
+    ids, n, flags = table.concat(framed, ' '), #framed, table.concat(marks)
+  end
   redis.call('HSET', job, 'framed', ids)
-  send(nil, ids, #framed)
+  send(nil, ids, n)
   return {1, flags}
 end
 
