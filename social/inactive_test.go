@@ -150,19 +150,25 @@ func TestInactiveAfterNever(t *testing.T) {
 	}
 }
 
-// Live frames go to connected followers only; the others read the status
-// from their home timeline when they come.
+// A fan-out pass's live frames go to connected followers only; the others
+// read the status from their home timeline when they come. (A post's own
+// first page, on one Redis, names every follower of the page in one
+// message, which each instance hands to those it holds streams of:
+// TestFramesCallAnswers. Here that page is the first follower alone, and
+// a worker's passes reach the others.)
 func TestFanoutPublishesToConnectedOnly(t *testing.T) {
 	t.Parallel()
-	s, rdb := newService(t, Options{})
+	s, rdb := newService(t, Options{FanoutPassSize: 1})
 	ctx := ctxT(t)
 	s.opts.ConnectedKey = s.keys.prefix + "connected"
 	author := signUp(t, s, "author")
-	on, off := signUp(t, s, "online"), signUp(t, s, "offline")
-	follow(t, s, on.ID, "author")
-	follow(t, s, off.ID, "author")
-	rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(on.ID)))
-	l := listen(t, s, rdb, s.UserChannel(on.ID), s.UserChannel(off.ID))
+	first, on, off := signUp(t, s, "first"), signUp(t, s, "online"), signUp(t, s, "offline")
+	for _, u := range []User{first, on, off} {
+		follow(t, s, u.ID, "author")
+	}
+	rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(first.ID)), redisZ(1, itoa(on.ID)))
+	l := listen(t, s, rdb, s.UserChannel(first.ID), s.UserChannel(on.ID), s.UserChannel(off.ID))
+	startWorker(t, s, "worker")
 	st, err := s.Post(ctx, author.ID, "live")
 	if err != nil {
 		t.Fatal(err)
@@ -171,11 +177,15 @@ func TestFanoutPublishesToConnectedOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitJobsDone(t, s)
 	events := eventsUntil(t, l, 10*time.Second, func(got map[string][]event) bool {
-		return slices.Contains(eventIDs(got[s.UserChannel(on.ID)]), marker.ID)
+		return slices.Contains(eventIDs(got[s.UserChannel(on.ID)]), marker.ID) &&
+			slices.Contains(eventIDs(got[s.UserChannel(first.ID)]), marker.ID)
 	})
-	if got := eventIDs(events[s.UserChannel(on.ID)]); !slices.Equal(got, []int64{st.ID, marker.ID}) {
-		t.Errorf("the connected follower was told %v, want %v", got, []int64{st.ID, marker.ID})
+	for _, u := range []User{first, on} {
+		if got := eventIDs(events[s.UserChannel(u.ID)]); !slices.Equal(got, []int64{st.ID, marker.ID}) {
+			t.Errorf("the connected follower %s was told %v, want %v", u.Login, got, []int64{st.ID, marker.ID})
+		}
 	}
 	if got := events[s.UserChannel(off.ID)]; len(got) != 0 {
 		t.Errorf("the follower not connected was told %v", eventIDs(got))
