@@ -121,14 +121,22 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if len(members) == 0 {
 		return passResult{finished: true}, nil
 	}
-	push, connected, err := s.activeFollowers(ctx, members, answeredOnly(frame.Status))
+	push, connected, since, err := s.activeFollowers(ctx, members, answeredOnly(frame.Status))
 	if err != nil {
 		return passResult{}, err
 	}
-	// Those its maker sent the frame ahead to (pushPost) get none here.
+	// Those its maker sent the frame ahead to (pushPost) get none here,
+	// but those told online since: their streams may not have been there
+	// to hand it to (it went to every follower of the page, connected or
+	// not).
 	var framed map[string]bool
 	if j.framed != "" {
 		framed = framedSet(j.framed)
+		for i, m := range push {
+			if j.framedAt > 0 && connected[i] && since[i] > float64(j.framedAt) {
+				delete(framed, m)
+			}
+		}
 	}
 	if err := s.pushStatus(ctx, uid, sid, repostOf(frame.Status), payload, push, connected, framed, unfollows.Val()); err != nil {
 		return passResult{}, err
@@ -137,16 +145,18 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 }
 
 // activeFollowers returns those of members whose home timelines a post
-// reaches, and whether each is connected now (see followerActivity).
-func (s *Service) activeFollowers(ctx context.Context, members []string, answered int64) (push []string, connected []bool, err error) {
+// reaches, whether each is connected now, and since when (when they were
+// told online, unix ms; 0 when not connected or presence is not kept; see
+// followerActivity).
+func (s *Service) activeFollowers(ctx context.Context, members []string, answered int64) (push []string, connected []bool, since []float64, err error) {
 	pipe := s.rdb.Pipeline()
 	act := s.queueActivity(ctx, pipe, members, answered)
 	now := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	push, connected = act.active(now.Val(), s.opts.InactiveAfter)
-	return push, connected, nil
+	return push, connected, act.onlineSince(push), nil
 }
 
 // followerActivity is what decides which followers of a page a post
@@ -205,6 +215,28 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 		}
 	}
 	return push, connected
+}
+
+// onlineSince returns, for each of push (members a post reaches, in the
+// order of members), since when they are connected, as presence's set
+// says (when they were told online, unix ms): 0 for those not connected,
+// and for all when presence is not kept.
+func (a *followerActivity) onlineSince(push []string) []float64 {
+	since := make([]float64, len(push))
+	if a.online == nil {
+		return since
+	}
+	scores := a.online.Val()
+	j := 0
+	for i, m := range push {
+		for j < len(a.members) && a.members[j] != m {
+			j++
+		}
+		if j < len(scores) {
+			since[i] = scores[j]
+		}
+	}
+	return since
 }
 
 // pushStatus adds status sid to the home timelines of push that still

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"chorus/internal/redistest"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The frames call of a post's first page (queueFrames, one Redis only: it
@@ -26,7 +28,11 @@ func TestFramesCallAnswers(t *testing.T) {
 	follow(t, s, fans[0].ID, fans[2].Login) // f00 follows f02, f01 does not
 	members := []string{itoa(fans[0].ID), itoa(fans[1].ID), itoa(fans[2].ID)}
 	frames := s.bus.FramesChannel()
-	l := listen(t, s, rdb, frames)
+	var users []string // the followers' channels
+	for _, f := range fans {
+		users = append(users, s.bus.UserChannel(f.ID))
+	}
+	l := listen(t, s, rdb, append([]string{frames}, users...)...)
 
 	sid := int64(0)
 	// newJob queues a post job for a new status id, as a post's second
@@ -41,9 +47,11 @@ func TestFramesCallAnswers(t *testing.T) {
 		}
 		return job
 	}
-	// call makes the frames call of job through s, and returns its answer
-	// and the ids of whom the frames channel named.
-	call := func(job string, answered int64, unfollows string) (int64, string, string) {
+	// callBy makes the frames call of job through s, and returns its
+	// answer and the ids of whom the frames channel named, or else of
+	// those whose own channels carried the frame.
+	oneMessage := false // whether the last call's frames went in one message
+	callBy := func(s *Service, job string, answered int64, unfollows string) (int64, string, string) {
 		t.Helper()
 		pipe := rdb.Pipeline()
 		cmd := s.queueFrames(ctx, pipe, job, author.ID, sid, `{"frame":1}`, members, answered, unfollows)
@@ -52,19 +60,32 @@ func TestFramesCallAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		named := ""
-		got := payloadsSoFar(t, l)[frames]
-		if len(got) > 1 {
-			t.Fatalf("%d messages on the frames channel, want at most 1: %q", len(got), got)
-		}
-		if len(got) == 1 {
-			ids, frame, _ := strings.Cut(got[0], "\n")
-			if frame != `{"frame":1}` {
-				t.Fatalf("the frames channel carried %q", got[0])
+		var named []string
+		got := payloadsSoFar(t, l)
+		for ch, msgs := range got {
+			if ch != frames && (len(msgs) != 1 || msgs[0] != `{"frame":1}`) {
+				t.Fatalf("%s carried %q", ch, msgs)
 			}
-			named = ids
 		}
-		return code, flags, named
+		if msgs := got[frames]; len(msgs) > 0 {
+			ids, frame, _ := strings.Cut(msgs[0], "\n")
+			if len(got) != 1 || len(msgs) != 1 || frame != `{"frame":1}` {
+				t.Fatalf("published %q, want one message on the frames channel alone", got)
+			}
+			oneMessage = true
+			return code, flags, ids
+		}
+		oneMessage = false
+		for i, ch := range users {
+			if len(got[ch]) == 1 {
+				named = append(named, members[i])
+			}
+		}
+		return code, flags, strings.Join(named, " ")
+	}
+	call := func(job string, answered int64, unfollows string) (int64, string, string) {
+		t.Helper()
+		return callBy(s, job, answered, unfollows)
 	}
 	framed := func(job string) (string, bool) {
 		v, err := rdb.HGet(ctx, job, "framed").Result()
@@ -87,6 +108,9 @@ func TestFramesCallAnswers(t *testing.T) {
 	check("a new job", answer{code, flags, named}, answer{framesSent, "", all})
 	if v, ok := framed(job); v != all || !ok {
 		t.Errorf("the job's framed field: %q, %v; want %q", v, ok, all)
+	}
+	if at, err := rdb.HGet(ctx, job, "framed_at").Int64(); err != nil || at < time.Now().Add(-time.Minute).UnixMilli() {
+		t.Errorf("the job's framed_at: %d, %v; want when it was framed", at, err)
 	}
 	code, flags, named = call(job, 0, "")
 	check("the call again", answer{code, flags, named}, answer{framesNot, "", ""})
@@ -121,6 +145,34 @@ func TestFramesCallAnswers(t *testing.T) {
 	// A reply to f01, whom no one of the page follows.
 	code, flags, named = call(newJob(), fans[1].ID, "")
 	check("a reply to f01", answer{code, flags, named}, answer{framesSent, "020", members[1]})
+
+	// With presence's instances, each of which must be marked a reader of
+	// the frames channel for one message: a reply (its key before the
+	// unfollow count's and presence's two).
+	opts := s.opts
+	opts.InstancesKey = prefix + "instances"
+	withInstances := New(rdb, opts)
+	mark := func(key, member string) {
+		t.Helper()
+		if err := rdb.ZAdd(ctx, key, redis.Z{Score: float64(time.Now().Add(time.Hour).UnixMilli()), Member: member}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mark(opts.InstancesKey, "marked")
+	mark(s.bus.FramesReadersKey(), "marked")
+	code, flags, named = callBy(withInstances, newJob(), fans[2].ID, "")
+	check("a reply, every instance a reader", answer{code, flags, named}, answer{framesSent, "202", members[0] + " " + members[2]})
+	if !oneMessage {
+		t.Error("every instance a reader: the frames went one by one")
+	}
+	mark(opts.InstancesKey, "unmarked") // an older build's
+	code, flags, named = callBy(withInstances, newJob(), fans[2].ID, "")
+	check("a reply, one on each channel", answer{code, flags, named}, answer{framesSent, "202", members[0] + " " + members[2]})
+	if oneMessage {
+		t.Error("an instance not marked a reader: the frames went in one message")
+	}
+	code, flags, named = callBy(withInstances, newJob(), 0, "7")
+	check("the unfollow count moved, with instances", answer{code, flags, named}, answer{framesWithPushes, "", ""})
 }
 
 // After a post's frames call, the pushes send a frame to those connected
@@ -146,5 +198,54 @@ func TestLiveAfterFrames(t *testing.T) {
 		if got := liveAfterFrames(c.code, c.flags, members, push, connected); !slices.Equal(got, c.want) {
 			t.Errorf("code %d, flags %s: %v, want %v", c.code, c.flags, got, c.want)
 		}
+	}
+}
+
+// On one Redis a post's second round trip (its job, its status and its
+// frames) is one transaction: a Redis that reaches maxmemory before it
+// refuses the whole of it. The post fails, and leaves no job, no status
+// and no frame (the global channel's included, whose PUBLISH Redis would
+// let through on its own).
+func TestPostRefusedWholeAtMaxmemory(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := redistest.ClientOf(t, srv.URL)
+	s := New(rdb, Options{Prefix: redistest.Prefix(), BcryptCost: 4, HashWait: time.Minute})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	fans := followersOf(t, s, "author", 3)
+	channels := []string{s.bus.GlobalChannel(), s.bus.FramesChannel(), s.bus.UserChannel(author.ID)}
+	for _, f := range fans {
+		channels = append(channels, s.bus.UserChannel(f.ID))
+	}
+	l := listen(t, s, rdb, channels...)
+	post(t, s, author.ID, "loads the scripts")
+	payloadsSoFar(t, l)
+	jobs := jobsLeft(t, ctx, rdb, s.keys)
+
+	s.afterQueue = func() { // before the round trip, on one Redis
+		if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+			t.Error(err)
+		}
+	}
+	_, err := s.Post(ctx, author.ID, "refused")
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil {
+		t.Fatal("a post refused at maxmemory succeeded")
+	}
+	id, _ := rdb.Get(ctx, s.keys.statusSeq()).Int64() // its id, taken in the first round trip
+	if n := rdb.Exists(ctx, s.keys.status(id)).Val(); n != 0 {
+		t.Errorf("status %d written, its post refused", id)
+	}
+	if got := zsetIDs(t, s, s.keys.profile(author.ID)); len(got) != 1 {
+		t.Errorf("the author's profile holds %v, want the first status alone", got)
+	}
+	if n := jobsLeft(t, ctx, rdb, s.keys); n != jobs {
+		t.Errorf("%d jobs left, want %d: the refused post's job queued", n, jobs)
+	}
+	if got := payloadsSoFar(t, l); len(got) != 0 {
+		t.Errorf("a refused post published %q", got)
 	}
 }

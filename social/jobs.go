@@ -79,20 +79,21 @@ func listDeleteJobID(sid int64) string { return listDeleteJobPrefix + itoa(sid) 
 // status, an author's promotion and a reader's refill by the user: one job
 // of each at a time.
 type job struct {
-	key     string  // the hash's key
-	kind    jobKind // "kind"
-	uid     int64   // "uid": the author, or the reader whose home a refill fills
-	sid     int64   // "sid": the status (post, delete, list_post, list_delete)
-	cursor  float64 // "cursor": the score of the last member done, 0 before the first
-	until   string  // "until": the last score the job reaches, read by its first pass ("" before)
-	payload string  // "payload": the frame the job carries (post, delete, list_post, list_delete, drop_reactions)
-	of      int64   // "of": the original of the deleted repost entry (drop_reactions), 0 for a status
-	ready   bool    // "ready": what the job reads is written (see queueJob)
-	deleted bool    // "deleted": its status is being deleted (a post's jobs, see rewriteUnlessDeleted)
-	framed  string  // "framed": the ids of the followers its maker sent its first page's frames to, a space between two (a post's job, see queueFrames)
-	entry   string  // "entry": its entry in the job stream; "" until it has one (see queueJob)
-	queued  int64   // "queued": when a job queued before its inputs was queued, unix ms (Redis's clock); 0 for one queued with them
-	pass    int64   // "pass": how many times it was moved on (see advance)
+	key      string  // the hash's key
+	kind     jobKind // "kind"
+	uid      int64   // "uid": the author, or the reader whose home a refill fills
+	sid      int64   // "sid": the status (post, delete, list_post, list_delete)
+	cursor   float64 // "cursor": the score of the last member done, 0 before the first
+	until    string  // "until": the last score the job reaches, read by its first pass ("" before)
+	payload  string  // "payload": the frame the job carries (post, delete, list_post, list_delete, drop_reactions)
+	of       int64   // "of": the original of the deleted repost entry (drop_reactions), 0 for a status
+	ready    bool    // "ready": what the job reads is written (see queueJob)
+	deleted  bool    // "deleted": its status is being deleted (a post's jobs, see rewriteUnlessDeleted)
+	framed   string  // "framed": the ids of the followers its maker sent its first page's frames to, a space between two (a post's job, see queueFrames)
+	framedAt int64   // "framed_at": when it sent them, unix ms (Redis's clock); 0 for a job framed by an older build
+	entry    string  // "entry": its entry in the job stream; "" until it has one (see queueJob)
+	queued   int64   // "queued": when a job queued before its inputs was queued, unix ms (Redis's clock); 0 for one queued with them
+	pass     int64   // "pass": how many times it was moved on (see advance)
 
 	// A refill's place (see refillPass).
 	floor   string // "floor": the lowest id home held when it was queued, or "+inf"
@@ -134,6 +135,7 @@ func parseJob(key string, f map[string]string) job {
 		ready: f["ready"] != "", deleted: f["deleted"] != "", framed: f["framed"], rebuild: f["rebuild"] != "", entry: f["entry"], floor: f["floor"], part: f["part"], below: f["below"],
 	}
 	j.uid, _ = strconv.ParseInt(f["uid"], 10, 64)
+	j.framedAt, _ = strconv.ParseInt(f["framed_at"], 10, 64)
 	j.sid, _ = strconv.ParseInt(f["sid"], 10, 64)
 	j.of, _ = strconv.ParseInt(f["of"], 10, 64)
 	j.cursor, _ = strconv.ParseFloat(f["cursor"], 64)

@@ -27,23 +27,23 @@ import (
 //     followers;
 //  2. the fan-out job queued, not ready, with no stream entry (so a worker
 //     adopts it and finishes the post should this instance die from here
-//     on), and the page's activity; on one Redis, behind them (Redis runs
-//     a connection's commands in order, so a death within the round trip
-//     leaves the job queued before anything else is written), the status
-//     written where its author owns it (writePost), and the frames of the
-//     page's followers, in one message that each instance hands to those
-//     of them it holds streams of, whom they went to written in the job
+//     on), and the page's activity; on one Redis, in the same transaction
+//     (MULTI/EXEC: Redis runs it whole or refuses it whole, so no status
+//     is written, nor frame sent, without its job), the status written
+//     where its author owns it (writePost), and the frames of the page's
+//     followers, in one message that each instance hands to those of them
+//     it holds streams of, whom they went to written in the job
 //     (queueFrames), so that they leave Redis without waiting for the
 //     pushes;
 //  3. on a cluster, the status written, and the pushes to the page, each
 //     frame with its push (push.lua, see homePush);
 //  4. (3 on one Redis) the pushes, on one Redis, with no frames (unless 2
-//     left them to the pushes: a worker took the job over, or the author's
-//     unfollow count moved since 1); the job finished, or moved past the
-//     page, marked ready and given its stream entry; and the status and
-//     its author looked at again: a deletion of the status that raced the
-//     push is undone there, and a suspension or an account deletion since
-//     the first is followed (settleAuthor; more round trips, rarely).
+//     left them to the pushes: the author's unfollow count moved since 1);
+//     the job finished, or moved past the page, marked ready and given its
+//     stream entry; and the status and its author looked at again: a
+//     deletion of the status that raced the push is undone there, and a
+//     suspension or an account deletion since the first is followed
+//     (settleAuthor; more round trips, rarely).
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
@@ -269,13 +269,19 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	answered := answeredOnly(st)
 
 	// 2: the jobs, and who of the page the status reaches; on one Redis
-	// the status too, and the frames of the page's connected followers
-	// (queueFrames), ahead of their pushes.
+	// the status too, and the frames of the page's followers
+	// (queueFrames), ahead of their pushes, all in one transaction: Redis
+	// refuses the whole of it or runs it whole, so that a write refused
+	// (at maxmemory) leaves no status or frame without its job, and a
+	// death part way leaves nothing.
 	oneRedis := !k.cluster
 	if oneRedis && s.afterQueue != nil {
 		s.afterQueue()
 	}
 	pipe := s.rdb.Pipeline()
+	if oneRedis {
+		pipe = s.rdb.TxPipeline()
+	}
 	homeJob, listJob := s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
 	var frames *redis.Cmd
 	act := s.queueActivity(ctx, pipe, members, answered)

@@ -16,7 +16,8 @@ import (
 
 // deathAt makes the instance of a post die at one point of it: after
 // round trips before it, and of the next one only the first sent commands
-// (a pipeline cut off as it was written). Everything after fails.
+// (a pipeline cut off as it was written; a transaction cut before its
+// EXEC, none). Everything after fails.
 type deathAt struct {
 	before, sent int
 	// at, when set, takes the place of before: the instance dies as it
@@ -75,6 +76,9 @@ func (deathHook) run(ctx context.Context, cmds []redis.Cmder, next func([]redis.
 	d.dead = true
 	d.mu.Unlock()
 	sent := min(d.sent, len(cmds))
+	if sent < len(cmds) && cmds[0].Name() == "multi" {
+		sent = 0 // a transaction cut before its EXEC: Redis drops it whole
+	}
 	if sent > 0 {
 		_ = next(cmds[:sent])
 	}
@@ -183,8 +187,14 @@ func TestPostSurvivesDeathAnywhere(t *testing.T) {
 					v.death.before, v.death.sent, f.Login, home, got)
 			}
 		}
-		// A death before the job was queued loses the post, never after.
-		if d := v.death; !queued && (d.before > 1 || d.before == 1 && d.sent > 0) {
+		// A death before the job was queued loses the post, never after
+		// (on one Redis the second round trip is a transaction: the job is
+		// queued once its EXEC was sent).
+		jobAt := 1
+		if !redistest.OnCluster() {
+			jobAt = trips[1]
+		}
+		if d := v.death; !queued && (d.before > 1 || d.before == 1 && d.sent >= jobAt) {
 			t.Errorf("died after %d round trips and %d commands, its job queued: the post was lost", d.before, d.sent)
 		}
 	}

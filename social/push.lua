@@ -53,7 +53,8 @@
 -- KEYS[2] for a reply, the followers of ARGV[13]
 -- then the unfollow count's key and presence's two, as above.
 -- The call that sends the frames writes whom it sent them to in the job's
--- "framed" field (their ids, a space between two), once a job.
+-- "framed" field (their ids, a space between two), once a job, and when in
+-- "framed_at" (unix ms).
 -- Returns {code, flags}: code 1 when it sent them; 0 when not, the job
 -- being gone (finished by a worker, whose pushes sent them) or framed
 -- already (a call run again); -1 when not, the frames to go with the
@@ -173,7 +174,8 @@ if orig == '' then
     end
     ids, n, flags = table.concat(framed, ' '), #framed, table.concat(marks)
   end
-  redis.call('HSET', job, 'framed', ids)
+  local t = redis.call('TIME')
+  redis.call('HSET', job, 'framed', ids, 'framed_at', t[1] * 1000 + math.floor(t[2] / 1000))
   send(nil, ids, n)
   return {1, flags}
 end
