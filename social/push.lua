@@ -121,13 +121,17 @@ local function send(batch, joined, n)
     -- lapsed while it stalled may still hold streams, until the sweep
     -- takes it out.
     local holders = redis.call('ZRANGE', KEYS[base + 2], 0, -1)
-    if #holders > 0 then
-      local marks = redis.call('ZMSCORE', KEYS[base + 3], unpack(holders))
-      for i = 1, #holders do
+    -- Their marks a thousand at a time (unpack's bound).
+    for first = 1, #holders, 1000 do
+      local marks = redis.call('ZMSCORE', KEYS[base + 3], unpack(holders, first, math.min(first + 999, #holders)))
+      for i = 1, #marks do
         if not marks[i] or tonumber(marks[i]) < now then
           all = false
           break
         end
+      end
+      if not all then
+        break
       end
     end
   end

@@ -127,6 +127,28 @@ func TestPushFramesInOneMessage(t *testing.T) {
 	if !sent(withInstances, "marked again") {
 		t.Error("every instance holding streams marked again: not in one message")
 	}
+	// Presence's set past what one call in a script takes (Lua's unpack
+	// stops near 8,000): 9,000 instances more, all marked, then one of
+	// them not, past the first thousand.
+	many := make([]redis.Z, 9000)
+	for i := range many {
+		many[i] = redis.Z{Score: float64(time.Now().Add(time.Hour).UnixMilli()), Member: fmt.Sprintf("many%04d", i)}
+	}
+	for _, key := range []string{opts.InstancesKey, marks} {
+		if err := rdb.ZAdd(ctxT(t), key, many...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !sent(withInstances, "many instances") {
+		t.Error("9,000 more instances holding streams, every one marked: not in one message")
+	}
+	mark(marks, "many8999", -time.Minute)
+	if sent(withInstances, "many instances, one not marked") {
+		t.Error("9,000 more instances holding streams, the last one's mark run out: in one message")
+	}
+	if err := rdb.Del(ctxT(t), opts.InstancesKey).Err(); err != nil {
+		t.Fatal(err)
+	}
 	// Four readers, three frames: each on its own.
 	reader()
 	reader()
