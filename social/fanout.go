@@ -126,9 +126,12 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 		return passResult{}, err
 	}
 	// Those its maker sent the frame ahead to (pushPost) get none here,
-	// but those told online since: their streams may not have been there
-	// to hand it to (it went to every follower of the page, connected or
-	// not).
+	// but those told online since (a millisecond after, at least): their
+	// streams may not have been there to hand it to (it went to every
+	// follower of the page, connected or not). One told online in the
+	// millisecond of the frames gets none; one whose stream had it gets it
+	// again only where its stream joined its channel before presence
+	// listed it, and drops it there (realtime's sendOnce).
 	var framed map[string]bool
 	if j.framed != "" {
 		framed = framedSet(j.framed)

@@ -28,8 +28,9 @@ import (
 //  2. the fan-out job queued, not ready, with no stream entry (so a worker
 //     adopts it and finishes the post should this instance die from here
 //     on), and the page's activity; on one Redis, in the same transaction
-//     (MULTI/EXEC: Redis runs it whole or refuses it whole, so no status
-//     is written, nor frame sent, without its job), the status written
+//     (MULTI/EXEC: what Redis refuses as it queues, a write at maxmemory,
+//     it refuses whole, so no status is written, nor frame sent, without
+//     its job), the status written
 //     where its author owns it (writePost), and the frames of the page's
 //     followers, in one message that each instance hands to those of them
 //     it holds streams of, whom they went to written in the job
@@ -270,10 +271,10 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 
 	// 2: the jobs, and who of the page the status reaches; on one Redis
 	// the status too, and the frames of the page's followers
-	// (queueFrames), ahead of their pushes, all in one transaction: Redis
-	// refuses the whole of it or runs it whole, so that a write refused
-	// (at maxmemory) leaves no status or frame without its job, and a
-	// death part way leaves nothing.
+	// (queueFrames), ahead of their pushes, all in one transaction: what
+	// Redis refuses as it queues a command (a write at maxmemory) it
+	// refuses whole, so that no status or frame goes without its job, and
+	// a death part way leaves nothing.
 	oneRedis := !k.cluster
 	if oneRedis && s.afterQueue != nil {
 		s.afterQueue()
