@@ -279,25 +279,35 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if oneRedis && s.afterQueue != nil {
 		s.afterQueue()
 	}
+	// From here on the post's writes run though the request ends
+	// (detached): once its job is queued (with the frames, on one Redis),
+	// the rest follows at once, not a worker's JobClaimIdle later; and
+	// once the jobs are ready (maybe done), no redo does. A request ended
+	// before posts nothing.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dctx, cancel := detached(ctx)
+	defer cancel()
 	pipe := s.rdb.Pipeline()
 	if oneRedis {
 		pipe = s.rdb.TxPipeline()
 	}
-	homeJob, listJob := s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
+	homeJob, listJob := s.queuePostJobsOn(dctx, pipe, st, payload, toLists)
 	var frames *redis.Cmd
-	act := s.queueActivity(ctx, pipe, members, answered)
+	act := s.queueActivity(dctx, pipe, members, answered)
 	if oneRedis {
-		if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
+		if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
 			return err
 		}
 		if len(members) > 0 {
-			frames = s.queueFrames(ctx, pipe, homeJob, st.UID, st.ID, string(payload), members, answered, r.unfollows.Val())
+			frames = s.queueFrames(dctx, pipe, homeJob, st.UID, st.ID, string(payload), members, answered, r.unfollows.Val())
 		}
 	}
-	cmds, err := pipe.Exec(ctx)
+	cmds, err := pipe.Exec(dctx)
 	code, flags := int64(framesNot), ""
 	if frames != nil {
-		if code, flags, err = s.framesAnswer(ctx, frames, cmds, err); err == nil && flags != "" && len(flags) != len(members) {
+		if code, flags, err = s.framesAnswer(dctx, frames, cmds, err); err == nil && flags != "" && len(flags) != len(members) {
 			err = fmt.Errorf("frames: %d flags for %d followers", len(flags), len(members))
 		}
 	}
@@ -312,12 +322,6 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	for i, m := range push {
 		uids[i], _ = strconv.ParseInt(m, 10, 64)
 	}
-
-	// From here on the post's writes run though the request ends
-	// (detached): once the frames may have gone, their pushes follow, and
-	// once the jobs are ready (maybe done), no redo does.
-	dctx, cancel := detached(ctx)
-	defer cancel()
 
 	var h *homePush
 	var added []int64

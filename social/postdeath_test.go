@@ -202,3 +202,36 @@ func TestPostSurvivesDeathAnywhere(t *testing.T) {
 		t.Errorf("%d of %d posts made it: the deaths did not fall on both sides of the queuing", posted, len(victims))
 	}
 }
+
+// A post whose request ends before its job is queued posts nothing; one
+// whose request ends once it is (on a cluster, where the job is queued in
+// a round trip of its own) is finished at once all the same, detached from
+// the request, not left to a worker.
+func TestPostRequestEndedPart(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{JobClaimIdle: time.Hour})
+	author := signUp(t, s, "author")
+	fans := followersOf(t, s, "author", 2)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	s.afterQueue = func() { s.afterQueue = nil; cancel() }
+	st, err := s.Post(ctx, author.ID, "ended")
+	mine := zsetIDs(t, s, s.keys.profile(author.ID))
+	if !redistest.OnCluster() {
+		// On one Redis the hook runs before the round trip that queues.
+		if !errors.Is(err, context.Canceled) || len(mine) != 0 {
+			t.Fatalf("a post whose request ended before its job: %v, profile %v; want context.Canceled and nothing", err, mine)
+		}
+		if n := jobsLeft(t, ctxT(t), rdb, s.keys); n != 0 {
+			t.Errorf("%d jobs left", n)
+		}
+		return
+	}
+	if err != nil || !slices.Equal(mine, []int64{st.ID}) {
+		t.Fatalf("a post whose request ended once its job was queued: %v, profile %v; want it posted", err, mine)
+	}
+	for _, f := range fans {
+		if home := homeIDs(t, s, f.ID); !slices.Equal(home, []int64{st.ID}) {
+			t.Errorf("%s's home %v, want %d", f.Login, home, st.ID)
+		}
+	}
+}
