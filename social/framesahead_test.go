@@ -35,6 +35,10 @@ import (
 //     after them;
 //   - delete: the author deletes the status once its frames went out
 //     (they saw their own), before the pushes on one Redis: each is told;
+//   - delete, f02 away: the same, f02 not connected as presence's set
+//     says (a stream may be live before it is listed): on one Redis it was
+//     framed with the others, and is told with them; on a cluster it got
+//     no frame, and the deletion's walk of its home tells it;
 //   - died: the maker dies once its frames went out (on a cluster, with
 //     its pushes), and f02, not connected then, connects; a worker takes
 //     the job over and sends f02 its frame with its push (on one Redis the
@@ -47,7 +51,7 @@ import (
 func TestPostFramesGoOnceAroundItsPushes(t *testing.T) {
 	t.Parallel()
 	ahead := !redistest.OnCluster() // the frames go ahead of the pushes
-	races := []string{"unfollow", "stall", "delete", "died", "died, deleted"}
+	races := []string{"unfollow", "stall", "delete", "delete, f02 away", "died", "died, deleted"}
 	if !ahead {
 		races = append(races, "adopted")
 	}
@@ -86,9 +90,13 @@ func TestPostFramesGoOnceAroundItsPushes(t *testing.T) {
 				}
 			}
 			died := race == "died" || race == "died, deleted"
-			if died {
+			switch {
+			case died:
 				connect(fans[0], fans[1])
-			} else {
+			case race == "delete, f02 away":
+				connect(fans[0], fans[1])
+				listeners[2] = listen(t, s, rdb, channels[2]) // listened to, not listed
+			default:
 				connect(fans...)
 			}
 			l := listeners[0]
@@ -145,11 +153,15 @@ func TestPostFramesGoOnceAroundItsPushes(t *testing.T) {
 					close(release)
 					testio.Eventually(t, 30*time.Second, noJobsLeft)
 				}
-			case "delete", "died, deleted":
+			case "delete", "delete, f02 away", "died, deleted":
 				gone := []string{protocol.TypeStatus, protocol.TypeStatusDeleted}
 				want, homes = [][]string{gone, gone, gone}, []bool{false, false, false}
+				if race == "delete, f02 away" && !ahead {
+					// Pushed with no frame; the deletion's walk tells it.
+					want[2] = []string{protocol.TypeStatusDeleted}
+				}
 			}
-			if race == "delete" {
+			if race == "delete" || race == "delete, f02 away" {
 				startWorker(t, s, "worker")
 				s.afterWrite = func() {
 					s.afterWrite = nil

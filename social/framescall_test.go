@@ -200,6 +200,22 @@ func TestLiveAfterFrames(t *testing.T) {
 			t.Errorf("code %d, flags %s: %v, want %v", c.code, c.flags, got, c.want)
 		}
 	}
+	// Whom it framed, connected or not (told of a deletion before the
+	// pushes).
+	for _, c := range []struct {
+		code  int64
+		flags string
+		want  []bool
+	}{
+		{framesSent, "", []bool{true, true, true, true}},
+		{framesSent, "20202", []bool{true, false, false, true}},
+		{framesWithPushes, "", []bool{false, false, false, false}},
+		{framesNot, "", []bool{false, false, false, false}},
+	} {
+		if got := framedBy(c.code, c.flags, members, push); !slices.Equal(got, c.want) {
+			t.Errorf("framed, code %d, flags %s: %v, want %v", c.code, c.flags, got, c.want)
+		}
+	}
 }
 
 // On one Redis a post's second round trip (its job, its status and its

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -383,7 +384,16 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		return err
 	}
 	if exists.Val() == 0 {
-		if err := s.unpush(dctx, st.ID, uids, added, connected); err != nil {
+		// Those the frames call framed are told too, connected or not as
+		// presence's set said: a stream may be live before it is listed.
+		told := connected
+		if framed := framedBy(code, flags, members, push); slices.Contains(framed, true) {
+			told = make([]bool, len(push))
+			for i := range push {
+				told[i] = connected[i] || framed[i]
+			}
+		}
+		if err := s.unpush(dctx, st.ID, uids, added, told); err != nil {
 			return err
 		}
 	} else if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {

@@ -256,24 +256,41 @@ func (s *Service) framesAnswer(ctx context.Context, cmd *redis.Cmd, cmds []redis
 // the order of members) and whether each is connected, whether the pushes
 // are to send them the frame, once the frames call answered code and flags
 // of members (framesAnswer): all those connected when the frames go with
-// the pushes; none when the job was gone or framed already, or when it
-// sent them to every member; those not framed when it sent a reply's.
+// the pushes; none when the job was gone or framed already; those not
+// framed (framedBy) when it sent them.
 func liveAfterFrames(code int64, flags string, members, push []string, connected []bool) []bool {
-	switch {
-	case code == framesWithPushes:
+	switch code {
+	case framesWithPushes:
 		return connected
-	case code == framesNot || flags == "":
+	case framesNot:
 		return make([]bool, len(push))
 	}
+	framed := framedBy(code, flags, members, push)
 	live := make([]bool, len(push))
+	for i := range push {
+		live[i] = connected[i] && !framed[i]
+	}
+	return live
+}
+
+// framedBy returns, for each of push (members a post reaches, in the
+// order of members), whether the frames call that answered code and flags
+// of members (framesAnswer) sent them the frame: every member when it sent
+// them with no flags, those flagged '2' for a reply's, none when it sent
+// nothing.
+func framedBy(code int64, flags string, members, push []string) []bool {
+	framed := make([]bool, len(push))
+	if code != framesSent {
+		return framed
+	}
 	j := 0
 	for i, m := range push {
 		for j < len(members) && members[j] != m {
 			j++
 		}
-		live[i] = connected[i] && j < len(flags) && flags[j] != '2'
+		framed[i] = flags == "" || j < len(flags) && flags[j] == '2'
 	}
-	return live
+	return framed
 }
 
 // bySource makes the push's calls send push.lua's text (EVAL), not its
@@ -306,12 +323,13 @@ func (h *homePush) results(ctx context.Context, rdb redis.UniversalClient, cmds 
 }
 
 // unpush takes status sid out of the home timelines of uids it was just
-// added to (added, as results says), and tells those connected that it is
-// gone where it took it out: for a push that found the status deleted
-// after it, by a deletion whose walk of these homes came first. A home
-// that deletion's walk reached after the push was told by the walk, as
-// deletePass does, not twice.
-func (s *Service) unpush(ctx context.Context, sid int64, uids []int64, added []int64, connected []bool) error {
+// added to (added, as results says), and tells those tell says (the
+// connected, and those sent the frame) that it is gone where it took it
+// out: for a push that found the status deleted after it, by a deletion
+// whose walk of these homes came first. A home that deletion's walk
+// reached after the push was told by the walk, as deletePass does, not
+// twice.
+func (s *Service) unpush(ctx context.Context, sid int64, uids []int64, added []int64, tell []bool) error {
 	removed := make([]*redis.IntCmd, len(uids))
 	pipe := s.rdb.Pipeline()
 	for i, uid := range uids {
@@ -324,7 +342,7 @@ func (s *Service) unpush(ctx context.Context, sid int64, uids []int64, added []i
 	}
 	var told []int64
 	for i, r := range removed {
-		if r != nil && r.Val() == 1 && connected[i] {
+		if r != nil && r.Val() == 1 && tell[i] {
 			told = append(told, uids[i])
 		}
 	}
