@@ -230,13 +230,9 @@ func (a *followerActivity) onlineSince(push []string) []float64 {
 		return since
 	}
 	scores := a.online.Val()
-	j := 0
-	for i, m := range push {
-		for j < len(a.members) && a.members[j] != m {
-			j++
-		}
-		if j < len(scores) {
-			since[i] = scores[j]
+	for i, at := range placesIn(a.members, push) {
+		if at < len(scores) {
+			since[i] = scores[at]
 		}
 	}
 	return since

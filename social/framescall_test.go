@@ -196,7 +196,7 @@ func TestLiveAfterFrames(t *testing.T) {
 		{framesWithPushes, "", connected},
 		{framesNot, "", []bool{false, false, false, false}},
 	} {
-		if got := liveAfterFrames(c.code, c.flags, members, push, connected); !slices.Equal(got, c.want) {
+		if got := liveAfterFrames(c.code, framedBy(c.code, c.flags, members, push), connected); !slices.Equal(got, c.want) {
 			t.Errorf("code %d, flags %s: %v, want %v", c.code, c.flags, got, c.want)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -319,6 +318,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		s.afterQueue()
 	}
 	push, connected := act.active(r.now.Val(), s.opts.InactiveAfter)
+	framed := framedBy(code, flags, members, push) // none on a cluster
 	uids := make([]int64, len(push))
 	for i, m := range push {
 		uids[i], _ = strconv.ParseInt(m, 10, 64)
@@ -366,7 +366,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		// over (sending frames to those not framed); by push.lua's text,
 		// so that the job never moves on though they did not run (a Redis
 		// that lost its scripts since 2 would answer NOSCRIPT to its hash).
-		live := liveAfterFrames(code, flags, members, push, connected)
+		live := liveAfterFrames(code, framed, connected)
 		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, live, r.unfollows.Val())
 		h.bySource()
 	}
@@ -386,12 +386,9 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if exists.Val() == 0 {
 		// Those the frames call framed are told too, connected or not as
 		// presence's set said: a stream may be live before it is listed.
-		told := connected
-		if framed := framedBy(code, flags, members, push); slices.Contains(framed, true) {
-			told = make([]bool, len(push))
-			for i := range push {
-				told[i] = connected[i] || framed[i]
-			}
+		told := make([]bool, len(push))
+		for i := range push {
+			told[i] = connected[i] || framed[i]
 		}
 		if err := s.unpush(dctx, st.ID, uids, added, told); err != nil {
 			return err

@@ -252,22 +252,21 @@ func (s *Service) framesAnswer(ctx context.Context, cmd *redis.Cmd, cmds []redis
 	return code, flags, nil
 }
 
-// liveAfterFrames returns, for each of push (members a post reaches, in
-// the order of members) and whether each is connected, whether the pushes
-// are to send them the frame, once the frames call answered code and flags
-// of members (framesAnswer): all those connected when the frames go with
-// the pushes; none when the job was gone or framed already; those not
-// framed (framedBy) when it sent them.
-func liveAfterFrames(code int64, flags string, members, push []string, connected []bool) []bool {
+// liveAfterFrames returns, for each follower a post's pushes reach,
+// whether the pushes are to send them the frame, given whether each is
+// connected and whether the frames call, which answered code, framed them
+// (framedBy): all those connected when it left the frames to the pushes;
+// none when it found the job gone or framed already; those connected it
+// did not frame when it sent them.
+func liveAfterFrames(code int64, framed, connected []bool) []bool {
 	switch code {
 	case framesWithPushes:
 		return connected
 	case framesNot:
-		return make([]bool, len(push))
+		return make([]bool, len(connected))
 	}
-	framed := framedBy(code, flags, members, push)
-	live := make([]bool, len(push))
-	for i := range push {
+	live := make([]bool, len(connected))
+	for i := range live {
 		live[i] = connected[i] && !framed[i]
 	}
 	return live
@@ -283,14 +282,24 @@ func framedBy(code int64, flags string, members, push []string) []bool {
 	if code != framesSent {
 		return framed
 	}
-	j := 0
-	for i, m := range push {
-		for j < len(members) && members[j] != m {
-			j++
-		}
-		framed[i] = flags == "" || j < len(flags) && flags[j] == '2'
+	for i, at := range placesIn(members, push) {
+		framed[i] = flags == "" || at < len(flags) && flags[at] == '2'
 	}
 	return framed
+}
+
+// placesIn returns, for each of sub (some of all, in the order of all),
+// its index in all.
+func placesIn(all, sub []string) []int {
+	at := make([]int, len(sub))
+	j := 0
+	for i, m := range sub {
+		for j < len(all) && all[j] != m {
+			j++
+		}
+		at[i] = j
+	}
+	return at
 }
 
 // bySource makes the push's calls send push.lua's text (EVAL), not its

@@ -164,19 +164,19 @@ if orig == '' then
     end
     -- Who follows the author answered, ZMSCORE a thousand at a time
     -- (unpack's bound).
-    local marks, framed = {}, {}
+    local flag, framed = {}, {}
     for first = 1, #members, 1000 do
       local last = math.min(first + 999, #members)
       local follows = redis.call('ZMSCORE', KEYS[2], unpack(members, first, last))
       for i = first, last do
-        marks[i] = '0'
+        flag[i] = '0'
         if follows[i - first + 1] or members[i] == ARGV[13] then
-          marks[i] = '2'
+          flag[i] = '2'
           framed[#framed + 1] = members[i]
         end
       end
     end
-    ids, n, flags = table.concat(framed, ' '), #framed, table.concat(marks)
+    ids, n, flags = table.concat(framed, ' '), #framed, table.concat(flag)
   end
   local t = redis.call('TIME')
   redis.call('HSET', job, 'framed', ids, 'framed_at', t[1] * 1000 + math.floor(t[2] / 1000))
