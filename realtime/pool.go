@@ -30,12 +30,25 @@ func (p *pool) run(f func()) {
 func (p *pool) serve(f func()) {
 	for {
 		f()
-		if p.idle.Add(1) > maxIdle {
-			p.idle.Add(-1)
+		if !p.becomeIdle() {
 			return
 		}
 		f = <-p.work
 		p.idle.Add(-1)
+	}
+}
+
+// becomeIdle counts one more idle goroutine, unless maxIdle are: the count
+// never passes maxIdle, not even for a moment (IdleWriters reads it).
+func (p *pool) becomeIdle() bool {
+	for {
+		n := p.idle.Load()
+		if n >= maxIdle {
+			return false
+		}
+		if p.idle.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 
