@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"chorus/bus"
+	"chorus/internal/luatext"
 	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
@@ -19,7 +20,7 @@ import (
 var (
 	//go:embed announce.lua
 	announceSource string
-	announceScript = redis.NewScript(announceSource)
+	announceScript = redis.NewScript(luatext.Compact(announceSource))
 )
 
 // announce tells the user's connected friends that the user came online or

@@ -16,11 +16,11 @@ import (
 var (
 	//go:embed relation_add.lua
 	relationAddSource string
-	relationAddScript = redis.NewScript(relationAddSource)
+	relationAddScript = newScript(relationAddSource)
 
 	//go:embed notes_drop_from.lua
 	notesDropFromSource string
-	notesDropFromScript = redis.NewScript(notesDropFromSource)
+	notesDropFromScript = newScript(notesDropFromSource)
 )
 
 // Caps of a user's sets of accounts.

@@ -17,15 +17,15 @@ import (
 var (
 	//go:embed follow_follower.lua
 	followFollowerSource string
-	followFollowerScript = redis.NewScript(followFollowerSource)
+	followFollowerScript = newScript(followFollowerSource)
 
 	//go:embed follow_followee.lua
 	followFolloweeSource string
-	followFolloweeScript = redis.NewScript(followFolloweeSource)
+	followFolloweeScript = newScript(followFolloweeSource)
 
 	//go:embed pull_add.lua
 	pullAddSource string
-	pullAddScript = redis.NewScript(pullAddSource)
+	pullAddScript = newScript(pullAddSource)
 )
 
 // followedNoticeTTL is how long a followee told of a follower's follow (the

@@ -12,15 +12,15 @@ import (
 var (
 	//go:embed list_add_member.lua
 	listAddSource string
-	listAddScript = redis.NewScript(listOwnerSource + listAddSource)
+	listAddScript = newScript(listOwnerSource + listAddSource)
 
 	//go:embed list_remove_member.lua
 	listRemoveSource string
-	listRemoveScript = redis.NewScript(listOwnerSource + listRemoveSource)
+	listRemoveScript = newScript(listOwnerSource + listRemoveSource)
 
 	//go:embed list_leave.lua
 	listLeaveSource string
-	listLeaveScript = redis.NewScript(listLeaveSource)
+	listLeaveScript = newScript(listLeaveSource)
 )
 
 // maxSettleRounds bounds the rounds of settleListIn against memberships

@@ -37,15 +37,15 @@ var (
 
 	//go:embed list_create.lua
 	listCreateSource string
-	listCreateScript = redis.NewScript(listCreateSource)
+	listCreateScript = newScript(listCreateSource)
 
 	//go:embed list_rename.lua
 	listRenameSource string
-	listRenameScript = redis.NewScript(listOwnerSource + listRenameSource)
+	listRenameScript = newScript(listOwnerSource + listRenameSource)
 
 	//go:embed list_delete.lua
 	listDeleteSource string
-	listDeleteScript = redis.NewScript(listOwnerSource + listDeleteSource)
+	listDeleteScript = newScript(listOwnerSource + listDeleteSource)
 )
 
 // listFields are the fields of a list's hash that reads use; "deleted"

@@ -27,11 +27,11 @@ const MaxNotificationsPage = 100
 var (
 	//go:embed notes_unread.lua
 	notesUnreadSource string
-	notesUnreadScript = redis.NewScript(notesUnreadSource)
+	notesUnreadScript = newScript(notesUnreadSource)
 
 	//go:embed notes_read.lua
 	notesReadSource string
-	notesReadScript = redis.NewScript(notesReadSource)
+	notesReadScript = newScript(notesReadSource)
 )
 
 // NotificationPage is one page of a user's notifications, newest first.

@@ -18,11 +18,11 @@ const MaxNotifications = 1000
 var (
 	//go:embed notify.lua
 	notifySource string
-	notifyScript = redis.NewScript(notifySource)
+	notifyScript = newScript(notifySource)
 
 	//go:embed unnotify.lua
 	unnotifySource string
-	unnotifyScript = redis.NewScript(unnotifySource)
+	unnotifyScript = newScript(unnotifySource)
 )
 
 // note is a notification to store, or to take back: to is told that from

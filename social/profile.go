@@ -21,7 +21,7 @@ const MaxBioRunes = 300
 var (
 	//go:embed profile.lua
 	profileSource string
-	profileScript = redis.NewScript(profileSource)
+	profileScript = newScript(profileSource)
 )
 
 // ProfileEdit is a change of a user's profile; a nil field is left as it

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"chorus/internal/luatext"
 	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
@@ -18,7 +19,9 @@ import (
 var (
 	//go:embed push.lua
 	pushSource string
-	pushScript = redis.NewScript(pushSource)
+	// pushText is push.lua's compact text, which bySource sends.
+	pushText   = luatext.Compact(pushSource)
+	pushScript = redis.NewScript(pushText)
 )
 
 // pushBatch is how many followers one call of push.lua takes on one Redis,
@@ -309,7 +312,7 @@ func placesIn(all, sub []string) []int {
 func (h *homePush) bySource() {
 	for _, c := range h.calls {
 		args := c.cmd.Args()
-		args[0], args[1] = "eval", pushSource
+		args[0], args[1] = "eval", pushText
 	}
 }
 

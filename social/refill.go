@@ -12,7 +12,7 @@ import (
 var (
 	//go:embed widen_refill.lua
 	widenRefillSource string
-	widenRefillScript = redis.NewScript(widenRefillSource)
+	widenRefillScript = newScript(widenRefillSource)
 )
 
 // refillPass runs one pass of a refill: it copies into uid's home timeline

@@ -27,7 +27,7 @@ func ValidRegistrations(mode string) bool {
 var (
 	//go:embed approve.lua
 	approveSource string
-	approveScript = redis.NewScript(approveSource)
+	approveScript = newScript(approveSource)
 )
 
 // requireAdmin returns uid's user when uid is one of Options.Admins, else

@@ -32,11 +32,11 @@ var ErrReportNotFound = errors.New("no such report")
 var (
 	//go:embed report_file.lua
 	reportFileSource string
-	reportFileScript = redis.NewScript(reportFileSource)
+	reportFileScript = newScript(reportFileSource)
 
 	//go:embed report_resolve.lua
 	reportResolveSource string
-	reportResolveScript = redis.NewScript(reportResolveSource)
+	reportResolveScript = newScript(reportResolveSource)
 )
 
 var reportFields = []string{"id", "reporter", "account", "statuses", "reason", "created", "resolved", "resolved_by"}

@@ -24,11 +24,11 @@ import (
 var (
 	//go:embed repost_claim.lua
 	repostClaimSource string
-	repostClaimScript = redis.NewScript(repostClaimSource)
+	repostClaimScript = newScript(repostClaimSource)
 
 	//go:embed repost_unclaim.lua
 	repostUnclaimSource string
-	repostUnclaimScript = redis.NewScript(repostUnclaimSource)
+	repostUnclaimScript = newScript(repostUnclaimSource)
 )
 
 // Repost reposts status id (a repost entry: its original) as uid, and

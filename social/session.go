@@ -17,7 +17,7 @@ import (
 var (
 	//go:embed session_open.lua
 	sessionOpenSource string
-	sessionOpenScript = redis.NewScript(sessionOpenSource)
+	sessionOpenScript = newScript(sessionOpenSource)
 )
 
 // A user's sessions are found without a scan through sessions:<uid>, the
@@ -183,5 +183,5 @@ func (s *Service) ChangePassword(ctx context.Context, uid int64, token, current,
 var (
 	//go:embed set_password.lua
 	setPasswordSource string
-	setPasswordScript = redis.NewScript(setPasswordSource)
+	setPasswordScript = newScript(setPasswordSource)
 )

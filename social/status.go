@@ -27,15 +27,15 @@ var userCreatedEvent, _ = json.Marshal(protocol.Internal{Type: protocol.TypeUser
 var (
 	//go:embed post_author.lua
 	postAuthorSource string
-	postAuthorScript = redis.NewScript(postAuthorSource)
+	postAuthorScript = newScript(postAuthorSource)
 
 	//go:embed flag_jobs.lua
 	flagJobsSource string
-	flagJobsScript = redis.NewScript(flagJobsSource)
+	flagJobsScript = newScript(flagJobsSource)
 
 	//go:embed delete_author.lua
 	deleteAuthorSource string
-	deleteAuthorScript = redis.NewScript(deleteAuthorSource)
+	deleteAuthorScript = newScript(deleteAuthorSource)
 )
 
 // statusFields are the fields of a status hash that statusesByID reads, in

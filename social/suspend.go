@@ -20,11 +20,11 @@ var ErrSuspended = errors.New("account suspended")
 var (
 	//go:embed suspend.lua
 	suspendSource string
-	suspendScript = redis.NewScript(suspendSource)
+	suspendScript = newScript(suspendSource)
 
 	//go:embed hide_status.lua
 	hideStatusSource string
-	hideStatusScript = redis.NewScript(hideStatusSource)
+	hideStatusScript = newScript(hideStatusSource)
 )
 
 var accountSuspendedEvent, _ = json.Marshal(protocol.Internal{Type: protocol.TypeAccountSuspended})

@@ -16,11 +16,11 @@ import (
 var (
 	//go:embed unfollow_follower.lua
 	unfollowFollowerSource string
-	unfollowFollowerScript = redis.NewScript(unfollowFollowerSource)
+	unfollowFollowerScript = newScript(unfollowFollowerSource)
 
 	//go:embed unfollow_followee.lua
 	unfollowFolloweeSource string
-	unfollowFolloweeScript = redis.NewScript(unfollowFolloweeSource)
+	unfollowFolloweeScript = newScript(unfollowFolloweeSource)
 )
 
 // An unfollow is a series of steps like a follow (follow.go), each

@@ -38,15 +38,15 @@ var (
 
 	//go:embed create_user.lua
 	createUserSource string
-	createUserScript = redis.NewScript(createUserSource)
+	createUserScript = newScript(createUserSource)
 
 	//go:embed signin.lua
 	signinSource string
-	signinScript = redis.NewScript(signinSource)
+	signinScript = newScript(signinSource)
 
 	//go:embed signin_ok.lua
 	signinOKSource string
-	signinOKScript = redis.NewScript(signinOKSource)
+	signinOKScript = newScript(signinOKSource)
 )
 
 var userFields = []string{"id", "login", "name", "followers", "following", "posts", "signup", "bio", "suspended", "deleted"}
@@ -444,7 +444,7 @@ func (s *Service) SignOut(ctx context.Context, token string) error {
 var (
 	//go:embed seen.lua
 	seenSource string
-	seenScript = redis.NewScript(seenSource)
+	seenScript = newScript(seenSource)
 )
 
 // Authenticate returns the uid that token belongs to, or ErrUnauthenticated.

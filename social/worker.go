@@ -22,11 +22,11 @@ const consumerReapEvery = time.Minute
 var (
 	//go:embed reap_consumers.lua
 	reapSource string
-	reapScript = redis.NewScript(reapSource)
+	reapScript = newScript(reapSource)
 
 	//go:embed keep_job.lua
 	keepSource string
-	keepScript = redis.NewScript(keepSource)
+	keepScript = newScript(keepSource)
 )
 
 // notReadyWait is how long a worker waits before it looks again at a job

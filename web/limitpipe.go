@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
+	"chorus/internal/luatext"
 	"chorus/internal/slots"
 
 	"github.com/redis/go-redis/v9"
@@ -18,21 +18,10 @@ var (
 	//go:embed limit_gcra.lua
 	limitGCRASource string
 	// limitGCRAScript goes by its text (EVAL) in the pipelines it shares,
-	// where a NOSCRIPT could not be retried alone: its text without the
-	// comments, which Redis would otherwise read and hash on every call.
-	limitGCRAScript = redis.NewScript(withoutComments(limitGCRASource))
+	// where a NOSCRIPT could not be retried alone: its compact text, as
+	// Redis reads and hashes it on every call.
+	limitGCRAScript = redis.NewScript(luatext.Compact(limitGCRASource))
 )
-
-// withoutComments is a Lua script's text less its lines of comments only.
-func withoutComments(script string) string {
-	var b strings.Builder
-	for line := range strings.Lines(script) {
-		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
-			b.WriteString(line)
-		}
-	}
-	return b.String()
-}
 
 // queuedLimit is a rate limit per signed-in user counted in a round trip
 // the request makes anyway (see social.PostRequest.Admit), on the key and
