@@ -66,14 +66,12 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 		followers = pipe.ZCard(ctx, k.followers(uid))
 	}
 	unfollows := s.queueUnfollows(ctx, pipe, uid) // before the page, see homePush
-	// A first pass cuts its page at the sequence, by the scores; later
-	// passes read their page up to it, by its members alone.
-	var first *redis.ZSliceCmd
+	// A first pass cuts its page at the sequence (firstPage); later
+	// passes read their page up to it. Both by its members alone.
+	var first *firstPage
 	var later *boundedPage
 	if until == "" {
-		first = pipe.ZRangeByScoreWithScores(ctx, k.followers(uid), &redis.ZRangeBy{
-			Min: "(" + score(j.cursor), Max: "+inf", Count: int64(s.opts.FanoutPassSize),
-		})
+		first = s.queueFirstPage(ctx, pipe, k.followers(uid), "("+score(j.cursor))
 	} else {
 		later = s.queueBoundedPage(ctx, pipe, k.followers(uid), j.cursor, until)
 	}
@@ -96,17 +94,8 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 		}
 		until = cmp.Or(seq.Val(), "0")
 		next.until = until
-		seqScore, _ := strconv.ParseFloat(until, 64)
-		page := first.Val()
-		for i, z := range page {
-			if z.Score > seqScore {
-				page = page[:i]
-				break
-			}
-		}
-		members = pageMembers(page)
-		if len(page) > 0 {
-			last = page[len(page)-1].Score
+		if members, last, _, err = first.cut(ctx, s, until); err != nil {
+			return passResult{}, err
 		}
 		// An author over the threshold (one who passed it before it was
 		// lowered) is made pulled from here on; this status is still pushed.

@@ -27,15 +27,15 @@ import (
 var (
 	//go:embed queue_job.lua
 	queueJobSource string
-	queueJobScript = redis.NewScript(queueJobSource)
+	queueJobScript = newScript(queueJobSource)
 
 	//go:embed advance.lua
 	advanceSource string
-	advanceScript = redis.NewScript(advanceSource)
+	advanceScript = newScript(advanceSource)
 
 	//go:embed adopt_jobs.lua
 	adoptSource string
-	adoptScript = redis.NewScript(adoptSource)
+	adoptScript = newScript(adoptSource)
 )
 
 // jobKind is what a fan-out job does: its hash's "kind" field.
@@ -477,6 +477,73 @@ func (s *Service) boundedMembers(ctx context.Context, p *boundedPage) (members [
 		return nil, 0, err
 	}
 	return pageMembers(page), page[len(page)-1].Score, nil
+}
+
+// firstPage is the page of a post's first pass (a post's own, or a job's),
+// read after the follow sequence in the same round trip and cut at it by
+// its scores: a follower scored past the sequence came after, and gets the
+// status from their backfill. As for a boundedPage, the page is read by
+// its members alone, with the member at its last place (a full page's)
+// and the set's last member (a shorter page's) read after with their
+// scores: the sequence is known only once the round trip ran, and the
+// page's scores, sorted, are past it only where its last one is.
+type firstPage struct {
+	key     string
+	min     string // the page's lower bound, as ZRANGEBYSCORE takes it
+	members *redis.StringSliceCmd
+	atEnd   *redis.ZSliceCmd
+	setLast *redis.ZSliceCmd
+}
+
+// queueFirstPage queues on pipe the reads of the first page of key from
+// min ("-inf", or past a cursor: "(" and its score).
+func (s *Service) queueFirstPage(ctx context.Context, pipe redis.Pipeliner, key, min string) *firstPage {
+	n := int64(s.opts.FanoutPassSize)
+	by := &redis.ZRangeBy{Min: min, Max: "+inf", Count: n}
+	p := &firstPage{key: key, min: min}
+	p.members = pipe.ZRangeByScore(ctx, key, by)
+	p.atEnd = pipe.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: by.Min, Max: by.Max, Offset: n - 1, Count: 1})
+	p.setLast = pipe.ZRangeWithScores(ctx, key, -1, -1)
+	return p
+}
+
+// cut returns, once the reads ran, the page's members scored up to until
+// (the follow sequence read before them), the last one's score (0 for
+// none), and whether the page is full (more may follow it). When the
+// member the later read names at the page's end is not the page's last
+// (members came or went between the reads), or is scored past until, the
+// page is read again with its scores and cut by them.
+func (p *firstPage) cut(ctx context.Context, s *Service, until string) (members []string, last float64, full bool, err error) {
+	bound, _ := strconv.ParseFloat(until, 64)
+	members = p.members.Val()
+	if len(members) == 0 {
+		return nil, 0, false, nil
+	}
+	full = len(members) == s.opts.FanoutPassSize
+	at := p.setLast.Val()
+	if full {
+		at = p.atEnd.Val()
+	}
+	if len(at) == 1 && at[0].Member == members[len(members)-1] && at[0].Score <= bound {
+		return members, at[0].Score, full, nil
+	}
+	page, err := s.rdb.ZRangeByScoreWithScores(ctx, p.key, &redis.ZRangeBy{
+		Min: p.min, Max: "+inf", Count: int64(s.opts.FanoutPassSize),
+	}).Result()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	full = len(page) == s.opts.FanoutPassSize
+	for i, z := range page {
+		if z.Score > bound {
+			page, full = page[:i], false
+			break
+		}
+	}
+	if len(page) == 0 {
+		return nil, 0, false, nil
+	}
+	return pageMembers(page), page[len(page)-1].Score, full, nil
 }
 
 // JobBacklog reports how many fan-out jobs are queued or under way

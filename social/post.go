@@ -24,7 +24,9 @@ import (
 //     hold them or their statuses are pulled, a new status id and the time
 //     (a post refused from here on leaves its id unused), the follow
 //     sequence, the author's unfollow count and the first page of
-//     followers;
+//     followers (by its members alone, see firstPage: read again with its
+//     scores, one round trip more, in the rare post whose page changed
+//     between its reads);
 //  2. the fan-out job queued, not ready, with no stream entry (so a worker
 //     adopts it and finishes the post should this instance die from here
 //     on), and the page's activity; on one Redis, in the same transaction
@@ -112,7 +114,7 @@ type postReads struct {
 	seq       *redis.StringCmd
 	promoting *redis.IntCmd
 	followers *redis.IntCmd
-	page      *redis.ZSliceCmd
+	page      *firstPage
 	parent    *redis.SliceCmd
 	mentions  *redis.SliceCmd
 }
@@ -225,9 +227,7 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	r.seq = pipe.Get(ctx, k.followSeq())
 	r.promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
 	r.followers = pipe.ZCard(ctx, k.followers(uid))
-	r.page = pipe.ZRangeByScoreWithScores(ctx, k.followers(uid), &redis.ZRangeBy{
-		Min: "-inf", Max: "+inf", Count: int64(s.opts.FanoutPassSize),
-	})
+	r.page = s.queueFirstPage(ctx, pipe, k.followers(uid), "-inf")
 	if in.replyTo != 0 {
 		r.parent = pipe.HMGet(ctx, k.status(in.replyTo), parentFields...)
 	}
@@ -257,16 +257,10 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if until == "" {
 		until = "0"
 	}
-	last, _ := strconv.ParseFloat(until, 64)
-	page := r.page.Val()
-	full := len(page) == s.opts.FanoutPassSize
-	for i, z := range page {
-		if z.Score > last {
-			page, full = page[:i], false
-			break
-		}
+	members, last, full, err := r.page.cut(ctx, s, until)
+	if err != nil {
+		return err
 	}
-	members := pageMembers(page)
 	answered := answeredOnly(st)
 
 	// 2: the jobs, and who of the page the status reaches; on one Redis
@@ -355,7 +349,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	finish := "1"
 	args := []any{jobGroup, "0", finish}
 	if full {
-		next.cursor = page[len(page)-1].Score
+		next.cursor = last
 		args[2] = "0"
 		args = append(args, j.moves(next)...)
 	}
