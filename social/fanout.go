@@ -71,7 +71,7 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	var first *firstPage
 	var later *boundedPage
 	if until == "" {
-		first = s.queueFirstPage(ctx, pipe, k.followers(uid), "("+score(j.cursor))
+		first = s.queueFirstPage(ctx, pipe, uid, "("+score(j.cursor))
 	} else {
 		later = s.queueBoundedPage(ctx, pipe, k.followers(uid), j.cursor, until)
 	}
@@ -94,7 +94,7 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 		}
 		until = cmp.Or(seq.Val(), "0")
 		next.until = until
-		if members, last, _, err = first.cut(ctx, s, until); err != nil {
+		if members, last, _, err = first.cut(ctx, s, until, unfollows.Val()); err != nil {
 			return passResult{}, err
 		}
 		// An author over the threshold (one who passed it before it was

@@ -487,33 +487,45 @@ func (s *Service) boundedMembers(ctx context.Context, p *boundedPage) (members [
 // and the set's last member (a shorter page's) read after with their
 // scores: the sequence is known only once the round trip ran, and the
 // page's scores, sorted, are past it only where its last one is.
+//
+// That score is the one the member had at the first read only while no
+// member left the set between the reads (a member's score changes only by
+// leaving and following again): the author's unfollow count, which every
+// removal counts (unfollow_followee.lua), is read again after them, and
+// must still be the count read before the page. Else, or when the later
+// read names another member at the page's end, the page is read again.
 type firstPage struct {
-	key     string
-	min     string // the page's lower bound, as ZRANGEBYSCORE takes it
-	members *redis.StringSliceCmd
-	atEnd   *redis.ZSliceCmd
-	setLast *redis.ZSliceCmd
+	key            string
+	min            string // the page's lower bound, as ZRANGEBYSCORE takes it
+	members        *redis.StringSliceCmd
+	atEnd          *redis.ZSliceCmd
+	setLast        *redis.ZSliceCmd
+	unfollowsAfter *redis.StringCmd
 }
 
-// queueFirstPage queues on pipe the reads of the first page of key from
-// min ("-inf", or past a cursor: "(" and its score).
-func (s *Service) queueFirstPage(ctx context.Context, pipe redis.Pipeliner, key, min string) *firstPage {
+// queueFirstPage queues on pipe the reads of the first page of key, the
+// followers of author, from min ("-inf", or past a cursor: "(" and its
+// score), after the author's unfollow count (queueUnfollows).
+func (s *Service) queueFirstPage(ctx context.Context, pipe redis.Pipeliner, author int64, min string) *firstPage {
 	n := int64(s.opts.FanoutPassSize)
+	key := s.keys.followers(author)
 	by := &redis.ZRangeBy{Min: min, Max: "+inf", Count: n}
 	p := &firstPage{key: key, min: min}
 	p.members = pipe.ZRangeByScore(ctx, key, by)
 	p.atEnd = pipe.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Min: by.Min, Max: by.Max, Offset: n - 1, Count: 1})
 	p.setLast = pipe.ZRangeWithScores(ctx, key, -1, -1)
+	p.unfollowsAfter = s.queueUnfollows(ctx, pipe, author)
 	return p
 }
 
 // cut returns, once the reads ran, the page's members scored up to until
 // (the follow sequence read before them), the last one's score (0 for
-// none), and whether the page is full (more may follow it). When the
-// member the later read names at the page's end is not the page's last
-// (members came or went between the reads), or is scored past until, the
-// page is read again with its scores and cut by them.
-func (p *firstPage) cut(ctx context.Context, s *Service, until string) (members []string, last float64, full bool, err error) {
+// none), and whether the page is full (more may follow it), given the
+// author's unfollow count read before the page. When the count moved
+// between the reads, or the member the later read names at the page's end
+// is not the page's last (members came or went), or is scored past until,
+// the page is read again with its scores and cut by them.
+func (p *firstPage) cut(ctx context.Context, s *Service, until, unfollowsBefore string) (members []string, last float64, full bool, err error) {
 	bound, _ := strconv.ParseFloat(until, 64)
 	members = p.members.Val()
 	if len(members) == 0 {
@@ -524,7 +536,8 @@ func (p *firstPage) cut(ctx context.Context, s *Service, until string) (members 
 	if full {
 		at = p.atEnd.Val()
 	}
-	if len(at) == 1 && at[0].Member == members[len(members)-1] && at[0].Score <= bound {
+	if len(at) == 1 && at[0].Member == members[len(members)-1] && at[0].Score <= bound &&
+		p.unfollowsAfter.Val() == unfollowsBefore {
 		return members, at[0].Score, full, nil
 	}
 	page, err := s.rdb.ZRangeByScoreWithScores(ctx, p.key, &redis.ZRangeBy{

@@ -227,7 +227,7 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	r.seq = pipe.Get(ctx, k.followSeq())
 	r.promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
 	r.followers = pipe.ZCard(ctx, k.followers(uid))
-	r.page = s.queueFirstPage(ctx, pipe, k.followers(uid), "-inf")
+	r.page = s.queueFirstPage(ctx, pipe, uid, "-inf")
 	if in.replyTo != 0 {
 		r.parent = pipe.HMGet(ctx, k.status(in.replyTo), parentFields...)
 	}
@@ -257,7 +257,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if until == "" {
 		until = "0"
 	}
-	members, last, full, err := r.page.cut(ctx, s, until)
+	members, last, full, err := r.page.cut(ctx, s, until, r.unfollows.Val())
 	if err != nil {
 		return err
 	}
