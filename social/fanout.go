@@ -142,28 +142,37 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 // followerActivity).
 func (s *Service) activeFollowers(ctx context.Context, members []string, answered int64) (push []string, connected []bool, since []float64, err error) {
 	pipe := s.rdb.Pipeline()
-	act := s.queueActivity(ctx, pipe, members, answered)
+	act := s.queueActivity(ctx, pipe, members, answered, false)
 	now := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, nil, nil, err
 	}
-	push, connected = act.active(now.Val(), s.opts.InactiveAfter)
+	push, connected, _ = act.active(now.Val(), s.opts.InactiveAfter)
 	return push, connected, act.onlineSince(push), nil
 }
 
 // followerActivity is what decides which followers of a page a post
 // reaches: when each was last seen, whether each is connected, and, for a
 // reply, whether each follows the person answered.
+//
+// A post's own first page on one Redis leaves presence's set out of its
+// reads (deferOnline), its frames going to every follower of the page
+// anyway (queueFrames): Redis formats each score a ZMSCORE sends with
+// printf, in the round trip the frames wait for. Those not seen for long
+// are then reached only if the set holds them as their push runs (push.lua
+// checks it, flag 4), and none counts as connected.
 type followerActivity struct {
-	members    []string
-	answered   int64
-	seen       *redis.FloatSliceCmd
-	alsoFollow *redis.FloatSliceCmd // nil unless answered is set
-	online     *redis.FloatSliceCmd // nil when presence is not kept
+	members     []string
+	answered    int64
+	seen        *redis.FloatSliceCmd
+	alsoFollow  *redis.FloatSliceCmd // nil unless answered is set
+	online      *redis.FloatSliceCmd // nil when presence is not kept, or deferOnline
+	deferOnline bool
 }
 
-// queueActivity queues on pipe the reads of members' activity.
-func (s *Service) queueActivity(ctx context.Context, pipe redis.Pipeliner, members []string, answered int64) *followerActivity {
+// queueActivity queues on pipe the reads of members' activity, presence's
+// set left out when deferOnline and presence is kept.
+func (s *Service) queueActivity(ctx context.Context, pipe redis.Pipeliner, members []string, answered int64, deferOnline bool) *followerActivity {
 	a := &followerActivity{members: members, answered: answered}
 	if len(members) == 0 {
 		return a
@@ -173,9 +182,28 @@ func (s *Service) queueActivity(ctx context.Context, pipe redis.Pipeliner, membe
 		a.alsoFollow = pipe.ZMScore(ctx, s.keys.followers(answered), members...)
 	}
 	if s.opts.ConnectedKey != "" {
-		a.online = pipe.ZMScore(ctx, s.opts.ConnectedKey, members...)
+		if deferOnline {
+			a.deferOnline = true
+		} else {
+			a.online = pipe.ZMScore(ctx, s.opts.ConnectedKey, members...)
+		}
 	}
 	return a
+}
+
+// readOnline reads, in a round trip of its own, whom of the members
+// presence's set holds, when deferOnline left it out: active then answers
+// as though it had been read with the rest.
+func (a *followerActivity) readOnline(ctx context.Context, s *Service) error {
+	if !a.deferOnline {
+		return nil
+	}
+	online := s.rdb.ZMScore(ctx, s.opts.ConnectedKey, a.members...)
+	if err := online.Err(); err != nil {
+		return err
+	}
+	a.online, a.deferOnline = online, false
+	return nil
 }
 
 // active returns, once the reads ran, the members a post reaches, and
@@ -183,10 +211,12 @@ func (s *Service) queueActivity(ctx context.Context, pipe redis.Pipeliner, membe
 // activity was kept) counts as active; one connected now is active
 // whatever their last request; inactiveAfter 0 keeps everyone active.
 // When answered is set (a reply to them, see answeredOnly), only those who
-// follow answered, and answered, are reached.
-func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (push []string, connected []bool) {
+// follow answered, and answered, are reached. With deferOnline, push also
+// holds those not active by their last request, whom onlyIfOn marks (nil
+// otherwise): they are reached only if connected as their push runs.
+func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (push []string, connected, onlyIfOn []bool) {
 	if len(a.members) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	cutoff := math.Inf(-1)
 	if inactiveAfter > 0 {
@@ -194,19 +224,27 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 	}
 	push = make([]string, 0, len(a.members))
 	connected = make([]bool, 0, len(a.members))
+	if a.deferOnline {
+		onlyIfOn = make([]bool, 0, len(a.members))
+	}
 	for i, m := range a.members {
 		// ZMSCORE reads a missing member as 0; activity times never are.
 		if a.alsoFollow != nil && a.alsoFollow.Val()[i] == 0 && m != itoa(a.answered) {
 			continue
 		}
-		on := a.online == nil || a.online.Val()[i] != 0
 		last := a.seen.Val()[i]
-		if on || last == 0 || last >= cutoff {
+		recent := last == 0 || last >= cutoff
+		if a.deferOnline {
+			push, connected, onlyIfOn = append(push, m), append(connected, false), append(onlyIfOn, !recent)
+			continue
+		}
+		on := a.online == nil || a.online.Val()[i] != 0
+		if on || recent {
 			push = append(push, m)
 			connected = append(connected, on)
 		}
 	}
-	return push, connected
+	return push, connected, onlyIfOn
 }
 
 // onlineSince returns, for each of push (members a post reaches, in the
@@ -261,7 +299,7 @@ func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, p
 	}
 	if !done {
 		pipe := s.rdb.Pipeline()
-		h := s.queuePush(ctx, pipe, author, sid, repostOf, payload, uids, live, unfollows)
+		h := s.queuePush(ctx, pipe, author, sid, repostOf, payload, uids, live, nil, unfollows)
 		cmds, err := pipe.Exec(ctx)
 		if added, err = h.results(ctx, s.rdb, cmds, err); err != nil {
 			return err

@@ -1,8 +1,11 @@
 package social
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -265,4 +268,69 @@ func TestPostRefusedWholeAtMaxmemory(t *testing.T) {
 	if got := payloadsSoFar(t, l); len(got) != 0 {
 		t.Errorf("a refused post published %q", got)
 	}
+}
+
+// A reply's frames call that a Redis lacking push.lua answers NOSCRIPT
+// within the post's transaction runs again after it, on the follows as
+// they are then: a follower of both authors who unfollows the one answered
+// in between is not framed by it, yet reached by the push, as the
+// transaction read; presence's set is then read, and the push sends them
+// the frame, once.
+func TestReplyFramesCallRunAgain(t *testing.T) {
+	t.Parallel()
+	s, rdb := newPrivateBackend(t, Options{})
+	ctx := ctxT(t)
+	s.opts.ConnectedKey = s.keys.prefix + "connected"
+	author, answered, both := signUp(t, s, "author"), signUp(t, s, "answered"), signUp(t, s, "both")
+	follow(t, s, both.ID, "author")
+	follow(t, s, both.ID, "answered")
+	parent := post(t, s, answered.ID, "parent")
+	rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(both.ID)))
+	l := listen(t, s, rdb, s.UserChannel(both.ID))
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	hook := &beforeScriptLoad{do: func() {
+		if _, err := s.Unfollow(ctx, both.ID, "answered"); err != nil {
+			t.Error(err)
+		}
+	}}
+	rdb.AddHook(hook)
+	st := reply(t, s, author.ID, parent.ID, "a reply")
+	if !redistest.OnCluster() && !hook.fired.Load() {
+		t.Fatal("the post loaded no script: its frames call ran where it was sent")
+	}
+	marker := post(t, s, author.ID, "marker")
+	events := eventsUntil(t, l, 10*time.Second, func(got map[string][]event) bool {
+		return slices.Contains(eventIDs(got[s.UserChannel(both.ID)]), marker.ID)
+	})
+	if got, want := eventIDs(events[s.UserChannel(both.ID)]), []int64{st.ID, marker.ID}; !slices.Equal(got, want) {
+		t.Errorf("the follower of both was told %v, want %v", got, want)
+	}
+	if got := homeIDs(t, s, both.ID); !slices.Contains(got, st.ID) {
+		t.Errorf("home of the follower of both = %v, want the reply", got)
+	}
+}
+
+// beforeScriptLoad runs do once, before the first SCRIPT LOAD its client
+// sends.
+type beforeScriptLoad struct {
+	fired atomic.Bool
+	do    func()
+}
+
+func (h *beforeScriptLoad) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *beforeScriptLoad) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && cmd.Name() == "script" && strings.EqualFold(fmt.Sprint(args[1]), "load") &&
+			h.fired.CompareAndSwap(false, true) {
+			h.do()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *beforeScriptLoad) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

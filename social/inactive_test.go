@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"chorus/internal/redistest"
 )
 
 // signUpToken signs up login and returns the user with a session token.
@@ -290,5 +292,80 @@ func TestWidenRefill(t *testing.T) {
 	rdb.Del(ctx, key)
 	if got, err := widenRefillScript.Run(ctx, rdb, []string{key}).Int(); err != nil || got != 0 || rdb.Exists(ctx, key).Val() != 0 {
 		t.Errorf("widening no refill answered %d (%v), and made one: %v", got, err, rdb.Exists(ctx, key).Val())
+	}
+}
+
+// A follower away longer than InactiveAfter is reached while connected. On
+// one Redis whether they are is checked as their push runs (presence's set
+// is left out of the reads before the frames, see followerActivity), on a
+// cluster as the page's activity is read: a follower connecting, or going,
+// in between is reached, or not, as the set says at that point; those
+// active by their last request are reached either way. A post whose frames
+// did not go ahead (its author's unfollow count moved) reads the set in one
+// more round trip, after the one that writes the status.
+func TestAwayFollowerReachedWhileConnected(t *testing.T) {
+	t.Parallel()
+	for _, moved := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unfollows moved=%v", moved), func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{})
+			ctx := ctxT(t)
+			s.opts.ConnectedKey = s.keys.prefix + "connected"
+			author := signUp(t, s, "author")
+			comes, goes, stays, recent := signUp(t, s, "comes"), signUp(t, s, "goes"), signUp(t, s, "stays"), signUp(t, s, "recent")
+			for _, f := range []User{comes, goes, stays, recent} {
+				follow(t, s, f.ID, "author")
+			}
+			for _, f := range []User{comes, goes, stays} {
+				lastSeenAgo(t, s, f.ID, 8*24*time.Hour)
+			}
+			rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(goes.ID)), redisZ(1, itoa(stays.ID)))
+			post(t, s, author.ID, "loads the scripts") // a Redis lacking them costs round trips
+			// Between the reads and the pushes: after the round trip that
+			// writes the status (on a cluster, after the pushes too).
+			s.afterWrite = func() {
+				s.afterWrite = nil
+				rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(comes.ID)))
+				rdb.ZRem(ctx, s.opts.ConnectedKey, itoa(goes.ID))
+			}
+			if moved {
+				// Before the round trip that sends the frames (on a cluster,
+				// before the pushes): an unfollow of the author by no one
+				// of these counts itself.
+				s.afterQueue = func() {
+					s.afterQueue = nil
+					rdb.Incr(ctx, s.keys.unfollows(author.ID))
+				}
+			}
+			counter := &commandCounter{}
+			rdb.AddHook(counter)
+			st := post(t, s, author.ID, "hello")
+			// The hooks' own: two, and the count's one.
+			trips := counter.roundTrips.Load() - 2
+			if moved {
+				trips--
+			}
+			reached, want := []User{stays, recent}, int64(4)
+			if !redistest.OnCluster() {
+				want = 3
+			}
+			switch {
+			case !redistest.OnCluster() && !moved:
+				reached = append(reached, comes) // checked as pushed
+			case !redistest.OnCluster():
+				reached, want = append(reached, goes), want+1 // presence's set read, before the hook
+			default:
+				reached = append(reached, goes) // checked as read
+			}
+			if trips != want {
+				t.Errorf("the post made %d round trips, want %d", trips, want)
+			}
+			for _, f := range []User{comes, goes, stays, recent} {
+				got := homeIDs(t, s, f.ID)
+				if want := slices.Contains(reached, f); want != slices.Contains(got, st.ID) {
+					t.Errorf("%s's home = %v; reached: %v", f.Login, got, want)
+				}
+			}
+		})
 	}
 }

@@ -29,7 +29,8 @@ import (
 //     between its reads);
 //  2. the fan-out job queued, not ready, with no stream entry (so a worker
 //     adopts it and finishes the post should this instance die from here
-//     on), and the page's activity; on one Redis, in the same transaction
+//     on), and the page's activity (on one Redis but presence's set, see
+//     followerActivity); on one Redis, in the same transaction
 //     (MULTI/EXEC: what Redis refuses as it queues, a write at maxmemory,
 //     it refuses whole, so no status is written, nor frame sent, without
 //     its job), the status written
@@ -289,7 +290,9 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	}
 	homeJob, listJob := s.queuePostJobsOn(dctx, pipe, st, payload, toLists)
 	var frames *redis.Cmd
-	act := s.queueActivity(dctx, pipe, members, answered)
+	// On one Redis presence's set is read later, when at all (see
+	// followerActivity).
+	act := s.queueActivity(dctx, pipe, members, answered, oneRedis)
 	if oneRedis {
 		if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
 			return err
@@ -300,7 +303,9 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	}
 	cmds, err := pipe.Exec(dctx)
 	code, flags := int64(framesNot), ""
+	resent := false // the frames call ran again after the transaction
 	if frames != nil {
+		resent = redis.HasErrorPrefix(frames.Err(), "NOSCRIPT")
 		if code, flags, err = s.framesAnswer(dctx, frames, cmds, err); err == nil && flags != "" && len(flags) != len(members) {
 			err = fmt.Errorf("frames: %d flags for %d followers", len(flags), len(members))
 		}
@@ -311,7 +316,21 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if !oneRedis && s.afterQueue != nil {
 		s.afterQueue()
 	}
-	push, connected := act.active(r.now.Val(), s.opts.InactiveAfter)
+	if code != framesSent || resent {
+		// The frames were not sent ahead (on one Redis, rarely: see
+		// queueFrames), and the pushes send them to those connected: who
+		// is, read now, one round trip more. When they were, they went to
+		// every follower the pushes reach (those who follow the author
+		// answered too, for a reply, as the transaction read), and none
+		// needs them from the pushes, nor, on a deletion, to be told of it
+		// but as one framed; unless the call ran again after the
+		// transaction (a Redis that lost its scripts answered NOSCRIPT
+		// within it), on a reply's follows as they were then.
+		if err := act.readOnline(dctx, s); err != nil {
+			return err
+		}
+	}
+	push, connected, onlyIfOn := act.active(r.now.Val(), s.opts.InactiveAfter)
 	framed := framedBy(code, flags, members, push) // none on a cluster
 	uids := make([]int64, len(push))
 	for i, m := range push {
@@ -330,7 +349,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
 			return err
 		}
-		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, r.unfollows.Val())
+		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, nil, r.unfollows.Val())
 		cmds, err := pipe.Exec(dctx)
 		if added, err = h.results(dctx, s.rdb, cmds, err); err != nil {
 			return err
@@ -361,7 +380,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		// so that the job never moves on though they did not run (a Redis
 		// that lost its scripts since 2 would answer NOSCRIPT to its hash).
 		live := liveAfterFrames(code, framed, connected)
-		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, live, r.unfollows.Val())
+		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, live, onlyIfOn, r.unfollows.Val())
 		h.bySource()
 	}
 	advanceScript.Eval(dctx, pipe, []string{homeJob, k.jobs(), k.making()}, args...)

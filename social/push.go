@@ -31,6 +31,7 @@ const pushBatch = 250
 
 // The answers of push.lua, a follower each.
 const (
+	pushInactive     = -2 // to be reached only if connected (onlyIfOn), and not
 	pushNotFollowing = -1 // the follower no longer follows the author
 	pushThere        = 0  // their home has it already (or, for a repost, its original)
 	pushAdded        = 1  // it was added, and the frame sent if they are connected
@@ -65,15 +66,18 @@ type pushCall struct {
 // queuePush queues on pipe the push of status sid by author (a repost
 // entry of repostOf, or 0 for a status) to the home timelines of uids,
 // with its live frame payload to those of them connected; unfollows is the
-// author's unfollow count as read before the page ("" for none).
-func (s *Service) queuePush(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool, unfollows string) *homePush {
+// author's unfollow count as read before the page ("" for none). On one
+// Redis, onlyIfOn (nil for none) names those of uids, none connected, to
+// be reached only if presence's set holds them as the push runs (see
+// followerActivity.deferOnline).
+func (s *Service) queuePush(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected, onlyIfOn []bool, unfollows string) *homePush {
 	h := &homePush{sid: sid, uids: uids}
 	per := pushBatch
 	if s.keys.cluster {
 		per = 1
 	}
 	for first := 0; first < len(uids); first += per {
-		h.calls = append(h.calls, s.queuePushCall(ctx, pipe, author, sid, repostOf, payload, uids, connected, unfollows, first, min(first+per, len(uids))))
+		h.calls = append(h.calls, s.queuePushCall(ctx, pipe, author, sid, repostOf, payload, uids, connected, onlyIfOn, unfollows, first, min(first+per, len(uids))))
 	}
 	return h
 }
@@ -83,7 +87,7 @@ func (s *Service) queuePush(ctx context.Context, pipe redis.Pipeliner, author, s
 // (results loads it where Redis lacks it). On one Redis it passes the
 // author's unfollow count and its key, for the script to leave out its
 // follow checks while the count stands.
-func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected []bool, unfollows string, first, end int) pushCall {
+func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected, onlyIfOn []bool, unfollows string, first, end int) pushCall {
 	k := s.keys
 	n := end - first
 	stride := 2
@@ -98,11 +102,18 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 	if frames != "" {
 		instances = s.opts.InstancesKey
 	}
+	stale := false // some to be reached only if connected (one Redis)
+	for i := first; i < end && onlyIfOn != nil && !k.cluster; i++ {
+		stale = stale || onlyIfOn[i]
+	}
 	nkeys := stride * n
 	if !k.cluster {
 		nkeys++
 		if instances != "" {
 			nkeys += 2
+		}
+		if stale {
+			nkeys++
 		}
 	}
 	args := make([]any, 0, 3+nkeys+10+n)
@@ -120,6 +131,9 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 		if instances != "" {
 			args = append(args, instances, s.bus.FramesReadersKey())
 		}
+		if stale {
+			args = append(args, s.opts.ConnectedKey)
+		}
 	}
 	flags := make([]byte, n)
 	for i, uid := range uids[first:end] {
@@ -129,6 +143,8 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 		}
 		if connected[first+i] {
 			flags[i] += 2
+		} else if stale && onlyIfOn[first+i] {
+			flags[i] += 4
 		}
 	}
 	args = append(args, sid, author, repostOf, s.opts.HomeSize, s.bus.Command(), payload, string(flags), count, frames, s.bus.UserChannelStart())
@@ -140,6 +156,11 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 			args = append(args, uid)
 		} else {
 			args = append(args, s.bus.UserChannel(uid))
+		}
+	}
+	for i, uid := range uids[first:end] {
+		if stale && onlyIfOn[first+i] && !connected[first+i] {
+			args = append(args, uid)
 		}
 	}
 	cmd := redis.NewIntSliceCmd(ctx, args...)
@@ -317,7 +338,7 @@ func (h *homePush) bySource() {
 }
 
 // results returns what the push did, a follower each (pushAdded,
-// pushThere, pushNotFollowing), once the pipeline it was queued on ran
+// pushThere, pushNotFollowing, pushInactive), once the pipeline it was queued on ran
 // cmds and returned execErr (see resendNoScript).
 func (h *homePush) results(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder, execErr error) ([]int64, error) {
 	if err := resendNoScript(ctx, rdb, pushScript, cmds, execErr); err != nil {
@@ -410,7 +431,7 @@ func (s *Service) pushInTx(ctx context.Context, author, sid int64, payload strin
 					pipe.ZRemRangeByRank(ctx, k.home(uid), 0, -int64(s.opts.HomeSize)-1)
 				}
 			}
-			h = s.queuePush(ctx, pipe, author, sid, 0, payload, onUIDs, onFlags, unfollows)
+			h = s.queuePush(ctx, pipe, author, sid, 0, payload, onUIDs, onFlags, nil, unfollows)
 			return nil
 		})
 		if errors.Is(err, redis.TxFailedErr) {

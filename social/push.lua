@@ -24,7 +24,10 @@
 -- ARGV[5] publish command (PUBLISH, or SPUBLISH on a cluster)
 -- ARGV[6] the live frame (JSON)
 -- ARGV[7] one character a follower, the sum of: 1 to trim their home
---         timeline to its size, 2 when they are connected
+--         timeline to its size, 2 when they are connected, 4 when they are
+--         to be reached only if connected now (one not seen for long, see
+--         followerActivity; on one Redis): then the last key is presence's
+--         set of those connected, and their ids follow those of ARGV[11..]
 -- ARGV[8] on one Redis, the author's unfollow count as read before the
 --         page was ('0' for none), and then the key after the followers'
 --         is that count's; '' on a cluster, where that key is in another slot
@@ -37,7 +40,8 @@
 -- ARGV[10] with ARGV[9], the start of a user's event channel, which their id
 --         ends
 -- ARGV[11..] the followers connected, in order: their ids with ARGV[9],
---         else their event channels
+--         else their event channels; then the ids of those flagged 4, in
+--         order
 --
 -- Frames alone (ARGV[3] '', on one Redis: a post's first page, whose
 -- frames leave in the round trip that writes the status, ahead of its
@@ -74,7 +78,8 @@
 -- Else each goes on its follower's channel.
 -- Returns, a follower each, 1 when it added the status, 0 when not (there
 -- already, or its original or another repost of it is), -1 when the
--- follower does not follow the author.
+-- follower does not follow the author, -2 when flagged 4 and not
+-- connected.
 --
 -- While the author's unfollow count is still the one read before the page,
 -- no unfollow of the author has counted itself since (unfollow_followee.lua,
@@ -92,6 +97,17 @@ if orig == '' then
   base = 1
   if ARGV[13] ~= '' then
     base = 2
+  end
+end
+-- Those flagged 4: the key of the set of those connected, and where
+-- their ids start.
+local connected, onlyIfOn = nil, 10
+for i = 1, n do
+  local flags = string.byte(ARGV[7], i) - 48
+  if flags >= 4 then
+    connected = KEYS[#KEYS]
+  elseif flags >= 2 then
+    onlyIfOn = onlyIfOn + 1
   end
 end
 local check = true
@@ -114,7 +130,7 @@ local function send(batch, joined, n)
   end
   local readers = redis.call('PUBSUB', 'NUMSUB', ARGV[9])[2]
   local all = readers > 0 and n >= readers
-  if all and #KEYS > base + 1 then
+  if all and #KEYS > base + 1 + (connected and 1 or 0) then
     local t = redis.call('TIME')
     local now = t[1] * 1000 + math.floor(t[2] / 1000)
     -- Every instance in the set, its lease run out or not: one whose lease
@@ -190,11 +206,19 @@ local batch = {} -- the ids, or channels, of those whose frame is sent
 for i = 1, n do
   local following, home = KEYS[stride * (i - 1) + 1], KEYS[stride * (i - 1) + 2]
   local flags = string.byte(ARGV[7], i) - 48
-  if flags >= 2 then
+  local live = flags >= 2 and flags < 4
+  if live then
     channel = channel + 1
   end
-  local added = -1
-  if not check or redis.call('ZSCORE', following, author) then
+  local added, reached = -1, true
+  if flags >= 4 then
+    onlyIfOn = onlyIfOn + 1
+    reached = redis.call('ZSCORE', connected, ARGV[onlyIfOn]) ~= false
+    if not reached then
+      added = -2
+    end
+  end
+  if reached and (not check or redis.call('ZSCORE', following, author)) then
     added = 0
     if orig == '0' then
       added = redis.call('ZADD', home, sid, sid)
@@ -214,7 +238,7 @@ for i = 1, n do
       if flags % 2 == 1 then
         redis.call('ZREMRANGEBYRANK', home, 0, -tonumber(ARGV[4]) - 1)
       end
-      if flags >= 2 then
+      if live then
         batch[#batch + 1] = ARGV[channel]
       end
     end
