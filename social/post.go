@@ -42,7 +42,9 @@ import (
 //  3. on a cluster, the status written, and the pushes to the page, each
 //     frame with its push (push.lua, see homePush);
 //  4. (3 on one Redis) the pushes, on one Redis, with no frames (unless 2
-//     left them to the pushes: the author's unfollow count moved since 1);
+//     left them to the pushes: the author's unfollow count moved since 1,
+//     and presence's set is then read first, one round trip more, as it
+//     is when the frames call ran again after 2, see followerActivity);
 //     the job finished, or moved past the page, marked ready and given its
 //     stream entry; and the status and its author looked at again: a
 //     deletion of the status that raced the push is undone there, and a
