@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,9 @@ import (
 //     says (a stream may be live before it is listed): on one Redis it was
 //     framed with the others, and is told with them; on a cluster it got
 //     no frame, and the deletion's walk of its home tells it;
+//   - delete, f02 away long: the same as delete, f02 last seen longer
+//     ago than InactiveAfter and connected (on one Redis its push checks
+//     that as it runs, see followerActivity): told once all the same;
 //   - died: the maker dies once its frames went out (on a cluster, with
 //     its pushes), and f02, not connected then, connects; a worker takes
 //     the job over and sends f02 its frame with its push (on one Redis the
@@ -51,7 +55,7 @@ import (
 func TestPostFramesGoOnceAroundItsPushes(t *testing.T) {
 	t.Parallel()
 	ahead := !redistest.OnCluster() // the frames go ahead of the pushes
-	races := []string{"unfollow", "stall", "delete", "delete, f02 away", "died", "died, deleted"}
+	races := []string{"unfollow", "stall", "delete", "delete, f02 away", "delete, f02 away long", "died", "died, deleted"}
 	if !ahead {
 		races = append(races, "adopted")
 	}
@@ -153,7 +157,7 @@ func TestPostFramesGoOnceAroundItsPushes(t *testing.T) {
 					close(release)
 					testio.Eventually(t, 30*time.Second, noJobsLeft)
 				}
-			case "delete", "delete, f02 away", "died, deleted":
+			case "delete", "delete, f02 away", "delete, f02 away long", "died, deleted":
 				gone := []string{protocol.TypeStatus, protocol.TypeStatusDeleted}
 				want, homes = [][]string{gone, gone, gone}, []bool{false, false, false}
 				if race == "delete, f02 away" && !ahead {
@@ -161,7 +165,10 @@ func TestPostFramesGoOnceAroundItsPushes(t *testing.T) {
 					want[2] = []string{protocol.TypeStatusDeleted}
 				}
 			}
-			if race == "delete" || race == "delete, f02 away" {
+			if race == "delete, f02 away long" {
+				lastSeenAgo(t, s, fans[2].ID, 8*24*time.Hour)
+			}
+			if strings.HasPrefix(race, "delete") {
 				startWorker(t, s, "worker")
 				s.afterWrite = func() {
 					s.afterWrite = nil
