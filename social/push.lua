@@ -99,16 +99,13 @@ if orig == '' then
     base = 2
   end
 end
--- Those flagged 4: the key of the set of those connected, and where
--- their ids start.
+-- Those flagged 4 (or 5): the key of the set of those connected, and
+-- where their ids start, after those of the followers connected (flagged
+-- 2 or 3).
 local connected, onlyIfOn = nil, 10
-for i = 1, n do
-  local flags = string.byte(ARGV[7], i) - 48
-  if flags >= 4 then
-    connected = KEYS[#KEYS]
-  elseif flags >= 2 then
-    onlyIfOn = onlyIfOn + 1
-  end
+if string.find(ARGV[7], '[45]') then
+  connected = KEYS[#KEYS]
+  onlyIfOn = 10 + select(2, string.gsub(ARGV[7], '[23]', ''))
 end
 local check = true
 if ARGV[8] ~= '' then

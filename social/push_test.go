@@ -2,10 +2,12 @@ package social
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"chorus/internal/redistest"
 	"chorus/protocol"
@@ -261,5 +263,63 @@ func (f beforeMulti) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 			f()
 		}
 		return next(ctx, cmds)
+	}
+}
+
+// push.lua reaches a follower flagged to be reached only if connected
+// (onlyIfOn) only while presence's set holds them, in a call that also
+// sends live frames to others: their ids follow the live ones' (one Redis
+// only: a cluster's calls carry no such flag, whatever the backend under
+// test).
+func TestPushOnlyIfConnected(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	s := New(rdb, Options{Prefix: prefix, BcryptCost: 4, HashWait: time.Minute, ConnectedKey: prefix + "connected"})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	fans := followersOf(t, s, "author", 4)
+	var uids []int64
+	var channels []string
+	for _, f := range fans {
+		uids = append(uids, f.ID)
+		channels = append(channels, s.UserChannel(f.ID))
+	}
+	// f00 and f02 to be reached only if connected, f00 is; f01 live.
+	rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(fans[0].ID)), redisZ(1, itoa(fans[1].ID)))
+	l := listen(t, s, rdb, channels...)
+	push := func(connected, onlyIfOn []bool) (int64, []int64) {
+		t.Helper()
+		sid := rdb.Incr(ctx, s.keys.statusSeq()).Val()
+		payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: Status{ID: sid, UID: author.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipe := rdb.Pipeline()
+		h := s.queuePush(ctx, pipe, author.ID, sid, 0, string(payload), uids, connected, onlyIfOn, "")
+		cmds, err := pipe.Exec(ctx)
+		added, err := h.results(ctx, rdb, cmds, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sid, added
+	}
+	sid, added := push([]bool{false, true, false, false}, []bool{true, false, true, false})
+	if want := []int64{pushAdded, pushAdded, pushInactive, pushAdded}; !slices.Equal(added, want) {
+		t.Errorf("push answered %v, want %v", added, want)
+	}
+	for i, f := range fans {
+		if got, want := slices.Contains(homeIDs(t, s, f.ID), sid), i != 2; got != want {
+			t.Errorf("%s's home holds the status: %v, want %v", f.Login, got, want)
+		}
+	}
+	events := eventsSoFar(t, l)
+	for i, ch := range channels {
+		want := []int64{}
+		if i == 1 {
+			want = []int64{sid}
+		}
+		if got := eventIDs(events[ch]); !slices.Equal(got, want) {
+			t.Errorf("%s was sent %v, want %v", fans[i].Login, got, want)
+		}
 	}
 }
