@@ -117,4 +117,33 @@ func TestSentIDsRemembersTheLatest(t *testing.T) {
 	if len(s.ids) != sentMemory {
 		t.Fatalf("holds %d ids, want %d", len(s.ids), sentMemory)
 	}
+	// Out of order: an older id sent after newer ones is remembered, and
+	// one between them that was never sent is not.
+	var o sentIDs
+	for _, id := range []int64{10, 30, 20} {
+		o.add(id)
+	}
+	for id, want := range map[int64]bool{10: true, 20: true, 30: true, 15: false, 25: false, 31: false} {
+		if o.has(id) != want {
+			t.Errorf("out of order: has(%d) = %v, want %v", id, !want, want)
+		}
+	}
+}
+
+// BenchmarkSentIDsLive checks a full memory for a status newer than all it
+// holds, as live delivery does for each frame.
+func BenchmarkSentIDsLive(b *testing.B) {
+	var s sentIDs
+	id := int64(0)
+	for range sentMemory {
+		id++
+		s.add(id)
+	}
+	for b.Loop() {
+		id++
+		if s.has(id) {
+			b.Fatal("a new id remembered")
+		}
+		s.add(id)
+	}
 }

@@ -4,7 +4,8 @@ package realtime
 // grows with use: a connection that was sent few statuses holds few ids.
 type sentIDs struct {
 	ids  []int64
-	next int // where the next id goes once ids is full
+	next int   // where the next id goes once ids is full
+	max  int64 // the largest id ever added: none past it was sent
 }
 
 // sentMemory is how many status ids a connection remembers having sent, so
@@ -14,7 +15,13 @@ type sentIDs struct {
 // resumes sent in full is remembered as a run of ids besides (sentRange).
 const sentMemory = 512
 
+// has reports whether id is among those remembered. A live status is
+// most often newer than every one sent before (ids grow with time), and
+// is known unsent without a scan.
 func (s *sentIDs) has(id int64) bool {
+	if id > s.max {
+		return false
+	}
 	for _, x := range s.ids {
 		if x == id {
 			return true
@@ -24,6 +31,7 @@ func (s *sentIDs) has(id int64) bool {
 }
 
 func (s *sentIDs) add(id int64) {
+	s.max = max(s.max, id)
 	if len(s.ids) < sentMemory {
 		s.ids = append(s.ids, id)
 		return
