@@ -19,7 +19,10 @@ import (
 // the third, however many of the author's followers the first page holds
 // (FanoutPassSize):
 //
-//  1. the reads: the session (when the caller knows the user only by it),
+//  1. the reads: the session (when the caller knows the user only by it)
+//     and the author's activity noted (when this instance has not lately:
+//     see noteActivity; one back after InactiveAfter away has their home
+//     rebuilt once this round trip is answered, more round trips, rarely),
 //     the caller's rate limit (PostRequest.Admit), the author, whether lists
 //     hold them or their statuses are pulled, a new status id and the time
 //     (a post refused from here on leaves its id unused), the follow
@@ -107,6 +110,7 @@ type postInput struct {
 // postReads are the answers of a post's first round trip.
 type postReads struct {
 	session   *redis.StringCmd
+	seen      *redis.Cmd // the author's activity noted (queueNote); nil: noted lately
 	admitted  func() error
 	author    *redis.SliceCmd
 	unfollows *redis.StringCmd
@@ -138,11 +142,16 @@ func (s *Service) post(ctx context.Context, in postInput) (Status, error) {
 		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 	}
 	if in.session != "" {
+		// A session ended since this instance last saw it may have had
+		// its user noted active all the same, as the session was read: a
+		// token that was theirs, and no more than the note (a user back
+		// after InactiveAfter away is noted only once their rebuild is
+		// queued, which a refused post does not do).
 		if got, _ := sessionUID(r.session); got != uid {
 			s.sessionUsers.Remove(in.session)
 			return Status{}, ErrUnauthenticated
 		}
-		if err := s.noteActivity(ctx, uid); err != nil {
+		if err := s.notedBy(ctx, uid, r.seen); err != nil {
 			return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 		}
 	}
@@ -213,6 +222,9 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	pipe := s.rdb.Pipeline()
 	if in.session != "" {
 		r.session = s.queueSession(ctx, pipe, in.session)
+		// The author's activity is noted in the same round trip, before
+		// the session is known to be still there (see post).
+		r.seen = s.queueNote(ctx, pipe, uid)
 	}
 	if in.admit != nil {
 		r.admitted = in.admit(ctx, pipe, uid)

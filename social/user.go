@@ -506,8 +506,29 @@ func (s *Service) noteActivity(ctx context.Context, uid int64) error {
 	if s.touches.recent(uid) {
 		return nil
 	}
-	res, err := seenScript.Run(ctx, s.rdb, []string{s.keys.seen()},
-		s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds(), uid).Int64Slice()
+	return s.notedBy(ctx, uid, seenScript.Run(ctx, s.rdb, []string{s.keys.seen()},
+		s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds(), uid))
+}
+
+// queueNote queues on pipe the noting of uid's activity, as noteActivity
+// makes it, and returns the call for notedBy; nil when this instance noted
+// it lately. The script goes by its text (a few hundred bytes), so that a
+// Redis that lost its scripts costs no round trip more.
+func (s *Service) queueNote(ctx context.Context, pipe redis.Pipeliner, uid int64) *redis.Cmd {
+	if s.touches.recent(uid) {
+		return nil
+	}
+	return seenScript.Eval(ctx, pipe, []string{s.keys.seen()},
+		s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds(), uid)
+}
+
+// notedBy finishes noting uid's activity once seen.lua ran as call
+// (nothing to do for a nil call): see noted.
+func (s *Service) notedBy(ctx context.Context, uid int64, call *redis.Cmd) error {
+	if call == nil {
+		return nil
+	}
+	res, err := call.Int64Slice()
 	if err != nil {
 		return err
 	}
