@@ -19,10 +19,12 @@ import (
 // the third, however many of the author's followers the first page holds
 // (FanoutPassSize):
 //
-//  1. the reads: the session (when the caller knows the user only by it)
-//     and the author's activity noted (when this instance has not lately:
-//     see noteActivity; one back after InactiveAfter away has their home
-//     rebuilt once this round trip is answered, more round trips, rarely),
+//  1. the reads: the session (when the caller knows the user only by it,
+//     and the instance has seen it before; else it is read first, one
+//     round trip more), the author's activity noted (when this instance
+//     has not lately, see noteActivity; one back after InactiveAfter away
+//     has their home rebuilt once this round trip is answered, more round
+//     trips, rarely),
 //     the caller's rate limit (PostRequest.Admit), the author, whether lists
 //     hold them or their statuses are pulled, a new status id and the time
 //     (a post refused from here on leaves its id unused), the follow
@@ -77,22 +79,29 @@ type PostRequest struct {
 // and req.Admit allow it: ErrUnauthenticated when the session is not
 // there. An instance that has seen the session before checks it in the
 // post's first round trip, as it reads the rest; one that has not reads it
-// first (Authenticate). The session's user is the status's UID.
+// first (as Authenticate). Either way the user's activity is noted in the
+// post's first round trip. The session's user is the status's UID.
 func (s *Service) PostAs(ctx context.Context, req PostRequest) (Status, error) {
 	if req.Token == "" || len(req.Token) > 128 {
 		return Status{}, ErrUnauthenticated
 	}
-	in := postInput{replyTo: req.ReplyTo, message: req.Message, admit: req.Admit}
+	in := postInput{replyTo: req.ReplyTo, message: req.Message, admit: req.Admit, note: true}
 	id := hashToken(req.Token)
 	uid, known := s.sessionUsers.Get(id)
-	if _, err := ValidateMessage(req.Message); err != nil || req.ReplyTo < 0 || !known {
+	_, err := ValidateMessage(req.Message)
+	switch valid := err == nil && req.ReplyTo >= 0; {
+	case valid && known:
+		in.session = id
+	case valid:
+		// The post's reads are its user's: the session is read before.
+		if uid, err = s.sessionUser(ctx, req.Token); err != nil {
+			return Status{}, err
+		}
+	default:
 		// A refusal of the session comes before any of the input's.
-		var err error
 		if uid, err = s.Authenticate(ctx, req.Token); err != nil {
 			return Status{}, err
 		}
-	} else {
-		in.session = id
 	}
 	in.uid = uid
 	return s.post(ctx, in)
@@ -102,6 +111,7 @@ func (s *Service) PostAs(ctx context.Context, req PostRequest) (Status, error) {
 type postInput struct {
 	uid     int64
 	session string // the id of uid's session to check in the first round trip; "" when checked
+	note    bool   // note uid's activity in the first round trip (see noteActivity)
 	replyTo int64
 	message string
 	admit   func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error
@@ -151,9 +161,9 @@ func (s *Service) post(ctx context.Context, in postInput) (Status, error) {
 			s.sessionUsers.Remove(in.session)
 			return Status{}, ErrUnauthenticated
 		}
-		if err := s.notedBy(ctx, uid, r.seen); err != nil {
-			return Status{}, fmt.Errorf("post by %d: %w", uid, err)
-		}
+	}
+	if err := s.notedBy(ctx, uid, r.seen); err != nil {
+		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 	}
 	if r.admitted != nil {
 		if err := r.admitted(); err != nil {
@@ -222,8 +232,10 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	pipe := s.rdb.Pipeline()
 	if in.session != "" {
 		r.session = s.queueSession(ctx, pipe, in.session)
-		// The author's activity is noted in the same round trip, before
-		// the session is known to be still there (see post).
+	}
+	if in.note {
+		// Before the session is known to be still there, when it is
+		// checked here (see post).
 		r.seen = s.queueNote(ctx, pipe, uid)
 	}
 	if in.admit != nil {

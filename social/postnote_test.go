@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// A post by a user whose session the instance knows notes their activity
-// in its first round trip, whether or not the instance noted it lately:
-// the same round trips either way. A session ended since is refused,
+// A post notes its author's activity in its first round trip, whether or
+// not the instance noted it lately: the same round trips either way (one
+// more for a session the instance has not seen, read first). A session ended since is refused,
 // posting nothing; a user back after InactiveAfter away has their home
 // timeline rebuilt as their post goes on.
 func TestPostNotesActivityInItsFirstRoundTrip(t *testing.T) {
@@ -50,6 +50,18 @@ func TestPostNotesActivityInItsFirstRoundTrip(t *testing.T) {
 	}
 	if !s.touches.recent(author.ID) {
 		t.Error("the instance does not remember noting the author")
+	}
+	// A session the instance has not seen is read first, alone: one round
+	// trip more, the activity noted with the reads all the same.
+	lastSeenAgo(t, s, author.ID, 2*s.touchEvery())
+	forget()
+	s.sessionUsers.Remove(hashToken(token))
+	before = seenAt()
+	if trips := counted("session not seen"); trips != noted+1 {
+		t.Errorf("a post on a session the instance had not seen made %d round trips, want %d", trips, noted+1)
+	}
+	if at := seenAt(); at <= before || !s.touches.recent(author.ID) {
+		t.Errorf("the author's activity = %v after the post, %v before, remembered: %v", at, before, s.touches.recent(author.ID))
 	}
 
 	// Back after InactiveAfter away: what a followee posted meanwhile

@@ -455,6 +455,19 @@ var (
 // fan-out skipped them meanwhile) before Authenticate returns, or, when
 // that takes longer than rebuildWait, by a worker moments later.
 func (s *Service) Authenticate(ctx context.Context, token string) (int64, error) {
+	uid, err := s.sessionUser(ctx, token)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.noteActivity(ctx, uid); err != nil {
+		return 0, fmt.Errorf("authenticate: %w", err)
+	}
+	return uid, nil
+}
+
+// sessionUser is Authenticate but for the activity, which its caller notes
+// in a round trip of its own (queueNote).
+func (s *Service) sessionUser(ctx context.Context, token string) (int64, error) {
 	if token == "" || len(token) > 128 {
 		return 0, ErrUnauthenticated
 	}
@@ -471,9 +484,6 @@ func (s *Service) Authenticate(ctx context.Context, token string) (int64, error)
 		return 0, ErrUnauthenticated
 	}
 	s.sessionUsers.Add(hashToken(token), uid)
-	if err := s.noteActivity(ctx, uid); err != nil {
-		return 0, fmt.Errorf("authenticate: %w", err)
-	}
 	return uid, nil
 }
 
