@@ -155,29 +155,32 @@ func (s *Service) activeFollowers(ctx context.Context, members []string, answere
 // reaches: when each was last seen, whether each is connected, and, for a
 // reply, whether each follows the person answered.
 //
-// A post's own first page on one Redis leaves presence's set out of its
-// reads (deferOnline), its frames going to every follower of the page
-// anyway (queueFrames): Redis formats each score a ZMSCORE sends with
-// printf, in the round trip the frames wait for. Those not seen for long
-// are then reached only if the set holds them as their push runs (push.lua
-// checks it, flag 4), and none counts as connected.
+// Where presence is not kept, every follower counts as connected, and
+// their last requests are not read.
+//
+// A post's own first page on one Redis leaves both out of its reads
+// (deferOnline), its frames going to every follower of the page anyway
+// (queueFrames): Redis formats each score a ZMSCORE sends with printf, in
+// the round trip the frames wait for. Each follower is then reached if
+// seen within InactiveAfter, or connected, as their push runs (push.lua
+// checks both, flag 4), and none counts as connected.
 type followerActivity struct {
 	members     []string
 	answered    int64
-	seen        *redis.FloatSliceCmd
+	seen        *redis.FloatSliceCmd // nil when presence is not kept, or deferOnline
 	alsoFollow  *redis.FloatSliceCmd // nil unless answered is set
 	online      *redis.FloatSliceCmd // nil when presence is not kept, or deferOnline
 	deferOnline bool
 }
 
-// queueActivity queues on pipe the reads of members' activity, presence's
-// set left out when deferOnline and presence is kept.
+// queueActivity queues on pipe the reads of members' activity, none when
+// presence is not kept or deferOnline (the follows of answered are read
+// either way).
 func (s *Service) queueActivity(ctx context.Context, pipe redis.Pipeliner, members []string, answered int64, deferOnline bool) *followerActivity {
 	a := &followerActivity{members: members, answered: answered}
 	if len(members) == 0 {
 		return a
 	}
-	a.seen = pipe.ZMScore(ctx, s.keys.seen(), members...)
 	if answered != 0 {
 		a.alsoFollow = pipe.ZMScore(ctx, s.keys.followers(answered), members...)
 	}
@@ -185,24 +188,33 @@ func (s *Service) queueActivity(ctx context.Context, pipe redis.Pipeliner, membe
 		if deferOnline {
 			a.deferOnline = true
 		} else {
-			a.online = pipe.ZMScore(ctx, s.opts.ConnectedKey, members...)
+			a.queueReads(ctx, pipe, s)
 		}
 	}
 	return a
 }
 
-// readOnline reads, in a round trip of its own, whom of the members
-// presence's set holds, when deferOnline left it out: active then answers
-// as though it had been read with the rest.
+// queueReads queues on pipe the reads of the members' last requests and of
+// presence's set.
+func (a *followerActivity) queueReads(ctx context.Context, pipe redis.Pipeliner, s *Service) {
+	a.seen = pipe.ZMScore(ctx, s.keys.seen(), a.members...)
+	a.online = pipe.ZMScore(ctx, s.opts.ConnectedKey, a.members...)
+}
+
+// readOnline reads, in a round trip of its own, the members' activity
+// when deferOnline left it out: active then answers as though it had been
+// read with the rest.
 func (a *followerActivity) readOnline(ctx context.Context, s *Service) error {
 	if !a.deferOnline {
 		return nil
 	}
-	online := s.rdb.ZMScore(ctx, s.opts.ConnectedKey, a.members...)
-	if err := online.Err(); err != nil {
+	pipe := s.rdb.Pipeline()
+	a.queueReads(ctx, pipe, s)
+	if _, err := pipe.Exec(ctx); err != nil {
+		a.seen, a.online = nil, nil
 		return err
 	}
-	a.online, a.deferOnline = online, false
+	a.deferOnline = false
 	return nil
 }
 
@@ -211,9 +223,10 @@ func (a *followerActivity) readOnline(ctx context.Context, s *Service) error {
 // activity was kept) counts as active; one connected now is active
 // whatever their last request; inactiveAfter 0 keeps everyone active.
 // When answered is set (a reply to them, see answeredOnly), only those who
-// follow answered, and answered, are reached. With deferOnline, push also
-// holds those not active by their last request, whom onlyIfOn marks (nil
-// otherwise): they are reached only if connected as their push runs.
+// follow answered, and answered, are reached. With deferOnline, push
+// holds them all, none connected, and onlyIfOn (nil otherwise) marks
+// every one when inactiveAfter is set: each is reached only if active by
+// their last request, or connected, as their push runs.
 func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (push []string, connected, onlyIfOn []bool) {
 	if len(a.members) == 0 {
 		return nil, nil, nil
@@ -232,13 +245,17 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 		if a.alsoFollow != nil && a.alsoFollow.Val()[i] == 0 && m != itoa(a.answered) {
 			continue
 		}
-		last := a.seen.Val()[i]
-		recent := last == 0 || last >= cutoff
 		if a.deferOnline {
-			push, connected, onlyIfOn = append(push, m), append(connected, false), append(onlyIfOn, !recent)
+			push, connected, onlyIfOn = append(push, m), append(connected, false), append(onlyIfOn, inactiveAfter > 0)
 			continue
 		}
-		on := a.online == nil || a.online.Val()[i] != 0
+		if a.online == nil { // presence not kept
+			push, connected = append(push, m), append(connected, true)
+			continue
+		}
+		last := a.seen.Val()[i]
+		recent := last == 0 || last >= cutoff
+		on := a.online.Val()[i] != 0
 		if on || recent {
 			push = append(push, m)
 			connected = append(connected, on)

@@ -296,13 +296,14 @@ func TestWidenRefill(t *testing.T) {
 }
 
 // A follower away longer than InactiveAfter is reached while connected. On
-// one Redis whether they are is checked as their push runs (presence's set
-// is left out of the reads before the frames, see followerActivity), on a
-// cluster as the page's activity is read: a follower connecting, or going,
-// in between is reached, or not, as the set says at that point; those
-// active by their last request are reached either way. A post whose frames
-// did not go ahead (its author's unfollow count moved) reads the set in one
-// more round trip, after the one that writes the status.
+// one Redis whether they are, or are active again, is checked as their push
+// runs (the page's activity is left out of the reads before the frames, see
+// followerActivity), on a cluster as the page's activity is read: a
+// follower connecting, going, or making a request in between is reached,
+// or not, as Redis says at that point; those active by their last request
+// are reached either way. A post whose frames did not go ahead (its
+// author's unfollow count moved) reads the activity in one more round
+// trip, after the one that writes the status.
 func TestAwayFollowerReachedWhileConnected(t *testing.T) {
 	t.Parallel()
 	for _, moved := range []bool{false, true} {
@@ -313,10 +314,12 @@ func TestAwayFollowerReachedWhileConnected(t *testing.T) {
 			s.opts.ConnectedKey = s.keys.prefix + "connected"
 			author := signUp(t, s, "author")
 			comes, goes, stays, recent := signUp(t, s, "comes"), signUp(t, s, "goes"), signUp(t, s, "stays"), signUp(t, s, "recent")
-			for _, f := range []User{comes, goes, stays, recent} {
+			returns := signUp(t, s, "returns")
+			everyone := []User{comes, goes, stays, recent, returns}
+			for _, f := range everyone {
 				follow(t, s, f.ID, "author")
 			}
-			for _, f := range []User{comes, goes, stays} {
+			for _, f := range []User{comes, goes, stays, returns} {
 				lastSeenAgo(t, s, f.ID, 8*24*time.Hour)
 			}
 			rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(goes.ID)), redisZ(1, itoa(stays.ID)))
@@ -327,6 +330,8 @@ func TestAwayFollowerReachedWhileConnected(t *testing.T) {
 				s.afterWrite = nil
 				rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(comes.ID)))
 				rdb.ZRem(ctx, s.opts.ConnectedKey, itoa(goes.ID))
+				// A request, not connected (Redis's clock is this machine's).
+				rdb.ZAdd(ctx, s.keys.seen(), redisZ(float64(time.Now().UnixMilli()), itoa(returns.ID)))
 			}
 			if moved {
 				// Before the round trip that sends the frames (on a cluster,
@@ -340,8 +345,8 @@ func TestAwayFollowerReachedWhileConnected(t *testing.T) {
 			counter := &commandCounter{}
 			rdb.AddHook(counter)
 			st := post(t, s, author.ID, "hello")
-			// The hooks' own: two, and the count's one.
-			trips := counter.roundTrips.Load() - 2
+			// The hooks' own: three, and the count's one.
+			trips := counter.roundTrips.Load() - 3
 			if moved {
 				trips--
 			}
@@ -351,7 +356,7 @@ func TestAwayFollowerReachedWhileConnected(t *testing.T) {
 			}
 			switch {
 			case !redistest.OnCluster() && !moved:
-				reached = append(reached, comes) // checked as pushed
+				reached = append(reached, comes, returns) // checked as pushed
 			case !redistest.OnCluster():
 				reached, want = append(reached, goes), want+1 // presence's set read, before the hook
 			default:
@@ -360,7 +365,7 @@ func TestAwayFollowerReachedWhileConnected(t *testing.T) {
 			if trips != want {
 				t.Errorf("the post made %d round trips, want %d", trips, want)
 			}
-			for _, f := range []User{comes, goes, stays, recent} {
+			for _, f := range everyone {
 				got := homeIDs(t, s, f.ID)
 				if want := slices.Contains(reached, f); want != slices.Contains(got, st.ID) {
 					t.Errorf("%s's home = %v; reached: %v", f.Login, got, want)

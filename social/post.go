@@ -34,8 +34,9 @@ import (
 //     between its reads);
 //  2. the fan-out job queued, not ready, with no stream entry (so a worker
 //     adopts it and finishes the post should this instance die from here
-//     on), and the page's activity (on one Redis but presence's set, see
-//     followerActivity); on one Redis, in the same transaction
+//     on), and the page's activity (on one Redis none but, for a reply,
+//     who follows the author answered: see followerActivity); on one
+//     Redis, in the same transaction
 //     (MULTI/EXEC: what Redis refuses as it queues, a write at maxmemory,
 //     it refuses whole, so no status is written, nor frame sent, without
 //     its job), the status written
@@ -48,8 +49,8 @@ import (
 //     frame with its push (push.lua, see homePush);
 //  4. (3 on one Redis) the pushes, on one Redis, with no frames (unless 2
 //     left them to the pushes: the author's unfollow count moved since 1,
-//     and presence's set is then read first, one round trip more, as it
-//     is when the frames call ran again after 2, see followerActivity);
+//     and the page's activity is then read first, one round trip more, as
+//     it is when the frames call ran again after 2, see followerActivity);
 //     the job finished, or moved past the page, marked ready and given its
 //     stream entry; and the status and its author looked at again: a
 //     deletion of the status that raced the push is undone there, and a
@@ -316,8 +317,8 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	}
 	homeJob, listJob := s.queuePostJobsOn(dctx, pipe, st, payload, toLists)
 	var frames *redis.Cmd
-	// On one Redis presence's set is read later, when at all (see
-	// followerActivity).
+	// On one Redis the followers' last requests and presence's set are
+	// read later, when at all (see followerActivity).
 	act := s.queueActivity(dctx, pipe, members, answered, oneRedis)
 	if oneRedis {
 		if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
@@ -345,13 +346,13 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if code != framesSent || resent {
 		// The frames were not sent ahead (on one Redis, rarely: see
 		// queueFrames), and the pushes send them to those connected: who
-		// is, read now, one round trip more. When they were, they went to
-		// every follower the pushes reach (those who follow the author
-		// answered too, for a reply, as the transaction read), and none
-		// needs them from the pushes, nor, on a deletion, to be told of it
-		// but as one framed; unless the call ran again after the
-		// transaction (a Redis that lost its scripts answered NOSCRIPT
-		// within it), on a reply's follows as they were then.
+		// is, and who is active, read now, one round trip more. When they
+		// were, they went to every follower the pushes reach (those who
+		// follow the author answered too, for a reply, as the transaction
+		// read), and none needs them from the pushes, nor, on a deletion,
+		// to be told of it but as one framed; unless the call ran again
+		// after the transaction (a Redis that lost its scripts answered
+		// NOSCRIPT within it), on a reply's follows as they were then.
 		if err := act.readOnline(dctx, s); err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ const pushBatch = 250
 
 // The answers of push.lua, a follower each.
 const (
-	pushInactive     = -2 // to be reached only if connected (onlyIfOn), and not
+	pushInactive     = -2 // to be reached only if active or connected (onlyIfOn), and neither
 	pushNotFollowing = -1 // the follower no longer follows the author
 	pushThere        = 0  // their home has it already (or, for a repost, its original)
 	pushAdded        = 1  // it was added, and the frame sent if they are connected
@@ -68,7 +68,8 @@ type pushCall struct {
 // with its live frame payload to those of them connected; unfollows is the
 // author's unfollow count as read before the page ("" for none). On one
 // Redis, onlyIfOn (nil for none) names those of uids, none connected, to
-// be reached only if presence's set holds them as the push runs (see
+// be reached only if their last request is within InactiveAfter, or
+// presence's set holds them, as the push runs (see
 // followerActivity.deferOnline).
 func (s *Service) queuePush(ctx context.Context, pipe redis.Pipeliner, author, sid, repostOf int64, payload string, uids []int64, connected, onlyIfOn []bool, unfollows string) *homePush {
 	h := &homePush{sid: sid, uids: uids}
@@ -113,10 +114,10 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 			nkeys += 2
 		}
 		if stale {
-			nkeys++
+			nkeys += 2
 		}
 	}
-	args := make([]any, 0, 3+nkeys+10+n)
+	args := make([]any, 0, 3+nkeys+11+n)
 	args = append(args, "evalsha", pushScript.Hash(), nkeys)
 	for _, uid := range uids[first:end] {
 		args = append(args, k.following(uid), k.home(uid))
@@ -132,7 +133,7 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 			args = append(args, instances, s.bus.FramesReadersKey())
 		}
 		if stale {
-			args = append(args, s.opts.ConnectedKey)
+			args = append(args, s.opts.ConnectedKey, k.seen())
 		}
 	}
 	flags := make([]byte, n)
@@ -162,6 +163,9 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 		if stale && onlyIfOn[first+i] && !connected[first+i] {
 			args = append(args, uid)
 		}
+	}
+	if stale {
+		args = append(args, s.inactiveAfter().Milliseconds())
 	}
 	cmd := redis.NewIntSliceCmd(ctx, args...)
 	_ = pipe.Process(ctx, cmd)

@@ -25,9 +25,12 @@
 -- ARGV[6] the live frame (JSON)
 -- ARGV[7] one character a follower, the sum of: 1 to trim their home
 --         timeline to its size, 2 when they are connected, 4 when they are
---         to be reached only if connected now (one not seen for long, see
---         followerActivity; on one Redis): then the last key is presence's
---         set of those connected, and their ids follow those of ARGV[11..]
+--         to be reached only if active now (their last request within
+--         ARGV[#ARGV] ms, or none kept) or connected now (see
+--         followerActivity; on one Redis): then the last two keys are
+--         presence's set of those connected and users' last requests
+--         (uid -> unix ms), their ids follow those of ARGV[11..], and
+--         ARGV[#ARGV], last, is that many ms
 -- ARGV[8] on one Redis, the author's unfollow count as read before the
 --         page was ('0' for none), and then the key after the followers'
 --         is that count's; '' on a cluster, where that key is in another slot
@@ -41,7 +44,7 @@
 --         ends
 -- ARGV[11..] the followers connected, in order: their ids with ARGV[9],
 --         else their event channels; then the ids of those flagged 4, in
---         order
+--         order (and, after them, ARGV[#ARGV] as above)
 --
 -- Frames alone (ARGV[3] '', on one Redis: a post's first page, whose
 -- frames leave in the round trip that writes the status, ahead of its
@@ -78,8 +81,8 @@
 -- Else each goes on its follower's channel.
 -- Returns, a follower each, 1 when it added the status, 0 when not (there
 -- already, or its original or another repost of it is), -1 when the
--- follower does not follow the author, -2 when flagged 4 and not
--- connected.
+-- follower does not follow the author, -2 when flagged 4 and neither
+-- active nor connected.
 --
 -- While the author's unfollow count is still the one read before the page,
 -- no unfollow of the author has counted itself since (unfollow_followee.lua,
@@ -99,14 +102,22 @@ if orig == '' then
     base = 2
   end
 end
--- Those flagged 4 (or 5): the key of the set of those connected, and
--- where their ids start, after those of the followers connected (flagged
--- 2 or 3).
-local connected, onlyIfOn = nil, 10
+-- Those flagged 4 (or 5): the key of the set of those connected, where
+-- their ids start, after those of the followers connected (flagged 2 or
+-- 3), and whether each is active, their last requests read at once.
+local connected, onlyIfOn, active = nil, 10, {}
 if string.find(ARGV[7], '[45]') then
-  connected = KEYS[#KEYS]
+  connected = KEYS[#KEYS - 1]
   onlyIfOn = 10 + select(2, string.gsub(ARGV[7], '[23]', ''))
+  local count = select(2, string.gsub(ARGV[7], '[45]', ''))
+  local t = redis.call('TIME')
+  local cutoff = t[1] * 1000 + math.floor(t[2] / 1000) - tonumber(ARGV[#ARGV])
+  local last = redis.call('ZMSCORE', KEYS[#KEYS], unpack(ARGV, onlyIfOn + 1, onlyIfOn + count))
+  for i = 1, count do
+    active[i] = not last[i] or tonumber(last[i]) >= cutoff
+  end
 end
+local away = 0 -- those flagged 4 so far
 local check = true
 if ARGV[8] ~= '' then
   check = (redis.call('GET', KEYS[base + 1]) or '0') ~= ARGV[8]
@@ -127,7 +138,7 @@ local function send(batch, joined, n)
   end
   local readers = redis.call('PUBSUB', 'NUMSUB', ARGV[9])[2]
   local all = readers > 0 and n >= readers
-  if all and #KEYS > base + 1 + (connected and 1 or 0) then
+  if all and #KEYS > base + 1 + (connected and 2 or 0) then
     local t = redis.call('TIME')
     local now = t[1] * 1000 + math.floor(t[2] / 1000)
     -- Every instance in the set, its lease run out or not: one whose lease
@@ -209,8 +220,8 @@ for i = 1, n do
   end
   local added, reached = -1, true
   if flags >= 4 then
-    onlyIfOn = onlyIfOn + 1
-    reached = redis.call('ZSCORE', connected, ARGV[onlyIfOn]) ~= false
+    onlyIfOn, away = onlyIfOn + 1, away + 1
+    reached = active[away] or redis.call('ZSCORE', connected, ARGV[onlyIfOn]) ~= false
     if not reached then
       added = -2
     end

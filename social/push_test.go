@@ -266,11 +266,12 @@ func (f beforeMulti) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// push.lua reaches a follower flagged to be reached only if connected
-// (onlyIfOn) only while presence's set holds them, in a call that also
-// sends live frames to others: their ids follow the live ones' (one Redis
-// only: a cluster's calls carry no such flag, whatever the backend under
-// test).
+// push.lua reaches a follower flagged to be reached only if active or
+// connected (onlyIfOn) only while their last request is within
+// InactiveAfter (or none is kept) or presence's set holds them, in a call
+// that also sends live frames to others: their ids follow the live ones'
+// (one Redis only: a cluster's calls carry no such flag, whatever the
+// backend under test).
 func TestPushOnlyIfConnected(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.Client(t)
@@ -284,8 +285,13 @@ func TestPushOnlyIfConnected(t *testing.T) {
 		uids = append(uids, f.ID)
 		channels = append(channels, s.UserChannel(f.ID))
 	}
-	// f00 and f02 to be reached only if connected, f00 is; f01 live.
+	// f00 and f02 to be reached only if active or connected, f00 is
+	// connected, neither active; f01 live.
 	rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(fans[0].ID)), redisZ(1, itoa(fans[1].ID)))
+	lastSeenAgo(t, s, fans[0].ID, 8*24*time.Hour)
+	lastSeenAgo(t, s, fans[1].ID, time.Hour)
+	lastSeenAgo(t, s, fans[2].ID, 8*24*time.Hour)
+	lastSeenAgo(t, s, fans[3].ID, time.Hour)
 	l := listen(t, s, rdb, channels...)
 	push := func(connected, onlyIfOn []bool) (int64, []int64) {
 		t.Helper()
@@ -321,5 +327,18 @@ func TestPushOnlyIfConnected(t *testing.T) {
 		if got := eventIDs(events[ch]); !slices.Equal(got, want) {
 			t.Errorf("%s was sent %v, want %v", fans[i].Login, got, want)
 		}
+	}
+
+	// All four to be reached only if active or connected: f01 and f03 are
+	// active by their last requests, f00 connected; then f02 has no last
+	// request kept (from before activity was), and counts as active.
+	all := []bool{true, true, true, true}
+	none := []bool{false, false, false, false}
+	if _, added := push(none, all); !slices.Equal(added, []int64{pushAdded, pushAdded, pushInactive, pushAdded}) {
+		t.Errorf("push answered %v, want f02 alone not reached", added)
+	}
+	rdb.ZRem(ctx, s.keys.seen(), itoa(fans[2].ID))
+	if _, added := push(none, all); !slices.Equal(added, []int64{pushAdded, pushAdded, pushAdded, pushAdded}) {
+		t.Errorf("push answered %v, want all reached", added)
 	}
 }
