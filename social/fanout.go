@@ -221,7 +221,7 @@ func (a *followerActivity) readOnline(ctx context.Context, s *Service) error {
 // active returns, once the reads ran, the members a post reaches, and
 // whether each is connected. A follower never seen (one from before
 // activity was kept) counts as active; one connected now is active
-// whatever their last request; inactiveAfter 0 keeps everyone active.
+// whatever their last request; inactiveAfter ≤ 0 keeps everyone active.
 // When answered is set (a reply to them, see answeredOnly), only those who
 // follow answered, and answered, are reached. With deferOnline, push
 // holds them all, none connected, and onlyIfOn (nil otherwise) marks

@@ -103,9 +103,9 @@ func (s *Service) queuePushCall(ctx context.Context, pipe redis.Pipeliner, autho
 	if frames != "" {
 		instances = s.opts.InstancesKey
 	}
-	stale := false // some to be reached only if connected (one Redis)
+	stale := false // some, not connected, to be reached only if active or connected (one Redis)
 	for i := first; i < end && onlyIfOn != nil && !k.cluster; i++ {
-		stale = stale || onlyIfOn[i]
+		stale = stale || onlyIfOn[i] && !connected[i]
 	}
 	nkeys := stride * n
 	if !k.cluster {
