@@ -21,10 +21,11 @@ import (
 //
 //  1. the reads: the session (when the caller knows the user only by it,
 //     and the instance has seen it before; else it is read first, one
-//     round trip more), the author's activity noted (when this instance
-//     has not lately, see noteActivity; one back after InactiveAfter away
-//     has their home rebuilt once this round trip is answered, more round
-//     trips, rarely),
+//     round trip more), and then the author's activity noted (PostAs,
+//     when this instance has not lately, see noteActivity; one back after
+//     InactiveAfter away has their home rebuilt once this round trip is
+//     answered, more round trips, rarely; on a session checked here, in a
+//     round trip of its own once the session is known to be there),
 //     the caller's rate limit (PostRequest.Admit), the author, whether lists
 //     hold them or their statuses are pulled, a new status id and the time
 //     (a post refused from here on leaves its id unused), the follow
@@ -80,8 +81,8 @@ type PostRequest struct {
 // and req.Admit allow it: ErrUnauthenticated when the session is not
 // there. An instance that has seen the session before checks it in the
 // post's first round trip, as it reads the rest; one that has not reads it
-// first (as Authenticate). Either way the user's activity is noted in the
-// post's first round trip. The session's user is the status's UID.
+// first (as Authenticate), and notes the user's activity in the post's
+// first round trip. The session's user is the status's UID.
 func (s *Service) PostAs(ctx context.Context, req PostRequest) (Status, error) {
 	if req.Token == "" || len(req.Token) > 128 {
 		return Status{}, ErrUnauthenticated
@@ -153,14 +154,15 @@ func (s *Service) post(ctx context.Context, in postInput) (Status, error) {
 		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 	}
 	if in.session != "" {
-		// A session ended since this instance last saw it may have had
-		// its user noted active all the same, as the session was read: a
-		// token that was theirs, and no more than the note (a user back
-		// after InactiveAfter away is noted only once their rebuild is
-		// queued, which a refused post does not do).
 		if got, _ := sessionUID(r.session); got != uid {
 			s.sessionUsers.Remove(in.session)
 			return Status{}, ErrUnauthenticated
+		}
+		// Noted only now: a note queued with the reads would have written
+		// the activity of a user whose session ended (or whose account
+		// was deleted) before the session was found gone.
+		if err := s.noteActivity(ctx, uid); err != nil {
+			return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 		}
 	}
 	if err := s.notedBy(ctx, uid, r.seen); err != nil {
@@ -234,9 +236,9 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	if in.session != "" {
 		r.session = s.queueSession(ctx, pipe, in.session)
 	}
-	if in.note {
-		// Before the session is known to be still there, when it is
-		// checked here (see post).
+	if in.note && in.session == "" {
+		// The session was read before; one checked here is noted once
+		// known to be still there (see post).
 		r.seen = s.queueNote(ctx, pipe, uid)
 	}
 	if in.admit != nil {

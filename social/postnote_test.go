@@ -7,11 +7,13 @@ import (
 	"time"
 )
 
-// A post notes its author's activity in its first round trip, whether or
-// not the instance noted it lately: the same round trips either way (one
-// more for a session the instance has not seen, read first). A session ended since is refused,
-// posting nothing; a user back after InactiveAfter away has their home
-// timeline rebuilt as their post goes on.
+// A post notes its author's activity: on a session the instance has not
+// seen (read first, one round trip more), in its first round trip; on one
+// it has, checked in that round trip, once it is known to be there, one
+// round trip more when the instance has not noted the author lately. A
+// session ended since is refused, posting nothing and noting nothing; a
+// user back after InactiveAfter away has their home timeline rebuilt as
+// their post goes on.
 func TestPostNotesActivityInItsFirstRoundTrip(t *testing.T) {
 	t.Parallel()
 	s, rdb := newService(t, Options{})
@@ -42,8 +44,8 @@ func TestPostNotesActivityInItsFirstRoundTrip(t *testing.T) {
 	lastSeenAgo(t, s, author.ID, 2*s.touchEvery())
 	forget()
 	before := seenAt()
-	if trips := counted("not noted lately"); trips != noted {
-		t.Errorf("a post noting its author's activity made %d round trips, one whose author was noted lately %d", trips, noted)
+	if trips := counted("not noted lately"); trips != noted+1 {
+		t.Errorf("a post noting its author's activity made %d round trips, want %d", trips, noted+1)
 	}
 	if at := seenAt(); at <= before {
 		t.Errorf("the author's activity = %v after the post, %v before: not noted", at, before)
@@ -92,7 +94,9 @@ func TestPostNotesActivityInItsFirstRoundTrip(t *testing.T) {
 
 	// A session ended since the instance saw it: refused, nothing posted,
 	// the author not remembered as noted.
+	lastSeenAgo(t, s, author.ID, 2*s.touchEvery())
 	forget()
+	before = seenAt()
 	if err := rdb.Del(ctx, s.keys.session(hashToken(token))).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,5 +109,8 @@ func TestPostNotesActivityInItsFirstRoundTrip(t *testing.T) {
 	}
 	if s.touches.recent(author.ID) {
 		t.Error("the instance remembers noting a user whose session had ended")
+	}
+	if at := seenAt(); at != before {
+		t.Errorf("a post on an ended session noted its user: activity %v, %v before", at, before)
 	}
 }

@@ -466,7 +466,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (int64, error)
 }
 
 // sessionUser is Authenticate but for the activity, which its caller notes
-// in a round trip of its own (queueNote).
+// with what it reads next (queueNote).
 func (s *Service) sessionUser(ctx context.Context, token string) (int64, error) {
 	if token == "" || len(token) > 128 {
 		return 0, ErrUnauthenticated
