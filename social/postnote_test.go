@@ -113,4 +113,25 @@ func TestPostNotesActivityInItsFirstRoundTrip(t *testing.T) {
 	if at := seenAt(); at != before {
 		t.Errorf("a post on an ended session noted its user: activity %v, %v before", at, before)
 	}
+
+	// The same, the user away past InactiveAfter, on the session as the
+	// instance still knows it: their home is not rebuilt, no rebuild
+	// queued, and they stay away.
+	lastSeenAgo(t, s, author.ID, 8*24*time.Hour)
+	forget()
+	s.sessionUsers.Add(hashToken(token), author.ID)
+	before = seenAt()
+	missed = post(t, s, followee.ID, "while the session had ended")
+	if _, err := postAs("after the end, away"); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("a post on an ended session, its user away: %v, want ErrUnauthenticated", err)
+	}
+	if n := rdb.Exists(ctx, s.keys.job(refillJobID(author.ID))).Val(); n != 0 {
+		t.Error("a post on an ended session queued its away user's rebuild")
+	}
+	if slices.Contains(homeIDs(t, s, author.ID), missed.ID) {
+		t.Error("a post on an ended session rebuilt its away user's home")
+	}
+	if at := seenAt(); at != before {
+		t.Errorf("a post on an ended session noted its away user: activity %v, %v before", at, before)
+	}
 }

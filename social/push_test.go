@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -340,5 +341,84 @@ func TestPushOnlyIfConnected(t *testing.T) {
 	rdb.ZRem(ctx, s.keys.seen(), itoa(fans[2].ID))
 	if _, added := push(none, all); !slices.Equal(added, []int64{pushAdded, pushAdded, pushAdded, pushAdded}) {
 		t.Errorf("push answered %v, want all reached", added)
+	}
+}
+
+// TestPushOnlyIfConnectedInOneMessage runs push.lua's followers flagged 4
+// (their keys, presence's set and users' last requests, last) beside the
+// frames channel's: those connected get their frames in one message while
+// every instance in presence's set is marked as a reader (when presence's
+// instances are passed), and each on their channel while one is not; with
+// no instances passed, no mark is read.
+func TestPushOnlyIfConnectedInOneMessage(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	ctx := ctxT(t)
+	withInstances := New(rdb, Options{Prefix: prefix, BcryptCost: 4, HashWait: time.Minute,
+		ConnectedKey: prefix + "connected", InstancesKey: prefix + "instances"})
+	opts := withInstances.opts
+	opts.InstancesKey = ""
+	without := New(rdb, opts)
+	author := signUp(t, withInstances, "author")
+	fans := followersOf(t, withInstances, "author", 3)
+	var uids []int64
+	var channels []string
+	for _, f := range fans {
+		uids = append(uids, f.ID)
+		channels = append(channels, withInstances.UserChannel(f.ID))
+	}
+	// f00 and f02 to be reached only if active or connected: f00 is
+	// connected, f02 is neither; f01 is live.
+	rdb.ZAdd(ctx, opts.ConnectedKey, redisZ(1, itoa(fans[0].ID)), redisZ(1, itoa(fans[1].ID)))
+	lastSeenAgo(t, withInstances, fans[0].ID, 8*24*time.Hour)
+	lastSeenAgo(t, withInstances, fans[1].ID, time.Hour)
+	lastSeenAgo(t, withInstances, fans[2].ID, 8*24*time.Hour)
+	frames := withInstances.bus.FramesChannel()
+	l := listen(t, withInstances, rdb, append([]string{frames}, channels...)...) // one reader
+	hour := float64(time.Now().Add(time.Hour).UnixMilli())
+	rdb.ZAdd(ctx, prefix+"instances", redisZ(hour, "a"))
+
+	// sent pushes a status by s and says whether its frame went in one
+	// message (to f01 alone either way).
+	sent := func(s *Service) bool {
+		t.Helper()
+		sid := rdb.Incr(ctx, s.keys.statusSeq()).Val()
+		payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: Status{ID: sid, UID: author.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipe := rdb.Pipeline()
+		h := s.queuePush(ctx, pipe, author.ID, sid, 0, string(payload), uids, []bool{false, true, false}, []bool{true, false, true}, "")
+		cmds, err := pipe.Exec(ctx)
+		added, err := h.results(ctx, rdb, cmds, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []int64{pushAdded, pushAdded, pushInactive}; !slices.Equal(added, want) {
+			t.Errorf("push answered %v, want %v", added, want)
+		}
+		got := payloadsSoFar(t, l)
+		if msgs := got[frames]; len(msgs) > 0 {
+			uids, frame, ok := strings.Cut(msgs[0], "\n")
+			if len(got) != 1 || len(msgs) != 1 || !ok || uids != itoa(fans[1].ID) || !strings.Contains(frame, fmt.Sprintf(`"id":%d,`, sid)) {
+				t.Fatalf("published %q, want one message naming f01 with status %d's frame", got, sid)
+			}
+			return true
+		}
+		if len(got) != 1 || len(got[channels[1]]) != 1 || !strings.Contains(got[channels[1]][0], fmt.Sprintf(`"id":%d,`, sid)) {
+			t.Fatalf("published %q, want status %d's frame on f01's channel alone", got, sid)
+		}
+		return false
+	}
+	if sent(withInstances) {
+		t.Error("an instance holding streams is not marked as a reader: in one message")
+	}
+	rdb.ZAdd(ctx, withInstances.bus.FramesReadersKey(), redisZ(hour, "a"))
+	if !sent(withInstances) {
+		t.Error("every instance holding streams marked as a reader: not in one message")
+	}
+	rdb.ZRem(ctx, withInstances.bus.FramesReadersKey(), "a")
+	if !sent(without) {
+		t.Error("no instances passed, one reader: not in one message")
 	}
 }
