@@ -24,8 +24,10 @@ import (
 //     round trip more), and then the author's activity noted (PostAs,
 //     when this instance has not lately, see noteActivity; one back after
 //     InactiveAfter away has their home rebuilt once this round trip is
-//     answered, more round trips, rarely; on a session checked here, in a
-//     round trip of its own once the session is known to be there),
+//     answered, more round trips, rarely; on a session checked here, by a
+//     note that checks it too, which a session that ended makes write
+//     nothing, or, on a cluster, where it cannot, in a round trip of its
+//     own once the session is known to be there),
 //     the caller's rate limit (PostRequest.Admit), the author, whether lists
 //     hold them or their statuses are pulled, a new status id and the time
 //     (a post refused from here on leaves its id unused), the follow
@@ -81,8 +83,9 @@ type PostRequest struct {
 // and req.Admit allow it: ErrUnauthenticated when the session is not
 // there. An instance that has seen the session before checks it in the
 // post's first round trip, as it reads the rest; one that has not reads it
-// first (as Authenticate), and notes the user's activity in the post's
-// first round trip. The session's user is the status's UID.
+// first (as Authenticate). Either notes the user's activity in the post's
+// first round trip (but on a cluster, on a session checked there: see
+// post). The session's user is the status's UID.
 func (s *Service) PostAs(ctx context.Context, req PostRequest) (Status, error) {
 	if req.Token == "" || len(req.Token) > 128 {
 		return Status{}, ErrUnauthenticated
@@ -158,11 +161,14 @@ func (s *Service) post(ctx context.Context, in postInput) (Status, error) {
 			s.sessionUsers.Remove(in.session)
 			return Status{}, ErrUnauthenticated
 		}
-		// Noted only now: a note queued with the reads would have written
-		// the activity of a user whose session ended (or whose account
-		// was deleted) before the session was found gone.
-		if err := s.noteActivity(ctx, uid); err != nil {
-			return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+		// On a cluster, noted only now: a note queued with the reads,
+		// which cannot check the session there, would have written the
+		// activity of a user whose session ended (or whose account was
+		// deleted) before the session was found gone.
+		if in.note && !s.checksSessionInNote() {
+			if err := s.noteActivity(ctx, uid); err != nil {
+				return Status{}, fmt.Errorf("post by %d: %w", uid, err)
+			}
 		}
 	}
 	if err := s.notedBy(ctx, uid, r.seen); err != nil {
@@ -236,10 +242,11 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	if in.session != "" {
 		r.session = s.queueSession(ctx, pipe, in.session)
 	}
-	if in.note && in.session == "" {
-		// The session was read before; one checked here is noted once
-		// known to be still there (see post).
-		r.seen = s.queueNote(ctx, pipe, uid)
+	if in.note && (in.session == "" || s.checksSessionInNote()) {
+		// The session was read before, or is checked by the note itself:
+		// a session that ended notes nothing. On a cluster one checked
+		// here is noted once known to be still there (see post).
+		r.seen = s.queueNote(ctx, pipe, uid, in.session)
 	}
 	if in.admit != nil {
 		r.admitted = in.admit(ctx, pipe, uid)

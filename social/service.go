@@ -207,7 +207,8 @@ func (o *Options) fill() {
 
 // sessionUsersKept bounds the sessions whose user an instance remembers
 // (about 100 bytes each): past it the least recently used is forgotten,
-// and its next post reads the session first.
+// its next post reads the session first, and its next request that notes
+// its user's activity notes it in a round trip after the session's.
 const sessionUsersKept = 65_536
 
 // Service is the social core on one Redis.
@@ -222,7 +223,9 @@ type Service struct {
 	stats     Stats
 	// sessionUsers remembers whose each session seen lately is (session id
 	// -> uid), which never changes while the session lives: a post checks
-	// the session in the round trip that reads for it (PostAs).
+	// the session in the round trip that reads for it (PostAs), and on one
+	// Redis a request notes its user's activity in the round trip that
+	// checks the session (Authenticate, queueNote).
 	sessionUsers *lru.Cache[string, int64]
 
 	// afterQueue, when set, runs between queuing a post's or a deletion's

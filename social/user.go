@@ -450,16 +450,47 @@ var (
 // Authenticate returns the uid that token belongs to, or ErrUnauthenticated.
 // Each use renews the session for another SessionTTL: a session ends after
 // SessionTTL unused. It notes the user's activity (once per touchEvery at
-// most; an instance that noted it lately spares the round trip). A user
+// most; an instance that noted it lately spares the round trip, and on one
+// Redis, one that saw the session before notes it in the round trip that
+// checks the session, see queueNote). A user
 // back after InactiveAfter away has their home timeline rebuilt (the
 // fan-out skipped them meanwhile) before Authenticate returns, or, when
 // that takes longer than rebuildWait, by a worker moments later.
 func (s *Service) Authenticate(ctx context.Context, token string) (int64, error) {
+	if token != "" && len(token) <= 128 && s.checksSessionInNote() {
+		id := hashToken(token)
+		if uid, known := s.sessionUsers.Get(id); known && !s.touches.recent(uid) {
+			return s.authenticateNoting(ctx, id, uid)
+		}
+	}
 	uid, err := s.sessionUser(ctx, token)
 	if err != nil {
 		return 0, err
 	}
 	if err := s.noteActivity(ctx, uid); err != nil {
+		return 0, fmt.Errorf("authenticate: %w", err)
+	}
+	return uid, nil
+}
+
+// authenticateNoting is Authenticate on session id, which this instance
+// saw lately as uid's, and may have ended since: one round trip checks it
+// and notes uid while it still stands (queueNote), where the note would
+// else follow the check in a round trip of its own.
+func (s *Service) authenticateNoting(ctx context.Context, id string, uid int64) (int64, error) {
+	pipe := s.rdb.Pipeline()
+	session := s.queueSession(ctx, pipe, id)
+	note := s.queueNote(ctx, pipe, uid, id)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("authenticate: %w", err)
+	}
+	if got, err := sessionUID(session); err != nil {
+		return 0, fmt.Errorf("authenticate: %w", err)
+	} else if got != uid {
+		s.sessionUsers.Remove(id)
+		return 0, ErrUnauthenticated
+	}
+	if err := s.notedBy(ctx, uid, note); err != nil {
 		return 0, fmt.Errorf("authenticate: %w", err)
 	}
 	return uid, nil
@@ -471,8 +502,9 @@ func (s *Service) sessionUser(ctx context.Context, token string) (int64, error) 
 	if token == "" || len(token) > 128 {
 		return 0, ErrUnauthenticated
 	}
+	id := hashToken(token)
 	pipe := s.rdb.Pipeline()
-	session := s.queueSession(ctx, pipe, hashToken(token))
+	session := s.queueSession(ctx, pipe, id)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("authenticate: %w", err)
 	}
@@ -481,9 +513,10 @@ func (s *Service) sessionUser(ctx context.Context, token string) (int64, error) 
 		return 0, fmt.Errorf("authenticate: %w", err)
 	}
 	if uid == 0 {
+		s.sessionUsers.Remove(id) // ended since the instance saw it, if it did
 		return 0, ErrUnauthenticated
 	}
-	s.sessionUsers.Add(hashToken(token), uid)
+	s.sessionUsers.Add(id, uid)
 	return uid, nil
 }
 
@@ -522,15 +555,28 @@ func (s *Service) noteActivity(ctx context.Context, uid int64) error {
 
 // queueNote queues on pipe the noting of uid's activity, as noteActivity
 // makes it, and returns the call for notedBy; nil when this instance noted
-// it lately. The script goes by its text (a few hundred bytes), so that a
-// Redis that lost its scripts costs no round trip more.
-func (s *Service) queueNote(ctx context.Context, pipe redis.Pipeliner, uid int64) *redis.Cmd {
+// it lately. With session (the id of uid's session, "" for none), the call
+// notes uid only while that session is theirs, as it runs: a request can
+// note its user in the round trip that checks their session, and a session
+// found ended notes nothing. Only on one Redis (see checksSessionInNote).
+// The script goes by its text (a few hundred bytes), so that a Redis that
+// lost its scripts costs no round trip more.
+func (s *Service) queueNote(ctx context.Context, pipe redis.Pipeliner, uid int64, session string) *redis.Cmd {
 	if s.touches.recent(uid) {
 		return nil
 	}
-	return seenScript.Eval(ctx, pipe, []string{s.keys.seen()},
+	keys := []string{s.keys.seen()}
+	if session != "" {
+		keys = append(keys, s.keys.session(session))
+	}
+	return seenScript.Eval(ctx, pipe, keys,
 		s.touchEvery().Milliseconds(), s.inactiveAfter().Milliseconds(), uid)
 }
+
+// checksSessionInNote reports whether queueNote can check a session: on
+// one Redis, not on a cluster, where a session's key and users' activity
+// are in different slots.
+func (s *Service) checksSessionInNote() bool { return !s.keys.cluster }
 
 // notedBy finishes noting uid's activity once seen.lua ran as call
 // (nothing to do for a nil call): see noted.
@@ -548,10 +594,17 @@ func (s *Service) notedBy(ctx context.Context, uid int64, call *redis.Cmd) error
 	return s.noted(ctx, uid, res[1], res[0])
 }
 
+// noteSessionGone is seen.lua's state of a user not noted, the session it
+// was to check (queueNote) no longer theirs.
+const noteSessionGone = 3
+
 // noted finishes noting uid's activity once seen.lua told its state at
 // now (unix ms): a user back after InactiveAfter away has their home
 // timeline rebuilt, then is noted.
 func (s *Service) noted(ctx context.Context, uid, state, now int64) error {
+	if state == noteSessionGone {
+		return nil // nothing written, nor remembered: the next request tries again
+	}
 	if state != 2 {
 		s.touches.note(uid)
 		return nil
@@ -589,7 +642,9 @@ func (s *Service) noted(ctx context.Context, uid, state, now int64) error {
 			return fmt.Errorf("rebuild of %d: its refill came and went three times", uid)
 		}
 	}
-	if err := s.rdb.ZAddGT(ctx, k.seen(), redis.Z{Score: float64(now), Member: uid}).Err(); err != nil {
+	// Only while they are there (state 2 found them): an account deleted
+	// meanwhile, its user taken out of the set, is not put back.
+	if err := s.rdb.ZAddArgs(ctx, k.seen(), redis.ZAddArgs{XX: true, GT: true, Members: []redis.Z{{Score: float64(now), Member: uid}}}).Err(); err != nil {
 		return err
 	}
 	s.touches.note(uid)
