@@ -370,6 +370,65 @@ func BenchmarkZAddPipelined(b *testing.B) {
 	}
 }
 
+// BenchmarkHomeInsertWays measures the Redis CPU of a status's ZADD into
+// home timelines of 1,000 (2,000 of them, 100 a call, newer than all), made
+// three ways: by redis.call in a script's loop, as push.lua makes them
+// ("lua"); queued in MULTI/EXEC ("multi"); and in a plain pipeline
+// ("pipeline").
+func BenchmarkHomeInsertWays(b *testing.B) {
+	const homes, size, per = 2000, 1000, 100
+	const loop = `for i = 1, #KEYS do redis.call('ZADD', KEYS[i], ARGV[1], ARGV[1]) end return 1`
+	for _, way := range []string{"lua", "multi", "pipeline"} {
+		b.Run(way, func(b *testing.B) {
+			_, rdb := newPrivateService(b, Options{})
+			ctx := context.Background()
+			keys := make([]string, homes)
+			members := make([]redis.Z, size)
+			for i := range members {
+				members[i] = redisZ(float64(i), strconv.Itoa(i))
+			}
+			for h := range keys {
+				keys[h] = "home:" + strconv.Itoa(h)
+				if err := rdb.ZAdd(ctx, keys[h], members...).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			script := redis.NewScript(loop)
+			if err := script.Load(ctx, rdb).Err(); err != nil {
+				b.Fatal(err)
+			}
+			sid, n := int64(size), 0
+			cpu := redisCPU(b, rdb)
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				sid++
+				first := (i * per) % homes
+				batch := keys[first : first+per]
+				var err error
+				switch way {
+				case "lua":
+					err = script.EvalSha(ctx, rdb, batch, sid).Err()
+				default:
+					pipe := rdb.Pipeline()
+					if way == "multi" {
+						pipe = rdb.TxPipeline()
+					}
+					for _, k := range batch {
+						pipe.ZAdd(ctx, k, redisZ(float64(sid), strconv.FormatInt(sid, 10)))
+					}
+					_, err = pipe.Exec(ctx)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += per
+			}
+			b.StopTimer()
+			b.ReportMetric((redisCPU(b, rdb)-cpu).Seconds()*1e6/float64(n), "redis-us/zadd")
+		})
+	}
+}
+
 // fillZAddSets makes sets sorted sets of 200 members for
 // BenchmarkZAddPipelined.
 func fillZAddSets(b *testing.B, rdb *redis.Client, sets int64) {
