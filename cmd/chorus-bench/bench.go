@@ -86,6 +86,13 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		}
 	}
 
+	if cfg.WarmAuthors {
+		// Before the idle figures, from which the run's are counted.
+		if err := warmAuthors(ctx, api, cfg.URLs, users[:cfg.Authors], log); err != nil {
+			return res, err
+		}
+		res.WarmAuthors = true
+	}
 	scrapeAll(ctx, api, res.Metrics, func(m *InstanceMetrics) *map[string]float64 { return &m.Idle })
 	res.MetricsPerConn = perConn(res.Metrics, idleHeld)
 	redisCPUBefore := floor.cpu(ctx)

@@ -250,9 +250,16 @@ func TestBenchAgainstServer(t *testing.T) {
 		t.Errorf("client = %+v, want two workers", res.Client)
 	}
 
-	// The same streams as Server-Sent Events: every post delivered once.
-	res = benchRun(t, append(common, "-authors", "4", "-followers-per-author", "5", "-workers", "0", "-sse")...)
+	// The same streams as Server-Sent Events, the authors warmed first:
+	// every post delivered once.
+	res = benchRun(t, append(common, "-authors", "4", "-followers-per-author", "5", "-workers", "0", "-sse", "-warm-authors")...)
 	checkClean(t, res, 20, 40, 5)
+	if !res.WarmAuthors {
+		t.Error("a -warm-authors run does not say its authors were warmed")
+	}
+	if _, err := parseConfig([]string{"-url", base, "-floor", "-redis-url", "redis://127.0.0.1:1", "-warm-authors"}, io.Discard); err == nil {
+		t.Error("-warm-authors with -floor: accepted")
+	}
 
 	// A users file the deployment does not know is refused, not used.
 	stale := filepath.Join(t.TempDir(), "stale.json")

@@ -54,6 +54,11 @@ type config struct {
 
 	SSE bool // hold the streams as Server-Sent Events (-sse)
 
+	// WarmAuthors (-warm-authors): before the posts, each author reads
+	// GET /me through every instance, as a browser's page reads before it
+	// posts, so that no post is its author's first through an instance.
+	WarmAuthors bool
+
 	// The floor (-floor): posts are PUBLISHes on the deployment's Redis.
 	Floor     bool
 	RedisURL  string // the deployment's Redis
@@ -117,6 +122,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.MaxTime, "max-time", time.Hour, "limit of the whole run")
 	fs.BoolVar(&c.Floor, "floor", false, "measure the floor: the same users, follows and streams, but each post is one pipeline of PUBLISHes "+
 		"of a status frame on its author's followers' channels, straight on the deployment's Redis (-redis-url), with no social writes")
+	fs.BoolVar(&c.WarmAuthors, "warm-authors", false, "before the posts, each author reads GET /me through every instance (as a browser reads before it posts): "+
+		"the instances then know the authors' sessions and have noted their activity, and no post is its author's first through an instance")
 	fs.BoolVar(&c.SSE, "sse", false, "hold the streams as Server-Sent Events (Accept: text/event-stream) rather than WebSockets; they send no heartbeats")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "the deployment's Redis, redis://[:password@]host:port/db (one Redis; a cluster is not supported): "+
 		"-floor publishes on it, any run reports its CPU, and -storm its commands' time and CPU per mover back")
@@ -216,6 +223,9 @@ func (c *config) validate() error {
 			return usagef("-floor and -storm cannot go together")
 		}
 		return c.validateStorm()
+	}
+	if c.Floor && c.WarmAuthors {
+		return usagef("-warm-authors and -floor cannot go together: the floor posts through no instance")
 	}
 	if c.Floor && c.RedisURL == "" {
 		return usagef("-floor needs -redis-url: the deployment's Redis")

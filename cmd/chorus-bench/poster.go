@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -31,6 +32,22 @@ func apiPoster(api *apiClient, cfg *config, authors []benchUser, runID string) p
 		err := api.do(ctx, http.MethodPost, cfg.URLs[k%len(cfg.URLs)], "/api/v1/statuses", authors[a].Token, body, &out)
 		return out.Status.ID, err
 	}
+}
+
+// warmAuthors has each author read GET /me through every instance of urls
+// (-warm-authors), one after another: as a browser's page reads before it
+// posts, so that each instance knows the author's session and has noted
+// their activity before their first post through it.
+func warmAuthors(ctx context.Context, api *apiClient, urls []string, authors []benchUser, log *slog.Logger) error {
+	log.Info("warming the authors", "authors", len(authors), "urls", len(urls))
+	for _, u := range urls {
+		for _, a := range authors {
+			if err := api.do(ctx, http.MethodGet, u, "/api/v1/me", a.Token, nil, nil); err != nil {
+				return fmt.Errorf("warming %s through %s: %w", a.Login, u, err)
+			}
+		}
+	}
+	return nil
 }
 
 // runPosts makes cfg.postCount() posts through post at cfg.Rate, author

@@ -25,6 +25,9 @@ type Result struct {
 	// SSE is a -sse run: the streams were Server-Sent Events, which send
 	// no heartbeats.
 	SSE bool `json:"sse,omitempty"`
+	// WarmAuthors is a -warm-authors run: each author read GET /me through
+	// every instance before the posts.
+	WarmAuthors bool `json:"warm_authors,omitempty"`
 
 	Users struct {
 		Total          int     `json:"total"`
@@ -258,6 +261,9 @@ func writeTable(w io.Writer, r *Result) error {
 		row("publishes", "%d PUBLISH commands, %d receipts by instances' subscriptions", r.Posts.Publishes, r.Posts.Subscribers)
 	} else {
 		row("POST answer", "%s", r.Posts.AnswerLatency)
+		if r.WarmAuthors {
+			row("  authors", "warmed: each read GET /me through every instance before the posts")
+		}
 		if p := r.PostsOnServer; p != nil {
 			row("  on the servers", "mean %.2f ms, of which %.2f ms waiting on Redis over %.2f round trips (%.0f posts, their /metrics)",
 				p.MeanMS, p.RedisMeanMS, p.RoundTripsMean, p.Posts)
