@@ -14,6 +14,13 @@
 --         delete the job
 -- ARGV[4..] field, value pairs to set; an empty value deletes the field
 -- Returns 1 when it wrote, 0 when the job had moved or was gone.
+--
+-- At maxmemory it writes nothing, and answers Redis's OOM error: a post's
+-- last round trip sends it right after its pushes (push.lua), which Redis
+-- refuses there, and the job must not then be finished or moved past
+-- them. Redis checks a script's memory at its first write that may grow
+-- it, and lets the rest through; the deletions below are not such
+-- writes, so the counter is written first, as it is (HSET, which is).
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
@@ -21,6 +28,7 @@ local pass = redis.call('HGET', KEYS[1], 'pass') or '0'
 if pass ~= ARGV[2] then
   return 0
 end
+redis.call('HSET', KEYS[1], 'pass', pass)
 local entry = redis.call('HGET', KEYS[1], 'entry')
 redis.call('ZREM', KEYS[3], KEYS[1])
 if ARGV[3] == '1' then

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/testio"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -234,4 +236,49 @@ func TestPostRequestEndedPart(t *testing.T) {
 			t.Errorf("%s's home %v, want %d", f.Login, home, st.ID)
 		}
 	}
+}
+
+// Redis reaching maxmemory between a post's round trip that writes it and
+// the one that pushes it (on one Redis): the pushes are refused, and so is
+// the job's move past them, which goes in the same round trip. The post
+// answers Redis's error; its job stays, and a worker pushes the status
+// once Redis has room again.
+func TestPostOutOfMemoryAtItsPushes(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t) // of its own: maxmemory is the server's
+	rdb := redistest.ClientOf(t, srv.URL)
+	s := New(rdb, Options{Prefix: redistest.Prefix(), BcryptCost: 4, HashWait: time.Minute, JobClaimIdle: 200 * time.Millisecond})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	fans := followersOf(t, s, "author", 3)
+	post(t, s, author.ID, "loads the scripts")
+	s.afterWrite = func() {
+		s.afterWrite = nil
+		if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+			t.Error(err)
+		}
+	}
+	_, err := s.Post(ctx, author.ID, "pushes refused")
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("a post whose pushes Redis refused answered %v, want its OOM error", err)
+	}
+	sid, err := rdb.Get(ctx, s.keys.statusSeq()).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := jobsLeft(t, ctx, rdb, s.keys); n != 1 {
+		t.Fatalf("%d jobs left after the pushes were refused, want the post's", n)
+	}
+	startWorker(t, s, "w1")
+	testio.Eventually(t, 30*time.Second, func() string {
+		for _, f := range fans {
+			if got := homeIDs(t, s, f.ID); !slices.Contains(got, sid) {
+				return fmt.Sprintf("%s's home %v lacks status %d (jobs left %d)", f.Login, got, sid, jobsLeft(t, ctx, rdb, s.keys))
+			}
+		}
+		return ""
+	})
 }
