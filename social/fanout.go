@@ -264,6 +264,26 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 	return push, connected, onlyIfOn
 }
 
+// away returns, once the reads ran, the members a post does not reach for
+// being away (their last request past inactiveAfter, not connected), as
+// active decides: none when presence is not kept, or with deferOnline.
+func (a *followerActivity) away(now time.Time, inactiveAfter time.Duration) []string {
+	if a.deferOnline || a.online == nil || inactiveAfter <= 0 {
+		return nil
+	}
+	cutoff := float64(now.Add(-inactiveAfter).UnixMilli())
+	var out []string
+	for i, m := range a.members {
+		if a.alsoFollow != nil && a.alsoFollow.Val()[i] == 0 && m != itoa(a.answered) {
+			continue
+		}
+		if last := a.seen.Val()[i]; last != 0 && last < cutoff && a.online.Val()[i] == 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // onlineSince returns, for each of push (members a post reaches, in the
 // order of members), since when they are connected, as presence's set
 // says (when they were told online, unix ms): 0 for those not connected,

@@ -298,10 +298,11 @@ func TestWidenRefill(t *testing.T) {
 // A follower away longer than InactiveAfter is reached while connected. On
 // one Redis whether they are, or are active again, is checked as their push
 // runs (the page's activity is left out of the reads before the frames, see
-// followerActivity), on a cluster as the page's activity is read: a
-// follower connecting, going, or making a request in between is reached,
-// or not, as Redis says at that point; those active by their last request
-// are reached either way. A post whose frames did not go ahead (its
+// followerActivity), on a cluster as the page's activity is read, and for
+// those found away then, again once the status is written: a follower
+// connecting, going, or making a request in between is reached, or not, as
+// Redis says at that point; those active by their last request are reached
+// either way. A post whose frames did not go ahead (its
 // author's unfollow count moved) reads the activity in one more round
 // trip, after the one that writes the status.
 func TestAwayFollowerReachedWhileConnected(t *testing.T) {
@@ -360,7 +361,10 @@ func TestAwayFollowerReachedWhileConnected(t *testing.T) {
 			case !redistest.OnCluster():
 				reached, want = append(reached, goes), want+1 // presence's set read, before the hook
 			default:
-				reached = append(reached, goes) // checked as read
+				// goes checked as read; comes and returns, found away as
+				// read, read again once the status is written, and pushed
+				// in two round trips more (pushReturned)
+				reached, want = append(reached, goes, comes, returns), want+2
 			}
 			if trips != want {
 				t.Errorf("the post made %d round trips, want %d", trips, want)
@@ -372,5 +376,45 @@ func TestAwayFollowerReachedWhileConnected(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A follower away past InactiveAfter who comes back as a post is made,
+// after it read its page's activity and before it wrote the status (on a
+// cluster, where the status is written in the round trip after the
+// activity's; on one Redis the pushes check the activity after the write),
+// has their home rebuilt before the status is there, and is skipped by the
+// pushes as read: the post reads those it found away again once the status
+// is written, and pushes it to those back.
+func TestFollowerBackAsAPostIsMade(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	s.opts.ConnectedKey = s.keys.prefix + "connected" // presence kept: the away are skipped
+	author := signUp(t, s, "author")
+	away, token := signUpToken(t, s, "away")
+	stays := signUp(t, s, "stays")
+	follow(t, s, away.ID, "author")
+	follow(t, s, stays.ID, "author")
+	post(t, s, author.ID, "loads the scripts")
+	lastSeenAgo(t, s, away.ID, 8*24*time.Hour)
+	lastSeenAgo(t, s, stays.ID, 8*24*time.Hour)
+	returned := false
+	s.afterQueue = func() {
+		s.afterQueue = nil
+		if _, err := s.Authenticate(ctx, token); err != nil {
+			t.Error(err)
+		}
+		returned = true
+	}
+	st := post(t, s, author.ID, "as you come back")
+	if !returned {
+		t.Fatal("the follower did not come back during the post")
+	}
+	if got := homeIDs(t, s, away.ID); !slices.Contains(got, st.ID) {
+		t.Errorf("the follower back during the post: home %v lacks status %d (jobs left %d)", got, st.ID, jobsLeft(t, ctx, rdb, s.keys))
+	}
+	if got := homeIDs(t, s, stays.ID); slices.Contains(got, st.ID) {
+		t.Errorf("the follower still away: home %v holds status %d", got, st.ID)
 	}
 }

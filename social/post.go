@@ -58,7 +58,10 @@ import (
 //     stream entry; and the status and its author looked at again: a
 //     deletion of the status that raced the push is undone there, and a
 //     suspension or an account deletion since the first is followed
-//     (settleAuthor; more round trips, rarely).
+//     (settleAuthor; more round trips, rarely); on a cluster, the activity
+//     of those of the page found away in 2 read again, now that the status
+//     is written, and the status pushed to any back since (pushReturned;
+//     two round trips more, rarely).
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
@@ -425,6 +428,17 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	}
 	exists := pipe.Exists(dctx, k.status(st.ID))
 	look := s.queueAuthorLook(dctx, pipe, st.UID)
+	// On a cluster the page's activity was read before the status was
+	// written: a follower found away then, who came back since, may have
+	// had their home rebuilt before the status was there. Those found away
+	// are read again now, after it (see pushReturned).
+	var away *followerActivity
+	if !oneRedis {
+		if gone := act.away(r.now.Val(), s.opts.InactiveAfter); len(gone) > 0 {
+			away = &followerActivity{members: gone}
+			away.queueReads(dctx, pipe, s)
+		}
+	}
 	cmds, err = pipe.Exec(dctx)
 	if oneRedis {
 		added, err = h.results(dctx, s.rdb, cmds, err)
@@ -444,6 +458,8 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		}
 	} else if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
 		return err
+	} else if err := s.pushReturned(dctx, st, payload, away, r); err != nil {
+		return err
 	}
 	// An author over the threshold (one who passed it before it was
 	// lowered) is made pulled from here on; this status is still pushed.
@@ -456,6 +472,20 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		s.inlinePass(ctx, listJob)
 	}
 	return nil
+}
+
+// pushReturned pushes status st, on a cluster, to those of its page's
+// followers found away before it was written (away, read again after it;
+// nil for none) who are active or connected now: a follower back since
+// noted their activity before their home's rebuild began (noted), and so
+// before it could miss the status, which a rebuild after this read finds.
+// One round trip more, only in a post that raced such a return.
+func (s *Service) pushReturned(ctx context.Context, st Status, payload []byte, away *followerActivity, r postReads) error {
+	if away == nil {
+		return nil
+	}
+	back, connected, _ := away.active(r.now.Val(), s.opts.InactiveAfter)
+	return s.pushStatus(ctx, st.UID, st.ID, 0, string(payload), back, connected, nil, r.unfollows.Val())
 }
 
 // postQueued makes a post the way a job's passes do: its jobs queued, the
