@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"chorus/protocol"
 )
@@ -403,4 +404,55 @@ func TestFollowAndUnfollowRacingAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("unfollow overtaken by a follow", side, true)
+}
+
+// A follow that took its place in the follow sequence before a post read
+// its page, but entered the author's followers after, and copied the
+// author's statuses into the follower's home before the post wrote its
+// status: the post, whose page was the author's every follower, reads them
+// again once the status is written, and pushes it to the one it missed.
+func TestFollowBetweenAPostsPageAndItsStatus(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	followersOf(t, s, "author", 2)
+	late := signUp(t, s, "late")
+	post(t, s, author.ID, "loads the scripts")
+
+	tookSeq, release, followed := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	s.betweenFollowReads = func() { // the follow's place taken, nothing written
+		s.betweenFollowReads = nil
+		close(tookSeq)
+		<-release
+	}
+	go func() {
+		_, _, err := s.Follow(ctx, late.ID, "author")
+		followed <- err
+	}()
+	select {
+	case <-tookSeq:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follow did not take its place in the sequence")
+	}
+	raced := false
+	s.afterQueue = func() { // the page read, the status not yet written
+		s.afterQueue = nil
+		close(release)
+		if err := <-followed; err != nil {
+			t.Error(err)
+		}
+		raced = true
+	}
+	st := post(t, s, author.ID, "as you follow")
+	if !raced {
+		t.Fatal("the follow did not finish during the post")
+	}
+	score, err := rdb.ZScore(ctx, s.keys.followers(author.ID), itoa(late.ID)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := homeIDs(t, s, late.ID); !slices.Contains(got, st.ID) {
+		t.Errorf("the follower (scored %v) who came during the post: home %v lacks status %d", score, got, st.ID)
+	}
 }

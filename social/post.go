@@ -61,7 +61,14 @@ import (
 //     (settleAuthor; more round trips, rarely); on a cluster, the activity
 //     of those of the page found away in 2 read again, now that the status
 //     is written, and the status pushed to any back since (pushReturned;
-//     two round trips more, rarely).
+//     two round trips more, rarely); and for a page that was the author's
+//     every follower, their count and the author's unfollow count read
+//     again, now that the status is written: when either moved, the
+//     followers are read again and the status pushed to any new among
+//     them (pushLate; more round trips, rarely), a follow having taken its
+//     place in the follow sequence before the page was read but entered
+//     the author's followers after, and copied the author's statuses
+//     before this one was written.
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
@@ -439,6 +446,14 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 			away.queueReads(dctx, pipe, s)
 		}
 	}
+	// A page that was the author's every follower finishes the job: who
+	// follows now, the status written, is checked against it (see
+	// pushLate).
+	var late *lateFollowers
+	if !full {
+		// The count by MGET, which answers none without an error.
+		late = &lateFollowers{count: pipe.ZCard(dctx, k.followers(st.UID)), unfollows: pipe.MGet(dctx, k.unfollows(st.UID))}
+	}
 	cmds, err = pipe.Exec(dctx)
 	if oneRedis {
 		added, err = h.results(dctx, s.rdb, cmds, err)
@@ -459,6 +474,8 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	} else if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
 		return err
 	} else if err := s.pushReturned(dctx, st, payload, away, r); err != nil {
+		return err
+	} else if err := s.pushLate(dctx, st, payload, answered, members, late, r); err != nil {
 		return err
 	}
 	// An author over the threshold (one who passed it before it was
@@ -487,6 +504,69 @@ func (s *Service) pushReturned(ctx context.Context, st Status, payload []byte, a
 	back, connected, _ := away.active(r.now.Val(), s.opts.InactiveAfter)
 	return s.pushStatus(ctx, st.UID, st.ID, 0, string(payload), back, connected, nil, r.unfollows.Val())
 }
+
+// lateFollowers is what a post whose page was its author's every follower
+// reads of them once its status is written: how many they are, and the
+// author's unfollow count.
+type lateFollowers struct {
+	count     *redis.IntCmd
+	unfollows *redis.SliceCmd // [count], nil when none was counted
+}
+
+// pushLate pushes status st to the followers of its author who were not
+// in its page (members, read in the post's first round trip, the author's
+// every follower then) but follow now that it is written (late, nil for a
+// page that was not every follower): a follow that took its place in the
+// follow sequence before the page was read, but entered the author's
+// followers after, may have copied the author's statuses into the
+// follower's home before this one was written. A follow that enters them
+// after the count read here copies it. While the count and the unfollow
+// count are those read before the page (an unfollow counts itself; a
+// follow adds one), none came, and this costs nothing; else the followers
+// are read again, one round trip, and the status pushed to those new, as a
+// page's (answered, see answeredOnly), a few more.
+func (s *Service) pushLate(ctx context.Context, st Status, payload []byte, answered int64, members []string, late *lateFollowers, r postReads) error {
+	if late == nil {
+		return nil
+	}
+	var unfollows string
+	if v := late.unfollows.Val(); len(v) == 1 {
+		unfollows, _ = v[0].(string)
+	}
+	if late.count.Val() == r.followers.Val() && unfollows == r.unfollows.Val() {
+		return nil
+	}
+	now, err := s.rdb.ZRangeByScore(ctx, s.keys.followers(st.UID), &redis.ZRangeBy{
+		Min: "-inf", Max: "+inf", Count: int64(s.opts.FanoutPassSize) + lateFollowersRead,
+	}).Result()
+	if err != nil {
+		return err
+	}
+	had := make(map[string]bool, len(members))
+	for _, m := range members {
+		had[m] = true
+	}
+	var fresh []string
+	for _, m := range now {
+		if !had[m] {
+			fresh = append(fresh, m)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	push, connected, _, err := s.activeFollowers(ctx, fresh, answered)
+	if err != nil {
+		return err
+	}
+	return s.pushStatus(ctx, st.UID, st.ID, 0, string(payload), push, connected, nil, r.unfollows.Val())
+}
+
+// lateFollowersRead is how many followers past a page pushLate reads: a
+// page of the author's every follower grown by more follows than this
+// while a post was made is one whose further followers copy the status
+// themselves, but in the rarest of races.
+const lateFollowersRead = 100
 
 // postQueued makes a post the way a job's passes do: its jobs queued, the
 // status written, the jobs marked ready (queuePostJobs), and their first
