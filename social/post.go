@@ -63,9 +63,10 @@ import (
 //     is written, and the status pushed to any back since (pushReturned;
 //     two round trips more, rarely); and for a page that was the author's
 //     every follower, their count and the author's unfollow count read
-//     again, now that the status is written: when either moved, the
-//     followers are read again and the status pushed to any new among
-//     them (pushLate; more round trips, rarely), a follow having taken its
+//     again, now that the status is written: when either moved, or the
+//     page was cut at the follow sequence, the followers are read again
+//     and the status pushed to any new among them (pushLate; more round
+//     trips, rarely), a follow having taken its
 //     place in the follow sequence before the page was read but entered
 //     the author's followers after, and copied the author's statuses
 //     before this one was written.
@@ -475,7 +476,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		return err
 	} else if err := s.pushReturned(dctx, st, payload, away, r); err != nil {
 		return err
-	} else if err := s.pushLate(dctx, st, payload, answered, members, late, r); err != nil {
+	} else if err := s.pushLate(dctx, st, payload, answered, members, len(members) < len(r.page.members.Val()), late, r); err != nil {
 		return err
 	}
 	// An author over the threshold (one who passed it before it was
@@ -524,8 +525,12 @@ type lateFollowers struct {
 // count are those read before the page (an unfollow counts itself; a
 // follow adds one), none came, and this costs nothing; else the followers
 // are read again, one round trip, and the status pushed to those new, as a
-// page's (answered, see answeredOnly), a few more.
-func (s *Service) pushLate(ctx context.Context, st Status, payload []byte, answered int64, members []string, late *lateFollowers, r postReads) error {
+// page's (answered, see answeredOnly), a few more. So are they when the
+// page was cut (cut: members scored past the follow sequence read before
+// it, a follow that came between the two reads, on a cluster, where they
+// are on different shards), whose copy of the author's statuses may yet
+// have come before this one was written.
+func (s *Service) pushLate(ctx context.Context, st Status, payload []byte, answered int64, members []string, cut bool, late *lateFollowers, r postReads) error {
 	if late == nil {
 		return nil
 	}
@@ -533,7 +538,7 @@ func (s *Service) pushLate(ctx context.Context, st Status, payload []byte, answe
 	if v := late.unfollows.Val(); len(v) == 1 {
 		unfollows, _ = v[0].(string)
 	}
-	if late.count.Val() == r.followers.Val() && unfollows == r.unfollows.Val() {
+	if !cut && late.count.Val() == r.followers.Val() && unfollows == r.unfollows.Val() {
 		return nil
 	}
 	now, err := s.rdb.ZRangeByScore(ctx, s.keys.followers(st.UID), &redis.ZRangeBy{
