@@ -11,16 +11,19 @@
 -- ARGV[1] consumer group of the job stream
 -- ARGV[2] the pass counter the pass read ('0' when it had none)
 -- ARGV[3] '1' to finish the job: acknowledge and delete its stream entry,
---         delete the job
+--         delete the job; '0' to move it on. Either may be followed by
+--         '!': then at maxmemory it writes nothing, and answers Redis's OOM
+--         error (see below)
 -- ARGV[4..] field, value pairs to set; an empty value deletes the field
 -- Returns 1 when it wrote, 0 when the job had moved or was gone.
 --
--- At maxmemory it writes nothing, and answers Redis's OOM error: a post's
--- last round trip sends it right after its pushes (push.lua), which Redis
--- refuses there, and the job must not then be finished or moved past
--- them. Redis checks a script's memory at its first write that may grow
--- it, and lets the rest through; the deletions below are not such
--- writes, so the counter is written first, as it is (HSET, which is).
+-- A post's last round trip sends it right after its pushes (push.lua),
+-- which Redis refuses at maxmemory: the job must not then be finished or
+-- moved past them ('!'). Redis checks a script's memory at its first write
+-- that may grow it, and lets the rest through; the deletions below are not
+-- such writes, so the counter is written first, as it is (HSET, which is).
+-- A worker's pass, whose writes were answered before, does not ask it:
+-- jobs that delete go on freeing memory there.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
@@ -28,10 +31,12 @@ local pass = redis.call('HGET', KEYS[1], 'pass') or '0'
 if pass ~= ARGV[2] then
   return 0
 end
-redis.call('HSET', KEYS[1], 'pass', pass)
+if string.sub(ARGV[3], 2) == '!' then
+  redis.call('HSET', KEYS[1], 'pass', pass)
+end
 local entry = redis.call('HGET', KEYS[1], 'entry')
 redis.call('ZREM', KEYS[3], KEYS[1])
-if ARGV[3] == '1' then
+if string.sub(ARGV[3], 1, 1) == '1' then
   if entry then
     redis.call('XACK', KEYS[2], ARGV[1], entry)
     redis.call('XDEL', KEYS[2], entry)

@@ -419,6 +419,9 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		args[2] = "0"
 		args = append(args, j.moves(next)...)
 	}
+	if oneRedis {
+		args[2] = args[2].(string) + "!" // nothing written at maxmemory, where the pushes before it are refused
+	}
 	pipe = s.rdb.Pipeline()
 	if oneRedis {
 		// Before the job moves past the page, so that a death in this

@@ -282,3 +282,31 @@ func TestPostOutOfMemoryAtItsPushes(t *testing.T) {
 		return ""
 	})
 }
+
+// At maxmemory a worker's pass of a job that only deletes (a status's
+// cleanup) still moves its job on and finishes it, freeing memory: only a
+// post's own last round trip asks advance.lua to write nothing there.
+func TestCleanupMovesOnAtMaxmemory(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t) // of its own: maxmemory is the server's
+	rdb := redistest.ClientOf(t, srv.URL)
+	s := New(rdb, Options{Prefix: redistest.Prefix(), BcryptCost: 4, HashWait: time.Minute, FanoutPassSize: 2})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	followersOf(t, s, "author", 5)
+	st := post(t, s, author.ID, "to delete")
+	runJob(t, s, s.keys.job(postJobID(st.ID)))
+	if err := s.DeleteStatus(ctx, author.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.pass(context.Background(), s.keys.job(deleteJobID(st.ID)))
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Errorf("a cleanup's pass at maxmemory: %v", err)
+	}
+}
