@@ -241,8 +241,7 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 		onlyIfOn = make([]bool, 0, len(a.members))
 	}
 	for i, m := range a.members {
-		// ZMSCORE reads a missing member as 0; activity times never are.
-		if a.alsoFollow != nil && a.alsoFollow.Val()[i] == 0 && m != itoa(a.answered) {
+		if !a.answers(i) {
 			continue
 		}
 		if a.deferOnline {
@@ -253,6 +252,7 @@ func (a *followerActivity) active(now time.Time, inactiveAfter time.Duration) (p
 			push, connected = append(push, m), append(connected, true)
 			continue
 		}
+		// ZMSCORE reads a missing member as 0; activity times never are.
 		last := a.seen.Val()[i]
 		recent := last == 0 || last >= cutoff
 		on := a.online.Val()[i] != 0
@@ -274,7 +274,7 @@ func (a *followerActivity) away(now time.Time, inactiveAfter time.Duration) []st
 	cutoff := float64(now.Add(-inactiveAfter).UnixMilli())
 	var out []string
 	for i, m := range a.members {
-		if a.alsoFollow != nil && a.alsoFollow.Val()[i] == 0 && m != itoa(a.answered) {
+		if !a.answers(i) {
 			continue
 		}
 		if last := a.seen.Val()[i]; last != 0 && last < cutoff && a.online.Val()[i] == 0 {
@@ -282,6 +282,13 @@ func (a *followerActivity) away(now time.Time, inactiveAfter time.Duration) []st
 		}
 	}
 	return out
+}
+
+// answers reports whether members[i] is one a reply reaches (they follow
+// the person answered, or are them), or the post is no reply.
+func (a *followerActivity) answers(i int) bool {
+	// ZMSCORE reads a missing member as 0; follow scores never are.
+	return a.alsoFollow == nil || a.alsoFollow.Val()[i] != 0 || a.members[i] == itoa(a.answered)
 }
 
 // onlineSince returns, for each of push (members a post reaches, in the

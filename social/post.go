@@ -413,14 +413,16 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	next := j
 	next.ready, next.until = true, until
 	finish := "1"
-	args := []any{jobGroup, "0", finish}
 	if full {
 		next.cursor = last
-		args[2] = "0"
-		args = append(args, j.moves(next)...)
+		finish = "0"
 	}
 	if oneRedis {
-		args[2] = args[2].(string) + "!" // nothing written at maxmemory, where the pushes before it are refused
+		finish += "!" // nothing written at maxmemory, where the pushes before it are refused
+	}
+	args := []any{jobGroup, "0", finish}
+	if full {
+		args = append(args, j.moves(next)...)
 	}
 	pipe = s.rdb.Pipeline()
 	if oneRedis {
