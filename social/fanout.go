@@ -50,9 +50,11 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if err != nil || wait {
 		return passResult{wait: wait}, err
 	}
-	// The page is read with the rest, after the follow sequence on a first
-	// pass: a follower in it scored past the sequence came after, and gets
-	// the status from their backfill.
+	// The page is read with the rest, after the follow sequence on the
+	// job's first pass and on the first after its maker's (which read it
+	// before the status was written, see pushPost: it leaves until unset):
+	// a follower in it scored past the sequence came after the status, and
+	// gets it from their backfill.
 	until := j.until
 	pipe := s.rdb.Pipeline()
 	exists := pipe.Exists(ctx, k.status(sid))
@@ -61,6 +63,9 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	var promoting, followers *redis.IntCmd
 	if until == "" {
 		seq = pipe.Get(ctx, k.followSeq())
+	}
+	fresh := until == "" && j.cursor == 0 // no page of the job done yet
+	if fresh {
 		pulled = pipe.ZScore(ctx, k.pulledAuthors(), itoa(uid))
 		promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
 		followers = pipe.ZCard(ctx, k.followers(uid))
@@ -89,7 +94,9 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	var members []string
 	var last float64
 	if first != nil {
-		if pulled.Err() == nil {
+		// A status whose first page reached homes goes on to the rest,
+		// its author pulled since or not.
+		if fresh && pulled.Err() == nil {
 			return passResult{finished: true}, s.writePulled(ctx, uid, sid, payload)
 		}
 		until = cmp.Or(seq.Val(), "0")
@@ -99,7 +106,7 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 		}
 		// An author over the threshold (one who passed it before it was
 		// lowered) is made pulled from here on; this status is still pushed.
-		if t := s.opts.PullThreshold; t > 0 && followers.Val() >= int64(t) && promoting.Val() == 0 {
+		if t := s.opts.PullThreshold; fresh && t > 0 && followers.Val() >= int64(t) && promoting.Val() == 0 {
 			if err := s.queuePromotion(ctx, uid); err != nil {
 				return passResult{}, err
 			}

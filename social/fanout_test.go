@@ -114,8 +114,10 @@ func TestWorkerRecreatesItsGroup(t *testing.T) {
 // A status reaches every follower's home timeline over as many passes as
 // the followers need, each of them exactly once: no follower is skipped or
 // reached twice where one pass ends and the next begins. One who follows
-// while the job runs gets the status from the follow's backfill, not from
-// the job. The job is gone at the end.
+// once the status is written gets it from the follow's backfill: the job
+// reaches them only where its later passes have yet to read the follow
+// sequence (the post's own page read it before the status was written),
+// and then adds nothing and sends no frame. The job is gone at the end.
 func TestPostFanoutPasses(t *testing.T) {
 	t.Parallel()
 	const passSize = 4
@@ -166,8 +168,12 @@ func TestPostFanoutPasses(t *testing.T) {
 					t.Errorf("pass %d of %d reached %d followers (pass size %d)", i+1, len(passes), p.reached, passSize)
 				}
 			}
-			if want := int64(n - first); reached != want {
-				t.Errorf("the passes after the first reached %d followers, want %d", reached, want)
+			wantReached := int64(n - first)
+			if n >= passSize {
+				wantReached++ // late, behind the sequence the second pass reads
+			}
+			if reached != wantReached {
+				t.Errorf("the passes after the first reached %d followers, want %d", reached, wantReached)
 			}
 			if rdb.Exists(ctx, job).Val() != 0 {
 				t.Error("the job hash is left after its last pass")

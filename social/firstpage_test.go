@@ -219,3 +219,63 @@ func BenchmarkFirstPageRead(b *testing.B) {
 		})
 	}
 }
+
+// TestFollowDuringAFullPagesPost follows an author while a post whose
+// first page is full (more followers than a pass) is made: the follow
+// takes its number after the post read the follow sequence, and copies the
+// author's statuses before the status is written. The job's later passes
+// reach that follower, read up to a follow sequence read once the status
+// is written.
+func TestFollowDuringAFullPagesPost(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{FanoutPassSize: 2})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	followers := followersOf(t, s, "author", 3)
+	late := signUp(t, s, "late")
+	startWorker(t, s, "w")
+	post(t, s, author.ID, "loads the scripts")
+	waitJobsDone(t, s)
+
+	raced := false
+	s.afterQueue = func() { // the page read, the status not yet written
+		s.afterQueue = nil
+		if _, _, err := s.Follow(ctx, late.ID, "author"); err != nil {
+			t.Error(err)
+		}
+		raced = true
+	}
+	st := post(t, s, author.ID, "as late follows")
+	if !raced {
+		t.Fatal("the follow did not run during the post")
+	}
+	waitJobsDone(t, s)
+	for _, f := range append(followers, late) {
+		if got := homeIDs(t, s, f.ID); !slices.Contains(got, st.ID) {
+			t.Errorf("%s's home %v lacks status %d", f.Login, got, st.ID)
+		}
+	}
+}
+
+// TestLaterPassOfAnAuthorPulledSince runs the passes after a post's own
+// first page once its author was made pulled from a later status on: the
+// later passes read the follow sequence as a first pass does, but the
+// status, older than the author's pulls, still reaches the rest of the
+// followers' homes.
+func TestLaterPassOfAnAuthorPulledSince(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{FanoutPassSize: 2})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	followers := followersOf(t, s, "author", 3)
+	st := post(t, s, author.ID, "before the pulls")
+	if err := rdb.ZAdd(ctx, s.keys.pulledAuthors(), redis.Z{Score: float64(st.ID + 1), Member: itoa(author.ID)}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, s, s.keys.job(postJobID(st.ID)))
+	for _, f := range followers {
+		if got := homeIDs(t, s, f.ID); !slices.Equal(got, []int64{st.ID}) {
+			t.Errorf("%s's home = %v, want %v", f.Login, got, []int64{st.ID})
+		}
+	}
+}

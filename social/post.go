@@ -408,10 +408,14 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 
 	// The last: on one Redis the pushes (sending the frames 2 left to
 	// them); the job past the page, ready for the next pass; and the
-	// status looked at again.
+	// status looked at again. The job's later passes reach up to a follow
+	// sequence read by the first of them, not until: a follow that took
+	// its place after until, and copied the author's statuses before this
+	// one was written, is behind the page yet lacks the status; one after
+	// that read copies it (see postPass).
 	j := job{key: homeJob, kind: jobPost, uid: st.UID, sid: st.ID}
 	next := j
-	next.ready, next.until = true, until
+	next.ready = true
 	finish := "1"
 	if full {
 		next.cursor = last
