@@ -1,13 +1,21 @@
 package social
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Following someone brings their newest statuses into the home timeline,
@@ -455,4 +463,70 @@ func TestFollowBetweenAPostsPageAndItsStatus(t *testing.T) {
 	if got := homeIDs(t, s, late.ID); !slices.Contains(got, st.ID) {
 		t.Errorf("the follower (scored %v) who came during the post: home %v lacks status %d", score, got, st.ID)
 	}
+}
+
+// TestPostAnsweredThoughALatePushFailed fails the late read of the
+// followers that a follow during a post calls for (pushLate): the status
+// is written and its job done, so the post answers it, and logs that a
+// follower may lack it, rather than answer an error that a retry would
+// turn into a second status.
+func TestPostAnsweredThoughALatePushFailed(t *testing.T) {
+	t.Parallel()
+	var logged bytes.Buffer
+	s, rdb := newService(t, Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	followers := followersOf(t, s, "author", 2)
+	late := signUp(t, s, "late")
+	post(t, s, author.ID, "loads the scripts")
+	failing := &failLateRead{count: int64(s.opts.FanoutPassSize + lateFollowersRead)}
+	rdb.AddHook(failing)
+	s.afterQueue = func() { // the page read, the status not yet written
+		s.afterQueue = nil
+		follow(t, s, late.ID, "author")
+		failing.armed.Store(true)
+	}
+	st := post(t, s, author.ID, "as late follows")
+	if !failing.failed.Load() {
+		t.Fatal("the post read no followers late")
+	}
+	if !strings.Contains(logged.String(), "status="+itoa(st.ID)) {
+		t.Errorf("nothing logged of status %d: %q", st.ID, logged.String())
+	}
+	if got := zsetIDs(t, s, s.keys.profile(author.ID)); !slices.Equal(got, []int64{st.ID - 1, st.ID}) {
+		t.Errorf("the author's profile holds %v", got)
+	}
+	for _, f := range followers {
+		if got := homeIDs(t, s, f.ID); !slices.Contains(got, st.ID) {
+			t.Errorf("%s's home %v lacks status %d", f.Login, got, st.ID)
+		}
+	}
+	if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
+		t.Errorf("%d jobs left", n)
+	}
+}
+
+// failLateRead fails, once armed, the first read of an author's followers
+// by count of count (pushLate's).
+type failLateRead struct {
+	count         int64
+	armed, failed atomic.Bool
+}
+
+func (h *failLateRead) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failLateRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if h.armed.Load() && cmd.Name() == "zrangebyscore" && fmt.Sprint(args[len(args)-1]) == fmt.Sprint(h.count) &&
+			h.failed.CompareAndSwap(false, true) {
+			cmd.SetErr(errors.New("late read refused by the test"))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *failLateRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -69,7 +69,8 @@ import (
 //     trips, rarely), a follow having taken its
 //     place in the follow sequence before the page was read but entered
 //     the author's followers after, and copied the author's statuses
-//     before this one was written.
+//     before this one was written. An error in these two last is logged,
+//     and the post answered: its status is written.
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
@@ -483,10 +484,14 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		}
 	} else if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
 		return err
-	} else if err := s.pushReturned(dctx, st, payload, away, r); err != nil {
-		return err
-	} else if err := s.pushLate(dctx, st, payload, answered, members, len(members) < len(r.page.members.Val()), late, r); err != nil {
-		return err
+	} else {
+		// The status is written and its job done: a follower who raced
+		// the post and is not reached for an error here is logged, and
+		// the post answered, which a retry would make twice.
+		cut := len(members) < len(r.page.members.Val())
+		if err := errors.Join(s.pushReturned(dctx, st, payload, away, r), s.pushLate(dctx, st, payload, answered, members, cut, late, r)); err != nil {
+			s.opts.Logger.WarnContext(ctx, "could not push a post to a follower who raced it", "status", st.ID, "uid", st.UID, "err", err)
+		}
 	}
 	// An author over the threshold (one who passed it before it was
 	// lowered) is made pulled from here on; this status is still pushed.
