@@ -59,7 +59,7 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 	pipe := s.rdb.Pipeline()
 	for i, a := range as {
 		a.UID, a.Err = 0, nil
-		if a.Token == "" || len(a.Token) > 128 {
+		if !tokenShaped(a.Token) {
 			a.Err = ErrUnauthenticated
 			continue
 		}

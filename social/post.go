@@ -99,7 +99,7 @@ type PostRequest struct {
 // first round trip (but on a cluster, on a session checked there: see
 // post). The session's user is the status's UID.
 func (s *Service) PostAs(ctx context.Context, req PostRequest) (Status, error) {
-	if req.Token == "" || len(req.Token) > 128 {
+	if !tokenShaped(req.Token) {
 		return Status{}, ErrUnauthenticated
 	}
 	in := postInput{replyTo: req.ReplyTo, message: req.Message, admit: req.Admit, note: true}

@@ -2,8 +2,44 @@ package social
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
+
+// TestTokenOfNoShape refuses a token no session can have (empty, or
+// longer than maxTokenLen) without asking Redis anything, to each way in
+// that takes a token; one of maxTokenLen bytes is looked up.
+func TestTokenOfNoShape(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	counter := &commandCounter{}
+	rdb.AddHook(counter)
+	for _, token := range []string{"", strings.Repeat("x", maxTokenLen+1)} {
+		before := counter.roundTrips.Load()
+		if _, err := s.Authenticate(ctx, token); !errors.Is(err, ErrUnauthenticated) {
+			t.Errorf("Authenticate(%d bytes) = %v, want ErrUnauthenticated", len(token), err)
+		}
+		if _, err := s.PostAs(ctx, PostRequest{Token: token, Message: "hi"}); !errors.Is(err, ErrUnauthenticated) {
+			t.Errorf("PostAs(%d bytes) = %v, want ErrUnauthenticated", len(token), err)
+		}
+		a := &Authentication{Token: token}
+		s.AuthenticateMany(ctx, []*Authentication{a}, AuthChecks{})
+		if !errors.Is(a.Err, ErrUnauthenticated) {
+			t.Errorf("AuthenticateMany(%d bytes) = %v, want ErrUnauthenticated", len(token), a.Err)
+		}
+		if n := counter.roundTrips.Load() - before; n != 0 {
+			t.Errorf("a token of %d bytes made %d round trips", len(token), n)
+		}
+	}
+	before := counter.roundTrips.Load()
+	if _, err := s.Authenticate(ctx, strings.Repeat("x", maxTokenLen)); !errors.Is(err, ErrUnauthenticated) {
+		t.Errorf("Authenticate(%d bytes) = %v, want ErrUnauthenticated", maxTokenLen, err)
+	}
+	if counter.roundTrips.Load() == before {
+		t.Errorf("a token of %d bytes was not looked up", maxTokenLen)
+	}
+}
 
 // sessionIndex returns the ids in uid's index of sessions.
 func sessionIndex(tb testing.TB, s *Service, uid int64) []string {

@@ -457,7 +457,7 @@ var (
 // fan-out skipped them meanwhile) before Authenticate returns, or, when
 // that takes longer than rebuildWait, by a worker moments later.
 func (s *Service) Authenticate(ctx context.Context, token string) (int64, error) {
-	if token != "" && len(token) <= 128 && s.checksSessionInNote() {
+	if tokenShaped(token) && s.checksSessionInNote() {
 		id := hashToken(token)
 		if uid, known := s.sessionUsers.Get(id); known && !s.touches.recent(uid) {
 			return s.authenticateNoting(ctx, id, uid)
@@ -499,7 +499,7 @@ func (s *Service) authenticateNoting(ctx context.Context, id string, uid int64) 
 // sessionUser is Authenticate but for the activity, which its caller notes
 // with what it reads next (queueNote).
 func (s *Service) sessionUser(ctx context.Context, token string) (int64, error) {
-	if token == "" || len(token) > 128 {
+	if !tokenShaped(token) {
 		return 0, ErrUnauthenticated
 	}
 	id := hashToken(token)
@@ -765,6 +765,14 @@ func newToken() (token, hash string) {
 	token = base64.RawURLEncoding.EncodeToString(b)
 	return token, hashToken(token)
 }
+
+// tokenShaped reports whether token may be a session's: one is never
+// empty, nor longer than maxTokenLen (newToken makes 43 bytes). Any other
+// is refused before it is hashed or sent to Redis.
+func tokenShaped(token string) bool { return token != "" && len(token) <= maxTokenLen }
+
+// maxTokenLen is the longest token a session is looked up by.
+const maxTokenLen = 128
 
 func hashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
