@@ -471,6 +471,15 @@ func userIDs(users []User) []int64 {
 	return ids
 }
 
+// userChannels returns the event channels of users.
+func userChannels(s *Service, users []User) []string {
+	channels := make([]string, len(users))
+	for i, u := range users {
+		channels[i] = s.UserChannel(u.ID)
+	}
+	return channels
+}
+
 // A status reaches the timeline of every list that holds its author, over
 // as many passes as the lists need, whatever the author's followers; the
 // first runs inside Post. A list that takes the author in while the job

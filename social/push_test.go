@@ -280,12 +280,7 @@ func TestPushOnlyIfConnected(t *testing.T) {
 	ctx := ctxT(t)
 	author := signUp(t, s, "author")
 	fans := followersOf(t, s, "author", 4)
-	var uids []int64
-	var channels []string
-	for _, f := range fans {
-		uids = append(uids, f.ID)
-		channels = append(channels, s.UserChannel(f.ID))
-	}
+	uids, channels := userIDs(fans), userChannels(s, fans)
 	// f00 and f02 to be reached only if active or connected, f00 is
 	// connected, neither active; f01 live.
 	rdb.ZAdd(ctx, s.opts.ConnectedKey, redisZ(1, itoa(fans[0].ID)), redisZ(1, itoa(fans[1].ID)))
@@ -361,12 +356,7 @@ func TestPushOnlyIfConnectedInOneMessage(t *testing.T) {
 	without := New(rdb, opts)
 	author := signUp(t, withInstances, "author")
 	fans := followersOf(t, withInstances, "author", 3)
-	var uids []int64
-	var channels []string
-	for _, f := range fans {
-		uids = append(uids, f.ID)
-		channels = append(channels, withInstances.UserChannel(f.ID))
-	}
+	uids, channels := userIDs(fans), userChannels(withInstances, fans)
 	// f00 and f02 to be reached only if active or connected: f00 is
 	// connected, f02 is neither; f01 is live.
 	rdb.ZAdd(ctx, opts.ConnectedKey, redisZ(1, itoa(fans[0].ID)), redisZ(1, itoa(fans[1].ID)))
