@@ -1,13 +1,22 @@
 package social
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"chorus/internal/luatext"
 	"chorus/internal/redistest"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // signUpToken signs up login and returns the user with a session token.
@@ -366,12 +375,6 @@ func TestAwayFollowerReachedWhileConnected(t *testing.T) {
 				// in two round trips more (pushReturned)
 				reached, want = append(reached, goes, comes, returns), want+2
 			}
-			if moved {
-				// The unfollow count moved during a post to every follower:
-				// the followers read again once the status is written
-				// (pushLate), none new.
-				want++
-			}
 			if trips != want {
 				t.Errorf("the post made %d round trips, want %d", trips, want)
 			}
@@ -380,6 +383,12 @@ func TestAwayFollowerReachedWhileConnected(t *testing.T) {
 				if want := slices.Contains(reached, f); want != slices.Contains(got, st.ID) {
 					t.Errorf("%s's home = %v; reached: %v", f.Login, got, want)
 				}
+			}
+			// The unfollow count moved during a post to every follower:
+			// its job is left to a worker, who reads the followers again
+			// (lateFollowers), in no round trip of the post's.
+			if left := rdb.Exists(ctx, s.keys.job(postJobID(st.ID))).Val() == 1; left != moved {
+				t.Errorf("the post's job left: %v, want %v", left, moved)
 			}
 		})
 	}
@@ -422,5 +431,78 @@ func TestFollowerBackAsAPostIsMade(t *testing.T) {
 	}
 	if got := homeIDs(t, s, stays.ID); slices.Contains(got, st.ID) {
 		t.Errorf("the follower still away: home %v holds status %d", got, st.ID)
+	}
+}
+
+// TestPostAnsweredThoughAReturnPushFailed fails the push to a follower
+// back as a post is made (pushReturned, on a cluster): the status is
+// written and its job done, so the post answers it and logs that the push
+// failed, rather than answer an error that a retry would turn into a
+// second status. On one Redis the pushes check the activity after the
+// write, and no such push is made.
+func TestPostAnsweredThoughAReturnPushFailed(t *testing.T) {
+	t.Parallel()
+	var logged bytes.Buffer
+	s, rdb := newService(t, Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	ctx := ctxT(t)
+	s.opts.ConnectedKey = s.keys.prefix + "connected" // presence kept: the away are skipped
+	author := signUp(t, s, "author")
+	away, token := signUpToken(t, s, "away")
+	follow(t, s, away.ID, "author")
+	post(t, s, author.ID, "loads the scripts")
+	lastSeenAgo(t, s, away.ID, 8*24*time.Hour)
+	failing := &failPushAlone{}
+	rdb.AddHook(failing)
+	s.afterQueue = func() {
+		s.afterQueue = nil
+		if _, err := s.Authenticate(ctx, token); err != nil {
+			t.Error(err)
+		}
+	}
+	s.afterWrite = func() { failing.armed.Store(true) }
+	st := post(t, s, author.ID, "as you come back")
+	if redistest.OnCluster() != failing.failed.Load() {
+		t.Fatalf("a push alone failed: %v, want %v", failing.failed.Load(), redistest.OnCluster())
+	}
+	if redistest.OnCluster() && !strings.Contains(logged.String(), "status="+itoa(st.ID)) {
+		t.Errorf("nothing logged of status %d: %q", st.ID, logged.String())
+	}
+	if n, err := rdb.Exists(ctx, s.keys.status(st.ID)).Result(); err != nil || n != 1 {
+		t.Errorf("status %d exists: %d %v", st.ID, n, err)
+	}
+	if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
+		t.Errorf("%d jobs left", n)
+	}
+}
+
+// failPushAlone fails, once armed, the first pipeline that runs push.lua
+// without advance.lua (a post's own last round trip carries both).
+type failPushAlone struct {
+	armed, failed atomic.Bool
+}
+
+func (h *failPushAlone) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failPushAlone) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *failPushAlone) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		runs := func(sc *redis.Script, text string) bool {
+			for _, c := range cmds {
+				if args := c.Args(); len(args) > 1 && (args[1] == sc.Hash() || args[1] == text) {
+					return true
+				}
+			}
+			return false
+		}
+		if h.armed.Load() && runs(pushScript, pushText) && !runs(advanceScript, luatext.Compact(advanceSource)) &&
+			h.failed.CompareAndSwap(false, true) {
+			err := errors.New("push refused by the test")
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		return next(ctx, cmds)
 	}
 }

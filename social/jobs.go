@@ -83,8 +83,8 @@ type job struct {
 	kind     jobKind // "kind"
 	uid      int64   // "uid": the author, or the reader whose home a refill fills
 	sid      int64   // "sid": the status (post, delete, list_post, list_delete)
-	cursor   float64 // "cursor": the score of the last member done, 0 before the first
-	until    string  // "until": the last score the job reaches, read by its first pass ("" before)
+	cursor   float64 // "cursor": the score of the last member done, 0 before the first (racedCursor: a post's page raced, see lateFollowers)
+	until    string  // "until": the last score the job reaches, read by its first pass ("" before, and after a post's own page: see pushPost)
 	payload  string  // "payload": the frame the job carries (post, delete, list_post, list_delete, drop_reactions)
 	of       int64   // "of": the original of the deleted repost entry (drop_reactions), 0 for a status
 	ready    bool    // "ready": what the job reads is written (see queueJob)

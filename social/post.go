@@ -47,30 +47,25 @@ import (
 //     followers, in one message that each instance hands to those of them
 //     it holds streams of, whom they went to written in the job
 //     (queueFrames), so that they leave Redis without waiting for the
-//     pushes;
-//  3. on a cluster, the status written, and the pushes to the page, each
-//     frame with its push (push.lua, see homePush);
+//     pushes; and after the status, the followers counted up to the
+//     page's end, and the author's unfollow count (lateFollowers);
+//  3. on a cluster, the status written, the followers counted after it
+//     as on one Redis in 2, and the pushes to the page, each frame with
+//     its push (push.lua, see homePush);
 //  4. (3 on one Redis) the pushes, on one Redis, with no frames (unless 2
 //     left them to the pushes: the author's unfollow count moved since 1,
 //     and the page's activity is then read first, one round trip more, as
 //     it is when the frames call ran again after 2, see followerActivity);
-//     the job finished, or moved past the page, marked ready and given its
-//     stream entry; and the status and its author looked at again: a
-//     deletion of the status that raced the push is undone there, and a
-//     suspension or an account deletion since the first is followed
-//     (settleAuthor; more round trips, rarely); on a cluster, the activity
-//     of those of the page found away in 2 read again, now that the status
-//     is written, and the status pushed to any back since (pushReturned;
-//     two round trips more, rarely); and for a page that was the author's
-//     every follower, their count and the author's unfollow count read
-//     again, now that the status is written: when either moved, or the
-//     page was cut at the follow sequence, the followers are read again
-//     and the status pushed to any new among them (pushLate; more round
-//     trips, rarely), a follow having taken its
-//     place in the follow sequence before the page was read but entered
-//     the author's followers after, and copied the author's statuses
-//     before this one was written. An error in these two last is logged,
-//     and the post answered: its status is written.
+//     the job finished, or moved past the page (or to its start again,
+//     when the count says a follow raced the page: see lateFollowers),
+//     marked ready and given its stream entry; and the status and its
+//     author looked at again: a deletion of the status that raced the
+//     push is undone there, and a suspension or an account deletion since
+//     the first is followed (settleAuthor; more round trips, rarely); on a
+//     cluster, the activity of those of the page found away in 2 read
+//     again, now that the status is written, and the status pushed to any
+//     back since (pushReturned; two round trips more, rarely: an error
+//     there is logged, and the post answered, its status written).
 //
 // A reply reads its parent in the first round trip, and checks blocks and
 // takes its id in one more (so that a reply to no status takes none);
@@ -341,10 +336,12 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	// On one Redis the followers' last requests and presence's set are
 	// read later, when at all (see followerActivity).
 	act := s.queueActivity(dctx, pipe, members, answered, oneRedis)
+	var late *lateFollowers
 	if oneRedis {
 		if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
 			return err
 		}
+		late = s.queueLateFollowers(dctx, pipe, st.UID, members, last, full)
 		if len(members) > 0 {
 			frames = s.queueFrames(dctx, pipe, homeJob, st.UID, st.ID, string(payload), members, answered, r.unfollows.Val())
 		}
@@ -397,6 +394,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
 			return err
 		}
+		late = s.queueLateFollowers(dctx, pipe, st.UID, members, last, full)
 		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, nil, r.unfollows.Val())
 		cmds, err := pipe.Exec(dctx)
 		if added, err = h.results(dctx, s.rdb, cmds, err); err != nil {
@@ -408,26 +406,30 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	}
 
 	// The last: on one Redis the pushes (sending the frames 2 left to
-	// them); the job past the page, ready for the next pass; and the
-	// status looked at again. The job's later passes reach up to a follow
-	// sequence read by the first of them, not until: a follow that took
-	// its place after until, and copied the author's statuses before this
-	// one was written, is behind the page yet lacks the status; one after
-	// that read copies it (see postPass).
+	// them); the job past the page, ready for the next pass (or finished);
+	// and the status looked at again. The job's later passes reach up to a
+	// follow sequence read by the first of them, not until: a follow that
+	// took its place after until, and copied the author's statuses before
+	// this one was written, is behind the page yet lacks the status; one
+	// after that read copies it (see postPass). A follow that raced the
+	// page has the next pass begin again at the first follower, and a page
+	// that was every follower then has one (see lateFollowers).
 	j := job{key: homeJob, kind: jobPost, uid: st.UID, sid: st.ID}
 	next := j
 	next.ready = true
 	finish := "1"
-	if full {
-		next.cursor = last
-		finish = "0"
-	}
-	if oneRedis {
-		finish += "!" // nothing written at maxmemory, where the pushes before it are refused
+	switch {
+	case late.raced(r):
+		next.cursor, finish = racedCursor, "0"
+	case full:
+		next.cursor, finish = last, "0"
 	}
 	args := []any{jobGroup, "0", finish}
-	if full {
+	if finish == "0" {
 		args = append(args, j.moves(next)...)
+	}
+	if oneRedis {
+		args[2] = finish + "!" // nothing written at maxmemory, where the pushes before it are refused
 	}
 	pipe = s.rdb.Pipeline()
 	if oneRedis {
@@ -457,14 +459,6 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 			away.queueReads(dctx, pipe, s)
 		}
 	}
-	// A page that was the author's every follower finishes the job: who
-	// follows now, the status written, is checked against it (see
-	// pushLate).
-	var late *lateFollowers
-	if !full {
-		// The count by MGET, which answers none without an error.
-		late = &lateFollowers{count: pipe.ZCard(dctx, k.followers(st.UID)), unfollows: pipe.MGet(dctx, k.unfollows(st.UID))}
-	}
 	cmds, err = pipe.Exec(dctx)
 	if oneRedis {
 		added, err = h.results(dctx, s.rdb, cmds, err)
@@ -484,20 +478,19 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		}
 	} else if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
 		return err
-	} else {
+	} else if err := s.pushReturned(dctx, st, payload, away, r); err != nil {
 		// The status is written and its job done: a follower who raced
 		// the post and is not reached for an error here is logged, and
 		// the post answered, which a retry would make twice.
-		cut := len(members) < len(r.page.members.Val())
-		if err := errors.Join(s.pushReturned(dctx, st, payload, away, r), s.pushLate(dctx, st, payload, answered, members, cut, late, r)); err != nil {
-			s.opts.Logger.WarnContext(ctx, "could not push a post to a follower who raced it", "status", st.ID, "uid", st.UID, "err", err)
-		}
+		s.opts.Logger.WarnContext(ctx, "could not push a post to a follower back as it was made", "status", st.ID, "uid", st.UID, "err", err)
 	}
 	// An author over the threshold (one who passed it before it was
 	// lowered) is made pulled from here on; this status is still pushed.
+	// The status is written: a promotion not queued for an error is
+	// logged, and left to the author's next post.
 	if t := s.opts.PullThreshold; t > 0 && r.followers.Val() >= int64(t) && r.promoting.Val() == 0 {
-		if err := s.queuePromotion(ctx, st.UID); err != nil {
-			return err
+		if err := s.queuePromotion(dctx, st.UID); err != nil {
+			s.opts.Logger.WarnContext(ctx, "could not queue an author's promotion to pulled", "uid", st.UID, "err", err)
 		}
 	}
 	if listJob != "" {
@@ -520,72 +513,68 @@ func (s *Service) pushReturned(ctx context.Context, st Status, payload []byte, a
 	return s.pushStatus(ctx, st.UID, st.ID, 0, string(payload), back, connected, nil, r.unfollows.Val())
 }
 
-// lateFollowers is what a post whose page was its author's every follower
-// reads of them once its status is written: how many they are, and the
-// author's unfollow count.
+// lateFollowers is what a post reads of its author's followers once its
+// status is written (after its writes to the author's profile, in the same
+// transaction on one Redis, and on a cluster in the same pipeline to the
+// author's shard, where the followers are too): how many are scored up to
+// its page's end (its last member's score, or, for a page that was every
+// follower, without end), and the author's unfollow count.
+//
+// A follow takes its place in the follow sequence before it joins the
+// author's followers, and copies the author's statuses after: one that
+// took its place before the page was read, but joined after, may have
+// copied them before the status was written, and the page lacks them,
+// though they are scored inside it (below a follow that took its place
+// after theirs but joined first) or past it in a page that was every
+// follower. While the count is the page's and the unfollow count the one
+// read before the page (an unfollow counts itself, and a follow's score
+// changes only by an unfollow and a follow again), none came; else (and
+// when the page was cut at the follow sequence: members scored past it, a
+// follow that came between the two reads, on a cluster, where they are on
+// different shards) the job's next pass begins again at the first follower
+// (racedCursor), reading the follow sequence as a first pass does
+// (postPass): the homes that have the status already are left as they are
+// and sent no frame, and those who lack it get it, from Redis, so that a
+// death of this instance loses none. A follow that joins after these reads
+// copies the status.
 type lateFollowers struct {
+	page      int // the page's members
 	count     *redis.IntCmd
 	unfollows *redis.SliceCmd // [count], nil when none was counted
 }
 
-// pushLate pushes status st to the followers of its author who were not
-// in its page (members, read in the post's first round trip, the author's
-// every follower then) but follow now that it is written (late, nil for a
-// page that was not every follower): a follow that took its place in the
-// follow sequence before the page was read, but entered the author's
-// followers after, may have copied the author's statuses into the
-// follower's home before this one was written. A follow that enters them
-// after the count read here copies it. While the count and the unfollow
-// count are those read before the page (an unfollow counts itself; a
-// follow adds one), none came, and this costs nothing; else the followers
-// are read again, one round trip, and the status pushed to those new, as a
-// page's (answered, see answeredOnly), a few more. So are they when the
-// page was cut (cut: members scored past the follow sequence read before
-// it, a follow that came between the two reads, on a cluster, where they
-// are on different shards), whose copy of the author's statuses may yet
-// have come before this one was written.
-func (s *Service) pushLate(ctx context.Context, st Status, payload []byte, answered int64, members []string, cut bool, late *lateFollowers, r postReads) error {
-	if late == nil {
-		return nil
+// racedCursor is the cursor of a post's job whose page a follow raced: its
+// next pass begins at the first follower (every follow number is 1 or
+// more), and is not a first pass (which finds the status pulled, or its
+// author due to be, when so).
+const racedCursor = -1
+
+// queueLateFollowers queues on pipe, after the status's writes, the reads
+// of the followers of author that the post's page (members, the last
+// scored last, full when more may follow) is checked against.
+func (s *Service) queueLateFollowers(ctx context.Context, pipe redis.Pipeliner, author int64, members []string, last float64, full bool) *lateFollowers {
+	end := "+inf"
+	if full {
+		end = score(last)
 	}
-	var unfollows string
-	if v := late.unfollows.Val(); len(v) == 1 {
-		unfollows, _ = v[0].(string)
+	// The unfollow count by MGET, which answers none without an error (in
+	// a transaction, GET's redis.Nil would fail it).
+	return &lateFollowers{
+		page:      len(members),
+		count:     pipe.ZCount(ctx, s.keys.followers(author), "-inf", end),
+		unfollows: pipe.MGet(ctx, s.keys.unfollows(author)),
 	}
-	if !cut && late.count.Val() == r.followers.Val() && unfollows == r.unfollows.Val() {
-		return nil
-	}
-	now, err := s.rdb.ZRangeByScore(ctx, s.keys.followers(st.UID), &redis.ZRangeBy{
-		Min: "-inf", Max: "+inf", Count: int64(s.opts.FanoutPassSize) + lateFollowersRead,
-	}).Result()
-	if err != nil {
-		return err
-	}
-	had := make(map[string]bool, len(members))
-	for _, m := range members {
-		had[m] = true
-	}
-	var fresh []string
-	for _, m := range now {
-		if !had[m] {
-			fresh = append(fresh, m)
-		}
-	}
-	if len(fresh) == 0 {
-		return nil
-	}
-	push, connected, _, err := s.activeFollowers(ctx, fresh, answered)
-	if err != nil {
-		return err
-	}
-	return s.pushStatus(ctx, st.UID, st.ID, 0, string(payload), push, connected, nil, r.unfollows.Val())
 }
 
-// lateFollowersRead is how many followers past a page pushLate reads: a
-// page of the author's every follower grown by more follows than this
-// while a post was made is one whose further followers copy the status
-// themselves, but in the rarest of races.
-const lateFollowersRead = 100
+// raced reports whether a follow may have raced the post's page (see
+// lateFollowers), r being what the post read first.
+func (l *lateFollowers) raced(r postReads) bool {
+	var unfollows string
+	if v := l.unfollows.Val(); len(v) == 1 {
+		unfollows, _ = v[0].(string)
+	}
+	return l.count.Val() != int64(l.page) || unfollows != r.unfollows.Val()
+}
 
 // postQueued makes a post the way a job's passes do: its jobs queued, the
 // status written, the jobs marked ready (queuePostJobs), and their first
