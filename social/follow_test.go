@@ -421,28 +421,11 @@ func TestFollowBetweenAPostsPageAndItsStatus(t *testing.T) {
 	late := signUp(t, s, "late")
 	post(t, s, author.ID, "loads the scripts")
 
-	tookSeq, release, followed := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	s.betweenFollowReads = func() { // the follow's place taken, nothing written
-		s.betweenFollowReads = nil
-		close(tookSeq)
-		<-release
-	}
-	go func() {
-		_, _, err := s.Follow(ctx, late.ID, "author")
-		followed <- err
-	}()
-	select {
-	case <-tookSeq:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the follow did not take its place in the sequence")
-	}
+	finish := stalledFollow(t, s, late.ID, "author")
 	raced := false
 	s.afterQueue = func() { // the page read, the status not yet written
 		s.afterQueue = nil
-		close(release)
-		if err := <-followed; err != nil {
-			t.Error(err)
-		}
+		finish()
 		raced = true
 	}
 	st := post(t, s, author.ID, "as you follow")
@@ -473,7 +456,6 @@ func TestFollowInsideAPostsPage(t *testing.T) {
 		t.Run(fmt.Sprintf("pass=%d", pass), func(t *testing.T) {
 			t.Parallel()
 			s, _ := newService(t, Options{FanoutPassSize: pass})
-			ctx := ctxT(t)
 			author := signUp(t, s, "author")
 			followers := followersOf(t, s, "author", 1)
 			late, mid := signUp(t, s, "late"), signUp(t, s, "mid")
@@ -481,29 +463,12 @@ func TestFollowInsideAPostsPage(t *testing.T) {
 			post(t, s, author.ID, "loads the scripts")
 			waitJobsDone(t, s)
 
-			tookSeq, release, followed := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-			s.betweenFollowReads = func() { // late's place taken, nothing written
-				s.betweenFollowReads = nil
-				close(tookSeq)
-				<-release
-			}
-			go func() {
-				_, _, err := s.Follow(ctx, late.ID, "author")
-				followed <- err
-			}()
-			select {
-			case <-tookSeq:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the follow did not take its place in the sequence")
-			}
+			finish := stalledFollow(t, s, late.ID, "author")
 			follow(t, s, mid.ID, "author") // scored past late: the page's last
 			raced := false
 			s.afterQueue = func() { // the page read, the status not yet written
 				s.afterQueue = nil
-				close(release)
-				if err := <-followed; err != nil {
-					t.Error(err)
-				}
+				finish()
 				raced = true
 			}
 			st := post(t, s, author.ID, "as late follows")
@@ -517,5 +482,34 @@ func TestFollowInsideAPostsPage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// stalledFollow starts uid's follow of login and returns once it has taken
+// its place in the follow sequence, having written nothing; finish lets
+// it go on, and returns once it is done.
+func stalledFollow(t *testing.T, s *Service, uid int64, login string) (finish func()) {
+	t.Helper()
+	tookSeq, release, followed := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	s.betweenFollowReads = func() {
+		s.betweenFollowReads = nil
+		close(tookSeq)
+		<-release
+	}
+	ctx := ctxT(t)
+	go func() {
+		_, _, err := s.Follow(ctx, uid, login)
+		followed <- err
+	}()
+	select {
+	case <-tookSeq:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follow did not take its place in the sequence")
+	}
+	return func() {
+		close(release)
+		if err := <-followed; err != nil {
+			t.Error(err)
+		}
 	}
 }
