@@ -222,7 +222,8 @@ const (
 // which a worker reads. One queued inputsPending gets its hash and a place
 // among the jobs being made (keys.making), and no entry until its maker
 // marks it ready (markReady) or moves it past its first pass (advance): a
-// post whose first pass its maker finishes, most of them, wakes no worker. A worker adopts
+// post whose first pass its maker finishes, most of them, wakes no worker
+// (unless a follow raced its page, see lateFollowers). A worker adopts
 // one whose maker has not marked it ready within JobClaimIdle (adoptJobs),
 // and redoes the maker's writes (makerDone).
 func (s *Service) queueJob(ctx context.Context, c redis.Scripter, j job, inputs jobInputs) *redis.Cmd {

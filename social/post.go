@@ -516,9 +516,11 @@ func (s *Service) pushReturned(ctx context.Context, st Status, payload []byte, a
 // lateFollowers is what a post reads of its author's followers once its
 // status is written (after its writes to the author's profile, in the same
 // transaction on one Redis, and on a cluster in the same pipeline to the
-// author's shard, where the followers are too): how many are scored up to
-// its page's end (its last member's score, or, for a page that was every
-// follower, without end), and the author's unfollow count.
+// author's shard, where the followers are too, so that the shard runs them
+// after the writes; but while the author's slot migrates, where a command
+// redirected by ASK is sent again after the others): how many are scored
+// up to its page's end (its last member's score, or, for a page that was
+// every follower, without end), and the author's unfollow count.
 //
 // A follow takes its place in the follow sequence before it joins the
 // author's followers, and copies the author's statuses after: one that
