@@ -223,7 +223,8 @@ const (
 // among the jobs being made (keys.making), and no entry until its maker
 // marks it ready (markReady) or moves it past its first pass (advance): a
 // post whose first pass its maker finishes, most of them, wakes no worker
-// (unless a follow raced its page, see lateFollowers). A worker adopts
+// (unless a follow or an unfollow of its author raced its page, see
+// lateFollowers). A worker adopts
 // one whose maker has not marked it ready within JobClaimIdle (adoptJobs),
 // and redoes the maker's writes (makerDone).
 func (s *Service) queueJob(ctx context.Context, c redis.Scripter, j job, inputs jobInputs) *redis.Cmd {

@@ -338,9 +338,10 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	act := s.queueActivity(dctx, pipe, members, answered, oneRedis)
 	var late *lateFollowers
 	if oneRedis {
-		if late, err = s.queueWritePostCounting(dctx, pipe, st, path, payload, members, last, full); err != nil {
+		if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
 			return err
 		}
+		late = s.queueLateFollowers(dctx, pipe, st.UID, members, last, full)
 		if len(members) > 0 {
 			frames = s.queueFrames(dctx, pipe, homeJob, st.UID, st.ID, string(payload), members, answered, r.unfollows.Val())
 		}
@@ -390,9 +391,10 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	} else {
 		// 3, on a cluster: the status, and the push with its frames.
 		pipe = s.rdb.Pipeline()
-		if late, err = s.queueWritePostCounting(dctx, pipe, st, path, payload, members, last, full); err != nil {
+		if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
 			return err
 		}
+		late = s.queueLateFollowers(dctx, pipe, st.UID, members, last, full)
 		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, nil, r.unfollows.Val())
 		cmds, err := pipe.Exec(dctx)
 		if added, err = h.results(dctx, s.rdb, cmds, err); err != nil {
@@ -512,10 +514,13 @@ func (s *Service) pushReturned(ctx context.Context, st Status, payload []byte, a
 }
 
 // lateFollowers is what a post reads of its author's followers once its
-// status is written, in the script that writes the author's profile
-// (post_author.lua), so that no follow joins between the two: how many are
-// scored up to its page's end (its last member's score, or, for a page
-// that was every follower, without end), and the author's unfollow count.
+// status is written (after its writes to the author's profile, in the same
+// transaction on one Redis, and on a cluster in the same pipeline to the
+// author's shard, where the followers are too, so that the shard runs them
+// after the writes; but while the author's slot migrates, where a command
+// redirected by ASK is sent again after the others): how many are scored
+// up to its page's end (its last member's score, or, for a page that was
+// every follower, without end), and the author's unfollow count.
 //
 // A follow takes its place in the follow sequence before it joins the
 // author's followers, and copies the author's statuses after: one that
@@ -532,11 +537,12 @@ func (s *Service) pushReturned(ctx context.Context, st Status, payload []byte, a
 // (racedCursor), reading the follow sequence as a first pass does
 // (postPass): the homes that have the status already are left as they are
 // and sent no frame, and those who lack it get it, from Redis, so that a
-// death of this instance loses none. A follow that joins after the count
+// death of this instance loses none. A follow that joins after these reads
 // copies the status.
 type lateFollowers struct {
-	page   int        // the page's members
-	author *redis.Cmd // post_author.lua's answer: {code, count, unfollow count}
+	page      int // the page's members
+	count     *redis.IntCmd
+	unfollows *redis.SliceCmd // [count], nil when none was counted
 }
 
 // racedCursor is the cursor of a post's job whose page a follow raced: its
@@ -545,30 +551,31 @@ type lateFollowers struct {
 // author due to be, when so).
 const racedCursor = -1
 
-// queueWritePostCounting is queueWritePost for a post's own write, with
-// the count of its author's followers that its page (members, the last
+// queueLateFollowers queues on pipe, after the status's writes, the reads
+// of the followers of author that the post's page (members, the last
 // scored last, full when more may follow) is checked against.
-func (s *Service) queueWritePostCounting(ctx context.Context, pipe redis.Pipeliner, st Status, path string, payload []byte, members []string, last float64, full bool) (*lateFollowers, error) {
+func (s *Service) queueLateFollowers(ctx context.Context, pipe redis.Pipeliner, author int64, members []string, last float64, full bool) *lateFollowers {
 	end := "+inf"
 	if full {
 		end = score(last)
 	}
-	author, err := s.queueWritePost(ctx, pipe, st, path, payload, end)
-	return &lateFollowers{page: len(members), author: author}, err
+	// The unfollow count by MGET, which answers none without an error (in
+	// a transaction, GET's redis.Nil would fail it).
+	return &lateFollowers{
+		page:      len(members),
+		count:     pipe.ZCount(ctx, s.keys.followers(author), "-inf", end),
+		unfollows: pipe.MGet(ctx, s.keys.unfollows(author)),
+	}
 }
 
 // raced reports whether a follow may have raced the post's page (see
-// lateFollowers), r being what the post read first. An answer not as
-// expected counts as a race: a worker's pass over the page again costs no
-// more than that.
+// lateFollowers), r being what the post read first.
 func (l *lateFollowers) raced(r postReads) bool {
-	v, _ := l.author.Slice()
-	if len(v) != 3 {
-		return true
+	var unfollows string
+	if v := l.unfollows.Val(); len(v) == 1 {
+		unfollows, _ = v[0].(string)
 	}
-	count, _ := v[1].(int64)
-	unfollows, _ := v[2].(string)
-	return count != int64(l.page) || unfollows != r.unfollows.Val()
+	return l.count.Val() != int64(l.page) || unfollows != r.unfollows.Val()
 }
 
 // postQueued makes a post the way a job's passes do: its jobs queued, the

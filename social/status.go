@@ -111,23 +111,20 @@ func (s *Service) Reply(ctx context.Context, uid, replyTo int64, message string)
 // then, and clients drop it by id.
 func (s *Service) writePost(ctx context.Context, st Status, path string, payload []byte) error {
 	pipe := s.rdb.Pipeline()
-	if _, err := s.queueWritePost(ctx, pipe, st, path, payload, ""); err != nil {
+	if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
 		return err
 	}
 	_, err := pipe.Exec(ctx)
 	return err
 }
 
-// queueWritePost queues writePost's writes on pipe. With end (not ""), the
-// script that writes the author's keys also counts, after them, the
-// author's followers scored up to end, and reads the author's unfollow
-// count (see lateFollowers). It returns that script's call.
-func (s *Service) queueWritePost(ctx context.Context, pipe redis.Pipeliner, st Status, path string, payload []byte, end string) (*redis.Cmd, error) {
+// queueWritePost queues writePost's writes on pipe.
+func (s *Service) queueWritePost(ctx context.Context, pipe redis.Pipeliner, st Status, path string, payload []byte) error {
 	k := s.keys
 	z := redis.Z{Score: float64(st.ID), Member: st.ID}
 	global, err := json.Marshal(protocol.GlobalStatus{Type: protocol.TypeGlobalStatus, Status: st})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	fields := []any{"id", st.ID, "uid", st.UID, "login", st.Login,
 		"name", st.Name, "message", st.Message, "posted", st.Posted.UnixMilli()}
@@ -139,19 +136,14 @@ func (s *Service) queueWritePost(ctx context.Context, pipe redis.Pipeliner, st S
 	}
 	pipe.HSet(ctx, k.status(st.ID), fields...)
 	s.queueConversation(ctx, pipe, st)
-	keys := []string{k.user(st.UID), k.profile(st.UID), k.home(st.UID)}
-	args := []any{st.ID, s.opts.HomeSize, s.bus.Command(), s.bus.UserChannel(st.UID), payload}
-	if end != "" {
-		keys = append(keys, k.followers(st.UID), k.unfollows(st.UID))
-		args = append(args, end)
-	}
-	author := postAuthorScript.Eval(ctx, pipe, keys, args...)
+	postAuthorScript.Eval(ctx, pipe, []string{k.user(st.UID), k.profile(st.UID), k.home(st.UID)},
+		st.ID, s.opts.HomeSize, s.bus.Command(), s.bus.UserChannel(st.UID), payload)
 	pipe.ZAdd(ctx, k.global(), z)
 	pipe.ZRemRangeByRank(ctx, k.global(), 0, int64(-s.opts.GlobalSize-1))
 	if st.RepostOf == nil { // a repost is not in the global timeline
 		s.bus.Queue(ctx, pipe, s.bus.GlobalChannel(), global)
 	}
-	return author, nil
+	return nil
 }
 
 // redoPost does a post's writePost again, for a job whose maker died: a
