@@ -517,8 +517,8 @@ func (s *Service) pushReturned(ctx context.Context, st Status, payload []byte, a
 // status is written (after its writes to the author's profile, in the same
 // transaction on one Redis, and on a cluster in the same pipeline to the
 // author's shard, where the followers are too, so that the shard runs them
-// after the writes; but while the author's slot migrates, where a command
-// redirected by ASK is sent again after the others): how many are scored
+// after the writes; but not while the author's slot migrates, where a
+// command redirected by ASK is sent again after the others): how many are scored
 // up to its page's end (its last member's score, or, for a page that was
 // every follower, without end), and the author's unfollow count.
 //
