@@ -44,7 +44,7 @@ func TestFramesCallAnswers(t *testing.T) {
 		t.Helper()
 		sid++
 		pipe := rdb.Pipeline()
-		job, _ := s.queuePostJobsOn(ctx, pipe, Status{ID: sid, UID: author.ID}, []byte("{}"), false)
+		job, _, _ := s.queuePostJobsOn(ctx, pipe, Status{ID: sid, UID: author.ID}, []byte("{}"), false)
 		if _, err := pipe.Exec(ctx); err != nil {
 			t.Fatal(err)
 		}

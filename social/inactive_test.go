@@ -475,6 +475,16 @@ func TestPostAnsweredThoughAReturnPushFailed(t *testing.T) {
 	}
 }
 
+// runsScript reports whether cmds run sc, by its hash or its text.
+func runsScript(cmds []redis.Cmder, sc *redis.Script, text string) bool {
+	for _, c := range cmds {
+		if args := c.Args(); len(args) > 1 && (args[1] == sc.Hash() || args[1] == text) {
+			return true
+		}
+	}
+	return false
+}
+
 // failPushAlone fails, once armed, the first pipeline that runs push.lua
 // without advance.lua (a post's own last round trip carries both).
 type failPushAlone struct {
@@ -487,15 +497,7 @@ func (h *failPushAlone) ProcessHook(next redis.ProcessHook) redis.ProcessHook { 
 
 func (h *failPushAlone) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		runs := func(sc *redis.Script, text string) bool {
-			for _, c := range cmds {
-				if args := c.Args(); len(args) > 1 && (args[1] == sc.Hash() || args[1] == text) {
-					return true
-				}
-			}
-			return false
-		}
-		if h.armed.Load() && runs(pushScript, pushText) && !runs(advanceScript, luatext.Compact(advanceSource)) &&
+		if h.armed.Load() && runsScript(cmds, pushScript, pushText) && !runsScript(cmds, advanceScript, luatext.Compact(advanceSource)) &&
 			h.failed.CompareAndSwap(false, true) {
 			err := errors.New("push refused by the test")
 			for _, c := range cmds {

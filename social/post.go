@@ -37,7 +37,9 @@ import (
 //     between its reads);
 //  2. the fan-out job queued, not ready, with no stream entry (so a worker
 //     adopts it and finishes the post should this instance die from here
-//     on), and the page's activity (on one Redis none but, for a reply,
+//     on, or Redis fail it: an error once the job's queuing is answered is
+//     logged, and the post answered, see leftToJob), and the page's
+//     activity (on one Redis none but, for a reply,
 //     who follows the author answered: see followerActivity); on one
 //     Redis, in the same transaction
 //     (MULTI/EXEC: what Redis refuses as it queues, a write at maxmemory,
@@ -331,7 +333,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if oneRedis {
 		pipe = s.rdb.TxPipeline()
 	}
-	homeJob, listJob := s.queuePostJobsOn(dctx, pipe, st, payload, toLists)
+	homeJob, listJob, queued := s.queuePostJobsOn(dctx, pipe, st, payload, toLists)
 	var frames *redis.Cmd
 	// On one Redis the followers' last requests and presence's set are
 	// read later, when at all (see followerActivity).
@@ -356,6 +358,9 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		}
 	}
 	if err != nil {
+		if queued.Err() == nil { // answered: the job is there (on one Redis, the transaction ran)
+			return s.leftToJob(ctx, st, err)
+		}
 		return err
 	}
 	if !oneRedis && s.afterQueue != nil {
@@ -372,7 +377,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		// after the transaction (a Redis that lost its scripts answered
 		// NOSCRIPT within it), on a reply's follows as they were then.
 		if err := act.readOnline(dctx, s); err != nil {
-			return err
+			return s.leftToJob(ctx, st, err)
 		}
 	}
 	push, connected, onlyIfOn := act.active(r.now.Val(), s.opts.InactiveAfter)
@@ -397,8 +402,13 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		late = s.queueLateFollowers(dctx, pipe, st.UID, members, last, full)
 		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, connected, nil, r.unfollows.Val())
 		cmds, err := pipe.Exec(dctx)
+		// A slot being migrated answers TRYAGAIN to a script whose keys
+		// are moved in part (the author's first status, say): sent again,
+		// and the count behind it, once they are (behind it but for an
+		// ASK, see lateFollowers).
+		err = resendTryAgain(dctx, s.rdb, cmds, err, late.reads()...)
 		if added, err = h.results(dctx, s.rdb, cmds, err); err != nil {
-			return err
+			return s.leftToJob(ctx, st, err)
 		}
 		if s.afterWrite != nil {
 			s.afterWrite()
@@ -442,7 +452,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		h = s.queuePush(dctx, pipe, st.UID, st.ID, 0, string(payload), uids, live, onlyIfOn, r.unfollows.Val())
 		h.bySource()
 	}
-	advanceScript.Eval(dctx, pipe, []string{homeJob, k.jobs(), k.making()}, args...)
+	advanced := advanceScript.Eval(dctx, pipe, []string{homeJob, k.jobs(), k.making()}, args...)
 	if listJob != "" {
 		flagJobsScript.Eval(dctx, pipe, s.flagKeys(listJob), "ready")
 	}
@@ -460,11 +470,23 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		}
 	}
 	cmds, err = pipe.Exec(dctx)
+	// Whether this post moved its job past the page, or finished it (0: a
+	// worker took the job over, and redoes the post).
+	moved, _ := advanced.Int64()
+	if err != nil && moved == 1 {
+		// What else failed here is left to no one, and is sent again.
+		err = resendFailed(dctx, s.rdb, cmds)
+	}
 	if oneRedis {
 		added, err = h.results(dctx, s.rdb, cmds, err)
 	}
 	if err != nil {
-		return err
+		if moved != 1 {
+			return s.leftToJob(ctx, st, err)
+		}
+		// The status is written: a retry would post it twice.
+		s.opts.Logger.ErrorContext(ctx, "could not finish a post once its job moved on", "status", st.ID, "uid", st.UID, "err", err)
+		return nil
 	}
 	if exists.Val() == 0 {
 		// Those the frames call framed are told too, connected or not as
@@ -474,7 +496,9 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 			told[i] = connected[i] || framed[i]
 		}
 		if err := s.unpush(dctx, st.ID, uids, added, told); err != nil {
-			return err
+			// Its job done, the status deleted: read as deleted, and in no
+			// home's later reads (see the Timelines of docs/API.md).
+			s.opts.Logger.WarnContext(ctx, "could not take a deleted post back out of its followers' homes", "status", st.ID, "uid", st.UID, "err", err)
 		}
 	} else if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
 		return err
@@ -496,6 +520,18 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	if listJob != "" {
 		s.inlinePass(ctx, listJob)
 	}
+	return nil
+}
+
+// leftToJob answers err, met by post st once its job was queued (the
+// second round trip answered), as what it is: no failure of the post. The
+// job holds the status, and its worker writes what this instance did not
+// (a pass; or, when the job was not made ready, a redo once JobClaimIdle
+// passed, see makerDone). A retry the client made of an answer that
+// failed would post the status twice. So err is logged, and the post
+// answered: its status reaches every follower, late.
+func (s *Service) leftToJob(ctx context.Context, st Status, err error) error {
+	s.opts.Logger.WarnContext(ctx, "a post failed once queued; its job finishes it", "status", st.ID, "uid", st.UID, "err", err)
 	return nil
 }
 
@@ -578,6 +614,9 @@ func (l *lateFollowers) raced(r postReads) bool {
 	return l.count.Val() != int64(l.page) || unfollows != r.unfollows.Val()
 }
 
+// reads returns the commands of l's reads.
+func (l *lateFollowers) reads() []redis.Cmder { return []redis.Cmder{l.count, l.unfollows} }
+
 // postQueued makes a post the way a job's passes do: its jobs queued, the
 // status written, the jobs marked ready (queuePostJobs), and their first
 // passes run.
@@ -585,6 +624,9 @@ func (s *Service) postQueued(ctx context.Context, st Status, path string, payloa
 	homeJob, listJob, err := s.queuePostJobs(ctx, st, path, payload, toLists)
 	if err != nil {
 		return fmt.Errorf("post by %d: %w", st.UID, err)
+	}
+	if homeJob == "" {
+		return nil // left to the job (leftToJob)
 	}
 	s.inlinePass(ctx, homeJob)
 	if listJob != "" {
@@ -595,48 +637,62 @@ func (s *Service) postQueued(ctx context.Context, st Status, path string, payloa
 
 // queuePostJobs queues status st's fan-out jobs (the lists' too when
 // toLists), writes the status, and marks the jobs ready. It returns the
-// jobs' keys ("" for no list job).
+// jobs' keys ("" for no list job; both "" when a failure once the home job
+// was queued left the post to it, see leftToJob).
 func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, payload []byte, toLists bool) (homeJob, listJob string, err error) {
 	pipe := s.rdb.Pipeline()
-	homeJob, listJob = s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
+	homeJob, listJob, queued := s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
 	if _, err := pipe.Exec(ctx); err != nil {
+		if queued.Err() == nil {
+			return "", "", s.leftToJob(ctx, st, err)
+		}
 		return "", "", err
 	}
 	if s.afterQueue != nil {
 		s.afterQueue()
 	}
-	if err := s.writePost(ctx, st, path, payload); err != nil {
-		return "", "", err
-	}
-	dctx, cancel := detached(ctx) // as pushPost's last round trip
+	// Detached from here on, as pushPost is once its job is queued.
+	dctx, cancel := detached(ctx)
 	defer cancel()
+	if err := s.writePost(dctx, st, path, payload); err != nil {
+		return "", "", s.leftToJob(ctx, st, err)
+	}
 	pipe = s.rdb.Pipeline()
 	ready := []string{homeJob}
 	if listJob != "" {
 		ready = append(ready, listJob)
 	}
-	flagJobsScript.Eval(dctx, pipe, s.flagKeys(ready...), "ready")
+	flagged := flagJobsScript.Eval(dctx, pipe, s.flagKeys(ready...), "ready")
 	look := s.queueAuthorLook(dctx, pipe, st.UID)
-	if _, err := pipe.Exec(dctx); err != nil {
-		return "", "", err
+	cmds, err := pipe.Exec(dctx)
+	if err != nil && flagged.Err() == nil {
+		err = resendFailed(dctx, s.rdb, cmds) // the jobs are ready: no redo looks
+	}
+	if err != nil {
+		if flagged.Err() != nil {
+			return "", "", s.leftToJob(ctx, st, err)
+		}
+		s.opts.Logger.ErrorContext(ctx, "could not look at a post's author again once its jobs were ready", "status", st.ID, "uid", st.UID, "err", err)
+		return homeJob, listJob, nil
 	}
 	return homeJob, listJob, s.settleAuthorOf(dctx, st.UID, st.ID, look.Val())
 }
 
 // queuePostJobsOn queues on pipe status st's fan-out jobs, the lists' too
-// when toLists, and returns their keys ("" for no list job). Neither job
+// when toLists, and returns their keys ("" for no list job) and the command
+// that queues the home job (answered without an error once it is there). Neither job
 // is ready until the status is written: a worker that reads one before
 // waits (see makerDone), so no pass looks for a status that is not there
 // yet and ends its job.
-func (s *Service) queuePostJobsOn(ctx context.Context, pipe redis.Pipeliner, st Status, payload []byte, toLists bool) (homeJob, listJob string) {
+func (s *Service) queuePostJobsOn(ctx context.Context, pipe redis.Pipeliner, st Status, payload []byte, toLists bool) (homeJob, listJob string, queued *redis.Cmd) {
 	k := s.keys
 	post := job{kind: jobPost, uid: st.UID, sid: st.ID, payload: string(payload)}
 	homeJob = k.job(post.id())
-	s.queueJob(ctx, pipe, post, inputsPending)
+	queued = s.queueJob(ctx, pipe, post, inputsPending)
 	if toLists {
 		post.kind = jobListPost
 		listJob = k.job(post.id())
 		s.queueJob(ctx, pipe, post, inputsPending)
 	}
-	return homeJob, listJob
+	return homeJob, listJob, queued
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"chorus/internal/luatext"
 	"chorus/internal/redistest"
 	"chorus/internal/testio"
 
@@ -122,10 +125,7 @@ func postTrips(tb testing.TB, dying *Service, author int64) []int {
 // each connected follower's stream once, by another instance's worker.
 func TestPostSurvivesDeathAnywhere(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.Backend(t)
-	opts := Options{Prefix: prefix, BcryptCost: 4, JobClaimIdle: 500 * time.Millisecond, HashWait: time.Minute}
-	survivor := New(rdb, opts)
-	dying := mortal(t, rdb, opts)
+	survivor, dying, rdb, _ := instances(t, 500*time.Millisecond)
 	ctx := ctxT(t)
 
 	// A post that lives through, to learn the round trips a post makes.
@@ -158,17 +158,17 @@ func TestPostSurvivesDeathAnywhere(t *testing.T) {
 		victims[i] = victim{death: d, author: a, followers: fs}
 	}
 	l := listen(t, survivor, rdb, channels...)
+	answered := make([]bool, len(victims))
 	for i, v := range victims {
-		if _, err := dying.Post(context.WithValue(ctx, deathKey{}, v.death), v.author.ID, fmt.Sprintf("death %d", i)); err == nil {
-			t.Fatalf("a post that died after %d round trips and %d commands succeeded", v.death.before, v.death.sent)
-		}
+		_, err := dying.Post(context.WithValue(ctx, deathKey{}, v.death), v.author.ID, fmt.Sprintf("death %d", i))
+		answered[i] = err == nil
 	}
 	startWorker(t, survivor, "survivor")
 	waitJobsDone(t, survivor)
 	time.Sleep(300 * time.Millisecond) // a frame sent twice comes right behind
 	frames := eventsSoFar(t, l)
 	posted := 0
-	for _, v := range victims {
+	for i, v := range victims {
 		mine := zsetIDs(t, survivor, survivor.keys.profile(v.author.ID))
 		if len(mine) > 1 {
 			t.Fatalf("%s's profile holds %v", v.author.Login, mine)
@@ -198,6 +198,13 @@ func TestPostSurvivesDeathAnywhere(t *testing.T) {
 		}
 		if d := v.death; !queued && (d.before > 1 || d.before == 1 && d.sent >= jobAt) {
 			t.Errorf("died after %d round trips and %d commands, its job queued: the post was lost", d.before, d.sent)
+		}
+		// A post answers its status once it knows its job queued (the
+		// command that queues it answered), and only then: a client that
+		// retries a failed post does not post it twice.
+		if d := v.death; answered[i] != (d.before > 1 || d.before == 1 && d.sent >= jobAt) || answered[i] && !queued {
+			t.Errorf("died after %d round trips and %d commands (queued %v): answered %v, want it answered once its job was known queued",
+				d.before, d.sent, queued, answered[i])
 		}
 	}
 	if posted == 0 || posted == len(victims) {
@@ -240,14 +247,16 @@ func TestPostRequestEndedPart(t *testing.T) {
 
 // Redis reaching maxmemory between a post's round trip that writes it and
 // the one that pushes it (on one Redis): the pushes are refused, and so is
-// the job's move past them, which goes in the same round trip. The post
-// answers Redis's error; its job stays, and a worker pushes the status
-// once Redis has room again.
+// the job's move past them, which goes in the same round trip. The post,
+// queued, answers its status and logs Redis's error; its job stays, and a
+// worker pushes the status once Redis has room again.
 func TestPostOutOfMemoryAtItsPushes(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t) // of its own: maxmemory is the server's
 	rdb := redistest.ClientOf(t, srv.URL)
-	s := New(rdb, Options{Prefix: redistest.Prefix(), BcryptCost: 4, HashWait: time.Minute, JobClaimIdle: 200 * time.Millisecond})
+	var logged testio.Buffer
+	s := New(rdb, Options{Prefix: redistest.Prefix(), BcryptCost: 4, HashWait: time.Minute, JobClaimIdle: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	ctx := ctxT(t)
 	author := signUp(t, s, "author")
 	fans := followersOf(t, s, "author", 3)
@@ -258,17 +267,17 @@ func TestPostOutOfMemoryAtItsPushes(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	_, err := s.Post(ctx, author.ID, "pushes refused")
+	st, err := s.Post(ctx, author.ID, "pushes refused")
 	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err == nil || !strings.Contains(err.Error(), "OOM") {
-		t.Fatalf("a post whose pushes Redis refused answered %v, want its OOM error", err)
-	}
-	sid, err := rdb.Get(ctx, s.keys.statusSeq()).Int64()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a post whose pushes Redis refused answered %v, want its status", err)
 	}
+	if log := logged.String(); !strings.Contains(log, "status="+itoa(st.ID)) || !strings.Contains(log, "OOM") {
+		t.Errorf("logged %q, want status %d's OOM error", log, st.ID)
+	}
+	sid := st.ID
 	if n := jobsLeft(t, ctx, rdb, s.keys); n != 1 {
 		t.Fatalf("%d jobs left after the pushes were refused, want the post's", n)
 	}
@@ -308,5 +317,107 @@ func TestCleanupMovesOnAtMaxmemory(t *testing.T) {
 	}
 	if err != nil {
 		t.Errorf("a cleanup's pass at maxmemory: %v", err)
+	}
+}
+
+// A post whose last round trip moved its job on (or finished it) while
+// another of its commands failed there (on one Redis a push, on a cluster
+// the look at the status) sends that command again itself: no worker
+// would. The followers get the status, and nothing is logged as failed.
+func TestPostSendsAgainWhatFailedBesideItsJobsMove(t *testing.T) {
+	t.Parallel()
+	var logged testio.Buffer
+	s, rdb := newService(t, Options{JobClaimIdle: time.Hour, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	fans := followersOf(t, s, "author", 3)
+	post(t, s, author.ID, "loads the scripts")
+	failing := &failBesideAdvance{fail: func(c redis.Cmder) bool {
+		if redistest.OnCluster() {
+			return c.Name() == "exists"
+		}
+		return runsScript([]redis.Cmder{c}, pushScript, pushText)
+	}}
+	rdb.AddHook(failing)
+	s.afterWrite = func() { failing.armed.Store(true) }
+	st := post(t, s, author.ID, "pushed again")
+	if n := failing.failed.Load(); n == 0 {
+		t.Fatal("no command failed beside the job's move")
+	}
+	for _, f := range fans {
+		if got := homeIDs(t, s, f.ID); !slices.Contains(got, st.ID) {
+			t.Errorf("%s's home %v lacks status %d", f.Login, got, st.ID)
+		}
+	}
+	if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
+		t.Errorf("%d jobs left", n)
+	}
+	if log := logged.String(); strings.Contains(log, "level=ERROR") || strings.Contains(log, "level=WARN") {
+		t.Errorf("logged %q, want nothing", log)
+	}
+}
+
+// failBesideAdvance, once armed, fails the commands that fail picks in the
+// first pipeline that runs advance.lua, and sends the others.
+type failBesideAdvance struct {
+	fail   func(redis.Cmder) bool
+	armed  atomic.Bool
+	failed atomic.Int64
+}
+
+func (h *failBesideAdvance) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failBesideAdvance) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *failBesideAdvance) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !runsScript(cmds, advanceScript, luatext.Compact(advanceSource)) || !h.armed.CompareAndSwap(true, false) {
+			return next(ctx, cmds)
+		}
+		var sent, refused []redis.Cmder
+		for _, c := range cmds {
+			if h.fail(c) {
+				refused = append(refused, c)
+			} else {
+				sent = append(sent, c)
+			}
+		}
+		_ = next(ctx, sent)
+		err := errors.New("refused by the test")
+		for _, c := range refused {
+			c.SetErr(err)
+		}
+		h.failed.Add(int64(len(refused)))
+		return err
+	}
+}
+
+// A pulled author's post queues its jobs, then writes its status, then
+// marks the jobs ready. Once they are queued it answers its status, though
+// its instance dies then, and a worker writes it.
+func TestPulledPostAnsweredOnceQueued(t *testing.T) {
+	t.Parallel()
+	survivor, dying, rdb, _ := instances(t, 500*time.Millisecond)
+	ctx := ctxT(t)
+	author := signUp(t, survivor, "author")
+	followersOf(t, survivor, "author", 2)
+	if err := rdb.ZAdd(ctx, survivor.keys.pulledAuthors(), redis.Z{Score: 1, Member: itoa(author.ID)}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	death := &deathAt{at: func(first string) bool { return strings.HasPrefix(first, "hset "+survivor.keys.statusPrefix()) }}
+	st, err := dying.Post(context.WithValue(ctx, deathKey{}, death), author.ID, "queued, then died")
+	if err != nil {
+		t.Fatalf("a pulled post that died writing its status, its jobs queued, answered %v, want its status", err)
+	}
+	death.mu.Lock()
+	dead := death.dead
+	death.mu.Unlock()
+	if !dead {
+		t.Fatal("the post did not die writing its status")
+	}
+	startWorker(t, survivor, "survivor")
+	waitJobsDone(t, survivor)
+	if got := zsetIDs(t, survivor, survivor.keys.profile(author.ID)); !slices.Equal(got, []int64{st.ID}) {
+		t.Errorf("the author's profile %v, want %d", got, st.ID)
 	}
 }

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"chorus/internal/luatext"
 	"chorus/protocol"
@@ -358,6 +360,85 @@ func (h *homePush) results(ctx context.Context, rdb redis.UniversalClient, cmds 
 	}
 	return out, nil
 }
+
+// resendTryAgain waits out, for up to tryAgainRounds rounds of a pause
+// that doubles from tryAgainPause, a Redis Cluster slot that is being
+// migrated to another node: it sends again the commands of cmds (a
+// pipeline's, execErr its error) that Redis answered TRYAGAIN, and the
+// commands of after (reads that must come after them) behind them. Redis
+// answers TRYAGAIN to a command of many keys (a script) in such a slot when
+// some of its keys have moved already and some have not; go-redis follows
+// a pipeline's ASK and MOVED redirections, but sends nothing again for
+// TRYAGAIN, and the command runs once the migration has moved the rest.
+// The commands must be idempotent. It answers the first error left among
+// cmds, or execErr when none of them failed for TRYAGAIN.
+func resendTryAgain(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder, execErr error, after ...redis.Cmder) error {
+	pause := tryAgainPause
+	for round := 0; execErr != nil && round < tryAgainRounds; round++ {
+		var again []redis.Cmder
+		for _, c := range cmds {
+			if redis.IsTryAgainError(c.Err()) {
+				again = append(again, c)
+			}
+		}
+		if len(again) == 0 {
+			return execErr
+		}
+		for _, c := range after {
+			if !slices.Contains(again, c) {
+				again = append(again, c)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(pause):
+		}
+		pause *= 2
+		retry := rdb.Pipeline()
+		for _, c := range again {
+			c.SetErr(nil)
+			_ = retry.Process(ctx, c)
+		}
+		_, _ = retry.Exec(ctx) // each command holds its own answer
+		execErr = firstErr(cmds)
+	}
+	return execErr
+}
+
+// resendFailed sends again, once, the commands of cmds (a pipeline's) that
+// failed (but for redis.Nil, an answer), and answers the first error left
+// among cmds. The commands must be idempotent.
+func resendFailed(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder) error {
+	retry := rdb.Pipeline()
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			c.SetErr(nil)
+			_ = retry.Process(ctx, c)
+		}
+	}
+	if retry.Len() > 0 {
+		_, _ = retry.Exec(ctx) // each command holds its own answer
+	}
+	return firstErr(cmds)
+}
+
+// firstErr returns the first error among cmds, redis.Nil (an answer) aside.
+func firstErr(cmds []redis.Cmder) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
+}
+
+// A slot's migration moves its keys a batch at a time; resendTryAgain waits
+// for it at most 20+40+80+160+320 ms, then lets the job finish the post.
+const (
+	tryAgainRounds = 5
+	tryAgainPause  = 20 * time.Millisecond
+)
 
 // unpush takes status sid out of the home timelines of uids it was just
 // added to (added, as results says), and tells those tell says (the
