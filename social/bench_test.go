@@ -655,5 +655,9 @@ func queuedPostLists(ctx context.Context, s *Service, author User, toLists bool)
 	if err != nil {
 		return "", "", err
 	}
-	return s.queuePostJobs(ctx, st, "", payload, toLists)
+	job, listJob, err = s.queuePostJobs(ctx, st, "", payload, toLists)
+	if err == nil && job == "" {
+		err = fmt.Errorf("status %d left to its job (logged)", st.ID)
+	}
+	return job, listJob, err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -358,10 +359,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		}
 	}
 	if err != nil {
-		if queued.Err() == nil { // answered: the job is there (on one Redis, the transaction ran)
-			return s.leftToJob(ctx, st, err)
-		}
-		return err
+		return s.queueFailed(dctx, st, queued, err)
 	}
 	if !oneRedis && s.afterQueue != nil {
 		s.afterQueue()
@@ -500,13 +498,19 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 			// home's later reads (see the Timelines of docs/API.md).
 			s.opts.Logger.WarnContext(ctx, "could not take a deleted post back out of its followers' homes", "status", st.ID, "uid", st.UID, "err", err)
 		}
-	} else if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
-		return err
-	} else if err := s.pushReturned(dctx, st, payload, away, r); err != nil {
-		// The status is written and its job done: a follower who raced
-		// the post and is not reached for an error here is logged, and
-		// the post answered, which a retry would make twice.
-		s.opts.Logger.WarnContext(ctx, "could not push a post to a follower back as it was made", "status", st.ID, "uid", st.UID, "err", err)
+	} else {
+		if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
+			if err := s.settleFailed(dctx, st, err); err != nil {
+				return err
+			}
+		}
+		if err := s.pushReturned(dctx, st, payload, away, r); err != nil {
+			// The status is written and its job done: a follower who
+			// raced the post and is not reached for an error here is
+			// logged, and the post answered, which a retry would make
+			// twice.
+			s.opts.Logger.WarnContext(ctx, "could not push a post to a follower back as it was made", "status", st.ID, "uid", st.UID, "err", err)
+		}
 	}
 	// An author over the threshold (one who passed it before it was
 	// lowered) is made pulled from here on; this status is still pushed.
@@ -532,6 +536,35 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 // answered: its status reaches every follower, late.
 func (s *Service) leftToJob(ctx context.Context, st Status, err error) error {
 	s.opts.Logger.WarnContext(ctx, "a post failed once queued; its job finishes it", "status", st.ID, "uid", st.UID, "err", err)
+	return nil
+}
+
+// queueFailed answers err, met by the round trip that queued post st's
+// jobs (queued, the commands that queued them, see queuePostJobsOn): when
+// none of them was answered, nothing of the post need be in Redis (but for
+// a connection lost between Redis's work and its answer), and err is
+// answered, which a retry posts once; else the post is left to its jobs
+// (leftToJob), and one that was not queued (on a cluster, where they are
+// not queued in one transaction) is queued again.
+func (s *Service) queueFailed(ctx context.Context, st Status, queued []redis.Cmder, err error) error {
+	if !slices.ContainsFunc(queued, func(c redis.Cmder) bool { return c.Err() == nil }) {
+		return err
+	}
+	if err := resendFailed(ctx, s.rdb, queued); err != nil {
+		s.opts.Logger.ErrorContext(ctx, "could not queue a post's job beside its other one", "status", st.ID, "uid", st.UID, "err", err)
+	}
+	return s.leftToJob(ctx, st, err)
+}
+
+// settleFailed answers err, met by settleAuthorOf once post st's jobs are
+// ready (so that no redo follows): an account deleted meanwhile as it is
+// (errAccountGone), and an error of Redis logged, the post answered; the
+// status is written, and a retry would post it twice.
+func (s *Service) settleFailed(ctx context.Context, st Status, err error) error {
+	if errors.Is(err, ErrUnauthenticated) {
+		return err
+	}
+	s.opts.Logger.ErrorContext(ctx, "could not settle a post with its author's suspension or deletion", "status", st.ID, "uid", st.UID, "err", err)
 	return nil
 }
 
@@ -640,22 +673,23 @@ func (s *Service) postQueued(ctx context.Context, st Status, path string, payloa
 // jobs' keys ("" for no list job; both "" when a failure once the home job
 // was queued left the post to it, see leftToJob).
 func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, payload []byte, toLists bool) (homeJob, listJob string, err error) {
-	pipe := s.rdb.Pipeline()
-	homeJob, listJob, queued := s.queuePostJobsOn(ctx, pipe, st, payload, toLists)
-	if _, err := pipe.Exec(ctx); err != nil {
-		if queued.Err() == nil {
-			return "", "", s.leftToJob(ctx, st, err)
-		}
+	// Detached from the queuing on, as pushPost is: a request that ended
+	// before posts nothing.
+	if err := ctx.Err(); err != nil {
 		return "", "", err
+	}
+	dctx, cancel := detached(ctx)
+	defer cancel()
+	pipe := s.rdb.Pipeline()
+	homeJob, listJob, queued := s.queuePostJobsOn(dctx, pipe, st, payload, toLists)
+	if _, err := pipe.Exec(dctx); err != nil {
+		return "", "", s.queueFailed(dctx, st, queued, err)
 	}
 	if s.afterQueue != nil {
 		s.afterQueue()
 	}
-	// Detached from here on, as pushPost is once its job is queued.
-	dctx, cancel := detached(ctx)
-	defer cancel()
 	if err := s.writePost(dctx, st, path, payload); err != nil {
-		return "", "", s.leftToJob(ctx, st, err)
+		return "", "", s.leftToJob(dctx, st, err)
 	}
 	pipe = s.rdb.Pipeline()
 	ready := []string{homeJob}
@@ -670,29 +704,33 @@ func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, pay
 	}
 	if err != nil {
 		if flagged.Err() != nil {
-			return "", "", s.leftToJob(ctx, st, err)
+			return "", "", s.leftToJob(dctx, st, err)
 		}
 		s.opts.Logger.ErrorContext(ctx, "could not look at a post's author again once its jobs were ready", "status", st.ID, "uid", st.UID, "err", err)
 		return homeJob, listJob, nil
 	}
-	return homeJob, listJob, s.settleAuthorOf(dctx, st.UID, st.ID, look.Val())
+	if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
+		return homeJob, listJob, s.settleFailed(dctx, st, err)
+	}
+	return homeJob, listJob, nil
 }
 
 // queuePostJobsOn queues on pipe status st's fan-out jobs, the lists' too
-// when toLists, and returns their keys ("" for no list job) and the command
-// that queues the home job (answered without an error once it is there). Neither job
+// when toLists, and returns their keys ("" for no list job) and the
+// commands that queue them (each answered without an error once its job
+// is there), the home job's first. Neither job
 // is ready until the status is written: a worker that reads one before
 // waits (see makerDone), so no pass looks for a status that is not there
 // yet and ends its job.
-func (s *Service) queuePostJobsOn(ctx context.Context, pipe redis.Pipeliner, st Status, payload []byte, toLists bool) (homeJob, listJob string, queued *redis.Cmd) {
+func (s *Service) queuePostJobsOn(ctx context.Context, pipe redis.Pipeliner, st Status, payload []byte, toLists bool) (homeJob, listJob string, queued []redis.Cmder) {
 	k := s.keys
 	post := job{kind: jobPost, uid: st.UID, sid: st.ID, payload: string(payload)}
 	homeJob = k.job(post.id())
-	queued = s.queueJob(ctx, pipe, post, inputsPending)
+	queued = append(queued, s.queueJob(ctx, pipe, post, inputsPending))
 	if toLists {
 		post.kind = jobListPost
 		listJob = k.job(post.id())
-		s.queueJob(ctx, pipe, post, inputsPending)
+		queued = append(queued, s.queueJob(ctx, pipe, post, inputsPending))
 	}
 	return homeJob, listJob, queued
 }

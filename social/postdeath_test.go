@@ -421,3 +421,59 @@ func TestPulledPostAnsweredOnceQueued(t *testing.T) {
 		t.Errorf("the author's profile %v, want %d", got, st.ID)
 	}
 }
+
+// A post whose lists' job Redis refused as it queued the home job (on a
+// cluster, where the two are not queued in one transaction) queues it
+// again, and answers its status, left to its jobs: the lists get it too.
+func TestPostQueuesAgainAJobRefusedBesideTheOther(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{JobClaimIdle: 500 * time.Millisecond})
+	author := signUp(t, s, "author")
+	fan := signUp(t, s, "fan")
+	follow(t, s, fan.ID, "author")
+	list := createList(t, s, fan.ID, "watched")
+	addMember(t, s, fan.ID, list.ID, "author")
+	refusing := &refuseListJob{}
+	rdb.AddHook(refusing)
+	st, err := s.Post(ctxT(t), author.ID, "lists too")
+	if err != nil {
+		t.Fatalf("a post whose home job was queued answered %v, want its status", err)
+	}
+	if !refusing.refused.Load() {
+		t.Fatal("no lists' job was refused")
+	}
+	startWorker(t, s, "worker")
+	waitJobsDone(t, s)
+	if got := listTimelineIDs(t, s, list.ID); !slices.Contains(got, st.ID) {
+		t.Errorf("the list's timeline %v lacks status %d", got, st.ID)
+	}
+	if got := homeIDs(t, s, fan.ID); !slices.Contains(got, st.ID) {
+		t.Errorf("the fan's home %v lacks status %d", got, st.ID)
+	}
+}
+
+// refuseListJob fails the first command that queues a lists' post job, and
+// sends the rest of its pipeline.
+type refuseListJob struct{ refused atomic.Bool }
+
+func (h *refuseListJob) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *refuseListJob) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *refuseListJob) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		i := slices.IndexFunc(cmds, func(c redis.Cmder) bool {
+			args := c.Args()
+			return runsScript([]redis.Cmder{c}, queueJobScript, luatext.Compact(queueJobSource)) &&
+				len(args) > 4 && strings.Contains(fmt.Sprint(args[4]), "job:lists:post:")
+		})
+		if i < 0 || !h.refused.CompareAndSwap(false, true) {
+			return next(ctx, cmds)
+		}
+		refused := cmds[i]
+		_ = next(ctx, slices.Delete(slices.Clone(cmds), i, i+1))
+		err := errors.New("refused by the test")
+		refused.SetErr(err)
+		return err
+	}
+}
