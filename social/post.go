@@ -482,9 +482,12 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		if moved != 1 {
 			return s.leftToJob(ctx, st, err)
 		}
-		// The status is written: a retry would post it twice.
+		// The status is written: a retry would post it twice. What did
+		// answer is followed still.
 		s.opts.Logger.ErrorContext(ctx, "could not finish a post once its job moved on", "status", st.ID, "uid", st.UID, "err", err)
-		return nil
+		if exists.Err() != nil || look.Err() != nil || exists.Val() == 0 && added == nil {
+			return nil
+		}
 	}
 	if exists.Val() == 0 {
 		// Those the frames call framed are told too, connected or not as
@@ -544,8 +547,8 @@ func (s *Service) leftToJob(ctx context.Context, st Status, err error) error {
 // none of them was answered, nothing of the post need be in Redis (but for
 // a connection lost between Redis's work and its answer), and err is
 // answered, which a retry posts once; else the post is left to its jobs
-// (leftToJob), and one that was not queued (on a cluster, where they are
-// not queued in one transaction) is queued again.
+// (leftToJob), and one that was not queued (where they are not queued in
+// one transaction: on a cluster, and a pulled author's) is queued again.
 func (s *Service) queueFailed(ctx context.Context, st Status, queued []redis.Cmder, err error) error {
 	if !slices.ContainsFunc(queued, func(c redis.Cmder) bool { return c.Err() == nil }) {
 		return err
@@ -670,7 +673,7 @@ func (s *Service) postQueued(ctx context.Context, st Status, path string, payloa
 
 // queuePostJobs queues status st's fan-out jobs (the lists' too when
 // toLists), writes the status, and marks the jobs ready. It returns the
-// jobs' keys ("" for no list job; both "" when a failure once the home job
+// jobs' keys ("" for no list job; both "" when a failure once a job
 // was queued left the post to it, see leftToJob).
 func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, payload []byte, toLists bool) (homeJob, listJob string, err error) {
 	// Detached from the queuing on, as pushPost is: a request that ended
@@ -706,7 +709,7 @@ func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, pay
 		if flagged.Err() != nil {
 			return "", "", s.leftToJob(dctx, st, err)
 		}
-		s.opts.Logger.ErrorContext(ctx, "could not look at a post's author again once its jobs were ready", "status", st.ID, "uid", st.UID, "err", err)
+		s.opts.Logger.ErrorContext(ctx, "could not settle a post with its author's suspension or deletion", "status", st.ID, "uid", st.UID, "err", err)
 		return homeJob, listJob, nil
 	}
 	if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {

@@ -368,8 +368,9 @@ func (h *homePush) results(ctx context.Context, rdb redis.UniversalClient, cmds 
 // commands of after (reads that must come after them) behind them. Redis
 // answers TRYAGAIN to a command of many keys (a script) in such a slot when
 // some of its keys have moved already and some have not; go-redis follows
-// a pipeline's ASK and MOVED redirections, but sends nothing again for
-// TRYAGAIN, and the command runs once the migration has moved the rest.
+// a pipeline's ASK and MOVED redirections, but in a plain pipeline sends
+// a command answered TRYAGAIN again only in some cases, and the command
+// runs once the migration has moved the rest.
 // The commands must be idempotent. It answers the first error left among
 // cmds, or execErr when none of them failed for TRYAGAIN.
 func resendTryAgain(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder, execErr error, after ...redis.Cmder) error {
