@@ -129,9 +129,9 @@ func (t *Tracker) Heartbeat(ctx context.Context, uid int64, connID string) error
 // holds connections, the lease keeps them alive. Never send a beat after
 // Disconnect of the same connection.
 //
-// Disconnects that failed are retried first. A beat of a connection this
-// instance does not hold (Connect was never called for it here) registers
-// it. When the lease had run out (the instance
+// The lease is renewed first; then a beat of a connection this instance
+// does not hold (Connect was never called for it here) registers it, and
+// last the disconnects that failed are retried. When the lease had run out (the instance
 // stalled for W and may have been swept, or Redis lost its data), or Redis is
 // another server than at the last call (a restart or a failover, which may
 // have lost recent writes), the instance registers all its connections
@@ -154,21 +154,15 @@ func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 	}
 	holds, leaving := len(t.held) > 0, len(t.leaving) > 0
 	t.mu.Unlock()
+	// The lease first: the disconnects that failed before, retried one
+	// round trip each, and a registration, could take the whole call's
+	// time after a storm of reconnects, and a lease not renewed for W
+	// gets the instance's own users swept (see Sweep).
 	if leaving {
-		t.disconnectAgain(ctx)
+		defer t.disconnectAgain(ctx)
 	}
 	if !holds {
 		return nil
-	}
-	if len(unknown) > 0 {
-		if _, err := t.register(ctx, unknown, 0); err != nil {
-			t.mu.Lock()
-			for _, c := range unknown {
-				delete(t.held, c) // so that the next beat tries again
-			}
-			t.mu.Unlock()
-			return fmt.Errorf("heartbeats: %w", err)
-		}
 	}
 	moved, err := t.serverMoved(ctx)
 	if err != nil {
@@ -195,6 +189,16 @@ func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 	}
 	if lost || moved {
 		t.again.Add(1)
+	}
+	if len(unknown) > 0 {
+		if _, err := t.register(ctx, unknown, 0); err != nil {
+			t.mu.Lock()
+			for _, c := range unknown {
+				delete(t.held, c) // so that the next beat tries again
+			}
+			t.mu.Unlock()
+			return fmt.Errorf("heartbeats: %w", err)
+		}
 	}
 	t.registerAgain(ctx) // when due, until it succeeds
 	return nil

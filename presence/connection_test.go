@@ -535,3 +535,67 @@ func (c countRegister) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (countRegister) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// A tick renews the lease before it retries the disconnects that failed:
+// retries that take the whole call's time (a Redis slow after a storm of
+// reconnects) do not let the lease run out, which would get the instance's
+// own users swept.
+func TestLeaseRenewedBeforeFailedDisconnectsAreRetried(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	var stalling atomic.Bool
+	rdb.AddHook(stallDisconnect{&stalling})
+	e := env{rdb: rdb, prefix: prefix}
+	tr := e.tracker(t, Options{})
+	ctx := ctxT(t)
+	k := e.keys()
+	mustConnect(t, tr, 1, "a")
+	mustConnect(t, tr, 2, "b")
+	if err := tr.Heartbeats(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	stalling.Store(true)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err := tr.Disconnect(short, 1, "a")
+	cancel()
+	if err == nil {
+		t.Fatal("a disconnect that stalled past its deadline succeeded")
+	}
+	before := e.rdb.ZScore(ctx, k.instances(), tr.id).Val()
+	time.Sleep(20 * time.Millisecond) // the lease renewed is later
+	tick, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := tr.Heartbeats(tick, nil); err != nil {
+		t.Fatalf("a tick whose disconnects stalled: %v", err)
+	}
+	if after := e.rdb.ZScore(ctx, k.instances(), tr.id).Val(); after <= before {
+		t.Errorf("the lease ends at %v after the tick, %v before: not renewed", after, before)
+	}
+	tr.mu.Lock()
+	left := len(tr.leaving)
+	tr.mu.Unlock()
+	if left != 1 {
+		t.Errorf("%d disconnects left to retry, want the stalled one", left)
+	}
+}
+
+// stallDisconnect holds the disconnect script's calls until their context
+// ends, while it is set.
+type stallDisconnect struct{ on *atomic.Bool }
+
+func (stallDisconnect) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f stallDisconnect) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); f.on.Load() && len(args) > 1 && (args[1] == disconnectScript.Hash() || args[1] == disconnectSource) {
+			<-ctx.Done()
+			cmd.SetErr(ctx.Err())
+			return ctx.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (stallDisconnect) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
