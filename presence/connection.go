@@ -131,8 +131,8 @@ func (t *Tracker) Heartbeat(ctx context.Context, uid int64, connID string) error
 //
 // The lease is renewed first; then a beat of a connection this instance
 // does not hold (Connect was never called for it here) registers it, and
-// last the disconnects that failed are retried. When the lease had run out (the instance
-// stalled for W and may have been swept, or Redis lost its data), or Redis is
+// last the disconnects that failed are retried. When the lease had run out
+// (the instance stalled for W and may have been swept, or Redis lost its data), or Redis is
 // another server than at the last call (a restart or a failover, which may
 // have lost recent writes), the instance registers all its connections
 // again, at this call or, if that fails, at the next ones until it is done;

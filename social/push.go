@@ -396,12 +396,7 @@ func resendTryAgain(ctx context.Context, rdb redis.UniversalClient, cmds []redis
 		case <-time.After(pause):
 		}
 		pause *= 2
-		retry := rdb.Pipeline()
-		for _, c := range again {
-			c.SetErr(nil)
-			_ = retry.Process(ctx, c)
-		}
-		_, _ = retry.Exec(ctx) // each command holds its own answer
+		_ = sendAgain(ctx, rdb, again) // each command holds its own answer
 		execErr = firstErr(cmds)
 	}
 	return execErr
@@ -411,16 +406,13 @@ func resendTryAgain(ctx context.Context, rdb redis.UniversalClient, cmds []redis
 // failed (but for redis.Nil, an answer), and answers the first error left
 // among cmds. The commands must be idempotent.
 func resendFailed(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder) error {
-	retry := rdb.Pipeline()
+	var again []redis.Cmder
 	for _, c := range cmds {
 		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			c.SetErr(nil)
-			_ = retry.Process(ctx, c)
+			again = append(again, c)
 		}
 	}
-	if retry.Len() > 0 {
-		_, _ = retry.Exec(ctx) // each command holds its own answer
-	}
+	_ = sendAgain(ctx, rdb, again) // each command holds its own answer
 	return firstErr(cmds)
 }
 
@@ -574,8 +566,17 @@ func resendNoScript(ctx context.Context, rdb redis.UniversalClient, script *redi
 	if err := script.Load(ctx, rdb).Err(); err != nil {
 		return err
 	}
+	return sendAgain(ctx, rdb, again)
+}
+
+// sendAgain sends cmds again, in one pipeline, each to hold its new
+// answer, and answers the pipeline's error.
+func sendAgain(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder) error {
+	if len(cmds) == 0 {
+		return nil
+	}
 	retry := rdb.Pipeline()
-	for _, c := range again {
+	for _, c := range cmds {
 		c.SetErr(nil)
 		_ = retry.Process(ctx, c)
 	}
