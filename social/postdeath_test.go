@@ -1,6 +1,7 @@
 package social
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -320,48 +321,17 @@ func TestCleanupMovesOnAtMaxmemory(t *testing.T) {
 	}
 }
 
-// A post whose last round trip moved its job on (or finished it) while
-// another of its commands failed there (on one Redis a push, on a cluster
-// the look at the status) sends that command again itself: no worker
-// would. The followers get the status, and nothing is logged as failed.
-func TestPostSendsAgainWhatFailedBesideItsJobsMove(t *testing.T) {
-	t.Parallel()
-	var logged testio.Buffer
-	s, rdb := newService(t, Options{JobClaimIdle: time.Hour, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
-	ctx := ctxT(t)
-	author := signUp(t, s, "author")
-	fans := followersOf(t, s, "author", 3)
-	post(t, s, author.ID, "loads the scripts")
-	failing := &failBesideAdvance{fail: func(c redis.Cmder) bool {
-		if redistest.OnCluster() {
-			return c.Name() == "exists"
-		}
-		return runsScript([]redis.Cmder{c}, pushScript, pushText)
-	}}
-	rdb.AddHook(failing)
-	s.afterWrite = func() { failing.armed.Store(true) }
-	st := post(t, s, author.ID, "pushed again")
-	if n := failing.failed.Load(); n == 0 {
-		t.Fatal("no command failed beside the job's move")
-	}
-	for _, f := range fans {
-		if got := homeIDs(t, s, f.ID); !slices.Contains(got, st.ID) {
-			t.Errorf("%s's home %v lacks status %d", f.Login, got, st.ID)
-		}
-	}
-	if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
-		t.Errorf("%d jobs left", n)
-	}
-	if log := logged.String(); strings.Contains(log, "level=ERROR") || strings.Contains(log, "level=WARN") {
-		t.Errorf("logged %q, want nothing", log)
-	}
-}
-
 // failBesideAdvance, once armed, fails the commands that fail picks in the
-// first pipeline that runs advance.lua, and sends the others.
+// first pipeline that runs advance.lua, and sends the others; and then
+// again in the next again pipelines that hold any of them (the post's
+// sending them again). They fail with err, or a plain error for nil (one
+// resendFailed waits out, as it would a lost connection).
 type failBesideAdvance struct {
 	fail   func(redis.Cmder) bool
+	err    error
+	again  int64
 	armed  atomic.Bool
+	left   atomic.Int64 // pipelines still to fail after the first
 	failed atomic.Int64
 }
 
@@ -371,7 +341,11 @@ func (h *failBesideAdvance) ProcessHook(next redis.ProcessHook) redis.ProcessHoo
 
 func (h *failBesideAdvance) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !runsScript(cmds, advanceScript, luatext.Compact(advanceSource)) || !h.armed.CompareAndSwap(true, false) {
+		switch {
+		case runsScript(cmds, advanceScript, luatext.Compact(advanceSource)) && h.armed.CompareAndSwap(true, false):
+			h.left.Store(h.again)
+		case slices.ContainsFunc(cmds, h.fail) && h.left.Add(-1) >= 0:
+		default:
 			return next(ctx, cmds)
 		}
 		var sent, refused []redis.Cmder
@@ -382,13 +356,80 @@ func (h *failBesideAdvance) ProcessPipelineHook(next redis.ProcessPipelineHook) 
 				sent = append(sent, c)
 			}
 		}
-		_ = next(ctx, sent)
-		err := errors.New("refused by the test")
+		if len(sent) > 0 {
+			_ = next(ctx, sent)
+		}
+		err := cmp.Or(h.err, errors.New("refused by the test"))
 		for _, c := range refused {
 			c.SetErr(err)
 		}
 		h.failed.Add(int64(len(refused)))
 		return err
+	}
+}
+
+// answerErr is an answer of Redis that does not pass (see passing), as
+// "OOM command not allowed when used memory > 'maxmemory'." would not.
+type answerErr string
+
+func (e answerErr) Error() string { return string(e) }
+func (answerErr) RedisError()     {}
+
+// A command failed beside the job's move, in the post's last round trip,
+// is sent again at once, which no job would do (the job has moved on), and
+// then while what it met may pass: after pauses, a few times. An answer
+// that would come again is sent again once, then logged as an error.
+func TestPostSendsAgainWhileTheFailurePasses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		err      error
+		again    int64
+		want     int64 // commands failed
+		reaching bool
+	}{
+		{"at once", nil, 0, 1, true},
+		{"a lost connection", nil, 3, 4, true},
+		{"an answer", answerErr("OOM command not allowed when used memory > 'maxmemory'."), 100, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var logged testio.Buffer
+			s, rdb := newService(t, Options{JobClaimIdle: time.Hour, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+			author := signUp(t, s, "author")
+			fans := followersOf(t, s, "author", 2)
+			post(t, s, author.ID, "loads the scripts")
+			failing := &failBesideAdvance{err: tc.err, again: tc.again, fail: func(c redis.Cmder) bool {
+				if redistest.OnCluster() {
+					return c.Name() == "exists"
+				}
+				return runsScript([]redis.Cmder{c}, pushScript, pushText)
+			}}
+			rdb.AddHook(failing)
+			s.afterWrite = func() { failing.armed.Store(true) }
+			st := post(t, s, author.ID, "pushed again")
+			if n := failing.failed.Load(); n != tc.want {
+				t.Errorf("%d commands failed, want %d", n, tc.want)
+			}
+			log := logged.String()
+			if tc.reaching && (strings.Contains(log, "level=ERROR") || strings.Contains(log, "level=WARN")) {
+				t.Errorf("logged %q, want nothing", log)
+			}
+			if !tc.reaching && !strings.Contains(log, "level=ERROR msg=\"could not finish a post once its job moved on\"") {
+				t.Errorf("logged %q, want the post's failure", log)
+			}
+			if n := jobsLeft(t, ctxT(t), rdb, s.keys); n != 0 {
+				t.Errorf("%d jobs left", n)
+			}
+			if !tc.reaching || redistest.OnCluster() {
+				return // on a cluster the command failed is a look, which reaches no one
+			}
+			for _, f := range fans {
+				if got := homeIDs(t, s, f.ID); !slices.Contains(got, st.ID) {
+					t.Errorf("%s's home %v lacks status %d", f.Login, got, st.ID)
+				}
+			}
+		})
 	}
 }
 

@@ -402,18 +402,51 @@ func resendTryAgain(ctx context.Context, rdb redis.UniversalClient, cmds []redis
 	return execErr
 }
 
-// resendFailed sends again, once, the commands of cmds (a pipeline's) that
-// failed (but for redis.Nil, an answer), and answers the first error left
-// among cmds. The commands must be idempotent.
+// resendFailed sends again the commands of cmds (a pipeline's) that
+// failed (but for redis.Nil, an answer): at once, and then, while any of
+// those still failing met what Redis answers for a while as it fails over
+// or starts (see passing), after a pause that doubles from resendPause,
+// resendRounds times at most. It answers the first error left among cmds.
+// The commands must be idempotent.
 func resendFailed(ctx context.Context, rdb redis.UniversalClient, cmds []redis.Cmder) error {
-	var again []redis.Cmder
-	for _, c := range cmds {
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			again = append(again, c)
+	pause := resendPause
+	for round := 0; ; round++ {
+		var again []redis.Cmder
+		for _, c := range cmds {
+			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+				again = append(again, c)
+			}
 		}
+		if len(again) == 0 {
+			return nil
+		}
+		if round > 0 {
+			if round > resendRounds || !slices.ContainsFunc(again, func(c redis.Cmder) bool { return passing(c.Err()) }) {
+				return firstErr(cmds)
+			}
+			select {
+			case <-ctx.Done():
+				return firstErr(cmds)
+			case <-time.After(pause):
+			}
+			pause *= 2
+		}
+		_ = sendAgain(ctx, rdb, again) // each command holds its own answer
 	}
-	_ = sendAgain(ctx, rdb, again) // each command holds its own answer
-	return firstErr(cmds)
+}
+
+// passing reports whether err may pass in a moment: the connection to
+// Redis lost or timed out (go-redis has tried again already), or Redis
+// loading its data, a replica not yet promoted, a cluster without a master
+// for a slot, or a slot being migrated. Any other answer of Redis (a write
+// refused at maxmemory, a script's error) would be answered again.
+func passing(err error) bool {
+	var answer redis.Error
+	if !errors.As(err, &answer) {
+		return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	}
+	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
+		redis.IsTryAgainError(err) || redis.IsMasterDownError(err)
 }
 
 // firstErr returns the first error among cmds, redis.Nil (an answer) aside.
@@ -431,6 +464,15 @@ func firstErr(cmds []redis.Cmder) error {
 const (
 	tryAgainRounds = 5
 	tryAgainPause  = 20 * time.Millisecond
+)
+
+// resendFailed waits out what passes (see passing) for at most
+// 100+200+400+800+1600 ms: a manual failover, a replica's promotion, a
+// restarted Redis loading a small data set. A longer outage leaves the
+// commands failed.
+const (
+	resendRounds = 5
+	resendPause  = 100 * time.Millisecond
 )
 
 // unpush takes status sid out of the home timelines of uids it was just
