@@ -210,16 +210,18 @@ func (a *followerActivity) queueReads(ctx context.Context, pipe redis.Pipeliner,
 
 // readOnline reads, in a round trip of its own, the members' activity
 // when deferOnline left it out: active then answers as though it had been
-// read with the rest.
+// read with the rest. A read that failed is sent again (resendFailed).
 func (a *followerActivity) readOnline(ctx context.Context, s *Service) error {
 	if !a.deferOnline {
 		return nil
 	}
 	pipe := s.rdb.Pipeline()
 	a.queueReads(ctx, pipe, s)
-	if _, err := pipe.Exec(ctx); err != nil {
-		a.seen, a.online = nil, nil
-		return err
+	if cmds, err := pipe.Exec(ctx); err != nil {
+		if err := resendFailed(ctx, s.rdb, cmds); err != nil {
+			a.seen, a.online = nil, nil
+			return err
+		}
 	}
 	a.deferOnline = false
 	return nil

@@ -358,6 +358,12 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 			err = fmt.Errorf("frames: %d flags for %d followers", len(flags), len(members))
 		}
 	}
+	if err != nil && !oneRedis && firstErr(queued) == nil {
+		// The jobs are queued, and a read of the page's activity failed:
+		// read again, so that the post goes on in place, not a worker's
+		// JobClaimIdle later.
+		err = resendFailed(dctx, s.rdb, cmds)
+	}
 	if err != nil {
 		return s.queueFailed(dctx, st, queued, err)
 	}

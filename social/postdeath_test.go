@@ -518,3 +518,85 @@ func (h *refuseListJob) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 		return err
 	}
 }
+
+// A post whose read of its page's activity failed, its job queued, reads
+// it again and goes on in place: on a cluster in its second round trip,
+// on one Redis where the frames call ran again after the transaction (a
+// Redis that lost its scripts), which leaves the activity to a round trip
+// of its own. Its followers have the status once it is answered, with no
+// worker to take its job over.
+func TestPostReadsItsPagesActivityAgain(t *testing.T) {
+	t.Parallel()
+	var logged testio.Buffer
+	opts := Options{JobClaimIdle: time.Hour, Logger: slog.New(slog.NewTextHandler(&logged, nil))}
+	var s *Service
+	var rdb redis.UniversalClient
+	if redistest.OnCluster() {
+		s, rdb = newService(t, opts)
+	} else {
+		s, rdb = newPrivateService(t, opts) // its scripts flushed below
+	}
+	ctx := ctxT(t)
+	s.opts.ConnectedKey = s.keys.prefix + "connected"
+	author := signUp(t, s, "author")
+	fans := followersOf(t, s, "author", 2)
+	post(t, s, author.ID, "loads the scripts")
+	if !redistest.OnCluster() {
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failing := &failOnce{fail: func(c redis.Cmder) bool {
+		args := c.Args()
+		return c.Name() == "zmscore" && len(args) > 1 && args[1] == s.keys.seen()
+	}}
+	rdb.AddHook(failing)
+	st := post(t, s, author.ID, "its page's activity read again")
+	if !failing.fired.Load() {
+		t.Fatal("no read of the page's activity failed")
+	}
+	for _, f := range fans {
+		if got := homeIDs(t, s, f.ID); !slices.Contains(got, st.ID) {
+			t.Errorf("%s's home %v lacks status %d", f.Login, got, st.ID)
+		}
+	}
+	if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
+		t.Errorf("%d jobs left", n)
+	}
+	if log := logged.String(); strings.Contains(log, "level=ERROR") || strings.Contains(log, "level=WARN") {
+		t.Errorf("logged %q, want nothing", log)
+	}
+}
+
+// failOnce fails, with a plain error (as a lost connection), the commands
+// that fail picks in the first pipeline that holds any, and sends the
+// others.
+type failOnce struct {
+	fail  func(redis.Cmder) bool
+	fired atomic.Bool
+}
+
+func (h *failOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *failOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !slices.ContainsFunc(cmds, h.fail) || !h.fired.CompareAndSwap(false, true) {
+			return next(ctx, cmds)
+		}
+		var sent []redis.Cmder
+		err := errors.New("refused by the test")
+		for _, c := range cmds {
+			if h.fail(c) {
+				c.SetErr(err)
+			} else {
+				sent = append(sent, c)
+			}
+		}
+		if len(sent) > 0 {
+			_ = next(ctx, sent)
+		}
+		return err
+	}
+}
