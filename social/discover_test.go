@@ -2,6 +2,7 @@ package social
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -263,5 +264,39 @@ func TestSuggestions(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].User.Login != "star" || got[0].Reason != ReasonPopular || got[1].Reason != ReasonPopular {
 		t.Fatalf("suggestions for a newcomer = %+v, want star first, both popular", got)
+	}
+}
+
+// Suspended accounts, a deleted one whose job has not yet taken its
+// entries out, and the login of a deleted one (held for no one) take no
+// place of a search's page: it is short only when fewer match. Suspended
+// accounts, ranked first here by their followers, are left out before the
+// users are read, more of them than the reads that refill a page.
+func TestSearchLeavesOutWhomItCannotShowBeforeItsLimit(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	gone := signUp(t, s, "sam")
+	fan := signUp(t, s, "fan")
+	for i := range searchRefills + 2 {
+		banned := signUp(t, s, fmt.Sprintf("sam_banned%d", i))
+		follow(t, s, fan.ID, banned.Login)
+		if _, err := s.Suspend(ctx, banned.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	signUp(t, s, "sam_a")
+	signUp(t, s, "sam_b")
+	if err := s.DeleteAccount(ctx, gone.ID, "password-sam", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{1, 2} {
+		got, err := s.SearchUsers(ctx, 0, "sam", limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"sam_a", "sam_b"}[:limit]; !slices.Equal(logins(got), want) {
+			t.Errorf("search %q with limit %d = %v, want %v", "sam", limit, logins(got), want)
+		}
 	}
 }

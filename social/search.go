@@ -119,6 +119,7 @@ type searchCandidate struct {
 	followers float64 // their follower count
 	exact     bool    // one of their terms is the query, not only starts with it
 	blocked   bool    // the viewer blocks them or they block the viewer: left out
+	suspended bool    // in the list of suspended accounts: left out
 	order     int     // where their first entry lay in the window
 }
 
@@ -128,9 +129,11 @@ type searchCandidate struct {
 // cannot make cheaply, before the limit is applied: the user whose login is
 // q, then those viewer follows, then by follower count, then those with a
 // term that is q itself, then in the order of the matched text; those
-// viewer blocks or who block viewer are left out. Its Redis
-// work is bounded: three round trips, reading searchWindow index entries,
-// two scores for each user they name, and the users listed.
+// viewer blocks or who block viewer, and suspended accounts, are left out
+// first, so that a page is short only when fewer match. Its Redis work is
+// bounded: three round trips (up to searchRefills more, rarely), reading
+// searchWindow index entries, a few scores for each user they name, and the
+// users listed.
 func (s *Service) SearchUsers(ctx context.Context, viewer int64, q string, limit int) ([]User, error) {
 	q, err := NormalizeQuery(q)
 	if err != nil {
@@ -161,7 +164,8 @@ func (s *Service) SearchUsers(ctx context.Context, viewer int64, q string, limit
 		return &cands[i]
 	}
 	if exact != nil {
-		if uid, err := exact.Int64(); err == nil {
+		// A deleted account's login is held for no one (0).
+		if uid, err := exact.Int64(); err == nil && uid > 0 {
 			add(uid).login = true
 		}
 	}
@@ -178,7 +182,10 @@ func (s *Service) SearchUsers(ctx context.Context, viewer int64, q string, limit
 	if err := s.scoreCandidates(ctx, viewer, cands); err != nil {
 		return nil, fmt.Errorf("search %q: %w", q, err)
 	}
-	cands = slices.DeleteFunc(cands, func(c searchCandidate) bool { return c.blocked })
+	// Left out before the limit is applied, so that they take no place of
+	// the page (usersByID leaves out, too, one suspended since the list
+	// was read).
+	cands = slices.DeleteFunc(cands, func(c searchCandidate) bool { return c.blocked || c.suspended })
 	slices.SortStableFunc(cands, func(a, b searchCandidate) int {
 		switch {
 		case a.login != b.login:
@@ -192,16 +199,29 @@ func (s *Service) SearchUsers(ctx context.Context, viewer int64, q string, limit
 		}
 		return cmp.Compare(a.order, b.order)
 	})
-	ids := make([]int64, 0, limit)
-	for _, c := range cands[:min(limit, len(cands))] {
-		ids = append(ids, c.uid)
-	}
-	users, err := s.usersByID(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("search %q: %w", q, err)
+	// The users, in order: an account usersByID leaves out (one being
+	// deleted, whose entries its job has not taken out yet, or suspended
+	// since the list was read) has the next candidates read in its place,
+	// searchRefills times at most.
+	users := make([]User, 0, limit)
+	for next, round := 0, 0; len(users) < limit && next < len(cands) && round <= searchRefills; round++ {
+		end := min(next+limit-len(users), len(cands))
+		ids := make([]int64, 0, end-next)
+		for _, c := range cands[next:end] {
+			ids = append(ids, c.uid)
+		}
+		got, err := s.usersByID(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("search %q: %w", q, err)
+		}
+		users, next = append(users, got...), end
 	}
 	return users, nil
 }
+
+// searchRefills bounds the reads of a search's users past its first: each
+// reads as many as its page still lacks.
+const searchRefills = 2
 
 // boolFirst orders a candidate with a property before one without.
 func boolFirst(has bool) int {
@@ -223,6 +243,7 @@ func (s *Service) scoreCandidates(ctx context.Context, viewer int64, cands []sea
 	// ZMSCORE reads a missing member as 0: no followers, not followed
 	// (follow scores come from a sequence and are never 0).
 	followers := pipe.ZMScore(ctx, s.keys.popular(), members...)
+	suspended := pipe.ZMScore(ctx, s.keys.suspended(), members...)
 	var followed *redis.FloatSliceCmd
 	ids := make([]int64, len(cands))
 	for i, c := range cands {
@@ -242,6 +263,9 @@ func (s *Service) scoreCandidates(ctx context.Context, viewer int64, cands []sea
 	}
 	for i, n := range followers.Val() {
 		cands[i].followers = n
+	}
+	for i, at := range suspended.Val() {
+		cands[i].suspended = at != 0
 	}
 	if followed != nil {
 		for i, sc := range followed.Val() {
