@@ -56,6 +56,15 @@ type Limits struct {
 	// StreamSendsPerUser bounds POST /stream/{stream}, the frames a client
 	// of an event stream sends by REST, per signed-in user.
 	StreamSendsPerUser redis_rate.Limit
+	// PasswordChecksPerUser bounds PUT /me/password and DELETE /me per
+	// signed-in user: each compares a password with its bcrypt hash (a
+	// change hashes the new one too), on the instance's hashers, which
+	// sign-ins and sign-ups wait for.
+	PasswordChecksPerUser redis_rate.Limit
+	// ActionsPerUser bounds DELETE /statuses/{id} and the admins' changes
+	// (approvals, reports resolved, suspensions and their lifting) per
+	// signed-in user.
+	ActionsPerUser redis_rate.Limit
 }
 
 // limitCounters count the requests each limit refused, for /metrics.
@@ -68,6 +77,7 @@ type limitCounters struct {
 	profiles, exports                                      atomic.Int64
 	reports                                                atomic.Int64
 	streamSends                                            atomic.Int64
+	passwords, actions                                     atomic.Int64
 }
 
 // rateLimit is one limit of the edge: what it counts and under which key.
@@ -183,6 +193,20 @@ func (s *Server) exportLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
 		name: "export", limit: s.limits.ExportsPerUser, refused: &s.limitStats.exports, key: byViewer,
 		message: "You have exported your account as often as one may for now.",
+	})
+}
+
+func (s *Server) passwordLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "password", limit: s.limits.PasswordChecksPerUser, refused: &s.limitStats.passwords, key: byViewer,
+		message: "You have given your password too often lately.",
+	})
+}
+
+func (s *Server) actionLimit() func(http.Handler) http.Handler {
+	return s.limit(rateLimit{
+		name: "action", limit: s.limits.ActionsPerUser, refused: &s.limitStats.actions, key: byViewer,
+		message: "You are deleting statuses or acting as an admin too fast.",
 	})
 }
 

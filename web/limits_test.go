@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
@@ -494,5 +495,43 @@ func TestStreamOpenLimitPerAddress(t *testing.T) {
 	dialRefused(t, "a fourth stream from one address", users[3])
 	if got := in.metric(t, "chorus_rate_limited_total", `limit="stream_opens_address"`); got != 1 {
 		t.Fatalf("chorus_rate_limited_total{limit=stream_opens_address} = %v, want 1", got)
+	}
+}
+
+// Password changes and account deletions share a limit per user: each
+// checks a password with bcrypt, right or wrong. Status deletions and the
+// admins' changes share another, refused or not.
+func TestPasswordAndActionLimits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{PasswordChecksPerUser: perHour(2), ActionsPerUser: perHour(2)}
+	in := e.start()
+	ada := in.signUp(t, "ada")
+	bob := in.signUp(t, "bob")
+
+	ada.must(http.StatusNoContent, "PUT", "/api/v1/me/password", map[string]string{"current": "password-ada", "new": "a new one for ada"}, nil)
+	if res := ada.do("DELETE", "/api/v1/me", map[string]string{"password": "not the password"}); res.Status != http.StatusUnauthorized {
+		t.Fatalf("a deletion with a wrong password: %d %s, want 401", res.Status, res.Body)
+	}
+	refused(t, "a third password check within the hour", ada.do("PUT", "/api/v1/me/password", map[string]string{"current": "a new one for ada", "new": "password-ada"}))
+	refused(t, "a deletion past the limit", ada.do("DELETE", "/api/v1/me", map[string]string{"password": "a new one for ada"}))
+	ada.must(http.StatusOK, "GET", "/api/v1/me", nil, nil) // still there
+	bob.must(http.StatusNoContent, "PUT", "/api/v1/me/password", map[string]string{"current": "password-bob", "new": "a new one for bob"}, nil)
+
+	var st struct{ Status struct{ ID int64 } }
+	ada.must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": "kept"}, &st)
+	kept := st.Status.ID
+	ada.must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": "deleted"}, &st)
+	ada.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", st.Status.ID), nil, nil)
+	if res := ada.do("PUT", "/api/v1/admin/suspensions/bob", nil); res.Status != http.StatusForbidden {
+		t.Fatalf("a suspension by a user no admin: %d %s, want 403", res.Status, res.Body)
+	}
+	refused(t, "a deletion past the limit", ada.do("DELETE", fmt.Sprintf("/api/v1/statuses/%d", kept), nil))
+	ada.must(http.StatusOK, "GET", fmt.Sprintf("/api/v1/statuses/%d", kept), nil, nil)
+	if got := in.metric(t, "chorus_rate_limited_total", `limit="password"`); got != 2 {
+		t.Errorf(`chorus_rate_limited_total{limit="password"} = %v, want 2`, got)
+	}
+	if got := in.metric(t, "chorus_rate_limited_total", `limit="action"`); got != 1 {
+		t.Errorf(`chorus_rate_limited_total{limit="action"} = %v, want 1`, got)
 	}
 }

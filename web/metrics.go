@@ -144,6 +144,8 @@ func (m *Metrics) register(s *Server) {
 		"export":                  &s.limitStats.exports,
 		"user_sessions":           &sc.SessionsEvicted,
 		"stream_sends":            &s.limitStats.streamSends,
+		"password":                &s.limitStats.passwords,
+		"action":                  &s.limitStats.actions,
 	} {
 		m.reg.MustRegister(refusals(name, n))
 	}

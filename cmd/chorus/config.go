@@ -60,6 +60,8 @@ type config struct {
 	ProfileLimit      redis_rate.Limit // per user
 	ReportLimit       redis_rate.Limit // per user
 	ExportLimit       redis_rate.Limit // per user
+	PasswordLimit     redis_rate.Limit // per user: password changes and account deletions
+	ActionLimit       redis_rate.Limit // per user: status deletions and admins' changes
 	StreamSendLimit   redis_rate.Limit // frames posted for event streams, per user
 	MaxStreamsPerUser int
 	StreamFrameLimit  redis_rate.Limit // per stream, counted in memory
@@ -98,6 +100,8 @@ var (
 	defaultReadLimit      = redis_rate.Limit{Rate: 300, Period: 5 * time.Minute, Burst: 100}
 	defaultProfileLimit   = redis_rate.Limit{Rate: 30, Period: time.Hour, Burst: 10}
 	defaultExportLimit    = redis_rate.Limit{Rate: 2, Period: time.Hour, Burst: 2}
+	defaultPasswordLimit  = redis_rate.Limit{Rate: 10, Period: time.Hour, Burst: 5}
+	defaultActionLimit    = redis_rate.Limit{Rate: 600, Period: time.Hour, Burst: 100}
 	// A resume per page load and a watch per visit of the global page,
 	// with room for a few tabs.
 	defaultStreamSendLimit = redis_rate.Limit{Rate: 60, Period: time.Minute, Burst: 20}
@@ -140,6 +144,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		SignInAccount: defaultSignInAccount, ReadLimit: defaultReadLimit,
 		LikeLimit:    defaultLikeLimit,
 		ProfileLimit: defaultProfileLimit, ExportLimit: defaultExportLimit,
+		PasswordLimit: defaultPasswordLimit, ActionLimit: defaultActionLimit,
 		ReportLimit:     defaultReportLimit,
 		StreamSendLimit: defaultStreamSendLimit,
 	}
@@ -247,6 +252,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.ReportLimit, "report-limit", "CHORUS_REPORT_LIMIT", "reports of accounts per user"},
 		{&c.ExportLimit, "export-limit", "CHORUS_EXPORT_LIMIT", "account exports (GET /me/export) per user"},
 		{&c.StreamSendLimit, "stream-send-limit", "CHORUS_STREAM_SEND_LIMIT", "frames posted for event streams (POST /api/v1/stream/{stream}) per user"},
+		{&c.PasswordLimit, "password-limit", "CHORUS_PASSWORD_LIMIT", "password changes and account deletions (each checks the password) per user"},
+		{&c.ActionLimit, "action-limit", "CHORUS_ACTION_LIMIT", "status deletions and admins' changes (approvals, reports resolved, suspensions) per user"},
 	}
 	for _, r := range rates {
 		if raw := getenv(r.env); raw != "" {
