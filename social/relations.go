@@ -11,18 +11,20 @@ type Page struct {
 	Offset int
 }
 
-// Followers lists those who follow the user with login, newest follow first.
+// Followers lists those who follow the user with login, newest follow first:
+// ErrUserNotFound for an account not shown (see shownUID).
 func (s *Service) Followers(ctx context.Context, login string, p Page) ([]User, error) {
-	uid, err := s.UID(ctx, login)
+	uid, err := s.shownUID(ctx, login)
 	if err != nil {
 		return nil, err
 	}
 	return s.userList(ctx, s.keys.followers(uid), p)
 }
 
-// Following lists those whom the user with login follows, newest first.
+// Following lists those whom the user with login follows, newest first:
+// ErrUserNotFound for an account not shown (see shownUID).
 func (s *Service) Following(ctx context.Context, login string, p Page) ([]User, error) {
-	uid, err := s.UID(ctx, login)
+	uid, err := s.shownUID(ctx, login)
 	if err != nil {
 		return nil, err
 	}

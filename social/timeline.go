@@ -145,9 +145,10 @@ func mergeIDs(sources [][]string, newestFirst bool, n int) []int64 {
 	return ids[:min(n, len(ids))]
 }
 
-// ProfileTimeline pages through the statuses of the user with login.
+// ProfileTimeline pages through the statuses of the user with login:
+// ErrUserNotFound for an account not shown (see shownUID).
 func (s *Service) ProfileTimeline(ctx context.Context, login string, c Cursor) (TimelinePage, error) {
-	uid, err := s.UID(ctx, login)
+	uid, err := s.shownUID(ctx, login)
 	if err != nil {
 		return TimelinePage{}, err
 	}

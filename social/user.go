@@ -701,6 +701,14 @@ func (s *Service) UserByLogin(ctx context.Context, login string) (User, error) {
 	return s.UserByID(ctx, uid)
 }
 
+// shownUID returns the id of login, as UID does, when its account is shown
+// to everyone: ErrUserNotFound for one suspended or being deleted, whose
+// profile answers so too (UserByLogin), as its lists and statuses do.
+func (s *Service) shownUID(ctx context.Context, login string) (int64, error) {
+	u, err := s.UserByLogin(ctx, login)
+	return u.ID, err
+}
+
 // UID returns the id of login, matched ignoring case.
 func (s *Service) UID(ctx context.Context, login string) (int64, error) {
 	if !ValidLogin(login) {

@@ -80,6 +80,16 @@ func TestReportOfSuspendedAccount(t *testing.T) {
 	if res := carol.do("GET", "/api/v1/statuses/"+strconv.FormatInt(rude.ID, 10), nil); res.Status != http.StatusNotFound {
 		t.Fatalf("the suspended account's status answers %d to others, want 404", res.Status)
 	}
+	// Hidden from everyone: its profile, its statuses and its lists,
+	// which would tell that it is there.
+	for _, path := range []string{"", "/statuses", "/followers", "/following"} {
+		for _, who := range []*client{carol, in.anon(t)} {
+			if res := who.do("GET", "/api/v1/users/bob"+path, nil); res.Status != http.StatusNotFound || res.errorCode(t) != "not_found" {
+				t.Errorf("GET /users/bob%s of a suspended account: %d %s, want 404 not_found", path, res.Status, res.Body)
+			}
+		}
+		carol.must(http.StatusOK, "GET", "/api/v1/users/carol"+path, nil, nil)
+	}
 	var page struct{ Reports []reportJSON }
 	root.must(http.StatusOK, "GET", "/api/v1/admin/reports", nil, &page)
 	if len(page.Reports) != 1 || page.Reports[0].Account.Login != "bob" || page.Reports[0].Reporter.Login != "carol" ||

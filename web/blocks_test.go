@@ -153,8 +153,13 @@ func TestBlockAndMuteAPI(t *testing.T) {
 			t.Errorf("ann's global timeline shows bob's %d", st.ID)
 		}
 	}
-	if res := ann.do("GET", fmt.Sprintf("/api/v1/statuses/%d", bobs.ID), nil); res.Status != http.StatusNotFound {
-		t.Errorf("ann reads bob's status: %d, want 404", res.Status)
+	for _, path := range []string{"", "/likes", "/reposts"} {
+		if res := ann.do("GET", fmt.Sprintf("/api/v1/statuses/%d%s", bobs.ID, path), nil); res.Status != http.StatusNotFound {
+			t.Errorf("ann reads bob's status%s: %d, want 404", path, res.Status)
+		}
+		if res := in.anon(t).do("GET", fmt.Sprintf("/api/v1/statuses/%d%s", bobs.ID, path), nil); res.Status != http.StatusOK {
+			t.Errorf("a visitor reads bob's status%s: %d, want 200", path, res.Status)
+		}
 	}
 	if got := ids(bob.timeline("/api/v1/timelines/global").Statuses); len(got) != 1 || got[0] != bobs.ID {
 		t.Errorf("bob's global timeline: %v, want only his own %d", got, bobs.ID)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 
@@ -39,6 +40,17 @@ func (s *Server) reactors(list func(ctx context.Context, id int64, p social.Page
 		p, err := pageParams(r)
 		if err != nil {
 			s.writeError(w, r, err)
+			return
+		}
+		// Of a status the viewer may read, as GET /statuses/{id} answers
+		// it: not one hidden from them (a block, a mute, a suspension).
+		st, err := s.social.Status(r.Context(), id)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if sts, err := s.decorate(r, []social.Status{st}); err != nil || len(sts) == 0 {
+			s.writeError(w, r, cmp.Or(err, social.ErrStatusNotFound))
 			return
 		}
 		users, err := list(r.Context(), id, p)
