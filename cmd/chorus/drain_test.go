@@ -156,8 +156,14 @@ func TestSigtermDrainsStreamsToTheOtherInstance(t *testing.T) {
 	// a's lease runs out and the sweep takes its connections: nobody moved
 	// leaves presence's connected users.
 	testio.Eventually(t, 3*time.Minute, func() string {
-		if n := rdb.ZCard(ctx, prefix+"instances").Val(); n != 1 {
-			return fmt.Sprintf("%d instances in presence, want b alone", n)
+		left := rdb.ZRangeWithScores(ctx, prefix+"instances", 0, -1).Val()
+		if len(left) != 1 {
+			return fmt.Sprintf("%d instances in presence, want b alone", len(left))
+		}
+		// b's: a lease still running (its expiry, unix ms), which a,
+		// stopped, no longer renews.
+		if now := rdb.Time(ctx).Val(); int64(left[0].Score) <= now.UnixMilli() {
+			return fmt.Sprintf("the instance left in presence, %v, holds a lease that ran out: b's was swept", left[0].Member)
 		}
 		return ""
 	})
