@@ -326,22 +326,29 @@ func (t *Tracker) registerAgain(ctx context.Context) {
 	calls := time.Duration(len(list)/MaxBeatsPerCall + 1)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), calls*registerCallTimeout)
 	defer cancel()
-	if _, err := t.register(ctx, list, 0); err != nil {
-		t.log.WarnContext(ctx, "connections not registered again; the next tick tries again",
-			"connections", len(list), "err", err)
-		return
-	}
-	// Done, unless it was found due again meanwhile: then the next call
-	// registers again what may have been lost after this one's list.
-	t.again.CompareAndSwap(due, 0)
+	_, err := t.register(ctx, list, 0)
 	var closed []Beat
 	t.mu.Lock()
 	for _, c := range list {
 		if _, ok := t.held[c]; !ok {
 			closed = append(closed, c)
+			if err != nil {
+				// The part of the registration that ran may have
+				// registered it after its Disconnect: disconnected
+				// again by the next ticks, as a failed disconnect is.
+				t.leaving[c] = struct{}{}
+			}
 		}
 	}
 	t.mu.Unlock()
+	if err != nil {
+		t.log.WarnContext(ctx, "connections not registered again; the next tick tries again",
+			"connections", len(list), "closed_meanwhile", len(closed), "err", err)
+		return
+	}
+	// Done, unless it was found due again meanwhile: then the next call
+	// registers again what may have been lost after this one's list.
+	t.again.CompareAndSwap(due, 0)
 	for _, c := range closed {
 		if _, err := t.disconnect(ctx, c); err != nil {
 			t.mu.Lock()

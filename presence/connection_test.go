@@ -599,3 +599,71 @@ func (f stallDisconnect) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (stallDisconnect) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// A registration again whose answer is lost, though Redis ran it, after a
+// connection of its list closed: the registration wrote that connection
+// after its Disconnect, and the next ticks disconnect it again, as they
+// do a failed disconnect. It never stays registered.
+func TestConnectionClosedDuringAFailedRegistrationAgain(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.Client(t)
+	e := env{rdb: rdb, prefix: prefix}
+	tr := e.tracker(t, Options{})
+	ctx := ctxT(t)
+	k := e.keys()
+	const alice = 1
+	mustConnect(t, tr, alice, "a")
+	if err := e.rdb.Del(ctx, k.conns(alice), k.instances()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var armed atomic.Bool
+	armed.Store(true)
+	rdb.AddHook(lostRegister{armed: &armed, before: func() {
+		if _, err := tr.Disconnect(ctx, alice, "a"); err != nil {
+			t.Error(err)
+		}
+	}})
+	if err := tr.Heartbeats(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.rdb.HLen(ctx, k.conns(alice)).Val(); n != 1 {
+		t.Fatalf("alice's registry holds %d connections, want the one the lost registration wrote", n)
+	}
+	for range 2 { // the retries, and a tick with nothing left to do
+		if err := tr.Heartbeats(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.rdb.HLen(ctx, k.conns(alice)).Val(); n != 0 {
+		t.Errorf("alice's registry holds %d connections after hers closed", n)
+	}
+	if _, err := e.rdb.ZScore(ctx, k.connected(), itoa(alice)).Result(); !errors.Is(err, redis.Nil) {
+		t.Errorf("alice is connected after her only connection closed (%v)", err)
+	}
+}
+
+// lostRegister, once, runs before, then the register script's call, and
+// answers an error as though its answer were lost.
+type lostRegister struct {
+	armed  *atomic.Bool
+	before func()
+}
+
+func (lostRegister) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h lostRegister) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if len(cmd.Args()) > 1 && cmd.Args()[1] == registerScript.Hash() && h.armed.CompareAndSwap(true, false) {
+			h.before()
+			_ = next(ctx, cmd)
+			err := errors.New("the register script's answer lost by the test")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (lostRegister) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
