@@ -71,7 +71,7 @@ func (s *Service) queueNotify(ctx context.Context, pipe redis.Pipeliner, n note)
 	prefix, suffix := splitID(frame)
 	k := s.keys
 	notifyScript.Eval(ctx, pipe,
-		[]string{k.notes(n.to), k.noteData(n.to), k.noteCauses(n.to), k.noteSeq(n.to), k.mutes(n.to), k.blocks(n.to), k.user(n.to)},
+		[]string{k.notes(n.to), k.noteData(n.to), k.noteCauses(n.to), k.noteSeq(n.to), k.mutes(n.to), k.blocks(n.to), k.user(n.to), k.blockedBy(n.to)},
 		n.cause(), at.UnixMilli(), n.from, MaxNotifications, s.bus.Command(), s.bus.UserChannel(n.to), prefix, suffix)
 }
 

@@ -1,6 +1,6 @@
 -- Stores one notification for a user, in the user's slot, unless one with
 -- its cause is stored already (so a job's redo stores nothing twice) or the
--- user mutes or blocks its sender. Keeps the newest ARGV[4]: older ones go
+-- user mutes or blocks its sender, or is blocked by them. Keeps the newest ARGV[4]: older ones go
 -- with their cause entries. Publishes the notification frame, its id
 -- spliced between ARGV[7] and ARGV[8].
 --
@@ -11,6 +11,7 @@
 -- KEYS[5] whom the user mutes (sorted set of uids)
 -- KEYS[6] whom the user blocks (sorted set of uids)
 -- KEYS[7] the user's hash: its kept unread count goes (notes_unread.lua)
+-- KEYS[8] who blocks the user (sorted set of uids)
 -- ARGV[1] cause, "kind:from:sid"
 -- ARGV[2] created, unix ms
 -- ARGV[3] the sender's uid
@@ -29,7 +30,8 @@ end
 if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then
   return 0
 end
-if redis.call('ZSCORE', KEYS[5], ARGV[3]) or redis.call('ZSCORE', KEYS[6], ARGV[3]) then
+if redis.call('ZSCORE', KEYS[5], ARGV[3]) or redis.call('ZSCORE', KEYS[6], ARGV[3])
+    or redis.call('ZSCORE', KEYS[8], ARGV[3]) then
   return 0
 end
 local id = redis.call('INCR', KEYS[4])

@@ -178,13 +178,14 @@ func TestNotificationsKeepNewest(t *testing.T) {
 	}
 }
 
-// A notification from someone the user mutes or blocks is not stored (the
-// mute and block writers come later; their keys are written here by hand).
+// A notification from someone the user mutes or blocks, or who blocks the
+// user (a mention by them, say), is not stored (the mute and block writers
+// come later; their keys are written here by hand).
 func TestNotifyMutedAndBlocked(t *testing.T) {
 	t.Parallel()
 	s, _ := newService(t, Options{})
 	ctx := ctxT(t)
-	ann, bob, cat, dan := signUp(t, s, "ann"), signUp(t, s, "bob"), signUp(t, s, "cat"), signUp(t, s, "dan")
+	ann, bob, cat, dan, eve := signUp(t, s, "ann"), signUp(t, s, "bob"), signUp(t, s, "cat"), signUp(t, s, "dan"), signUp(t, s, "eve")
 	st := post(t, s, ann.ID, "hello")
 	if err := s.rdb.ZAdd(ctx, s.keys.mutes(ann.ID), redis.Z{Score: 1, Member: bob.ID}).Err(); err != nil {
 		t.Fatal(err)
@@ -192,7 +193,10 @@ func TestNotifyMutedAndBlocked(t *testing.T) {
 	if err := s.rdb.ZAdd(ctx, s.keys.blocks(ann.ID), redis.Z{Score: 1, Member: cat.ID}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, from := range []User{bob, cat, dan} {
+	if err := s.rdb.ZAdd(ctx, s.keys.blockedBy(ann.ID), redis.Z{Score: 1, Member: eve.ID}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []User{bob, cat, dan, eve} {
 		notifyNow(t, s, likeNote(from, st))
 	}
 	page, err := s.Notifications(ctx, ann.ID, 0, 10)
