@@ -39,9 +39,11 @@ func TestSigtermDrainsStreamsToTheOtherInstance(t *testing.T) {
 	// The online window is each instance's lease: long enough that b, busy
 	// with 2,000 streams on a loaded test machine, never misses renewing
 	// it (its own sweep would then take its users out of presence); a's
-	// runs out that long after it stops.
+	// runs out that long after it stops. The drain window spreads a's
+	// closes over 30 s: over 3 s, a loaded test machine fell behind, and
+	// a exited with hundreds of streams still open (reset, not drained).
 	args := []string{
-		"-drain-window", "3s", "-online-window", "30s", "-heartbeat-interval", "2s",
+		"-drain-window", "30s", "-online-window", "30s", "-heartbeat-interval", "2s",
 		"-stream-open-limit", "off", "-stream-open-address-limit", "off", "-max-connections-per-address", "0",
 		"-post-limit", "off", "-resume-limit", "off", "-read-limit", "off",
 	}
@@ -198,8 +200,8 @@ func TestSigtermDrainsStreamsToTheOtherInstance(t *testing.T) {
 		// their users may have gone offline for a moment. What is left
 		// to check is that no stream is told twice.
 		t.Logf("%d streams closed otherwise, the first: %s; %d offline frames", len(others), others[0], offline)
-		if drained > want || toldAtOnce != drained {
-			t.Errorf("%d streams closed with 4001, %d told to reconnect at once, want the same, at most %d", drained, toldAtOnce, want)
+		if drained > want || toldAtOnce > want || toldAtOnce < drained {
+			t.Errorf("%d streams closed with 4001, %d told to reconnect at once, want at most %d each, and each closed stream told", drained, toldAtOnce, want)
 		}
 	}
 	t.Logf("%d streams drained; %d statuses posted, %d of them during the drain", drained, len(posted), len(posted)-5)
