@@ -1,10 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,11 +24,18 @@ import (
 )
 
 // Drain test sizes: movers hold two streams each on the instance that is
-// stopped, stayers two each on the other.
+// stopped, stayers two each on the other. The clients send a heartbeat
+// every drainHeartbeat, the servers' heartbeat interval: long enough that
+// 2,000 streams' pings, pongs and heartbeats leave a loaded machine room,
+// with 15 s before a stream is closed for silence.
 const (
 	drainMovers      = 750
 	drainStayers     = 250
 	streamsPerDrainU = 2
+	drainHeartbeat   = 5 * time.Second
+	// drainDialTimeout bounds a client's dial, so that one the server
+	// never answers does not hold a place of the dials at once for good.
+	drainDialTimeout = 30 * time.Second
 )
 
 // SIGTERM of one of two instances holding 2,000 streams: every stream is
@@ -39,17 +50,19 @@ func TestSigtermDrainsStreamsToTheOtherInstance(t *testing.T) {
 	// The online window is each instance's lease: long enough that b, busy
 	// with 2,000 streams on a loaded test machine, never misses renewing
 	// it (its own sweep would then take its users out of presence); a's
-	// runs out that long after it stops. The drain window stays short:
-	// the clients send no heartbeat, and a stream is closed (4000) for
-	// that after a while. On a loaded machine a may exit with streams
-	// still open (reset, not drained), which the checks below allow.
+	// runs out that long after it stops. The drain window leaves a loaded
+	// machine time for 1,500 closing handshakes; the clients send
+	// heartbeats meanwhile, as the web client does, so that no stream
+	// waiting for its turn is closed for silence (a pong later than one
+	// interval is not counted). Should a still exit with streams open
+	// (reset, not drained), the checks below allow it.
 	args := []string{
-		"-drain-window", "3s", "-online-window", "30s", "-heartbeat-interval", "2s",
+		"-drain-window", "10s", "-online-window", "30s", "-heartbeat-interval", drainHeartbeat.String(),
 		"-stream-open-limit", "off", "-stream-open-address-limit", "off", "-max-connections-per-address", "0",
 		"-post-limit", "off", "-resume-limit", "off", "-read-limit", "off",
 	}
-	a, _, stopA := startStoppable(t, env, args...)
-	b, _ := start(t, env, args...)
+	a, logsA, stopA := startStoppable(t, env, args...)
+	b, logsB := start(t, env, args...)
 	rdb := redistest.ClientOf(t, url)
 	ctx := t.Context()
 
@@ -103,6 +116,19 @@ func TestSigtermDrainsStreamsToTheOtherInstance(t *testing.T) {
 	var clients []*drainClient
 	var running sync.WaitGroup
 	t.Cleanup(func() { stopClients(); running.Wait() })
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		var dialErrors []string
+		for _, c := range clients {
+			c.mu.Lock()
+			dialErrors = append(dialErrors, c.dialErrors...)
+			c.mu.Unlock()
+		}
+		t.Logf("failed dials: %s", tally(dialErrors))
+		t.Logf("a's log, by message:\n%s\nb's log, by message:\n%s", logSummary(logsA.String()), logSummary(logsB.String()))
+	})
 	for i, acc := range accounts {
 		home := streamB
 		if i < drainMovers {
@@ -200,7 +226,7 @@ func TestSigtermDrainsStreamsToTheOtherInstance(t *testing.T) {
 		// server found a client too slow, say): those moved early, and
 		// their users may have gone offline for a moment. What is left
 		// to check is that no stream is told twice.
-		t.Logf("%d streams closed otherwise, the first: %s; %d offline frames", len(others), others[0], offline)
+		t.Logf("%d streams closed otherwise (%s); %d offline frames", len(others), tally(others), offline)
 		if drained > want || toldAtOnce > want || toldAtOnce < drained {
 			t.Errorf("%d streams closed with 4001, %d told to reconnect at once, want at most %d each, and each closed stream told", drained, toldAtOnce, want)
 		}
@@ -222,6 +248,7 @@ type drainClient struct {
 	reconnectsNow int      // reconnect frames saying at once
 	drainCloses   int      // closes with 4001
 	otherCloses   []string // closes of a stream that was ready, with any other code, as read
+	dialErrors    []string // dials that failed, as they did
 }
 
 // run holds the client's stream until ctx ends; once it closes, the client
@@ -229,11 +256,16 @@ type drainClient struct {
 func (c *drainClient) run(ctx context.Context, dials chan struct{}) {
 	for ctx.Err() == nil {
 		dials <- struct{}{}
-		ws, _, err := websocket.Dial(ctx, c.url, &websocket.DialOptions{
+		dialCtx, cancel := context.WithTimeout(ctx, drainDialTimeout)
+		ws, _, err := websocket.Dial(dialCtx, c.url, &websocket.DialOptions{
 			HTTPHeader: http.Header{"Authorization": {"Bearer " + c.token}},
 		})
+		cancel()
 		<-dials
 		if err != nil {
+			c.mu.Lock()
+			c.dialErrors = append(c.dialErrors, err.Error())
+			c.mu.Unlock()
 			sleepCtx(ctx, 200*time.Millisecond)
 			continue
 		}
@@ -260,8 +292,26 @@ func (c *drainClient) run(ctx context.Context, dials chan struct{}) {
 // read reads ws's frames until it ends, resuming after each ready (from
 // the newest status seen, or from none: a stream that closed before any
 // status came, on a machine loaded enough, is caught up on them all), and
-// reports whether the stream was ready.
+// reports whether the stream was ready. It sends a heartbeat every
+// drainHeartbeat meanwhile.
 func (c *drainClient) read(ctx context.Context, ws *websocket.Conn) (ready bool, _ error) {
+	readCtx, stopBeats := context.WithCancel(ctx)
+	defer stopBeats()
+	go func() {
+		beat := []byte(`{"type":"` + protocol.TypeHeartbeat + `"}`)
+		tick := time.NewTicker(drainHeartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-readCtx.Done():
+				return
+			case <-tick.C:
+				if ws.Write(readCtx, websocket.MessageText, beat) != nil {
+					return
+				}
+			}
+		}
+	}()
 	for {
 		_, raw, err := ws.Read(ctx)
 		if err != nil {
@@ -334,6 +384,53 @@ func countClients(clients []*drainClient, state string, in func(*drainClient) bo
 		return ""
 	}
 	return fmt.Sprintf("%d of %d clients %s", n, len(clients), state)
+}
+
+// tally counts each distinct string of all, most frequent first:
+// "3 × a, 1 × b".
+func tally(all []string) string {
+	counts := map[string]int{}
+	for _, s := range all {
+		counts[s]++
+	}
+	keys := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(keys, func(x, y string) int { return cmp.Or(counts[y]-counts[x], strings.Compare(x, y)) })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d × %s", counts[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// logSummary tallies a server log's lines by their message and level, for
+// a failure's report: a drain's story in a few lines rather than
+// thousands.
+func logSummary(log string) string {
+	var kinds []string
+	for line := range strings.Lines(log) {
+		kind := logField(line, "level=") + " " + logField(line, "msg=")
+		if code := logField(line, "code="); code != "" { // a stream's close
+			kind += " " + code + " " + logField(line, "reason=")
+		}
+		kinds = append(kinds, kind)
+	}
+	return tally(kinds)
+}
+
+// logField is the value of a text-format slog line's field named by key
+// ("msg="), quoted or not; "" when the line has none.
+func logField(line, key string) string {
+	_, v, ok := strings.Cut(line, " "+key)
+	if !ok {
+		return ""
+	}
+	if strings.HasPrefix(v, `"`) {
+		if q, err := strconv.QuotedPrefix(v); err == nil {
+			return q
+		}
+	}
+	v, _, _ = strings.Cut(v, " ")
+	return strings.TrimSpace(v)
 }
 
 // parallel runs do(0..n-1) on a few goroutines, failing the test on the
