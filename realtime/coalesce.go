@@ -60,29 +60,36 @@ func (c *conn) enqueuePresence(uid int64, online bool, frame []byte) {
 // flushPresence sends the frame held back about uid, unless it tells what
 // the last frame sent told already.
 func (c *conn) flushPresence(uid int64) {
-	g := &c.presence
-	g.mu.Lock()
-	held := g.pending[uid]
-	delete(g.pending, uid)
-	same := g.sent[uid].online == held.online
-	g.remember(uid, time.Now(), held.online)
-	g.mu.Unlock()
-	if same {
+	held, send := c.presence.flush(uid, time.Now())
+	if !send {
 		c.hub.Stats.PresenceCoalesced.Add(1)
 		return
 	}
 	c.enqueue(outgoing{frame: held.frame})
 }
 
+// flush takes the frame held back about uid, at now, and reports whether it
+// is to be sent: not when the last frame let through told the same.
+func (g *presenceGate) flush(uid int64, now time.Time) (held heldPresence, send bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	held = g.pending[uid]
+	delete(g.pending, uid)
+	last, told := g.sent[uid]
+	g.remember(uid, now, held.online)
+	return held, !told || last.online != held.online
+}
+
 // remember notes a frame let through; entries older than the gap are
-// dropped now and then, so the map holds only the users of the last second.
+// dropped now and then, so the map holds only the users of the last second
+// (and those with a frame held back, whose flush compares with theirs).
 func (g *presenceGate) remember(uid int64, at time.Time, online bool) {
 	if g.sent == nil {
 		g.sent = map[int64]sentPresence{}
 	}
 	if len(g.sent) >= 64 {
 		for id, s := range g.sent {
-			if at.Sub(s.at) >= presenceGap {
+			if _, held := g.pending[id]; !held && at.Sub(s.at) >= presenceGap {
 				delete(g.sent, id)
 			}
 		}

@@ -78,3 +78,29 @@ read:
 		t.Fatalf("PresenceCoalesced = %d, want at least 40", n)
 	}
 }
+
+// A frame held back is flushed by what it tells against the last one let
+// through about its user, though 64 users or more were told of since and
+// the sweep of old entries ran before the flush: an offline frame held
+// back after an online one is sent, never taken for the same.
+func TestPresenceHeldFrameOutlivesTheSweep(t *testing.T) {
+	t.Parallel()
+	var g presenceGate
+	t0 := time.Now()
+	const uid = 1
+	g.remember(uid, t0, true)
+	g.pending = map[int64]heldPresence{uid: {frame: []byte("offline"), online: false}}
+	for other := int64(2); other < 70; other++ {
+		g.remember(other, t0, true)
+	}
+	g.remember(100, t0.Add(presenceGap), true) // sweeps those of t0
+	held, send := g.flush(uid, t0.Add(presenceGap))
+	if !send || string(held.frame) != "offline" {
+		t.Fatalf("flush = %q, %v; want the offline frame sent", held.frame, send)
+	}
+	// Held back again, the same state as the last sent: not sent.
+	g.pending[uid] = heldPresence{frame: []byte("offline again"), online: false}
+	if _, send := g.flush(uid, t0.Add(2*presenceGap)); send {
+		t.Fatal("a held frame telling what the last one told was sent")
+	}
+}
