@@ -131,7 +131,7 @@ type Hub struct {
 
 	ps      bus.Subscriber
 	budgets *redis_rate.Limiter // the users' resume budgets
-	syncCh  chan string         // channels whose subscription may need to change
+	changes *channelChanges     // channels whose subscription may need to change
 	recheck chan struct{}       // wakes the session checker for channels in h.unchecked
 
 	mu         sync.RWMutex        // the first lock of all (locks.go)
@@ -143,6 +143,10 @@ type Hub struct {
 	frameName  []byte              // route's buffer for the channel names of a frames message
 	framesLive chan struct{}       // told each time Redis confirms the frames channel
 	live       map[string]bool     // channels whose subscription Redis confirmed
+	// subscribed are the channels the subscriber last sent SUBSCRIBE for,
+	// not UNSUBSCRIBE since: a confirmation of another is of a
+	// subscription undone since, and is let go (see confirmed).
+	subscribed map[string]bool
 	unchecked  map[string]struct{} // channels confirmed again, their sessions still to check
 	lost       map[string]struct{} // live channels a cluster lost, until confirmed again
 	closing    bool
@@ -285,13 +289,14 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	h := &Hub{
 		rdb: rdb, bus: bus.New(rdb, opts.Prefix), feed: feed, presence: pres, opts: opts, log: opts.Logger,
 		budgets:    redis_rate.NewLimiter(rdb),
-		syncCh:     make(chan string, 1024),
+		changes:    newChannelChanges(),
 		recheck:    make(chan struct{}, 1),
 		framesLive: make(chan struct{}, 1),
 		users:      map[string]*local{},
 		authors:    map[string]*readers{},
 		watchers:   map[*conn]struct{}{},
 		live:       map[string]bool{},
+		subscribed: map[string]bool{},
 		unchecked:  map[string]struct{}{},
 		lost:       map[string]struct{}{},
 		cancel:     cancel, stopped: ctx.Done(),
@@ -375,6 +380,12 @@ func (h *Hub) confirmed(channel string) {
 		case h.framesLive <- struct{}{}:
 		default:
 		}
+		return
+	}
+	if !h.subscribed[channel] {
+		// Confirmed after the subscriber undid it (its users left): were
+		// it marked live, the next user to join would not wait for the
+		// subscription made for them.
 		return
 	}
 	if channel == h.global {
@@ -533,32 +544,38 @@ func (h *Hub) deliver(u *local, ev event, payload []byte) {
 // of one channel never race.
 func (h *Hub) subscriber(ctx context.Context) {
 	defer h.routerWG.Done()
-	subscribed := map[string]bool{}
 	batch := map[string]struct{}{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case channel := <-h.syncCh:
-			batch[channel] = struct{}{}
+		case <-h.changes.wake:
 		}
 		// Take every change that comes within subscribeLinger, up to a
 		// batch: a reconnect storm of thousands of streams costs a few
 		// commands, not one per channel.
-		linger := time.NewTimer(subscribeLinger)
-	more:
-		for len(batch) < bus.SubscribeBatch {
-			select {
-			case channel := <-h.syncCh:
-				batch[channel] = struct{}{}
-			case <-linger.C:
-				break more
-			case <-ctx.Done():
-				linger.Stop()
-				return
+		if h.changes.waiting() < bus.SubscribeBatch {
+			linger := time.NewTimer(subscribeLinger)
+		more:
+			for {
+				select {
+				case <-h.changes.wake:
+					if h.changes.waiting() >= bus.SubscribeBatch {
+						break more
+					}
+				case <-linger.C:
+					break more
+				case <-ctx.Done():
+					linger.Stop()
+					return
+				}
 			}
+			linger.Stop()
 		}
-		linger.Stop()
+		h.changes.take(batch, bus.SubscribeBatch)
+		if len(batch) == 0 {
+			continue
+		}
 		var subscribe, unsubscribe []string
 		h.mu.Lock()
 		for channel := range batch {
@@ -571,12 +588,12 @@ func (h *Hub) subscriber(ctx context.Context) {
 				delete(h.lost, channel)
 			}
 			switch {
-			case want && !subscribed[channel]:
+			case want && !h.subscribed[channel]:
 				subscribe = append(subscribe, channel)
-				subscribed[channel] = true
-			case !want && subscribed[channel]:
+				h.subscribed[channel] = true
+			case !want && h.subscribed[channel]:
 				unsubscribe = append(unsubscribe, channel)
-				delete(subscribed, channel)
+				delete(h.subscribed, channel)
 			}
 		}
 		h.mu.Unlock()
@@ -778,13 +795,8 @@ func (h *Hub) removePull(u *local, author int64) (string, bool) {
 	return ch, true
 }
 
-// resync asks the subscriber to bring channel in line.
-func (h *Hub) resync(channel string) {
-	select {
-	case h.syncCh <- channel:
-	case <-h.stopped:
-	}
-}
+// resync asks the subscriber to bring channel in line. It never blocks.
+func (h *Hub) resync(channel string) { h.changes.add(channel) }
 
 var (
 	errNoSubscription = errors.New("no pub/sub subscription")

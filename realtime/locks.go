@@ -28,6 +28,8 @@ package realtime
 //     a connection adds its activity from its reader or its ping timer, and
 //     run waits for a flush (settle) once the connection is closed.
 //     beats.flushing is held across the flush's Redis call.
+//  6. channelChanges.mu (resync.go): the channels held for the subscriber.
+//     Taken alone or under Hub.mu, and takes none.
 //
 // The bus's subscriber (Hub.ps, package bus) has locks of its own: on a cluster, a
 // shard's, which it holds while it hands the router a message or a
@@ -35,4 +37,6 @@ package realtime
 // Hub.ps (Subscribe, Unsubscribe, Close) nor across a send that can block:
 // join, leave, setPull and watch ask the subscriber for a change (resync) after
 // they let Hub.mu go, and restart only wakes the session checker if it is
-// not woken already.
+// not woken already. And the router never waits for the subscriber, which
+// may be waiting in Hub.ps for the router to read: a change asked for is
+// held in a set (channelChanges), never sent on a channel that can fill.
