@@ -69,15 +69,28 @@ func (c *conn) flushPresence(uid int64) {
 }
 
 // flush takes the frame held back about uid, at now, and reports whether it
-// is to be sent: not when the last frame let through told the same.
+// is to be sent: not when there is none (drop took it), nor when the last
+// frame let through told the same.
 func (g *presenceGate) flush(uid int64, now time.Time) (held heldPresence, send bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	held = g.pending[uid]
+	held, ok := g.pending[uid]
+	if !ok {
+		return held, false
+	}
 	delete(g.pending, uid)
 	last, told := g.sent[uid]
 	g.remember(uid, now, held.online)
 	return held, !told || last.online != held.online
+}
+
+// drop forgets the frame held back about uid, if any. A friend_removed
+// about uid is on its way to the stream: what presence said of uid before
+// it must not come after it, or the friends list would take uid back.
+func (g *presenceGate) drop(uid int64) {
+	g.mu.Lock()
+	delete(g.pending, uid)
+	g.mu.Unlock()
 }
 
 // remember notes a frame let through; entries older than the gap are

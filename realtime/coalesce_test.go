@@ -104,3 +104,42 @@ func TestPresenceHeldFrameOutlivesTheSweep(t *testing.T) {
 		t.Fatal("a held frame telling what the last one told was sent")
 	}
 }
+
+// A presence frame held back about a user is dropped when friend_removed
+// about them comes: the stream is told the friendship ended, and nothing
+// of the user's presence after it, which would put them back in the
+// friends list.
+func TestFriendRemovedDropsTheHeldPresenceFrame(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	friend := e.signUp("friend")
+	s := e.connect(friend)
+	channel := e.social.UserChannel(friend.id)
+	publish := func(frame map[string]any) {
+		t.Helper()
+		raw, _ := json.Marshal(frame)
+		if err := e.rdb.Publish(t.Context(), channel, raw).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := map[string]any{"id": 1001, "login": "u1001", "name": "N"}
+	publish(map[string]any{"type": "presence", "user": user, "online": true, "last_seen": time.Now()})
+	publish(map[string]any{"type": "presence", "user": user, "online": false, "last_seen": time.Now()}) // held back
+	publish(map[string]any{"type": "friend_removed", "user": user})
+	publish(map[string]any{"type": "presence", "user": map[string]any{"id": 1002, "login": "u1002", "name": "M"}, "online": true, "last_seen": time.Now()})
+	var got []string
+	deadline := time.After(presenceGap + 1500*time.Millisecond) // the held frame's flush, and more
+read:
+	for {
+		select {
+		case f := <-s.frames:
+			got = append(got, fmt.Sprintf("%s %d %v", f.Type, f.User.ID, f.Online))
+		case <-deadline:
+			break read
+		}
+	}
+	want := []string{"presence 1001 true", "friend_removed 1001 false", "presence 1002 true"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("frames %q, want %q", got, want)
+	}
+}

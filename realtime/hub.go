@@ -524,11 +524,18 @@ func (h *Hub) deliver(u *local, ev event, payload []byte) {
 		h.Stats.FramesDropped.Add(int64(len(u.conns)))
 		return
 	}
-	if ev.Type == protocol.TypePresence && ev.User != nil {
+	switch {
+	case ev.Type == protocol.TypePresence && ev.User != nil:
 		for c := range u.conns {
 			c.enqueuePresence(ev.User.ID, ev.Online, payload)
 		}
 		return
+	case ev.Type == protocol.TypeFriendRemoved && ev.User != nil:
+		// A presence frame about the friend held back was published
+		// before this one: it goes with it, not after.
+		for c := range u.conns {
+			c.presence.drop(ev.User.ID)
+		}
 	}
 	out := outgoing{frame: payload}
 	if ev.Type == protocol.TypeStatus {
