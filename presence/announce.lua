@@ -6,12 +6,17 @@
 -- One Redis only: on a cluster the friends' channels are in other slots than
 -- connected, and event.go publishes with SPUBLISH and checks after.
 --
+-- A friend whose friendship has ended (an unfollow or a block whose
+-- friend_removed is on its way, published after the friendship's end) is
+-- told nothing: no presence frame may follow that friend_removed.
+--
 -- KEYS[1] connected (uid -> when the user was told online, unix ms)
+-- KEYS[2] uid's friends (friend uid -> since)
 -- ARGV[1] uid
 -- ARGV[2] 1 to announce "online", 0 to announce "offline"
 -- ARGV[3] the frame (JSON)
 -- ARGV[4] the command to publish with (PUBLISH: one Redis only)
--- ARGV[5..] the channels to publish on
+-- ARGV[5..] pairs: a friend's uid, then their channel
 -- Returns the number of channels published on, or -1 when the frame is stale.
 local told = 0
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
@@ -20,7 +25,11 @@ end
 if told ~= tonumber(ARGV[2]) then
   return -1
 end
-for i = 5, #ARGV do
-  redis.call(ARGV[4], ARGV[i], ARGV[3])
+local n = 0
+for i = 5, #ARGV, 2 do
+  if redis.call('ZSCORE', KEYS[2], ARGV[i]) then
+    redis.call(ARGV[4], ARGV[i + 1], ARGV[3])
+    n = n + 1
+  end
 end
-return #ARGV - 4
+return n

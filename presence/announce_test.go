@@ -2,12 +2,14 @@ package presence
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"chorus/bus"
 	"chorus/internal/slots"
 	"chorus/protocol"
 
@@ -213,4 +215,93 @@ func onlineFlags(frames []protocol.PresenceFrame) []bool {
 		out[i] = f.Online
 	}
 	return out
+}
+
+// A friendship that ends while a user's presence is announced (an unfollow
+// or a block between the read of the connected friends and the publish)
+// is never followed on the ex-friend's channel by the user's presence: the
+// friend_removed the ending published is the last frame there, so the
+// friend's list does not take the user back. The other friends are told.
+func TestAnnouncementAfterTheFriendshipEnded(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, e env) {
+		ctx := ctxT(t)
+		const alice, bob, carol = 1, 2, 3
+		e.befriend(t, alice, bob)
+		e.befriend(t, alice, carol)
+		tr := e.tracker(t, Options{})
+		mustConnect(t, tr, bob, "b")
+		mustConnect(t, tr, carol, "c")
+		toBob, toCarol := e.subscribe(t, bob), e.subscribe(t, carol)
+		send := func(channel string, frame any) {
+			t.Helper()
+			raw, _ := json.Marshal(frame)
+			if err := bus.New(e.rdb, e.prefix).PublishBatch(ctx, []bus.Message{{Channel: channel, Payload: raw}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var armed atomic.Bool
+		armed.Store(true)
+		e.rdb.AddHook(beforeAnnounce{armed: &armed, do: func() {
+			// Bob unfollows alice, as the social package does: the
+			// friendship ends, then friend_removed goes to bob.
+			pipe := e.rdb.Pipeline()
+			pipe.ZRem(ctx, e.friendsKey(alice), itoa(bob))
+			pipe.ZRem(ctx, e.friendsKey(bob), itoa(alice))
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Error(err)
+			}
+			send(e.channel(bob), protocol.FriendRemoved{Type: protocol.TypeFriendRemoved, User: protocol.UserRef{ID: alice}})
+		}})
+		mustConnect(t, tr, alice, "a")
+		if armed.Load() {
+			t.Fatal("the announcement published nothing the test could come before")
+		}
+		checkEvent(t, nextEvent(t, toCarol, 2*time.Second), alice, true)
+		// The announcement is over: every frame it sent bob comes before
+		// this one.
+		send(e.channel(bob), map[string]string{"type": "end"})
+		var got []string
+		for {
+			ev := nextEvent(t, toBob, 2*time.Second)
+			if ev.Type == "end" {
+				break
+			}
+			got = append(got, ev.Type)
+		}
+		if len(got) == 0 || got[len(got)-1] != protocol.TypeFriendRemoved {
+			t.Errorf("bob was sent %q, want friend_removed last", got)
+		}
+		if !e.cluster && len(got) != 1 {
+			t.Errorf("bob was sent %q, want friend_removed alone: one Redis checks the friendship as it publishes", got)
+		}
+	})
+}
+
+// beforeAnnounce runs do once, while armed, before the first publish of an
+// announcement: announce.lua's call on one Redis, the pipeline of SPUBLISH
+// on a cluster.
+type beforeAnnounce struct {
+	armed *atomic.Bool
+	do    func()
+}
+
+func (beforeAnnounce) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h beforeAnnounce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && args[1] == announceScript.Hash() && h.armed.CompareAndSwap(true, false) {
+			h.do()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h beforeAnnounce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "spublish" && h.armed.CompareAndSwap(true, false) {
+			h.do()
+		}
+		return next(ctx, cmds)
+	}
 }

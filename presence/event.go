@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -81,15 +82,15 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 	if err != nil {
 		return err
 	}
-	var batches [][]string
+	var batches [][]friendChannel
 	for i := 0; i < len(friends); i += announceBatch {
-		var batch []string
+		var batch []friendChannel
 		for _, f := range friends[i:min(i+announceBatch, len(friends))] {
 			fid, err := strconv.ParseInt(f, 10, 64)
 			if err != nil {
 				continue // not a user id; nobody to tell
 			}
-			batch = append(batch, t.bus.UserChannel(fid))
+			batch = append(batch, friendChannel{f, t.bus.UserChannel(fid)})
 		}
 		batches = append(batches, batch)
 	}
@@ -102,12 +103,12 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 		flag = 1
 	}
 	for _, batch := range batches {
-		args := make([]any, 0, 4+len(batch))
+		args := make([]any, 0, 4+2*len(batch))
 		args = append(args, uid, flag, frame, t.bus.Command())
-		for _, ch := range batch {
-			args = append(args, ch)
+		for _, f := range batch {
+			args = append(args, f.uid, f.channel)
 		}
-		n, err := announceScript.Run(ctx, t.rdb, []string{t.keys.connected()}, args...).Int()
+		n, err := announceScript.Run(ctx, t.rdb, []string{t.keys.connected(), t.opts.FriendsKey(uid)}, args...).Int()
 		if err != nil {
 			return fmt.Errorf("publish presence of %d: %w", uid, err)
 		}
@@ -118,12 +119,24 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 	return nil
 }
 
+// friendChannel is a friend to tell, by uid as presence's sets hold it, and
+// the channel of their streams.
+type friendChannel struct{ uid, channel string }
+
 // publishSharded publishes frame, saying uid is online (or not), to the
 // batches of channels through the bus, one pipeline per batch, which the
 // cluster client splits by node. connected was checked before (publish):
 // it matched. After each batch connected is read again; when the user's
 // state changed since the last read, the frame of the current state goes
 // to the same channels, and is checked the same way.
+//
+// The friendships are read again with the state. A friend the batch told,
+// whose friendship has ended since they were read (an unfollow, a block),
+// may have been told after the friend_removed that ending published, which
+// would put uid back in their friends list: such a friend is sent a
+// friend_removed about uid once more, after, and nothing further. (A
+// friendship ended and begun again between two of these reads is told
+// ended until uid's next change of presence.)
 //
 // Why the last frame each friend gets is then the true state. Every change
 // of a user's state is announced by its maker after the change, with this
@@ -146,18 +159,28 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 // stale last one. A state that keeps changing under every read gives up
 // after announceCorrections corrections, with an error; friends then may
 // hold a stale frame until the user's next change.
-func (t *Tracker) publishSharded(ctx context.Context, uid int64, online bool, user protocol.UserRef, frame []byte, batches [][]string) error {
+func (t *Tracker) publishSharded(ctx context.Context, uid int64, online bool, user protocol.UserRef, frame []byte, batches [][]friendChannel) error {
 	for _, batch := range batches {
 		sent := online
 		for corrections := 0; ; corrections++ {
-			if err := t.publishAll(ctx, batch, frame); err != nil {
+			channels := make([]string, len(batch))
+			for i, f := range batch {
+				channels[i] = f.channel
+			}
+			if err := t.publishAll(ctx, channels, frame); err != nil {
 				return fmt.Errorf("publish presence of %d: %w", uid, err)
 			}
-			st, err := t.state(ctx, uid)
+			st, ended, err := t.stateAndEnded(ctx, uid, batch)
 			if err != nil {
 				return fmt.Errorf("publish presence of %d: %w", uid, err)
 			}
-			if st.online == sent {
+			if len(ended) > 0 {
+				if err := t.tellEnded(ctx, user, ended); err != nil {
+					return fmt.Errorf("publish presence of %d: %w", uid, err)
+				}
+				batch = slices.DeleteFunc(batch, func(f friendChannel) bool { return slices.Contains(ended, f.channel) })
+			}
+			if st.online == sent || len(batch) == 0 {
 				break
 			}
 			if corrections == announceCorrections {
@@ -234,14 +257,46 @@ func (t *Tracker) connectedFriends(ctx context.Context, uid int64) ([]string, us
 	return inter.Val(), st, nil
 }
 
-// state reads uid's state, connected and last.seen in one MULTI.
-func (t *Tracker) state(ctx context.Context, uid int64) (userState, error) {
+// stateAndEnded reads uid's state, and which of batch's friends are
+// friends no more (their channels), in one MULTI: on a cluster the friend
+// set read is presence's mirror, in presence's slot.
+func (t *Tracker) stateAndEnded(ctx context.Context, uid int64, batch []friendChannel) (userState, []string, error) {
 	pipe := t.rdb.TxPipeline()
 	state := t.queueState(ctx, pipe, uid)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return userState{}, err
+	members := make([]string, len(batch))
+	for i, f := range batch {
+		members[i] = f.uid
 	}
-	return state()
+	since := pipe.ZMScore(ctx, t.opts.FriendsKey(uid), members...)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return userState{}, nil, err
+	}
+	st, err := state()
+	if err != nil {
+		return userState{}, nil, err
+	}
+	scores, err := since.Result()
+	if err != nil {
+		return userState{}, nil, err
+	}
+	var ended []string
+	for i, score := range scores {
+		if score == 0 { // ZMSCORE's nil: no longer a member
+			ended = append(ended, batch[i].channel)
+		}
+	}
+	return st, ended, nil
+}
+
+// tellEnded sends a friend_removed about user on channels, the channels of
+// friends whose friendship with user ended while user's presence was told
+// to them.
+func (t *Tracker) tellEnded(ctx context.Context, user protocol.UserRef, channels []string) error {
+	frame, err := json.Marshal(protocol.FriendRemoved{Type: protocol.TypeFriendRemoved, User: user})
+	if err != nil {
+		return err
+	}
+	return t.publishAll(ctx, channels, frame)
 }
 
 // queueState queues the reads of uid's state in pipe, and returns what
