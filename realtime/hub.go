@@ -259,10 +259,23 @@ type local struct {
 	ready chan struct{}      // closed once the user's channel is live
 	// checking holds back the channel's frames while its sessions are
 	// checked after the pub/sub connection was made again; checkRound tells
-	// a check from a later one asked for meanwhile.
+	// a check from a later one asked for meanwhile. held are the frames
+	// that came meanwhile, sent once the streams have caught up (at most
+	// maxHeldFrames; those past it are dropped, left to the catch-up).
 	checking   bool
 	checkRound uint64
+	held       []heldFrame
 }
+
+// heldFrame is a frame that came for a user whose frames are held back.
+type heldFrame struct {
+	ev      event
+	payload []byte
+}
+
+// maxHeldFrames bounds the frames held back for one user while its
+// sessions are checked: a second's worth and more for any one user.
+const maxHeldFrames = 256
 
 // orDefault sets an option left zero (or negative) to its default.
 func orDefault[T ~int | ~int64 | ~float64](v *T, def T) {
@@ -521,7 +534,14 @@ func (h *Hub) dispatchFrames(msg string) {
 // h.mu held.
 func (h *Hub) deliver(u *local, ev event, payload []byte) {
 	if u.checking {
-		h.Stats.FramesDropped.Add(int64(len(u.conns)))
+		// Held, not dropped: its status may have reached the home
+		// timeline only after the catch-up's read (a post's frames go
+		// out a round trip ahead of its pushes).
+		if len(u.held) < maxHeldFrames {
+			u.held = append(u.held, heldFrame{ev, payload})
+		} else {
+			h.Stats.FramesDropped.Add(int64(len(u.conns)))
+		}
 		return
 	}
 	switch {

@@ -140,6 +140,46 @@ func TestCatchUpAfterPubSubLoss(t *testing.T) {
 	}
 }
 
+// A frame that comes while a user's frames are held back (their channel
+// confirmed again, the sessions being checked) is sent once the streams
+// have caught up, once, not dropped: its status may reach the home
+// timeline only after the catch-up read it (a post publishes its frames a
+// round trip ahead of its pushes), or, as here, never.
+func TestFrameHeldWhileCheckingIsSent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	author, reader, stranger := e.signUp("author"), e.signUp("reader"), e.signUp("stranger")
+	e.follow(reader, author)
+	s := e.connect(reader)
+	first := e.post(author, "live")
+	if f := s.next(5 * time.Second); f.Type != "status" || f.Status.ID != first.ID {
+		t.Fatalf("got %v, want status %d", f, first.ID)
+	}
+	// The reader's channel is confirmed again, and a frame comes, as the
+	// router would hand it over, before the check is done.
+	held := e.post(stranger, "not in the reader's home timeline")
+	payload := statusFrameJSON(held)
+	ev, err := parseEvent(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.hub.mu.Lock()
+	u := e.hub.users[e.social.UserChannel(reader.id)]
+	e.hub.restart(u)
+	e.hub.deliver(u, ev, payload)
+	e.hub.mu.Unlock()
+	if got := nextStatuses(s, 1, 30*time.Second); got[0] != held.ID {
+		t.Fatalf("after the check the stream got status %d, want the held one, %d", got[0], held.ID)
+	}
+	s.ping()
+	if got := s.until("unknown_type", 10*time.Second); len(got) != 0 {
+		t.Errorf("then %v, want nothing more", describe(got))
+	}
+	if n := e.hub.Stats.FramesDropped.Load(); n != 0 {
+		t.Errorf("%d frames dropped", n)
+	}
+}
+
 // Shutting a hub down closes each of its streams with 1001 and returns once
 // they are gone, their channels unsubscribed. Their users stay online
 // for their friends, who are told nothing: they reconnect elsewhere. The

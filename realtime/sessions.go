@@ -29,7 +29,7 @@ func (h *Hub) checkSessions(ctx context.Context) {
 	defer h.routerWG.Done()
 	tick := time.NewTicker(h.opts.SessionCheckInterval)
 	defer tick.Stop()
-	var retry <-chan time.Time
+	var due <-chan time.Time // the check of the channels confirmed again
 	for {
 		select {
 		case <-ctx.Done():
@@ -40,15 +40,27 @@ func (h *Hub) checkSessions(ctx context.Context) {
 			}
 			continue
 		case <-h.recheck:
-		case <-retry:
+			if due == nil {
+				due = time.After(catchUpSettle)
+			}
+			continue
+		case <-due:
 		}
-		retry = nil
+		due = nil
 		if err := h.recheckChannels(ctx); err != nil && ctx.Err() == nil {
 			h.log.Warn("session check after a pub/sub reconnect failed; trying again", "err", err)
-			retry = time.After(recheckRetry)
+			due = time.After(recheckRetry)
 		}
 	}
 }
+
+// catchUpSettle is how long after a channel is confirmed again its streams
+// wait before they catch up. A frame lost with the subscription may be of
+// a status not yet in the home timeline: a post publishes its frames a
+// round trip before its pushes (social's post path), and a catch-up read
+// in between would miss the status for good. The frames that come
+// meanwhile are held, and sent after the catch-up.
+const catchUpSettle = time.Second
 
 // recheckChannels checks the sessions of the channels confirmed again, then
 // lets their frames through and has their remaining connections catch up.
@@ -88,6 +100,12 @@ func (h *Hub) recheckChannels(ctx context.Context) error {
 			for c := range r.u.conns {
 				c.enqueue(outgoing{catchUp: true})
 			}
+			// After the catch-up, which sends the statuses among them
+			// once (each stream leaves out what it sent).
+			for _, f := range r.u.held {
+				h.deliver(r.u, f.ev, f.payload)
+			}
+			r.u.held = nil
 		}
 	}
 	return err
