@@ -414,11 +414,11 @@ func TestFollowNotification(t *testing.T) {
 	}
 }
 
-// Deleting a status takes the notifications of its likes back, so the
-// unread count has none that no page shows; quietly, as the author's
-// streams have the status_deleted frame, and one frame per like would be a
-// burst.
-func TestDeletedStatusTakesItsLikesBack(t *testing.T) {
+// Deleting a status takes the notifications of its likes and reposts
+// back, so the unread count has none that no page shows; quietly, as the
+// author's streams have the status_deleted frame, and one frame per like
+// would be a burst.
+func TestDeletedStatusTakesItsReactionsBack(t *testing.T) {
 	t.Parallel()
 	s, rdb := newService(t, Options{})
 	startWorker(t, s, "w")
@@ -430,27 +430,35 @@ func TestDeletedStatusTakesItsLikesBack(t *testing.T) {
 			if _, err := s.Like(ctx, u.ID, st.ID); err != nil {
 				t.Fatal(err)
 			}
+			if _, err := s.Repost(ctx, u.ID, st.ID); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if count, _, err := s.UnreadNotifications(ctx, ann.ID); err != nil || count != 4 {
-		t.Fatalf("ann's unread %d, %v; want 4", count, err)
+	if count, _, err := s.UnreadNotifications(ctx, ann.ID); err != nil || count != 8 {
+		t.Fatalf("ann's unread %d, %v; want 8", count, err)
 	}
 	l := listen(t, s, rdb, s.UserChannel(ann.ID))
 	if err := s.DeleteStatus(ctx, ann.ID, gone.ID); err != nil {
 		t.Fatal(err)
 	}
 	testio.Eventually(t, time.Minute, func() string {
-		if got := noteSizes(t, s, ann.ID); got != [3]int64{2, 2, 2} {
-			return fmt.Sprintf("ann's ids, records, causes %v, want 2 each (the kept status's likes)", got)
+		if got := noteSizes(t, s, ann.ID); got != [3]int64{4, 4, 4} {
+			return fmt.Sprintf("ann's ids, records, causes %v, want 4 each (the kept status's likes and reposts)", got)
 		}
 		return ""
 	})
-	if count, _, err := s.UnreadNotifications(ctx, ann.ID); err != nil || count != 2 {
-		t.Fatalf("ann's unread %d, %v; want 2", count, err)
+	if count, _, err := s.UnreadNotifications(ctx, ann.ID); err != nil || count != 4 {
+		t.Fatalf("ann's unread %d, %v; want 4", count, err)
 	}
 	page, err := s.Notifications(ctx, ann.ID, 0, 10)
-	if err != nil || len(page.Notifications) != 2 || page.Notifications[0].Status.ID != kept.ID || page.Notifications[1].Status.ID != kept.ID {
-		t.Fatalf("ann's page %+v, %v; want the two likes of the kept status", page.Notifications, err)
+	if err != nil || len(page.Notifications) != 4 {
+		t.Fatalf("ann's page %+v, %v; want the two likes and two reposts of the kept status", page.Notifications, err)
+	}
+	for _, n := range page.Notifications {
+		if n.Status == nil || n.Status.ID != kept.ID {
+			t.Fatalf("ann's page holds %+v, want only notifications of the kept status", n)
+		}
 	}
 	if f := noteFramesSoFar(t, l)[s.UserChannel(ann.ID)]; len(f) != 0 {
 		t.Fatalf("ann's streams were told %+v, want nothing (the status_deleted frame tells)", f)

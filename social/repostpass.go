@@ -32,11 +32,11 @@ func (s *Service) queueDropReactions(ctx context.Context, pipe redis.Pipeliner, 
 // ends. For a status, each pass takes up to FanoutPassSize of its reposts
 // out, every entry deleted as DeleteStatus deletes one (with its own
 // cleanup jobs, queued ready), then, up to FanoutPassSize in all, its
-// likes out of the likers' liked sets, with their notifications (quietly:
-// the author's streams have the status_deleted frame), and ends at a short
-// page. A pass
-// takes out what it did from the status's sets last, so a pass run twice
-// finds and does it again, which changes nothing. A like or a repost
+// likes out of the likers' liked sets; the reposted and liked
+// notifications go with them (quietly: the author's streams have the
+// status_deleted frame). It ends at a short page. A pass takes out what
+// it did from the status's sets last, so a pass run twice finds and does
+// it again, which changes nothing. A like or a repost
 // written after the status was deleted takes itself back (see Like,
 // writeRepost).
 func (s *Service) dropReactionsPass(ctx context.Context, j job) (passResult, error) {
@@ -61,7 +61,7 @@ func (s *Service) dropReactionsPass(ctx context.Context, j job) (passResult, err
 		return passResult{}, err
 	}
 	if len(reposts) > 0 {
-		if err := s.dropReposts(ctx, sid, reposts); err != nil {
+		if err := s.dropReposts(ctx, uid, sid, reposts); err != nil {
 			return passResult{}, err
 		}
 	}
@@ -94,12 +94,13 @@ func (s *Service) dropReactionsPass(ctx context.Context, j job) (passResult, err
 	return passResult{finished: int64(len(likers)) < left, next: next, reached: reached}, nil
 }
 
-// dropReposts deletes the repost entries of deleted status orig in page
-// (reposts members: uid -> entry id) as DeleteStatus would: each entry's
-// hash first, then where its reposter owns it (writeDelete), then its
-// delete and list_delete jobs, ready at once, which take it out of the
-// reposters' followers' home timelines and lists; last, the claims.
-func (s *Service) dropReposts(ctx context.Context, orig int64, page []redis.Z) error {
+// dropReposts deletes the repost entries of deleted status orig by author
+// in page (reposts members: uid -> entry id) as DeleteStatus would: each
+// entry's hash first, then where its reposter owns it (writeDelete), with
+// the reposted notification to author, then its delete and list_delete
+// jobs, ready at once, which take it out of the reposters' followers' home
+// timelines and lists; last, the claims.
+func (s *Service) dropReposts(ctx context.Context, author, orig int64, page []redis.Z) error {
 	k := s.keys
 	type entry struct {
 		uid, id int64
@@ -134,6 +135,9 @@ func (s *Service) dropReposts(ctx context.Context, orig int64, page []redis.Z) e
 		deleteAuthorScript.Eval(ctx, pipe, []string{k.user(e.uid), k.profile(e.uid), k.home(e.uid)},
 			e.id, s.bus.Command(), s.bus.UserChannel(e.uid), e.payload)
 		pipe.ZRem(ctx, k.pulledStatuses(), pulledMember(e.id, e.uid))
+		// Quietly, as the likes': the author's streams have the
+		// status_deleted frame.
+		s.queueUnnotify(ctx, pipe, note{to: author, from: e.uid, kind: protocol.NotifyReposted, sid: orig, quiet: true})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
