@@ -39,8 +39,10 @@ const (
 //  3. uid unfollows other and other unfollows uid, each as an Unfollow
 //     does it (lists, the followee's side, counts, the friend mirror, the
 //     walk of the home timeline, friend_removed when a friendship ends).
-//  4. uid's notifications from other go (notes_drop_from.lua), so that the
-//     unread count holds none of them; the store script refuses new ones.
+//  4. uid's notifications from other go, and other's from uid
+//     (notes_drop_from.lua, in each one's slot), so that neither unread
+//     count holds any the pages hide; the store script refuses new ones
+//     either way.
 //
 // A follow's first step (follow_follower.lua) refuses, in the follower's
 // slot, a followee the follower blocks (step 1 of uid -> other) or is
@@ -112,7 +114,10 @@ func (s *Service) block(ctx context.Context, uid, other int64) error {
 			}
 		}
 	}
-	return notesDropFromScript.Run(ctx, s.rdb, []string{k.notes(uid), k.noteData(uid), k.noteCauses(uid), k.user(uid)}, other).Err()
+	if err := s.dropNotesFrom(ctx, uid, other); err != nil {
+		return err
+	}
+	return s.dropNotesFrom(ctx, other, uid)
 }
 
 // Unblock takes back uid's block of the user with login (idempotent). It
@@ -174,8 +179,20 @@ func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
 	}); err != nil {
 		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
 	}
+	// The notifications from other stored before go, as a block's do: the
+	// pages would hide them, and the unread count would still count them.
+	// None is stored while the mute stands; unmuting restores none.
+	if err := s.dropNotesFrom(ctx, uid, other); err != nil {
+		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
+	}
 	s.announceHiddenChanged(ctx, uid)
 	return nil
+}
+
+// dropNotesFrom takes out of uid's notifications every one from other.
+func (s *Service) dropNotesFrom(ctx context.Context, uid, other int64) error {
+	k := s.keys
+	return notesDropFromScript.Run(ctx, s.rdb, []string{k.notes(uid), k.noteData(uid), k.noteCauses(uid), k.user(uid)}, other).Err()
 }
 
 // Unmute takes back uid's mute of the user with login (idempotent).

@@ -80,6 +80,12 @@ func TestBlockEndsFollowsBothWays(t *testing.T) {
 	if got := noteSizes(t, s, ann.ID); got != [3]int64{2, 2, 2} {
 		t.Fatalf("ann's notification ids, records, causes before the block: %v, want bob's follow and mention", got)
 	}
+	if _, err := s.Like(ctx, ann.ID, theirs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := noteSizes(t, s, bob.ID); got != [3]int64{2, 2, 2} {
+		t.Fatalf("bob's notification ids, records, causes before the block: %v, want ann's follow and like", got)
+	}
 	l := listen(t, s, rdb, s.UserChannel(ann.ID), s.UserChannel(bob.ID))
 
 	for range 2 { // twice: the second changes nothing
@@ -99,6 +105,16 @@ func TestBlockEndsFollowsBothWays(t *testing.T) {
 	for _, list := range lists {
 		if members, err := s.ListMembers(ctx, list.Owner.ID, list.ID, Page{Limit: 10}); err != nil || len(members) != 0 {
 			t.Errorf("list %d after the block: members %+v, %v; want none", list.ID, members, err)
+		}
+	}
+	// Neither keeps a notification from the other, which the pages would
+	// hide and the unread counts would still count.
+	for _, u := range []User{ann, bob} {
+		if got := noteSizes(t, s, u.ID); got != [3]int64{} {
+			t.Errorf("%s's notification ids, records, causes after the block: %v, want none", u.Login, got)
+		}
+		if count, _, err := s.UnreadNotifications(ctx, u.ID); err != nil || count != 0 {
+			t.Errorf("%s's unread after the block: %d, %v; want 0", u.Login, count, err)
 		}
 	}
 	events := eventsSoFar(t, l)

@@ -211,6 +211,36 @@ func TestNotifyMutedAndBlocked(t *testing.T) {
 	}
 }
 
+// A mute takes out the notifications from the muted one stored before it,
+// so that the unread count holds none that the pages hide; the others
+// stay, and an unmute restores none.
+func TestMuteTakesTheMutedsNotificationsOut(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	ann, bob, dan := signUp(t, s, "ann"), signUp(t, s, "bob"), signUp(t, s, "dan")
+	st := post(t, s, ann.ID, "hello")
+	for _, from := range []User{bob, dan} {
+		notifyNow(t, s, likeNote(from, st))
+	}
+	follow(t, s, bob.ID, "ann")
+	if count, _, err := s.UnreadNotifications(ctx, ann.ID); err != nil || count != 3 {
+		t.Fatalf("ann's unread before the mute: %d, %v; want 3", count, err)
+	}
+	if err := s.Mute(ctx, ann.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Unmute(ctx, ann.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if count, _, err := s.UnreadNotifications(ctx, ann.ID); err != nil || count != 1 {
+		t.Fatalf("ann's unread after the mute: %d, %v; want dan's alone", count, err)
+	}
+	if got := noteSizes(t, s, ann.ID); got != [3]int64{1, 1, 1} {
+		t.Fatalf("ann's ids, records, causes: %v; want dan's alone", got)
+	}
+}
+
 // A page reads newest first with an exact cursor; a notification whose
 // status was deleted is left out, and the page past it is not moved by it.
 func TestNotificationsPage(t *testing.T) {
