@@ -1,6 +1,7 @@
 package social
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -120,12 +121,16 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 
 // Unlike takes uid's like of status id (a repost entry: its original)
 // back, and its notification. Unliking what uid does not like changes
-// nothing.
+// nothing; the notification's take-back runs then too, so that a retry of
+// an unlike cut short after its first step finishes it.
 func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 	st, err := s.original(ctx, id)
 	if err != nil {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
+	// From the first write on, the unlike runs though the client goes.
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	k := s.keys
 	pipe := s.rdb.Pipeline()
 	removed := pipe.ZRem(ctx, k.likes(st.ID), uid)
@@ -136,19 +141,20 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 	if s.afterLikeWrites != nil {
 		s.afterLikeWrites()
 	}
-	if removed.Val() == 1 {
-		if s.afterUnclaim != nil {
-			s.afterUnclaim()
-		}
-		pipe := s.rdb.Pipeline()
-		s.queueUnnotify(ctx, pipe, note{to: st.UID, from: uid, kind: protocol.NotifyLiked, sid: st.ID})
-		if _, err := pipe.Exec(ctx); err != nil {
-			return Status{}, fmt.Errorf("unlike %d: %w", id, err)
-		}
+	if removed.Val() == 1 && s.afterUnclaim != nil {
+		s.afterUnclaim()
+	}
+	// Whether or not this call took the like: an earlier one that did may
+	// have failed here.
+	pipe = s.rdb.Pipeline()
+	s.queueUnnotify(ctx, pipe, note{to: st.UID, from: uid, kind: protocol.NotifyLiked, sid: st.ID})
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
 	// One look after both: the index settled to the likes, and a like made
-	// between the two steps above, which found the notification they then
-	// took still stored and stored none of its own, notified again.
+	// before the take-back above (between the two steps, or racing a
+	// retry), which found the notification it then took still stored, or
+	// stored its own first, notified again.
 	pipe = s.rdb.Pipeline()
 	look := s.queueLikeLook(ctx, pipe, uid, st.ID)
 	if err := look.exec(ctx, pipe); err != nil {
@@ -159,7 +165,7 @@ func (s *Service) Unlike(ctx context.Context, uid, id int64) (Status, error) {
 	} else if err != nil {
 		return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 	}
-	if removed.Val() == 1 && look.status.Val() != 0 && look.like.Err() == nil {
+	if look.status.Val() != 0 && look.like.Err() == nil {
 		if err := s.renotifyLike(ctx, uid, st.ID); err != nil {
 			return Status{}, fmt.Errorf("unlike %d: %w", id, err)
 		}
@@ -291,10 +297,13 @@ func (s *Service) dropLike(ctx context.Context, uid, sid int64) error {
 }
 
 // notifyWhile stores n, then looks whether member is still in the sorted
-// set key (the like or the repost claim n tells of) and takes n back if it
-// is not: an undo that raced it either ran its own take-back after the
-// store, or took its cause away before this look. Never a notification
-// without its cause.
+// set key (the like or the repost claim n tells of), and n's status still
+// there, and takes n back if not: an undo that raced it either ran its own
+// take-back after the store, or took its cause away before this look; a
+// deletion deletes the status's hash before its cleanup pages the likes
+// and reposts and takes their notifications, so it either takes n (the
+// hash was there at the look, so the cleanup came after the store) or is
+// seen here. Never a notification without its cause.
 //
 // After a take-back it looks again: a make of the same cause between the
 // look and the take-back found n stored and stored none of its own, and
@@ -311,7 +320,7 @@ func (s *Service) notifyWhile(ctx context.Context, n note, key, member string) e
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
 		}
-		if there, err := s.inSet(ctx, key, member); err != nil || there {
+		if there, err := s.causeStands(ctx, n, key, member); err != nil || there {
 			return err
 		}
 		if s.beforeTakeBack != nil {
@@ -322,11 +331,29 @@ func (s *Service) notifyWhile(ctx context.Context, n note, key, member string) e
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
 		}
-		if there, err := s.inSet(ctx, key, member); err != nil || !there {
+		if there, err := s.causeStands(ctx, n, key, member); err != nil || !there {
 			return err
 		}
 	}
 	return nil
+}
+
+// causeStands tells whether member is in the sorted set key and n's
+// status, if it names one, is not deleted.
+func (s *Service) causeStands(ctx context.Context, n note, key, member string) (bool, error) {
+	if n.sid == 0 {
+		return s.inSet(ctx, key, member)
+	}
+	pipe := s.rdb.Pipeline()
+	cause := pipe.ZScore(ctx, key, member)
+	status := pipe.Exists(ctx, s.keys.status(n.sid))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	if err := cmp.Or(status.Err(), cause.Err()); err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	return cause.Err() == nil && status.Val() == 1, nil
 }
 
 // maxNotifyTurns bounds the turns of notifyWhile.

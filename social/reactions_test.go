@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -740,6 +741,42 @@ func TestLikeMadeAgainDuringAnUnlikeKeepsItsNotification(t *testing.T) {
 	checkOneNotification(t, s, ada.ID, protocol.NotifyLiked, bob.ID, st.ID)
 }
 
+// An unlike whose notification's take-back failed, the like itself taken
+// out already, takes the notification back when tried again: no
+// notification outlives its like.
+func TestUnlikeTriedAgainTakesTheNotificationBack(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+	st := post(t, s, ada.ID, "liked, then not")
+	if _, err := s.Like(ctx, bob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	checkOneNotification(t, s, ada.ID, protocol.NotifyLiked, bob.ID, st.ID)
+	cause := note{kind: protocol.NotifyLiked, from: bob.ID, sid: st.ID}.cause()
+	failing := &failOnce{fail: func(c redis.Cmder) bool { return slices.Contains(c.Args(), any(cause)) }}
+	rdb.AddHook(failing)
+	if _, err := s.Unlike(ctx, bob.ID, st.ID); err == nil {
+		t.Fatal("the unlike whose take-back failed succeeded")
+	}
+	if !failing.fired.Load() {
+		t.Fatal("the unlike took no notification back")
+	}
+	if n := likeCount(t, s, st.ID); n != 0 {
+		t.Fatalf("likes = %d after the unlike's first step, want 0", n)
+	}
+	if _, err := s.Unlike(ctx, bob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := noteSizes(t, s, ada.ID); got != [3]int64{} {
+		t.Errorf("ada's notification ids, records, causes after the unlike tried again: %v, want none", got)
+	}
+	if count, _, err := s.UnreadNotifications(ctx, ada.ID); err != nil || count != 0 {
+		t.Errorf("ada's unread: %d, %v; want 0", count, err)
+	}
+}
+
 // A like or a repost whose cause an undo took before its look, and made
 // again between that look and the take-back of its notification (which the
 // make again found stored, so stored none of its own), keeps its
@@ -857,6 +894,71 @@ func TestLikeAndUnlikeRacingKeepTheIndex(t *testing.T) {
 				t.Errorf("bob likes the status: %v in its likes, %v in his index", likes, liked)
 			}
 		})
+	}
+}
+
+// A like whose notification is stored after its status's deletion has
+// taken the likes' notifications, and looked at before that deletion's
+// cleanup takes the like, takes the notification back: it saw the status
+// gone. (Made here: the deletion and its cleanup run as the notification is
+// about to be stored, and the like is put back as the cleanup had yet to
+// take it.)
+func TestLikeRacingItsStatusDeletionLeavesNoNotification(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+	st := post(t, s, ada.ID, "soon gone")
+	cause := note{kind: protocol.NotifyLiked, from: bob.ID, sid: st.ID}.cause()
+	hook := &beforeOnce{
+		match: func(c redis.Cmder) bool { return slices.Contains(c.Args(), any(cause)) },
+		do: func() {
+			if err := s.DeleteStatus(ctx, ada.ID, st.ID); err != nil {
+				t.Error(err)
+			}
+			runJobIfQueued(t, s, s.keys.job(dropReactionsJobID(st.ID)))
+			if err := rdb.ZAdd(ctx, s.keys.likes(st.ID), redis.Z{Score: 1, Member: itoa(bob.ID)}).Err(); err != nil {
+				t.Error(err)
+			}
+		},
+	}
+	rdb.AddHook(hook)
+	if _, err := s.Like(ctx, bob.ID, st.ID); err != nil && !errors.Is(err, ErrStatusNotFound) {
+		t.Fatal(err)
+	}
+	if !hook.fired.Load() {
+		t.Fatal("the like stored no notification")
+	}
+	if got := noteSizes(t, s, ada.ID); got != [3]int64{} {
+		t.Errorf("ada's notification ids, records, causes: %v, want none (the status is deleted)", got)
+	}
+}
+
+// beforeOnce runs do once, before the first command or pipeline that has a
+// command match takes.
+type beforeOnce struct {
+	match func(redis.Cmder) bool
+	do    func()
+	fired atomic.Bool
+}
+
+func (h *beforeOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *beforeOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.match(cmd) && h.fired.CompareAndSwap(false, true) {
+			h.do()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *beforeOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, h.match) && h.fired.CompareAndSwap(false, true) {
+			h.do()
+		}
+		return next(ctx, cmds)
 	}
 }
 
