@@ -79,20 +79,30 @@ func (t *Tracker) AnnounceProfile(ctx context.Context, user protocol.UserRef, fr
 const forgetMinutes = 15
 
 // Forget takes uid out of presence: its last activity, its place among the
-// connected and in the online copy, its connections, and the per-minute
-// active sets that may hold it (those of the last forgetMinutes; the
-// HyperLogLogs beside them hold no uid that can be read back). An
-// account's deletion calls it, through the function social is given at
-// wiring, once its sessions and streams are ended: nothing of the account
-// stays.
+// connected and in the online copy, its connections (its registry, and
+// their places in their instances' sets), and the per-minute active sets
+// that may hold it (those of the last forgetMinutes by Redis's clock, as
+// this instance estimates it; the HyperLogLogs beside them hold no uid
+// that can be read back). An account's deletion calls it, through the
+// function social is given at wiring, once its sessions and streams are
+// ended: nothing of the account stays.
 func (t *Tracker) Forget(ctx context.Context, uid int64) error {
 	id := itoa(uid)
+	// The registry, capped per user, names the instance of each
+	// connection.
+	conns, err := t.rdb.HGetAll(ctx, t.keys.conns(uid)).Result()
+	if err != nil {
+		return fmt.Errorf("forget %d: %w", uid, err)
+	}
 	pipe := t.rdb.Pipeline()
 	pipe.ZRem(ctx, t.keys.connected(), id)
 	pipe.ZRem(ctx, t.keys.lastSeen(), id)
 	pipe.ZRem(ctx, t.keys.onlineCopy(), id)
+	for conn, instance := range conns {
+		pipe.SRem(ctx, t.keys.instanceConns(instance), id+":"+conn)
+	}
 	pipe.Del(ctx, t.keys.conns(uid))
-	now := time.Now().Unix() / 60
+	now := (time.Now().UnixMilli() + t.skew.Load()) / 60_000
 	for m := now - forgetMinutes; m <= now+1; m++ {
 		pipe.SRem(ctx, t.keys.activeUsers(m), id)
 	}
