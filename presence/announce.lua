@@ -16,7 +16,8 @@
 -- ARGV[2] 1 to announce "online", 0 to announce "offline"
 -- ARGV[3] the frame (JSON)
 -- ARGV[4] the command to publish with (PUBLISH: one Redis only)
--- ARGV[5..] pairs: a friend's uid, then their channel
+-- ARGV[5] what a user's channel holds before their uid
+-- ARGV[6..] the friends' uids
 -- Returns the number of channels published on, or -1 when the frame is stale.
 local told = 0
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
@@ -25,10 +26,13 @@ end
 if told ~= tonumber(ARGV[2]) then
   return -1
 end
+-- One ZMSCORE for the batch: cheaper than a ZSCORE per friend.
+local fids = {unpack(ARGV, 6)}
+local since = redis.call('ZMSCORE', KEYS[2], unpack(fids))
 local n = 0
-for i = 5, #ARGV, 2 do
-  if redis.call('ZSCORE', KEYS[2], ARGV[i]) then
-    redis.call(ARGV[4], ARGV[i + 1], ARGV[3])
+for i, fid in ipairs(fids) do
+  if since[i] then
+    redis.call(ARGV[4], ARGV[5] .. fid, ARGV[3])
     n = n + 1
   end
 end

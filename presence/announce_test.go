@@ -305,3 +305,36 @@ func (h beforeAnnounce) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 		return next(ctx, cmds)
 	}
 }
+
+// BenchmarkAnnounce measures the announcement of a user with 100 connected
+// friends on one redis-server: an op is one publish to them all, and it
+// reports the Redis time of its commands per op (commandstats).
+func BenchmarkAnnounce(b *testing.B) {
+	const friends, uid = 100, 1
+	e := newEnv(b)
+	b.Cleanup(func() { dropPrefix(e) })
+	tr := e.tracker(b, Options{Window: benchWindow})
+	ctx := context.Background()
+	beats := []Beat{{UID: uid, ConnID: "a"}}
+	var zs []redis.Z
+	for f := int64(2); f < 2+friends; f++ {
+		zs = append(zs, redis.Z{Score: 1, Member: f})
+		beats = append(beats, Beat{UID: f, ConnID: "c"})
+	}
+	if err := e.rdb.ZAdd(ctx, e.friendsKey(uid), zs...).Err(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tr.register(ctx, beats, 0); err != nil {
+		b.Fatal(err)
+	}
+	cmds := []string{"evalsha", "eval", "zinter", "zmscore", "zscore"}
+	before := serverMicros(b, e, cmds)
+	b.ResetTimer()
+	for range b.N {
+		if err := tr.publish(ctx, uid, true, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric((serverMicros(b, e, cmds)-before)/float64(b.N), "redis-µs/op")
+}

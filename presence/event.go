@@ -103,10 +103,13 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 		flag = 1
 	}
 	for _, batch := range batches {
-		args := make([]any, 0, 4+2*len(batch))
-		args = append(args, uid, flag, frame, t.bus.Command())
+		if len(batch) == 0 {
+			continue
+		}
+		args := make([]any, 0, 5+len(batch))
+		args = append(args, uid, flag, frame, t.bus.Command(), t.bus.UserChannelStart())
 		for _, f := range batch {
-			args = append(args, f.uid, f.channel)
+			args = append(args, f.uid)
 		}
 		n, err := announceScript.Run(ctx, t.rdb, []string{t.keys.connected(), t.opts.FriendsKey(uid)}, args...).Int()
 		if err != nil {
