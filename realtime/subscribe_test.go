@@ -40,9 +40,11 @@ func TestSubscribeInBatches(t *testing.T) {
 			t.Fatalf("channel %d of %d never confirmed", i, n)
 		}
 	}
-	// Six full batches of 500, and maybe one small one taken before the
-	// storm piled up.
-	if got, most := h.Stats.SubscribeCommands.Load(), int64(7); got > most {
+	// Six full batches of 500, and maybe two small ones: one taken before
+	// the storm began, and one whose linger ended while it was still
+	// piling up (a slow machine); the subscriber then waits for the lock
+	// until the storm is all there.
+	if got, most := h.Stats.SubscribeCommands.Load(), int64(8); got > most {
 		t.Fatalf("%d SUBSCRIBEs for %d channels, want at most %d", got, n, most)
 	}
 	subs, err := e.rdb.PubSubNumSub(t.Context(), e.social.UserChannel(900_000), e.social.UserChannel(900_000+n-1)).Result()
