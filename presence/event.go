@@ -90,7 +90,11 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 			if err != nil {
 				continue // not a user id; nobody to tell
 			}
-			batch = append(batch, friendChannel{f, t.bus.UserChannel(fid)})
+			fc := friendChannel{uid: f}
+			if t.cluster { // one Redis's script names the channels itself
+				fc.channel = t.bus.UserChannel(fid)
+			}
+			batch = append(batch, fc)
 		}
 		batches = append(batches, batch)
 	}
@@ -123,7 +127,7 @@ func (t *Tracker) publish(ctx context.Context, uid int64, online bool, lastSeen 
 }
 
 // friendChannel is a friend to tell, by uid as presence's sets hold it, and
-// the channel of their streams.
+// on a cluster the channel of their streams.
 type friendChannel struct{ uid, channel string }
 
 // publishSharded publishes frame, saying uid is online (or not), to the

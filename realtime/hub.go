@@ -180,7 +180,7 @@ func (h *Hub) Counters() *Stats { return &h.Stats }
 type Stats struct {
 	Open          atomic.Int64 // connections open now
 	FramesSent    atomic.Int64
-	FramesDropped atomic.Int64 // frames not sent because the connection was closing or too slow
+	FramesDropped atomic.Int64 // frames not sent because the connection was closing or too slow, or past maxHeldFrames
 	SlowClosed    atomic.Int64 // connections closed because their queue overflowed
 	Heartbeats    atomic.Int64 // heartbeat frames received, recorded or not
 	// PubSubRestarts counts channels confirmed again after their
