@@ -33,10 +33,11 @@ type outgoing struct {
 	resume   bool  // send the home timeline after `after`, oldest first
 	catchUp  bool  // send what the stream may have missed (catchUp)
 	after    int64
-	// author is a global_status frame's: the frame is left out when the
-	// stream's user may not see them (hidden). reloadHidden reads hidden
-	// again. Both go through the queue, so a frame is judged by the
-	// hidden set of its place in the order of events.
+	// author is a status or global_status frame's: the frame is left out
+	// when the stream's user may not see them, or, for a repost entry, its
+	// original's author (hidden). reloadHidden reads hidden again. All go
+	// through the queue, so a frame is judged by the hidden set of its
+	// place in the order of events.
 	author       int64
 	reloadHidden bool
 }
@@ -85,7 +86,7 @@ type conn struct {
 	sent     sentIDs
 	timeline sentRange      // home-timeline ids sent in full by resumes
 	newest   int64          // the newest status sent, or resumed after: where a catch-up reads on from
-	hidden   map[int64]bool // the authors the user may not see, read when the stream watches the global timeline (watch.go)
+	hidden   map[int64]bool // the authors the user may not see, read as the stream opens and at each change (watch.go); nil for none
 	// floor is the newest status id the client holds or that was given
 	// before the stream opened (read as it opened, see Hub.open), or the
 	// newest a resume named. A catch-up sends nothing at or under it.
@@ -429,7 +430,7 @@ func (c *conn) writeQueued() {
 				ok = c.catchUp()
 			case o.reloadHidden:
 				ok = c.loadHidden()
-			case o.author != 0 && c.hidden[o.author]:
+			case o.author != 0 && c.hidden != nil && (c.hidden[o.author] || c.hidden[originalAuthor(o.frame)]):
 				ok = true
 			default:
 				ok = c.sendOnce(o.statusID, o.frame)

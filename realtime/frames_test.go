@@ -94,3 +94,38 @@ func TestFramesForManyUsers(t *testing.T) {
 		}
 	}
 }
+
+// parseEvent reads a status frame's id and author from its first bytes, as
+// protocol encodes them; a status frame in another shape is decoded in
+// full, to the same event. originalAuthor reads a repost entry's original's
+// author, and 0 from any other status frame.
+func TestStatusFramesAuthors(t *testing.T) {
+	t.Parallel()
+	frame := func(st protocol.Status) []byte { return statusFrameJSON(st) }
+	type want struct{ id, uid, original int64 }
+	for name, c := range map[string]struct {
+		payload []byte
+		want    want
+	}{
+		"a status": {frame(protocol.Status{ID: 42, UID: 7, Message: "hi"}), want{42, 7, 0}},
+		"a reply": {frame(protocol.Status{ID: 43, UID: 7, ReplyTo: &protocol.StatusRef{ID: 42, UID: 9}}),
+			want{43, 7, 0}},
+		"a message naming the field": {frame(protocol.Status{ID: 44, UID: 7, Message: `"repost_of":{"uid":5}`}),
+			want{44, 7, 0}},
+		"a repost entry": {frame(protocol.Status{ID: 45, UID: 7, RepostOf: &protocol.Status{ID: 40, UID: 5}}),
+			want{45, 7, 5}},
+		"another order": {[]byte(`{"status":{"uid":7,"id":46,"repost_of":{"id":40,"uid":5}},"type":"status"}`),
+			want{46, 7, 5}},
+		"no author": {[]byte(`{"type":"status","status":{"id":47}}`), want{47, 0, 0}},
+	} {
+		ev, err := parseEvent(c.payload)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		got := want{ev.Status.ID, ev.Status.UID, originalAuthor(c.payload)}
+		if ev.Type != protocol.TypeStatus || got != c.want {
+			t.Errorf("%s: %s, status %+v, want status with %+v", name, ev.Type, got, c.want)
+		}
+	}
+}

@@ -559,7 +559,7 @@ func (h *Hub) deliver(u *local, ev event, payload []byte) {
 	}
 	out := outgoing{frame: payload}
 	if ev.Type == protocol.TypeStatus {
-		out.statusID = ev.Status.ID
+		out.statusID, out.author = ev.Status.ID, ev.Status.UID
 	}
 	for c := range u.conns {
 		c.enqueue(out)

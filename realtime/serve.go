@@ -132,6 +132,8 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn, accept accep
 		h.leave(c)
 		return nil, unavailable(fmt.Errorf("stream opening of %d: %w", c.uid, social.ErrUserNotFound))
 	}
+	// Before the queue is released: every frame is judged by it.
+	c.hidden = hiddenSet(o.Hidden)
 	if err := h.joinAuthors(ctx, c, o.Pulled); err != nil {
 		h.leave(c)
 		return nil, unavailable(err)

@@ -98,6 +98,9 @@ func (h *Hub) recheckChannels(ctx context.Context) error {
 			// its confirmation will ask for one.
 			r.u.checking = false
 			for c := range r.u.conns {
+				// Whom the user may not see first: a change may have
+				// been told while the channel was lost.
+				c.enqueue(outgoing{reloadHidden: true})
 				c.enqueue(outgoing{catchUp: true})
 			}
 			// After the catch-up, which sends the statuses among them

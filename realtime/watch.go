@@ -31,10 +31,6 @@ func (h *Hub) watch(c *conn, on bool) {
 	_, was := h.watchers[c]
 	switch {
 	case on:
-		if !was {
-			// Before any of the channel's frames: they are judged by it.
-			c.enqueue(outgoing{reloadHidden: true})
-		}
 		h.watchers[c] = struct{}{}
 		if _, lost := h.lost[h.global]; h.live[h.global] && !lost {
 			c.enqueue(outgoing{frame: watchingGlobalFrame})
@@ -61,7 +57,7 @@ func (h *Hub) watchConfirmed() {
 
 // forwardGlobal sends a message of the global channel to every watcher;
 // each watcher's writer leaves out a status whose author its user may not
-// see (a block either way, a mute: see loadHidden).
+// see (a block either way, a mute: conn.hidden).
 func (h *Hub) forwardGlobal(payload []byte) {
 	var msg struct {
 		Status *struct {
@@ -82,21 +78,17 @@ func (h *Hub) forwardGlobal(payload []byte) {
 	}
 }
 
-// hiddenChanged has each of u's streams that watch the global timeline read
-// again whom the user may not see (a hidden_changed message). Called with
-// h.mu held.
+// hiddenChanged has each of u's streams read again whom the user may not
+// see (a hidden_changed message). Called with h.mu held.
 func (h *Hub) hiddenChanged(u *local) {
 	for c := range u.conns {
-		if _, ok := h.watchers[c]; ok {
-			c.enqueue(outgoing{reloadHidden: true})
-		}
+		c.enqueue(outgoing{reloadHidden: true})
 	}
 }
 
 // loadHidden reads the authors c's user may not see into c.hidden. Run by
-// c's writer, in queue order. A failed read keeps what was read before
-// (nothing, for a first read): the stream stays up, and the next change
-// reads again.
+// c's writer, in queue order. A failed read keeps what was read before:
+// the stream stays up, and the next change reads again.
 func (c *conn) loadHidden() bool {
 	ids, err := c.hub.feed.HiddenAuthors(c.life, c.uid)
 	if err != nil {
@@ -106,12 +98,21 @@ func (c *conn) loadHidden() bool {
 		c.hub.log.Warn("could not read whom a stream's user may not see", "uid", c.uid, "err", err)
 		return true
 	}
+	c.hidden = hiddenSet(ids)
+	return true
+}
+
+// hiddenSet is the set of ids, nil for none: most users hide no one, and
+// their streams hold no map.
+func hiddenSet(ids []int64) map[int64]bool {
+	if len(ids) == 0 {
+		return nil
+	}
 	hidden := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		hidden[id] = true
 	}
-	c.hidden = hidden
-	return true
+	return hidden
 }
 
 // hasConn reports whether c is among u's connections. Called with h.mu held.

@@ -252,22 +252,33 @@ func (s *Service) Mutes(ctx context.Context, uid int64, p Page) ([]User, error) 
 
 // HiddenAuthors returns the authors whose statuses uid may not see
 // (visibility.go): whom uid blocks and mutes (at most MaxBlocks and
-// MaxMutes) and the newest MaxBlocks of those who block uid. A stream that
-// watches the global timeline holds them, to leave their statuses out.
+// MaxMutes) and the newest MaxBlocks of those who block uid. A stream holds
+// them from its opening (StreamOpening.Hidden), to leave their statuses and
+// reposts of them out of its live frames, and reads them again at each
+// change (hidden_changed).
 func (s *Service) HiddenAuthors(ctx context.Context, uid int64) ([]int64, error) {
-	k := s.keys
 	pipe := s.rdb.Pipeline()
-	blocks := pipe.ZRange(ctx, k.blocks(uid), 0, -1)
-	mutes := pipe.ZRange(ctx, k.mutes(uid), 0, -1)
-	by := pipe.ZRevRange(ctx, k.blockedBy(uid), 0, MaxBlocks-1)
+	read := s.queueHiddenAuthors(ctx, pipe, uid)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("hidden from %d: %w", uid, err)
 	}
-	var out []int64
-	for _, c := range []*redis.StringSliceCmd{blocks, mutes, by} {
-		out = append(out, parseIDs(c.Val())...)
+	return read(), nil
+}
+
+// queueHiddenAuthors queues on pipe HiddenAuthors' reads (three, in uid's
+// slot), and returns what reads their answers once the pipeline ran.
+func (s *Service) queueHiddenAuthors(ctx context.Context, pipe redis.Pipeliner, uid int64) func() []int64 {
+	k := s.keys
+	blocks := pipe.ZRange(ctx, k.blocks(uid), 0, -1)
+	mutes := pipe.ZRange(ctx, k.mutes(uid), 0, -1)
+	by := pipe.ZRevRange(ctx, k.blockedBy(uid), 0, MaxBlocks-1)
+	return func() []int64 {
+		var out []int64
+		for _, c := range []*redis.StringSliceCmd{blocks, mutes, by} {
+			out = append(out, parseIDs(c.Val())...)
+		}
+		return out
 	}
-	return out, nil
 }
 
 // announceHiddenChanged tells the instances holding the streams of uids

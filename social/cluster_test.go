@@ -160,6 +160,8 @@ func TestClusterSignInAuthenticateAndRead(t *testing.T) {
 // On a cluster, the stream openings of a batch count each user's unread
 // notifications in the user's own slot: one script call per user, each its
 // own count, all in one round trip; the next batch reads them as kept.
+// Whom each may not see is read in the user's slot too: the one who blocks
+// and the one blocked each hide the other.
 func TestClusterStreamOpenings(t *testing.T) {
 	t.Parallel()
 	s, rdb := newClusterService(t, Options{})
@@ -180,14 +182,19 @@ func TestClusterStreamOpenings(t *testing.T) {
 		}
 		keys = append(keys, StreamKey{UID: uid, Session: SessionID(token)})
 	}
+	if err := s.Block(ctx, users[1], "opener2"); err != nil {
+		t.Fatal(err)
+	}
+	hidden := [][]int64{nil, {users[2]}, {users[1]}}
 	for range 2 { // counted, then as kept
 		os, err := s.StreamOpenings(ctx, keys)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, o := range os {
-			if o.Owner != users[i] || o.User.ID != users[i] || o.Unread != int64(i) {
-				t.Errorf("opening of %d: owner %d, user %d, %d unread; want its own, %d unread", users[i], o.Owner, o.User.ID, o.Unread, i)
+			if o.Owner != users[i] || o.User.ID != users[i] || o.Unread != int64(i) || !slices.Equal(o.Hidden, hidden[i]) {
+				t.Errorf("opening of %d: owner %d, user %d, %d unread, %v hidden; want its own, %d unread, %v hidden",
+					users[i], o.Owner, o.User.ID, o.Unread, o.Hidden, i, hidden[i])
 			}
 		}
 	}

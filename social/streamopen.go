@@ -20,25 +20,29 @@ type StreamKey struct {
 // StreamOpening is what a stream's opening reads of the social core once
 // its user's channel is live: whether its session still stands (a sign-out
 // published before the subscription reached no one), the pulled authors
-// whose channels it listens to, and the user with their unread count for
-// the ready frame.
+// whose channels it listens to, the user with their unread count for the
+// ready frame, and the authors whose statuses the user may not see
+// (HiddenAuthors).
 type StreamOpening struct {
 	Owner  int64 // the session's user now; 0: the session ended
 	Pulled []int64
 	User   User // the zero User (ID 0) when the user is gone
 	Unread int64
+	Hidden []int64
 }
 
 // StreamOpenings reads, for each stream opening at once, what StreamOpening
-// says: a GET, a ZRANGE and an HMGET per stream, all in one round trip. The
-// HMGET reads the unread count kept in the user's hash with the user; the
-// users whose count is not kept (their notifications changed since it was
-// counted, or it never was) are counted in a second round trip, by
-// notes_unread.lua, which keeps their counts for the next openings: once for
-// all of them on one Redis, once per user on a cluster, where each user's
-// keys have a slot of their own. A storm of reconnects thus reads each
-// user's notifications at most once. It does not renew the sessions:
-// checking a session is not using it.
+// says: a GET, a ZRANGE, an HMGET and an EXISTS per stream, all in one
+// round trip. The HMGET reads the unread count kept in the user's hash with
+// the user; the EXISTS whether the user blocks, mutes or is blocked by
+// anyone. A second round trip, when one of them asks it, reads whom those
+// who do may not see (HiddenAuthors), and counts the users whose count is
+// not kept (their notifications changed since it was counted, or it never
+// was) by notes_unread.lua, which keeps their counts for the next openings:
+// once for all of them on one Redis, once per user on a cluster, where each
+// user's keys have a slot of their own. A storm of reconnects thus reads
+// each user's notifications and hidden authors at most once. It does not
+// renew the sessions: checking a session is not using it.
 func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]StreamOpening, error) {
 	if len(keys) == 0 {
 		return nil, nil
@@ -48,6 +52,7 @@ func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]Strea
 		owner  *redis.StringCmd
 		pulled *redis.StringSliceCmd
 		user   *redis.SliceCmd
+		hides  *redis.IntCmd
 	}
 	rs := make([]reads, len(keys))
 	pipe := s.rdb.Pipeline()
@@ -56,6 +61,7 @@ func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]Strea
 			owner:  pipe.Get(ctx, k.session(key.Session)),
 			pulled: pipe.ZRange(ctx, k.pulls(key.UID), 0, -1),
 			user:   pipe.HMGet(ctx, k.user(key.UID), openingFields...),
+			hides:  pipe.Exists(ctx, k.blocks(key.UID), k.mutes(key.UID), k.blockedBy(key.UID)),
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -63,7 +69,8 @@ func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]Strea
 	}
 	out := make([]StreamOpening, len(keys))
 	uncounted := make(map[int64][]int) // uid -> the openings of uid's to count
-	var uids []int64
+	hiding := make(map[int64][]int)    // uid -> the openings of uid's that hide someone
+	var uids, hiders []int64
 	for i, r := range rs {
 		if err := r.owner.Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("stream opening of %d: %w", keys[i].UID, err)
@@ -77,6 +84,12 @@ func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]Strea
 			continue
 		}
 		o.User = u
+		if r.hides.Val() > 0 && o.Owner == u.ID {
+			if _, ok := hiding[u.ID]; !ok {
+				hiders = append(hiders, u.ID)
+			}
+			hiding[u.ID] = append(hiding[u.ID], i)
+		}
 		kept, _ := vals[len(userFields)].(string)
 		if n, err := strconv.ParseInt(kept, 10, 64); err == nil && n >= 0 {
 			o.Unread = n
@@ -87,16 +100,27 @@ func (s *Service) StreamOpenings(ctx context.Context, keys []StreamKey) ([]Strea
 		}
 		uncounted[u.ID] = append(uncounted[u.ID], i)
 	}
-	if len(uids) == 0 {
+	if len(uids) == 0 && len(hiders) == 0 {
 		return out, nil
 	}
-	counts, err := s.unreadCounts(ctx, uids)
+	hidden := make([]func() []int64, len(hiders))
+	counts, err := s.unreadCounts(ctx, uids, func(pipe redis.Pipeliner) {
+		for j, uid := range hiders {
+			hidden[j] = s.queueHiddenAuthors(ctx, pipe, uid)
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%d stream openings: %w", len(keys), err)
 	}
 	for j, uid := range uids {
 		for _, i := range uncounted[uid] {
 			out[i].Unread = counts[j]
+		}
+	}
+	for j, uid := range hiders {
+		ids := hidden[j]()
+		for _, i := range hiding[uid] {
+			out[i].Hidden = ids
 		}
 	}
 	return out, nil
@@ -109,8 +133,9 @@ var openingFields = append(slices.Clip(userFields), "unread")
 // unreadCounts counts the unread notifications of uids (and keeps each
 // count, see notes_unread.lua), in one round trip: one script call for all
 // on one Redis, one per user on a cluster; by the script's hash, loaded
-// again after NOSCRIPT.
-func (s *Service) unreadCounts(ctx context.Context, uids []int64) ([]int64, error) {
+// again after NOSCRIPT. also queues other reads in the same round trip,
+// and again if it is made again.
+func (s *Service) unreadCounts(ctx context.Context, uids []int64, also func(redis.Pipeliner)) ([]int64, error) {
 	k := s.keys
 	per := len(uids) // users per script call
 	if k.cluster {
@@ -118,6 +143,7 @@ func (s *Service) unreadCounts(ctx context.Context, uids []int64) ([]int64, erro
 	}
 	for try := 0; ; try++ {
 		pipe := s.rdb.Pipeline()
+		also(pipe)
 		var cmds []*redis.Cmd
 		var ks []string
 		for i, uid := range uids {

@@ -23,8 +23,8 @@ func openingOf(tb testing.TB, s *Service, uid int64, session string) StreamOpeni
 }
 
 // The streams opening at once read their sessions' owners, pulled authors,
-// users and unread counts in one round trip, each its own, once their
-// users' counts are kept; counting them takes one script call more, each
+// users, unread counts and whom they may not see in one round trip, each
+// its own, once their users' counts are kept; counting them takes one script call more, each
 // user once, and writes no hash for a user who is not there.
 func TestStreamOpeningsInOneRoundTrip(t *testing.T) {
 	t.Parallel()
@@ -49,6 +49,10 @@ func TestStreamOpeningsInOneRoundTrip(t *testing.T) {
 	if n, read, err := s.UnreadNotifications(ctx, reader.ID); err != nil || n != 2 || read != 1 {
 		t.Fatalf("the reader's unread count: %d past %d, %v; want 2 past 1", n, read, err)
 	}
+	// ann mutes big: she may not see them.
+	if err := s.Mute(ctx, ann, w.big.Login); err != nil {
+		t.Fatal(err)
+	}
 	_, gone := signUpToken(t, s, "gone")
 	if err := s.SignOut(ctx, gone); err != nil {
 		t.Fatal(err)
@@ -65,20 +69,27 @@ func TestStreamOpeningsInOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first batch counts the unread notifications (a second round trip,
-	// each user once); the next reads the counts kept with the users.
+	// each user once) and reads whom ann hides, in the same round trip;
+	// the next reads the counts kept with the users, and still whom ann
+	// hides; without ann's own opening, no opening's user hides anyone.
 	counter := &commandCounter{}
 	rdb.AddHook(counter)
-	for _, want := range []struct{ roundTrips, commands int64 }{{2, 3*5 + 1}, {1, 3 * 5}} {
+	for _, want := range []struct {
+		keys                 []StreamKey
+		roundTrips, commands int64
+	}{{keys, 2, 4*5 + 1 + 3}, {keys, 2, 4*5 + 3}, {keys[1:], 1, 4 * 4}} {
 		trips, commands := counter.roundTrips.Load(), counter.commands.Load()
-		os, err := s.StreamOpenings(ctx, keys)
+		os, err := s.StreamOpenings(ctx, want.keys)
 		if err != nil {
 			t.Fatal(err)
 		}
 		trips, commands = counter.roundTrips.Load()-trips, counter.commands.Load()-commands
 		if trips != want.roundTrips || commands != want.commands {
-			t.Errorf("%d round trips, %d commands for %d openings; want %d, %d", trips, commands, len(keys), want.roundTrips, want.commands)
+			t.Errorf("%d round trips, %d commands for %d openings; want %d, %d", trips, commands, len(want.keys), want.roundTrips, want.commands)
 		}
-		checkOpenings(t, os, ann, reader.ID, w.big.ID)
+		if len(want.keys) == len(keys) {
+			checkOpenings(t, os, ann, reader.ID, w.big.ID)
+		}
 	}
 	// Counted for a user who is not there (gone since the HMGET): no hash.
 	if n, _, err := s.UnreadNotifications(ctx, 999_999); err != nil || n != 0 {
@@ -138,11 +149,13 @@ func TestUnreadCountKeptExact(t *testing.T) {
 // checkOpenings checks the openings of TestStreamOpeningsInOneRoundTrip.
 func checkOpenings(t *testing.T, os []StreamOpening, ann, reader, big int64) {
 	t.Helper()
-	if o := os[0]; o.Owner != ann || o.User.Login != "ann" || o.Unread != 1 || len(o.Pulled) != 0 {
-		t.Errorf("ann's opening: %+v; want her session, herself, 1 unread, no pulled author", o)
+	if o := os[0]; o.Owner != ann || o.User.Login != "ann" || o.Unread != 1 || len(o.Pulled) != 0 ||
+		!slices.Equal(o.Hidden, []int64{big}) {
+		t.Errorf("ann's opening: %+v; want her session, herself, 1 unread, no pulled author, big hidden", o)
 	}
-	if o := os[1]; o.Owner != ann || o.User.ID != reader || o.Unread != 2 || !slices.Equal(o.Pulled, []int64{big}) {
-		t.Errorf("the reader's opening: %+v; want the session's owner ann, the reader, 2 unread, big pulled", o)
+	if o := os[1]; o.Owner != ann || o.User.ID != reader || o.Unread != 2 || !slices.Equal(o.Pulled, []int64{big}) ||
+		len(o.Hidden) != 0 {
+		t.Errorf("the reader's opening: %+v; want the session's owner ann, the reader, 2 unread, big pulled, none hidden", o)
 	}
 	if o := os[2]; o.Owner != 0 {
 		t.Errorf("an opening with an ended session: owner %d; want 0", o.Owner)

@@ -14,9 +14,10 @@ import (
 // three ZMSCOREs of the page's authors, in the viewer's slot, in the round
 // trip the page takes anyway: bounded by the page, whatever the number of
 // blocks and mutes. A page whose statuses are hidden ends short; its cursor
-// is where the read stopped, so the next page starts where it should. A
-// stream that watches the global timeline holds the same authors
-// (HiddenAuthors), read again at each change (hidden_changed).
+// is where the read stopped, so the next page starts where it should.
+// Every stream holds the same authors (HiddenAuthors), read as it opens
+// and again at each change (hidden_changed), to leave them out of its live
+// statuses.
 //
 // Presence needs no rule here: it is shown to friends only, and a block
 // ends the follows both ways (block.go).

@@ -247,3 +247,62 @@ func TestBlockAndMuteHideLiveGlobal(t *testing.T) {
 	last = cat.post("cat, last").ID
 	check("ann, after unblocking and unmuting", as, last, "bob", "dan", "cat")
 }
+
+// A block or mute hides its authors from the stream's live statuses as it
+// does from reads: their posts and reposts of their statuses, on streams
+// opened before it (told by hidden_changed, on every instance) and after
+// it (read as the stream opens), until taken back.
+func TestBlockAndMuteHideLiveStatuses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	one, two := e.start(), e.start()
+	ann, bob, cat, dan, fay := one.signUp(t, "ann"), one.signUp(t, "bob"), one.signUp(t, "cat"), one.signUp(t, "dan"), one.signUp(t, "fay")
+	ann.follow("bob")
+	ann.follow("cat")
+	ann.must(http.StatusNoContent, "PUT", "/api/v1/blocks/dan", nil, nil)
+	before := two.as(ann).connect()
+	for _, login := range []string{"bob", "fay"} {
+		ann.must(http.StatusNoContent, "PUT", "/api/v1/mutes/"+login, nil, nil)
+	}
+	after := two.as(ann).connect()
+
+	// statusesUntil returns the status frames s gets up to the one with id
+	// last: the author's login, and a repost entry's original's after it.
+	statusesUntil := func(s *stream, last int64) []string {
+		t.Helper()
+		var got []string
+		for {
+			f := s.nextOf(protocol.TypeStatus, 10*time.Second)
+			entry := f.Status.Login
+			if f.Status.RepostOf != nil {
+				entry += " reposts " + f.Status.RepostOf.Login
+			}
+			got = append(got, entry)
+			if f.Status.ID == last {
+				return got
+			}
+		}
+	}
+	check := func(stage string, last int64, want ...string) {
+		t.Helper()
+		for name, s := range map[string]*stream{"opened before": before, "opened after": after} {
+			if got := statusesUntil(s, last); !slices.Equal(got, want) {
+				t.Errorf("%s, the stream %s: statuses %v, want %v", stage, name, got, want)
+			}
+		}
+	}
+
+	bob.post("bob, muted")
+	cat.react("PUT", "repost", fay.post("fay, muted").ID)
+	cat.react("PUT", "repost", dan.post("dan, blocked").ID)
+	last := cat.post("cat").ID
+	check("muting bob and fay, blocking dan", last, "cat")
+
+	for _, login := range []string{"bob", "fay"} {
+		ann.must(http.StatusNoContent, "DELETE", "/api/v1/mutes/"+login, nil, nil)
+	}
+	bob.post("bob, unmuted")
+	cat.react("PUT", "repost", fay.post("fay, unmuted").ID)
+	last = cat.post("cat again").ID
+	check("after unmuting", last, "bob", "cat reposts fay", "cat")
+}
