@@ -28,8 +28,10 @@ var (
 // the index existed are not in it: they end when they expire or sign out.
 
 // openSession makes a new session for uid, notes it in uid's index, and
-// returns its token.
-func (s *Service) openSession(ctx context.Context, uid int64) (string, error) {
+// returns its token. hash is the password hash the caller checked the
+// password against ("" for a sign-up's): a password changed since, or the
+// account suspended or deleted since, ends the session (sessionStands).
+func (s *Service) openSession(ctx context.Context, uid int64, hash string) (string, error) {
 	token, id := newToken()
 	now, err := s.now(ctx)
 	if err != nil {
@@ -46,6 +48,9 @@ func (s *Service) openSession(ctx context.Context, uid int64) (string, error) {
 	if err := s.rdb.Set(ctx, s.keys.session(id), uid, s.opts.SessionTTL).Err(); err != nil {
 		return "", err
 	}
+	if err := s.sessionStands(ctx, uid, id, hash); err != nil {
+		return "", err
+	}
 	if n > s.opts.MaxSessionsPerUser {
 		live, err := s.liveSessions(ctx, uid)
 		if err != nil {
@@ -60,6 +65,36 @@ func (s *Service) openSession(ctx context.Context, uid int64) (string, error) {
 		}
 	}
 	return token, nil
+}
+
+// sessionStands reads uid's account again once its new session id is
+// stored and in the index, and ends the session when the account was
+// suspended or deleted, or (hash not "") its password changed from hash,
+// since the caller checked it: ErrSuspended, or ErrInvalidCredentials.
+// Each of those changes is written before it ends the sessions in the
+// index, and ends those whose session key exists: one that came before
+// this read sees the session there and ends it, and this read sees any
+// that came after.
+func (s *Service) sessionStands(ctx context.Context, uid int64, id, hash string) error {
+	vals, err := s.rdb.HMGet(ctx, s.keys.user(uid), "id", "suspended", "deleted", "password").Result()
+	if err != nil {
+		return err
+	}
+	var why error
+	switch {
+	case vals[0] == nil || vals[2] != nil:
+		why = ErrInvalidCredentials
+	case vals[1] != nil:
+		why = ErrSuspended
+	case hash != "" && vals[3] != hash:
+		why = ErrInvalidCredentials
+	default:
+		return nil
+	}
+	if err := s.endSessions(ctx, uid, []string{id}); err != nil {
+		return err
+	}
+	return why
 }
 
 // liveSessions returns uid's sessions that still exist, oldest first, and
@@ -144,7 +179,7 @@ func (s *Service) ChangePassword(ctx context.Context, uid int64, token, current,
 	if err := validatePassword("", next); err != nil {
 		return err
 	}
-	u, err := s.checkPassword(ctx, uid, current, addr)
+	u, _, err := s.checkPassword(ctx, uid, current, addr)
 	if err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) {
 			return err

@@ -3,6 +3,7 @@ package social
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -209,5 +210,69 @@ func TestChangePassword(t *testing.T) {
 	}
 	if _, _, err := s.SignIn(ctx, "bob", "kettle-drum-42", "192.0.2.51"); err != nil {
 		t.Fatalf("bob's password changed though refused: %v", err)
+	}
+}
+
+// A sign-in whose password was checked before the account was suspended,
+// its password changed or the account deleted, and whose session is
+// stored after that change ended the account's sessions, gets no session:
+// ErrSuspended, or ErrInvalidCredentials, and no token that works.
+func TestSignInRacingAnAccountChange(t *testing.T) {
+	t.Parallel()
+	for _, change := range []string{"suspend", "change password", "delete"} {
+		t.Run(change, func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{PasswordHashers: 4})
+			ctx := ctxT(t)
+			login := strings.ReplaceAll(change, " ", "") + "racer"
+			u, token := signUpToken(t, s, login)
+			// The sign-in's password check holds its hasher's slot until
+			// the change is done; the change's own hashing goes by.
+			checked, release := make(chan struct{}), make(chan struct{})
+			var held atomic.Bool
+			s.hashers.inSlot = func() {
+				if held.CompareAndSwap(false, true) {
+					close(checked)
+					<-release
+				}
+			}
+			type result struct {
+				token string
+				err   error
+			}
+			done := make(chan result, 1)
+			go func() {
+				_, token, err := s.SignIn(ctx, login, "password-"+login, "198.51.100.7")
+				done <- result{token, err}
+			}()
+			<-checked
+			want := ErrInvalidCredentials
+			var err error
+			switch change {
+			case "suspend":
+				want = ErrSuspended
+				_, err = s.Suspend(ctx, u.ID)
+			case "change password":
+				err = s.ChangePassword(ctx, u.ID, token, "password-"+login, "another-password-9", "198.51.100.8")
+			case "delete":
+				err = s.DeleteAccount(ctx, u.ID, "password-"+login, "198.51.100.8")
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", change, err)
+			}
+			close(release)
+			res := <-done
+			if !errors.Is(res.err, want) || res.token != "" {
+				t.Errorf("the sign-in answered %q, %v; want no token, %v", res.token, res.err, want)
+			}
+			if res.token != "" {
+				if _, err := s.Authenticate(ctx, res.token); err == nil {
+					t.Errorf("its session works")
+				}
+			}
+			if n := rdb.ZCard(ctx, s.keys.sessions(u.ID)).Val(); change != "change password" && n != 0 {
+				t.Errorf("%d sessions in the index, want none", n)
+			}
+		})
 	}
 }

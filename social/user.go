@@ -189,7 +189,7 @@ func (s *Service) SignUp(ctx context.Context, login, name, password string) (Use
 	if pending {
 		return User{ID: uid, Login: login, Name: name, Signup: now.Truncate(time.Millisecond)}, "", nil
 	}
-	token, err := s.openSession(ctx, uid)
+	token, err := s.openSession(ctx, uid, "")
 	if err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	}
@@ -312,7 +312,7 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 	case err != nil:
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 	}
-	u, err := s.checkPassword(ctx, uid, password, addr)
+	u, hash, err := s.checkPassword(ctx, uid, password, addr)
 	if err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) || errors.Is(err, ErrApprovalPending) {
 			return User{}, "", err
@@ -322,8 +322,11 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 	if u.Suspended {
 		return User{}, "", ErrSuspended
 	}
-	token, err := s.openSession(ctx, u.ID)
+	token, err := s.openSession(ctx, u.ID, hash)
 	if err != nil {
+		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrSuspended) {
+			return User{}, "", err
+		}
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 	}
 	return u, token, nil
@@ -334,10 +337,11 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 // the password is checked (a *RateLimitError past the limits SignIn
 // describes), a wrong one answers ErrInvalidCredentials, and a right one
 // clears the address's count and makes the address known. A user that does
-// not exist costs the same bcrypt comparison and writes nothing.
-func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr string) (User, error) {
+// not exist costs the same bcrypt comparison and writes nothing. It
+// returns the user and the password hash the password matched.
+func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr string) (User, string, error) {
 	if len(password) > MaxPasswordBytes {
-		return User{}, ErrInvalidCredentials
+		return User{}, "", ErrInvalidCredentials
 	}
 	k := s.keys
 	addrID := addressID(addr)
@@ -356,7 +360,7 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr s
 			[]string{k.user(uid), k.signInFailures(uid, addr), k.signInUnknown(uid), k.signInKnown(uid)},
 			append(args, "password", "pending")...).Slice()
 		if err != nil {
-			return User{}, err
+			return User{}, "", err
 		}
 	}
 	var (
@@ -373,10 +377,10 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr s
 		switch verdict {
 		case signInAddressLimited:
 			s.stats.SignInsThrottled.Add(1)
-			return User{}, &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond}
+			return User{}, "", &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond}
 		case signInAccountLimited:
 			s.stats.SignInsCeiling.Add(1)
-			return User{}, &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond, Account: true}
+			return User{}, "", &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond, Account: true}
 		}
 	}
 	if ok {
@@ -389,23 +393,23 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr s
 	}
 	match, err := s.passwordMatches(ctx, hash, password)
 	if err != nil {
-		return User{}, err
+		return User{}, "", err
 	}
 	if !ok || !match {
-		return User{}, ErrInvalidCredentials
+		return User{}, "", ErrInvalidCredentials
 	}
 	if pending {
 		// Said only to whoever knows the password: it tells nobody else
 		// which logins wait for approval.
-		return User{}, ErrApprovalPending
+		return User{}, "", ErrApprovalPending
 	}
 	err = signinOKScript.Run(ctx, s.rdb,
 		[]string{k.signInFailures(u.ID, addr), k.signInUnknown(u.ID), k.signInKnown(u.ID)},
 		addrID, counted, knownAddresses, knownAddressTTL.Milliseconds()).Err()
 	if err != nil {
-		return User{}, err
+		return User{}, "", err
 	}
-	return u, nil
+	return u, string(hash), nil
 }
 
 // Verdicts of signin.lua.
