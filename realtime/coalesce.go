@@ -23,6 +23,9 @@ type presenceGate struct {
 type sentPresence struct {
 	at     time.Time
 	online bool
+	// removed: a friend_removed about the user went after it, so the
+	// client no longer holds what it told.
+	removed bool
 }
 
 type heldPresence struct {
@@ -58,9 +61,14 @@ func (c *conn) enqueuePresence(uid int64, online bool, frame []byte) {
 }
 
 // flushPresence sends the frame held back about uid, unless it tells what
-// the last frame sent told already.
+// the last frame sent told already. It is queued under the gate's lock: a
+// friend_removed about uid, queued after drop takes that lock, comes after
+// it, or finds it gone.
 func (c *conn) flushPresence(uid int64) {
-	held, send := c.presence.flush(uid, time.Now())
+	g := &c.presence
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	held, send := g.flushLocked(uid, time.Now())
 	if !send {
 		c.hub.Stats.PresenceCoalesced.Add(1)
 		return
@@ -70,10 +78,15 @@ func (c *conn) flushPresence(uid int64) {
 
 // flush takes the frame held back about uid, at now, and reports whether it
 // is to be sent: not when there is none (drop took it), nor when the last
-// frame let through told the same.
+// frame let through told the same and no friend_removed came since.
 func (g *presenceGate) flush(uid int64, now time.Time) (held heldPresence, send bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.flushLocked(uid, now)
+}
+
+// flushLocked is flush with g.mu held.
+func (g *presenceGate) flushLocked(uid int64, now time.Time) (held heldPresence, send bool) {
 	held, ok := g.pending[uid]
 	if !ok {
 		return held, false
@@ -81,15 +94,21 @@ func (g *presenceGate) flush(uid int64, now time.Time) (held heldPresence, send 
 	delete(g.pending, uid)
 	last, told := g.sent[uid]
 	g.remember(uid, now, held.online)
-	return held, !told || last.online != held.online
+	return held, !told || last.removed || last.online != held.online
 }
 
-// drop forgets the frame held back about uid, if any. A friend_removed
-// about uid is on its way to the stream: what presence said of uid before
-// it must not come after it, or the friends list would take uid back.
+// drop forgets the frame held back about uid, if any, and that the last
+// one let through was told. A friend_removed about uid is on its way to the
+// stream: what presence said of uid before it must not come after it, or
+// the friends list would take uid back; and the client forgets it, so the
+// next frame (a friendship made again) is sent even when it tells the same.
 func (g *presenceGate) drop(uid int64) {
 	g.mu.Lock()
 	delete(g.pending, uid)
+	if last, told := g.sent[uid]; told {
+		last.removed = true
+		g.sent[uid] = last
+	}
 	g.mu.Unlock()
 }
 

@@ -111,35 +111,64 @@ func TestPresenceHeldFrameOutlivesTheSweep(t *testing.T) {
 // friends list.
 func TestFriendRemovedDropsTheHeldPresenceFrame(t *testing.T) {
 	t.Parallel()
+	publish, frames := presenceStream(t)
+	user := map[string]any{"id": 1001, "login": "u1001", "name": "N"}
+	publish(map[string]any{"type": "presence", "user": user, "online": true, "last_seen": time.Now()})
+	publish(map[string]any{"type": "presence", "user": user, "online": false, "last_seen": time.Now()}) // held back
+	publish(map[string]any{"type": "friend_removed", "user": user})
+	publish(map[string]any{"type": "presence", "user": map[string]any{"id": 1002, "login": "u1002", "name": "M"}, "online": true, "last_seen": time.Now()})
+	// Up to the held frame's flush, and more.
+	got := frames(4, presenceGap+1500*time.Millisecond)
+	want := []string{"presence 1001 true", "friend_removed 1001 false", "presence 1002 true"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("frames %q, want %q", got, want)
+	}
+}
+
+// A friendship ended and made again within presenceGap is told again: the
+// presence frame of the new one, held back for the gap, is sent though it
+// tells what the one before friend_removed told, which the client forgot.
+func TestFriendshipMadeAgainIsToldAgain(t *testing.T) {
+	t.Parallel()
+	publish, frames := presenceStream(t)
+	user := map[string]any{"id": 1001, "login": "u1001", "name": "N"}
+	publish(map[string]any{"type": "presence", "user": user, "online": true, "last_seen": time.Now()})
+	publish(map[string]any{"type": "friend_removed", "user": user})
+	publish(map[string]any{"type": "presence", "user": user, "online": true, "last_seen": time.Now()}) // held back
+	got := frames(3, presenceGap+5*time.Second)
+	want := []string{"presence 1001 true", "friend_removed 1001 false", "presence 1001 true"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("frames %q, want %q", got, want)
+	}
+}
+
+// presenceStream opens a stream and returns what publishes a frame on its
+// user's channel, and what reads its frames ("type user-id online") until
+// it has most of them or within has passed.
+func presenceStream(t *testing.T) (publish func(map[string]any), frames func(most int, within time.Duration) []string) {
 	e := newEnv(t, envOptions{})
 	friend := e.signUp("friend")
 	s := e.connect(friend)
 	channel := e.social.UserChannel(friend.id)
-	publish := func(frame map[string]any) {
+	publish = func(frame map[string]any) {
 		t.Helper()
 		raw, _ := json.Marshal(frame)
 		if err := e.rdb.Publish(t.Context(), channel, raw).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	user := map[string]any{"id": 1001, "login": "u1001", "name": "N"}
-	publish(map[string]any{"type": "presence", "user": user, "online": true, "last_seen": time.Now()})
-	publish(map[string]any{"type": "presence", "user": user, "online": false, "last_seen": time.Now()}) // held back
-	publish(map[string]any{"type": "friend_removed", "user": user})
-	publish(map[string]any{"type": "presence", "user": map[string]any{"id": 1002, "login": "u1002", "name": "M"}, "online": true, "last_seen": time.Now()})
-	var got []string
-	deadline := time.After(presenceGap + 1500*time.Millisecond) // the held frame's flush, and more
-read:
-	for {
-		select {
-		case f := <-s.frames:
-			got = append(got, fmt.Sprintf("%s %d %v", f.Type, f.User.ID, f.Online))
-		case <-deadline:
-			break read
+	frames = func(most int, within time.Duration) []string {
+		var got []string
+		deadline := time.After(within)
+		for len(got) < most {
+			select {
+			case f := <-s.frames:
+				got = append(got, fmt.Sprintf("%s %d %v", f.Type, f.User.ID, f.Online))
+			case <-deadline:
+				return got
+			}
 		}
+		return got
 	}
-	want := []string{"presence 1001 true", "friend_removed 1001 false", "presence 1002 true"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("frames %q, want %q", got, want)
-	}
+	return publish, frames
 }

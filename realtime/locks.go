@@ -12,23 +12,25 @@ package realtime
 //     or list those maps. Under it a connection is only queued to (enqueue)
 //     or closed with closeSoon, whose closing handshake runs in a goroutine
 //     of its own; never with close, which waits for the client.
-//  2. conn.mu (conn.go): a connection's socket and why it closed. Taken
+//  2. presenceGate.mu (coalesce.go): a connection's held-back presence
+//     frames. Taken alone or under Hub.mu; flushPresence queues the frame
+//     it lets through under it (enqueue, which takes the locks below), so
+//     that a friend_removed queued after drop comes after that frame.
+//  3. conn.mu (conn.go): a connection's socket and why it closed. Taken
 //     under Hub.mu when a full queue or an ended session closes the
 //     connection (conn.end); it is let go before the close frame is written.
-//  3. presenceGate.mu (coalesce.go) and queue.mu (queue.go): a connection's
-//     held-back presence frames and its queue of frames. Each is taken
-//     alone or under the locks above, and takes no other: enqueuePresence
-//     lets presenceGate.mu go before it enqueues, and a full queue is
-//     closed after queue.mu is let go.
-//  4. eventStream.mu (events.go): an event stream's connection, one write
+//  4. queue.mu (queue.go): a connection's queue of frames. Taken alone or
+//     under the locks above, and takes no other: a full queue is closed
+//     after queue.mu is let go.
+//  5. eventStream.mu (events.go): an event stream's connection, one write
 //     at a time. Taken by the writer, the pinger and the close, under no
 //     lock of this list, and takes none.
-//  5. beats.flushing, then beats.mu (beats.go): the activity waiting for
+//  6. beats.flushing, then beats.mu (beats.go): the activity waiting for
 //     the next flush to presence. Neither is taken with any lock above:
 //     a connection adds its activity from its reader or its ping timer, and
 //     run waits for a flush (settle) once the connection is closed.
 //     beats.flushing is held across the flush's Redis call.
-//  6. channelChanges.mu (resync.go): the channels held for the subscriber.
+//  7. channelChanges.mu (resync.go): the channels held for the subscriber.
 //     Taken alone or under Hub.mu, and takes none.
 //
 // The bus's subscriber (Hub.ps, package bus) has locks of its own: on a cluster, a
