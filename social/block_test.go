@@ -504,3 +504,37 @@ func TestBlockAndUnblockRacingAgree(t *testing.T) {
 		})
 	}
 }
+
+// A friendship with a suspended account ends as any other: an unfollow or
+// a block tells the other's streams (friend_removed), though the
+// suspended account is shown to no one.
+func TestFriendshipWithASuspendedAccountEnds(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	for _, end := range []string{"unfollow", "block"} {
+		a, b := signUp(t, s, end+"_a"), signUp(t, s, end+"_b")
+		follow(t, s, a.ID, b.Login)
+		follow(t, s, b.ID, a.Login)
+		if _, err := s.Suspend(ctx, b.ID); err != nil {
+			t.Fatal(err)
+		}
+		l := listen(t, s, rdb, s.UserChannel(a.ID))
+		var err error
+		if end == "unfollow" {
+			_, err = s.Unfollow(ctx, a.ID, b.Login)
+		} else {
+			err = s.Block(ctx, a.ID, b.Login)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", end, err)
+		}
+		told := false
+		for _, ev := range eventsSoFar(t, l)[s.UserChannel(a.ID)] {
+			told = told || ev.Type == protocol.TypeFriendRemoved && ev.User != nil && ev.User.ID == b.ID
+		}
+		if !told {
+			t.Errorf("%s of a suspended friend: no friend_removed about them", end)
+		}
+	}
+}

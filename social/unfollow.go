@@ -73,9 +73,10 @@ func (s *Service) Unfollow(ctx context.Context, uid int64, login string) (exFrie
 
 // announceFriendshipEnded tells a and b, on every instance, that an
 // unfollow has ended their friendship: each leaves the other's friends
-// list (friend_removed, about the other).
+// list (friend_removed, about the other), a suspended account too, which
+// its ex-friend's streams may still list.
 func (s *Service) announceFriendshipEnded(ctx context.Context, a, b int64) error {
-	users, err := s.Users(ctx, []int64{a, b})
+	users, err := s.usersByIDAll(ctx, []int64{a, b})
 	if err != nil {
 		// A failure to read is no missing user: it stays what it is.
 		return fmt.Errorf("announce to %d and %d: %w", a, b, err)
