@@ -538,3 +538,31 @@ func TestFriendshipWithASuspendedAccountEnds(t *testing.T) {
 		}
 	}
 }
+
+// A follow whose follower's side was written before the followee blocked
+// the follower tells the followee nothing: no followed frame reaches the
+// one who blocks, and the follow does not stand.
+func TestFollowOvertakenByABlockSendsNoFrame(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	a, b := signUp(t, s, "follower"), signUp(t, s, "blocker")
+	l := listen(t, s, rdb, s.UserChannel(b.ID))
+	s.betweenFollowSides = func() {
+		s.betweenFollowSides = nil
+		if err := s.Block(ctx, b.ID, a.Login); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, _, err := s.Follow(ctx, a.ID, b.Login); err != nil && !errors.Is(err, ErrBlocked) {
+		t.Fatal(err)
+	}
+	for _, ev := range eventsSoFar(t, l)[s.UserChannel(b.ID)] {
+		if ev.Type == protocol.TypeFollowed {
+			t.Errorf("the blocker was sent a followed frame")
+		}
+	}
+	if n := rdb.ZCard(ctx, s.keys.followers(b.ID)).Val(); n != 0 {
+		t.Errorf("the blocker has %d followers, want none", n)
+	}
+}

@@ -175,6 +175,9 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	made, _ := res[2].(int64)
 
 	// 2, 3. The followee's side, and the ranking with it.
+	if s.betweenFollowSides != nil {
+		s.betweenFollowSides()
+	}
 	side, err := s.syncFollowee(ctx, uid, other, score, func() (followNote, error) { return note, nil })
 	if err != nil {
 		return false, err
@@ -325,7 +328,8 @@ func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score stri
 			// ends agreeing with the follow as the side does.
 			pipe := s.rdb.Pipeline()
 			cmd := followFolloweeScript.Eval(ctx, pipe,
-				[]string{k.followers(other), k.following(other), k.friends(other), k.user(other), k.followedNotice(other, uid)},
+				[]string{k.followers(other), k.following(other), k.friends(other), k.user(other), k.followedNotice(other, uid),
+					k.blocks(other), k.blockedBy(other)},
 				uid, score, n.now, s.bus.Command(), s.bus.UserChannel(other), n.plain, n.back,
 				int64(followedNoticeTTL/time.Second))
 			s.queueNotify(ctx, pipe, followedNote(uid, other, n))

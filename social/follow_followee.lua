@@ -4,13 +4,17 @@
 -- it, and the friends set when the followee follows them; a follower just
 -- added is told to the followee's channel, once a day for each follower
 -- (the notice key, set with NX and a TTL), so following and unfollowing
--- again and again sends one frame.
+-- again and again sends one frame; none while either blocks the other (a
+-- block written since the follower's side checked it ends this follow
+-- next, and its frame must not reach the one who blocks).
 --
 -- KEYS[1] the followee's followers set
 -- KEYS[2] the followee's following set
 -- KEYS[3] the followee's friends set
 -- KEYS[4] the followee's user hash
 -- KEYS[5] the notice key of this follower to this followee
+-- KEYS[6] the followee's blocks
+-- KEYS[7] the followee's blocked_by
 -- ARGV[1] follower uid
 -- ARGV[2] the follow's score, as the follower's side holds it
 -- ARGV[3] now, unix ms (friend-since score)
@@ -39,7 +43,8 @@ local made = 0
 if followsBack then
   made = redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[1])
 end
-if added == 1 and redis.call('SET', KEYS[5], 1, 'NX', 'EX', ARGV[8]) then
+if added == 1 and not redis.call('ZSCORE', KEYS[6], ARGV[1]) and not redis.call('ZSCORE', KEYS[7], ARGV[1])
+    and redis.call('SET', KEYS[5], 1, 'NX', 'EX', ARGV[8]) then
   local frame = ARGV[6]
   if followsBack then
     frame = ARGV[7]

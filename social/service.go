@@ -262,6 +262,9 @@ type Service struct {
 	// betweenFollowReads, when set, runs in a follow between its first
 	// read (the followee there, not deleted) and its writes.
 	betweenFollowReads func()
+	// betweenFollowSides, when set, runs in a follow between its
+	// follower's side and its followee's.
+	betweenFollowSides func()
 	// betweenRelationReads, when set, runs in a mute between its read of
 	// the muted user and its write.
 	betweenRelationReads func()
