@@ -69,6 +69,9 @@ func (s *Service) EditProfile(ctx context.Context, uid int64, edit ProfileEdit) 
 		}
 		bio, setBio = b, "1"
 	}
+	// From the first write on, the edit runs though the client goes.
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	res, err := profileScript.Run(ctx, s.rdb, []string{s.keys.user(uid)}, name, setBio, bio).StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return User{}, ErrUserNotFound
@@ -77,11 +80,15 @@ func (s *Service) EditProfile(ctx context.Context, uid int64, edit ProfileEdit) 
 		return User{}, fmt.Errorf("edit profile of %d: %w", uid, err)
 	}
 	oldName, login := res[0], res[1]
-	if name != "" && name != oldName {
+	if name != "" {
+		// A name as it was is indexed again all the same: the edit that
+		// wrote it may have failed before its index did.
 		if err := s.reindexName(ctx, uid, login, oldName, name); err != nil {
 			return User{}, fmt.Errorf("edit profile of %d: %w", uid, err)
 		}
-		s.announceProfile(ctx, protocol.UserRef{ID: uid, Login: login, Name: name})
+		if name != oldName {
+			s.announceProfile(ctx, protocol.UserRef{ID: uid, Login: login, Name: name})
+		}
 	}
 	u, err := s.UserByID(ctx, uid)
 	if err != nil {

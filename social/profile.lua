@@ -6,8 +6,9 @@
 -- ARGV[1] the new name, or "" to keep it
 -- ARGV[2] 1 to set the bio to ARGV[3], 0 to keep it
 -- ARGV[3] the new bio ("" for none)
--- Returns false for a user who does not exist, else {the old name, the login}.
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- Returns false for a user who does not exist or is being deleted (whose
+-- search entries the deletion takes out), else {the old name, the login}.
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'deleted') == 1 then
   return false
 end
 local old = redis.call('HMGET', KEYS[1], 'name', 'login')

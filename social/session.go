@@ -196,6 +196,11 @@ func (s *Service) ChangePassword(ctx context.Context, uid int64, token, current,
 		}
 		return fmt.Errorf("change password of %d: %w", uid, err)
 	}
+	// From the first write on, the change runs though the client goes: cut
+	// short, it would leave the other sessions standing, and a retry with
+	// the same password no longer matches.
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	n, err := setPasswordScript.Run(ctx, s.rdb, []string{s.keys.user(uid)}, hash).Int()
 	if err != nil {
 		return fmt.Errorf("change password of %d: %w", uid, err)

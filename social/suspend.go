@@ -37,7 +37,9 @@ func hideJobID(uid int64, rev string) string { return "hide:" + itoa(uid) + ":" 
 // statuses (timelines already written included, by a job whose first pass
 // runs before Suspend returns), and others' reposts of them. It reports
 // whether the account was not suspended already; an unknown uid is
-// ErrUserNotFound.
+// ErrUserNotFound. Once its first write is made it runs though ctx ends,
+// and a call for an account suspended already takes the steps after that
+// write again: a retry of a call that failed part way finishes it.
 func (s *Service) Suspend(ctx context.Context, uid int64) (bool, error) {
 	return s.setSuspended(ctx, uid, true)
 }
@@ -54,14 +56,29 @@ func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bo
 	if suspend {
 		flag = "1"
 	}
+	// From the first write on, the change runs though the client goes.
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	rev, err := suspendScript.Run(ctx, s.rdb, []string{k.user(uid)}, flag, time.Now().UnixMilli()).Int64()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("suspension of %d: %w", uid, err)
 	case rev < 0:
 		return false, ErrUserNotFound
-	case rev == 0:
-		return false, nil
+	}
+	changed := rev > 0
+	if !changed {
+		// So already: the steps below are taken again, for a call that
+		// failed after the script (each is idempotent), while the account
+		// is still as asked.
+		state, err := s.rdb.HMGet(ctx, k.user(uid), "suspended", "suspension_rev").Result()
+		if err != nil {
+			return false, fmt.Errorf("suspension of %d: %w", uid, err)
+		}
+		r, _ := state[1].(string)
+		if rev, _ = strconv.ParseInt(r, 10, 64); rev <= 0 || (state[0] != nil) != suspend {
+			return false, nil
+		}
 	}
 	if s.afterSuspendScript != nil {
 		s.afterSuspendScript()
@@ -88,7 +105,7 @@ func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bo
 		}
 	}
 	s.inlinePass(ctx, k.job(hide.id()))
-	return true, nil
+	return changed, nil
 }
 
 // syncSuspendedList makes the admins' list of suspended accounts agree
