@@ -153,7 +153,7 @@ func TestBlockAndMuteAPI(t *testing.T) {
 			t.Errorf("ann's global timeline shows bob's %d", st.ID)
 		}
 	}
-	for _, path := range []string{"", "/likes", "/reposts"} {
+	for _, path := range []string{"", "/likes", "/reposts", "/context"} {
 		if res := ann.do("GET", fmt.Sprintf("/api/v1/statuses/%d%s", bobs.ID, path), nil); res.Status != http.StatusNotFound {
 			t.Errorf("ann reads bob's status%s: %d, want 404", path, res.Status)
 		}

@@ -42,15 +42,8 @@ func (s *Server) reactors(list func(ctx context.Context, id int64, p social.Page
 			s.writeError(w, r, err)
 			return
 		}
-		// Of a status the viewer may read, as GET /statuses/{id} answers
-		// it: not one hidden from them (a block, a mute, a suspension).
-		st, err := s.social.Status(r.Context(), id)
-		if err != nil {
+		if err := s.readable(r, id); err != nil {
 			s.writeError(w, r, err)
-			return
-		}
-		if sts, err := s.decorate(r, []social.Status{st}); err != nil || len(sts) == 0 {
-			s.writeError(w, r, cmp.Or(err, social.ErrStatusNotFound))
 			return
 		}
 		users, err := list(r.Context(), id, p)
@@ -60,6 +53,20 @@ func (s *Server) reactors(list func(ctx context.Context, id int64, p social.Page
 		}
 		s.writeUsers(w, r, users)
 	}
+}
+
+// readable answers social.ErrStatusNotFound unless status id is one the
+// viewer may read, as GET /statuses/{id} answers it: not one hidden from
+// them (a block, a mute, a suspension).
+func (s *Server) readable(r *http.Request, id int64) error {
+	st, err := s.social.Status(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if sts, err := s.decorate(r, []social.Status{st}); err != nil || len(sts) == 0 {
+		return cmp.Or(err, social.ErrStatusNotFound)
+	}
+	return nil
 }
 
 func (s *Server) reactLimit() func(http.Handler) http.Handler {

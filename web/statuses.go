@@ -176,11 +176,15 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request, read func(soci
 }
 
 // statusContext answers the thread around a status (social.Service.Context),
-// decorated for the viewer.
+// decorated for the viewer, of a status the viewer may read.
 func (s *Server) statusContext(w http.ResponseWriter, r *http.Request) {
 	id, ok := statusID(r)
 	if !ok {
 		s.writeError(w, r, errUnknownStatus)
+		return
+	}
+	if err := s.readable(r, id); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	t, err := s.social.Context(r.Context(), id)
