@@ -4,7 +4,7 @@
 --
 -- KEYS[1] the report's hash
 -- KEYS[2] the open reports
--- KEYS[3] the resolved reports
+-- KEYS[3] the resolved reports (id -> when resolved, unix ms)
 -- ARGV[1] the report's id
 -- ARGV[2] the admin's uid
 -- ARGV[3] now, unix ms
@@ -17,5 +17,5 @@ if redis.call('ZREM', KEYS[2], ARGV[1]) == 0 then
   return 0
 end
 redis.call('HSET', KEYS[1], 'resolved_by', ARGV[2], 'resolved', ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[1], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
 return 1

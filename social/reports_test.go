@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Reports are filed with the statuses they point at, refused when they
@@ -104,5 +105,39 @@ func TestReports(t *testing.T) {
 		if _, err := s.Reports(ctx, c[0], c[1]); !errors.As(err, new(*InvalidError)) {
 			t.Errorf("Reports(offset %d, limit %d): err = %v, want invalid", c[0], c[1], err)
 		}
+	}
+}
+
+// Resolved reports come most recently resolved first, whatever order they
+// were filed in.
+func TestResolvedReportsNewestResolvedFirst(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	alice, bob := signUp(t, s, "alice"), signUp(t, s, "bob")
+	first, err := s.FileReport(ctx, alice.ID, "bob", nil, "spam")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.FileReport(ctx, alice.ID, "bob", nil, "spam again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{second, first} {
+		if _, err := s.ResolveReport(ctx, bob.ID, id); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // a later resolution, by the clock
+	}
+	reports, err := s.Reports(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, r := range reports {
+		got = append(got, r.ID)
+	}
+	if want := []int64{first, second}; !slices.Equal(got, want) {
+		t.Errorf("reports %v, want %v (resolved last first)", got, want)
 	}
 }
