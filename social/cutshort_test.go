@@ -158,3 +158,21 @@ func searchLogins(tb testing.TB, s *Service, q string) []string {
 	}
 	return logins
 }
+
+// A like whose client goes once the like is written still notifies its
+// status's author: a retry, finding the like there, would not.
+func TestLikeNotifiesThoughItsClientGoes(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	ann, bob := signUp(t, s, "ann"), signUp(t, s, "bob")
+	st := post(t, s, ann.ID, "likeable")
+	rctx, cancel := context.WithCancel(ctx)
+	s.afterLikeWrites = cancel
+	if _, err := s.Like(rctx, bob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := s.UnreadNotifications(ctx, ann.ID); err != nil || n != 1 {
+		t.Errorf("ann's unread notifications: %d, %v; want the like's", n, err)
+	}
+}

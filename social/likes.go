@@ -91,9 +91,10 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	if s.afterLikeWrites != nil {
 		s.afterLikeWrites()
 	}
-	// The look and what it settles run though the client goes: a like
-	// left standing for a status or a liker deleted meanwhile would find
-	// no retry.
+	// The look, what it settles and the notification run though the
+	// client goes: a like left standing for a status or a liker deleted
+	// meanwhile would find no retry, and a retry of a like that stands
+	// notifies nothing.
 	dctx, cancel := detached(ctx)
 	defer cancel()
 	pipe = s.rdb.Pipeline()
@@ -112,7 +113,7 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	}
 	if added.Val() == 1 {
 		n := note{to: st.UID, from: uid, kind: protocol.NotifyLiked, sid: st.ID, fromUser: from, status: &st}
-		if err := s.notifyWhile(ctx, n, k.likes(st.ID), itoa(uid)); err != nil {
+		if err := s.notifyWhile(dctx, n, k.likes(st.ID), itoa(uid)); err != nil {
 			return Status{}, fmt.Errorf("like %d: %w", id, err)
 		}
 	}

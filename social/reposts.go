@@ -162,7 +162,7 @@ func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) er
 	}
 	n := note{to: orig.UID, from: st.UID, kind: protocol.NotifyReposted, sid: orig.ID,
 		at: st.Posted, fromUser: protocol.User{ID: st.UID, Login: st.Login, Name: st.Name}, status: orig}
-	return s.notifyWhile(ctx, n, k.reposts(orig.ID), itoa(st.UID))
+	return s.notifyWhile(settle, n, k.reposts(orig.ID), itoa(st.UID))
 }
 
 // takeBackRepost undoes writeRepost's writes of st, whose original or
