@@ -324,32 +324,29 @@ func (s *Service) addRelation(ctx context.Context, key string, other, ms int64, 
 	return nil
 }
 
-// refuseBlocked answers ErrBlocked when uid blocks other or other blocks
-// uid: a reply, a like or a repost between them is refused.
-func (s *Service) refuseBlocked(ctx context.Context, uid, other int64) error {
-	blocked, err := s.blockedEither(ctx, uid, other)
-	if err != nil {
+// refuseHidden answers ErrBlocked when uid blocks other or other blocks
+// uid, and ErrStatusNotFound when uid mutes other, in one round trip to
+// uid's slot: a like or a repost of a status hidden from uid is refused as
+// reading it is, before anything is written.
+func (s *Service) refuseHidden(ctx context.Context, uid, other int64) error {
+	pipe := s.rdb.Pipeline()
+	blocked := s.queueBlockedEither(ctx, pipe, uid, other)
+	muted := pipe.ZScore(ctx, s.keys.mutes(uid), itoa(other))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
-	if blocked {
+	switch {
+	case blocked():
 		return ErrBlocked
+	case muted.Err() == nil:
+		return ErrStatusNotFound
 	}
 	return nil
 }
 
-// blockedEither reports whether uid blocks other or other blocks uid, in
-// one round trip to uid's slot.
-func (s *Service) blockedEither(ctx context.Context, uid, other int64) (bool, error) {
-	pipe := s.rdb.Pipeline()
-	blocked := s.queueBlockedEither(ctx, pipe, uid, other)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return false, err
-	}
-	return blocked(), nil
-}
-
-// queueBlockedEither queues blockedEither's reads on pipe, and returns what
-// reads their answer once it ran.
+// queueBlockedEither queues on pipe the reads of whether uid blocks other
+// or other blocks uid (in uid's slot), and returns what reads their answer
+// once it ran.
 func (s *Service) queueBlockedEither(ctx context.Context, pipe redis.Pipeliner, uid, other int64) func() bool {
 	blocks := pipe.ZScore(ctx, s.keys.blocks(uid), itoa(other))
 	by := pipe.ZScore(ctx, s.keys.blockedBy(uid), itoa(other))

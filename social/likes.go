@@ -72,7 +72,7 @@ func (s *Service) likeTarget(ctx context.Context, uid, id int64) (Status, protoc
 func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	st, from, err := s.likeTarget(ctx, uid, id)
 	if err == nil {
-		err = s.refuseBlocked(ctx, uid, st.UID)
+		err = s.refuseHidden(ctx, uid, st.UID)
 	}
 	if err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)

@@ -42,7 +42,7 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("repost %d: %w", id, err)
 	}
-	if err := s.refuseBlocked(ctx, uid, orig.UID); err != nil {
+	if err := s.refuseHidden(ctx, uid, orig.UID); err != nil {
 		return Status{}, fmt.Errorf("repost %d: %w", id, err)
 	}
 	k := s.keys

@@ -306,3 +306,29 @@ func TestBlockAndMuteHideLiveStatuses(t *testing.T) {
 	last = cat.post("cat again").ID
 	check("after unmuting", last, "bob", "cat reposts fay", "cat")
 }
+
+// A like or a repost of a status whose author the viewer mutes is refused
+// as reading it is (404), and nothing of it is kept: no like, no repost,
+// no notification.
+func TestLikeAndRepostOfAMutedAuthorRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	in := e.start()
+	ann, bob := in.signUp(t, "ann"), in.signUp(t, "bob")
+	st := bob.post("muted soon")
+	ann.must(http.StatusNoContent, "PUT", "/api/v1/mutes/bob", nil, nil)
+	for _, what := range []string{"like", "repost"} {
+		res := ann.do("PUT", fmt.Sprintf("/api/v1/statuses/%d/%s", st.ID, what), nil)
+		if res.Status != http.StatusNotFound || res.errorCode(t) != "status_not_found" {
+			t.Errorf("ann's %s of a muted author's status: %d %s, want 404 status_not_found", what, res.Status, res.Body)
+		}
+		if got := in.anon(t).reactors(fmt.Sprintf("/api/v1/statuses/%d/%ss", st.ID, what)); len(got) != 0 {
+			t.Errorf("the status's %ss: %v, want none", what, got)
+		}
+	}
+	var unread struct{ Count int64 }
+	bob.must(http.StatusOK, "GET", "/api/v1/notifications/unread", nil, &unread)
+	if unread.Count != 0 {
+		t.Errorf("bob has %d unread notifications, want none", unread.Count)
+	}
+}
