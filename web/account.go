@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -84,7 +85,15 @@ func (s *Server) exportAccount(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="chorus-`+u.Login+`.json"`)
 	w.Header().Set("Cache-Control", "no-store")
-	if err := s.social.Export(ctx, viewer.UID, w); err != nil {
+	out := &startedWriter{w: w}
+	if err := s.social.Export(ctx, viewer.UID, out); err != nil {
+		if !out.started {
+			// Nothing sent yet (the first 32 KiB are buffered): the
+			// answer is an error, not an empty download.
+			w.Header().Del("Content-Disposition")
+			s.writeError(w, r, err)
+			return
+		}
 		// The answer has begun: nothing but the log can tell of it, and
 		// the client gets a document cut short, which no JSON reader
 		// takes for whole.
@@ -92,6 +101,17 @@ func (s *Server) exportAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "exported", "request_id", middleware.GetReqID(r.Context()), "uid", viewer.UID)
+}
+
+// startedWriter notes whether anything was written through it.
+type startedWriter struct {
+	w       io.Writer
+	started bool
+}
+
+func (sw *startedWriter) Write(p []byte) (int, error) {
+	sw.started = sw.started || len(p) > 0
+	return sw.w.Write(p)
 }
 
 // deleteAccount deletes the viewer's account: DELETE /me {password}.

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -425,5 +428,46 @@ func TestExportAPI(t *testing.T) {
 	refused(t, "a third export within the hour", ada.do("GET", "/api/v1/me/export", nil))
 	if got := in.metric(t, "chorus_rate_limited_total", `limit="export"`); got != 1 {
 		t.Fatalf("chorus_rate_limited_total{limit=export} = %v, want 1", got)
+	}
+}
+
+// failReads fails, as a lost connection would, every read of the sorted
+// set named key while armed.
+type failReads struct {
+	key   string
+	armed atomic.Bool
+}
+
+func (*failReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); h.armed.Load() && strings.HasPrefix(cmd.Name(), "zr") && len(args) > 1 && args[1] == h.key {
+			cmd.SetErr(fmt.Errorf("refused by the test: %w", syscall.ECONNRESET))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *failReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// An export that Redis fails before any of it was sent answers 503 in the
+// API's error shape, not an empty download.
+func TestExportFailedBeforeItsFirstByte(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	in := e.start()
+	ada := in.signUp(t, "ada")
+	ada.post("mine")
+	hook := &failReads{key: fmt.Sprintf("%sprofile:%d", e.prefix, ada.id)}
+	e.rdb.AddHook(hook)
+	hook.armed.Store(true)
+	res := ada.do("GET", "/api/v1/me/export", nil)
+	if res.Status != http.StatusServiceUnavailable || res.errorCode(t) == "" || res.Header.Get("Content-Disposition") != "" {
+		t.Errorf("export: %d %q, Content-Disposition %q; want 503 in the error shape, no download",
+			res.Status, res.Body, res.Header.Get("Content-Disposition"))
 	}
 }
