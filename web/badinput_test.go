@@ -54,6 +54,8 @@ func TestBadInput(t *testing.T) {
 		{"signup empty body", anon, "POST", "/api/v1/users", "", 400, "invalid_json"},
 		{"signup array", anon, "POST", "/api/v1/users", "[1,2]", 400, "invalid_json"},
 		{"signup two objects", anon, "POST", "/api/v1/users", `{"login":"x"}{"login":"y"}`, 400, "invalid_json"},
+		{"signup a brace after", anon, "POST", "/api/v1/users", `{"login":"x"}}`, 400, "invalid_json"},
+		{"signup a bracket after", anon, "POST", "/api/v1/users", `{"login":"x"} ]`, 400, "invalid_json"},
 		{"signup login wrong type", anon, "POST", "/api/v1/users", `{"login":5,"name":"n","password":"kettle-drum-41"}`, 400, "invalid_json"},
 		{"signup login short", anon, "POST", "/api/v1/users", map[string]string{"login": "ab", "name": "n", "password": "kettle-drum-41"}, 400, "invalid_login"},
 		{"signup login long", anon, "POST", "/api/v1/users", map[string]string{"login": strings.Repeat("a", 33), "name": "n", "password": "kettle-drum-41"}, 400, "invalid_login"},

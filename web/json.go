@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 
 	"chorus/protocol"
@@ -44,7 +45,7 @@ func decode(r *http.Request, v any) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	err = dec.Decode(v)
-	if err == nil && dec.More() {
+	if err == nil && len(bytes.Trim(raw[dec.InputOffset():], " \t\r\n")) > 0 {
 		err = errors.New("more than one JSON value")
 	}
 	if err == nil {
@@ -52,13 +53,35 @@ func decode(r *http.Request, v any) error {
 	}
 	var typeErr *json.UnmarshalTypeError
 	switch {
-	case errors.Is(err, io.EOF):
+	case errors.Is(err, io.EOF), errors.As(err, &typeErr) && typeErr.Field == "":
 		return newError(http.StatusBadRequest, "invalid_json", "The request body must be a JSON object.")
 	case errors.As(err, &typeErr):
 		return newError(http.StatusBadRequest, "invalid_json",
-			fmt.Sprintf("The field %q must be a %s.", typeErr.Field, typeErr.Type))
+			fmt.Sprintf("The field %q must be %s.", typeErr.Field, jsonKind(typeErr.Type)))
 	default:
 		return newError(http.StatusBadRequest, "invalid_json", "The request body is not valid JSON: "+err.Error()+".")
+	}
+}
+
+// jsonKind names what JSON value a field of Go type t takes.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
 	}
 }
 
