@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"chorus/protocol"
 
@@ -28,13 +30,17 @@ type parent struct {
 
 // mentionCandidates returns the logins @mentioned in message, in order,
 // without repeats (ignoring case), at most MaxMentions: an @ not preceded by
-// a letter, digit, underscore or @ (so not an e-mail address), followed by
-// a valid login that no letter, digit or underscore continues.
+// a letter, digit (of any script), underscore or @ (so not an e-mail
+// address), followed by a valid login that no letter, digit or underscore
+// continues.
 func mentionCandidates(message string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for i := 0; i < len(message) && len(out) < MaxMentions; i++ {
-		if message[i] != '@' || (i > 0 && (isLoginByte(message[i-1]) || message[i-1] == '@')) {
+		if message[i] != '@' {
+			continue
+		}
+		if before, _ := utf8.DecodeLastRuneInString(message[:i]); i > 0 && (inWord(before) || before == '@') {
 			continue
 		}
 		j := i + 1
@@ -42,6 +48,10 @@ func mentionCandidates(message string) []string {
 			j++
 		}
 		login := message[i+1 : j]
+		if after, _ := utf8.DecodeRuneInString(message[j:]); j < len(message) && inWord(after) {
+			i = j - 1
+			continue
+		}
 		if lower := strings.ToLower(login); ValidLogin(login) && !seen[lower] {
 			seen[lower] = true
 			out = append(out, login)
@@ -49,6 +59,13 @@ func mentionCandidates(message string) []string {
 		i = j - 1
 	}
 	return out
+}
+
+// inWord reports whether r is a letter, digit or underscore, of any
+// script (Unicode L, N): what a mention's @ may not follow, nor its login
+// run on into, as the web client reads them (status.js).
+func inWord(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
 }
 
 func isLoginByte(b byte) bool {

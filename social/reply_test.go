@@ -255,6 +255,8 @@ func TestMentionCandidates(t *testing.T) {
 		{"@bob @BOB @bob", []string{"bob"}},
 		{"tab\t@bob\n@carol", []string{"bob", "carol"}},
 		{"@bób", nil},
+		{"café@bob, @bobé, 日本@bob, ١@bob", nil},
+		{"—@bob… «@carol»", []string{"bob", "carol"}},
 		{many, append([]string{"user_x"}, func() []string {
 			var w []string
 			for i := range MaxMentions - 1 {

@@ -11,7 +11,7 @@ const WAIT_MS = 200;
 const LIMIT = 5;
 // An @ not inside a word (an e-mail address), then the start of a login,
 // just before the caret.
-const TOKEN = /(?:^|[^A-Za-z0-9_@])@([A-Za-z0-9_]{1,32})$/;
+const TOKEN = /(?:^|[^\p{L}\p{N}_@])@([A-Za-z0-9_]{1,32})$/u;
 
 let serial = 0;
 

@@ -13,8 +13,9 @@ import { replyComposer } from './composer.js';
 import { api } from './api.js';
 import { statusMenu } from './safety.js';
 
-// @login words (not inside e-mail addresses) and plain http(s) links.
-const LINKS = /(?<![A-Za-z0-9_])@([A-Za-z0-9_]{3,32})(?![A-Za-z0-9_])|\bhttps?:\/\/[^\s<>"]+/g;
+// @login words (not inside words or e-mail addresses, of any script, as the
+// server finds mentions) and plain http(s) links.
+const LINKS = /(?<![\p{L}\p{N}_@])@([A-Za-z0-9_]{3,32})(?![\p{L}\p{N}_])|\bhttps?:\/\/[^\s<>"]+/gu;
 
 /**
  * messageNodes splits a message into text nodes and links, never parsing
