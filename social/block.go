@@ -127,6 +127,11 @@ func (s *Service) Unblock(ctx context.Context, uid int64, login string) error {
 	if err != nil {
 		return err
 	}
+	// From the first write on, the unblock runs though the client goes:
+	// cut short, the blocked one's side would hold a block the blocker's
+	// list no longer shows.
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	if err := s.rdb.ZRem(ctx, s.keys.blocks(uid), itoa(other)).Err(); err != nil {
 		return fmt.Errorf("unblock %d->%d: %w", uid, other, err)
 	}

@@ -66,8 +66,8 @@ func ValidateListName(name string) (string, error) {
 // that is then taken back. The list's hash follows. A crash between the
 // two leaves an id in list:out whose hash never comes: Lists skips it, List
 // and every change of it answer ErrListNotFound, and no member can be
-// added to it, so no job reaches it; it only holds one of the owner's
-// MaxListsPerUser places. (The hash first would instead leave, after a
+// added to it, so no job reaches it; it holds one of the owner's
+// MaxListsPerUser places until Lists, a minute on, gives it back. (The hash first would instead leave, after a
 // crash, a list in no one's list:out that anyone may read by its id, and
 // after a refusal a list that was there for a moment.) A retry makes a new
 // list: a create has no key of its own to be idempotent by.
@@ -210,14 +210,15 @@ func (s *Service) List(ctx context.Context, viewer, id int64) (List, error) {
 // Lists returns the lists owner made, oldest first.
 func (s *Service) Lists(ctx context.Context, owner int64) ([]List, error) {
 	k := s.keys
-	ids, err := s.rdb.ZRange(ctx, k.listsOut(owner), 0, -1).Result()
+	out, err := s.rdb.ZRangeWithScores(ctx, k.listsOut(owner), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("lists of %d: %w", owner, err)
 	}
 	pipe := s.rdb.Pipeline()
 	who := pipe.HMGet(ctx, k.user(owner), "login", "name")
-	cmds := make([]*redis.SliceCmd, len(ids))
-	for i, id := range parseIDs(ids) {
+	cmds := make([]*redis.SliceCmd, len(out))
+	for i, m := range out {
+		id, _ := strconv.ParseInt(fmt.Sprint(m.Member), 10, 64)
 		cmds[i] = pipe.HMGet(ctx, k.list(id), listFields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -226,14 +227,29 @@ func (s *Service) Lists(ctx context.Context, owner int64) ([]List, error) {
 	login, _ := who.Val()[0].(string)
 	name, _ := who.Val()[1].(string)
 	lists := make([]List, 0, len(cmds))
-	for _, c := range cmds {
+	var lost []any
+	for i, c := range cmds {
 		if l, ok := parseList(c.Val()); ok {
 			l.Owner = protocol.UserRef{ID: owner, Login: login, Name: name}
 			lists = append(lists, l)
+		} else if c.Val()[0] == nil && time.Since(time.UnixMilli(int64(out[i].Score))) > lostListAfter {
+			lost = append(lost, out[i].Member)
+		}
+	}
+	if len(lost) > 0 {
+		// Places whose list's hash never came (CreateList cut short between
+		// its two steps) go back to the owner.
+		if err := s.rdb.ZRem(ctx, k.listsOut(owner), lost...).Err(); err != nil {
+			s.opts.Logger.WarnContext(ctx, "could not free the places of lists never made", "uid", owner, "err", err)
 		}
 	}
 	return lists, nil
 }
+
+// lostListAfter is how long after its place was taken a list whose hash
+// is not there is taken for one never made: far longer than CreateList's
+// two steps take.
+const lostListAfter = time.Minute
 
 // parseList reads a list's hash (listFields): all but its owner's login
 // and name. It reports false for a list that does not exist, or whose

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"chorus/internal/redistest"
 	"chorus/internal/slots"
@@ -504,8 +505,9 @@ func TestListChangesFinishedByRetry(t *testing.T) {
 		}
 		l := createList(t, s, owner, "people")
 
-		// Create: the owner's place is taken, the hash never comes.
-		if err := listCreateScript.Run(ctx, rdb, []string{k.user(owner), k.listsOut(owner)}, 9999, 1, MaxListsPerUser).Err(); err != nil {
+		// Create: the owner's place is taken, the hash never comes (taken
+		// now, so that Lists below leaves the place for a while).
+		if err := listCreateScript.Run(ctx, rdb, []string{k.user(owner), k.listsOut(owner)}, 9999, time.Now().UnixMilli(), MaxListsPerUser).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if lists, err := s.Lists(ctx, owner); err != nil || len(lists) != 1 || lists[0].ID != l.ID {

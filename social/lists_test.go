@@ -831,3 +831,36 @@ func TestListsOnEmbeddedStore(t *testing.T) {
 		t.Fatalf("list:in of the author = %v, want list 2", got)
 	}
 }
+
+// A place in the owner's lists whose list's hash never came (CreateList
+// cut short between its two steps) is given back by the owner's next read
+// of their lists once it is a minute old; a younger one, whose hash may be
+// on its way, stays.
+func TestListNeverMadeGivesItsPlaceBack(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada := signUp(t, s, "ada")
+	kept, err := s.CreateList(ctx, ada.ID, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	out := s.keys.listsOut(ada.ID)
+	if err := rdb.ZAdd(ctx, out,
+		redis.Z{Score: float64(now.Add(-2 * lostListAfter).UnixMilli()), Member: "900001"},
+		redis.Z{Score: float64(now.UnixMilli()), Member: "900002"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	lists, err := s.Lists(ctx, ada.ID)
+	if err != nil || len(lists) != 1 || lists[0].ID != kept.ID {
+		t.Fatalf("ada's lists: %+v, %v; want only %d", lists, err, kept.ID)
+	}
+	got, err := rdb.ZRange(ctx, out, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{itoa(kept.ID), "900002"}; !slices.Equal(got, want) {
+		t.Errorf("ada's places: %v, want %v", got, want)
+	}
+}
