@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"chorus/bus"
 	"chorus/protocol"
@@ -174,7 +175,19 @@ func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
 	if err != nil {
 		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
 	}
-	if err := s.addRelation(ctx, s.keys.mutes(uid), other, now.UnixMilli(), MaxMutes, ErrTooManyMutes); err != nil {
+	err = s.addRelation(ctx, s.keys.mutes(uid), other, now.UnixMilli(), MaxMutes, ErrTooManyMutes)
+	if errors.Is(err, ErrTooManyMutes) {
+		// Mutes of accounts deleted since stay (no reverse index finds
+		// them) and count: the oldest are looked at, and the gone given
+		// back, before the cap is said to be reached.
+		var freed int
+		if freed, err = s.dropGoneMutes(ctx, uid); err == nil && freed > 0 {
+			err = s.addRelation(ctx, s.keys.mutes(uid), other, now.UnixMilli(), MaxMutes, ErrTooManyMutes)
+		} else if err == nil {
+			err = ErrTooManyMutes
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
 	}
 	// A muter whose deletion began since: their mutes may be deleted
@@ -192,6 +205,40 @@ func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
 	}
 	s.announceHiddenChanged(ctx, uid)
 	return nil
+}
+
+// goneMutesLooked is how many of a user's oldest mutes a mute at the cap
+// looks at for accounts gone.
+const goneMutesLooked = 500
+
+// dropGoneMutes takes out of uid's mutes those of the oldest
+// goneMutesLooked whose accounts are gone or being deleted, and returns
+// how many it took out: one round trip to read them, one to take them out.
+func (s *Service) dropGoneMutes(ctx context.Context, uid int64) (int, error) {
+	k := s.keys
+	ids, err := s.rdb.ZRange(ctx, k.mutes(uid), 0, goneMutesLooked-1).Result()
+	if err != nil {
+		return 0, err
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		n, _ := strconv.ParseInt(id, 10, 64) // a member not an id is no account
+		cmds[i] = pipe.HMGet(ctx, k.user(n), "id", "deleted")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, err
+	}
+	var gone []any
+	for i, c := range cmds {
+		if v := c.Val(); v[0] == nil || v[1] != nil {
+			gone = append(gone, ids[i])
+		}
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	return len(gone), s.rdb.ZRem(ctx, k.mutes(uid), gone...).Err()
 }
 
 // dropNotesFrom takes out of uid's notifications every one from other.

@@ -256,6 +256,16 @@ func TestBlockAndMuteBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Of accounts that are there (carol's hash under their ids): a mute at
+	// the cap gives back the places of accounts gone.
+	fields := rdb.HGetAll(ctx, s.keys.user(signUp(t, s, "carol").ID)).Val()
+	pipe := rdb.Pipeline()
+	for i := range MaxMutes {
+		pipe.HSet(ctx, s.keys.user(int64(1_000_000+i)), fields)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Block(ctx, ann.ID, "bob"); !errors.Is(err, ErrTooManyBlocks) {
 		t.Fatalf("block past the cap: %v, want ErrTooManyBlocks", err)
 	}
@@ -564,5 +574,61 @@ func TestFollowOvertakenByABlockSendsNoFrame(t *testing.T) {
 	}
 	if n := rdb.ZCard(ctx, s.keys.followers(b.ID)).Val(); n != 0 {
 		t.Errorf("the blocker has %d followers, want none", n)
+	}
+}
+
+// Mutes of accounts deleted since do not hold a user at the cap: a mute
+// that finds the cap reached gives back the places of the oldest mutes
+// whose accounts are gone, and is made; with none gone, it is refused.
+func TestMuteCapGivesBackAccountsGone(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+	signUp(t, s, "cat")
+	key := s.keys.mutes(ada.ID)
+	// The cap's worth: the oldest three of accounts not there, the rest of
+	// accounts that are (bob's hash copied under their ids).
+	fields, err := rdb.HGetAll(ctx, s.keys.user(bob.ID)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := rdb.Pipeline()
+	for i := range MaxMutes {
+		id := int64(1_000_000 + i)
+		pipe.ZAdd(ctx, key, redis.Z{Score: float64(1 + i), Member: itoa(id)})
+		if i >= 3 {
+			pipe.HSet(ctx, s.keys.user(id), fields)
+		}
+		if i%1000 == 999 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Mute(ctx, ada.ID, "bob"); err != nil {
+		t.Fatalf("a mute at the cap with three accounts gone: %v", err)
+	}
+	if n := rdb.ZCard(ctx, key).Val(); n != MaxMutes-2 {
+		t.Errorf("ada mutes %d, want %d", n, MaxMutes-2)
+	}
+	if err := s.Mute(ctx, ada.ID, "cat"); err != nil {
+		t.Fatalf("a second mute: %v", err)
+	}
+	if err := s.Mute(ctx, ada.ID, "cat"); err != nil {
+		t.Fatalf("the same mute again: %v", err)
+	}
+	pipe = rdb.Pipeline()
+	pipe.ZAdd(ctx, key, redis.Z{Score: 0, Member: itoa(2_000_000)})
+	pipe.HSet(ctx, s.keys.user(2_000_000), fields)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dan := signUp(t, s, "dan")
+	if err := s.Mute(ctx, ada.ID, dan.Login); !errors.Is(err, ErrTooManyMutes) {
+		t.Errorf("a mute at the cap with no account gone: %v, want ErrTooManyMutes", err)
 	}
 }
