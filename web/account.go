@@ -103,6 +103,21 @@ func (s *Server) exportAccount(w http.ResponseWriter, r *http.Request) {
 	s.log.InfoContext(r.Context(), "exported", "request_id", middleware.GetReqID(r.Context()), "uid", viewer.UID)
 }
 
+// exportHead answers HEAD /me/export with the download's headers, reading
+// nothing and spending no export.
+func (s *Server) exportHead(w http.ResponseWriter, r *http.Request) {
+	viewer, _ := viewerFrom(r.Context())
+	u, err := s.social.UserByID(r.Context(), viewer.UID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="chorus-`+u.Login+`.json"`)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+}
+
 // startedWriter notes whether anything was written through it.
 type startedWriter struct {
 	w       io.Writer

@@ -471,3 +471,23 @@ func TestExportFailedBeforeItsFirstByte(t *testing.T) {
 			res.Status, res.Body, res.Header.Get("Content-Disposition"))
 	}
 }
+
+// A HEAD of the export answers its headers, reads nothing and spends none
+// of the user's exports.
+func TestExportHead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{ExportsPerUser: perHour(1)}
+	in := e.start()
+	ada := in.signUp(t, "ada")
+	for range 3 {
+		res := ada.do("HEAD", "/api/v1/me/export", nil)
+		if res.Status != http.StatusOK || len(res.Body) != 0 || res.Header.Get("Content-Disposition") != `attachment; filename="chorus-ada.json"` {
+			t.Fatalf("HEAD /me/export: %d %q, Content-Disposition %q", res.Status, res.Body, res.Header.Get("Content-Disposition"))
+		}
+	}
+	ada.must(http.StatusOK, "GET", "/api/v1/me/export", nil, nil)
+	if res := ada.do("GET", "/api/v1/me/export", nil); res.Status != http.StatusTooManyRequests {
+		t.Errorf("a second export within the hour: %d, want 429", res.Status)
+	}
+}

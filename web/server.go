@@ -183,6 +183,9 @@ func (s *Server) routes() chi.Router {
 			r.With(s.profileLimit()).Patch("/me", s.editProfile)
 			r.With(s.passwordLimit()).Put("/me/password", s.changePassword)
 			r.With(s.exportLimit()).Get("/me/export", s.exportAccount)
+			// A HEAD would otherwise run the whole export (GetHead), and
+			// spend one of the user's exports on it.
+			r.With(s.readLimit()).Head("/me/export", s.exportHead)
 			r.With(s.passwordLimit()).Delete("/me", s.deleteAccount)
 			r.With(s.readLimit()).Get("/admin/approvals", s.pendingUsers)
 			r.With(s.actionLimit()).Put("/admin/approvals/{login}", s.approve)
