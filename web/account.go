@@ -82,9 +82,7 @@ func (s *Server) exportAccount(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), exportTimeout)
 	defer cancel()
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="chorus-`+u.Login+`.json"`)
-	w.Header().Set("Cache-Control", "no-store")
+	exportHeaders(w, u.Login)
 	out := &startedWriter{w: w}
 	if err := s.social.Export(ctx, viewer.UID, out); err != nil {
 		if !out.started {
@@ -112,10 +110,15 @@ func (s *Server) exportHead(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="chorus-`+u.Login+`.json"`)
-	w.Header().Set("Cache-Control", "no-store")
+	exportHeaders(w, u.Login)
 	w.WriteHeader(http.StatusOK)
+}
+
+// exportHeaders sets the headers of login's export download.
+func exportHeaders(w http.ResponseWriter, login string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="chorus-`+login+`.json"`)
+	w.Header().Set("Cache-Control", "no-store")
 }
 
 // startedWriter notes whether anything was written through it.
