@@ -58,8 +58,8 @@ const (
 // Presence is shown to friends only (presence frames, online friends, the
 // online and last_seen of user views), so ending the follows hides it both
 // ways on every instance. Reads hide each other's statuses at read time
-// (visibility.go), and the streams of both that watch the global timeline
-// are told (hidden_changed) to read again whose statuses they leave out.
+// (visibility.go), and the streams of both are told (hidden_changed) to
+// read again whose live statuses they leave out.
 // Unblock takes steps 1 and 2 back in that order and restores nothing. A
 // block and an unblock of the same pair racing each other leave the two
 // sides agreeing (syncBlockedBy).
@@ -335,8 +335,9 @@ func (s *Service) queueHiddenAuthors(ctx context.Context, pipe redis.Pipeliner, 
 
 // announceHiddenChanged tells the instances holding the streams of uids
 // that whom they may not see changed (hidden_changed). The change stands;
-// telling is a courtesy that may fail: a stream's watch of the global
-// timeline reads it again when it is made.
+// telling is a courtesy that may fail: a stream opened later reads it as
+// it opens, and one open now when its channel's subscription is made
+// again; until then it may still show the author's live statuses.
 func (s *Service) announceHiddenChanged(ctx context.Context, uids ...int64) {
 	msg, err := json.Marshal(protocol.Internal{Type: protocol.TypeHiddenChanged})
 	if err == nil {

@@ -216,6 +216,7 @@ func (s *Service) Lists(ctx context.Context, owner int64) ([]List, error) {
 	}
 	pipe := s.rdb.Pipeline()
 	who := pipe.HMGet(ctx, k.user(owner), "login", "name")
+	clock := pipe.Time(ctx) // Redis's, as the places' scores are
 	cmds := make([]*redis.SliceCmd, len(out))
 	for i, m := range out {
 		id, _ := strconv.ParseInt(fmt.Sprint(m.Member), 10, 64)
@@ -232,7 +233,7 @@ func (s *Service) Lists(ctx context.Context, owner int64) ([]List, error) {
 		if l, ok := parseList(c.Val()); ok {
 			l.Owner = protocol.UserRef{ID: owner, Login: login, Name: name}
 			lists = append(lists, l)
-		} else if c.Val()[0] == nil && time.Since(time.UnixMilli(int64(out[i].Score))) > lostListAfter {
+		} else if c.Val()[0] == nil && clock.Val().Sub(time.UnixMilli(int64(out[i].Score))) > lostListAfter {
 			lost = append(lost, out[i].Member)
 		}
 	}

@@ -49,6 +49,15 @@ func (s *Service) openSession(ctx context.Context, uid int64, hash string) (stri
 		return "", err
 	}
 	if err := s.sessionStands(ctx, uid, id, hash); err != nil {
+		if !errors.Is(err, ErrSuspended) && !errors.Is(err, ErrInvalidCredentials) {
+			// Not known to stand, and its token never given: it goes, so
+			// that it holds no place among the user's sessions.
+			dctx, cancel := detached(ctx)
+			defer cancel()
+			if err := s.endSessions(dctx, uid, []string{id}); err != nil {
+				s.opts.Logger.WarnContext(ctx, "could not end a session whose sign-in failed", "uid", uid, "err", err)
+			}
+		}
 		return "", err
 	}
 	if n > s.opts.MaxSessionsPerUser {
