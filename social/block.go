@@ -175,16 +175,20 @@ func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
 	if err != nil {
 		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
 	}
-	err = s.addRelation(ctx, s.keys.mutes(uid), other, now.UnixMilli(), MaxMutes, ErrTooManyMutes)
+	mute := func() error {
+		return s.addRelation(ctx, s.keys.mutes(uid), other, now.UnixMilli(), MaxMutes, ErrTooManyMutes)
+	}
+	err = mute()
 	if errors.Is(err, ErrTooManyMutes) {
 		// Mutes of accounts deleted since stay (no reverse index finds
-		// them) and count: the oldest are looked at, and the gone given
-		// back, before the cap is said to be reached.
+		// them) and count: the oldest are looked at, and the places of the
+		// gone given back, before the cap is said to be reached.
 		var freed int
-		if freed, err = s.dropGoneMutes(ctx, uid); err == nil && freed > 0 {
-			err = s.addRelation(ctx, s.keys.mutes(uid), other, now.UnixMilli(), MaxMutes, ErrTooManyMutes)
-		} else if err == nil {
+		if freed, err = s.dropGoneMutes(ctx, uid); err == nil {
 			err = ErrTooManyMutes
+			if freed > 0 {
+				err = mute()
+			}
 		}
 	}
 	if err != nil {
@@ -224,14 +228,14 @@ func (s *Service) dropGoneMutes(ctx context.Context, uid int64) (int, error) {
 	cmds := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
 		n, _ := strconv.ParseInt(id, 10, 64) // a member not an id is no account
-		cmds[i] = pipe.HMGet(ctx, k.user(n), "id", "deleted")
+		cmds[i] = pipe.HMGet(ctx, k.user(n), goneFields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, err
 	}
 	var gone []any
 	for i, c := range cmds {
-		if v := c.Val(); v[0] == nil || v[1] != nil {
+		if accountGone(c.Val()) {
 			gone = append(gone, ids[i])
 		}
 	}
