@@ -155,10 +155,11 @@ func (s *Service) RemoveListMember(ctx context.Context, uid, id int64, login str
 // Three steps, each run also when the user was no member, so a retry
 // finishes a removal cut short: the membership goes, by a script in the
 // list's slot; then the list from the member's list:in (settleListIn); then
-// the member's statuses from the list's timeline. A crash after the first
-// leaves the list in list:in: the member's statuses still reach the list's
-// timeline for a moment, and each pass that writes one takes it out again
-// (it checks the membership after writing), until the retry.
+// the member's statuses from the list's timeline, copied back when an add
+// made the member again meanwhile. A crash after the first leaves the list
+// in list:in: the member's statuses still reach the list's timeline for a
+// moment, and each pass that writes one takes it out again (it checks the
+// membership after writing), until the retry.
 //
 // The membership goes first because it is what every writer of the
 // timeline checks after writing: a list_post pass or a backfill either sees
@@ -176,7 +177,20 @@ func (s *Service) removeMember(ctx context.Context, uid, id, member int64) error
 	if err := s.settleListIn(ctx, id, member, 0); err != nil {
 		return err
 	}
-	return s.dropStatusesOf(ctx, id, member)
+	if err := s.dropStatusesOf(ctx, id, member); err != nil {
+		return err
+	}
+	// An add since the membership went (a second tab, a retried request,
+	// a follow and add after an unfollow) may have copied the member's
+	// statuses before the walk above took them out: with the membership
+	// standing again, they are copied back, as that add did.
+	again, err := s.membership(ctx, id, member)
+	if err != nil || again == 0 {
+		return err
+	}
+	g := guard{key: k.listMembers(id), member: itoa(member)}
+	_, err = s.copyLatest(ctx, k.listStatuses(id), k.profile(member), g, s.opts.HomeSize)
+	return err
 }
 
 // leaveLists takes other out of every list uid owns, once uid no longer

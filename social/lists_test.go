@@ -480,6 +480,57 @@ func userChannels(s *Service, users []User) []string {
 	return channels
 }
 
+// A removal that an add of the same member overtakes (a second tab, a
+// retried request) leaves them a member with their statuses in the list:
+// the add's backfill, made before the removal walked the timeline, is
+// copied back rather than lost with the walk.
+func TestListRemovalOvertakenByAnAdd(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	owner := signUp(t, s, "owner")
+	bob := signUp(t, s, "bob")
+	var byBob []int64
+	for i := range 5 {
+		byBob = append(byBob, post(t, s, bob.ID, fmt.Sprint("bob ", i)).ID)
+	}
+	l := listsOf(t, s, owner.ID, []string{"people"}, "bob")[0]
+	if got := listTimelineIDs(t, s, l.ID); !slices.Equal(got, byBob) {
+		t.Fatalf("the list holds %v, want bob's %v", got, byBob)
+	}
+	// The add runs whole between the removal's membership write and its
+	// walk of the timeline.
+	timeline := s.keys.listStatuses(l.ID)
+	hook := &beforeOnce{
+		match: func(c redis.Cmder) bool {
+			args := c.Args()
+			return c.Name() == "zrange" && len(args) > 1 && args[1] == timeline
+		},
+		do: func() {
+			if _, err := s.AddListMember(ctx, owner.ID, l.ID, "bob"); err != nil {
+				t.Error(err)
+			}
+		},
+	}
+	rdb.AddHook(hook)
+	if _, err := s.RemoveListMember(ctx, owner.ID, l.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if !hook.fired.Load() {
+		t.Fatal("the removal never walked the list's timeline")
+	}
+	members, err := s.ListMembers(ctx, owner.ID, l.ID, Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(members) != 1 || members[0].ID != bob.ID {
+		t.Fatalf("members %v, want bob (the add came last)", members)
+	}
+	if got := listTimelineIDs(t, s, l.ID); !slices.Equal(got, byBob) {
+		t.Errorf("the list holds %v, want bob's %v: a member's statuses lost", got, byBob)
+	}
+}
+
 // A status reaches the timeline of every list that holds its author, over
 // as many passes as the lists need, whatever the author's followers; the
 // first runs inside Post. A list that takes the author in while the job
