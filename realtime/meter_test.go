@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
+	"chorus/protocol"
+
 	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 )
@@ -107,31 +110,59 @@ func (c *rawClient) serverFrames() (counts map[byte]int, code websocket.StatusCo
 	counts = map[byte]int{}
 	c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	for {
-		var head [2]byte
-		if _, err := io.ReadFull(c.r, head[:]); err != nil {
+		op, payload, err := c.nextFrame()
+		if err != nil {
 			return counts, code
 		}
-		n := uint64(head[1] & 0x7f)
-		switch n {
-		case 126:
-			var ext [2]byte
-			io.ReadFull(c.r, ext[:])
-			n = uint64(binary.BigEndian.Uint16(ext[:]))
-		case 127:
-			var ext [8]byte
-			io.ReadFull(c.r, ext[:])
-			n = binary.BigEndian.Uint64(ext[:])
-		}
-		payload := make([]byte, n)
-		if _, err := io.ReadFull(c.r, payload); err != nil {
-			return counts, code
-		}
-		op := head[0] & 0x0f
 		counts[op]++
 		if op == opClose && len(payload) >= 2 {
 			code = websocket.StatusCode(binary.BigEndian.Uint16(payload))
 		}
 	}
+}
+
+// untilClose reads the server's frames until its close frame, and returns
+// the frame's code.
+func (c *rawClient) untilClose() websocket.StatusCode {
+	c.tb.Helper()
+	c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		op, payload, err := c.nextFrame()
+		if err != nil {
+			c.tb.Fatalf("no close frame: %v", err)
+		}
+		if op == opClose && len(payload) >= 2 {
+			return websocket.StatusCode(binary.BigEndian.Uint16(payload))
+		}
+	}
+}
+
+// nextFrame reads one of the server's frames (unmasked, as a server's are).
+func (c *rawClient) nextFrame() (op byte, payload []byte, err error) {
+	var head [2]byte
+	if _, err := io.ReadFull(c.r, head[:]); err != nil {
+		return 0, nil, err
+	}
+	n := uint64(head[1] & 0x7f)
+	switch n {
+	case 126:
+		var ext [2]byte
+		if _, err := io.ReadFull(c.r, ext[:]); err != nil {
+			return 0, nil, err
+		}
+		n = uint64(binary.BigEndian.Uint16(ext[:]))
+	case 127:
+		var ext [8]byte
+		if _, err := io.ReadFull(c.r, ext[:]); err != nil {
+			return 0, nil, err
+		}
+		n = binary.BigEndian.Uint64(ext[:])
+	}
+	payload = make([]byte, n)
+	if _, err := io.ReadFull(c.r, payload); err != nil {
+		return 0, nil, err
+	}
+	return head[0] & 0x0f, payload, nil
 }
 
 // A client flooding pings is failed with 1008 once past its frame burst:
@@ -344,6 +375,59 @@ func TestMeterScan(t *testing.T) {
 					t.Fatalf("a scan stopped at byte %d, not a frame's end (%v)", e, frameEnds)
 				}
 			}
+		})
+	}
+}
+
+// A client that stops within a frame's payload, its connection left open,
+// does not hold its stream past the close handshake's bound: not after a
+// frame over the size limit (closed by the reader, 1009), nor after the
+// server closed the stream for a reason of its own (here no heartbeat,
+// 4000) and the client answered with the start of a data frame rather
+// than its close frame. The stream ends, and gives back its place.
+func TestCloseHandshakeOfAStalledFrame(t *testing.T) {
+	t.Parallel()
+	stall := map[string]func(e *env, c *rawClient){
+		"over the size limit": func(e *env, c *rawClient) {
+			// Declared 70,000 bytes; sent just past the limit.
+			b := []byte{0x80 | opText, 0x80 | 127}
+			b = binary.BigEndian.AppendUint64(b, 70_000)
+			b = append(b, 1, 2, 3, 4)
+			if err := c.write(append(b, make([]byte, protocol.MaxFrameBytes+1)...)); err != nil {
+				e.tb.Fatal(err)
+			}
+		},
+		"after the server's close": func(e *env, c *rawClient) {
+			if code := c.untilClose(); code != protocol.CloseHeartbeatTimeout {
+				e.tb.Fatalf("closed with %d, want %d (no heartbeat)", code, protocol.CloseHeartbeatTimeout)
+			}
+			// A text frame declared 1,000 bytes long, two of them sent.
+			b := []byte{0x80 | opText, 0x80 | 126}
+			b = binary.BigEndian.AppendUint16(b, 1000)
+			if err := c.write(append(b, 1, 2, 3, 4, 'x', 'x')); err != nil {
+				e.tb.Fatal(err)
+			}
+		},
+	}
+	for name, stall := range stall {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOptions{hub: Options{HeartbeatInterval: 300 * time.Millisecond}})
+			c := e.dialRaw(e.signUp(loginOf("stall")))
+			testio.Eventually(t, 30*time.Second, func() string {
+				if n := e.hub.Stats.Open.Load(); n != 1 {
+					return fmt.Sprintf("%d streams open, want the one", n)
+				}
+				return ""
+			})
+			stall(e, c)
+			// The client's side stays open all along (closed at cleanup).
+			testio.Eventually(t, closeReadLimit+30*time.Second, func() string {
+				if n, held := e.hub.Stats.Open.Load(), e.hub.admitted.Load(); n != 0 || held != 0 {
+					return fmt.Sprintf("%d streams open and %d places held, want none: the close handshake waits on the stalled frame", n, held)
+				}
+				return ""
+			})
 		})
 	}
 }

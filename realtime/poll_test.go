@@ -5,7 +5,6 @@ package realtime
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -148,25 +147,12 @@ func TestUnwatchedStreamsHaveAReaderEach(t *testing.T) {
 	})
 }
 
-// readFrame reads the server's next frame, a short one, and returns its
-// payload.
+// readFrame reads the server's next frame and returns its payload.
 func (c *rawClient) readFrame() []byte {
 	c.tb.Helper()
 	c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	var head [2]byte
-	if _, err := io.ReadFull(c.r, head[:]); err != nil {
-		c.tb.Fatalf("read a frame: %v", err)
-	}
-	n := int(head[1] & 0x7f)
-	if n == 126 {
-		var ext [2]byte
-		if _, err := io.ReadFull(c.r, ext[:]); err != nil {
-			c.tb.Fatalf("read a frame: %v", err)
-		}
-		n = int(ext[0])<<8 | int(ext[1])
-	}
-	payload := make([]byte, n)
-	if _, err := io.ReadFull(c.r, payload); err != nil {
+	_, payload, err := c.nextFrame()
+	if err != nil {
 		c.tb.Fatalf("read a frame: %v", err)
 	}
 	return payload

@@ -53,6 +53,16 @@ func (w webSocket) write(deadline time.Time, frame []byte, _ int64) error {
 
 func (w webSocket) ping(ctx context.Context) error { return w.Ping(ctx) }
 
+// closeReadLimit bounds the reads of a close handshake. The library reads
+// the rest of the frame being read, and of any data frame that comes before
+// the client's close frame, with no limit of its own (its five seconds
+// bound frame headers only): a client that stopped within a frame's
+// payload would hold its stream, and the stream's place, for good. It
+// covers the library's five seconds to write the close frame and five for
+// the client's answer.
+const closeReadLimit = 10 * time.Second
+
 func (w webSocket) close(code websocket.StatusCode, reason string) error {
+	_ = w.wire.SetReadDeadline(time.Now().Add(closeReadLimit)) // an error: the socket is closed, and its reads fail anyway
 	return w.Close(code, reason)
 }
