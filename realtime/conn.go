@@ -498,6 +498,9 @@ func (c *conn) sendSkipped() bool {
 		return c.resumeFailed(err)
 	}
 	for _, st := range slices.Backward(skipped) {
+		if c.hides(st) {
+			continue
+		}
 		if !c.sendOnce(st.ID, statusFrameJSON(st)) {
 			return false
 		}
@@ -539,7 +542,7 @@ func (c *conn) sendTimeline(after int64) bool {
 			return c.resumeFailed(err)
 		}
 		for _, st := range sts {
-			if c.timeline.has(st.ID) {
+			if c.timeline.has(st.ID) || c.hides(st) {
 				continue
 			}
 			if !c.sendOnce(st.ID, statusFrameJSON(st)) {
@@ -564,6 +567,14 @@ func (c *conn) sendTimeline(after int64) bool {
 		}
 		after = *page.NextAfter
 	}
+}
+
+// hides reports whether st is by an author c's user may not see, or
+// reposts such an author's status: a home timeline holds those of the
+// authors the user mutes, and reposts of any, which a resume and a
+// catch-up leave out as the live frames and a read of the timeline do.
+func (c *conn) hides(st social.Status) bool {
+	return c.hidden != nil && (c.hidden[st.UID] || (st.RepostOf != nil && c.hidden[st.RepostOf.UID]))
 }
 
 // sendOnce sends a frame; a status frame only if this connection has not

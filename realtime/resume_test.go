@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/redistest"
 	"chorus/social"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -130,5 +131,57 @@ func TestResumeBudgetPerUser(t *testing.T) {
 		if f := s.next(5 * time.Second); f.Type != "status" || f.Status.ID != st.ID {
 			t.Fatalf("after a limited resume got %+v, want status %d", f, st.ID)
 		}
+	}
+}
+
+// A resume and a catch-up leave out, as the live frames and a read of the
+// home timeline do, the statuses of an author the user mutes (their home
+// holds them) and reposts of the statuses of one the user blocks.
+func TestResumeAndCatchUpLeaveOutHidden(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.ClientOf(t, redistest.Start(t).URL) // its own: the catch-up test kills its pub/sub
+	e := newEnv(t, envOptions{rdb: rdb})
+	ctx := t.Context()
+	ann, bob, cat, dan := e.signUp("ann"), e.signUp("bob"), e.signUp("cat"), e.signUp("dan")
+	e.follow(ann, bob)
+	e.follow(ann, cat)
+	if err := e.social.Mute(ctx, ann.id, bob.login); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.social.Block(ctx, ann.id, dan.login); err != nil {
+		t.Fatal(err)
+	}
+	// posts bob's status (muted), cat's repost of dan's (blocked) and
+	// cat's own, and returns the id of cat's own.
+	posts := func(round string) int64 {
+		e.post(bob, "bob, muted "+round)
+		blocked := e.post(dan, "dan, blocked "+round)
+		if _, err := e.social.Repost(ctx, cat.id, blocked.ID); err != nil {
+			t.Fatal(err)
+		}
+		return e.post(cat, "cat "+round).ID
+	}
+	shown := posts("before")
+	if page, err := e.social.HomeTimeline(ctx, ann.id, social.Cursor{Limit: 30}); err != nil || len(page.Statuses) != 3 {
+		t.Fatalf("ann's home holds %v (%v), want the muted status and the repost with cat's own", page.Statuses, err)
+	}
+
+	s := e.connect(ann)
+	s.send(map[string]any{"type": "resume", "after": 0})
+	s.ping()
+	if got := statusIDs(s.until("unknown_type", 10*time.Second)); !slices.Equal(got, []int64{shown}) {
+		t.Fatalf("the resume sent %v, want cat's own %d alone", got, shown)
+	}
+
+	if err := rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	shown = posts("missed")
+	if got := nextStatuses(s, 1, time.Minute); !slices.Equal(got, []int64{shown}) {
+		t.Fatalf("the catch-up sent %v first, want cat's own %d", got, shown)
+	}
+	s.ping()
+	if got := statusIDs(s.until("unknown_type", 10*time.Second)); len(got) != 0 {
+		t.Errorf("the catch-up sent %v after cat's own status, want nothing", got)
 	}
 }
