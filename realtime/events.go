@@ -382,20 +382,45 @@ func (h *Hub) localStream(uid int64, id string) *conn {
 
 // posted acts on a frame posted for one of u's streams on another
 // instance, if that stream is here. Called by the router with h.mu held:
-// the frame is handled on a goroutine of its own, since a resume asks
-// Redis for its budget.
+// the frame is handled off the router, since a resume asks Redis for its
+// budget, but after the frames posted for the stream before it, as a
+// stream reads its own frames one after another (a watch, then an
+// unwatch, ends unwatched).
 func (h *Hub) posted(u *local, ev event) {
 	if ev.Frame == nil {
 		return
 	}
 	for c := range u.conns {
 		if c.id == ev.Stream {
-			f := *ev.Frame
-			go func() {
-				c.active(time.Now()) // not under h.mu (locks.go)
-				c.handle(f)
-			}()
+			h.postedMu.Lock()
+			waiting, busy := h.posting[c]
+			h.posting[c] = append(waiting, *ev.Frame)
+			h.postedMu.Unlock()
+			if !busy {
+				go h.handlePosted(c)
+			}
 			return
+		}
+	}
+}
+
+// handlePosted handles the frames posted for c, in order, until none
+// waits. One runs for a stream at a time: its entry in h.posting, empty or
+// not, says it runs.
+func (h *Hub) handlePosted(c *conn) {
+	for {
+		h.postedMu.Lock()
+		frames := h.posting[c]
+		if len(frames) == 0 {
+			delete(h.posting, c)
+			h.postedMu.Unlock()
+			return
+		}
+		h.posting[c] = nil
+		h.postedMu.Unlock()
+		for _, f := range frames {
+			c.active(time.Now()) // not under h.mu (locks.go)
+			c.handle(f)
 		}
 	}
 }

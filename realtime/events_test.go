@@ -5,11 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"chorus/internal/redistest"
 	"chorus/protocol"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestWithStreamID(t *testing.T) {
@@ -93,5 +98,65 @@ func TestFrameType(t *testing.T) {
 		if got := string(frameType([]byte(tc.frame))); got != tc.want {
 			t.Errorf("frameType(%s) = %q, want %q", tc.frame, got, tc.want)
 		}
+	}
+}
+
+// Frames posted for a stream by REST are acted on in the order they came,
+// as a stream acts on those it reads: a watch posted after a resume is
+// answered after the resume's statuses, though the resume waits on Redis
+// for its budget (here, long).
+func TestPostedFramesInOrder(t *testing.T) {
+	t.Parallel()
+	rdb, _ := redistest.Client(t)
+	e := newEnv(t, envOptions{rdb: rdb, hub: Options{ResumeLimit: redis_rate.PerMinute(100)}})
+	author, reader := e.signUp("author"), e.signUp("reader")
+	e.follow(reader, author)
+	st := e.post(author, "before the stream")
+	s := e.connect(reader)
+	budget := resumeKey(e.hub.opts.Prefix, reader.id)
+	rdb.AddHook(&beforeEach{do: func(c redis.Cmder) {
+		if slices.ContainsFunc(c.Args(), func(a any) bool { k, _ := a.(string); return strings.HasSuffix(k, budget) }) {
+			time.Sleep(300 * time.Millisecond)
+		}
+	}})
+
+	zero := json.RawMessage("0")
+	e.hub.mu.RLock()
+	u := e.hub.users[e.hub.bus.UserChannel(reader.id)]
+	for c := range u.conns {
+		for _, f := range []protocol.ClientFrame{
+			{Type: protocol.TypeResume, After: &zero},
+			{Type: protocol.TypeWatch, Timeline: protocol.TimelineGlobal},
+		} {
+			e.hub.posted(u, event{Stream: c.id, Frame: &f})
+		}
+	}
+	e.hub.mu.RUnlock()
+	if f := s.next(10 * time.Second); f.Type != protocol.TypeStatus || f.Status.ID != st.ID {
+		t.Fatalf("the stream got %v first, want the resume's status %d, then watching", f, st.ID)
+	}
+	if f := s.next(10 * time.Second); f.Type != protocol.TypeWatching {
+		t.Fatalf("the stream got %v after the resume's status, want watching", f)
+	}
+}
+
+// beforeEach runs do before each command, alone or in a pipeline.
+type beforeEach struct{ do func(redis.Cmder) }
+
+func (*beforeEach) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *beforeEach) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error {
+		h.do(c)
+		return next(ctx, c)
+	}
+}
+
+func (h *beforeEach) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			h.do(c)
+		}
+		return next(ctx, cmds)
 	}
 }

@@ -151,9 +151,14 @@ type Hub struct {
 	lost       map[string]struct{} // live channels a cluster lost, until confirmed again
 	closing    bool
 	beats      beats
-	conns      sync.WaitGroup // every connection's Serve
-	admitted   atomic.Int64   // streams being opened or open
-	routerWG   sync.WaitGroup // the router, the subscriber, the session checker, the health watch, the beats and the frames reader mark
+	// posting are the frames posted for streams here by REST through
+	// another instance, waiting their turn (events.go); a stream is in it
+	// while its frames are being handled.
+	postedMu sync.Mutex
+	posting  map[*conn][]protocol.ClientFrame
+	conns    sync.WaitGroup // every connection's Serve
+	admitted atomic.Int64   // streams being opened or open
+	routerWG sync.WaitGroup // the router, the subscriber, the session checker, the health watch, the beats and the frames reader mark
 	// statusMark is the greatest status id the hub has seen given: read
 	// from Redis as streams open, raised by the status frames routed. A
 	// stream that opens while Redis cannot tell the last id takes it as
@@ -312,6 +317,7 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 		subscribed: map[string]bool{},
 		unchecked:  map[string]struct{}{},
 		lost:       map[string]struct{}{},
+		posting:    map[*conn][]protocol.ClientFrame{},
 		cancel:     cancel, stopped: ctx.Done(),
 	}
 	h.global = h.bus.GlobalChannel()

@@ -32,6 +32,8 @@ package realtime
 //     beats.flushing is held across the flush's Redis call.
 //  7. channelChanges.mu (resync.go): the channels held for the subscriber.
 //     Taken alone or under Hub.mu, and takes none.
+//  8. Hub.postedMu (events.go): the frames posted for streams here, waiting
+//     their turn. Taken alone or under Hub.mu, and takes none.
 //
 // The bus's subscriber (Hub.ps, package bus) has locks of its own: on a cluster, a
 // shard's, which it holds while it hands the router a message or a
