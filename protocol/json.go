@@ -73,3 +73,11 @@ func escapedUnit(b []byte) (r rune, ok bool) {
 	}
 	return r, true
 }
+
+// IsObject reports whether data, JSON text that decoded without error,
+// is an object: encoding/json decodes null into a struct as if it were {},
+// leaving it as it was.
+func IsObject(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return len(data) > 0 && data[0] == '{'
+}

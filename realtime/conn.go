@@ -316,7 +316,7 @@ func (c *conn) handleFrame(typ websocket.MessageType, data []byte) bool {
 		return true
 	}
 	var f protocol.ClientFrame
-	if err := json.Unmarshal(data, &f); err != nil {
+	if err := json.Unmarshal(data, &f); err != nil || !protocol.IsObject(data) {
 		c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeInvalidJSON, "The frame is not a JSON object.")})
 		return true
 	}

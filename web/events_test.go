@@ -162,6 +162,7 @@ func TestEventStreamPostedFrames(t *testing.T) {
 		{`{"type":"watch","timeline":"home"}`, "invalid_watch"},
 		{`{"type":"dance"}`, "unknown_type"},
 		{`[1]`, "invalid_json"},
+		{`null`, "invalid_json"},
 		{`{"type":"heartbeat","x":"\ud800"}`, "invalid_json"},
 	} {
 		r := onB.do("POST", path, tc.body)

@@ -48,12 +48,12 @@ func decode(r *http.Request, v any) error {
 	if err == nil && len(bytes.Trim(raw[dec.InputOffset():], " \t\r\n")) > 0 {
 		err = errors.New("more than one JSON value")
 	}
-	if err == nil {
+	if err == nil && protocol.IsObject(raw) {
 		return nil
 	}
 	var typeErr *json.UnmarshalTypeError
 	switch {
-	case errors.Is(err, io.EOF), errors.As(err, &typeErr) && typeErr.Field == "":
+	case err == nil, errors.Is(err, io.EOF), errors.As(err, &typeErr) && typeErr.Field == "":
 		return newError(http.StatusBadRequest, "invalid_json", "The request body must be a JSON object.")
 	case errors.As(err, &typeErr):
 		return newError(http.StatusBadRequest, "invalid_json",

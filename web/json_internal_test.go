@@ -15,6 +15,7 @@ func TestDecodeRefusals(t *testing.T) {
 	for _, c := range []struct{ body, message string }{
 		{`[1]`, "The request body must be a JSON object."},
 		{`"x"`, "The request body must be a JSON object."},
+		{` null `, "The request body must be a JSON object."},
 		{`{"name":7}`, `The field "name" must be a string.`},
 		{`{"count":"7"}`, `The field "count" must be a whole number.`},
 		{`{"on":1}`, `The field "on" must be true or false.`},

@@ -333,6 +333,7 @@ func TestStreamBadFrames(t *testing.T) {
 	}{
 		{"not json", websocket.MessageText, "hello", "invalid_json"},
 		{"array", websocket.MessageText, "[1]", "invalid_json"},
+		{"null", websocket.MessageText, " null ", "invalid_json"},
 		{"unknown type", websocket.MessageText, `{"type":"dance"}`, "unknown_type"},
 		{"no type", websocket.MessageText, `{}`, "unknown_type"},
 		{"binary", websocket.MessageBinary, `{"type":"heartbeat"}`, "invalid_frame"},
