@@ -267,6 +267,43 @@ func TestSuggestions(t *testing.T) {
 	}
 }
 
+// Suggestions leave out suspended accounts before their limit, and a
+// suspended account's follows (hidden from everyone) are no reason to
+// suggest anyone.
+func TestSuggestionsLeaveOutTheSuspended(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	u := map[string]User{}
+	for _, l := range []string{"me_", "spy", "xuser", "star", "other", "p_1", "p_2", "p_3"} {
+		u[l] = signUp(t, s, l)
+	}
+	for _, f := range [][2]string{
+		{"me_", "spy"}, {"spy", "xuser"},
+		{"p_1", "star"}, {"p_2", "star"}, {"p_3", "star"}, {"p_1", "other"}, {"p_2", "other"},
+	} {
+		if _, _, err := s.Follow(ctx, u[f[0]].ID, f[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range []string{"star", "spy"} {
+		if _, err := s.Suspend(ctx, u[l].ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Suggestions(ctx, u["me_"].ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, sg := range got {
+		seen = append(seen, sg.User.Login+":"+sg.Reason)
+	}
+	if len(got) != 2 || !slices.Contains(seen, "other:popular") || slices.Contains(seen, "xuser:followed_by_following") {
+		t.Fatalf("suggestions = %v, want two, other among them (star, more followed, is suspended), none for the suspended spy's follow", seen)
+	}
+}
+
 // Suspended accounts, a deleted one whose job has not yet taken its
 // entries out, and the login of a deleted one (held for no one) take no
 // place of a search's page: it is short only when fewer match. Suspended

@@ -3,6 +3,8 @@ package social
 import (
 	"context"
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Page selects part of a list: Limit items from Offset on.
@@ -67,32 +69,41 @@ func (r Relation) Friends() bool {
 
 // Relations reports how uid stands to each of ids, in one round trip.
 func (s *Service) Relations(ctx context.Context, uid int64, ids []int64) ([]Relation, error) {
-	out := make([]Relation, len(ids))
 	if len(ids) == 0 {
-		return out, nil
+		return []Relation{}, nil
 	}
+	pipe := s.rdb.Pipeline()
+	read := s.queueRelations(ctx, pipe, uid, ids)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("relations of %d to %d users: %w", uid, len(ids), err)
+	}
+	return read(), nil
+}
+
+// queueRelations queues on pipe Relations' reads of how uid stands to ids
+// (not none), and returns what reads their answers once the pipeline ran.
+func (s *Service) queueRelations(ctx context.Context, pipe redis.Pipeliner, uid int64, ids []int64) func() []Relation {
 	members := make([]string, len(ids))
 	for i, id := range ids {
 		members[i] = itoa(id)
 	}
-	pipe := s.rdb.Pipeline()
 	following := pipe.ZMScore(ctx, s.keys.following(uid), members...)
 	followers := pipe.ZMScore(ctx, s.keys.followers(uid), members...)
 	hid := s.queueHidden(ctx, pipe, uid, ids)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("relations of %d to %d users: %w", uid, len(ids), err)
-	}
-	// Follow scores come from a sequence and are never 0, block and mute
-	// scores are times; a missing member reads 0.
-	for i := range ids {
-		out[i] = Relation{YouFollow: following.Val()[i] != 0, FollowsYou: followers.Val()[i] != 0}
-		if hid.blocks != nil {
-			out[i].Blocking = hid.blocks.Val()[i] != 0
-			out[i].BlockedBy = hid.blockedBy.Val()[i] != 0
-			out[i].Muting = hid.mutes.Val()[i] != 0
+	return func() []Relation {
+		// Follow scores come from a sequence and are never 0, block and
+		// mute scores are times; a missing member reads 0.
+		out := make([]Relation, len(ids))
+		for i := range ids {
+			out[i] = Relation{YouFollow: following.Val()[i] != 0, FollowsYou: followers.Val()[i] != 0}
+			if hid.blocks != nil {
+				out[i].Blocking = hid.blocks.Val()[i] != 0
+				out[i].BlockedBy = hid.blockedBy.Val()[i] != 0
+				out[i].Muting = hid.mutes.Val()[i] != 0
+			}
 		}
+		return out
 	}
-	return out, nil
 }
 
 // PulledAuthors returns the authors uid follows whose statuses are pulled:

@@ -59,11 +59,19 @@ func (s *Service) Suggestions(ctx context.Context, uid int64, limit int) ([]Sugg
 	var theirs []*redis.StringSliceCmd
 	if len(fs) > 0 {
 		pipe = s.rdb.Pipeline()
+		suspended := pipe.ZMScore(ctx, k.suspended(), followees.Val()...)
 		for _, f := range fs {
 			theirs = append(theirs, pipe.ZRevRange(ctx, k.following(f), 0, suggestPerFollowee-1))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, fmt.Errorf("suggestions for %d: %w", uid, err)
+		}
+		// A suspended account's follows are hidden from everyone: they
+		// are no reason to suggest anyone.
+		for i := range fs {
+			if suspended.Val()[i] != 0 {
+				theirs[i] = nil
+			}
 		}
 	}
 
@@ -92,6 +100,9 @@ func (s *Service) Suggestions(ctx context.Context, uid int64, limit int) ([]Sugg
 		consider(id, ReasonFollowsYou, i)
 	}
 	for i, cmd := range theirs {
+		if cmd == nil {
+			continue
+		}
 		for _, id := range parseIDs(cmd.Val()) {
 			// One who follows uid is suggested as such; who else follows
 			// them is no reason worth naming then.
@@ -107,18 +118,23 @@ func (s *Service) Suggestions(ctx context.Context, uid int64, limit int) ([]Sugg
 		return nil, nil
 	}
 
-	// Drop whom uid follows already, then rank.
+	// Drop whom uid follows already, and the suspended, then rank: the
+	// limit is of those that may be shown.
 	ids := make([]int64, len(cands))
+	members := make([]string, len(cands))
 	for i, c := range cands {
-		ids[i] = c.id
+		ids[i], members[i] = c.id, itoa(c.id)
 	}
-	rels, err := s.Relations(ctx, uid, ids)
-	if err != nil {
+	pipe = s.rdb.Pipeline()
+	readRelations := s.queueRelations(ctx, pipe, uid, ids)
+	suspended := pipe.ZMScore(ctx, k.suspended(), members...)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("suggestions for %d: %w", uid, err)
 	}
+	rels := readRelations()
 	kept := cands[:0]
 	for i, c := range cands {
-		if r := rels[i]; r.YouFollow || r.Blocking || r.BlockedBy || r.Muting {
+		if r := rels[i]; r.YouFollow || r.Blocking || r.BlockedBy || r.Muting || suspended.Val()[i] != 0 {
 			continue
 		}
 		if c.reason == ReasonFollowedByFollowing {
