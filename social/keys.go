@@ -175,7 +175,6 @@ func (k keys) reportSeq() string       { return k.reports() + "seq" }
 func (k keys) report(id int64) string  { return k.reports() + "report:" + itoa(id) }
 func (k keys) reportsOpen() string     { return k.reports() + "open" }
 func (k keys) reportsResolved() string { return k.reports() + "resolved" }
-func (k keys) reportPrefix() string    { return k.reports() + "report:" }
 
 // Scripts that touch keys they only learn while running (a follower's home,
 // a followee's profile) build them from these prefixes.

@@ -30,10 +30,6 @@ type Report = protocol.Report
 var ErrReportNotFound = errors.New("no such report")
 
 var (
-	//go:embed report_file.lua
-	reportFileSource string
-	reportFileScript = newScript(reportFileSource)
-
 	//go:embed report_resolve.lua
 	reportResolveSource string
 	reportResolveScript = newScript(reportResolveSource)
@@ -44,8 +40,8 @@ var reportFields = []string{"id", "reporter", "account", "statuses", "reason", "
 // FileReport files reporter's report of the account login, with the
 // statuses of that account it points at (at most MaxReportStatuses) and a
 // reason (1 to MaxReportReason characters after trimming, as a message's
-// rules). It returns the report's id. One write, in one slot, whatever the
-// number of reports.
+// rules). It returns the report's id. One write, a transaction in the
+// reports' slot, whatever the number of reports.
 func (s *Service) FileReport(ctx context.Context, reporter int64, login string, statusIDs []int64, reason string) (int64, error) {
 	if !utf8.ValidString(reason) {
 		return 0, invalid("reason", "must be valid UTF-8")
@@ -80,6 +76,10 @@ func (s *Service) FileReport(ctx context.Context, reporter int64, login string, 
 		authors[i] = pipe.HGet(ctx, k.status(id), "uid")
 	}
 	now := pipe.Time(ctx)
+	// The report's id is taken with the reads: one refused, or cut short
+	// before its write, leaves a gap in the ids, which name reports and
+	// count nothing.
+	seq := pipe.Incr(ctx, k.reportSeq())
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("report %d: %w", account, err)
 	}
@@ -92,9 +92,13 @@ func (s *Service) FileReport(ctx context.Context, reporter int64, login string, 
 	for i, id := range ids {
 		list[i] = itoa(id)
 	}
-	id, err := reportFileScript.Run(ctx, s.rdb, []string{k.reportSeq(), k.reportsOpen()}, k.reportPrefix(),
-		"reporter", reporter, "account", account, "statuses", strings.Join(list, ","),
-		"reason", reason, "created", now.Val().UnixMilli()).Int64()
+	id := seq.Val()
+	_, err = s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.HSet(ctx, k.report(id), "id", id, "reporter", reporter, "account", account,
+			"statuses", strings.Join(list, ","), "reason", reason, "created", now.Val().UnixMilli())
+		pipe.ZAdd(ctx, k.reportsOpen(), redis.Z{Score: float64(id), Member: id})
+		return nil
+	})
 	if err != nil {
 		return 0, fmt.Errorf("report %d: %w", account, err)
 	}
