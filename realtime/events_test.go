@@ -139,24 +139,3 @@ func TestPostedFramesInOrder(t *testing.T) {
 		t.Fatalf("the stream got %v after the resume's status, want watching", f)
 	}
 }
-
-// beforeEach runs do before each command, alone or in a pipeline.
-type beforeEach struct{ do func(redis.Cmder) }
-
-func (*beforeEach) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *beforeEach) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, c redis.Cmder) error {
-		h.do(c)
-		return next(ctx, c)
-	}
-}
-
-func (h *beforeEach) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			h.do(c)
-		}
-		return next(ctx, cmds)
-	}
-}

@@ -107,7 +107,7 @@ func TestActivityWrittenInBatches(t *testing.T) {
 	// (leases, sweeps) run by the clock, so a run a busy machine slows
 	// down would count more of them than of beats.
 	beats := &activityScripts{}
-	rdb.AddHook(beats)
+	rdb.AddHook(&beforeEach{do: beats.count})
 	recorded, scripts := e.hub.Stats.HeartbeatsRecorded.Load(), beats.n.Load()
 	// Ten beats a stream, however long a busy machine takes for them.
 	testio.Eventually(t, time.Minute, func() string {
@@ -138,24 +138,6 @@ func TestActivityWrittenInBatches(t *testing.T) {
 // activity of users: those among whose keys is a minute's HyperLogLog of
 // active users (heartbeats.lua, register.lua).
 type activityScripts struct{ n atomic.Int64 }
-
-func (h *activityScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *activityScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *activityScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			h.count(c)
-		}
-		return next(ctx, cmds)
-	}
-}
 
 func (h *activityScripts) count(cmd redis.Cmder) {
 	if name := cmd.Name(); name != "eval" && name != "evalsha" {
