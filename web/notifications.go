@@ -5,12 +5,20 @@ import (
 	"net/http"
 	"strconv"
 
+	"chorus/protocol"
 	"chorus/social"
 )
 
 type notificationPage struct {
-	Notifications []social.Notification `json:"notifications"`
-	NextBefore    *int64                `json:"next_before"`
+	Notifications []notificationView `json:"notifications"`
+	NextBefore    *int64             `json:"next_before"`
+}
+
+// notificationView is a notification as a page shows it: its sender as
+// every user object of a list, with how the viewer stands to them.
+type notificationView struct {
+	social.Notification
+	From protocol.UserView `json:"from"`
 }
 
 // notifications answers a page of the viewer's notifications, newest first.
@@ -31,7 +39,20 @@ func (s *Server) notifications(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, notificationPage{Notifications: page.Notifications, NextBefore: page.NextBefore})
+	senders := make([]social.User, len(page.Notifications))
+	for i, n := range page.Notifications {
+		senders[i] = n.From
+	}
+	views, err := s.views(r, senders)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]notificationView, len(page.Notifications))
+	for i, n := range page.Notifications {
+		out[i] = notificationView{Notification: n, From: views[i]}
+	}
+	writeJSON(w, http.StatusOK, notificationPage{Notifications: out, NextBefore: page.NextBefore})
 }
 
 // unreadNotifications answers how many of the viewer's notifications are

@@ -76,6 +76,16 @@ func TestNotificationsAPI(t *testing.T) {
 	if n.Type != "followed" || n.From.Login != "fan2" || n.From.Following != 1 || n.Status != nil || n.Created.IsZero() {
 		t.Fatalf("newest notification %+v, want fan2's follow", n)
 	}
+	// The sender is shown as in every list of users: how ann stands to
+	// them, and, once they are friends, their presence.
+	if f := n.From; f.FollowsYou == nil || !*f.FollowsYou || f.YouFollow == nil || *f.YouFollow ||
+		f.Blocking == nil || *f.Blocking || f.Online != nil {
+		t.Fatalf("fan2 as the sender: %+v, want follows_you, not you_follow nor blocking, no presence", f)
+	}
+	ann.follow("fan2")
+	if f := ann.notifications("?limit=1").Notifications[0].From; f.YouFollow == nil || !*f.YouFollow || f.Online == nil {
+		t.Fatalf("fan2, now ann's friend, as the sender: %+v, want you_follow and their presence", f)
+	}
 	res := ann.do("GET", "/api/v1/notifications?limit=2", nil)
 	if !strings.Contains(string(res.Body), `"status":null`) {
 		t.Fatalf("a follow's notification %s, want status null", res.Body)
