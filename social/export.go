@@ -73,7 +73,7 @@ func (s *Service) Export(ctx context.Context, uid int64, w io.Writer) error {
 		e.raw(`],"` + rel.name + `":[`)
 		timed := rel.name == "blocks" || rel.name == "mutes"
 		e.pages(ctx, rel.key, timed, func(members []redis.Z) error {
-			users, err := s.usersByID(ctx, zIDs(members))
+			users, err := s.usersByIDAll(ctx, zIDs(members))
 			byID := make(map[int64]User, len(users))
 			for _, u := range users {
 				byID[u.ID] = u
@@ -82,7 +82,7 @@ func (s *Service) Export(ctx context.Context, uid int64, w io.Writer) error {
 				id, _ := strconv.ParseInt(fmt.Sprint(m.Member), 10, 64)
 				u, ok := byID[id]
 				if !ok {
-					continue // an account gone meanwhile
+					continue // an account gone meanwhile (a suspended one is still theirs to export)
 				}
 				out := ExportedUser{UserRef: u.Ref()}
 				if timed {
@@ -101,7 +101,7 @@ func (s *Service) Export(ctx context.Context, uid int64, w io.Writer) error {
 		for _, l := range lists {
 			members, err := s.rdb.ZRange(ctx, k.listMembers(l.ID), 0, -1).Result() // at most MaxListMembers
 			e.fail(err)
-			users, err := s.usersByID(ctx, parseIDs(members))
+			users, err := s.usersByIDAll(ctx, parseIDs(members))
 			e.fail(err)
 			out := ExportedList{List: l, MemberList: make([]protocol.UserRef, 0, len(users))}
 			for _, m := range users {

@@ -360,6 +360,12 @@ func TestExportAPI(t *testing.T) {
 		}
 	}
 
+	// A suspended account ada follows, lists and mutes is hers to export
+	// all the same.
+	if _, err := in.social.Suspend(ctx, bob.id); err != nil {
+		t.Fatal(err)
+	}
+
 	res := ada.must(http.StatusOK, "GET", "/api/v1/me/export", nil, nil)
 	if got := res.Header.Get("Content-Disposition"); got != `attachment; filename="chorus-ada.json"` {
 		t.Fatalf("Content-Disposition %q", got)
