@@ -164,6 +164,10 @@ func (f *memFeed) publish(ctx context.Context, channel string, st social.Status)
 
 func (f *memFeed) HiddenAuthors(context.Context, int64) ([]int64, error) { return nil, nil }
 
+func (f *memFeed) HiddenAuthorsOf(_ context.Context, uids []int64) ([][]int64, error) {
+	return make([][]int64, len(uids)), nil
+}
+
 func (f *memFeed) LastStatusID(context.Context) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -35,11 +35,11 @@ type outgoing struct {
 	after    int64
 	// author is a status or global_status frame's: the frame is left out
 	// when the stream's user may not see them, or, for a repost entry, its
-	// original's author (hidden). reloadHidden reads hidden again. All go
-	// through the queue, so a frame is judged by the hidden set of its
-	// place in the order of events.
-	author       int64
-	reloadHidden bool
+	// original's author (hidden). hidden sets hidden again. All go through
+	// the queue, so a frame is judged by the hidden set of its place in
+	// the order of events.
+	author int64
+	hidden *hiddenUpdate
 }
 
 // conn is one live stream: a WebSocket, or an event stream (events.go).
@@ -428,8 +428,11 @@ func (c *conn) writeQueued() {
 				ok = c.sendTimeline(o.after)
 			case o.catchUp:
 				ok = c.catchUp()
-			case o.reloadHidden:
+			case o.hidden == reloadHidden:
 				ok = c.loadHidden()
+			case o.hidden != nil:
+				c.hidden = o.hidden.set
+				ok = true
 			case o.author != 0 && c.hidden != nil && (c.hidden[o.author] || c.hidden[originalAuthor(o.frame)]):
 				ok = true
 			default:

@@ -48,6 +48,9 @@ type Feed interface {
 	// them.
 	Originals(ctx context.Context, sts []social.Status) ([]social.Status, error)
 	HiddenAuthors(ctx context.Context, uid int64) ([]int64, error)
+	// HiddenAuthorsOf is HiddenAuthors of many users, in a few round trips
+	// whatever their number.
+	HiddenAuthorsOf(ctx context.Context, uids []int64) ([][]int64, error)
 }
 
 // Presence is what the hub tells of connections, and asks of friends.
@@ -270,6 +273,9 @@ type local struct {
 	checking   bool
 	checkRound uint64
 	held       []heldFrame
+	// hiddenChanges counts the hidden_changed messages routed to the
+	// user: a hidden set read before one is not set after it.
+	hiddenChanges atomic.Uint64
 }
 
 // heldFrame is a frame that came for a user whose frames are held back.

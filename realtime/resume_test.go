@@ -1,15 +1,20 @@
 package realtime
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"chorus/internal/redistest"
+	"chorus/protocol"
 	"chorus/social"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestSentRange(t *testing.T) {
@@ -183,5 +188,84 @@ func TestResumeAndCatchUpLeaveOutHidden(t *testing.T) {
 	s.ping()
 	if got := statusIDs(s.until("unknown_type", 10*time.Second)); len(got) != 0 {
 		t.Errorf("the catch-up sent %v after cat's own status, want nothing", got)
+	}
+}
+
+// A block or mute told while the stream's channel was lost (its
+// hidden_changed reached no instance) is read as the channel is confirmed
+// again: the catch-up and the frames after it leave the author out.
+func TestHiddenReadAgainAfterPubSubLoss(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.ClientOf(t, redistest.Start(t).URL) // its own: the test kills its pub/sub
+	e := newEnv(t, envOptions{rdb: rdb})
+	ctx := t.Context()
+	ann, bob, cat := e.signUp("ann"), e.signUp("bob"), e.signUp("cat")
+	e.follow(ann, bob)
+	e.follow(ann, cat)
+	s := e.connect(ann)
+	// The mute's hidden_changed is lost.
+	rdb.AddHook(&failWhere{match: func(c redis.Cmder) bool {
+		return slices.ContainsFunc(c.Args(), func(a any) bool {
+			b, _ := a.([]byte)
+			return strings.Contains(string(b), protocol.TypeHiddenChanged)
+		})
+	}})
+	if err := e.social.Mute(ctx, ann.id, bob.login); err != nil {
+		t.Fatal(err)
+	}
+	if want, got := e.post(bob, "bob, muted, told to no one").ID, nextStatuses(s, 1, time.Minute); !slices.Equal(got, []int64{want}) {
+		t.Fatalf("the stream got %v, want bob's %d: its user's mute was not told", got, want)
+	}
+
+	if err := rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.post(bob, "bob, muted, while the channel was lost")
+	shown := e.post(cat, "cat").ID
+	if got := nextStatuses(s, 1, time.Minute); !slices.Equal(got, []int64{shown}) {
+		t.Fatalf("after the reconnect the stream got %v first, want cat's %d", got, shown)
+	}
+	last := e.post(cat, "cat again").ID
+	e.post(bob, "bob, muted, live")
+	s.ping()
+	if got := statusIDs(s.until("unknown_type", 10*time.Second)); !slices.Equal(got, []int64{last}) {
+		t.Errorf("the stream got %v live after the reconnect, want cat's %d alone", got, last)
+	}
+}
+
+// failWhere fails, as a lost connection would, each command match picks,
+// alone or in a pipeline (the pipeline's others are sent).
+type failWhere struct{ match func(redis.Cmder) bool }
+
+func (*failWhere) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failWhere) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error {
+		if h.match(c) {
+			c.SetErr(errors.New("refused by the test"))
+			return c.Err()
+		}
+		return next(ctx, c)
+	}
+}
+
+func (h *failWhere) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var sent []redis.Cmder
+		var err error
+		for _, c := range cmds {
+			if h.match(c) {
+				c.SetErr(errors.New("refused by the test"))
+				err = c.Err()
+			} else {
+				sent = append(sent, c)
+			}
+		}
+		if len(sent) > 0 {
+			if e := next(ctx, sent); e != nil {
+				err = e
+			}
+		}
+		return err
 	}
 }

@@ -62,29 +62,54 @@ func (h *Hub) checkSessions(ctx context.Context) {
 // meanwhile are held, and sent after the catch-up.
 const catchUpSettle = time.Second
 
-// recheckChannels checks the sessions of the channels confirmed again, then
-// lets their frames through and has their remaining connections catch up.
-// On failure the channels stay held back, to be checked again.
+// recheckChannels checks the sessions of the channels confirmed again, and
+// reads again whom their users may not see (a change may have been told
+// while a channel was lost), then lets their frames through and has their
+// remaining connections catch up. On failure the channels stay held back,
+// to be checked again.
 func (h *Hub) recheckChannels(ctx context.Context) error {
 	type round struct {
-		u     *local
-		round uint64
+		u       *local
+		round   uint64
+		changes uint64 // u.hiddenChanges before hidden was read
+		hidden  *hiddenUpdate
 	}
 	h.mu.Lock()
-	rounds := map[string]round{}
+	rounds := map[string]*round{}
 	var conns []*conn
 	for channel := range h.unchecked {
 		u := h.users[channel]
 		if u == nil || !u.checking {
 			continue
 		}
-		rounds[channel] = round{u, u.checkRound}
+		rounds[channel] = &round{u: u, round: u.checkRound, changes: u.hiddenChanges.Load()}
 		conns = slices.AppendSeq(conns, maps.Keys(u.conns))
 	}
 	clear(h.unchecked)
 	h.mu.Unlock()
 
 	err := h.closeEnded(ctx, conns)
+	for batch := range slices.Chunk(slices.Collect(maps.Values(rounds)), sessionCheckBatch) {
+		if err != nil {
+			break
+		}
+		uids := make([]int64, len(batch))
+		for i, r := range batch {
+			uids[i] = r.u.uid
+		}
+		bctx, cancel := context.WithTimeout(ctx, sessionCheckTimeout)
+		var hidden [][]int64
+		hidden, err = h.feed.HiddenAuthorsOf(bctx, uids)
+		cancel()
+		if err == nil && len(hidden) != len(uids) {
+			err = fmt.Errorf("hidden sets of %d users for %d", len(hidden), len(uids))
+		}
+		for i, r := range batch {
+			if err == nil {
+				r.hidden = &hiddenUpdate{set: hiddenSet(hidden[i])}
+			}
+		}
+	}
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -97,10 +122,14 @@ func (h *Hub) recheckChannels(ctx context.Context) error {
 			// to come, or another of the user's channels is still lost and
 			// its confirmation will ask for one.
 			r.u.checking = false
+			if r.u.hiddenChanges.Load() != r.changes {
+				// A change told since the read, which may not have seen
+				// it: each stream reads its own, after the change's.
+				r.hidden = reloadHidden
+			}
 			for c := range r.u.conns {
-				// Whom the user may not see first: a change may have
-				// been told while the channel was lost.
-				c.enqueue(outgoing{reloadHidden: true})
+				// Whom the user may not see first, then what they missed.
+				c.enqueue(outgoing{hidden: r.hidden})
 				c.enqueue(outgoing{catchUp: true})
 			}
 			// After the catch-up, which sends the statuses among them

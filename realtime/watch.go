@@ -78,11 +78,20 @@ func (h *Hub) forwardGlobal(payload []byte) {
 	}
 }
 
+// hiddenUpdate is a change of whom a stream's user may not see, queued as
+// an outgoing item: the set read for the user (shared by their streams,
+// and read only), or, for reloadHidden, a read of the stream's own.
+type hiddenUpdate struct{ set map[int64]bool }
+
+// reloadHidden has the stream read its hidden set (loadHidden).
+var reloadHidden = &hiddenUpdate{}
+
 // hiddenChanged has each of u's streams read again whom the user may not
-// see (a hidden_changed message). Called with h.mu held.
+// see (a hidden_changed message). Called with h.mu held (read-locked).
 func (h *Hub) hiddenChanged(u *local) {
+	u.hiddenChanges.Add(1)
 	for c := range u.conns {
-		c.enqueue(outgoing{reloadHidden: true})
+		c.enqueue(outgoing{hidden: reloadHidden})
 	}
 }
 

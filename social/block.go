@@ -321,6 +321,42 @@ func (s *Service) HiddenAuthors(ctx context.Context, uid int64) ([]int64, error)
 	return read(), nil
 }
 
+// HiddenAuthorsOf is HiddenAuthors of each of uids, in two round trips
+// whatever their number: whether each blocks, mutes or is blocked by
+// anyone (one EXISTS each; most users are none of these), then the
+// authors hidden from those who are.
+func (s *Service) HiddenAuthorsOf(ctx context.Context, uids []int64) ([][]int64, error) {
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	hides := make([]*redis.IntCmd, len(uids))
+	for i, uid := range uids {
+		hides[i] = pipe.Exists(ctx, k.blocks(uid), k.mutes(uid), k.blockedBy(uid))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("hidden from %d users: %w", len(uids), err)
+	}
+	out := make([][]int64, len(uids))
+	reads := make([]func() []int64, len(uids))
+	pipe = s.rdb.Pipeline()
+	for i, uid := range uids {
+		if hides[i].Val() > 0 {
+			reads[i] = s.queueHiddenAuthors(ctx, pipe, uid)
+		}
+	}
+	if pipe.Len() == 0 {
+		return out, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("hidden from %d users: %w", len(uids), err)
+	}
+	for i, read := range reads {
+		if read != nil {
+			out[i] = read()
+		}
+	}
+	return out, nil
+}
+
 // queueHiddenAuthors queues on pipe HiddenAuthors' reads (three, in uid's
 // slot), and returns what reads their answers once the pipeline ran.
 func (s *Service) queueHiddenAuthors(ctx context.Context, pipe redis.Pipeliner, uid int64) func() []int64 {

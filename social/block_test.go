@@ -632,3 +632,61 @@ func TestMuteCapGivesBackAccountsGone(t *testing.T) {
 		t.Errorf("a mute at the cap with no account gone: %v, want ErrTooManyMutes", err)
 	}
 }
+
+// HiddenAuthorsOf reads for many users what HiddenAuthors reads for one,
+// in two round trips, or one when none of them blocks, mutes or is
+// blocked.
+func TestHiddenAuthorsOf(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ann, bob, cat, dan := signUp(t, s, "ann"), signUp(t, s, "bob"), signUp(t, s, "cat"), signUp(t, s, "dan")
+	if err := s.Block(ctx, ann.ID, "dan"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Mute(ctx, ann.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	counter := &commandCounter{}
+	rdb.AddHook(counter)
+	for _, c := range []struct {
+		users []User
+		trips int64
+	}{
+		{[]User{ann, bob, cat, dan}, 2},
+		{[]User{bob, cat}, 1},
+		{nil, 1},
+	} {
+		uids := make([]int64, len(c.users))
+		for i, u := range c.users {
+			uids[i] = u.ID
+		}
+		before := counter.roundTrips.Load()
+		got, err := s.HiddenAuthorsOf(ctx, uids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := counter.roundTrips.Load() - before; n > c.trips {
+			t.Errorf("%d users: %d round trips, want %d", len(uids), n, c.trips)
+		}
+		if len(got) != len(uids) {
+			t.Fatalf("%d hidden sets for %d users", len(got), len(uids))
+		}
+		for i, uid := range uids {
+			want, err := s.HiddenAuthors(ctx, uid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(want)
+			slices.Sort(got[i])
+			if !slices.Equal(got[i], want) || (uid == ann.ID && !slices.Equal(got[i], sorted(bob.ID, dan.ID))) {
+				t.Errorf("hidden from %s: %v, HiddenAuthors says %v", c.users[i].Login, got[i], want)
+			}
+		}
+	}
+}
+
+func sorted(ids ...int64) []int64 {
+	slices.Sort(ids)
+	return ids
+}
