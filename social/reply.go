@@ -15,7 +15,8 @@ import (
 )
 
 // MaxMentions is how many distinct users one status may @mention to effect:
-// the first ones in the message; later ones stay plain text.
+// the first ones in the message that exist; later ones, and unknown logins,
+// stay plain text.
 const MaxMentions = 10
 
 // MaxAncestors is how many of a reply's nearest ancestors it keeps (its
@@ -29,14 +30,15 @@ type parent struct {
 }
 
 // mentionCandidates returns the logins @mentioned in message, in order,
-// without repeats (ignoring case), at most MaxMentions: an @ not preceded by
-// a letter, digit (of any script), underscore or @ (so not an e-mail
-// address), followed by a valid login that no letter, digit or underscore
-// continues.
+// without repeats (ignoring case): an @ not preceded by a letter, digit (of
+// any script), underscore or @ (so not an e-mail address), followed by a
+// valid login that no letter, digit or underscore continues. They are not
+// cut at MaxMentions: unknown ones do not count (mentionedUsers), and a
+// message's length bounds them (at most MaxMessage/5 or so).
 func mentionCandidates(message string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for i := 0; i < len(message) && len(out) < MaxMentions; i++ {
+	for i := 0; i < len(message); i++ {
 		if message[i] != '@' {
 			continue
 		}
@@ -74,7 +76,8 @@ func isLoginByte(b byte) bool {
 
 // mentionedUsers returns the users of uids, the login index's answer for
 // the logins a status mentions, with their logins as they signed up: the
-// users that exist, in one round trip (none when no login was known).
+// first MaxMentions users that exist (and may be shown), in one round trip
+// (none when no login was known).
 func (s *Service) mentionedUsers(ctx context.Context, uids []any) ([]protocol.Mention, error) {
 	ms := []protocol.Mention{}
 	var ids []int64
@@ -91,7 +94,7 @@ func (s *Service) mentionedUsers(ctx context.Context, uids []any) ([]protocol.Me
 	if err != nil {
 		return nil, fmt.Errorf("look up mentions: %w", err)
 	}
-	for _, u := range users {
+	for _, u := range users[:min(len(users), MaxMentions)] {
 		ms = append(ms, protocol.Mention{UID: u.ID, Login: u.Login})
 	}
 	return ms, nil
@@ -194,7 +197,9 @@ func (s *Service) queueUnconversation(ctx context.Context, pipe redis.Pipeliner,
 			s.queueUnnotify(ctx, pipe, note{to: m.UID, from: uid, kind: protocol.NotifyMentioned, sid: sid})
 		}
 	}
-	pipe.Del(ctx, s.keys.replies(sid))
+	// UNLINK: a status's replies may be many, and DEL frees them in
+	// Redis's one thread, holding up every client meanwhile.
+	pipe.Unlink(ctx, s.keys.replies(sid))
 }
 
 // replyFields are the fields of a status hash queueUnconversation reads.

@@ -238,6 +238,35 @@ func TestMentionsAndReplyNotify(t *testing.T) {
 	}
 }
 
+// A status mentions the first MaxMentions users its @logins name that
+// exist: unknown logins before them take no place.
+func TestMentionCapCountsUsersThatExist(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ada := signUp(t, s, "ada")
+	var message string
+	for i := range MaxMentions {
+		message += fmt.Sprintf("@nobody%02d ", i)
+	}
+	var want []string
+	for i := range MaxMentions + 2 {
+		login := fmt.Sprintf("real%02d", i)
+		signUp(t, s, login)
+		message += "@" + login + " "
+		if i < MaxMentions {
+			want = append(want, login)
+		}
+	}
+	st := post(t, s, ada.ID, message)
+	var got []string
+	for _, m := range st.Mentions {
+		got = append(got, m.Login)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("mentions %v, want the first %d users that exist: %v", got, MaxMentions, want)
+	}
+}
+
 func TestMentionCandidates(t *testing.T) {
 	t.Parallel()
 	many := strings.Repeat("@user_x ", 3)
@@ -259,7 +288,7 @@ func TestMentionCandidates(t *testing.T) {
 		{"—@bob… «@carol»", []string{"bob", "carol"}},
 		{many, append([]string{"user_x"}, func() []string {
 			var w []string
-			for i := range MaxMentions - 1 {
+			for i := range MaxMentions + 3 {
 				w = append(w, fmt.Sprintf("user%02d", i))
 			}
 			return w
