@@ -5,22 +5,17 @@
 // changes together, wherever it is on the page. A visitor sees the counts;
 // the buttons lead to the sign-in form.
 
-import { h, formatCount, announce } from './dom.js';
+import { h, formatCount, announce, Registry } from './dom.js';
 import { api } from './api.js';
 import { icon } from './icons.js';
 
 // The rows on the page: {id, el, set(status), bumpReplies(n)}. A row out
-// of the document is dropped when next found, unless it is in a list kept
-// off-screen (the home feed, marked data-kept).
-const shown = new Set();
+// of the document is dropped, unless it is in a list kept off-screen (the
+// home feed, marked data-kept).
+const shown = new Registry((el) => el.closest('[data-kept]') !== null);
 
 function rowsOf(id) {
-  const out = [];
-  for (const row of [...shown]) {
-    if (!row.el.isConnected && !row.el.closest('[data-kept]')) shown.delete(row);
-    else if (row.id === Number(id)) out.push(row);
-  }
-  return out;
+  return shown.live().filter((row) => row.id === Number(id));
 }
 
 /** statusChanged gives every row showing status.id the server's fresher counts and state. */

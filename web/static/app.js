@@ -270,10 +270,11 @@ function followChanged(login, following) {
   if (session) session.followChanged(login, following);
 }
 
-// hideAuthor: you blocked or muted login: their statuses leave every
-// timeline kept, and a block ended your follows both ways.
+// hideAuthor: you blocked or muted login: their statuses, and anyone's
+// reposts of them, leave every timeline kept, and a block ended your
+// follows both ways.
 function hideAuthor(login, blocked) {
-  for (const tl of ctx.timelines) tl.removeWhere((l) => sameLogin(l, login));
+  for (const tl of ctx.timelines) tl.removeWhere((l) => sameLogin(l, login), { reposted: true });
   if (blocked) followChanged(login, false);
 }
 

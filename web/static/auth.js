@@ -32,7 +32,9 @@ function field({ label, name, type = 'text', autocomplete, hint, value = '', ext
 
 /**
  * renderAuth fills root with the sign-in (mode "signin") or sign-up form.
- * onSignedIn(user) runs once the server has set the session cookie.
+ * onSignedIn(user) runs once the server has set the session cookie; a
+ * sign-up held for approval gets the sign-in form instead, with the
+ * server's message.
  */
 export function renderAuth(root, { mode = 'signin', notice = '', login = '', onSignedIn, focus = false }) {
   const signup = mode === 'signup';
@@ -88,6 +90,12 @@ export function renderAuth(root, { mode = 'signin', notice = '', login = '', onS
     submit.textContent = signup ? 'Creating account…' : 'Signing in…';
     try {
       const res = await api('POST', signup ? '/users' : '/sessions', body);
+      // Under approval the account waits for an admin and no session was
+      // made: the sign-in form, saying so, is where it goes once approved.
+      if (res && res.pending) {
+        renderAuth(root, { mode: 'signin', notice: res.message || 'Your account waits for approval.', login: body.login, onSignedIn, focus: true });
+        return;
+      }
       onSignedIn(res.user);
     } catch (err) {
       error.textContent = err.message;

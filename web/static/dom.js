@@ -29,6 +29,83 @@ function append(el, children) {
   }
 }
 
+// The least size at which a Registry looks for what left the page on add.
+const REGISTRY_FLOOR = 256;
+
+/**
+ * Registry holds what a module must reach again wherever it is on the page
+ * (every action row, every follow button), as entries {el, ...}. An entry
+ * whose el left the page is forgotten when found (live), and on add once
+ * the registry has doubled since it last looked, so that a page open for
+ * days does not hold everything it ever built. kept(el) says whether a
+ * detached el still counts (a list kept off-screen). The look on add
+ * spares what was added since the look before: built, it may not be placed
+ * yet.
+ */
+export class Registry {
+  constructor(kept = () => false) {
+    this.kept = kept;
+    this.entries = new Map(); // entry -> the look it was added after
+    this.looks = 0;
+    this.lookAt = REGISTRY_FLOOR;
+  }
+
+  add(entry) {
+    if (this.entries.size >= this.lookAt) {
+      for (const [e, look] of this.entries) {
+        if (look < this.looks && this.gone(e)) this.entries.delete(e);
+      }
+      this.looks++;
+      this.lookAt = Math.max(REGISTRY_FLOOR, 2 * this.entries.size);
+    }
+    this.entries.set(entry, this.looks);
+  }
+
+  gone(entry) {
+    return !entry.el.isConnected && !this.kept(entry.el);
+  }
+
+  /** live is every entry still on the page (or kept); the others are forgotten. */
+  live() {
+    const out = [];
+    for (const e of [...this.entries.keys()]) {
+      if (this.gone(e)) this.entries.delete(e);
+      else out.push(e);
+    }
+    return out;
+  }
+}
+
+/**
+ * limitChars holds input (or textarea) to max characters as the server
+ * counts them, code points: maxlength counts UTF-16 units, so it would let
+ * only half as many emoji in. What is typed or pasted past the limit is
+ * cut from what went in, before the caret, as maxlength does.
+ */
+export function limitChars(input, max) {
+  const cut = () => {
+    const value = input.value;
+    const over = [...value].length - max;
+    if (over <= 0) return;
+    const caret = input.selectionEnd ?? value.length;
+    const head = [...value.slice(0, caret)];
+    let kept = [...value].slice(0, max).join('');
+    let at = kept.length;
+    if (head.length >= over) {
+      const before = head.slice(0, head.length - over).join('');
+      kept = before + value.slice(caret);
+      at = before.length;
+    }
+    input.value = kept;
+    input.setSelectionRange(at, at);
+  };
+  // Not mid-composition (an input method's text is not final); its end is.
+  input.addEventListener('input', (ev) => {
+    if (!ev.isComposing) cut();
+  });
+  input.addEventListener('compositionend', cut);
+}
+
 /** touchScreen says whether the main pointer is a finger: no autofocus there. */
 export function touchScreen() {
   return window.matchMedia('(pointer: coarse)').matches;

@@ -116,8 +116,9 @@ export function eventsURL() {
 /**
  * Transport picks what each dial of stream opens, and moves it between a
  * WebSocket and events. The Stream tells it of each socket's `ready`
- * (ready) and end (closed); it asks the Stream to dial again at once
- * (restart) when it gives up on a socket or finds a WebSocket works again.
+ * (ready) and end (closed); it has the Stream drop a socket that brought no
+ * `ready` in time and dial again after the backoff (dropSilent), and dial
+ * again at once (restart) when it finds a WebSocket works again.
  */
 export class Transport {
   constructor(stream, webSocketURL) {
@@ -171,7 +172,7 @@ export class Transport {
   silent(ws) {
     if (this.stream.ws !== ws) return;
     this.failed(ws);
-    this.stream.restart();
+    this.stream.dropSilent(ws);
   }
 
   failed(ws) {

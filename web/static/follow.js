@@ -3,18 +3,17 @@
 // "Follows you" badge. Every button shown for the same person changes
 // together, wherever it is on the page.
 
-import { h, announce, toast, sameLogin } from './dom.js';
+import { h, announce, toast, sameLogin, Registry } from './dom.js';
 import { api } from './api.js';
 
-// The buttons on the page: {login, set(following)}. Those no longer in the
-// document are dropped on the next change.
-const shown = new Set();
+// The buttons on the page: {login, el, set(following)}. Those no longer in
+// the document are dropped.
+const shown = new Registry();
 
 /** followChangedHere tells every button for login that you (un)follow them now. */
 export function followChangedHere(login, following) {
-  for (const c of [...shown]) {
-    if (!c.el.isConnected) shown.delete(c);
-    else if (sameLogin(c.login, login)) c.set(following);
+  for (const c of shown.live()) {
+    if (sameLogin(c.login, login)) c.set(following);
   }
 }
 

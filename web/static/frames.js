@@ -116,11 +116,14 @@ export class Frames {
   }
 
   // noteNew batches arrivals into one announcement, or a count on the
-  // Home link while you are elsewhere.
+  // Home link while you are elsewhere. The batch's time runs from its first
+  // arrival: put off by each, it would never end on a feed busier than one
+  // post per BATCH_MS.
   noteNew(status) {
     this.newBatch.push(status);
-    clearTimeout(this.batchTimer);
+    if (this.batchTimer) return;
     this.batchTimer = setTimeout(() => {
+      this.batchTimer = 0;
       if (this.session.closed) return;
       const batch = this.newBatch;
       this.newBatch = [];
@@ -137,5 +140,7 @@ export class Frames {
   /** close drops arrivals not yet announced. */
   close() {
     clearTimeout(this.batchTimer);
+    this.batchTimer = 0;
+    this.newBatch = [];
   }
 }

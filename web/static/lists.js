@@ -3,7 +3,7 @@
 // whom its owner adds by login and removes. Lists are private: the server
 // shows a list to its owner alone, and to anyone else it is no list.
 
-import { h, announce, plural, sameLogin, confirmControls } from './dom.js';
+import { h, announce, plural, sameLogin, confirmControls, limitChars } from './dom.js';
 import { api, isAbort, query } from './api.js';
 import { listHref, profileHref } from './router.js';
 import { heading, statusTimeline, pollNewer } from './page.js';
@@ -25,10 +25,11 @@ const listPath = (id, rest = '') => `/lists/${encodeURIComponent(id)}${rest}`;
 function nameForm({ label, button, value = '', maxlength = MAX_NAME, placeholder = '', testid, submit, extra = null }) {
   const id = `${testid}-input`;
   const input = h('input', {
-    id, name: 'name', maxlength: String(maxlength), autocomplete: 'off', placeholder,
+    id, name: 'name', autocomplete: 'off', placeholder,
     'aria-describedby': `${testid}-error`, dataset: { testid: id },
   });
   input.value = value;
+  limitChars(input, maxlength); // characters as the server counts them, not UTF-16 units
   const send = h('button', { type: 'submit', class: 'btn btn-primary', dataset: { testid: `${testid}-submit` } }, button);
   const error = h('p', { class: 'form-error', id: `${testid}-error`, role: 'alert', hidden: true, dataset: { testid: `${testid}-error` } });
   const form = h('form', { class: 'list-form', dataset: { testid } },

@@ -8,7 +8,7 @@
 // one post ("Ada and 3 others liked your post"), marks those newer than
 // the server's read marker, and then moves the marker to the newest.
 
-import { h, avatar, announce, plural } from './dom.js';
+import { h, avatar, announce, plural, loginEl } from './dom.js';
 import { api, isAbort, query } from './api.js';
 import { profileHref, statusHref } from './router.js';
 import { timeEl } from './time.js';
@@ -17,6 +17,41 @@ import { icon } from './icons.js';
 import { heading } from './page.js';
 
 const PAGE = 30;
+// The least time between two asks of the unread count, and between two
+// moves of the read marker: another user's like and unlike over and over
+// sends a frame each, which must not spend this user's read limit.
+const COALESCE_MS = 2500;
+
+/**
+ * coalesced wraps fn, which returns a promise, so that calls within
+ * COALESCE_MS of its last run make one more run at the end of that time,
+ * not one each. It returns {call, flush, cancel}: flush runs a pending
+ * call now, cancel drops it.
+ */
+function coalesced(fn) {
+  let timer = 0;
+  let lastRun = -Infinity;
+  const run = () => {
+    timer = 0;
+    lastRun = Date.now();
+    return fn();
+  };
+  return {
+    call() {
+      if (timer) return; // the run planned will see this call's reason too
+      timer = setTimeout(run, Math.max(0, lastRun + COALESCE_MS - Date.now()));
+    },
+    flush() {
+      if (!timer) return;
+      clearTimeout(timer);
+      run();
+    },
+    cancel() {
+      clearTimeout(timer);
+      timer = 0;
+    },
+  };
+}
 
 /**
  * Notifications is the signed-in session's count of unread notifications
@@ -30,6 +65,10 @@ export class Notifications {
     this.lastRead = 0; // the read marker, as far as known here
     this.viewing = false; // the page is shown: arrivals are read as they come
     this.listeners = new Set();
+    this.closed = false;
+    this.asking = coalesced(() => api('GET', '/notifications/unread').then((res) => {
+      if (!this.closed) this.setUnread(res.count);
+    }, () => {}));
     this.count = h('span', { class: 'bell-count', hidden: true, dataset: { testid: 'notes-count' } });
     this.button = h('a', { href: '/notifications', class: 'bell', dataset: { testid: 'notes-button', route: 'notifications' } },
       icon('bell'), this.count);
@@ -82,8 +121,9 @@ export class Notifications {
     this.refresh();
   }
 
+  /** refresh asks the server how many are unread: soon, once for every call in a burst. */
   refresh() {
-    api('GET', '/notifications/unread').then((res) => this.setUnread(res.count), () => {});
+    this.asking.call();
   }
 
   /** read takes the read marker moved to lastRead, here or on another device. */
@@ -101,6 +141,8 @@ export class Notifications {
   }
 
   destroy() {
+    this.closed = true;
+    this.asking.cancel();
     this.listeners.clear();
   }
 }
@@ -154,6 +196,10 @@ function groupEl(group, lastRead) {
   if (group.length === 1) rest = [' ', DOES[n.type] || n.type];
   else if (group.length === 2) rest = [' and ', h('a', { href: profileHref(group[1].from.login), class: 'note-who' }, whoName(group[1].from)), ' ', DOES[n.type]];
   else rest = [` and ${group.length - 1} others `, DOES[n.type]];
+  // The @login of each sender named: a display name alone could be anyone's.
+  const named = group.length === 2 ? group : group.slice(0, 1);
+  const from = h('p', { class: 'note-from', dataset: { testid: 'note-from' } },
+    named.map((x, i) => [i > 0 && ' · ', loginEl(x.from.login)]));
   const st = n.status;
   const excerpt = st && h('a', { href: statusHref(st.id), class: 'note-status', dataset: { testid: 'note-status' } },
     String(st.message || '').slice(0, 200) || 'A post');
@@ -166,6 +212,7 @@ function groupEl(group, lastRead) {
     h('p', { class: 'note-text', dataset: { testid: 'note-text' } },
       unread && h('span', { class: 'unread-dot', dataset: { testid: 'note-unread' } }, h('span', { class: 'visually-hidden' }, 'Unread: ')),
       who, ...rest),
+    from,
     excerpt,
     h('span', { class: 'muted small' }, timeEl(n.created)),
   ));
@@ -195,19 +242,24 @@ export function notificationsView(ctx, notes) {
     empty.hidden = items.length > 0 || loading;
   };
 
-  // markRead moves the server's marker to the newest shown, once visible.
-  const markRead = async () => {
+  // markRead moves the server's marker to the newest shown, once visible,
+  // at most once per COALESCE_MS: arrivals meanwhile wait for the next.
+  // Left before its time, the page sends the last one at once (destroy),
+  // which the page's abort then does not cancel.
+  let leaving = false;
+  const marking = coalesced(async () => {
     const newest = items.length ? Number(items[0].id) : 0;
     if (document.hidden || newest <= sentUpTo) return;
     sentUpTo = newest;
     notes.seen(newest);
     notes.read(newest);
     try {
-      await api('PUT', '/notifications/read', { up_to: newest }, { signal: abort.signal });
+      await api('PUT', '/notifications/read', { up_to: newest }, { signal: leaving ? undefined : abort.signal });
     } catch (err) {
       if (!isAbort(err)) console.warn('notifications read:', err.message);
     }
-  };
+  });
+  const markRead = () => marking.call();
 
   const loadPage = async (before) => {
     loading = true;
@@ -301,6 +353,8 @@ export function notificationsView(ctx, notes) {
     },
     destroy() {
       abort.abort();
+      leaving = true;
+      marking.flush();
       ctx.liveAgain.delete(catchUp);
       notes.viewing = false;
       document.removeEventListener('visibilitychange', onVisible);

@@ -79,9 +79,20 @@ export function savedScroll() {
 }
 
 // legacyPath maps an old "#/u/ada" link onto "/u/ada"; null for other hashes
-// ("#main" is the skip link's).
+// ("#main" is the skip link's) and for one that would leave this origin:
+// "#//evil.example" (or "#/\evil.example", or "#/.//evil.example" once
+// resolved) reads as a protocol-relative address, which
+// history.replaceState refuses with an exception.
 function legacyPath(hash) {
-  return hash.startsWith('#/') ? hash.slice(1) : null;
+  if (!hash.startsWith('#/')) return null;
+  let url;
+  try {
+    url = new URL(hash.slice(1), location.origin);
+  } catch {
+    return null;
+  }
+  if (url.origin !== location.origin || url.pathname.startsWith('//')) return null;
+  return url.pathname + url.search;
 }
 
 // routable answers the path a click on `a` should show without a page load,

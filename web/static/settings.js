@@ -2,7 +2,7 @@
 // other session of yours ends when it changes), a download of everything
 // of yours, and the deletion of the account, which asks for the password.
 
-import { h, announce } from './dom.js';
+import { h, announce, limitChars } from './dom.js';
 import { api } from './api.js';
 import { heading } from './page.js';
 
@@ -67,11 +67,14 @@ export function settingsView(ctx) {
   }
   const abort = new AbortController();
 
-  const name = field({ id: 'settings-name', label: 'Name', maxlength: String(MAX_NAME), autocomplete: 'name', required: true });
+  const name = field({ id: 'settings-name', label: 'Name', autocomplete: 'name', required: true });
   const bio = field({
-    id: 'settings-bio', label: 'Bio', rows: '3', maxlength: String(MAX_BIO),
+    id: 'settings-bio', label: 'Bio', rows: '3',
     hint: `Up to ${MAX_BIO} characters, on one line. Links are shown as links.`,
   });
+  // Characters as the server counts them, not maxlength's UTF-16 units.
+  limitChars(name.input, MAX_NAME);
+  limitChars(bio.input, MAX_BIO);
   name.input.value = me.name || '';
   api('GET', '/me', undefined, { signal: abort.signal }).then((res) => {
     bio.input.value = res.user.bio || '';
@@ -79,7 +82,8 @@ export function settingsView(ctx) {
   const profile = form({
     testid: 'settings-profile', legend: 'Profile', fields: [name.el, bio.el], button: 'Save profile',
     submit: async () => {
-      const res = await api('PATCH', '/me', { name: name.input.value, bio: bio.input.value.replace(/\s*\n\s*/g, ' ') });
+      // One line: every run of white space (a line break, a pasted tab) is one space.
+      const res = await api('PATCH', '/me', { name: name.input.value, bio: bio.input.value.replace(/\s+/g, ' ') });
       name.input.value = res.user.name;
       bio.input.value = res.user.bio;
       ctx.profileSaved(res.user);

@@ -46,6 +46,38 @@ export function messageNodes(message, mentions = []) {
   return out;
 }
 
+// A message keeps its line breaks, but not without bound: a run of blank
+// lines shows as one, and past FOLD_LINES lines the message is folded
+// behind "Show more". 500 characters of line breaks would otherwise make
+// one status thousands of pixels tall.
+const FOLD_LINES = 12;
+
+// shownMessage is message as a status shows it: runs of blank lines cut to one.
+function shownMessage(message) {
+  return String(message ?? '').replace(/\r\n?/g, '\n').replace(/\n(?:[^\S\n]*\n){2,}/g, '\n\n');
+}
+
+let messageIds = 0;
+
+// messageEl is a status's message and, for a long one, the button that
+// unfolds it (null otherwise).
+function messageEl(status) {
+  const text = shownMessage(status.message);
+  const el = h('p', { class: 'status-message', dataset: { testid: 'status-message' } }, messageNodes(text, status.mentions));
+  if (text.split('\n').length <= FOLD_LINES) return { el, more: null };
+  el.classList.add('is-folded');
+  el.id = `message-${++messageIds}`;
+  const more = h('button', {
+    type: 'button', class: 'btn-link status-more', 'aria-expanded': 'false', 'aria-controls': el.id, dataset: { testid: 'status-more' },
+  }, 'Show more');
+  more.addEventListener('click', () => {
+    const open = el.classList.toggle('is-folded') === false;
+    more.setAttribute('aria-expanded', String(open));
+    more.textContent = open ? 'Show less' : 'Show more';
+  });
+  return { el, more };
+}
+
 /**
  * authorName is a span with the display name of a status's author: the
  * status's own name when it carries one, else filled in once known.
@@ -195,7 +227,7 @@ export function statusEl(entry, { ctx, onDelete = null, onReplied = null, depth 
   const href = profileHref(status.login);
   const li = h('li', {
     class: 'status', tabindex: '-1',
-    dataset: { testid: 'status', id: String(entry.id), login: entry.login },
+    dataset: { testid: 'status', id: String(entry.id), login: entry.login, author: status.login },
   });
   if (entry.repost_of) li.dataset.original = String(status.id);
   if (depth > 0) {
@@ -203,6 +235,7 @@ export function statusEl(entry, { ctx, onDelete = null, onReplied = null, depth 
     li.classList.add(`depth-${Math.min(depth, 6)}`);
   }
   const me = ctx.me();
+  const message = messageEl(status);
   const del = isMine(me, status) && onDelete ? deleteControls(status, li, onDelete) : null;
   // Someone else's post, to a signed-in viewer: the "…" menu (mute, block).
   const menu = isMine(me, status) ? null : statusMenu(ctx, status);
@@ -268,7 +301,8 @@ export function statusEl(entry, { ctx, onDelete = null, onReplied = null, depth 
         menu && menu.open,
       ),
       replyLine(status, !inThread),
-      h('p', { class: 'status-message', dataset: { testid: 'status-message' } }, messageNodes(String(status.message ?? ''), status.mentions)),
+      message.el,
+      message.more,
       del && del.ask,
       del && del.error,
       menu && menu.items,

@@ -9,8 +9,20 @@ import { Transport } from './events.js';
 
 const BACKOFF_BASE_MS = 500;
 // Capped low: after an outage every client is back within seconds, and the
-// jitter spreads them over the cap.
+// jitter spreads them over the cap. Failures that go on past
+// BACKOFF_SHORT_TRIES in a row are no blip: the cap rises to
+// BACKOFF_LONG_CAP_MS, so that a server refusing for long is not dialled
+// by every client every few seconds for as long as it lasts.
 const BACKOFF_CAP_MS = 5000;
+const BACKOFF_SHORT_TRIES = 5;
+const BACKOFF_LONG_CAP_MS = 30000;
+// Of the dials in a row that bring no `ready`, the first and every
+// CHECK_EVERY-th after it ask /me whether the session is still there.
+const CHECK_EVERY = 4;
+// The reasons of a 1008 close that mean the session is over (docs/API.md,
+// "Close codes"); 1008 also fails a stream for too many frames, which a
+// reconnect gets over.
+const SIGNED_OUT_REASONS = new Set(['signed out', 'session ended', 'account suspended']);
 // The close code of a draining instance (after a `reconnect` frame): come
 // back at once, or within the frame's within_ms, to another instance.
 const CLOSE_RECONNECT = 4001;
@@ -21,11 +33,13 @@ const STABLE_MS = 10000;
 
 /**
  * backoffDelay is the wait before reconnect attempt n (0-based): the
- * exponential step, capped, with "equal jitter" (half fixed, half random)
- * so a restarted server is not hit by every client at the same instant.
+ * exponential step, capped (higher from attempt BACKOFF_SHORT_TRIES on),
+ * with "equal jitter" (half fixed, half random) so a restarted server is
+ * not hit by every client at the same instant.
  */
 export function backoffDelay(attempt, random = Math.random) {
-  const step = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.min(attempt, 16));
+  const cap = attempt < BACKOFF_SHORT_TRIES ? BACKOFF_CAP_MS : BACKOFF_LONG_CAP_MS;
+  const step = Math.min(cap, BACKOFF_BASE_MS * 2 ** Math.min(attempt, 16));
   return Math.round(step / 2 + random() * (step / 2));
 }
 
@@ -43,7 +57,7 @@ export function streamURL(loc = location) {
  *  onFrame(frame)      every later frame
  *  onState(state, i)   'connecting' | 'live' | 'offline'; i = {attempt, retryAt}
  *  resumeAfter()       highest home status id seen, or null to skip resume
- *  onSignedOut()       the server closed with 1008 or the session is gone
+ *  onSignedOut()       the server closed with 1008 for an ended session, or /me says it is gone
  *  checkSession()      resolves true/false (signed in?) or rejects if unknown
  */
 export class Stream {
@@ -92,6 +106,18 @@ export class Stream {
     this.ws = null;
     if (ws) ws.close(1000, 'switching');
     this.connect();
+  }
+
+  /**
+   * dropSilent drops ws, which brought no `ready` in time, and dials again
+   * after the backoff, as after any failed dial: what opens sockets and
+   * sends nothing on them is not dialled again at once, forever.
+   */
+  dropSilent(ws) {
+    if (this.stopped || this.ws !== ws) return;
+    this.ws = null;
+    ws.close(1000, 'no ready');
+    this.scheduleRetry(true);
   }
 
   /** retryNow skips the rest of a backoff wait. */
@@ -159,7 +185,7 @@ export class Stream {
       this.ws = null;
       this.transport.closed(ws, readyAt !== 0);
       if (this.stopped) return;
-      if (ev.code === 1008) {
+      if (ev.code === 1008 && SIGNED_OUT_REASONS.has(ev.reason)) {
         this.stop();
         this.h.onSignedOut();
         return;
@@ -171,20 +197,27 @@ export class Stream {
         return;
       }
       if (readyAt && Date.now() - readyAt >= STABLE_MS) this.attempt = 0;
-      this.scheduleRetry(readyAt === 0);
+      // Any other 1008 (too many frames, or a reason this client predates)
+      // says nothing of the session: back after the backoff, asking /me
+      // meanwhile in case it did end.
+      this.scheduleRetry(readyAt === 0, ev.code === 1008);
     };
     // An error is always followed by close, which does the work.
     ws.onerror = () => {};
   }
 
-  // neverReady: the dial failed before `ready`. A browser cannot see the
-  // HTTP status of a refused upgrade, so ask /me whether we were signed out
-  // rather than redialling a 401 forever.
-  scheduleRetry(neverReady) {
+  // scheduleRetry dials again after the backoff. neverReady: the dial
+  // failed before `ready`. A browser cannot see the HTTP status of a
+  // refused upgrade, so ask /me whether we were signed out rather than
+  // redialling a 401 forever: on the first such failure in a row and every
+  // CHECK_EVERY-th after it, not on each (a refusal that lasts would have
+  // every client ask every few seconds). check: ask this time regardless.
+  scheduleRetry(neverReady, check = false) {
+    const ask = check || (neverReady && this.attempt % CHECK_EVERY === 0);
     const delay = backoffDelay(this.attempt);
     this.attempt++;
     this.scheduleIn(delay);
-    if (neverReady && this.h.checkSession) {
+    if (ask && this.h.checkSession) {
       this.h.checkSession().then(
         (signedIn) => {
           if (!signedIn && !this.stopped) {

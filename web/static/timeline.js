@@ -2,7 +2,8 @@
 // a "Load more" button for when the observer cannot help), live arrivals
 // deduplicated by id, and removal of deleted statuses. Arrivals while the
 // reader is scrolled down wait behind an "N new posts" button rather than
-// push what they are reading out of place.
+// push what they are reading out of place. Live arrivals past MAX_SHOWN
+// entries push the oldest out, to be paged back.
 
 import { h, announce } from './dom.js';
 import { statusEl } from './status.js';
@@ -10,6 +11,10 @@ import { isAbort } from './api.js';
 
 // Past this many waiting arrivals, stop holding them: the button reloads.
 const MAX_WAITING = 100;
+// Past this many entries shown, a live arrival drops the oldest: a page
+// left open for days would otherwise hold every status posted meanwhile.
+// Paging brings the dropped ones back.
+const MAX_SHOWN = 300;
 
 /**
  * Timeline options:
@@ -213,7 +218,10 @@ export class Timeline {
       return true;
     }
     const added = this.insert(status, true);
-    if (added) this.updateEmpty();
+    if (added) {
+      this.trim();
+      this.updateEmpty();
+    }
     return added;
   }
 
@@ -263,6 +271,7 @@ export class Timeline {
       this.reload();
     } else {
       for (const s of held) this.insert(s, true);
+      this.trim();
       this.updateEmpty();
     }
     if (!byHand) return;
@@ -297,6 +306,21 @@ export class Timeline {
     return true;
   }
 
+  // trim drops the oldest entries past MAX_SHOWN, after live arrivals, and
+  // moves the paging cursor up to the oldest kept, so that older pages go
+  // on from there. Not while an older page is under way: it would land
+  // past a hole; the next arrival trims.
+  trim() {
+    if (this.byId.size <= MAX_SHOWN || this.loading) return;
+    while (this.byId.size > MAX_SHOWN && this.list.lastElementChild) {
+      const last = this.list.lastElementChild;
+      this.byId.delete(Number(last.dataset.id));
+      last.remove();
+    }
+    this.setPaging(this.list.lastElementChild ? Number(this.list.lastElementChild.dataset.id) : null);
+    this.rearm();
+  }
+
   bumpMax(id) {
     const n = Number(id);
     if (Number.isFinite(n) && (this.maxId === null || n > this.maxId)) this.maxId = n;
@@ -325,13 +349,22 @@ export class Timeline {
     return true;
   }
 
-  /** removeWhere drops every status for which pred(login) holds. */
-  removeWhere(pred) {
+  /**
+   * removeWhere drops every entry whose poster (a repost's reposter) pred
+   * holds; with reposted, also every repost of a status by such an author
+   * (a block or mute hides their statuses however they come, while an
+   * unfollow leaves the reposts of people still followed).
+   */
+  removeWhere(pred, { reposted = false } = {}) {
+    const hit = (s) => pred(s.login) || (reposted && s.repost_of && pred(s.repost_of.login));
+    for (const [id, s] of [...this.pending]) {
+      if (hit(s)) this.pending.delete(id);
+    }
     for (const [id, s] of [...this.waiting]) {
-      if (pred(s.login)) this.remove(id);
+      if (hit(s)) this.remove(id);
     }
     for (const [id, li] of [...this.byId]) {
-      if (pred(li.dataset.login)) this.remove(id);
+      if (pred(li.dataset.login) || (reposted && pred(li.dataset.author))) this.remove(id);
     }
   }
 
@@ -342,6 +375,7 @@ export class Timeline {
   }
 
   destroy() {
+    delete this.el.dataset.kept; // nothing shows it again: its rows may go (actions.js)
     if (this.abort) this.abort.abort();
     if (this.newer) this.newer.abort();
     if (this.observer) this.observer.disconnect();
