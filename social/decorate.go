@@ -21,6 +21,19 @@ import (
 // The counts are the cardinalities of the sets the writes add to and take
 // from, so they are exact whatever the writes raced.
 func (s *Service) Decorate(ctx context.Context, viewer int64, sts []Status) ([]Status, error) {
+	return s.decorate(ctx, viewer, sts, true)
+}
+
+// DecorateHidden is Decorate leaving out none of the statuses viewer may
+// not see: for the answer to the viewer's own undoing of a like or repost
+// of such a status (a mute since, a block), which did what it asked. It
+// shows no more than a visitor reads (statuses are public), and the
+// viewer's own state.
+func (s *Service) DecorateHidden(ctx context.Context, viewer int64, sts []Status) ([]Status, error) {
+	return s.decorate(ctx, viewer, sts, false)
+}
+
+func (s *Service) decorate(ctx context.Context, viewer int64, sts []Status, hide bool) ([]Status, error) {
 	if len(sts) == 0 {
 		return sts, nil
 	}
@@ -76,6 +89,9 @@ func (s *Service) Decorate(ctx context.Context, viewer int64, sts []Status) ([]S
 			target.Liked, target.Reposted = &liked, &reposted
 		}
 		out = append(out, st)
+	}
+	if !hide {
+		return out, nil
 	}
 	return s.leaveOutHidden(ctx, viewer, out, hid.set(), asked)
 }

@@ -307,6 +307,43 @@ func TestBlockAndMuteHideLiveStatuses(t *testing.T) {
 	check("after unmuting", last, "bob", "cat reposts fay", "cat")
 }
 
+// Undoing a like or a repost of a status hidden from the viewer since (its
+// author muted, or blocking the viewer) is done and answered 200 with the
+// status, the viewer's state undone: a 404 would have a client retry it.
+func TestUndoOfAHiddenStatusAnswersIt(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	for _, hide := range []string{"mute", "blocked by"} {
+		t.Run(hide, func(t *testing.T) {
+			ann, bob := in.signUp(t, "ann_"+hide[:3]), in.signUp(t, "bob_"+hide[:3])
+			st := ann.post("liked, then hidden")
+			bob.react("PUT", "like", st.ID)
+			bob.react("PUT", "repost", st.ID)
+			if hide == "mute" {
+				bob.must(http.StatusNoContent, "PUT", "/api/v1/mutes/"+ann.login, nil, nil)
+			} else {
+				ann.must(http.StatusNoContent, "PUT", "/api/v1/blocks/"+bob.login, nil, nil)
+			}
+			for _, what := range []string{"like", "repost"} {
+				var got struct {
+					Status struct {
+						ID              int64
+						Liked, Reposted *bool
+					}
+				}
+				bob.must(http.StatusOK, "DELETE", fmt.Sprintf("/api/v1/statuses/%d/%s", st.ID, what), nil, &got)
+				if got.Status.ID != st.ID || (what == "like" && (got.Status.Liked == nil || *got.Status.Liked)) ||
+					(what == "repost" && (got.Status.Reposted == nil || *got.Status.Reposted)) {
+					t.Errorf("undoing the %s: %+v, want the status, the %s undone", what, got.Status, what)
+				}
+			}
+			if got := in.anon(t).reactors(fmt.Sprintf("/api/v1/statuses/%d/likes", st.ID)); len(got) != 0 {
+				t.Errorf("the status's likers: %v, want none", got)
+			}
+		})
+	}
+}
+
 // A like or a repost of a status whose author the viewer mutes is refused
 // as reading it is (404), and nothing of it is kept: no like, no repost,
 // no notification.

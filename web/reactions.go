@@ -11,7 +11,12 @@ import (
 // react runs one of like, unlike, repost and undo on the status of the
 // path as the viewer, and answers the status acted on (a repost entry's
 // original), decorated with its counts and the viewer's state.
-func (s *Server) react(act func(ctx context.Context, uid, id int64) (social.Status, error)) http.HandlerFunc {
+//
+// An undo (undo set) answers so even for a status hidden from the viewer
+// (its author muted, or in a block, since the like or repost): the undo
+// did what it asked, and a 404 would have the client retry it for ever.
+// A like or a repost of such a status is refused before it writes.
+func (s *Server) react(act func(ctx context.Context, uid, id int64) (social.Status, error), undo bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		viewer, _ := viewerFrom(r.Context())
 		id, ok := statusID(r)
@@ -24,7 +29,19 @@ func (s *Server) react(act func(ctx context.Context, uid, id int64) (social.Stat
 			s.writeError(w, r, err)
 			return
 		}
-		s.writeStatus(w, r, http.StatusOK, st)
+		if !undo {
+			s.writeStatus(w, r, http.StatusOK, st)
+			return
+		}
+		sts, err := s.social.DecorateHidden(r.Context(), viewer.UID, []social.Status{st})
+		switch {
+		case err != nil:
+			s.writeError(w, r, err)
+		case len(sts) == 0: // its original gone meanwhile
+			s.writeError(w, r, social.ErrStatusNotFound)
+		default:
+			writeJSON(w, http.StatusOK, map[string]any{"status": sts[0]})
+		}
 	}
 }
 
