@@ -992,3 +992,45 @@ func TestUnlikeOfADeletedStatusListsNoLike(t *testing.T) {
 		t.Errorf("bob's index lists %v after the status's deletion", ids)
 	}
 }
+
+// A repost undone while its original is being deleted (its hash gone, its
+// drop_reactions job to come) leaves no reposted notification: the claim is
+// left to that job, which takes the notification back.
+func TestRepostUndoneAsItsOriginalIsDeleted(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	alice, rob := signUp(t, s, "alice"), signUp(t, s, "rob")
+	st := post(t, s, alice.ID, "original")
+	if _, err := s.Repost(ctx, rob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	eid := int64(rdb.ZScore(ctx, s.keys.reposts(st.ID), itoa(rob.ID)).Val())
+	if n := len(rdb.HKeys(ctx, s.keys.noteCauses(alice.ID)).Val()); n != 1 {
+		t.Fatalf("alice has %d notifications, want the repost's", n)
+	}
+	// alice's deletion of st, up to its writeDelete, as DeleteStatus makes
+	// it; its drop_reactions job waits.
+	payload := []byte(`{"type":"status_deleted","id":` + itoa(st.ID) + `}`)
+	pipe := rdb.Pipeline()
+	drop := s.queueDropReactions(ctx, pipe, alice.ID, st.ID, 0, string(payload))
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.writeDelete(ctx, alice.ID, st.ID, payload); err != nil {
+		t.Fatal(err)
+	}
+	// Meanwhile rob undoes his repost by deleting his entry.
+	if err := s.DeleteStatus(ctx, rob.ID, eid); err != nil {
+		t.Fatal(err)
+	}
+	// alice's deletion goes on: its drop_reactions job.
+	if err := s.markReady(ctx, drop); err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, s, drop)
+	causes := rdb.HKeys(ctx, s.keys.noteCauses(alice.ID)).Val()
+	if len(causes) != 0 {
+		t.Errorf("a reposted notification of a deleted status, its repost undone, stays: %v", causes)
+	}
+}

@@ -168,27 +168,36 @@ func anys(ss []string) []any {
 
 // dropRepostClaim takes back uid's claim on original of where it names
 // repost entry sid, and the reposted notification when uid holds no claim
-// then: one that names a later entry is that repost's. One whose original
-// is gone is left out of every read.
+// then: one that names a later entry is that repost's.
+//
+// The original's author is read first. With the original gone (deleted:
+// its hash goes before its drop_reactions job pages its claims), the claim
+// is left to that job, which takes back the notification of each claim it
+// finds; taken here, the job would not find it, nor could this take back
+// a notification whose recipient it no longer knows.
 func (s *Service) dropRepostClaim(ctx context.Context, uid, sid, of int64) error {
 	k := s.keys
-	pipe := s.rdb.Pipeline()
-	none := repostUnclaimScript.Eval(ctx, pipe, []string{k.reposts(of)}, uid, sid)
-	author := pipe.HGet(ctx, k.status(of), "uid")
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	to, err := s.rdb.HGet(ctx, k.status(of), "uid").Int64()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	to, _ := author.Int64()
-	if to == 0 || to == uid {
+	none, err := repostUnclaimScript.Run(ctx, s.rdb, []string{k.reposts(of)}, uid, sid).Int()
+	if err != nil {
+		return err
+	}
+	if to == uid {
 		return nil // no notification
 	}
-	if n, _ := none.Int(); n == 1 {
+	if none == 1 {
 		if s.afterUnclaim != nil {
 			s.afterUnclaim()
 		}
 		// The claim first, then the notification: notifyWhile stores,
 		// then looks at the claim, so one side or the other takes it back.
-		pipe = s.rdb.Pipeline()
+		pipe := s.rdb.Pipeline()
 		s.queueUnnotify(ctx, pipe, note{to: to, from: uid, kind: protocol.NotifyReposted, sid: of})
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
