@@ -661,3 +661,26 @@ func queuedPostLists(ctx context.Context, s *Service, author User, toLists bool)
 	}
 	return job, listJob, err
 }
+
+// BenchmarkFollowBackfill measures a follow of an author of HomeSize
+// statuses by a reader whose home is empty: the backfill copies them all,
+// through homeFilter (which reads each status's reply and repost fields).
+func BenchmarkFollowBackfill(b *testing.B) {
+	s, _ := newPrivateService(b, Options{})
+	ctx := context.Background()
+	author, reader := signUp(b, s, "author"), signUp(b, s, "reader")
+	for i := range s.opts.HomeSize {
+		post(b, s, author.ID, fmt.Sprint("status ", i))
+	}
+	for b.Loop() {
+		if _, _, err := s.Follow(ctx, reader.ID, "author"); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if _, err := s.Unfollow(ctx, reader.ID, "author"); err != nil {
+			b.Fatal(err)
+		}
+		runJobIfQueued(b, s, s.keys.job(refillJobID(reader.ID)))
+		b.StartTimer()
+	}
+}

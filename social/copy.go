@@ -48,8 +48,14 @@ func (s *Service) copyBelow(ctx context.Context, to, from string, g guard, below
 			return copied, last, false, err
 		}
 		if len(batch) > 0 {
-			if err := s.addStatuses(ctx, to, batch, size, g); err != nil {
+			kept, err := s.homeFilter(ctx, g.home, batch, size)
+			if err != nil {
 				return copied, last, false, err
+			}
+			if len(kept) > 0 {
+				if err := s.addStatuses(ctx, to, kept, size, g); err != nil {
+					return copied, last, false, err
+				}
 			}
 			copied += len(batch)
 			last, _ = batch[len(batch)-1].Member.(string)
@@ -72,9 +78,111 @@ func (s *Service) copyLatest(ctx context.Context, to, from string, g guard, size
 
 // guard is what a copy stands on: member in the sorted set key (the
 // followee among those the reader follows, the member among a list's). A
-// zero guard stands always.
+// zero guard stands always. home, for a copy into a home timeline, is its
+// reader (0 for a list's).
 type guard struct {
 	key, member string
+	home        int64
+}
+
+// homeFilter leaves out of zs, statuses copied into reader's home timeline
+// (0: into a list's, which takes every one), what the fan-out would not
+// have brought there: a reply to someone other than its author and reader
+// whom reader does not follow (answeredOnly), and a repost entry whose
+// original the home holds, or another repost of it still there
+// (push.lua). For the repost entries kept, it writes the home's map of
+// originals to the entries that brought them in (kept to size, as the
+// pushes keep it). Two round trips, a third for the entries the map
+// names, a fourth for the map's writes.
+func (s *Service) homeFilter(ctx context.Context, reader int64, zs []redis.Z, size int) ([]redis.Z, error) {
+	if reader == 0 || len(zs) == 0 {
+		return zs, nil
+	}
+	k := s.keys
+	pipe := s.rdb.Pipeline()
+	reads := make([]*redis.SliceCmd, len(zs))
+	for i, z := range zs {
+		id, _ := z.Member.(string)
+		reads[i] = pipe.HMGet(ctx, k.statusPrefix()+id, "uid", "reply_uid", "repost_of")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	field := func(i, f int) string { v, _ := reads[i].Val()[f].(string); return v }
+	var answered, originals []string
+	for i := range zs {
+		if p := field(i, 1); p != "" && p != field(i, 0) && p != itoa(reader) {
+			answered = append(answered, p)
+		}
+		if o := field(i, 2); o != "" && o != "0" {
+			originals = append(originals, o)
+		}
+	}
+	if len(answered) == 0 && len(originals) == 0 {
+		return zs, nil
+	}
+	follows := map[string]bool{}
+	held := map[string]bool{}     // originals the home holds
+	mapped := map[string]string{} // originals -> the entry that brought them in, per the map
+	pipe = s.rdb.Pipeline()
+	var followed, inHome *redis.FloatSliceCmd
+	var entries *redis.FloatSliceCmd
+	if len(answered) > 0 {
+		followed = pipe.ZMScore(ctx, k.following(reader), answered...)
+	}
+	if len(originals) > 0 {
+		inHome = pipe.ZMScore(ctx, k.home(reader), originals...)
+		entries = pipe.ZMScore(ctx, k.homeReposts(reader), originals...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	// ZMSCORE reads a missing member as 0; follow scores and ids never are.
+	for i, p := range answered {
+		follows[p] = followed.Val()[i] != 0
+	}
+	var others []string
+	for i, o := range originals {
+		held[o] = inHome.Val()[i] != 0
+		if e := entries.Val()[i]; e != 0 {
+			mapped[o] = strconv.FormatFloat(e, 'f', -1, 64)
+			others = append(others, mapped[o])
+		}
+	}
+	still := map[string]bool{} // entries of the map still in the home
+	if len(others) > 0 {
+		in, err := s.rdb.ZMScore(ctx, k.home(reader), others...).Result()
+		if err != nil {
+			return nil, err
+		}
+		for i, e := range others {
+			still[e] = in[i] != 0
+		}
+	}
+	kept := zs[:0:0]
+	var brought []redis.Z // originals -> the entries kept that bring them in
+	for i, z := range zs {
+		id, _ := z.Member.(string)
+		if p := field(i, 1); p != "" && p != field(i, 0) && p != itoa(reader) && field(i, 0) != itoa(reader) && !follows[p] {
+			continue
+		}
+		if o := field(i, 2); o != "" && o != "0" {
+			if e, ok := mapped[o]; held[o] || (ok && e != id && still[e]) {
+				continue
+			}
+			brought = append(brought, redis.Z{Score: z.Score, Member: o})
+		}
+		kept = append(kept, z)
+	}
+	if len(brought) > 0 {
+		pipe = s.rdb.Pipeline()
+		pipe.ZAdd(ctx, k.homeReposts(reader), brought...)
+		pipe.ZRemRangeByRank(ctx, k.homeReposts(reader), 0, int64(-size-1))
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
 }
 
 // addStatuses adds statuses to the timeline at key, trims it to its newest

@@ -434,7 +434,7 @@ func (s *Service) reachFollowee(ctx context.Context, uid, other int64, followers
 			other, s.bus.Command(), s.bus.UserChannel(uid), msg).Err()
 	}
 	if _, err := s.copyLatest(ctx, k.home(uid), k.profile(other),
-		guard{k.following(uid), itoa(other)}, s.opts.HomeSize); err != nil {
+		guard{k.following(uid), itoa(other), uid}, s.opts.HomeSize); err != nil {
 		return err
 	}
 	if t := s.opts.PullThreshold; t > 0 && followers >= int64(t) {

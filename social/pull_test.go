@@ -265,7 +265,7 @@ func TestReturningFollowerOfPulledAuthor(t *testing.T) {
 }
 
 // runJobIfQueued runs the job at key when it exists.
-func runJobIfQueued(t *testing.T, s *Service, key string) {
+func runJobIfQueued(t testing.TB, s *Service, key string) {
 	t.Helper()
 	if n, err := s.rdb.Exists(context.Background(), key).Result(); err != nil && err != redis.Nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ func (s *Service) refillPass(ctx context.Context, j job) (passResult, error) {
 		looked++
 		if pulled[i] == 0 {
 			f, _ := strconv.ParseInt(followee, 10, 64)
-			n, last, done, err := s.copyBelow(ctx, home, k.profile(f), guard{k.following(j.uid), followee},
+			n, last, done, err := s.copyBelow(ctx, home, k.profile(f), guard{k.following(j.uid), followee, j.uid},
 				below, s.opts.HomeSize, budget-copied)
 			if err != nil {
 				return passResult{}, err
