@@ -26,10 +26,12 @@ command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 have_browser || need+=(chromium)
+# -race needs cgo, so a C compiler: Go from its own tarball brings none.
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null; then
     echo "test.sh: missing ${need[*]} (Debian package names), and there is no apt-get to install them:" >&2
-    echo "test.sh: install redis-server and redis-cli (7.0 or later), nginx, and Chromium or Chrome" >&2
+    echo "test.sh: install redis-server and redis-cli (7.0 or later), nginx, gcc, and Chromium or Chrome" >&2
     echo "test.sh: (or set CHORUS_TEST_CHROMIUM), as README.md says under \"Test it\"" >&2
     exit 1
   fi
@@ -86,9 +88,11 @@ start_cluster() {
     cluster_pids+=($!)
     addrs+=("127.0.0.1:$p")
   done
-  for p in "${addrs[@]}"; do
+  for i in 0 1 2; do
     for _ in $(seq 1 50); do
-      redis-cli -p "${p#*:}" ping >/dev/null 2>&1 && continue 2
+      # Ours only if it still runs: another server may hold the port.
+      kill -0 "${cluster_pids[$i]}" 2>/dev/null || return 1
+      redis-cli -p "${addrs[$i]#*:}" ping >/dev/null 2>&1 && continue 2
       sleep 0.1
     done
     return 1

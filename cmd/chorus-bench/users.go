@@ -134,7 +134,9 @@ func ensureUsers(ctx context.Context, api *apiClient, cfg *config, s *userStore,
 			Token string `json:"token"`
 		}
 		body := map[string]string{"login": login, "name": "bench user " + login, "password": password}
-		err := retry(ctx, 3, func() error {
+		// A server busy hashing passwords answers 429 server_busy: a
+		// sign-up waits its turn, as a client does (about 14 s at most).
+		err := retry(ctx, 8, func() error {
 			return api.do(ctx, http.MethodPost, cfg.URLs[i%len(cfg.URLs)], "/api/v1/users", "", body, &out)
 		})
 		if err != nil {
