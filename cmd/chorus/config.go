@@ -307,6 +307,12 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		return c, fmt.Errorf("-heartbeat-interval (%s) must be shorter than -online-window (%s)", c.HeartbeatInterval, c.OnlineWindow)
 	case c.DrainWindow < 0:
 		return c, fmt.Errorf("-drain-window must be 0 or more, got %s", c.DrainWindow)
+	case c.ShutdownTimeout <= 0:
+		return c, fmt.Errorf("-shutdown-timeout must be positive, got %s", c.ShutdownTimeout)
+	case c.PullThreshold < 0:
+		return c, fmt.Errorf("-pull-threshold must be 0 (never) or more, got %d", c.PullThreshold)
+	case c.InactiveAfter < 0:
+		return c, fmt.Errorf("-inactive-after must be 0 (never) or more, got %s", c.InactiveAfter)
 	case c.MaxStreams < 0:
 		return c, fmt.Errorf("-max-streams must be 0 or more, got %d", c.MaxStreams)
 	case c.MaxConnections < 0:

@@ -146,6 +146,12 @@ func TestConfig(t *testing.T) {
 		{"bad duration in env", nil, map[string]string{"CHORUS_ONLINE_WINDOW": "soon"}, nil, true},
 		{"heartbeat not shorter than window", []string{"-heartbeat-interval", "30s"}, nil, nil, true},
 		{"negative window", []string{"-online-window", "-1s"}, nil, nil, true},
+		{"no shutdown timeout", []string{"-shutdown-timeout", "0"}, nil, nil, true},
+		{"negative pull threshold", []string{"-pull-threshold", "-5"}, nil, nil, true},
+		{"negative inactive-after", []string{"-inactive-after", "-1h"}, nil, nil, true},
+		{"pull and inactivity off", []string{"-pull-threshold", "0", "-inactive-after", "0"}, nil, func(c config) bool {
+			return c.PullThreshold == 0 && c.InactiveAfter == 0
+		}, false},
 		{"bad log format", []string{"-log-format", "xml"}, nil, nil, true},
 		{"max streams", nil, map[string]string{"CHORUS_MAX_STREAMS": "500"}, func(c config) bool { return c.MaxStreams == 500 }, false},
 		{"bad max streams", nil, map[string]string{"CHORUS_MAX_STREAMS": "many"}, nil, true},
