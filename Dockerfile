@@ -1,7 +1,9 @@
 # Chorus in a container: a static binary on distroless, running as non-root.
 #
 #   docker build -t chorus .
-#   docker run -p 8080:8080 -e REDIS_URL=redis://redis:6379/0 chorus
+#   docker run -p 8080:8080 --network NET -e REDIS_URL=redis://redis:6379/0 chorus
+#
+# (NET a network of yours on which a Redis container is named redis.)
 #
 # Without REDIS_URL it runs on the embedded in-memory store (one instance,
 # nothing kept). docker-compose.yml runs two instances on Redis behind nginx.
@@ -36,6 +38,9 @@ EXPOSE 8080
 # through CHORUS_ADDR, not -addr, or the check will look in the wrong place.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
     CMD ["/healthcheck"]
-# Shutdown on SIGTERM is graceful (streams close with 1001); give it
-# CHORUS_SHUTDOWN_TIMEOUT plus a little before SIGKILL (docker stop -t).
+# Shutdown on SIGTERM is graceful: the streams are drained over
+# CHORUS_DRAIN_WINDOW (each closed with 1001 after a reconnect frame), then
+# requests get CHORUS_SHUTDOWN_TIMEOUT. Give it the drain window + 5 s + the
+# shutdown timeout before SIGKILL: docker stop -t 50 with the defaults (30 s
+# + 5 s + 10 s); docker's own 10 s would kill it mid-drain.
 ENTRYPOINT ["/chorus"]

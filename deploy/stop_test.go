@@ -19,7 +19,7 @@ import (
 
 // TestSigtermIsClean stops the binary as docker stop and systemd do, with
 // SIGTERM, while a stream is open: the stream is drained (a reconnect
-// frame saying at once, then 4001), the process exits 0, and it logs
+// frame saying at once, then 1001), the process exits 0, and it logs
 // nothing above INFO on the way.
 func TestSigtermIsClean(t *testing.T) {
 	t.Parallel()
@@ -51,8 +51,8 @@ func TestSigtermIsClean(t *testing.T) {
 	if drain.WithinMS == nil || *drain.WithinMS != 0 {
 		t.Errorf("reconnect frame says within_ms %v, want 0: at once", drain.WithinMS)
 	}
-	if _, _, err := stream.Read(ctx); websocket.CloseStatus(err) != protocol.CloseReconnect {
-		t.Errorf("the stream ended with %v, want %d", err, protocol.CloseReconnect)
+	if _, _, err := stream.Read(ctx); websocket.CloseStatus(err) != protocol.CloseGoingAway {
+		t.Errorf("the stream ended with %v, want %d", err, protocol.CloseGoingAway)
 	}
 	select {
 	case <-p.done:

@@ -146,7 +146,7 @@ type Service struct {
 }
 
 // Reconnect: the instance is draining and closes the stream next, with
-// CloseReconnect. The client reconnects after a delay drawn at random
+// CloseGoingAway and ReasonDraining. The client reconnects after a delay drawn at random
 // between 0 and WithinMS (0: at once), to whichever instance the load
 // balancer picks, and resumes.
 type Reconnect struct {

@@ -26,7 +26,8 @@ const (
 	// CloseNormal: the client closed the stream.
 	CloseNormal = 1000
 	// CloseGoingAway: the instance is shutting down; reconnect (to
-	// another) and resume.
+	// another) and resume. A drain's close (ReasonDraining) comes after a
+	// Reconnect frame, which says when.
 	CloseGoingAway = 1001
 	// CloseProtocolError: the client sent a frame it did not mask.
 	CloseProtocolError = 1002
@@ -45,10 +46,6 @@ const (
 	// CloseHeartbeatTimeout: no frame and no pong for three heartbeat
 	// intervals.
 	CloseHeartbeatTimeout = 4000
-	// CloseReconnect: the instance is draining (a deploy); reconnect at
-	// once, to another instance, or after the delay the reconnect frame
-	// sent before it gives, and resume.
-	CloseReconnect = 4001
 )
 
 // Close reasons the API names.

@@ -78,7 +78,7 @@ var closeRules = [...]closeRule{
 	closeSignedOut:    {code: protocol.ClosePolicy, text: protocol.ReasonSignedOut, counter: func(s *Stats) *atomic.Int64 { return &s.SessionClosed }, level: slog.LevelInfo},
 	closeSessionEnded: {code: protocol.ClosePolicy, text: protocol.ReasonSessionEnded, counter: func(s *Stats) *atomic.Int64 { return &s.SessionClosed }, level: slog.LevelInfo},
 	closeSuspended:    {code: protocol.ClosePolicy, text: protocol.ReasonSuspended, counter: func(s *Stats) *atomic.Int64 { return &s.SessionClosed }, level: slog.LevelInfo},
-	closeDrain:        {code: protocol.CloseReconnect, text: protocol.ReasonDraining, counter: func(s *Stats) *atomic.Int64 { return &s.Drained }, level: slog.LevelInfo},
+	closeDrain:        {code: protocol.CloseGoingAway, text: protocol.ReasonDraining, counter: func(s *Stats) *atomic.Int64 { return &s.Drained }, level: slog.LevelInfo},
 }
 
 // rule is how r closes a stream.

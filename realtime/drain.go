@@ -11,7 +11,8 @@ import (
 
 // A drain is how an instance leaves without a reconnect storm: it takes no
 // new stream, and closes its streams one by one spread over a window, each
-// told first (a reconnect frame, then close code 4001) to reconnect at once,
+// told first (a reconnect frame, then close code 1001, reason "server
+// draining: reconnect") to reconnect at once,
 // which the load balancer sends to another instance. Their presence is left
 // to the instance's lease, as at Shutdown: a user back on another instance
 // before the lease runs out is never shown offline, and what was sent while
@@ -43,7 +44,7 @@ func (h *Hub) Draining() bool {
 // Drain stops taking streams (Serve refuses them with ErrShuttingDown) and
 // closes the open ones spread evenly over window, at least one every
 // drainMaxGap, each sent a reconnect frame that says to reconnect at once,
-// then closed with 4001. It returns once every stream has closed, or when
+// then closed with 1001 (ReasonDraining). It returns once every stream has closed, or when
 // ctx ends: the streams not closed yet are then closed at once, told to
 // reconnect within what was left of the window, so that they spread their
 // reconnects themselves. Shutdown follows it.
@@ -79,10 +80,10 @@ func (h *Hub) Drain(ctx context.Context, window time.Duration) error {
 	return h.waitConns(ctx)
 }
 
-// drainOne sends c its reconnect frame, then closes it with 4001, without
+// drainOne sends c its reconnect frame, then closes it with 1001, without
 // waiting: a slow client's write takes up to WriteTimeout, which sending
 // tracks. What c's queue still held is left for the client's resume. A
-// stream not upgraded yet is closed by attach, with 4001 and no frame.
+// stream not upgraded yet is closed by attach, with 1001 and no frame.
 func (h *Hub) drainOne(c *conn, frame []byte, sending *sync.WaitGroup) {
 	c.shuttingDown.Store(true) // its presence is left to the lease
 	c.mu.Lock()

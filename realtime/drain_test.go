@@ -12,7 +12,7 @@ import (
 	"github.com/coder/websocket"
 )
 
-// A drain tells each stream to reconnect, closes it with 4001, refuses new
+// A drain tells each stream to reconnect, closes it with 1001, refuses new
 // streams, and leaves presence alone: a friend on another instance is
 // told nothing while the user moves there.
 func TestDrainClosesWithReconnect(t *testing.T) {
@@ -38,8 +38,8 @@ func TestDrainClosesWithReconnect(t *testing.T) {
 	}
 	for i, s := range moving {
 		code, frames := s.closed(10 * time.Second)
-		if code != protocol.CloseReconnect {
-			t.Errorf("stream %d closed with %v, want %d", i, code, protocol.CloseReconnect)
+		if code != protocol.CloseGoingAway {
+			t.Errorf("stream %d closed with %v, want %d", i, code, protocol.CloseGoingAway)
 		}
 		if n := len(frames); n == 0 || frames[n-1].Type != protocol.TypeReconnect {
 			t.Errorf("stream %d was sent %v, last of all want reconnect", i, describe(frames))
@@ -121,8 +121,8 @@ func TestDrainCutShortSpreadsTheRest(t *testing.T) {
 		default:
 			t.Errorf("stream %d told to reconnect within %d ms", i, got.WithinMS)
 		}
-		if _, _, err := ws.Read(readCtx); websocket.CloseStatus(err) != protocol.CloseReconnect {
-			t.Errorf("stream %d ended with %v, want %d", i, err, protocol.CloseReconnect)
+		if _, _, err := ws.Read(readCtx); websocket.CloseStatus(err) != protocol.CloseGoingAway {
+			t.Errorf("stream %d ended with %v, want %d", i, err, protocol.CloseGoingAway)
 		}
 	}
 	if now != 1 || later != streams-1 {

@@ -239,7 +239,7 @@ type Stats struct {
 	// UserStreamsRefused counts streams refused with 429 because their user
 	// held the most connections presence allows one user.
 	UserStreamsRefused atomic.Int64
-	// Drained counts streams closed with 4001 by a drain (Hub.Drain),
+	// Drained counts streams closed with 1001 by a drain (Hub.Drain),
 	// each told to reconnect elsewhere.
 	Drained atomic.Int64
 	// EventStreams counts the streams open now as Server-Sent Events

@@ -37,7 +37,7 @@ func TestReadyzSaysDraining(t *testing.T) {
 }
 
 // A drained event stream is told as a WebSocket is: a reconnect event,
-// then the close event with 4001, then the response ends.
+// then the close event with 1001, then the response ends.
 func TestDrainEndsEventStreams(t *testing.T) {
 	t.Parallel()
 	in := newEnv(t, social.Options{}).start()
@@ -50,11 +50,11 @@ func TestDrainEndsEventStreams(t *testing.T) {
 	}
 	all := s.ended(30 * time.Second)
 	n := len(all)
-	if n < 2 || all[n-2].name != "reconnect" || all[n-1].name != "close" || all[n-1].code != 4001 {
+	if n < 2 || all[n-2].name != "reconnect" || all[n-1].name != "close" || all[n-1].code != 1001 {
 		var names []string
 		for _, ev := range all {
 			names = append(names, ev.name)
 		}
-		t.Fatalf("events %v (last code %d), want reconnect then close 4001", names, all[n-1].code)
+		t.Fatalf("events %v (last code %d), want reconnect then close 1001", names, all[n-1].code)
 	}
 }

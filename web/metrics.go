@@ -120,7 +120,7 @@ func (m *Metrics) register(s *Server) {
 		counter("chorus_streams_idle_closed_total", "Streams closed with 4000: no frame and no pong for three heartbeat intervals.", &st.IdleClosed),
 		counter("chorus_stream_sessions_closed_total", "Streams closed with 1008 because their session ended (sign-out, expiry, or lost by Redis).", &st.SessionClosed),
 		counter("chorus_stream_sessions_refused_total", "Streams refused with 401 because their session ended while they were being opened.", &st.SessionRefused),
-		counter("chorus_streams_drained_total", "Streams closed with 4001 by a drain (SIGTERM), each told to reconnect elsewhere.", &st.Drained),
+		counter("chorus_streams_drained_total", "Streams closed by a drain (SIGTERM, 1001 after a reconnect frame), each told to reconnect elsewhere.", &st.Drained),
 		&scrapeCollector{s: s},
 	)
 	sc := s.social.Counters()

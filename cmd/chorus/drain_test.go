@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -39,7 +40,7 @@ const (
 )
 
 // SIGTERM of one of two instances holding 2,000 streams: every stream is
-// told to reconnect and closed with 4001, every client is back on the
+// told to reconnect and closed with 1001, every client is back on the
 // other instance, no friend is ever told anyone went offline (nor is
 // anyone taken out of presence once the stopped instance's lease has run
 // out and it was swept), and every status posted before, during and after
@@ -112,7 +113,7 @@ func TestSigtermDrainsStreamsToTheOtherInstance(t *testing.T) {
 	t.Logf("%d users and their follows made", users)
 
 	// The clients: the movers' streams on a, the stayers' on b; a stream
-	// closed with 4001 reconnects to b at once, and resumes.
+	// closed with 1001 reconnects to b at once, and resumes.
 	streamA, streamB := "ws"+strings.TrimPrefix(a, "http")+"/api/v1/stream", "ws"+strings.TrimPrefix(b, "http")+"/api/v1/stream"
 	clientCtx, stopClients := context.WithCancel(context.WithoutCancel(ctx))
 	var clients []*drainClient
@@ -218,7 +219,7 @@ func TestSigtermDrainsStreamsToTheOtherInstance(t *testing.T) {
 	switch {
 	case len(others) == 0:
 		if drained != want || toldAtOnce != want {
-			t.Errorf("%d streams closed with 4001, %d told to reconnect at once, want %d each", drained, toldAtOnce, want)
+			t.Errorf("%d streams closed with 1001, %d told to reconnect at once, want %d each", drained, toldAtOnce, want)
 		}
 		if offline != 0 {
 			t.Errorf("friends were told %d times that someone went offline, want never", offline)
@@ -230,7 +231,7 @@ func TestSigtermDrainsStreamsToTheOtherInstance(t *testing.T) {
 		// to check is that no stream is told twice.
 		t.Logf("%d streams closed otherwise (%s); %d offline frames", len(others), tally(others), offline)
 		if drained > want || toldAtOnce > want || toldAtOnce < drained {
-			t.Errorf("%d streams closed with 4001, %d told to reconnect at once, want at most %d each, and each closed stream told", drained, toldAtOnce, want)
+			t.Errorf("%d streams closed with 1001, %d told to reconnect at once, want at most %d each, and each closed stream told", drained, toldAtOnce, want)
 		}
 	}
 	t.Logf("%d streams drained; %d statuses posted, %d of them during the drain", drained, len(posted), len(posted)-5)
@@ -248,13 +249,13 @@ type drainClient struct {
 	newest        int64
 	offline       []int64  // the users presence frames said went offline
 	reconnectsNow int      // reconnect frames saying at once
-	drainCloses   int      // closes with 4001
+	drainCloses   int      // closes with 1001
 	otherCloses   []string // closes of a stream that was ready, with any other code, as read
 	dialErrors    []string // dials that failed, as they did
 }
 
 // run holds the client's stream until ctx ends; once it closes, the client
-// dials away: at once after 4001, after a pause otherwise.
+// dials away: at once after 1001, after a pause otherwise.
 func (c *drainClient) run(ctx context.Context, dials chan struct{}) {
 	for ctx.Err() == nil {
 		dials <- struct{}{}
@@ -276,7 +277,7 @@ func (c *drainClient) run(ctx context.Context, dials chan struct{}) {
 		// As behind a load balancer, the next dial reaches the instance
 		// still up.
 		c.url = c.away
-		if websocket.CloseStatus(err) == protocol.CloseReconnect {
+		if ce := (websocket.CloseError{}); errors.As(err, &ce) && ce.Code == protocol.CloseGoingAway && ce.Reason == protocol.ReasonDraining {
 			c.mu.Lock()
 			c.drainCloses++
 			c.mu.Unlock()

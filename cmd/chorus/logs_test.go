@@ -279,7 +279,7 @@ func TestCleanShutdownLogsNoWarnings(t *testing.T) {
 		}
 	}
 	line := awaitLog(t, logs, "stream closed", anyLine)
-	if line.number("uid") != float64(uid) || line.number("code") != protocol.CloseReconnect || line["reason"] != protocol.ReasonDraining || line["by"] != "server" {
+	if line.number("uid") != float64(uid) || line.number("code") != protocol.CloseGoingAway || line["reason"] != protocol.ReasonDraining || line["by"] != "server" {
 		t.Errorf("stream closed at shutdown: %v", line)
 	}
 	if last := lines[len(lines)-1]; last["msg"] != "stopped" {

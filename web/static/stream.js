@@ -23,9 +23,11 @@ const CHECK_EVERY = 4;
 // "Close codes"); 1008 also fails a stream for too many frames, which a
 // reconnect gets over.
 const SIGNED_OUT_REASONS = new Set(['signed out', 'session ended', 'account suspended']);
-// The close code of a draining instance (after a `reconnect` frame): come
-// back at once, or within the frame's within_ms, to another instance.
-const CLOSE_RECONNECT = 4001;
+// The close of a draining instance (1001, after a `reconnect` frame): come
+// back at once, or within the frame's within_ms, to another instance. A
+// 1001 of another reason (a shutdown past its drain) is met with the backoff.
+const CLOSE_GOING_AWAY = 1001;
+const DRAINING_REASON = 'server draining: reconnect';
 // A connection must stay up this long before a drop counts as a fresh
 // failure; otherwise a server that accepts and at once closes (1013) would
 // be redialled in a tight loop.
@@ -190,7 +192,7 @@ export class Stream {
         this.h.onSignedOut();
         return;
       }
-      if (ev.code === CLOSE_RECONNECT) {
+      if (ev.code === CLOSE_GOING_AWAY && ev.reason === DRAINING_REASON) {
         // A drain, not a failure: no backoff.
         this.attempt = 0;
         this.scheduleIn(Math.round(Math.random() * reconnectWithin));
