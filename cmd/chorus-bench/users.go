@@ -134,11 +134,16 @@ func ensureUsers(ctx context.Context, api *apiClient, cfg *config, s *userStore,
 			Token string `json:"token"`
 		}
 		body := map[string]string{"login": login, "name": "bench user " + login, "password": password}
-		// A server busy hashing passwords answers 429 server_busy: a
-		// sign-up waits its turn, as a client does (about 14 s at most).
-		err := retry(ctx, 8, func() error {
+		signUp := func() error {
 			return api.do(ctx, http.MethodPost, cfg.URLs[i%len(cfg.URLs)], "/api/v1/users", "", body, &out)
-		})
+		}
+		err := retry(ctx, 3, signUp)
+		// A server busy hashing passwords answers 429 server_busy: a
+		// sign-up waits its turn, as a client does (about 10 s more at
+		// most), where other failures are given up on sooner.
+		if ae := (*apiError)(nil); errors.As(err, &ae) && ae.Code == "server_busy" {
+			err = retry(ctx, 6, signUp)
+		}
 		if err != nil {
 			return fmt.Errorf("sign up %s: %w", login, err)
 		}
@@ -245,7 +250,8 @@ func parallel(ctx context.Context, n, workers int, what string, log *slog.Logger
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	stopProgress := make(chan struct{})
-	go func() {
+	var progress sync.WaitGroup
+	progress.Go(func() {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
@@ -256,7 +262,7 @@ func parallel(ctx context.Context, n, workers int, what string, log *slog.Logger
 				log.Info("progress", "what", what, "done", done.Load(), "of", n, "failed", bad.Load())
 			}
 		}
-	}()
+	})
 	for range min(workers, n) {
 		wg.Go(func() {
 			for {
@@ -281,6 +287,9 @@ func parallel(ctx context.Context, n, workers int, what string, log *slog.Logger
 		})
 	}
 	wg.Wait()
+	// Its last line is written before the caller's next: they may share
+	// a writer that is not safe for two at once.
 	close(stopProgress)
+	progress.Wait()
 	return int(bad.Load()), first
 }
