@@ -146,9 +146,9 @@ type Service struct {
 }
 
 // Reconnect: the instance is draining and closes the stream next, with
-// CloseGoingAway and ReasonDraining. The client reconnects after a delay drawn at random
-// between 0 and WithinMS (0: at once), to whichever instance the load
-// balancer picks, and resumes.
+// CloseGoingAway and ReasonDraining. The client reconnects after a delay
+// drawn at random between 0 and WithinMS (0: at once), to whichever
+// instance the load balancer picks, and resumes.
 type Reconnect struct {
 	Type     string `json:"type"` // TypeReconnect
 	WithinMS int64  `json:"within_ms"`

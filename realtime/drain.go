@@ -12,8 +12,8 @@ import (
 // A drain is how an instance leaves without a reconnect storm: it takes no
 // new stream, and closes its streams one by one spread over a window, each
 // told first (a reconnect frame, then close code 1001, reason "server
-// draining: reconnect") to reconnect at once,
-// which the load balancer sends to another instance. Their presence is left
+// draining: reconnect") to reconnect at once, which the load balancer sends
+// to another instance. Their presence is left
 // to the instance's lease, as at Shutdown: a user back on another instance
 // before the lease runs out is never shown offline, and what was sent while
 // they moved reaches them by resume.
@@ -44,8 +44,8 @@ func (h *Hub) Draining() bool {
 // Drain stops taking streams (Serve refuses them with ErrShuttingDown) and
 // closes the open ones spread evenly over window, at least one every
 // drainMaxGap, each sent a reconnect frame that says to reconnect at once,
-// then closed with 1001 (ReasonDraining). It returns once every stream has closed, or when
-// ctx ends: the streams not closed yet are then closed at once, told to
+// then closed with 1001 (ReasonDraining). It returns once every stream has
+// closed, or when ctx ends: the streams not closed yet are then closed at once, told to
 // reconnect within what was left of the window, so that they spread their
 // reconnects themselves. Shutdown follows it.
 func (h *Hub) Drain(ctx context.Context, window time.Duration) error {

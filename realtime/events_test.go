@@ -114,10 +114,11 @@ func TestPostedFramesInOrder(t *testing.T) {
 	st := e.post(author, "before the stream")
 	s := e.connect(reader)
 	budget := resumeKey(e.hub.opts.Prefix, reader.id)
-	rdb.AddHook(&beforeEach{do: func(c redis.Cmder) {
+	rdb.AddHook(&eachCommand{do: func(c redis.Cmder) error {
 		if slices.ContainsFunc(c.Args(), func(a any) bool { k, _ := a.(string); return strings.HasSuffix(k, budget) }) {
 			time.Sleep(300 * time.Millisecond)
 		}
+		return nil
 	}})
 
 	zero := json.RawMessage("0")

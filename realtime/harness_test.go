@@ -493,23 +493,40 @@ func statusIDs(frames []frame) []int64 {
 	return ids
 }
 
-// beforeEach runs do before each command, alone or in a pipeline.
-type beforeEach struct{ do func(redis.Cmder) }
+// eachCommand runs do before each command, alone or in a pipeline; a
+// command do answers an error for is not sent, and fails with it (the
+// pipeline's others are sent).
+type eachCommand struct{ do func(redis.Cmder) error }
 
-func (*beforeEach) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (*eachCommand) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h *beforeEach) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *eachCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, c redis.Cmder) error {
-		h.do(c)
+		if err := h.do(c); err != nil {
+			c.SetErr(err)
+			return err
+		}
 		return next(ctx, c)
 	}
 }
 
-func (h *beforeEach) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *eachCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var sent []redis.Cmder
+		var failed error
 		for _, c := range cmds {
-			h.do(c)
+			if err := h.do(c); err != nil {
+				c.SetErr(err)
+				failed = err
+			} else {
+				sent = append(sent, c)
+			}
 		}
-		return next(ctx, cmds)
+		if len(sent) > 0 {
+			if err := next(ctx, sent); err != nil {
+				failed = err
+			}
+		}
+		return failed
 	}
 }

@@ -109,16 +109,32 @@ func (s *Service) homeFilter(ctx context.Context, reader int64, zs []redis.Z, si
 		return nil, err
 	}
 	field := func(i, f int) string { v, _ := reads[i].Val()[f].(string); return v }
-	var answered, originals []string
-	for i := range zs {
-		if p := field(i, 1); p != "" && p != field(i, 0) && p != itoa(reader) {
-			answered = append(answered, p)
+	me := itoa(reader)
+	// answered is the author that status i answers, when reader must follow
+	// them to get it: a reply to another than its author and reader, by
+	// another than reader ("" otherwise).
+	answered := func(i int) string {
+		if p, author := field(i, 1), field(i, 0); p != "" && p != author && p != me && author != me {
+			return p
 		}
-		if o := field(i, 2); o != "" && o != "0" {
+		return ""
+	}
+	original := func(i int) string {
+		if o := field(i, 2); o != "0" {
+			return o
+		}
+		return ""
+	}
+	var parents, originals []string
+	for i := range zs {
+		if p := answered(i); p != "" {
+			parents = append(parents, p)
+		}
+		if o := original(i); o != "" {
 			originals = append(originals, o)
 		}
 	}
-	if len(answered) == 0 && len(originals) == 0 {
+	if len(parents) == 0 && len(originals) == 0 {
 		return zs, nil
 	}
 	follows := map[string]bool{}
@@ -127,8 +143,8 @@ func (s *Service) homeFilter(ctx context.Context, reader int64, zs []redis.Z, si
 	pipe = s.rdb.Pipeline()
 	var followed, inHome *redis.FloatSliceCmd
 	var entries *redis.FloatSliceCmd
-	if len(answered) > 0 {
-		followed = pipe.ZMScore(ctx, k.following(reader), answered...)
+	if len(parents) > 0 {
+		followed = pipe.ZMScore(ctx, k.following(reader), parents...)
 	}
 	if len(originals) > 0 {
 		inHome = pipe.ZMScore(ctx, k.home(reader), originals...)
@@ -138,7 +154,7 @@ func (s *Service) homeFilter(ctx context.Context, reader int64, zs []redis.Z, si
 		return nil, err
 	}
 	// ZMSCORE reads a missing member as 0; follow scores and ids never are.
-	for i, p := range answered {
+	for i, p := range parents {
 		follows[p] = followed.Val()[i] != 0
 	}
 	var others []string
@@ -163,10 +179,10 @@ func (s *Service) homeFilter(ctx context.Context, reader int64, zs []redis.Z, si
 	var brought []redis.Z // originals -> the entries kept that bring them in
 	for i, z := range zs {
 		id, _ := z.Member.(string)
-		if p := field(i, 1); p != "" && p != field(i, 0) && p != itoa(reader) && field(i, 0) != itoa(reader) && !follows[p] {
+		if p := answered(i); p != "" && !follows[p] {
 			continue
 		}
-		if o := field(i, 2); o != "" && o != "0" {
+		if o := original(i); o != "" {
 			if e, ok := mapped[o]; held[o] || (ok && e != id && still[e]) {
 				continue
 			}

@@ -48,12 +48,12 @@ func (s *Service) decorate(ctx context.Context, viewer int64, sts []Status, hide
 	asked := map[int64]bool{}
 	var authors []int64
 	for _, st := range sts {
-		if !asked[st.UID] {
+		if hide && !asked[st.UID] {
 			asked[st.UID] = true
 			authors = append(authors, st.UID)
 		}
 	}
-	hid := s.queueHidden(ctx, pipe, viewer, authors)
+	hid := s.queueHidden(ctx, pipe, viewer, authors) // none read without authors
 	for i, st := range sts {
 		t := st.ID
 		if st.RepostOf != nil {

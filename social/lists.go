@@ -67,8 +67,9 @@ func ValidateListName(name string) (string, error) {
 // two leaves an id in list:out whose hash never comes: Lists skips it, List
 // and every change of it answer ErrListNotFound, and no member can be
 // added to it, so no job reaches it; it holds one of the owner's
-// MaxListsPerUser places until Lists, a minute on, gives it back. (The hash first would instead leave, after a
-// crash, a list in no one's list:out that anyone may read by its id, and
+// MaxListsPerUser places until Lists, a minute on, gives it back. (The hash
+// first would instead leave, after a crash, a list in no one's list:out
+// that anyone may read by its id, and
 // after a refusal a list that was there for a moment.) A retry makes a new
 // list: a create has no key of its own to be idempotent by.
 func (s *Service) CreateList(ctx context.Context, owner int64, name string) (List, error) {

@@ -34,7 +34,8 @@ type parent struct {
 // any script), underscore or @ (so not an e-mail address), followed by a
 // valid login that no letter, digit or underscore continues. They are not
 // cut at MaxMentions: unknown ones do not count (mentionedUsers), and a
-// message's length bounds them (at most MaxMessage/5 or so).
+// message's length bounds them (MaxMessageRunes, four bytes or more a
+// mention: about a hundred at most).
 func mentionCandidates(message string) []string {
 	var out []string
 	seen := map[string]bool{}

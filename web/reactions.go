@@ -33,15 +33,9 @@ func (s *Server) react(act func(ctx context.Context, uid, id int64) (social.Stat
 			s.writeStatus(w, r, http.StatusOK, st)
 			return
 		}
+		// Left out now only when its original is gone meanwhile.
 		sts, err := s.social.DecorateHidden(r.Context(), viewer.UID, []social.Status{st})
-		switch {
-		case err != nil:
-			s.writeError(w, r, err)
-		case len(sts) == 0: // its original gone meanwhile
-			s.writeError(w, r, social.ErrStatusNotFound)
-		default:
-			writeJSON(w, http.StatusOK, map[string]any{"status": sts[0]})
-		}
+		s.writeDecorated(w, r, http.StatusOK, sts, err)
 	}
 }
 

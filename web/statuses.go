@@ -106,6 +106,12 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 // whose original is gone is not found.
 func (s *Server) writeStatus(w http.ResponseWriter, r *http.Request, code int, st social.Status) {
 	sts, err := s.decorate(r, []social.Status{st})
+	s.writeDecorated(w, r, code, sts, err)
+}
+
+// writeDecorated answers the one status of sts, decorated (err: how that
+// failed), or 404 when the decoration left it out.
+func (s *Server) writeDecorated(w http.ResponseWriter, r *http.Request, code int, sts []social.Status, err error) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
