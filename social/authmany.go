@@ -46,7 +46,9 @@ func (s *Service) Cluster() bool { return s.keys.cluster }
 // two round trips for them all: the sessions with checks.Before, then
 // checks.Admit with the activity of the users not noted lately (one script
 // call). It is what a reconnect storm's streams cost: two round trips per
-// batch of them, not three or four per stream.
+// batch of them, not three or four per stream. The rebuilds of users back
+// from long away run side by side, for up to rebuildWait in all, after
+// every check of the batch is answered (rebuildMany).
 func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, checks AuthChecks) {
 	k := s.keys
 	type first struct {
@@ -125,6 +127,7 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 	}
 	_, _ = pipe.Exec(ctx) // as above; an empty pipeline sends nothing
 	noted := make(map[int64]error, len(seen))
+	var rebuilds []int64
 	if seenCmd != nil {
 		res, err := seenCmd.Int64Slice()
 		if err == nil && len(res) != 1+len(seen) {
@@ -135,9 +138,14 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 				noted[uid] = err
 				continue
 			}
-			noted[uid] = s.noted(ctx, uid, res[1+i], res[0])
+			rebuild, err := s.noted(ctx, uid, res[1+i], res[0])
+			noted[uid] = err
+			if rebuild {
+				rebuilds = append(rebuilds, uid)
+			}
 		}
 	}
+	s.rebuildMany(ctx, rebuilds)
 	for j, a := range admitted {
 		if admits != nil {
 			if err := admits[j](); err != nil {

@@ -52,6 +52,52 @@ func authenticate(tb testing.TB, s *Service, token string) int64 {
 	return uid
 }
 
+// A batch of stream opens by users back from long away rebuilds their home
+// timelines side by side, under a deadline of its own: run one after
+// another, each rebuild (a second here, its passes one status each) used
+// up the batch's deadline, and the users checked after it were refused.
+func TestAuthenticateManyRebuildsSideBySide(t *testing.T) {
+	s, rdb := newService(t, Options{RefillPassStatuses: 1, RefillStep: 1})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	pipe := rdb.Pipeline()
+	for i := int64(1); i <= 3000; i++ {
+		id := 1_000_000 + i
+		pipe.HSet(ctx, s.keys.status(id), "id", id, "uid", author.ID, "login", "author", "name", "A", "message", "m", "posted", 1)
+		pipe.ZAdd(ctx, s.keys.profile(author.ID), redisZ(float64(id), itoa(id)))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 7
+	var as []*Authentication
+	var uids []int64
+	for i := range n {
+		u, token := signUpToken(t, s, fmt.Sprintf("back%d", i))
+		follow(t, s, u.ID, "author")
+		if err := rdb.Del(ctx, s.keys.home(u.ID)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		lastSeenAgo(t, s, u.ID, 8*24*time.Hour)
+		as = append(as, &Authentication{Token: token})
+		uids = append(uids, u.ID)
+	}
+	s.touches = newTouches(s.touchEvery()) // forget the sign-ups' notes
+	// Past two rebuilds' worth of rebuildWait: one after another, the
+	// fourth user's checks would find it spent.
+	batch, cancel := context.WithTimeout(ctx, 2*rebuildWait+rebuildWait/2)
+	defer cancel()
+	s.AuthenticateMany(batch, as, AuthChecks{})
+	for i, a := range as {
+		if a.Err != nil || a.UID != uids[i] {
+			t.Errorf("user %d of the batch: uid %d, err %v; want %d admitted", i, a.UID, a.Err, uids[i])
+		}
+		if len(homeIDs(t, s, uids[i])) == 0 {
+			t.Errorf("user %d of the batch: nothing rebuilt before the batch answered", i)
+		}
+	}
+}
+
 // A post is not pushed to followers away longer than InactiveAfter; those
 // never seen, and those connected now whatever their last request, get it.
 // The one away gets a full home timeline back on their first request, from

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -89,12 +90,50 @@ func (s *Service) refillPass(ctx context.Context, j job) (passResult, error) {
 // their first request; a worker does the rest.
 const rebuildWait = time.Second
 
+// rebuildsAtOnce bounds the rebuilds one AuthenticateMany runs side by
+// side: the rest wait for a place, and those that find none before
+// rebuildWait has passed are left to the workers.
+const rebuildsAtOnce = 8
+
 // rebuild runs the rebuild of uid's home timeline queued by Authenticate,
 // for up to rebuildWait. Its failure is not the caller's: a worker carries
 // the job on.
 func (s *Service) rebuild(ctx context.Context, uid int64) {
 	ctx, cancel := context.WithTimeout(ctx, rebuildWait)
 	defer cancel()
+	s.rebuildUntil(ctx, uid)
+}
+
+// rebuildMany runs the rebuilds AuthenticateMany queued, side by side
+// (rebuildsAtOnce at a time) and for up to rebuildWait in all, so that a
+// batch of streams waits about as long for many returning users as for
+// one, and each batch's deadline stays its checks'.
+func (s *Service) rebuildMany(ctx context.Context, uids []int64) {
+	if len(uids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildWait)
+	defer cancel()
+	places := make(chan struct{}, rebuildsAtOnce)
+	var wg sync.WaitGroup
+	for _, uid := range uids {
+		select {
+		case places <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return // the rest are the workers'
+		}
+		wg.Go(func() {
+			defer func() { <-places }()
+			s.rebuildUntil(ctx, uid)
+		})
+	}
+	wg.Wait()
+}
+
+// rebuildUntil runs the passes of uid's rebuild until it finishes or ctx
+// ends.
+func (s *Service) rebuildUntil(ctx context.Context, uid int64) {
 	key := s.keys.job(refillJobID(uid))
 	for ctx.Err() == nil {
 		res, err := s.pass(ctx, key)

@@ -595,7 +595,11 @@ func (s *Service) notedBy(ctx context.Context, uid int64, call *redis.Cmd) error
 	if len(res) != 2 {
 		return fmt.Errorf("activity script answered %v", res)
 	}
-	return s.noted(ctx, uid, res[1], res[0])
+	rebuild, err := s.noted(ctx, uid, res[1], res[0])
+	if rebuild {
+		s.rebuild(ctx, uid)
+	}
+	return err
 }
 
 // noteSessionGone is seen.lua's state of a user not noted, the session it
@@ -603,20 +607,21 @@ func (s *Service) notedBy(ctx context.Context, uid int64, call *redis.Cmd) error
 const noteSessionGone = 3
 
 // noted finishes noting uid's activity once seen.lua told its state at
-// now (unix ms): a user back after InactiveAfter away has their home
-// timeline rebuilt, then is noted.
-func (s *Service) noted(ctx context.Context, uid, state, now int64) error {
+// now (unix ms): a user back after InactiveAfter away has the rebuild of
+// their home timeline queued, then is noted. It reports whether a rebuild
+// was queued, for the caller to run (rebuild) before it answers.
+func (s *Service) noted(ctx context.Context, uid, state, now int64) (rebuild bool, err error) {
 	if state == noteSessionGone {
-		return nil // nothing written, nor remembered: the next request tries again
+		return false, nil // nothing written, nor remembered: the next request tries again
 	}
 	if state != 2 {
 		s.touches.note(uid)
-		return nil
+		return false, nil
 	}
 	k := s.keys
 	queued := false
 	if n, err := s.rdb.ZCard(ctx, k.following(uid)).Result(); err != nil {
-		return err
+		return false, err
 	} else if n > 0 {
 		// The rebuild is a refill with no floor, marked a rebuild so that
 		// the requests racing this return leave it be; a refill queued
@@ -626,7 +631,7 @@ func (s *Service) noted(ctx context.Context, uid, state, now int64) error {
 		for range 3 {
 			q, err := s.queueJob(ctx, s.rdb, job{kind: jobRefill, uid: uid, floor: "+inf", rebuild: true}, inputsWritten).Int()
 			if err != nil {
-				return err
+				return false, err
 			}
 			if q == 1 {
 				queued, settled = true, true
@@ -634,7 +639,7 @@ func (s *Service) noted(ctx context.Context, uid, state, now int64) error {
 			}
 			w, err := widenRefillScript.Run(ctx, s.rdb, []string{key}).Int()
 			if err != nil {
-				return err
+				return false, err
 			}
 			if w != 0 {
 				queued, settled = w == 1, true
@@ -643,19 +648,16 @@ func (s *Service) noted(ctx context.Context, uid, state, now int64) error {
 		}
 		if !settled {
 			// Not noted active: the next request tries again.
-			return fmt.Errorf("rebuild of %d: its refill came and went three times", uid)
+			return false, fmt.Errorf("rebuild of %d: its refill came and went three times", uid)
 		}
 	}
 	// Only while they are there (state 2 found them): an account deleted
 	// meanwhile, its user taken out of the set, is not put back.
 	if err := s.rdb.ZAddArgs(ctx, k.seen(), redis.ZAddArgs{XX: true, GT: true, Members: []redis.Z{{Score: float64(now), Member: uid}}}).Err(); err != nil {
-		return err
+		return false, err
 	}
 	s.touches.note(uid)
-	if queued {
-		s.rebuild(ctx, uid)
-	}
-	return nil
+	return queued, nil
 }
 
 // SessionOwners returns, for each session id (see SessionID), the uid that
