@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"chorus/bus"
 	"chorus/protocol"
@@ -106,19 +107,31 @@ func (s *Service) sessionStands(ctx context.Context, uid int64, id, hash string)
 	return why
 }
 
+// sessionOpening is how long an index entry may wait for its session: a
+// sign-in notes the session in the index (openSession), then stores it a
+// round trip later. An entry younger than that with no session is one
+// being opened, neither live nor ended; an older one is a sign-in that
+// failed between the two, and is taken out.
+const sessionOpening = time.Minute
+
 // liveSessions returns uid's sessions that still exist, oldest first, and
 // takes those that ended out of uid's index: at most MaxSessionsPerUser
-// and one, so a bounded read.
+// and one, so a bounded read. A session being opened is left in the
+// index: taken out, it would stand outside it once stored, where a
+// password change, a suspension or a deletion does not find it.
 func (s *Service) liveSessions(ctx context.Context, uid int64) ([]string, error) {
 	k := s.keys
-	ids, err := s.rdb.ZRange(ctx, k.sessions(uid), 0, -1).Result()
-	if err != nil || len(ids) == 0 {
+	pipe := s.rdb.Pipeline()
+	entries := pipe.ZRangeWithScores(ctx, k.sessions(uid), 0, -1)
+	clock := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil || len(entries.Val()) == 0 {
 		return nil, err
 	}
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.Exists(ctx, k.session(id))
+	opening := float64(clock.Val().Add(-sessionOpening).UnixMilli())
+	pipe = s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(entries.Val()))
+	for i, z := range entries.Val() {
+		cmds[i] = pipe.Exists(ctx, k.session(z.Member.(string)))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
@@ -126,10 +139,12 @@ func (s *Service) liveSessions(ctx context.Context, uid int64) ([]string, error)
 	var live []string
 	var ended []any
 	for i, c := range cmds {
-		if c.Val() == 1 {
-			live = append(live, ids[i])
-		} else {
-			ended = append(ended, ids[i])
+		z := entries.Val()[i]
+		switch {
+		case c.Val() == 1:
+			live = append(live, z.Member.(string))
+		case z.Score < opening:
+			ended = append(ended, z.Member)
 		}
 	}
 	if len(ended) > 0 {

@@ -2,9 +2,15 @@ package social
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestTokenOfNoShape refuses a token no session can have (empty, or
@@ -105,7 +111,12 @@ func TestSessionIndex(t *testing.T) {
 	if got := len(sessionIndex(t, s, ada.ID)); got != 2 {
 		t.Fatalf("after a sign-out the index holds %d, want 2", got)
 	}
-	if err := s.rdb.Del(ctx, s.keys.session(hashToken(third))).Err(); err != nil { // as if it expired
+	// As if it expired: its session gone, its entry as old as sessions
+	// that expire are.
+	if err := s.rdb.Del(ctx, s.keys.session(hashToken(third))).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rdb.ZAddXX(ctx, s.keys.sessions(ada.ID), redis.Z{Score: float64(time.Now().Add(-s.opts.SessionTTL).UnixMilli()), Member: hashToken(third)}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	fifth, sixth := signIn(), signIn()
@@ -117,6 +128,95 @@ func TestSessionIndex(t *testing.T) {
 	}
 	if got := len(sessionIndex(t, s, ada.ID)); got != 3 {
 		t.Fatalf("index holds %d, want 3", got)
+	}
+}
+
+// A session being opened (in its user's index, not yet stored) is not
+// taken for ended by another sign-in's clean-up of the index: taken out,
+// it would stand outside the index once stored, and outlive a password
+// change. One whose sign-in failed between the two steps is taken out
+// once older than sessionOpening.
+func TestSessionBeingOpenedStaysIndexed(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{MaxSessionsPerUser: 2})
+	ctx := ctxT(t)
+	const password = "kettle-drum-41"
+	ada, mine, err := s.SignUp(ctx, "ada", "Ada", password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sign-in between its two steps: noted in the index...
+	opening, id := newToken()
+	if err := sessionOpenScript.Run(ctx, s.rdb, []string{s.keys.sessions(ada.ID)}, id, time.Now().UnixMilli(), 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// ... a failed one, long ago...
+	_, failed := newToken()
+	if err := sessionOpenScript.Run(ctx, s.rdb, []string{s.keys.sessions(ada.ID)}, failed, time.Now().Add(-2*sessionOpening).UnixMilli(), 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// ... while others, past the cap, clean the index up...
+	for range 2 {
+		if _, _, err := s.SignIn(ctx, "ada", password, "192.0.2.1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	index := sessionIndex(t, s, ada.ID)
+	if !slices.Contains(index, id) {
+		t.Fatalf("the session being opened left the index %v", index)
+	}
+	if slices.Contains(index, failed) {
+		t.Errorf("the failed sign-in's entry stayed in the index %v", index)
+	}
+	// ... then it is stored, and the password changes.
+	if err := s.rdb.Set(ctx, s.keys.session(id), ada.ID, s.opts.SessionTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !signedIn(t, s, opening) {
+		t.Fatal("the session opened does not work")
+	}
+	if err := s.ChangePassword(ctx, ada.ID, mine, password, "another-password-9", "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	if signedIn(t, s, opening) {
+		t.Error("a session opened while the index was cleaned up outlived a password change")
+	}
+}
+
+// Many sign-ins at once past the cap, then a password change: every
+// session but the changer's ends.
+func TestSignInsAtOnceEndWithAPasswordChange(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{MaxSessionsPerUser: 2, PasswordHashers: 4})
+	ctx := ctxT(t)
+	const password = "kettle-drum-41"
+	ada, mine, err := s.SignUp(ctx, "ada", "Ada", password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := make([]string, 40)
+	var wg sync.WaitGroup
+	for i := range tokens {
+		wg.Go(func() {
+			_, token, err := s.SignIn(ctx, "ada", password, fmt.Sprintf("203.0.113.%d", i))
+			if err != nil {
+				t.Error(err)
+			}
+			tokens[i] = token
+		})
+	}
+	wg.Wait()
+	if err := s.ChangePassword(ctx, ada.ID, mine, password, "another-password-9", "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	alive := 0
+	for _, token := range tokens {
+		if token != "" && signedIn(t, s, token) {
+			alive++
+		}
+	}
+	if alive > 0 {
+		t.Errorf("%d of %d sessions opened at once outlived the password change", alive, len(tokens))
 	}
 }
 
