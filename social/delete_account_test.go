@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -546,5 +547,50 @@ func TestFollowAgainRacingTheDeletionsWalk(t *testing.T) {
 	}
 	if u, err := s.UserByID(ctx, bob.ID); err != nil || u.Following != 0 {
 		t.Errorf("bob after the deletion: %+v, %v", u, err)
+	}
+}
+
+// A sign-in whose password check began before the account's deletion and
+// ended after it writes nothing of the user: its known addresses and its
+// counts would outlive the deletion, which took them out already.
+func TestSignInRacingDeletionWritesNothing(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{PasswordHashers: 4})
+	ctx := ctxT(t)
+	leaver := signUpLeaver(t, s, "leaver")
+	checking, release := make(chan struct{}), make(chan struct{})
+	var held atomic.Bool
+	s.hashers.inSlot = func() {
+		if held.CompareAndSwap(false, true) {
+			close(checking)
+			<-release
+		}
+	}
+	const addr = "198.51.100.7"
+	signedIn := make(chan error, 1)
+	go func() {
+		_, _, err := s.SignIn(ctx, "leaver", leaverPassword, addr)
+		signedIn <- err
+	}()
+	<-checking
+	if err := s.DeleteAccount(ctx, leaver.ID, leaverPassword, "198.51.100.8"); err != nil {
+		t.Fatal(err)
+	}
+	runJobIfQueued(t, s, s.keys.job(deleteAccountJobID(leaver.ID)))
+	close(release)
+	if err := <-signedIn; !errors.Is(err, ErrInvalidCredentials) {
+		t.Errorf("sign-in racing the deletion: %v, want ErrInvalidCredentials", err)
+	}
+	// Another attempt after the mark counts nothing either.
+	if _, _, err := s.SignIn(ctx, "leaver", leaverPassword, addr); !errors.Is(err, ErrInvalidCredentials) {
+		t.Errorf("sign-in after the deletion: %v, want ErrInvalidCredentials", err)
+	}
+	// (The address's attempt count, made before the deletion, expires
+	// on its own, as docs/API.md says.)
+	k := s.keys
+	for _, key := range []string{k.signInKnown(leaver.ID), k.signInUnknown(leaver.ID), k.user(leaver.ID)} {
+		if n := rdb.Exists(ctx, key).Val(); n != 0 {
+			t.Errorf("%s is left after the deletion (ttl %v)", key, rdb.PTTL(ctx, key).Val())
+		}
 	}
 }

@@ -4,8 +4,8 @@
 -- the user from every address it has not signed in from lately (known
 -- addresses are spared that ceiling, so that guesses spread over many
 -- addresses cannot lock the owner out at home). Each counter expires a
--- window after its first attempt. A user that does not exist (any more) gets
--- nothing written.
+-- window after its first attempt. A user that does not exist (any more), or
+-- is being deleted, gets nothing written.
 --
 -- KEYS[1] the user's hash
 -- KEYS[2] the user's sign-in attempt counter for the address
@@ -23,7 +23,7 @@
 -- against the unknown addresses' ceiling else 0, then the values of the
 -- fields asked for}. Verdict: 0 go on and check the password, 1 too many
 -- attempts from this address, 2 too many from unknown addresses.
-if redis.call('EXISTS', KEYS[1]) == 0 then
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'deleted') == 1 then
   return {}
 end
 

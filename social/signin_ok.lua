@@ -6,11 +6,17 @@
 -- KEYS[1] the user's sign-in attempt counter for the address
 -- KEYS[2] the user's counter of sign-in attempts from unknown addresses
 -- KEYS[3] the user's known addresses: address hash -> last sign-in, ms
+-- KEYS[4] the user's hash
 -- ARGV[1] the address's hash
 -- ARGV[2] 1 when signin.lua counted the attempt in KEYS[2], else 0
 -- ARGV[3] most known addresses kept
 -- ARGV[4] how long a sign-in keeps its address known, ms
--- Returns the number of known addresses.
+-- Returns the number of known addresses, or -1, writing nothing, for a user
+-- deleted (or being deleted) since the password was checked: the deletion
+-- takes these keys out, and would find them no more.
+if redis.call('EXISTS', KEYS[4]) == 0 or redis.call('HEXISTS', KEYS[4], 'deleted') == 1 then
+  return -1
+end
 redis.call('DEL', KEYS[1])
 -- A counter whose window ended meanwhile is not made again, without an
 -- expiry, at -1.

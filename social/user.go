@@ -403,11 +403,14 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr s
 		// which logins wait for approval.
 		return User{}, "", ErrApprovalPending
 	}
-	err = signinOKScript.Run(ctx, s.rdb,
-		[]string{k.signInFailures(u.ID, addr), k.signInUnknown(u.ID), k.signInKnown(u.ID)},
-		addrID, counted, knownAddresses, knownAddressTTL.Milliseconds()).Err()
+	known, err := signinOKScript.Run(ctx, s.rdb,
+		[]string{k.signInFailures(u.ID, addr), k.signInUnknown(u.ID), k.signInKnown(u.ID), k.user(u.ID)},
+		addrID, counted, knownAddresses, knownAddressTTL.Milliseconds()).Int()
 	if err != nil {
 		return User{}, "", err
+	}
+	if known < 0 {
+		return User{}, "", ErrInvalidCredentials // deleted while the password was checked
 	}
 	return u, string(hash), nil
 }
