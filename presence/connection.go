@@ -222,6 +222,7 @@ func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err
 		args = append(append(args, fresh...), done...)
 		res, err := heartbeatsScript.Run(ctx, t.rdb, []string{
 			k.lastSeen(), k.onlineCopy(), k.instances(), k.activeUsers(minute), k.activeHLL(minute),
+			k.connected(),
 		}, args...).Slice()
 		if err != nil {
 			return 0, false, err

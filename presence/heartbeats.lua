@@ -4,9 +4,9 @@
 -- minute. Connections need no write of their own: they live as long as the
 -- lease (see register.lua). The time is Redis's own.
 --
--- Every user gets the time in the shared online copy, in one variadic ZADD
--- for the whole batch: the copy holds the exact last activity of everyone
--- online. last.seen, the minute's active set and HyperLogLog are written for
+-- Every user gets the time in the shared online copy (while the lease
+-- holds; see below), in one variadic ZADD for the whole batch: the copy
+-- holds the exact last activity of everyone online. last.seen, the minute's active set and HyperLogLog are written for
 -- a user at their first beat of each minute only (the instance tells which
 -- users it wrote this minute already), so last.seen lags the copy by at most
 -- a minute while the user is online; readers take the later of the two, and
@@ -22,13 +22,17 @@
 --
 -- The instance learns here when its lease had run out: it stalled for W and
 -- may have been swept, or Redis lost its data; it then registers its
--- connections again (register.lua).
+-- connections again (register.lua). Until then a user the sweep took out of
+-- connected (their friends told offline) must not reappear in the copy,
+-- where readers would see them online: with the lease lost, only the users
+-- still in connected go into it, and every user's time goes to last.seen.
 --
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
 -- KEYS[2] the shared online copy (uid -> last activity)
 -- KEYS[3] instances (instance id -> lease expiry, unix ms)
 -- KEYS[4] the active set of minute ARGV[3]
 -- KEYS[5] the active HyperLogLog of minute ARGV[3]
+-- KEYS[6] connected (uid -> when the user was told online, unix ms)
 -- ARGV[1] this instance's id
 -- ARGV[2] online window W, ms: the lease's length
 -- ARGV[3] the minute (unix s / 60) the caller takes for Redis's now
@@ -76,13 +80,26 @@ if fresh >= first then
   redis.call('EXPIRE', KEYS[5], ARGV[4])
 end
 
-if copy then
+if copy and lost == 0 then
   local all = seen(first, #ARGV)
   redis.call('ZADD', KEYS[2], unpack(all))
   if fresh >= first then
     redis.call('ZADD', KEYS[1], unpack(all, 1, 2 * (fresh - first + 1)))
   end
-else
-  redis.call('ZADD', KEYS[1], unpack(seen(first, #ARGV)))
+  return {now, lost}
+end
+redis.call('ZADD', KEYS[1], unpack(seen(first, #ARGV)))
+if copy then -- the lease was lost: those still connected only
+  local told = redis.call('ZMSCORE', KEYS[6], unpack(ARGV, first, #ARGV))
+  local still, n = {}, 0
+  for i = first, #ARGV do
+    if told[i - first + 1] then
+      still[n + 1], still[n + 2] = at, ARGV[i]
+      n = n + 2
+    end
+  end
+  if n > 0 then
+    redis.call('ZADD', KEYS[2], unpack(still))
+  end
 end
 return {now, lost}

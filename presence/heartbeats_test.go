@@ -161,6 +161,67 @@ func TestRegisteredAgainAfterRedisRestart(t *testing.T) {
 	}
 }
 
+// A tick of an instance whose lease ran out, and whose users a sweep took
+// out meanwhile (their friends told offline), puts back in the online copy
+// only those still connected, until registering again brings the others
+// back and announces them: here it fails, so alice, swept, stays offline
+// everywhere, while carol, connected on another instance too, is online
+// with the tick's time.
+func TestTickAfterLostLeaseLeavesSweptUsersOffline(t *testing.T) {
+	onBackends(t, func(t *testing.T, e env) {
+		fail := &failScript{}
+		e.rdb.AddHook(fail)
+		ctx := ctxT(t)
+		k := e.keys()
+		stalled := e.tracker(t, Options{CountsTTL: -1})
+		sweeper := e.tracker(t, Options{CountsTTL: -1})
+		const alice, bob, carol = 1, 2, 3
+		e.befriend(t, alice, bob)
+		e.befriend(t, carol, bob)
+		mustConnect(t, sweeper, bob, "bob")
+		mustConnect(t, sweeper, carol, "c1")
+		mustConnect(t, stalled, alice, "a")
+		mustConnect(t, stalled, carol, "c2")
+		onlineFriends(t, sweeper, bob) // the copy exists
+
+		// The stalled instance's lease runs out, and the sweep takes alice.
+		if err := e.rdb.ZAdd(ctx, k.instances(), redis.Z{Score: 1, Member: stalled.id}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := sweeper.Sweep(ctx); err != nil || n != 1 {
+			t.Fatalf("sweep = %d, %v; want alice taken out", n, err)
+		}
+		before := e.now(t)
+		fail.refuse(registerScript)
+		if err := stalled.Heartbeats(ctx, []Beat{{alice, "a"}, {carol, "c2"}}); err != nil {
+			t.Fatal(err) // the failed registration again is logged, not returned
+		}
+		fail.refuse(nil)
+
+		if online, _ := presenceOf(t, sweeper, alice); online {
+			t.Error("alice's presence is online, without a registered connection")
+		}
+		if got := onlineFriends(t, sweeper, bob); !slices.Equal(got, []int64{carol}) {
+			t.Errorf("bob's online friends = %v, want carol alone", got)
+		}
+		if c := counts(t, sweeper); c.Online != 2 {
+			t.Errorf("counts online = %d, want bob and carol", c.Online)
+		}
+		for uid, inCopy := range map[int64]bool{alice: false, carol: true} {
+			at, err := e.rdb.ZScore(ctx, k.onlineCopy(), itoa(uid)).Result()
+			if got := err == nil; got != inCopy {
+				t.Errorf("user %d in the online copy: %v (%v), want %v", uid, got, err, inCopy)
+			}
+			if inCopy && at < float64(before.UnixMilli()) {
+				t.Errorf("user %d's time in the copy %v is before the tick", uid, at)
+			}
+			if seen, err := e.rdb.ZScore(ctx, k.lastSeen(), itoa(uid)).Result(); err != nil || seen < float64(before.UnixMilli()) {
+				t.Errorf("user %d's last.seen = %v (%v), want the tick's time", uid, seen, err)
+			}
+		}
+	})
+}
+
 func sortedInts(v []int64) []int64 {
 	out := slices.Clone(v)
 	slices.Sort(out)

@@ -287,28 +287,45 @@ func TestOpenAfterLostLeaseRegistersTheOthersAtTheNextTick(t *testing.T) {
 	})
 }
 
-// failScript fails the calls of one script, after they ran, while it is
-// set: as a reply lost on the way back.
+// failScript fails the calls of one script while it is set: after they
+// ran, as a reply lost on the way back, or with unsent set, before they
+// reach Redis, as a request lost on the way there.
 type failScript struct {
 	mu     sync.Mutex
 	script *redis.Script
+	unsent bool
 }
 
 func (f *failScript) set(s *redis.Script) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.script = s
+	f.script, f.unsent = s, false
+}
+
+// refuse fails the calls of s before they reach Redis; nil stops it.
+func (f *failScript) refuse(s *redis.Script) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script, f.unsent = s, true
 }
 
 func (f *failScript) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f *failScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
 		f.mu.Lock()
-		s := f.script
+		s, unsent := f.script, f.unsent
 		f.mu.Unlock()
-		if s != nil && runs(cmd, s) && err == nil {
+		if s == nil || !runs(cmd, s) {
+			return next(ctx, cmd)
+		}
+		if unsent {
+			err := errors.New("request lost by the test")
+			cmd.SetErr(err)
+			return err
+		}
+		err := next(ctx, cmd)
+		if err == nil {
 			err = errors.New("reply lost by the test")
 			cmd.SetErr(err)
 		}
