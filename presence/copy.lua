@@ -16,15 +16,23 @@
 -- go, and readers cut it at now - W, so it is never behind a new connection
 -- or a clean sign-off. Readers never trim it: the instances' sweepers do
 -- (trim.lua), at most once per copy TTL between them, at the cost of what
--- they remove, so no reader pays for it. A copy TTL <= 0 copies afresh on
+-- they remove, so no reader pays for it; a trim goes in calls of a bounded
+-- number of users, so that the users of an instance gone away, all stale at
+-- once, do not block Redis for one long call. A copy TTL <= 0 copies afresh on
 -- every read, as the classic layout does (for comparison in benchmarks).
 
--- trim_copy takes out of copy the users seen before now - window. The copy
--- holds the latest activity of who is online (see heartbeats.lua): those
--- leaving it keep theirs in last_seen.
-local function trim_copy(last_seen, copy, now, window)
+-- trim_copy takes out of copy the users seen before now - window, the most
+-- stale first, at most most of them (all when most is nil), and returns how
+-- many it took out. The copy holds the latest activity of who is online
+-- (see heartbeats.lua): those leaving it keep theirs in last_seen.
+local function trim_copy(last_seen, copy, now, window, most)
   local cutoff = '(' .. (now - window)
-  local gone = redis.call('ZRANGEBYSCORE', copy, '-inf', cutoff, 'WITHSCORES')
+  local gone
+  if most then
+    gone = redis.call('ZRANGEBYSCORE', copy, '-inf', cutoff, 'WITHSCORES', 'LIMIT', 0, most)
+  else
+    gone = redis.call('ZRANGEBYSCORE', copy, '-inf', cutoff, 'WITHSCORES')
+  end
   for i = 1, #gone, 2000 do
     local batch = {}
     for j = i, math.min(i + 1999, #gone), 2 do
@@ -33,7 +41,15 @@ local function trim_copy(last_seen, copy, now, window)
     end
     redis.call('ZADD', last_seen, 'GT', unpack(batch))
   end
-  return redis.call('ZREMRANGEBYSCORE', copy, '-inf', cutoff)
+  if not most then
+    return redis.call('ZREMRANGEBYSCORE', copy, '-inf', cutoff)
+  end
+  local n = #gone / 2
+  if n > 0 then
+    -- What was read is copy's lowest ranks, in this same step.
+    redis.call('ZREMRANGEBYRANK', copy, 0, n - 1)
+  end
+  return n
 end
 
 -- refresh_copy makes copy from last_seen and connected, and trims it, when

@@ -1,6 +1,7 @@
 package presence
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -386,4 +387,93 @@ func TestCopyTrimmedBySweepers(t *testing.T) {
 			t.Fatalf("online friends after the trim = %v, want the fresh one", got)
 		}
 	})
+}
+
+// The users of an instance gone away all fall out of the window at once: a
+// trim takes them out of the shared copy in script calls of trimBatch at
+// most, so that none holds Redis for all of them, and takes every one of
+// them out, their times kept in last.seen; the fresh stay.
+func TestCopyTrimmedInBoundedCalls(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, e env) {
+		const w = 2 * time.Second
+		replies := &trimReplies{}
+		e.rdb.AddHook(replies)
+		tr := e.tracker(t, Options{Window: w, CopyTTL: time.Hour})
+		k := e.keys()
+		ctx := ctxT(t)
+		const stale, fresh = 2*trimBatch + trimBatch/2, 10
+		now := e.now(t)
+		copied := make([]redis.Z, 0, stale+fresh)
+		older := make([]redis.Z, 0, stale)
+		for uid := int64(1); uid <= stale; uid++ {
+			copied = append(copied, redisZ(now.Add(-w-time.Duration(uid)*time.Millisecond), uid))
+			older = append(older, redisZ(now.Add(-time.Hour), uid))
+		}
+		for uid := int64(stale + 1); uid <= stale+fresh; uid++ {
+			copied = append(copied, redisZ(now, uid))
+		}
+		if err := e.rdb.ZAdd(ctx, k.onlineCopy(), copied...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rdb.ZAdd(ctx, k.lastSeen(), older...).Err(); err != nil {
+			t.Fatal(err)
+		}
+
+		if n, err := tr.TrimCopy(ctx); err != nil || n != stale {
+			t.Fatalf("trim = %d, %v; want the %d stale", n, err, stale)
+		}
+		got := replies.all()
+		if len(got) < stale/trimBatch+1 {
+			t.Errorf("%d trim calls (%v) for %d stale users, want calls of %d at most", len(got), got, stale, trimBatch)
+		}
+		for _, n := range got {
+			if n > trimBatch {
+				t.Errorf("one trim call took out %d users, over %d", n, trimBatch)
+			}
+		}
+		if n, err := e.rdb.ZCard(ctx, k.onlineCopy()).Result(); err != nil || n != fresh {
+			t.Errorf("the copy holds %d (%v) after the trim, want the %d fresh", n, err, fresh)
+		}
+		for _, uid := range []int64{1, trimBatch + 1, stale} {
+			if seen, err := e.rdb.ZScore(ctx, k.lastSeen(), itoa(uid)).Result(); err != nil || seen != copied[uid-1].Score {
+				t.Errorf("user %d's last.seen = %v (%v), want their time in the copy %v", uid, seen, err, copied[uid-1].Score)
+			}
+		}
+		if n, err := tr.TrimCopy(ctx); err != nil || n != 0 {
+			t.Errorf("trim again within CopyTTL = %d, %v; want none", n, err)
+		}
+	})
+}
+
+// trimReplies records what each call of the trim script answered.
+type trimReplies struct {
+	mu  sync.Mutex
+	got []int64
+}
+
+func (r *trimReplies) all() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
+}
+
+func (r *trimReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *trimReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if c, ok := cmd.(*redis.Cmd); ok && err == nil && runs(cmd, trimScript) {
+			if n, err := c.Int64(); err == nil {
+				r.mu.Lock()
+				r.got = append(r.got, n)
+				r.mu.Unlock()
+			}
+		}
+		return err
+	}
+}
+
+func (r *trimReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -83,20 +83,28 @@ func connUser(conn string) int64 {
 
 // TrimCopy takes out of the shared online copy the users seen before now -
 // W, unless an instance did within Options.CopyTTL. It reports how many it
-// took out (0 when the trim was not due).
+// took out (0 when the trim was not due). It goes in script calls of
+// trimBatch users at most, so that the users of an instance gone away, stale
+// all at once, do not block Redis for one long call.
 func (t *Tracker) TrimCopy(ctx context.Context) (int, error) {
 	if t.opts.CopyTTL < 0 {
 		return 0, nil // every read copies afresh
 	}
 	k := t.keys
-	n, err := trimScript.Run(ctx, t.rdb,
-		[]string{k.lastSeen(), k.onlineCopy(), k.onlineCopyTrimmed()},
-		ms(t.opts.Window), max(ms(t.opts.CopyTTL), 1),
-	).Int()
-	if err != nil {
-		return 0, fmt.Errorf("trim the online copy: %w", err)
+	total := 0
+	for goOn := 0; ; goOn = 1 {
+		n, err := trimScript.Run(ctx, t.rdb,
+			[]string{k.lastSeen(), k.onlineCopy(), k.onlineCopyTrimmed()},
+			ms(t.opts.Window), max(ms(t.opts.CopyTTL), 1), trimBatch, goOn,
+		).Int()
+		if err != nil {
+			return total, fmt.Errorf("trim the online copy: %w", err)
+		}
+		if n < trimBatch {
+			return total + max(n, 0), nil
+		}
+		total += n
 	}
-	return max(n, 0), nil
 }
 
 // RunSweeper sweeps, and trims the shared online copy, every half heartbeat

@@ -48,6 +48,7 @@ const (
 	activeMinutes  = 10               // active_last_10m counts this many minutes
 	activeKeyTTL   = 11 * time.Minute // a minute's keys outlive the ten minutes they are read in
 	sweepBatch     = 500              // connections the sweep script takes out per call
+	trimBatch      = 1000             // users the trim script takes out of the online copy per call
 	announceBatch  = 1000             // channels per publishing script call, or pipeline on a cluster
 	presencesBatch = 1000             // users per presences script call
 )
