@@ -5,6 +5,7 @@ import (
 	"context"
 	"hash/maphash"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -35,11 +36,11 @@ const (
 // address may hold many users; a request without one, or of a limit per
 // address, counts for its client address.
 //
-// The gate of a route is checked before authentication (checkGate, in each
-// group of routes, before authenticate) once the route's limit middleware
-// has said which limit it has (routeGates); until then, the limit
-// middleware checks it itself, so each request is counted by its gate
-// once.
+// The gates of a route are checked before authentication (checkGate, in
+// each group of routes, before authenticate) once the route's limits have
+// said which they are (gates.learn); until then, each limit checks its own
+// gate itself, so each request is counted by each of its gates once. A
+// route may have several (GET /stream: one per address, one per user).
 type gate struct {
 	name       string // the limit's, for the key
 	every      rate.Limit
@@ -54,7 +55,8 @@ type gates struct {
 	factor  int
 	seed    maphash.Seed
 	clients *clientLimiters
-	routes  sync.Map // "METHOD pattern" -> *gate, as the limits say
+	routes  sync.Map   // "METHOD pattern" -> []*gate, as the limits say; never changed once stored
+	learnMu sync.Mutex // one change of routes at a time
 	refused atomic.Int64
 }
 
@@ -82,10 +84,11 @@ func (g *gates) newGate(l rateLimit) *gate {
 	}
 }
 
+// gatedKey is the context key of the gates checkGate checked, a []*gate.
 type gatedKey struct{}
 
-// checkGate checks the request against its route's gate, once the route
-// is known to have one, before anything that costs Redis.
+// checkGate checks the request against its route's gates, once the route
+// is known to have some, before anything that costs Redis.
 func (s *Server) checkGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, ok := s.gates.routes.Load(routeOf(r))
@@ -93,26 +96,48 @@ func (s *Server) checkGate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if wait, ok := s.passGate(v.(*gate), r); !ok {
-			s.refuseAtGate(w, r, v.(*gate), wait)
-			return
+		checked := v.([]*gate)
+		for _, g := range checked {
+			if wait, ok := s.passGate(g, r); !ok {
+				s.refuseAtGate(w, r, g, wait)
+				return
+			}
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), gatedKey{}, true)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), gatedKey{}, checked)))
 	})
 }
 
-// gateInLimit checks a request that checkGate did not (its route's first
-// requests), and tells checkGate the route's gate.
+// gateInLimit checks a request against g unless checkGate did (the
+// route's first requests, or a gate checkGate does not know yet), and
+// tells checkGate the route has g.
 func (s *Server) gateInLimit(g *gate, w http.ResponseWriter, r *http.Request) bool {
-	if g == nil || r.Context().Value(gatedKey{}) != nil {
+	if g == nil {
 		return true
 	}
-	s.gates.routes.LoadOrStore(routeOf(r), g)
+	if checked, _ := r.Context().Value(gatedKey{}).([]*gate); slices.Contains(checked, g) {
+		return true
+	}
+	s.gates.learn(routeOf(r), g)
 	if wait, ok := s.passGate(g, r); !ok {
 		s.refuseAtGate(w, r, g, wait)
 		return false
 	}
 	return true
+}
+
+// learn adds g to the gates of route, unless it is among them.
+func (gs *gates) learn(route string, g *gate) {
+	if v, ok := gs.routes.Load(route); ok && slices.Contains(v.([]*gate), g) {
+		return
+	}
+	gs.learnMu.Lock()
+	defer gs.learnMu.Unlock()
+	v, _ := gs.routes.Load(route)
+	known, _ := v.([]*gate)
+	if !slices.Contains(known, g) {
+		// A new slice: checkGate reads the old one without a lock.
+		gs.routes.Store(route, append(slices.Clip(known), g))
+	}
 }
 
 // routeOf is the route a request was routed to: its method and pattern.

@@ -1,0 +1,46 @@
+package web_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"chorus/social"
+	"chorus/web"
+
+	"github.com/go-redis/redis_rate/v10"
+)
+
+// GET /stream has two limits, per address and per user, each with a gate:
+// a client far over either is refused in process, whichever the route
+// learnt first, without asking Redis.
+func TestStreamOpenGatesBothLimits(t *testing.T) {
+	const burst, flood = 2, 100
+	tight := redis_rate.Limit{Rate: 1, Period: time.Hour, Burst: burst}
+	loose := redis_rate.Limit{Rate: 1000, Period: time.Hour, Burst: 1000}
+	for _, tc := range []struct {
+		name   string
+		limits web.Limits
+	}{
+		{"per user", web.Limits{StreamOpensPerUser: tight, StreamOpensPerAddress: loose}},
+		{"per address", web.Limits{StreamOpensPerUser: loose, StreamOpensPerAddress: tight}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, social.Options{})
+			e.limits = tc.limits
+			in := e.start()
+			flooder := in.signUp(t, "flooder")
+			for i := range flood {
+				res := flooder.do("GET", "/api/v1/stream", nil) // no upgrade: 426 once admitted
+				if i >= burst && res.Status != http.StatusTooManyRequests {
+					t.Fatalf("open %d: %d %s, want 429", i+1, res.Status, res.Body)
+				}
+			}
+			bites := web.DefaultGateFactor * burst
+			if got := in.metric(t, "chorus_rate_limited_in_process_total", ""); got < float64(flood-bites) {
+				t.Errorf("the in-process gates refused %v of the %d stream opens past the gate (%d); the rest cost Redis", got, flood-bites, bites)
+			}
+		})
+	}
+}
