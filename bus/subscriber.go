@@ -15,8 +15,10 @@ import (
 type Subscriber interface {
 	// Subscribe and Unsubscribe send Redis the commands for a batch of
 	// channels, counting them in the commands counter given to Subscribe.
-	// Redis's confirmations come through Incoming. A command that fails is
-	// sent again when the connection is made again.
+	// Redis's confirmations come through Incoming. A command that fails
+	// returns an error, but holds all the same once the connection is made
+	// again: the subscriber keeps the channels it was asked for, and
+	// subscribes them all on each new connection.
 	Subscribe(ctx context.Context, channels ...string) error
 	Unsubscribe(ctx context.Context, channels ...string) error
 	// Incoming yields every *redis.Message, every subscribe confirmation
@@ -68,7 +70,17 @@ func newSinglePubSub(ctx context.Context, rdb redis.UniversalClient, commands *a
 	return &singlePubSub{ps: ps, in: ps.ChannelWithSubscriptions(redis.WithChannelSize(incomingBuffer)), commands: commands}
 }
 
+// Subscribe sends SUBSCRIBE for channels. When its write fails, go-redis
+// makes the connection again inside the call, subscribing the channels it
+// held before, and only then adds these to them: they are sent once more,
+// on that connection. Should that fail too, go-redis holds them by then,
+// and subscribes them with the others when it makes the connection again.
 func (p *singlePubSub) Subscribe(ctx context.Context, channels ...string) error {
+	p.commands.Add(1)
+	err := p.ps.Subscribe(ctx, channels...)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
 	p.commands.Add(1)
 	return p.ps.Subscribe(ctx, channels...)
 }

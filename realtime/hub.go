@@ -344,7 +344,7 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 	// user's channel Redis confirms, first or again.
 	if h.frames = h.bus.FramesChannel(); h.frames != "" {
 		if err := h.ps.Subscribe(ctx, h.frames); err != nil {
-			h.log.Warn("pub/sub change failed; it is made again on reconnect", "channels", 1, "subscribe", true, "err", err)
+			h.log.Warn(changeFailed, "channels", 1, "subscribe", true, "err", err)
 		}
 	}
 	h.routerWG.Add(6)
@@ -646,10 +646,11 @@ func (h *Hub) subscriber(ctx context.Context) {
 				continue
 			}
 			if err := change.do(ctx, change.channels...); err != nil && ctx.Err() == nil {
-				// The channels stay in the pub/sub's list even when the
-				// command fails, and are subscribed again on reconnecting.
-				// (At shutdown the connection is closed on purpose.)
-				h.log.Warn("pub/sub change failed; it is made again on reconnect",
+				// The subscriber keeps the channels it was asked for even
+				// when the command fails, and a new connection carries
+				// them (bus.Subscriber). (At shutdown the connection is
+				// closed on purpose.)
+				h.log.Warn(changeFailed,
 					"channels", len(change.channels), "subscribe", change.subscribe, "err", err)
 			}
 		}
@@ -840,6 +841,11 @@ func (h *Hub) resync(channel string) { h.changes.add(channel) }
 var (
 	errNoSubscription = errors.New("no pub/sub subscription")
 )
+
+// changeFailed is the log line of a subscribe or unsubscribe that failed:
+// the connection broke, and the subscriber makes a new one, with the
+// change.
+const changeFailed = "pub/sub change failed; it holds once the connection is made again"
 
 // subscribeLinger is how long the subscriber waits for more changes to
 // send with one: a stream's opening waits that much longer for its
