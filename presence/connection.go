@@ -411,19 +411,19 @@ func (t *Tracker) register(ctx context.Context, conns []Beat, maxConns int) (reg
 		out.now = now
 		out.lost = out.lost || toInt(res, 1) == 1
 		users := make([]int64, 0, len(chunk))
-		var online []int64
+		var online []userSeen
 		for i, c := range chunk {
 			what := int8(toInt(res, 2+i))
 			out.each = append(out.each, what)
 			switch what {
 			case announced:
-				online = append(online, c.UID)
+				online = append(online, userSeen{c.UID, now})
 			case refused:
 				continue
 			}
 			users = append(users, c.UID)
 		}
-		t.announceAll(ctx, online, true, now)
+		t.announceAll(ctx, online, true)
 		t.written(toInt(res, 0), users)
 	}
 	return out, nil

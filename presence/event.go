@@ -38,20 +38,27 @@ func (t *Tracker) announce(ctx context.Context, uid int64, online bool, lastSeen
 // announceParallel bounds the announcements announceAll makes at once.
 const announceParallel = 16
 
-// announceAll announces each of uids online (or offline, last seen at
-// lastSeen), up to announceParallel at once: after a lost lease or a Redis
-// restart an instance registers all its connections again, and one after
-// another their users' announcements, a round trip or more each, would hold
-// its flusher for seconds (some 14 s for 200,000 users on one Redis, in
+// userSeen is a user to announce, and their last activity (zero: unknown).
+type userSeen struct {
+	uid  int64
+	seen time.Time
+}
+
+// announceAll announces each of users online (or offline), last seen at
+// their time, up to announceParallel at once: after a lost lease or a Redis
+// restart an instance registers all its connections again, and the sweep
+// takes out all the users of an instance gone away: one after another,
+// their announcements, a round trip or more each, would hold the flusher or
+// the sweeper for long (some 14 s for 200,000 users on one Redis, in
 // BenchmarkInstance's setup).
-func (t *Tracker) announceAll(ctx context.Context, uids []int64, online bool, lastSeen time.Time) {
+func (t *Tracker) announceAll(ctx context.Context, users []userSeen, online bool) {
 	sem := make(chan struct{}, announceParallel)
 	var wg sync.WaitGroup
-	for _, uid := range uids {
+	for _, u := range users {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			t.announce(ctx, uid, online, lastSeen)
+			t.announce(ctx, u.uid, online, u.seen)
 		})
 	}
 	wg.Wait()
