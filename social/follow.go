@@ -407,7 +407,8 @@ func (s *Service) followScore(ctx context.Context, uid, other int64) (string, er
 // reachFollowee brings other's statuses to uid, who follows them: a pulled
 // author (or one being made so) is read from their profile timeline, and
 // uid's instances are told to route their channel to uid; another's newest
-// statuses are copied into uid's home timeline. followers is other's
+// statuses, and those of one being made pulled, are copied into uid's home
+// timeline. followers is other's
 // follower count: from PullThreshold on, other's promotion is queued (0:
 // no check).
 //
@@ -430,8 +431,14 @@ func (s *Service) reachFollowee(ctx context.Context, uid, other int64, followers
 		if err != nil {
 			return err
 		}
-		return pullAddScript.Run(ctx, s.rdb, []string{k.following(uid), k.pulls(uid)},
+		err = pullAddScript.Run(ctx, s.rdb, []string{k.following(uid), k.pulls(uid)},
 			other, s.bus.Command(), s.bus.UserChannel(uid), msg).Err()
+		if err != nil || pulled.Val()[0] != 0 {
+			return err
+		}
+		// Being made pulled: its statuses until then are pushed, and a
+		// reader of many pulled authors, who reads only those posted once
+		// pulled, has the ones from before this follow by their copy.
 	}
 	if _, err := s.copyLatest(ctx, k.home(uid), k.profile(other),
 		guard{k.following(uid), itoa(other), uid}, s.opts.HomeSize); err != nil {

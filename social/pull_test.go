@@ -219,7 +219,8 @@ func TestFollowPulledAuthor(t *testing.T) {
 }
 
 // A follower back after InactiveAfter finds a full timeline: the rebuild
-// copies the pushed authors' statuses and the read merges the pulled one's.
+// copies the pushed authors' statuses, and the pulled one's from before it
+// was pulled, and the read merges the pulled one's since.
 func TestReturningFollowerOfPulledAuthor(t *testing.T) {
 	t.Parallel()
 	s, _ := newService(t, Options{PullThreshold: 3})
@@ -259,8 +260,8 @@ func TestReturningFollowerOfPulledAuthor(t *testing.T) {
 	if got := pageIDs(page); !slices.Equal(got, want) {
 		t.Errorf("home back after a month = %v, want %v", got, want)
 	}
-	if home := homeIDs(t, s, reader.ID); !slices.Equal(home, small) {
-		t.Errorf("rebuilt home timeline = %v, want the pushed author's %v only", home, small)
+	if home, want := homeIDs(t, s, reader.ID), append(slices.Clone(w.before), small...); !slices.Equal(home, want) {
+		t.Errorf("rebuilt home timeline = %v, want the pushed author's %v and the pulled one's from before %v", home, small, w.before)
 	}
 }
 
@@ -376,5 +377,75 @@ func TestPromotionPassesOverAnUnfollowUnderWay(t *testing.T) {
 	}
 	if ev := got[s.bus.UserChannel(leaving.ID)]; len(ev) != 0 {
 		t.Errorf("the follower leaving was told %+v, want nothing", ev)
+	}
+}
+
+// A reader of many pulled authors (who reads only statuses posted once
+// pulled) who follows an author while the author is being made pulled gets
+// the author's statuses from before the follow by the follow's copy: the
+// fan-out pushed them to the followers of then, and the site's pulled
+// statuses will never hold them.
+func TestFollowDuringPromotionCopies(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{PullThreshold: 3})
+	ctx := ctxT(t)
+	late := signUp(t, s, "late")
+	followPulled(t, s, late, directPulls+1)
+	big := signUp(t, s, "big")
+	for i := range 3 {
+		f := signUp(t, s, fmt.Sprintf("fol%d", i))
+		follow(t, s, f.ID, "big") // the third queues the promotion
+	}
+	if n := s.rdb.Exists(ctx, s.keys.job(promoteJobID(big.ID))).Val(); n != 1 {
+		t.Fatal("no promotion queued")
+	}
+	before := post(t, s, big.ID, "posted while the promotion is queued")
+	runJobIfQueued(t, s, s.keys.job(postJobID(before.ID)))
+	follow(t, s, late.ID, "big")
+	runJob(t, s, s.keys.job(promoteJobID(big.ID)))
+	after := post(t, s, big.ID, "posted once pulled")
+	page, err := s.HomeTimeline(ctx, late.ID, Cursor{Limit: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pageIDs(page); !slices.Contains(got, before.ID) || !slices.Contains(got, after.ID) {
+		t.Errorf("late's home %v, want both %d (before the follow) and %d (once pulled)", got, before.ID, after.ID)
+	}
+}
+
+// A reader of many pulled authors, back from long away, gets the statuses
+// of an author made pulled while they were away from their home's rebuild:
+// the fan-out skipped them, and the site's pulled statuses hold only those
+// posted once pulled. Those posted once pulled come by the merge, once.
+func TestRebuildCopiesWhatAPulledAuthorPostedBefore(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{PullThreshold: 3})
+	ctx := ctxT(t)
+	s.opts.ConnectedKey = s.keys.prefix + "connected"
+	reader, token := signUpToken(t, s, "reader")
+	followPulled(t, s, reader, directPulls+1)
+	big := signUp(t, s, "big")
+	follow(t, s, reader.ID, "big")
+	lastSeenAgo(t, s, reader.ID, 8*24*time.Hour)
+	away := post(t, s, big.ID, "posted while the reader is away")
+	runJobIfQueued(t, s, s.keys.job(postJobID(away.ID)))
+	for i := range 3 {
+		f := signUp(t, s, fmt.Sprintf("fol%d", i))
+		follow(t, s, f.ID, "big")
+	}
+	runJob(t, s, s.keys.job(promoteJobID(big.ID)))
+	pulled := post(t, s, big.ID, "posted once pulled")
+	s.touches = newTouches(s.touchEvery())
+	authenticate(t, s, token)
+	page, err := s.HomeTimeline(ctx, reader.ID, Cursor{Limit: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pageIDs(page)
+	if !slices.Contains(got, away.ID) || !slices.Contains(got, pulled.ID) {
+		t.Errorf("back after the author was made pulled, the reader's home %v lacks %d or %d", got, away.ID, pulled.ID)
+	}
+	if home := homeIDs(t, s, reader.ID); slices.Contains(home, pulled.ID) {
+		t.Errorf("the rebuild copied %d, posted once pulled, into the stored home %v", pulled.ID, home)
 	}
 }

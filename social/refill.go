@@ -24,8 +24,11 @@ var (
 // newer than its lowest. A pass looks at up to RefillStep followees and
 // copies up to RefillPassStatuses statuses; a followee cut short is resumed
 // below "below", the lowest id copied from it ("part" names it), and
-// "cursor" is the follow score of the last followee done. Pulled followees
-// are skipped: reads merge their statuses.
+// "cursor" is the follow score of the last followee done. Of a pulled
+// followee only the statuses from before it was pulled are copied, as its
+// pushes would have brought them: reads merge the rest (a reader of many
+// pulled authors reads only those posted once pulled, see pulled.go), and
+// one made pulled while the reader was away had pushed them to no one.
 func (s *Service) refillPass(ctx context.Context, j job) (passResult, error) {
 	k := s.keys
 	stepSize, budget := s.opts.RefillStep, s.opts.RefillPassStatuses
@@ -45,11 +48,15 @@ func (s *Service) refillPass(ctx context.Context, j job) (passResult, error) {
 	for i, z := range followees {
 		names[i], _ = z.Member.(string)
 	}
-	var pulled []float64
+	var pulled, since []float64
 	if len(names) > 0 {
-		if pulled, err = s.rdb.ZMScore(ctx, k.pulls(j.uid), names...).Result(); err != nil {
+		pipe := s.rdb.Pipeline()
+		pulls := pipe.ZMScore(ctx, k.pulls(j.uid), names...)
+		starts := pipe.ZMScore(ctx, k.pulledAuthors(), names...)
+		if _, err := pipe.Exec(ctx); err != nil {
 			return passResult{}, err
 		}
+		pulled, since = pulls.Val(), starts.Val()
 	}
 	cursor, looked, copied := j.cursor, int64(0), 0
 	next := func(part, below string) passResult {
@@ -67,23 +74,38 @@ func (s *Service) refillPass(ctx context.Context, j job) (passResult, error) {
 			below = "(" + j.below
 		}
 		looked++
-		if pulled[i] == 0 {
-			f, _ := strconv.ParseInt(followee, 10, 64)
-			n, last, done, err := s.copyBelow(ctx, home, k.profile(f), guard{k.following(j.uid), followee, j.uid},
-				below, s.opts.HomeSize, budget-copied)
-			if err != nil {
-				return passResult{}, err
-			}
-			copied += n
-			if !done {
-				return next(followee, last), nil
-			}
+		if pulled[i] != 0 && since[i] != 0 {
+			below = belowPull(below, since[i])
+		}
+		f, _ := strconv.ParseInt(followee, 10, 64)
+		n, last, done, err := s.copyBelow(ctx, home, k.profile(f), guard{k.following(j.uid), followee, j.uid},
+			below, s.opts.HomeSize, budget-copied)
+		if err != nil {
+			return passResult{}, err
+		}
+		copied += n
+		if !done {
+			return next(followee, last), nil
 		}
 		cursor = z.Score
 	}
 	res := next("", "")
 	res.finished = len(followees) <= stepSize
 	return res, nil
+}
+
+// belowPull bounds below, a copy's exclusive upper bound ("+inf" or
+// "(<id>"), to the statuses posted before an author was pulled, from the
+// status id since on.
+func belowPull(below string, since float64) string {
+	pull := "(" + strconv.FormatFloat(since, 'f', -1, 64)
+	if below == "+inf" {
+		return pull
+	}
+	if id, err := strconv.ParseFloat(below[1:], 64); err == nil && id < since {
+		return below
+	}
+	return pull
 }
 
 // rebuildWait bounds the passes of a returning user's rebuild that run for
