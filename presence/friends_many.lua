@@ -7,6 +7,12 @@
 -- deleted. A user with many friends is intersected as
 -- online_friends.lua does (friends_online, see friends.lua).
 --
+-- A call answers the users in the order given while their friend sets
+-- together hold at most ARGV[5] friends (the first user always, however
+-- many friends they have), so that the users of a reconnect storm with
+-- large sets do not hold Redis for long in one call: the caller asks again
+-- for those it did not answer.
+--
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
 -- KEYS[2] connected (uid -> when the user was told online, unix ms)
 -- KEYS[3] the shared online copy (uid -> last activity)
@@ -16,13 +22,26 @@
 -- ARGV[2] copy TTL, ms (<= 0: rebuild on every call)
 -- ARGV[3] most friends to return per user
 -- ARGV[4] most friends a set may have to be read rather than intersected
--- Returns, per user in the order given, the count of their friends online
--- then that many pairs {uid, last seen ms}, most recent first.
+-- ARGV[5] most friends, summed over the users, one call reads
+-- Returns the number of users answered, the first ones given, then per user
+-- in that order the count of their friends online then that many pairs
+-- {uid, last seen ms}, most recent first.
 local now = now_ms()
 local window = tonumber(ARGV[1])
 local most = tonumber(ARGV[3])
 local small = tonumber(ARGV[4])
+local budget = tonumber(ARGV[5])
 local cutoff = now - window
+
+-- The users answered are KEYS[5..last].
+local last, sum = 5, redis.call('ZCARD', KEYS[5])
+for i = 6, #KEYS do
+  sum = sum + redis.call('ZCARD', KEYS[i])
+  if sum > budget then
+    break
+  end
+  last = i
+end
 
 refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))
 
@@ -30,7 +49,7 @@ refresh_copy(KEYS[1], KEYS[2], KEYS[3], now, window, tonumber(ARGV[2]))
 -- times read together: one ZMSCORE per zmscoreChunk ids, not one per user.
 local zmscoreChunk = 4000
 local sets, ids, at = {}, {}, {}
-for i = 5, #KEYS do
+for i = 5, last do
   -- One more than small tells a set too large to read this way.
   local set = redis.call('ZRANGE', KEYS[i], 0, small)
   sets[i] = set
@@ -54,8 +73,8 @@ for from = 1, #ids, zmscoreChunk do
   end
 end
 
-local out = {}
-for i = 5, #KEYS do
+local out = {last - 4}
+for i = 5, last do
   local set = sets[i]
   if #set <= small then
     local online = {}

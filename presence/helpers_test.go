@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -408,4 +409,50 @@ func commandCalls(tb testing.TB, e env, cmds ...string) int64 {
 		}
 	}
 	return total
+}
+
+// scriptReplies records the calls of one script a client made that Redis
+// answered, with their keys and replies.
+type scriptReplies struct {
+	script *redis.Script
+	mu     sync.Mutex
+	calls  []scriptReply
+}
+
+type scriptReply struct {
+	keys  []string
+	reply any
+}
+
+func (r *scriptReplies) all() []scriptReply {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls)
+}
+
+func (r *scriptReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *scriptReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		c, ok := cmd.(*redis.Cmd)
+		if !ok || err != nil || !runs(cmd, r.script) {
+			return err
+		}
+		// EVAL(SHA) script numkeys KEYS... ARGV...
+		args := cmd.Args()
+		n, _ := strconv.Atoi(fmt.Sprint(args[2]))
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprint(args[3+i])
+		}
+		r.mu.Lock()
+		r.calls = append(r.calls, scriptReply{keys: keys, reply: c.Val()})
+		r.mu.Unlock()
+		return err
+	}
+}
+
+func (r *scriptReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -1,7 +1,6 @@
 package presence
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -397,7 +396,7 @@ func TestCopyTrimmedInBoundedCalls(t *testing.T) {
 	t.Parallel()
 	onBackends(t, func(t *testing.T, e env) {
 		const w = 2 * time.Second
-		replies := &trimReplies{}
+		replies := &scriptReplies{script: trimScript}
 		e.rdb.AddHook(replies)
 		tr := e.tracker(t, Options{Window: w, CopyTTL: time.Hour})
 		k := e.keys()
@@ -423,12 +422,12 @@ func TestCopyTrimmedInBoundedCalls(t *testing.T) {
 		if n, err := tr.TrimCopy(ctx); err != nil || n != stale {
 			t.Fatalf("trim = %d, %v; want the %d stale", n, err, stale)
 		}
-		got := replies.all()
-		if len(got) < stale/trimBatch+1 {
-			t.Errorf("%d trim calls (%v) for %d stale users, want calls of %d at most", len(got), got, stale, trimBatch)
+		calls := replies.all()
+		if len(calls) < stale/trimBatch+1 {
+			t.Errorf("%d trim calls for %d stale users, want calls of %d at most", len(calls), stale, trimBatch)
 		}
-		for _, n := range got {
-			if n > trimBatch {
+		for _, c := range calls {
+			if n, _ := c.reply.(int64); n > trimBatch {
 				t.Errorf("one trim call took out %d users, over %d", n, trimBatch)
 			}
 		}
@@ -444,36 +443,4 @@ func TestCopyTrimmedInBoundedCalls(t *testing.T) {
 			t.Errorf("trim again within CopyTTL = %d, %v; want none", n, err)
 		}
 	})
-}
-
-// trimReplies records what each call of the trim script answered.
-type trimReplies struct {
-	mu  sync.Mutex
-	got []int64
-}
-
-func (r *trimReplies) all() []int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.got)
-}
-
-func (r *trimReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (r *trimReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if c, ok := cmd.(*redis.Cmd); ok && err == nil && runs(cmd, trimScript) {
-			if n, err := c.Int64(); err == nil {
-				r.mu.Lock()
-				r.got = append(r.got, n)
-				r.mu.Unlock()
-			}
-		}
-		return err
-	}
-}
-
-func (r *trimReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

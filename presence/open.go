@@ -18,6 +18,10 @@ const (
 	// friendsPerCall is the most users one friends_many.lua call reads the
 	// online friends of.
 	friendsPerCall = 250
+	// friendsReadPerCall is the most friends one friends_many.lua call
+	// reads, summed over its users' friend sets, unless its first user has
+	// more alone: the cost of a call is about that sum.
+	friendsReadPerCall = 20_000
 	// smallFriendSet is the most friends a user may have for their online
 	// friends to be read one by one in the online copy rather than by an
 	// intersection with it.
@@ -47,9 +51,9 @@ type openResult struct {
 // order, so that a friend's change is either in the list or published after
 // the registration (and the caller subscribed before calling). Opens made
 // while others are being written wait for them and go together, two script
-// calls for the whole batch (register.lua, friends_many.lua), so that a
-// reconnect storm costs Redis a few commands per stream, not a few script
-// calls; a lone Open costs what Connect and OnlineFriends do (the batches
+// calls for the whole batch (register.lua, friends_many.lua; more of the
+// latter when the users' friend sets are large), so that a reconnect storm
+// costs Redis a few commands per stream, not a few script calls; a lone Open costs what Connect and OnlineFriends do (the batches
 // are t.opens, a batch.Batcher). The writes are bounded by their own
 // deadline, not ctx's, and Open waits for them. On an error the connection
 // is not held, and is disconnected again if it may have been registered (at
@@ -69,7 +73,8 @@ func (t *Tracker) Open(ctx context.Context, uid int64, connID string) (Opened, e
 }
 
 // openBatch registers conns in one call, reads their users' online friends
-// in another, and answers each connection (t.opens.Do). Its calls are one
+// in another (or a few, see onlineFriendsOf), and answers each connection
+// (t.opens.Do). Its calls are one
 // at a time, spaced as batch.OpenSpaced says, bounded by batch.Timeout.
 // When the friends cannot be read, the connections it registered are
 // disconnected again, here while Redis answers, else at the next ticks.
@@ -113,24 +118,30 @@ func (t *Tracker) openBatch(ctx context.Context, conns []Beat) ([]openResult, er
 }
 
 // onlineFriendsOf lists the online friends of each of uids, friendsPerCall
-// users per script call.
+// users per script call at most, and fewer when their friend sets together
+// hold more than friendsReadPerCall friends: the script answers those it
+// read, and the next call asks for the rest.
 func (t *Tracker) onlineFriendsOf(ctx context.Context, uids []int64) (map[int64][]FriendSeen, error) {
 	out := make(map[int64][]FriendSeen, len(uids))
 	k := t.keys
-	for from := 0; from < len(uids); from += friendsPerCall {
-		batch := uids[from:min(from+friendsPerCall, len(uids))]
+	for len(uids) > 0 {
+		batch := uids[:min(friendsPerCall, len(uids))]
 		keys := make([]string, 0, 4+len(batch))
 		keys = append(keys, k.lastSeen(), k.connected(), k.onlineCopy(), k.scratch())
 		for _, uid := range batch {
 			keys = append(keys, t.opts.FriendsKey(uid))
 		}
-		res, err := friendsManyScript.Run(ctx, t.rdb, keys,
-			ms(t.opts.Window), ms(t.opts.CopyTTL), t.opts.MaxOnlineFriends, smallFriendSet).Slice()
+		res, err := friendsManyScript.Run(ctx, t.rdb, keys, ms(t.opts.Window), ms(t.opts.CopyTTL),
+			t.opts.MaxOnlineFriends, smallFriendSet, friendsReadPerCall).Slice()
 		if err != nil {
 			return nil, fmt.Errorf("online friends of %d users: %w", len(batch), err)
 		}
-		at := 0
-		for _, uid := range batch {
+		answered := int(toInt(res, 0))
+		if answered < 1 || answered > len(batch) {
+			return nil, fmt.Errorf("online friends of %d users: %d answered", len(batch), answered)
+		}
+		at := 1
+		for _, uid := range batch[:answered] {
 			n := int(toInt(res, at))
 			at++
 			friends := make([]FriendSeen, 0, n)
@@ -143,6 +154,7 @@ func (t *Tracker) onlineFriendsOf(ctx context.Context, uids []int64) (map[int64]
 			}
 			out[uid] = friends
 		}
+		uids = uids[answered:]
 	}
 	return out, nil
 }

@@ -104,6 +104,81 @@ func TestOnlineFriendsOfManyUsersTogether(t *testing.T) {
 	})
 }
 
+// The online friends of many users are read in calls whose users' friend
+// sets hold friendsReadPerCall friends together at most, or one user alone
+// who has more: users with large sets, a reconnect storm of them, never
+// hold Redis for long in one call. Each still gets what OnlineFriends
+// lists alone.
+func TestOnlineFriendsOfManyUsersBoundedByTheirFriends(t *testing.T) {
+	onBackends(t, func(t *testing.T, e env) {
+		calls := &scriptReplies{script: friendsManyScript}
+		e.rdb.AddHook(calls)
+		tr := e.tracker(t, Options{})
+		k := e.keys()
+		ctx := ctxT(t)
+		const pool = 30_000 // the friends' ids, 1 to pool
+		now := e.now(t)
+		var planted []redis.Z
+		for f := int64(1); f <= pool; f++ {
+			if f%3 != 0 {
+				planted = append(planted, redisZ(now.Add(-time.Duration(f%5000)*time.Millisecond), f))
+			}
+		}
+		for _, key := range []string{k.lastSeen(), k.connected(), k.onlineCopy()} {
+			if err := e.rdb.ZAdd(ctx, key, planted...).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Small sets, then large ones between them, and one over the
+		// bound alone.
+		sizes := []int{10, 10, 5_000, 10, 5_000, 5_000, friendsReadPerCall + 5_000, 5_000, 10,
+			5_000, 5_000, 5_000, 5_000, 10, 10}
+		friendsOf := map[string]int{}
+		var batch []int64
+		for i, size := range sizes {
+			uid := int64(pool + 1 + i)
+			batch = append(batch, uid)
+			friendsOf[e.friendsKey(uid)] = size
+			set := make([]redis.Z, size)
+			for j := range size {
+				set[j] = redis.Z{Score: 1, Member: itoa(int64((i*7919+j*31)%pool + 1))}
+			}
+			if err := e.rdb.ZAdd(ctx, e.friendsKey(uid), set...).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		got, err := tr.onlineFriendsOf(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered := 0
+		for _, c := range calls.all() {
+			// The reply starts with how many of the sets, KEYS[5..], it
+			// answered.
+			reply, _ := c.reply.([]any)
+			n, _ := reply[0].(int64)
+			sum := 0
+			for _, key := range c.keys[4 : 4+n] {
+				sum += friendsOf[key]
+			}
+			if sum > friendsReadPerCall && n > 1 {
+				t.Errorf("one call read %d users of %d friends together, over %d", n, sum, friendsReadPerCall)
+			}
+			answered += int(n)
+		}
+		if answered != len(batch) {
+			t.Errorf("%d users answered in %d calls, want %d", answered, len(calls.all()), len(batch))
+		}
+		for _, uid := range batch {
+			want := onlineFriends(t, tr, uid)
+			if g := uids(got[uid]); !slices.Equal(g, want) || len(want) == 0 {
+				t.Errorf("user %d: %d friends online together, %d alone; want the same", uid, len(g), len(want))
+			}
+		}
+	})
+}
+
 // Opens that come while a batch is written go together in the next: a
 // hundred streams opening at once cost four script calls, not two hundred.
 // The test's own Redis is paused while they queue behind the first.
