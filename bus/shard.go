@@ -13,9 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// shardPing is how long a shard's connection may be silent before it is
-// pinged, and then before it is given up.
-const shardPing = 3 * time.Second
+// pubsubPing is how long a pub/sub connection (a shard's, or one Redis's)
+// may be silent before it is pinged, and then before it is given up.
+const pubsubPing = 3 * time.Second
 
 // shard is one pub/sub connection to a cluster master: the slots whose
 // channels were sent to it, and the commands still waiting for Redis's
@@ -93,7 +93,7 @@ func (sh *shard) close() {
 
 // read reads the connection until it fails or is closed: messages and
 // confirmations go to out, for the hub's router; what shardedPubSub.run
-// must act on goes to events. A connection silent for shardPing is pinged,
+// must act on goes to events. A connection silent for pubsubPing is pinged,
 // and one silent for as long again is given up.
 //
 // go-redis makes a failed connection again inside Receive and Ping,
@@ -110,7 +110,7 @@ func (sh *shard) read(ctx context.Context, out chan<- any, events chan<- shardEv
 	}
 	pinged := false
 	for {
-		msg, err := sh.ps.ReceiveTimeout(ctx, shardPing)
+		msg, err := sh.ps.ReceiveTimeout(ctx, pubsubPing)
 		var redisErr redis.Error
 		var netErr net.Error
 		switch {

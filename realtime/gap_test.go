@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,5 +152,92 @@ func TestGapSubscribeWriteFails(t *testing.T) {
 	st := e.post(author, "after the follow")
 	if got := nextStatus(t, s, 10*time.Second); got != st.ID {
 		t.Fatalf("ann's open stream got status %d, want the pulled author's %d", got, st.ID)
+	}
+}
+
+// blackholeProxy forwards TCP to target; blackhole() stops forwarding on
+// every connection open then, leaving them open (a peer gone without a
+// reset: a failed-over host, a dropped NAT entry); new connections go
+// through.
+type blackholeProxy struct {
+	mu    sync.Mutex
+	holes []*atomic.Bool
+}
+
+func newBlackholeProxy(t *testing.T, listen, target string) *blackholeProxy {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &blackholeProxy{}
+	t.Cleanup(func() { _ = ln.Close() })
+	pipe := func(dst, src net.Conn, hole *atomic.Bool) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if err != nil {
+				_ = dst.Close()
+				_ = src.Close()
+				return
+			}
+			if hole.Load() {
+				continue // swallowed
+			}
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			hole := &atomic.Bool{}
+			p.mu.Lock()
+			p.holes = append(p.holes, hole)
+			p.mu.Unlock()
+			go pipe(s, c, hole)
+			go pipe(c, s, hole)
+		}
+	}()
+	return p
+}
+
+func (p *blackholeProxy) blackhole() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, h := range p.holes {
+		h.Store(true)
+	}
+}
+
+// On one Redis, a pub/sub connection whose peer vanished without a reset
+// is given up once it stays silent after a ping, and made anew: the
+// statuses missed meanwhile reach the stream by its catch-up.
+func TestGapSinglePubSubBlackholed(t *testing.T) {
+	proxy := newBlackholeProxy(t, "127.0.0.1:27807", "127.0.0.1:27806")
+	e := gapEnv(t, 27806, &redis.Options{Addr: "127.0.0.1:27807", ContextTimeoutEnabled: true}, social.Options{}, Options{})
+	ann, bob := e.signUp("ann"), e.signUp("bob")
+	e.follow(ann, bob)
+	s := e.connect(ann)
+	first := e.post(bob, "before")
+	if got := nextStatus(t, s, 10*time.Second); got != first.ID {
+		t.Fatalf("got status %d, want %d", got, first.ID)
+	}
+	before := e.hub.Stats.PubSubRestarts.Load()
+	proxy.blackhole()
+	st := e.post(bob, "after the pub/sub connection's peer vanished")
+	if got := nextStatus(t, s, 60*time.Second); got != st.ID {
+		t.Fatalf("got status %d, want %d", got, st.ID)
+	}
+	if e.hub.Stats.PubSubRestarts.Load() == before {
+		t.Errorf("the status came without the subscription being made again")
 	}
 }
