@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -523,52 +524,118 @@ func (c *conn) resumeFailed(err error) bool {
 	return true
 }
 
-// sendTimeline sends every status of the home timeline newer than after,
+// resumeStatuses bounds the statuses one resume or catch-up reads and
+// sends: as many as a home timeline keeps (social.DefaultHomeSize), the
+// newest of those after its `after`. A stored home timeline holds no more;
+// one that merges pulled authors' statuses from their profiles would send
+// every status they ever posted.
+const resumeStatuses = social.DefaultHomeSize
+
+// sendTimeline sends the statuses of the home timeline newer than after,
 // oldest first, leaving out those already sent: the run of the timeline
-// earlier resumes sent in full is skipped without being read again.
-// Statuses that arrive live meanwhile wait in the queue and are left out
-// there if this sent them.
+// earlier resumes sent in full is skipped without being read again. Where
+// more than resumeStatuses are newer, it sends the newest that many
+// (sendNewest). Statuses that arrive live meanwhile wait in the queue and
+// are left out there if this sent them.
 func (c *conn) sendTimeline(after int64) bool {
-	// run is what this call has sent in full, with the part of c.timeline
-	// it skipped.
-	run := sentRange{lo: after, hi: after}
+	after = c.timeline.skip(after)
+	page, sts, err := c.readHome(social.Cursor{Limit: timelinePage, After: after, Forward: true}, after)
+	if err != nil {
+		return c.resumeFailed(err)
+	}
+	if page.NextAfter != nil {
+		// More than a page: read down from the newest, to the cap.
+		return c.sendNewest(after)
+	}
+	if !c.sendStatuses(slices.All(sts)) {
+		return false
+	}
+	hi := after
+	if len(page.Statuses) > 0 {
+		hi = max(after, page.Statuses[len(page.Statuses)-1].ID)
+	}
+	c.keepRun(sentRange{lo: after, hi: hi})
+	return true
+}
+
+// sendNewest sends the newest resumeStatuses statuses of the home
+// timeline newer than after, oldest first, reading newest first down to
+// after or the cap, and skipping the run earlier resumes sent in full.
+func (c *conn) sendNewest(after int64) bool {
+	var pages [][]social.Status // as read: newest first
+	read, before := 0, int64(0)
+	run := sentRange{lo: after, hi: after} // what this call sends in full
 	for {
-		after = c.timeline.skip(after)
-		ctx, cancel := context.WithTimeout(c.life, resumeReadTimeout)
-		page, err := c.hub.feed.HomeTimeline(ctx, c.uid, social.Cursor{Limit: timelinePage, After: after, Forward: true})
-		var sts []social.Status
-		if err == nil {
-			sts, err = c.hub.feed.Originals(ctx, page.Statuses)
-		}
-		cancel()
+		page, sts, err := c.readHome(social.Cursor{Limit: min(timelinePage, resumeStatuses-read), Before: before}, after)
 		if err != nil {
 			return c.resumeFailed(err)
 		}
-		for _, st := range sts {
-			if c.timeline.has(st.ID) || c.hides(st) {
-				continue
+		if before == 0 && len(page.Statuses) > 0 {
+			run.hi = max(after, page.Statuses[0].ID)
+		}
+		pages = append(pages, sts)
+		read += len(page.Statuses)
+		if page.NextBefore == nil || *page.NextBefore <= after+1 || (len(page.Statuses) > 0 && page.Statuses[len(page.Statuses)-1].ID <= after) {
+			break // down to after
+		}
+		before = *page.NextBefore
+		if c.timeline.has(before - 1) {
+			// The run below was sent in full: on under it.
+			before = c.timeline.lo + 1
+			if before <= after+1 {
+				break
 			}
-			if !c.sendOnce(st.ID, statusFrameJSON(st)) {
-				return false
-			}
 		}
-		run.hi = after
-		switch {
-		case page.NextAfter != nil:
-			run.hi = *page.NextAfter
-		case len(page.Statuses) > 0:
-			run.hi = max(after, page.Statuses[len(page.Statuses)-1].ID)
+		if read >= resumeStatuses {
+			run.lo = before - 1 // every status from before up was read
+			break
 		}
-		if c.timeline.touches(run) {
-			c.timeline = c.timeline.union(run)
+	}
+	for _, sts := range slices.Backward(pages) {
+		if !c.sendStatuses(slices.Backward(sts)) {
+			return false
 		}
-		if page.NextAfter == nil {
-			if !c.timeline.touches(run) {
-				c.timeline = run // the newest run, rather than an older one apart from it
-			}
-			return true
+	}
+	c.keepRun(run)
+	return true
+}
+
+// readHome reads a page of the home timeline at cur, and its statuses
+// newer than after with their reposts' originals filled in.
+func (c *conn) readHome(cur social.Cursor, after int64) (social.TimelinePage, []social.Status, error) {
+	ctx, cancel := context.WithTimeout(c.life, resumeReadTimeout)
+	defer cancel()
+	page, err := c.hub.feed.HomeTimeline(ctx, c.uid, cur)
+	if err != nil {
+		return page, nil, err
+	}
+	newer := slices.DeleteFunc(slices.Clone(page.Statuses), func(st social.Status) bool { return st.ID <= after })
+	sts, err := c.hub.feed.Originals(ctx, newer)
+	return page, sts, err
+}
+
+// sendStatuses sends sts in order, but those already sent, in the run
+// resumes sent, or hidden.
+func (c *conn) sendStatuses(sts iter.Seq2[int, social.Status]) bool {
+	for _, st := range sts {
+		if c.timeline.has(st.ID) || c.hides(st) {
+			continue
 		}
-		after = *page.NextAfter
+		if !c.sendOnce(st.ID, statusFrameJSON(st)) {
+			return false
+		}
+	}
+	return true
+}
+
+// keepRun remembers run, which a resume sent in full, with the run before
+// it when they touch, else in its place: the newest run, rather than an
+// older one apart from it.
+func (c *conn) keepRun(run sentRange) {
+	if c.timeline.touches(run) {
+		c.timeline = c.timeline.union(run)
+	} else if !run.empty() {
+		c.timeline = run
 	}
 }
 
