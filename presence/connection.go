@@ -132,13 +132,13 @@ func (t *Tracker) Heartbeat(ctx context.Context, uid int64, connID string) error
 // The lease is renewed first; then a beat of a connection this instance
 // does not hold (Connect was never called for it here) registers it, and
 // last the disconnects that failed are retried. When the lease had run out
-// (the instance stalled for W and may have been swept, or Redis lost its data), or Redis is
-// another server than at the last call (a restart or a failover, which may
-// have lost recent writes), the instance registers all its connections
-// again, at this call or, if that fails, at the next ones until it is done;
-// the caller's deadline does not bound it (see registerAgain).
-// Options.MaxConnsPerUser refuses none of these. Users this brings online
-// are announced to their friends.
+// (the instance stalled for W and may have been swept, or Redis lost its
+// data), or Redis is another server than at the last call (a restart or a
+// failover, which may have lost recent writes), the instance registers all
+// its connections again, on a goroutine of its own that this call starts
+// and does not wait for (see registerAgainAside), or, if that fails, that
+// the next calls start until it is done. Options.MaxConnsPerUser refuses
+// none of these. Users this brings online are announced to their friends.
 func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 	var unknown []Beat
 	t.mu.Lock()
@@ -200,8 +200,45 @@ func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 			return fmt.Errorf("heartbeats: %w", err)
 		}
 	}
-	t.registerAgain(ctx) // when due, until it succeeds
+	t.registerAgainAside(ctx) // when due, until it succeeds
 	return nil
+}
+
+// registerAgainAside starts registerAgain on a goroutine of its own when it
+// is due and none runs, and returns: registering 20,000 connections again
+// takes seconds, and the realtime hub calls Heartbeats holding the lock
+// that every stream closing waits on before its Disconnect. Connections
+// that close meanwhile are disconnected again after it (registerAgain).
+// When it succeeds but was found due again meanwhile, it runs again at
+// once; when it fails, the next call starts it again. RunSweeper waits for
+// it on its way out.
+func (t *Tracker) registerAgainAside(ctx context.Context) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.registering != nil || t.again.Load() == 0 {
+		return
+	}
+	done := make(chan struct{})
+	t.registering = done
+	go func() {
+		defer close(done)
+		// At once again when it succeeded but was found due meanwhile.
+		for t.registerAgain(context.WithoutCancel(ctx)) && t.again.Load() != 0 {
+		}
+		t.mu.Lock()
+		t.registering = nil
+		t.mu.Unlock()
+	}()
+}
+
+// registeredAgain waits for the registerAgain under way, if any.
+func (t *Tracker) registeredAgain() {
+	t.mu.Lock()
+	done := t.registering
+	t.mu.Unlock()
+	if done != nil {
+		<-done
+	}
 }
 
 // heartbeats runs the heartbeats script for users (MaxBeatsPerCall at most)
@@ -305,18 +342,16 @@ func (t *Tracker) serverMoved(ctx context.Context) (bool, error) {
 // meanwhile (200,000 connections take seconds): a Disconnect that ran
 // before the registration reached its connection would leave that
 // connection registered, so the connections that closed meanwhile are
-// disconnected again after it.
+// disconnected again after it. One runs at a time (registerAgainAside).
 //
-// It is not bound by the caller's deadline, a tick's or a request's, which a
+// It is not bound by the deadline of the tick that found it due, which a
 // large instance's registration may outlast, but by registerCallTimeout per
-// call of MaxBeatsPerCall connections.
-func (t *Tracker) registerAgain(ctx context.Context) {
-	// One at a time: Connect and the flusher may both find the lease lost.
-	t.againMu.Lock()
-	defer t.againMu.Unlock()
+// call of MaxBeatsPerCall connections. It reports whether it succeeded (or
+// had nothing to do).
+func (t *Tracker) registerAgain(ctx context.Context) bool {
 	due := t.again.Load()
 	if due == 0 {
-		return
+		return true
 	}
 	t.mu.Lock()
 	list := make([]Beat, 0, len(t.held))
@@ -325,7 +360,7 @@ func (t *Tracker) registerAgain(ctx context.Context) {
 	}
 	t.mu.Unlock()
 	calls := time.Duration(len(list)/MaxBeatsPerCall + 1)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), calls*registerCallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, calls*registerCallTimeout)
 	defer cancel()
 	_, err := t.register(ctx, list, 0)
 	var closed []Beat
@@ -345,10 +380,10 @@ func (t *Tracker) registerAgain(ctx context.Context) {
 	if err != nil {
 		t.log.WarnContext(ctx, "connections not registered again; the next tick tries again",
 			"connections", len(list), "closed_meanwhile", len(closed), "err", err)
-		return
+		return false
 	}
-	// Done, unless it was found due again meanwhile: then the next call
-	// registers again what may have been lost after this one's list.
+	// Done, unless it was found due again meanwhile: then it runs again
+	// (registerAgainAside) for what may have been lost after this list.
 	t.again.CompareAndSwap(due, 0)
 	for _, c := range closed {
 		if _, err := t.disconnect(ctx, c); err != nil {
@@ -359,6 +394,7 @@ func (t *Tracker) registerAgain(ctx context.Context) {
 	}
 	t.log.InfoContext(ctx, "connections registered again after a lost lease or a Redis restart",
 		"connections", len(list)-len(closed), "closed_meanwhile", len(closed))
+	return true
 }
 
 // registered is what register did.

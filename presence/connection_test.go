@@ -318,6 +318,7 @@ func TestDisconnectsDuringRegistrationAgain(t *testing.T) {
 		if err := tr.Heartbeats(ctx, all); err != nil {
 			t.Fatal(err)
 		}
+		tr.registeredAgain() // a fresh instance's tick finds no lease
 		// The lease ran out and a sweep took the connections out: the next
 		// tick registers every one again, a call of MaxBeatsPerCall at a
 		// time, which the instance's connection set shows as it grows.
@@ -350,6 +351,7 @@ func TestDisconnectsDuringRegistrationAgain(t *testing.T) {
 			}
 		}
 		wg.Wait()
+		tr.registeredAgain()
 		connected, err := e.rdb.ZRange(ctx, k.connected(), 0, -1).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -368,6 +370,65 @@ func TestDisconnectsDuringRegistrationAgain(t *testing.T) {
 		}
 		if n, err := e.rdb.SCard(ctx, k.instanceConns(tr.id)).Result(); err != nil || n != users/2 {
 			t.Errorf("the instance holds %d connections (%v), want %d", n, err, users/2)
+		}
+	})
+}
+
+// A tick that finds the lease lost starts registering the instance's
+// connections again and returns without waiting for it: the realtime hub
+// makes the tick holding the lock every stream closing waits on, so a
+// stream closing during a long registration again (here one held until the
+// test lets it go) is not held behind it. Its connection is disconnected at
+// once, and stays so after the registration; the others are registered.
+func TestTickDoesNotWaitForRegistrationAgain(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, e env) {
+		hold := &holdScript{script: registerScript, release: make(chan struct{}), held: make(chan struct{})}
+		e.rdb.AddHook(hold)
+		tr := e.tracker(t, Options{})
+		ctx := ctxT(t)
+		k := e.keys()
+		const alice, bob = 1, 2
+		mustConnect(t, tr, alice, "a")
+		mustConnect(t, tr, bob, "b")
+		// The lease ran out and a sweep took the connections out.
+		pipe := e.rdb.Pipeline()
+		pipe.ZRem(ctx, k.instances(), tr.id)
+		pipe.Del(ctx, k.instanceConns(tr.id), k.connected(), k.conns(alice), k.conns(bob))
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hold.on.Store(true)
+		t.Cleanup(func() { hold.on.Store(false) })
+
+		if err := tr.Heartbeats(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if hold.expired.Load() {
+			t.Fatal("the tick returned once the registration again it waited for failed")
+		}
+		select {
+		case <-hold.held:
+		case <-ctx.Done():
+			t.Fatal("no registration again under way")
+		}
+		if _, err := tr.Disconnect(ctx, alice, "a"); err != nil {
+			t.Fatal(err)
+		}
+		close(hold.release)
+		tr.registeredAgain()
+		if hold.expired.Load() {
+			t.Fatal("the registration again failed: held past its deadline")
+		}
+
+		if n := e.rdb.HLen(ctx, k.conns(alice)).Val(); n != 0 {
+			t.Errorf("alice's registry holds %d connections after hers closed", n)
+		}
+		if _, err := e.rdb.ZScore(ctx, k.connected(), itoa(alice)).Result(); !errors.Is(err, redis.Nil) {
+			t.Errorf("alice is connected after her only connection closed (%v)", err)
+		}
+		if id, err := e.rdb.HGet(ctx, k.conns(bob), "b").Result(); err != nil || id != tr.id {
+			t.Errorf("bob's connection is held by %q (%v), want the instance %q", id, err, tr.id)
 		}
 	})
 }
@@ -393,6 +454,7 @@ func TestRegistrationAgainRetriedUntilDone(t *testing.T) {
 	if err := tr.Heartbeats(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	tr.registeredAgain()
 	if n := e.rdb.HLen(ctx, k.conns(alice)).Val(); n != 0 {
 		t.Fatalf("alice's registry holds %d connections while registering fails", n)
 	}
@@ -401,6 +463,7 @@ func TestRegistrationAgainRetriedUntilDone(t *testing.T) {
 		if err := tr.Heartbeats(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
+		tr.registeredAgain()
 	}
 	if id, err := e.rdb.HGet(ctx, k.conns(alice), "a").Result(); err != nil || id != tr.id {
 		t.Errorf("alice's connection is held by %q (%v), want the instance %q", id, err, tr.id)
@@ -493,6 +556,7 @@ func TestNoLeaseYetIsNoLeaseLost(t *testing.T) {
 	if err := tr.Heartbeats(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	tr.registeredAgain()
 	if n := calls.Load(); n != 1 {
 		t.Errorf("%d register calls after a lost lease, want 1", n)
 	}
@@ -543,8 +607,8 @@ func (countRegister) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func TestLeaseRenewedBeforeFailedDisconnectsAreRetried(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.Client(t)
-	var stalling atomic.Bool
-	rdb.AddHook(stallDisconnect{&stalling})
+	stalling := &holdScript{script: disconnectScript}
+	rdb.AddHook(stalling)
 	e := env{rdb: rdb, prefix: prefix}
 	tr := e.tracker(t, Options{})
 	ctx := ctxT(t)
@@ -554,7 +618,7 @@ func TestLeaseRenewedBeforeFailedDisconnectsAreRetried(t *testing.T) {
 	if err := tr.Heartbeats(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	stalling.Store(true)
+	stalling.on.Store(true)
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	_, err := tr.Disconnect(short, 1, "a")
 	cancel()
@@ -579,24 +643,39 @@ func TestLeaseRenewedBeforeFailedDisconnectsAreRetried(t *testing.T) {
 	}
 }
 
-// stallDisconnect holds the disconnect script's calls until their context
-// ends, while it is set.
-type stallDisconnect struct{ on *atomic.Bool }
+// holdScript holds the calls of one script, while on, until release is
+// closed (never when nil) or their context ends, which fails them.
+type holdScript struct {
+	script   *redis.Script
+	on       atomic.Bool
+	release  chan struct{}
+	held     chan struct{} // closed once a call is held, when not nil
+	heldOnce sync.Once
+	expired  atomic.Bool // a held call ended with its context
+}
 
-func (stallDisconnect) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *holdScript) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (f stallDisconnect) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *holdScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); f.on.Load() && len(args) > 1 && (args[1] == disconnectScript.Hash() || args[1] == disconnectSource) {
-			<-ctx.Done()
+		if !h.on.Load() || !runs(cmd, h.script) {
+			return next(ctx, cmd)
+		}
+		if h.held != nil {
+			h.heldOnce.Do(func() { close(h.held) })
+		}
+		select {
+		case <-h.release:
+			return next(ctx, cmd)
+		case <-ctx.Done():
+			h.expired.Store(true)
 			cmd.SetErr(ctx.Err())
 			return ctx.Err()
 		}
-		return next(ctx, cmd)
 	}
 }
 
-func (stallDisconnect) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *holdScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
@@ -626,6 +705,7 @@ func TestConnectionClosedDuringAFailedRegistrationAgain(t *testing.T) {
 	if err := tr.Heartbeats(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	tr.registeredAgain()
 	if n := e.rdb.HLen(ctx, k.conns(alice)).Val(); n != 1 {
 		t.Fatalf("alice's registry holds %d connections, want the one the lost registration wrote", n)
 	}
@@ -633,6 +713,7 @@ func TestConnectionClosedDuringAFailedRegistrationAgain(t *testing.T) {
 		if err := tr.Heartbeats(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
+		tr.registeredAgain()
 	}
 	if n := e.rdb.HLen(ctx, k.conns(alice)).Val(); n != 0 {
 		t.Errorf("alice's registry holds %d connections after hers closed", n)

@@ -3,6 +3,7 @@ package presence
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,6 +152,7 @@ func TestRegisteredAgainAfterRedisRestart(t *testing.T) {
 	if err := tr.Heartbeats(ctx, []Beat{{alice, "a"}, {bob, "b"}}); err != nil {
 		t.Fatal(err)
 	}
+	tr.registeredAgain()
 	checkEvent(t, nextEvent(t, events, 2*time.Second), bob, true)
 	noEvent(t, events, 200*time.Millisecond)
 	if got := onlineFriends(t, other, watcher); !slices.Equal(sortedInts(got), []int64{alice, bob}) {
@@ -169,8 +171,8 @@ func TestRegisteredAgainAfterRedisRestart(t *testing.T) {
 // with the tick's time.
 func TestTickAfterLostLeaseLeavesSweptUsersOffline(t *testing.T) {
 	onBackends(t, func(t *testing.T, e env) {
-		fail := &failScript{}
-		e.rdb.AddHook(fail)
+		var failing atomic.Bool
+		e.rdb.AddHook(failRegister{&failing})
 		ctx := ctxT(t)
 		k := e.keys()
 		stalled := e.tracker(t, Options{CountsTTL: -1})
@@ -192,11 +194,12 @@ func TestTickAfterLostLeaseLeavesSweptUsersOffline(t *testing.T) {
 			t.Fatalf("sweep = %d, %v; want alice taken out", n, err)
 		}
 		before := e.now(t)
-		fail.refuse(registerScript)
+		failing.Store(true)
 		if err := stalled.Heartbeats(ctx, []Beat{{alice, "a"}, {carol, "c2"}}); err != nil {
-			t.Fatal(err) // the failed registration again is logged, not returned
+			t.Fatal(err)
 		}
-		fail.refuse(nil)
+		stalled.registeredAgain() // failed, and logged
+		failing.Store(false)
 
 		if online, _ := presenceOf(t, sweeper, alice); online {
 			t.Error("alice's presence is online, without a registered connection")

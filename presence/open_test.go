@@ -351,6 +351,7 @@ func TestOpenAfterLostLeaseRegistersTheOthersAtTheNextTick(t *testing.T) {
 		if err := tr.Heartbeats(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
+		tr.registeredAgain()
 		for uid, conn := range map[int64]string{alice: "a", bob: "b"} {
 			if id, err := e.rdb.HGet(ctx, k.conns(uid), conn).Result(); err != nil || id != tr.id {
 				t.Errorf("user %d's connection is held by %q (%v), want the instance %q", uid, id, err, tr.id)
@@ -362,45 +363,28 @@ func TestOpenAfterLostLeaseRegistersTheOthersAtTheNextTick(t *testing.T) {
 	})
 }
 
-// failScript fails the calls of one script while it is set: after they
-// ran, as a reply lost on the way back, or with unsent set, before they
-// reach Redis, as a request lost on the way there.
+// failScript fails the calls of one script, after they ran, while it is
+// set: as a reply lost on the way back.
 type failScript struct {
 	mu     sync.Mutex
 	script *redis.Script
-	unsent bool
 }
 
 func (f *failScript) set(s *redis.Script) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.script, f.unsent = s, false
-}
-
-// refuse fails the calls of s before they reach Redis; nil stops it.
-func (f *failScript) refuse(s *redis.Script) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.script, f.unsent = s, true
+	f.script = s
 }
 
 func (f *failScript) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f *failScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		f.mu.Lock()
-		s, unsent := f.script, f.unsent
-		f.mu.Unlock()
-		if s == nil || !runs(cmd, s) {
-			return next(ctx, cmd)
-		}
-		if unsent {
-			err := errors.New("request lost by the test")
-			cmd.SetErr(err)
-			return err
-		}
 		err := next(ctx, cmd)
-		if err == nil {
+		f.mu.Lock()
+		s := f.script
+		f.mu.Unlock()
+		if s != nil && runs(cmd, s) && err == nil {
 			err = errors.New("reply lost by the test")
 			cmd.SetErr(err)
 		}

@@ -114,8 +114,10 @@ func (t *Tracker) TrimCopy(ctx context.Context) (int, error) {
 // RunSweeper sweeps, and trims the shared online copy, every half heartbeat
 // interval until ctx ends. Every instance runs one, so
 // friends learn that a user's instance vanished within W and one heartbeat
-// interval of its last word.
+// interval of its last word. It is the Tracker's background work: on its way
+// out it waits for a registration again under way (registerAgainAside).
 func (t *Tracker) RunSweeper(ctx context.Context) {
+	defer t.registeredAgain()
 	tick := time.NewTicker(max(t.opts.HeartbeatInterval/2, time.Millisecond))
 	defer tick.Stop()
 	for {

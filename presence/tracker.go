@@ -156,7 +156,9 @@ type Tracker struct {
 	held    map[Beat]struct{} // the connections registered through this instance
 	leaving map[Beat]struct{} // connections whose Disconnect failed, retried every tick
 	server  string            // Redis's run_id at the last tick
-	againMu sync.Mutex        // held by registerAgain
+	// registering is closed when the registerAgain under way, on a
+	// goroutine of its own, ends; nil when none runs. Under mu.
+	registering chan struct{}
 	// again counts the times the connections were found to need
 	// registering again; registerAgain sets it to 0 once it did.
 	again atomic.Int64

@@ -22,7 +22,10 @@ type beats struct {
 	pending map[*conn]struct{}
 	// flushing is held while a flush writes, so that a connection leaving
 	// can wait until no beat of its own is being written: a beat written
-	// after its Disconnect would register it again.
+	// after its Disconnect would register it again. Registering all the
+	// instance's connections again after a lost lease is not done under it:
+	// presence runs that beside the flush (Heartbeats does not wait for
+	// it), so no stream closing waits for it.
 	flushing sync.Mutex
 }
 
