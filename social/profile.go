@@ -100,7 +100,11 @@ func (s *Service) EditProfile(ctx context.Context, uid int64, edit ProfileEdit) 
 // reindexName takes the terms of uid's old name out of the search index
 // and puts the new name's in; the login's terms, in both, stay. Two renames
 // racing may leave a term of the middle name behind: search then finds the
-// user by it, and the result shows the name as it is.
+// user by it, and the result shows the name as it is. An account deleted
+// since the name was written (its deletion, which takes its entries out,
+// may have run to its end between the two) has the new entries taken out
+// again: the index is in another slot than the user on a cluster, so the
+// mark is read after the write.
 func (s *Service) reindexName(ctx context.Context, uid int64, login, oldName, newName string) error {
 	now := searchEntries(uid, login, newName)
 	var gone []any
@@ -118,8 +122,18 @@ func (s *Service) reindexName(ctx context.Context, uid int64, login, oldName, ne
 		pipe.ZRem(ctx, s.keys.searchIndex(), gone...)
 	}
 	pipe.ZAdd(ctx, s.keys.searchIndex(), members...)
-	_, err := pipe.Exec(ctx)
-	return err
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	mark, err := s.rdb.HMGet(ctx, s.keys.user(uid), "id", "deleted").Result()
+	if err != nil || (mark[0] != nil && mark[1] == nil) {
+		return err
+	}
+	entries := make([]any, len(now))
+	for i, e := range now {
+		entries[i] = e
+	}
+	return s.rdb.ZRem(ctx, s.keys.searchIndex(), entries...).Err()
 }
 
 // announceProfile tells user's own streams, on every instance, their new

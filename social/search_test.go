@@ -2,10 +2,12 @@ package social
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -242,5 +244,43 @@ func TestSearchWorkIsBounded(t *testing.T) {
 	}
 	if n, most := counter.commands.Load(), 8+limit*(1+searchRefills); n > int64(most) {
 		t.Errorf("%d commands, want at most %d", n, most)
+	}
+}
+
+// A rename whose index write comes after the account's deletion ran to its
+// end (which took the account's entries out) leaves no entry of it behind.
+func TestRenameRacingDeletionLeavesNoEntries(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	leaver := signUpLeaver(t, s, "leaver")
+	hook := &beforeOnce{
+		match: func(c redis.Cmder) bool {
+			args := c.Args()
+			return c.Name() == "zadd" && len(args) > 1 && args[1] == s.keys.searchIndex()
+		},
+		do: func() {
+			if err := s.DeleteAccount(ctx, leaver.ID, leaverPassword, ""); err != nil {
+				t.Error(err)
+			}
+			runJobIfQueued(t, s, s.keys.job(deleteAccountJobID(leaver.ID)))
+		},
+	}
+	rdb.AddHook(hook)
+	name := "Quite Another"
+	if _, err := s.EditProfile(ctx, leaver.ID, ProfileEdit{Name: &name}); err != nil && !errors.Is(err, ErrUserNotFound) {
+		t.Fatal(err)
+	}
+	if !hook.fired.Load() {
+		t.Fatal("the rename never wrote the index")
+	}
+	entries, err := rdb.ZRange(ctx, s.keys.searchIndex(), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e, "\x00"+itoa(leaver.ID)) {
+			t.Errorf("the deleted account's entry %q is in the index", e)
+		}
 	}
 }
