@@ -132,16 +132,18 @@ func (t *Tracker) Heartbeat(ctx context.Context, uid int64, connID string) error
 // The lease is renewed first; then a beat of a connection this instance
 // does not hold (Connect was never called for it here) registers it, and
 // last the disconnects that failed are retried. When the lease had run out
-// (the instance stalled for W and may have been swept, or Redis lost its
-// data), or Redis is another server than at the last call (a restart or a
-// failover, which may have lost recent writes), the instance registers all
-// its connections again, on a goroutine of its own that this call starts
-// and does not wait for (see registerAgainAside), or, if that fails, that
-// the next calls start until it is done. Options.MaxConnsPerUser refuses
-// none of these. Users this brings online are announced to their friends.
+// while the instance held connections (it stalled for W and may have been
+// swept, or Redis lost its data), or Redis is another server than at the
+// last call (a restart or a failover, which may have lost recent writes),
+// the instance registers all its connections again, on a goroutine of its
+// own that this call starts and does not wait for (see
+// registerAgainAside), or, if that fails, that the next calls start until
+// it is done. Options.MaxConnsPerUser refuses none of these. Users this
+// brings online are announced to their friends.
 func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 	var unknown []Beat
 	t.mu.Lock()
+	holding := len(t.held) > 0 // before this call: no lease is no lease lost (see admit)
 	for _, b := range beats {
 		if err := checkConn(b); err != nil {
 			t.mu.Unlock()
@@ -187,7 +189,7 @@ func (t *Tracker) Heartbeats(ctx context.Context, beats []Beat) error {
 		}
 		lost = lost || l
 	}
-	if lost || moved {
+	if (lost && holding) || moved {
 		t.again.Add(1)
 	}
 	if len(unknown) > 0 {

@@ -318,7 +318,6 @@ func TestDisconnectsDuringRegistrationAgain(t *testing.T) {
 		if err := tr.Heartbeats(ctx, all); err != nil {
 			t.Fatal(err)
 		}
-		tr.registeredAgain() // a fresh instance's tick finds no lease
 		// The lease ran out and a sweep took the connections out: the next
 		// tick registers every one again, a call of MaxBeatsPerCall at a
 		// time, which the instance's connection set shows as it grows.
@@ -495,8 +494,9 @@ func (failRegister) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 
 // A fresh instance has no lease yet, which is no lease lost: the streams
 // that open at its start, all at once, are registered once each, and
-// nothing is registered again nor logged as such; nor when a stream opens
-// after the instance held none until its lease ran out. A lease that runs
+// nothing is registered again nor logged as such; nor when its first tick
+// carries connections it never registered, nor when a stream opens after
+// the instance held none until its lease ran out. A lease that runs
 // out while the instance holds connections is: they are registered again,
 // and the log says so.
 func TestNoLeaseYetIsNoLeaseLost(t *testing.T) {
@@ -527,6 +527,21 @@ func TestNoLeaseYetIsNoLeaseLost(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), again) {
 		t.Errorf("a fresh start logged a registration again:\n%s", logs.String())
+	}
+
+	// A fresh instance whose first tick carries connections it never
+	// registered registers them, once.
+	fresh := e.tracker(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	calls.Store(0)
+	if err := fresh.Heartbeats(ctx, []Beat{{UID: 50, ConnID: "f1"}, {UID: 51, ConnID: "f2"}}); err != nil {
+		t.Fatal(err)
+	}
+	fresh.registeredAgain()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d register calls for a fresh instance's first tick, want 1", n)
+	}
+	if strings.Contains(logs.String(), again) {
+		t.Errorf("a fresh instance's first tick logged a registration again:\n%s", logs.String())
 	}
 
 	// Every stream closes, and the lease runs out while the instance holds
