@@ -51,6 +51,9 @@ type Feed interface {
 	// HiddenAuthorsOf is HiddenAuthors of many users, in a few round trips
 	// whatever their number.
 	HiddenAuthorsOf(ctx context.Context, uids []int64) ([][]int64, error)
+	// PulledAuthorsOf reads, for each of many users in a round trip, the
+	// pulled authors they follow (social.Service.PulledAuthors).
+	PulledAuthorsOf(ctx context.Context, uids []int64) ([][]int64, error)
 }
 
 // Presence is what the hub tells of connections, and asks of friends.
@@ -276,6 +279,10 @@ type local struct {
 	// hiddenChanges counts the hidden_changed messages routed to the
 	// user: a hidden set read before one is not set after it.
 	hiddenChanges atomic.Uint64
+	// pullChanges counts the pull_added and pull_removed messages routed
+	// to the user (setPull): pulled authors read before one are not set
+	// after it. Under Hub.mu.
+	pullChanges uint64
 }
 
 // heldFrame is a frame that came for a user whose frames are held back.
@@ -428,6 +435,14 @@ func (h *Hub) confirmed(channel string) {
 		switch {
 		case r != nil:
 			close(r.ready)
+			// Those of its readers held back are let through once all
+			// their channels are live (recheckChannels): their check is
+			// due now, maybe.
+			for _, u := range r.users {
+				if u.checking {
+					h.restart(u)
+				}
+			}
 		case u != nil:
 			close(u.ready)
 		}
@@ -772,6 +787,7 @@ func (h *Hub) setPull(channel string, author int64, add bool) {
 	var ch string
 	var changed bool
 	if u != nil && author > 0 {
+		u.pullChanges++
 		if add {
 			ch, changed = h.addPull(u, author)
 		} else {

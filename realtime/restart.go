@@ -67,3 +67,40 @@ func (h *Hub) holdsLost(u *local) bool {
 	}
 	return false
 }
+
+// setPulls makes authors u's pulled authors, read again after one of u's
+// channels was confirmed again: a pull_added or pull_removed may have been
+// lost meanwhile. The channels that gain their first reader or lose their
+// last are brought in line. Called with h.mu held.
+func (h *Hub) setPulls(u *local, authors []int64) {
+	read := make(map[int64]struct{}, len(authors))
+	for _, author := range authors {
+		read[author] = struct{}{}
+		if _, ok := u.pulls[author]; ok {
+			continue
+		}
+		if ch, first := h.addPull(u, author); first {
+			h.resync(ch)
+		}
+	}
+	for author := range u.pulls {
+		if _, ok := read[author]; ok {
+			continue
+		}
+		if ch, last := h.removePull(u, author); last {
+			h.resync(ch)
+		}
+	}
+}
+
+// pullsLive reports whether the channels of all u's pulled authors are
+// live: a stream's catch-up before one is would miss that author's
+// statuses posted until it is. Called with h.mu held.
+func (h *Hub) pullsLive(u *local) bool {
+	for author := range u.pulls {
+		if !h.live[h.bus.AuthorChannel(author)] {
+			return false
+		}
+	}
+	return true
+}

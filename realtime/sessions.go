@@ -63,16 +63,19 @@ func (h *Hub) checkSessions(ctx context.Context) {
 const catchUpSettle = time.Second
 
 // recheckChannels checks the sessions of the channels confirmed again, and
-// reads again whom their users may not see (a change may have been told
-// while a channel was lost), then lets their frames through and has their
-// remaining connections catch up. On failure the channels stay held back,
-// to be checked again.
+// reads again whom their users may not see and which pulled authors they
+// follow (a change may have been told while a channel was lost), then lets
+// their frames through and has their remaining connections catch up, once
+// the channels of the authors they follow now are live too. On failure the
+// channels stay held back, to be checked again.
 func (h *Hub) recheckChannels(ctx context.Context) error {
 	type round struct {
-		u       *local
-		round   uint64
-		changes uint64 // u.hiddenChanges before hidden was read
-		hidden  *hiddenUpdate
+		u           *local
+		round       uint64
+		changes     uint64 // u.hiddenChanges before hidden was read
+		pullChanges uint64 // u.pullChanges before pulled was read
+		hidden      *hiddenUpdate
+		pulled      []int64
 	}
 	h.mu.Lock()
 	rounds := map[string]*round{}
@@ -82,7 +85,7 @@ func (h *Hub) recheckChannels(ctx context.Context) error {
 		if u == nil || !u.checking {
 			continue
 		}
-		rounds[channel] = &round{u: u, round: u.checkRound, changes: u.hiddenChanges.Load()}
+		rounds[channel] = &round{u: u, round: u.checkRound, changes: u.hiddenChanges.Load(), pullChanges: u.pullChanges}
 		conns = slices.AppendSeq(conns, maps.Keys(u.conns))
 	}
 	clear(h.unchecked)
@@ -97,16 +100,15 @@ func (h *Hub) recheckChannels(ctx context.Context) error {
 		for i, r := range batch {
 			uids[i] = r.u.uid
 		}
-		bctx, cancel := context.WithTimeout(ctx, sessionCheckTimeout)
-		var hidden [][]int64
-		hidden, err = h.feed.HiddenAuthorsOf(bctx, uids)
-		cancel()
-		if err == nil && len(hidden) != len(uids) {
-			err = fmt.Errorf("hidden sets of %d users for %d", len(hidden), len(uids))
+		var hidden, pulled [][]int64
+		hidden, err = readEach(ctx, uids, "hidden sets", h.feed.HiddenAuthorsOf)
+		if err == nil {
+			pulled, err = readEach(ctx, uids, "pulled authors", h.feed.PulledAuthorsOf)
 		}
 		for i, r := range batch {
 			if err == nil {
 				r.hidden = &hiddenUpdate{set: hiddenSet(hidden[i])}
+				r.pulled = pulled[i]
 			}
 		}
 	}
@@ -117,30 +119,53 @@ func (h *Hub) recheckChannels(ctx context.Context) error {
 		switch {
 		case err != nil:
 			h.unchecked[channel] = struct{}{}
-		case h.users[channel] == r.u && r.u.checkRound == r.round && !h.holdsLost(r.u):
-			// Else another reconnect came meanwhile and its own check is
-			// to come, or another of the user's channels is still lost and
-			// its confirmation will ask for one.
-			r.u.checking = false
-			if r.u.hiddenChanges.Load() != r.changes {
-				// A change told since the read, which may not have seen
-				// it: each stream reads its own, after the change's.
-				r.hidden = reloadHidden
-			}
-			for c := range r.u.conns {
-				// Whom the user may not see first, then what they missed.
-				c.enqueue(outgoing{hidden: r.hidden})
-				c.enqueue(outgoing{catchUp: true})
-			}
-			// After the catch-up, which sends the statuses among them
-			// once (each stream leaves out what it sent).
-			for _, f := range r.u.held {
-				h.deliver(r.u, f.ev, f.payload)
-			}
-			r.u.held = nil
+			continue
+		case h.users[channel] != r.u || r.u.checkRound != r.round:
+			continue // another reconnect came meanwhile: its own check is to come
+		case r.u.pullChanges != r.pullChanges:
+			// A pulled author followed or unfollowed since the read, which
+			// may not have seen it: read again.
+			h.restart(r.u)
+			continue
 		}
+		h.setPulls(r.u, r.pulled)
+		if r.u.checkRound != r.round || h.holdsLost(r.u) || !h.pullsLive(r.u) {
+			// Another check is to come: asked for by setPulls, or by the
+			// confirmation of one of the user's channels still lost or not
+			// yet live.
+			continue
+		}
+		r.u.checking = false
+		if r.u.hiddenChanges.Load() != r.changes {
+			// A change told since the read, which may not have seen it:
+			// each stream reads its own, after the change's.
+			r.hidden = reloadHidden
+		}
+		for c := range r.u.conns {
+			// Whom the user may not see first, then what they missed.
+			c.enqueue(outgoing{hidden: r.hidden})
+			c.enqueue(outgoing{catchUp: true})
+		}
+		// After the catch-up, which sends the statuses among them once
+		// (each stream leaves out what it sent).
+		for _, f := range r.u.held {
+			h.deliver(r.u, f.ev, f.payload)
+		}
+		r.u.held = nil
 	}
 	return err
+}
+
+// readEach reads, with read, what of each of uids (what names it), under
+// sessionCheckTimeout.
+func readEach(ctx context.Context, uids []int64, what string, read func(context.Context, []int64) ([][]int64, error)) ([][]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, sessionCheckTimeout)
+	defer cancel()
+	got, err := read(ctx, uids)
+	if err == nil && len(got) != len(uids) {
+		err = fmt.Errorf("%s of %d users for %d", what, len(got), len(uids))
+	}
+	return got, err
 }
 
 // closeEnded checks the sessions of conns, in batches, and closes with 1008
