@@ -92,6 +92,9 @@ type conn struct {
 	// before the stream opened (read as it opened, see Hub.open), or the
 	// newest a resume named. A catch-up sends nothing at or under it.
 	floor int64
+	// cutShort says a read of the resume or catch-up under way failed:
+	// it sends nothing more (backfill).
+	cutShort bool
 }
 
 // newConn is a connection of uid, opened with session sessionID, not yet
@@ -426,9 +429,9 @@ func (c *conn) writeQueued() {
 				// starts there at least, though this sends nothing newer.
 				c.newest = max(c.newest, o.after)
 				c.floor = max(c.floor, o.after)
-				ok = c.sendTimeline(o.after)
+				ok = c.backfill(func() bool { return c.sendTimeline(o.after) })
 			case o.catchUp:
-				ok = c.catchUp()
+				ok = c.backfill(c.catchUp)
 			case o.hidden == reloadHidden:
 				ok = c.loadHidden()
 			case o.hidden != nil:
@@ -477,7 +480,7 @@ func (c *conn) sendSkipped() bool {
 		page, err := c.hub.feed.HomeTimeline(ctx, c.uid, social.Cursor{Limit: timelinePage - looked, Before: before})
 		cancel()
 		if err != nil {
-			return c.resumeFailed(err)
+			return c.timelineFailed(err)
 		}
 		floor := false
 		for _, st := range page.Statuses { // newest first
@@ -499,7 +502,7 @@ func (c *conn) sendSkipped() bool {
 	skipped, err := c.hub.feed.Originals(ctx, skipped)
 	cancel()
 	if err != nil {
-		return c.resumeFailed(err)
+		return c.timelineFailed(err)
 	}
 	for _, st := range slices.Backward(skipped) {
 		if c.hides(st) {
@@ -510,6 +513,33 @@ func (c *conn) sendSkipped() bool {
 		}
 	}
 	return true
+}
+
+// backfill runs send, a resume or a catch-up, which may send statuses
+// older than some sent before. An event stream is told (eventStream.fill),
+// so that the ids of its events never pass a status it owes the client.
+func (c *conn) backfill(send func() bool) bool {
+	e, ok := c.ws.(*eventStream)
+	if !ok {
+		return send()
+	}
+	e.fill()
+	c.cutShort = false
+	if !send() {
+		return false
+	}
+	if err := e.filled(time.Now().Add(c.hub.opts.WriteTimeout), !c.cutShort); err != nil {
+		c.writeFailed(err)
+		return false
+	}
+	return true
+}
+
+// timelineFailed is resumeFailed for a read of the resume or catch-up under
+// way, which is cut short.
+func (c *conn) timelineFailed(err error) bool {
+	c.cutShort = true
+	return c.resumeFailed(err)
 }
 
 // resumeFailed tells the client that a timeline read of a resume or a
@@ -541,7 +571,7 @@ func (c *conn) sendTimeline(after int64) bool {
 	after = c.timeline.skip(after)
 	page, sts, err := c.readHome(social.Cursor{Limit: timelinePage, After: after, Forward: true}, after)
 	if err != nil {
-		return c.resumeFailed(err)
+		return c.timelineFailed(err)
 	}
 	if page.NextAfter != nil {
 		// More than a page: read down from the newest, to the cap.
@@ -568,7 +598,7 @@ func (c *conn) sendNewest(after int64) bool {
 	for {
 		page, sts, err := c.readHome(social.Cursor{Limit: min(timelinePage, resumeStatuses-read), Before: before}, after)
 		if err != nil {
-			return c.resumeFailed(err)
+			return c.timelineFailed(err)
 		}
 		if before == 0 && len(page.Statuses) > 0 {
 			run.hi = max(after, page.Statuses[0].ID)
@@ -669,13 +699,18 @@ func (c *conn) send(frame []byte, statusID int64) bool {
 		return false
 	}
 	if err := c.ws.write(time.Now().Add(c.hub.opts.WriteTimeout), frame, statusID); err != nil {
-		if !c.isClosed() {
-			c.hub.log.Info("write failed; closing", "uid", c.uid, "conn", c.id, "err", err)
-		}
 		c.hub.Stats.FramesDropped.Add(1)
-		c.closeSoon(closeWriteFailed)
+		c.writeFailed(err)
 		return false
 	}
 	c.hub.Stats.FramesSent.Add(1)
 	return true
+}
+
+// writeFailed closes the connection after a write to it failed.
+func (c *conn) writeFailed(err error) {
+	if !c.isClosed() {
+		c.hub.log.Info("write failed; closing", "uid", c.uid, "conn", c.id, "err", err)
+	}
+	c.closeSoon(closeWriteFailed)
 }

@@ -25,9 +25,9 @@ import (
 // and close reasons, through an eventStream in place of the WebSocket
 // (frameWriter). Each frame is one event named after the frame's type
 // (`event: status`), its JSON as the data, so that a browser's EventSource
-// hands each type to its own listener; a status's event carries the newest
-// status id sent on the stream as its id, which a client reconnecting
-// gives back as Last-Event-ID to resume.
+// hands each type to its own listener; a status's event carries as its id
+// a status id under which the stream sent every status (see write), which
+// a client reconnecting gives back as Last-Event-ID to resume.
 // The keepalive comment written every heartbeat interval stands in for the
 // WebSocket's ping: a stream whose writes succeed is active. The close is
 // a last frame, {"type": "close", "close_code", "reason"}, with the
@@ -50,8 +50,14 @@ type eventStream struct {
 	mu     sync.Mutex // one write at a time: the writer's, the pinger's, the close
 	closed bool       // by close: nothing more is written
 	gone   bool       // the client closed its side first
-	newest int64      // the newest status id written
 	poll   *pollWait  // the poller's watch of the socket (watch); nil: a goroutine waits (wait)
+
+	// The status events' ids (see write).
+	newest  int64 // the newest status id written
+	held    int64 // the id status events carry: every status up to it was sent
+	told    int64 // the id of the last id line written
+	filling bool  // a resume or a catch-up is writing, oldest first (fill)
+	behind  bool  // since a fill began, until one ends whole: held may lag newest
 }
 
 var errEventStreamClosed = errors.New("event stream closed")
@@ -74,11 +80,48 @@ func (e *eventStream) write(deadline time.Time, frame []byte, statusID int64) er
 	if statusID > 0 {
 		// The newest status sent, should one come out of order (a publish
 		// that waited out a failover): a client that gives it back as
-		// Last-Event-ID holds every status the stream sent up to it.
+		// Last-Event-ID holds every status the stream sent up to it. But a
+		// resume or a catch-up sends older statuses after newer ones: each
+		// of its events carries its own status's id, under which it sent
+		// every one, and the newest is told once it is done (filled).
 		e.newest = max(e.newest, statusID)
-		id = e.newest
+		switch {
+		case e.filling:
+			e.held = statusID
+		case !e.behind:
+			e.held = e.newest
+		}
+		id = e.held
 	}
 	return e.writeEvent(deadline, frame, id)
+}
+
+// fill says a resume or a catch-up begins writing: statuses oldest first,
+// perhaps older than some written before.
+func (e *eventStream) fill() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.filling, e.behind = true, true
+}
+
+// filled says the resume or catch-up under way ended: whole, when the
+// stream has sent every status up to the newest it wrote, which it tells
+// the client in an id line of its own (an EventSource takes the id without
+// firing an event); else cut short, when the status events keep the id of
+// the last status it wrote until a later one ends whole.
+func (e *eventStream) filled(deadline time.Time, whole bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.filling = false
+	if !whole {
+		return nil
+	}
+	e.behind, e.held = false, e.newest
+	if e.closed || e.told == e.newest {
+		return nil
+	}
+	e.told = e.newest
+	return e.send(deadline, append(strconv.AppendInt([]byte("id: "), e.newest, 10), eventEnd...))
 }
 
 // writeEvent writes one frame as an event by deadline, with e.mu held.
@@ -99,6 +142,7 @@ func (e *eventStream) writeEvent(deadline time.Time, frame []byte, id int64) err
 	if id > 0 {
 		out = strconv.AppendInt(append(out, "id: "...), id, 10)
 		out = append(out, '\n')
+		e.told = id
 	}
 	out = append(append(append(append(append(out, eventName...), frameType(frame)...), eventData...), frame...), eventEnd...)
 	err := e.send(deadline, out)
