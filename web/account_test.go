@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"chorus/presence"
 	"chorus/social"
 	"chorus/web"
 
@@ -497,5 +498,53 @@ func TestExportHead(t *testing.T) {
 	ada.must(http.StatusOK, "GET", "/api/v1/me/export", nil, nil)
 	if res := ada.do("GET", "/api/v1/me/export", nil); res.Status != http.StatusTooManyRequests {
 		t.Errorf("a second export within the hour: %d, want 429", res.Status)
+	}
+}
+
+// failPresence fails, once armed, every command that names presence's set
+// of connected users, on one Redis or on a cluster.
+type failPresence struct {
+	keys  []string
+	armed atomic.Bool
+}
+
+func (*failPresence) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failPresence) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.armed.Load() && slices.ContainsFunc(cmd.Args(), func(a any) bool { return slices.Contains(h.keys, fmt.Sprint(a)) }) {
+			cmd.SetErr(fmt.Errorf("refused by the test: %w", syscall.ECONNRESET))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *failPresence) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A sign-in whose answer fails after its session was made (presence not
+// read) ends that session: its token is never given, and it would hold a
+// place among the user's sessions for 30 days.
+func TestSignInFailedAfterItsSessionEndsIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	in := e.start()
+	ada := in.signUp(t, "ada")
+	hook := &failPresence{keys: []string{presence.ConnectedKey(e.prefix, false), presence.ConnectedKey(e.prefix, true)}}
+	e.rdb.AddHook(hook)
+	hook.armed.Store(true)
+	res := in.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": "ada", "password": "password-ada"})
+	hook.armed.Store(false)
+	if res.Status < 500 {
+		t.Fatalf("sign-in with presence failing: %d %s, want a 5xx", res.Status, res.Body)
+	}
+	var n int64
+	for _, key := range []string{fmt.Sprintf("%ssessions:%d", e.prefix, ada.id), fmt.Sprintf("%ssessions:{%d}", e.prefix, ada.id)} {
+		n += e.rdb.ZCard(t.Context(), key).Val()
+	}
+	if n != 1 {
+		t.Errorf("ada holds %d sessions, want 1 (the sign-up's): the failed sign-in's stayed", n)
 	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"chorus/protocol"
 	"chorus/social"
@@ -119,12 +120,23 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	// is open elsewhere.
 	ps, err := s.presence.Presences(r.Context(), []int64{u.ID})
 	if err != nil {
+		// The token is never given: its session goes, rather than hold
+		// a place among the user's sessions for 30 days.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), signOutTimeout)
+		defer cancel()
+		if err := s.social.SignOut(ctx, token); err != nil {
+			s.log.WarnContext(r.Context(), "could not end the session of a sign-in that failed", "request_id", middleware.GetReqID(r.Context()), "uid", u.ID, "err", err)
+		}
 		s.writeError(w, r, err)
 		return
 	}
 	s.setSessionCookie(w, r, token)
 	writeJSON(w, http.StatusOK, map[string]any{"user": s.ownView(protocol.UserView{User: u, Presence: &ps[0]}), "token": token})
 }
+
+// signOutTimeout bounds the ending of a session whose sign-in failed after
+// it was made, once the request is over.
+const signOutTimeout = 5 * time.Second
 
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	viewer, _ := viewerFrom(r.Context())
