@@ -443,18 +443,30 @@ func TestExportAPI(t *testing.T) {
 type failReads struct {
 	keys  []string
 	armed atomic.Bool
+	// anyArg fails any command that names one of keys in any argument,
+	// not only the sorted-set reads of it.
+	anyArg bool
 }
 
 func (*failReads) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *failReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); h.armed.Load() && strings.HasPrefix(cmd.Name(), "zr") && len(args) > 1 && slices.Contains(h.keys, fmt.Sprint(args[1])) {
+		if h.armed.Load() && h.matches(cmd) {
 			cmd.SetErr(fmt.Errorf("refused by the test: %w", syscall.ECONNRESET))
 			return cmd.Err()
 		}
 		return next(ctx, cmd)
 	}
+}
+
+func (h *failReads) matches(cmd redis.Cmder) bool {
+	named := func(a any) bool { return slices.Contains(h.keys, fmt.Sprint(a)) }
+	if h.anyArg {
+		return slices.ContainsFunc(cmd.Args(), named)
+	}
+	args := cmd.Args()
+	return strings.HasPrefix(cmd.Name(), "zr") && len(args) > 1 && named(args[1])
 }
 
 func (h *failReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
@@ -501,29 +513,6 @@ func TestExportHead(t *testing.T) {
 	}
 }
 
-// failPresence fails, once armed, every command that names presence's set
-// of connected users, on one Redis or on a cluster.
-type failPresence struct {
-	keys  []string
-	armed atomic.Bool
-}
-
-func (*failPresence) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *failPresence) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.armed.Load() && slices.ContainsFunc(cmd.Args(), func(a any) bool { return slices.Contains(h.keys, fmt.Sprint(a)) }) {
-			cmd.SetErr(fmt.Errorf("refused by the test: %w", syscall.ECONNRESET))
-			return cmd.Err()
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *failPresence) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // A sign-in whose answer fails after its session was made (presence not
 // read) ends that session: its token is never given, and it would hold a
 // place among the user's sessions for 30 days.
@@ -532,7 +521,7 @@ func TestSignInFailedAfterItsSessionEndsIt(t *testing.T) {
 	e := newEnv(t, social.Options{})
 	in := e.start()
 	ada := in.signUp(t, "ada")
-	hook := &failPresence{keys: []string{presence.ConnectedKey(e.prefix, false), presence.ConnectedKey(e.prefix, true)}}
+	hook := &failReads{keys: []string{presence.ConnectedKey(e.prefix, false), presence.ConnectedKey(e.prefix, true)}, anyArg: true}
 	e.rdb.AddHook(hook)
 	hook.armed.Store(true)
 	res := in.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": "ada", "password": "password-ada"})
