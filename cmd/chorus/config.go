@@ -177,7 +177,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		def       int
 		usage     string
 	}{
-		{&c.MaxStreams, "max-streams", "CHORUS_MAX_STREAMS", 0, "most WebSocket streams this instance holds; 0: the open-file limit less 1024"},
+		{&c.MaxStreams, "max-streams", "CHORUS_MAX_STREAMS", 0, "most streams (WebSockets and event streams) this instance holds; 0: the open-file limit less 1024"},
 		{&c.MaxConnections, "max-connections", "CHORUS_MAX_CONNECTIONS", 0, "most client connections (streams included) this instance accepts at once; 0: the open-file limit less 256"},
 		{&c.MaxConnsPerAddress, "max-connections-per-address", "CHORUS_MAX_CONNECTIONS_PER_ADDRESS", web.DefaultMaxConnsPerAddress, "most connections (streams included) one client address holds at once, an IPv6 one counted by its /64; the excess is closed at once; -trusted-proxies are exempt; 0: no cap"},
 		{&c.MaxStreamsPerUser, "max-streams-per-user", "CHORUS_MAX_STREAMS_PER_USER", presence.DefaultMaxConnsPerUser, "most streams one user holds at once, on all instances together"},
