@@ -32,6 +32,7 @@ type outgoing struct {
 	frame    []byte
 	statusID int64 // set for status frames, which are sent once each
 	resume   bool  // send the home timeline after `after`, oldest first
+	unpaid   bool  // a resume not yet taken from the user's budget (payResume)
 	catchUp  bool  // send what the stream may have missed (catchUp)
 	after    int64
 	// author is a status or global_status frame's: the frame is left out
@@ -424,6 +425,8 @@ func (c *conn) writeQueued() {
 		for _, o := range items {
 			var ok bool
 			switch {
+			case o.resume && o.unpaid && !c.payResume():
+				ok = true // refused: the client was told
 			case o.resume:
 				// The client holds the timeline up to after: a catch-up
 				// starts there at least, though this sends nothing newer.
@@ -447,6 +450,26 @@ func (c *conn) writeQueued() {
 			}
 		}
 	}
+}
+
+// payResume takes one resume from the user's budget, or tells the client
+// why not, as a resume frame refused is told, and reports false. The
+// writer pays so for a resume queued unpaid, at an event stream's opening
+// (ServeEvents), once the stream opened.
+func (c *conn) payResume() bool {
+	h := c.hub
+	wait, err := h.allowResume(c.life, c.uid)
+	switch {
+	case err != nil:
+		c.resumeFailed(err)
+	case wait > 0:
+		h.Stats.ResumesLimited.Add(1)
+		c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeRateLimited,
+			"Too many resumes on your streams; send resume again in "+wait.String()+".")})
+	default:
+		return true
+	}
+	return false
 }
 
 // catchUp sends what the stream may have missed while its frames were held

@@ -319,8 +319,10 @@ func (h *Hub) ServeEvents(w http.ResponseWriter, r *http.Request, uid int64, ses
 		if resume {
 			// Queued before the stream subscribes, so ahead of every live
 			// frame: the event ids it sends grow, and one a client gives
-			// back misses nothing older.
-			c.resume(after)
+			// back misses nothing older. It is taken from the user's
+			// resume budget only once the stream opened (payResume): a
+			// stream refused spends none.
+			c.enqueue(outgoing{resume: true, after: after, unpaid: true})
 		}
 	})
 	if c == nil {
