@@ -377,10 +377,13 @@ type postedFrame struct {
 
 // Send hands stream, a stream of uid, a frame its client sent by REST (an
 // event stream's client has no other way to send one): it is acted on as if
-// the stream had read it, and counts as the stream's activity. A stream on
-// this instance gets it at once; one on another instance through the user's
-// channel, which only the hub publishes such frames on. What the frame
-// asks fails on the stream as an error frame, as on a WebSocket.
+// the stream had read it, and counts as the stream's activity. It goes
+// through the user's channel, which only the hub publishes such frames on,
+// even to a stream of this instance: Redis orders the frames posted for a
+// stream through every instance, and the instance that holds it acts on
+// them in that order (posted), so that a frame answered 202 is never
+// overtaken by one posted after it. What the frame asks fails on the
+// stream as an error frame, as on a WebSocket.
 //
 // It returns a *FrameError for a frame the stream would refuse,
 // ErrUnknownStream when no instance holds a stream of the user (a stale id
@@ -392,11 +395,6 @@ func (h *Hub) Send(ctx context.Context, uid int64, stream string, f protocol.Cli
 	}
 	if uuid.Validate(stream) != nil { // every stream's id is one (newConn)
 		return ErrUnknownStream
-	}
-	if c := h.localStream(uid, stream); c != nil {
-		c.active(time.Now())
-		c.handle(f)
-		return nil
 	}
 	payload, err := json.Marshal(postedFrame{Type: typePostedFrame, Stream: stream, Frame: f})
 	if err != nil {
@@ -412,22 +410,8 @@ func (h *Hub) Send(ctx context.Context, uid int64, stream string, f protocol.Cli
 	return nil
 }
 
-// localStream is uid's stream of this instance by id, or nil.
-func (h *Hub) localStream(uid int64, id string) *conn {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	if u := h.users[h.bus.UserChannel(uid)]; u != nil {
-		for c := range u.conns {
-			if c.id == id {
-				return c
-			}
-		}
-	}
-	return nil
-}
-
-// posted acts on a frame posted for one of u's streams on another
-// instance, if that stream is here. Called by the router with h.mu held:
+// posted acts on a frame posted for one of u's streams (Send), if that
+// stream is here. Called by the router with h.mu held:
 // the frame is handled off the router, since a resume asks Redis for its
 // budget, but after the frames posted for the stream before it, as a
 // stream reads its own frames one after another (a watch, then an

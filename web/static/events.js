@@ -51,6 +51,10 @@ export class EventSocket {
     this.onclose = null;
     this.onerror = null;
     this.id = null; // the stream's id, from its `ready`
+    // The frames posted so far, each after the answer to the one before:
+    // two POSTs in flight at once could be acted on in either order (an
+    // unwatch overtaken by the watch sent after it).
+    this.posted = Promise.resolve();
     // Same origin: the session cookie goes without withCredentials.
     this.es = new EventSource(url);
     this.es.onopen = () => {
@@ -90,9 +94,12 @@ export class EventSocket {
     } catch {
       return;
     }
-    api('POST', '/stream/' + encodeURIComponent(this.id), frame).catch((err) => {
-      console.warn('stream: frame not sent:', err.message);
-    });
+    const path = '/stream/' + encodeURIComponent(this.id);
+    this.posted = this.posted
+      .then(() => api('POST', path, frame))
+      .catch((err) => {
+        console.warn('stream: frame not sent:', err.message);
+      });
   }
 
   close(code = 1000, reason = '') {
