@@ -271,16 +271,22 @@ func (e *eventStream) wait() websocket.CloseError {
 	return websocket.CloseError{Code: websocket.StatusAbnormalClosure, Reason: "client gone"}
 }
 
+// EventStreamHeader sets the headers of an event stream's answer in h:
+// those the stream is sent with, and a HEAD of it answered.
+func EventStreamHeader(h http.Header) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
+	h.Set("Connection", "close")     // the response ends with the connection
+}
+
 // acceptEvents answers the request with the event stream's headers and
 // takes its connection over. The request is HTTP/1 (web answers any other
 // before Serve).
 func acceptEvents(timeout time.Duration) acceptFunc {
 	return func(w http.ResponseWriter, r *http.Request, c *conn) (frameWriter, error) {
 		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
-		h.Set("Connection", "close")     // the response ends with the connection
+		EventStreamHeader(h)
 		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 		nc, _, err := http.NewResponseController(w).Hijack()
 		if err != nil {

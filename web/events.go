@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"chorus/protocol"
+	"chorus/realtime"
 	"chorus/social"
 
 	"github.com/go-chi/chi/v5"
@@ -47,13 +48,6 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if r.Method == http.MethodHead {
-		// GET's status and headers, and no stream: nobody would read it.
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
-		return
-	}
 	if r.ProtoMajor != 1 {
 		// The stream takes the connection over, which HTTP/2 does not allow.
 		s.writeError(w, r, errEventsHTTP1)
@@ -68,6 +62,27 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.writeError(w, r, err)
 	}
+}
+
+// streamHead answers a HEAD of the stream with the status and headers a GET
+// would begin with, opening nothing: before the stream's admission, so that
+// it costs Redis nothing and counts toward no limit, and without checking
+// the session, which only opening would.
+func (s *Server) streamHead(w http.ResponseWriter, r *http.Request) {
+	if !s.originAllowed(r) {
+		s.writeError(w, r, errBadStreamOrigin)
+		return
+	}
+	if !wantsEvents(r) {
+		s.writeError(w, r, errNotWebSocket)
+		return
+	}
+	if _, _, err := eventsResume(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	realtime.EventStreamHeader(w.Header())
+	w.WriteHeader(http.StatusOK)
 }
 
 // eventsResume reads where an event stream resumes: after the status id in

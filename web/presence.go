@@ -39,6 +39,10 @@ func (s *Server) serveStream(admission *streamAdmission) http.HandlerFunc {
 		if !ok {
 			return
 		}
+		if r.Method == http.MethodHead {
+			s.streamHead(w, r) // opens nothing: admitted nowhere
+			return
+		}
 		uid, ok := admission.admit(w, r, token, byCookie)
 		if !ok {
 			return

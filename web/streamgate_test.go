@@ -44,3 +44,42 @@ func TestStreamOpenGatesBothLimits(t *testing.T) {
 		})
 	}
 }
+
+// HEAD of the stream, asking for events, is answered with the headers a GET
+// is, and opens nothing: it counts toward no stream-open limit.
+func TestStreamHeadOpensNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	once := redis_rate.Limit{Rate: 1, Period: time.Hour, Burst: 1}
+	e.limits = web.Limits{StreamOpensPerUser: once, StreamOpensPerAddress: once}
+	in := e.start()
+	ann := in.signUp(t, "ann_head")
+
+	for range 3 * web.DefaultGateFactor {
+		req := ann.eventsRequest(t.Context(), "")
+		req.Method = http.MethodHead
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("HEAD: %d, want 200", res.StatusCode)
+		}
+		for name, want := range map[string]string{
+			"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+		} {
+			if got := res.Header.Get(name); got != want {
+				t.Fatalf("HEAD: %s = %q, want %q", name, got, want)
+			}
+		}
+		if !res.Close {
+			t.Fatal("HEAD: no Connection: close")
+		}
+	}
+	if res := ann.do("HEAD", "/api/v1/stream", nil); res.Status != http.StatusUpgradeRequired {
+		t.Fatalf("HEAD of neither a handshake nor events: %d, want 426", res.Status)
+	}
+	// The one open the limits allow is still there.
+	ann.openEvents("")
+}
