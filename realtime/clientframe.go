@@ -60,16 +60,7 @@ func (c *conn) handle(f protocol.ClientFrame) {
 // resume queues a resume after `after`, once the user's resume budget
 // allows it; else the client is told why not.
 func (c *conn) resume(after int64) {
-	h := c.hub
-	wait, err := h.allowResume(c.life, c.uid)
-	switch {
-	case err != nil:
-		c.resumeFailed(err)
-	case wait > 0:
-		h.Stats.ResumesLimited.Add(1)
-		c.enqueue(outgoing{frame: errorFrameJSON(protocol.CodeRateLimited,
-			"Too many resumes on your streams; send resume again in "+wait.String()+".")})
-	default:
+	if c.payResume() {
 		c.enqueue(outgoing{resume: true, after: after})
 	}
 }
