@@ -298,6 +298,10 @@ func acceptEvents(timeout time.Duration) acceptFunc {
 		_ = h.Write(&head)
 		head.WriteString("\r\n")
 		e := &eventStream{conn: nc, timeout: timeout}
+		// A client gone without closing fails a write once its keepalives
+		// have gone unacknowledged as long as a WebSocket's missing pongs
+		// take to close it.
+		giveUpUnacked(nc, 3*c.hub.opts.HeartbeatInterval)
 		// The server's read deadline is the request's; the stream's reads
 		// wait for the client to leave.
 		if err := nc.SetReadDeadline(time.Time{}); err != nil {
