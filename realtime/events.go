@@ -403,9 +403,13 @@ func (h *Hub) Send(ctx context.Context, uid int64, stream string, f protocol.Cli
 	if e := checkFrame(f); e != nil {
 		return e
 	}
-	if uuid.Validate(stream) != nil { // every stream's id is one (newConn)
+	id, err := uuid.Parse(stream)
+	if err != nil { // every stream's id is one (newConn)
 		return ErrUnknownStream
 	}
+	// As a stream's id is written (newConn): another form of it (upper
+	// case, braces, a urn:uuid: prefix) names the same stream.
+	stream = id.String()
 	payload, err := json.Marshal(postedFrame{Type: typePostedFrame, Stream: stream, Frame: f})
 	if err != nil {
 		return fmt.Errorf("frame for stream %s: %w", stream, err)

@@ -35,7 +35,7 @@ var (
 // accepts.
 func wantsEvents(r *http.Request) bool {
 	return !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") &&
-		strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+		strings.Contains(strings.ToLower(r.Header.Get("Accept")), "text/event-stream")
 }
 
 // serveEvents runs the stream as Server-Sent Events for an authenticated

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +84,31 @@ func TestStreamHeadOpensNothing(t *testing.T) {
 	}
 	// The one open the limits allow is still there.
 	ann.openEvents("")
+}
+
+// A stream's id in another form than the one it was given (upper case,
+// braces, a urn:uuid: prefix) names the same stream, and an Accept of
+// event streams in any case is one.
+func TestStreamNamesInAnyForm(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	in := e.start()
+	ann := in.signUp(t, "ann_forms")
+	bob := in.signUp(t, "bob_forms")
+	bob.follow(ann.login)
+	first := ann.post("before the streams").ID
+	for _, form := range []func(string) string{
+		strings.ToUpper,
+		func(id string) string { return "{" + id + "}" },
+		func(id string) string { return "urn:uuid:" + id },
+	} {
+		bs := bob.openEvents("", "Accept", "Text/Event-Stream")
+		name := form(bs.streamID())
+		bob.must(http.StatusAccepted, "POST", "/api/v1/stream/"+url.PathEscape(name),
+			map[string]any{"type": "resume", "after": 0}, nil)
+		if ev := bs.nextOf("status", 10*time.Second); ev.frame.Status.ID != first {
+			t.Fatalf("a resume posted to %q: %s, want status %d", name, ev.raw, first)
+		}
+		bs.drop()
+	}
 }
