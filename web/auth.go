@@ -87,6 +87,9 @@ func (s *Server) authenticate(required bool) func(http.Handler) http.Handler {
 // authenticated returns the user of the session of token, or answers the
 // request when there is none (or Redis does not say).
 func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, token string, byCookie bool) (int64, bool) {
+	if !s.passEnded(w, r) {
+		return 0, false
+	}
 	uid, err := s.social.Authenticate(r.Context(), token)
 	return s.sessionChecked(w, r, byCookie, uid, err)
 }
@@ -97,8 +100,11 @@ func (s *Server) sessionChecked(w http.ResponseWriter, r *http.Request, byCookie
 	if err != nil {
 		// Only a session that is gone ends the cookie: a Redis that does
 		// not answer says nothing about it.
-		if byCookie && errors.Is(err, social.ErrUnauthenticated) {
-			s.clearSessionCookie(w, r)
+		if errors.Is(err, social.ErrUnauthenticated) {
+			s.noteEnded(r)
+			if byCookie {
+				s.clearSessionCookie(w, r)
+			}
 		}
 		s.writeError(w, r, err)
 		return 0, false

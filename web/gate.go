@@ -155,6 +155,43 @@ func (s *Server) passGate(g *gate, r *http.Request) (time.Duration, bool) {
 	return s.gates.clients.take(g.name+":"+client, g.every, g.burst, time.Now())
 }
 
+// Tokens with no session, per client address: each costs Redis its
+// session's look-up, and a made-up token meets no gate of the limits (it
+// is a client of its own to them). Past these, an address's requests that
+// carry a token wait before their sessions are looked up. A browser whose
+// session ended makes a few such requests; a crowd of them behind one
+// address, some tens.
+const (
+	endedSessionsEvery = 5 // a second
+	endedSessionsBurst = 50
+)
+
+// passEnded tells whether the request, which carries a token, may have its
+// session looked up: not while its address has brought more tokens with
+// no session lately than the gate allows, and then it answers the request
+// 429 itself.
+func (s *Server) passEnded(w http.ResponseWriter, r *http.Request) bool {
+	if s.gates.factor <= 0 {
+		return true
+	}
+	wait, ok := s.gates.clients.peek(endedKey(s.clientAddr(r)), endedSessionsEvery, time.Now())
+	if ok {
+		return true
+	}
+	s.gates.refused.Add(1)
+	s.writeError(w, r, &rateLimitedError{retryAfter: wait, message: "Too many requests with sessions that have ended, from your address."})
+	return false
+}
+
+// noteEnded counts a token with no session against the request's address.
+func (s *Server) noteEnded(r *http.Request) {
+	if s.gates.factor > 0 {
+		s.gates.clients.take(endedKey(s.clientAddr(r)), endedSessionsEvery, endedSessionsBurst, time.Now())
+	}
+}
+
+func endedKey(addr string) string { return "ended:a" + addr }
+
 // refuseAtGate answers a request its gate refused as its limit would,
 // counting it among the limit's refusals and the gates'.
 func (s *Server) refuseAtGate(w http.ResponseWriter, r *http.Request, g *gate, wait time.Duration) {
@@ -180,6 +217,22 @@ type clientLimiter struct {
 
 func newClientLimiters(max int) *clientLimiters {
 	return &clientLimiters{max: max, byKey: make(map[string]*list.Element)}
+}
+
+// peek says whether key's limiter (of rate every) holds a unit now,
+// taking none, or how long until it does: a key not seen holds one.
+func (c *clientLimiters) peek(key string, every rate.Limit, now time.Time) (time.Duration, bool) {
+	c.mu.Lock()
+	e, ok := c.byKey[key]
+	c.mu.Unlock()
+	if !ok {
+		return 0, true
+	}
+	tokens := e.Value.(*clientLimiter).lim.TokensAt(now)
+	if tokens >= 1 {
+		return 0, true
+	}
+	return time.Duration((1 - tokens) / float64(every) * float64(time.Second)), false
 }
 
 // take takes one unit of key's limiter (every, burst), made full when key

@@ -112,3 +112,55 @@ func (c requestCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 		return next(ctx, cmds)
 	}
 }
+
+// Made-up tokens, each a client of its own to the limits' gates, are
+// gated by their address: past the tokens with no session an address may
+// bring, its requests that carry one are refused in process, costing Redis
+// nothing, on every way a session is looked up (a request, a post, a
+// stream's opening).
+func TestMadeUpTokensGatedByAddress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	var commands atomic.Int64
+	e.rdb.AddHook(requestCommands{&commands})
+	in := e.start()
+	in.signUp(t, "ann_tokens")
+	anon := in.anon(t)
+	token := func(i int) []string { return []string{"Authorization", "Bearer made-up-" + strconv.Itoa(i)} }
+	var refused [3]int
+	costly := 0
+	const flood = 300
+	for i := range flood {
+		before := commands.Load()
+		var res response
+		switch i % 3 {
+		case 0:
+			res = anon.do("GET", "/api/v1/me", nil, token(i)...)
+		case 1:
+			res = anon.do("POST", "/api/v1/statuses", map[string]string{"message": "hi"}, token(i)...)
+		default:
+			res = anon.do("GET", "/api/v1/stream", nil, append(token(i), "Accept", "text/event-stream")...)
+		}
+		switch res.Status {
+		case http.StatusUnauthorized:
+		case http.StatusTooManyRequests:
+			refused[i%3]++
+			if res.Header.Get("Retry-After") == "" || !strings.Contains(string(res.Body), `"rate_limited"`) {
+				t.Fatalf("request %d refused without Retry-After or rate_limited: %v %s", i, res.Header, res.Body)
+			}
+			if commands.Load() > before {
+				costly++
+			}
+		default:
+			t.Fatalf("request %d with a made-up token: %d %s, want 401 or 429", i, res.Status, res.Body)
+		}
+	}
+	// The gate lets some tens through, and a few more a second: a flood
+	// this long meets it, whatever the machine's speed.
+	if refused[0] == 0 || refused[1] == 0 || refused[2] == 0 {
+		t.Fatalf("requests with made-up tokens refused: %v (a request, a post, a stream), want some of each", refused)
+	}
+	if costly > 0 {
+		t.Errorf("%d of the refused requests cost Redis commands, want none", costly)
+	}
+}

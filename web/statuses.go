@@ -37,7 +37,7 @@ func (s *Server) post(limit *queuedLimit) http.HandlerFunc {
 			refuse(errBadOrigin)
 			return
 		}
-		if !limit.passGate(w, r) {
+		if !limit.passGate(w, r) || !s.passEnded(w, r) {
 			return
 		}
 		var body struct {
@@ -62,8 +62,11 @@ func (s *Server) post(limit *queuedLimit) http.HandlerFunc {
 		st, err := s.social.PostAs(r.Context(), social.PostRequest{
 			Token: token, ReplyTo: replyTo, Message: *body.Message, Admit: limit.admit(),
 		})
-		if errors.Is(err, social.ErrUnauthenticated) && byCookie {
-			s.clearSessionCookie(w, r)
+		if errors.Is(err, social.ErrUnauthenticated) {
+			s.noteEnded(r)
+			if byCookie {
+				s.clearSessionCookie(w, r)
+			}
 		}
 		if replyTo != 0 && errors.Is(err, social.ErrStatusNotFound) {
 			err = errUnknownParent

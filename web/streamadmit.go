@@ -91,10 +91,10 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 // whose: it answers the request itself when not, and then returns false.
 // The limits' gates are checked first, before anything costs Redis.
 func (a *streamAdmission) admit(w http.ResponseWriter, r *http.Request, token string, byCookie bool) (int64, bool) {
-	if !a.byAddress.passGate(w, r) || !a.byUser.passGate(w, r) {
+	s := a.s
+	if !a.byAddress.passGate(w, r) || !a.byUser.passGate(w, r) || !s.passEnded(w, r) {
 		return 0, false
 	}
-	s := a.s
 	res, err := a.batch.Get(&streamAsk{token: token, addr: s.clientAddr(r)})
 	if err == nil {
 		err = res.err
