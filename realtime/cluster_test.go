@@ -89,6 +89,16 @@ func (f *memFeed) SessionOwners(_ context.Context, ids []string) ([]int64, error
 }
 
 // HomeTimeline reads either way, as resumes and catch-ups do.
+func (f *memFeed) PulledAuthorsOf(_ context.Context, uids []int64) ([][]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([][]int64, len(uids))
+	for i, uid := range uids {
+		out[i] = slices.Clone(f.pulls[uid])
+	}
+	return out, nil
+}
+
 func (f *memFeed) HomeTimeline(_ context.Context, uid int64, c social.Cursor) (social.TimelinePage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,10 +1,8 @@
 package realtime
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -33,17 +31,7 @@ func TestWithStreamID(t *testing.T) {
 // status's event carries the newest status id written; the close is a last
 // frame, then the end of the connection.
 func TestEventStreamWire(t *testing.T) {
-	server, client := net.Pipe()
-	defer client.Close()
-	e := &eventStream{conn: server, timeout: 5 * time.Second}
-	lines := make(chan string, 64)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(client)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	e, lines := pipedEventStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	deadline, _ := ctx.Deadline()

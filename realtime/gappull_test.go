@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,16 +14,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
-
-func (f *memFeed) PulledAuthorsOf(_ context.Context, uids []int64) ([][]int64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([][]int64, len(uids))
-	for i, uid := range uids {
-		out[i] = slices.Clone(f.pulls[uid])
-	}
-	return out, nil
-}
 
 // refusingDialer dials, unless *refuse holds: the hub's pub/sub connection,
 // killed, then stays down.
