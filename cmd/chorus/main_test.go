@@ -198,6 +198,11 @@ func TestConfig(t *testing.T) {
 		{"bad registrations", []string{"-registrations", "invite"}, nil, nil, true},
 		{"bad admin", nil, map[string]string{"CHORUS_ADMINS": "ada,no body"}, nil, true},
 		{"zero sessions per user", []string{"-sessions-per-user", "0"}, nil, nil, true},
+		{"sub-millisecond sign-in window", []string{"-signin-failures", "10/500us"}, nil, nil, true},
+		{"sub-millisecond rate", nil, map[string]string{"CHORUS_POST_LIMIT": "5/999999ns"}, nil, true},
+		{"millisecond rate", []string{"-signin-failures", "3/1ms"}, nil, func(c config) bool {
+			return c.SignInFailures.Rate == 3 && c.SignInFailures.Period == time.Millisecond
+		}, false},
 		{"unknown flag", []string{"-nope"}, nil, nil, true},
 		{"stray argument", []string{"extra"}, nil, nil, true},
 	}

@@ -68,6 +68,12 @@ func parseRate(s string) (redis_rate.Limit, error) {
 	if err != nil || period <= 0 {
 		return redis_rate.Limit{}, bad
 	}
+	// Windows are kept in Redis in milliseconds: a shorter one would be
+	// kept as 0, which expires its count at once and so turns the
+	// limit off.
+	if period < time.Millisecond {
+		return redis_rate.Limit{}, fmt.Errorf("rate %q: the period must be at least 1ms", s)
+	}
 	burst := rate
 	if hasBurst {
 		b, ok := strings.CutPrefix(strings.TrimSpace(burstSpec), "burst=")
