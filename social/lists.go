@@ -281,10 +281,10 @@ func (s *Service) ListMembers(ctx context.Context, viewer, id int64, p Page) ([]
 // HomeTimeline does: the list's stored timeline, into which list_post jobs
 // write the statuses of members who are not pulled, with the statuses of
 // its pulled members merged in by id from their profile timelines (a
-// pulled author's posts go to no list). A read costs one round trip more
-// than a plain timeline's when the list has members (whether they are
-// pulled), and one sorted-set range per pulled member, at most
-// MaxListMembers, when there are any. Only its owner (viewer) reads it; to
+// pulled author's posts go to no list). A read costs two round trips before
+// its page (pulledMembers: the list with its members, then, when it has
+// any, which of them are pulled), and one sorted-set range per pulled
+// member, at most MaxListMembers, when there are any. Only its owner (viewer) reads it; to
 // anyone else the list is ErrListNotFound.
 func (s *Service) ListTimeline(ctx context.Context, viewer, id int64, c Cursor) (TimelinePage, error) {
 	if err := c.validate(); err != nil {
