@@ -19,6 +19,53 @@ import (
 // back what no longer stands. Every write is idempotent, so a pass run
 // twice leaves the same timelines.
 
+// listsAgain is a status's second read of its author's list:in, for a
+// status (or a deletion) whose list job was not queued with its other
+// jobs because no list held the author at its first read. It is queued in
+// a round trip that comes after the status's write (or deletion) and that
+// the status makes anyway: an add of the author to a list between the two
+// reads may have run its backfill before that write, so that the list
+// lacks the status (or, for a deletion, keeps it), and no job would reach
+// the list. A read that finds a list then queues the list job, ready, one
+// round trip more in that race alone.
+//
+// Either this read sees the list, or the add wrote list:in after it, and
+// so after the write: its backfill, which reads the author's profile after
+// list:in, copies the status (and checks after copying that it is still
+// there, so it copies no deleted one).
+type listsAgain struct {
+	job job           // the list job to queue
+	in  *redis.IntCmd // list:in's size
+}
+
+// queueListsAgain queues on pipe the read of listsAgain for list job j of
+// a status, unless the job was queued already (queued, its key; "" when
+// not): nil then.
+func (s *Service) queueListsAgain(ctx context.Context, pipe redis.Pipeliner, j job, queued string) *listsAgain {
+	if queued != "" {
+		return nil
+	}
+	return &listsAgain{job: j, in: pipe.ZCard(ctx, s.keys.listsIn(j.uid))}
+}
+
+// queue queues l's list job, ready (its status is written, or deleted),
+// when list:in held a list, or could not be read; it returns the job's
+// key, "" for none. The status is written (or deleted) and its other jobs
+// queued: a failure here is logged, not returned, since a retry of the
+// request would post the status twice (and the list keeps what its
+// backfill made of it).
+func (l *listsAgain) queue(ctx context.Context, s *Service) string {
+	if l == nil || l.in.Err() == nil && l.in.Val() == 0 {
+		return ""
+	}
+	if err := s.queueJob(ctx, s.rdb, l.job, inputsWritten).Err(); err != nil {
+		s.opts.Logger.ErrorContext(ctx, "could not queue the list job of a status whose author a list took in meanwhile",
+			"status", l.job.sid, "uid", l.job.uid, "kind", l.job.kind, "err", err)
+		return ""
+	}
+	return s.keys.job(l.job.id())
+}
+
 // listPostPass runs one pass of a list_post job: status "sid" by "uid"
 // into the timeline of each list that has held uid since no later than
 // "until" (a list:member:seq value), FanoutPassSize lists a pass, from just

@@ -61,10 +61,13 @@ import (
 //     it is when the frames call ran again after 2, see followerActivity);
 //     the job finished, or moved past the page (or to its start again,
 //     when the count says a follow raced the page: see lateFollowers),
-//     marked ready and given its stream entry; and the status and its
+//     marked ready and given its stream entry; the status and its
 //     author looked at again: a deletion of the status that raced the
 //     push is undone there, and a suspension or an account deletion since
-//     the first is followed (settleAuthor; more round trips, rarely); on a
+//     the first is followed (settleAuthor; more round trips, rarely); for
+//     an author no list held in 1, the lists that hold them read again: a
+//     list that took them in since gets the list job (listsAgain; one
+//     round trip more, rarely, and its first pass); on a
 //     cluster, the activity of those of the page found away in 2 read
 //     again, now that the status is written, and the status pushed to any
 //     back since (pushReturned; two round trips more, rarely: an error
@@ -462,6 +465,9 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	}
 	exists := pipe.Exists(dctx, k.status(st.ID))
 	look := s.queueAuthorLook(dctx, pipe, st.UID)
+	// A list that took the author in since the first round trip's read,
+	// whose backfill may have missed the status (see listsAgain).
+	again := s.queueListsAgain(dctx, pipe, listPostJob(st, payload), listJob)
 	// On a cluster the page's activity was read before the status was
 	// written: a follower found away then, who came back since, may have
 	// had their home rebuilt before the status was there. Those found away
@@ -483,6 +489,11 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	}
 	if oneRedis {
 		added, err = h.results(dctx, s.rdb, cmds, err)
+	}
+	// Queued whatever else failed: the status is written, and a worker
+	// that redoes the post queues no list job.
+	if late := again.queue(dctx, s); late != "" {
+		listJob = late
 	}
 	if err != nil {
 		if moved != 1 {
@@ -737,9 +748,14 @@ func (s *Service) queuePostJobsOn(ctx context.Context, pipe redis.Pipeliner, st 
 	homeJob = k.job(post.id())
 	queued = append(queued, s.queueJob(ctx, pipe, post, inputsPending))
 	if toLists {
-		post.kind = jobListPost
-		listJob = k.job(post.id())
-		queued = append(queued, s.queueJob(ctx, pipe, post, inputsPending))
+		list := listPostJob(st, payload)
+		listJob = k.job(list.id())
+		queued = append(queued, s.queueJob(ctx, pipe, list, inputsPending))
 	}
 	return homeJob, listJob, queued
+}
+
+// listPostJob is the list_post job of status st, whose frame is payload.
+func listPostJob(st Status, payload []byte) job {
+	return job{kind: jobListPost, uid: st.UID, sid: st.ID, payload: string(payload)}
 }
