@@ -673,13 +673,15 @@ func (h *Hub) subscriber(ctx context.Context) {
 }
 
 // join adds c to its user's local set, subscribing on the user's first
-// local connection, and waits until the subscription is live.
-func (h *Hub) join(ctx context.Context, c *conn) error {
+// local connection, and waits until the subscription is live. It returns
+// the user's count of pull changes (local.pullChanges) as c joined, for
+// joinAuthors to tell whether one was routed since.
+func (h *Hub) join(ctx context.Context, c *conn) (pullChanges uint64, err error) {
 	channel := h.bus.UserChannel(c.uid)
 	h.mu.Lock()
 	if h.closing {
 		h.mu.Unlock()
-		return ErrShuttingDown
+		return 0, ErrShuttingDown
 	}
 	u := h.users[channel]
 	if u == nil {
@@ -691,32 +693,64 @@ func (h *Hub) join(ctx context.Context, c *conn) error {
 		h.users[channel] = u
 	}
 	u.conns[c] = struct{}{}
+	pullChanges = u.pullChanges
 	ready := u.ready
 	h.mu.Unlock()
 	h.resync(channel)
 	if err := h.wait(ctx, ready); err != nil {
 		h.leave(c)
-		return fmt.Errorf("subscribe %s: %w", channel, err)
+		return 0, fmt.Errorf("subscribe %s: %w", channel, err)
+	}
+	return pullChanges, nil
+}
+
+// pullReads bounds the reads of a stream's pulled authors as it opens: its
+// opening's, and those made again because a follow or unfollow of a pulled
+// author was routed meanwhile (joinAuthors).
+const pullReads = 3
+
+// joinAuthors makes c's user, who has joined, a reader of authors, the
+// pulled authors they follow, and waits until the authors' channels are
+// live too. The authors were read once the user's channel was live and
+// its count of pull changes was seen (seen): a follow or unfollow made
+// since reaches the hub as pull_added or pull_removed, which setPull
+// applies. One routed before the authors are added may be newer than the
+// read: adding them then could undo an unfollow, so they are read again,
+// until none comes between a read and its use. Past pullReads reads the
+// stream is refused, as one that could not subscribe is.
+func (h *Hub) joinAuthors(ctx context.Context, c *conn, seen uint64, authors []int64) error {
+	for reads := 1; len(authors) > 0; reads++ {
+		ready, now, added := h.addPulls(c, seen, authors)
+		if added {
+			return h.waitAuthors(ctx, ready)
+		}
+		if reads == pullReads {
+			return fmt.Errorf("the pulled authors of %d changed %d times while the stream opened", c.uid, reads)
+		}
+		seen = now
+		var err error
+		if authors, err = h.pulledAuthors(ctx, c.uid); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// joinAuthors makes c's user, who has joined, a reader of authors, the
-// pulled authors they follow (read once their own channel is live, so that
-// a follow made since reaches the hub as pull_added), and waits until the
-// authors' channels are live too.
-func (h *Hub) joinAuthors(ctx context.Context, c *conn, authors []int64) error {
-	if len(authors) == 0 {
-		return nil
-	}
+// addPulls makes c's user a reader of authors, unless the user's count of
+// pull changes is no longer seen: then it adds none, and returns the count
+// now. Otherwise it returns the ready channels of the authors' readers.
+func (h *Hub) addPulls(c *conn, seen uint64, authors []int64) (ready []chan struct{}, now uint64, added bool) {
 	h.mu.Lock()
 	u := h.users[h.bus.UserChannel(c.uid)]
 	if u == nil { // c left meanwhile
 		h.mu.Unlock()
-		return nil
+		return nil, seen, true
+	}
+	if u.pullChanges != seen {
+		h.mu.Unlock()
+		return nil, u.pullChanges, false
 	}
 	var changed []string
-	var ready []chan struct{}
 	for _, author := range authors {
 		ch, first := h.addPull(u, author)
 		if first {
@@ -728,12 +762,27 @@ func (h *Hub) joinAuthors(ctx context.Context, c *conn, authors []int64) error {
 	for _, ch := range changed {
 		h.resync(ch)
 	}
+	return ready, seen, true
+}
+
+// waitAuthors waits until the pulled authors' channels whose readers'
+// ready channels are given are live.
+func (h *Hub) waitAuthors(ctx context.Context, ready []chan struct{}) error {
 	for _, r := range ready {
 		if err := h.wait(ctx, r); err != nil {
-			return fmt.Errorf("subscribe to %d authors: %w", len(authors), err)
+			return fmt.Errorf("subscribe to %d authors: %w", len(ready), err)
 		}
 	}
 	return nil
+}
+
+// pulledAuthors reads the pulled authors uid follows.
+func (h *Hub) pulledAuthors(ctx context.Context, uid int64) ([]int64, error) {
+	pulled, err := readEach(ctx, []int64{uid}, "pulled authors", h.feed.PulledAuthorsOf)
+	if err != nil {
+		return nil, fmt.Errorf("pulled authors of %d: %w", uid, err)
+	}
+	return pulled[0], nil
 }
 
 // wait waits, up to SubscribeWait, for ready to close.

@@ -112,12 +112,14 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn, accept accep
 		h.raiseStatusMark(id)
 	}
 	c.newest = c.floor
-	if err := h.join(ctx, c); err != nil {
+	pullChanges, err := h.join(ctx, c)
+	if err != nil {
 		return nil, unavailable(err)
 	}
 	// Read once the user's channel is live: from here on a sign-out reaches
 	// c through it (one published before ended the session first), and so
-	// does a follow of a pulled author (pull_added).
+	// do a follow and an unfollow of a pulled author (pull_added,
+	// pull_removed; joinAuthors tells whether one came since the read).
 	o, err := h.openings.Get(social.StreamKey{UID: c.uid, Session: c.session})
 	if err != nil {
 		h.leave(c)
@@ -134,7 +136,7 @@ func (h *Hub) open(w http.ResponseWriter, r *http.Request, c *conn, accept accep
 	}
 	// Before the queue is released: every frame is judged by it.
 	c.hidden = hiddenSet(o.Hidden)
-	if err := h.joinAuthors(ctx, c, o.Pulled); err != nil {
+	if err := h.joinAuthors(ctx, c, pullChanges, o.Pulled); err != nil {
 		h.leave(c)
 		return nil, unavailable(err)
 	}
