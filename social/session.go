@@ -249,3 +249,37 @@ var (
 	setPasswordSource string
 	setPasswordScript = newScript(setPasswordSource)
 )
+
+// standingFields are the fields of a user's hash that say whether their
+// sessions may act (refuseFallen): the account is there, not being
+// deleted, not suspended.
+var standingFields = []string{"id", "deleted", "suspended"}
+
+// queueStanding queues on pipe the read of uid's standing, for
+// refuseFallen: one HMGET of the user's hash, in its own slot, which a
+// pipeline sends to its node with the rest on a cluster too.
+func (s *Service) queueStanding(ctx context.Context, pipe redis.Pipeliner, uid int64) *redis.SliceCmd {
+	return pipe.HMGet(ctx, s.keys.user(uid), standingFields...)
+}
+
+// refuseFallen refuses session id of uid (ErrUnauthenticated) when
+// standing (queueStanding) says uid's account is gone, being deleted or
+// suspended. A suspension, or a deletion, writes its mark first and ends
+// the sessions after: cut short between the two, it would leave sessions
+// that act. The mark alone refuses them here, at every use, and the
+// session refused is ended, as the change would have ended it (its streams
+// told). A failure to end it is only logged: the next use refuses it again.
+func (s *Service) refuseFallen(ctx context.Context, id string, uid int64, standing *redis.SliceCmd) error {
+	v, err := standing.Result()
+	if err != nil {
+		return fmt.Errorf("authenticate: %w", err)
+	}
+	if len(v) == len(standingFields) && v[0] != nil && v[1] == nil && v[2] == nil {
+		return nil
+	}
+	s.sessionUsers.Remove(id)
+	if err := s.endSessions(ctx, uid, []string{id}); err != nil {
+		s.opts.Logger.WarnContext(ctx, "could not end the session of an account suspended or deleted", "uid", uid, "err", err)
+	}
+	return ErrUnauthenticated
+}

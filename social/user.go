@@ -454,40 +454,51 @@ var (
 	seenScript = newScript(seenSource)
 )
 
-// Authenticate returns the uid that token belongs to, or ErrUnauthenticated.
-// Each use renews the session for another SessionTTL: a session ends after
-// SessionTTL unused. It notes the user's activity (once per touchEvery at
-// most; an instance that noted it lately spares the round trip, and on one
-// Redis, one that saw the session before notes it in the round trip that
-// checks the session, see queueNote). A user
-// back after InactiveAfter away has their home timeline rebuilt (the
-// fan-out skipped them meanwhile) before Authenticate returns, or, when
-// that takes longer than rebuildWait, by a worker moments later.
+// Authenticate returns the uid that token belongs to, or ErrUnauthenticated:
+// also for the session of an account suspended, being deleted or gone,
+// which it ends (see refuseFallen). Each use renews the session for
+// another SessionTTL: a session ends after SessionTTL unused. It notes the
+// user's activity (once per touchEvery at most; an instance that noted it
+// lately spares the round trip, and on one Redis, one that saw the session
+// before notes it in the round trip that checks the session, see
+// queueNote). A user back after InactiveAfter away has their home timeline
+// rebuilt (the fan-out skipped them meanwhile) before Authenticate
+// returns, or, when that takes longer than rebuildWait, by a worker
+// moments later.
+//
+// The account's standing (queueStanding) is read with the session where
+// the instance knows whose it is, and else with the note that follows the
+// check: one round trip more only for a session the instance has not seen
+// of a user it noted lately.
 func (s *Service) Authenticate(ctx context.Context, token string) (int64, error) {
-	if tokenShaped(token) && s.checksSessionInNote() {
-		id := hashToken(token)
-		if uid, known := s.sessionUsers.Get(id); known && !s.touches.recent(uid) {
-			return s.authenticateNoting(ctx, id, uid)
-		}
+	if !tokenShaped(token) {
+		return 0, ErrUnauthenticated
 	}
-	uid, err := s.sessionUser(ctx, token)
+	id := hashToken(token)
+	if uid, known := s.sessionUsers.Get(id); known {
+		return s.authenticateKnown(ctx, id, uid)
+	}
+	uid, err := s.sessionOf(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	if err := s.noteActivity(ctx, uid); err != nil {
-		return 0, fmt.Errorf("authenticate: %w", err)
-	}
-	return uid, nil
+	return s.authenticateFound(ctx, id, uid)
 }
 
-// authenticateNoting is Authenticate on session id, which this instance
-// saw lately as uid's, and may have ended since: one round trip checks it
-// and notes uid while it still stands (queueNote), where the note would
-// else follow the check in a round trip of its own.
-func (s *Service) authenticateNoting(ctx context.Context, id string, uid int64) (int64, error) {
+// authenticateKnown is Authenticate on session id, which this instance saw
+// lately as uid's, and may have ended since: one round trip checks it,
+// reads whether uid's account stands, and, on one Redis, notes uid while
+// the session still stands (queueNote), where the note would else follow
+// the check in a round trip of its own (on a cluster it does, see
+// checksSessionInNote).
+func (s *Service) authenticateKnown(ctx context.Context, id string, uid int64) (int64, error) {
 	pipe := s.rdb.Pipeline()
 	session := s.queueSession(ctx, pipe, id)
-	note := s.queueNote(ctx, pipe, uid, id)
+	standing := s.queueStanding(ctx, pipe, uid)
+	var note *redis.Cmd
+	if s.checksSessionInNote() {
+		note = s.queueNote(ctx, pipe, uid, id)
+	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("authenticate: %w", err)
 	}
@@ -497,19 +508,53 @@ func (s *Service) authenticateNoting(ctx context.Context, id string, uid int64) 
 		s.sessionUsers.Remove(id)
 		return 0, ErrUnauthenticated
 	}
+	if err := s.refuseFallen(ctx, id, uid, standing); err != nil {
+		return 0, err
+	}
+	noted := s.notedBy(ctx, uid, note)
+	if note == nil {
+		// On a cluster, noted only once the session is known to stand; or
+		// noted lately, and then nothing is sent.
+		noted = s.noteActivity(ctx, uid)
+	}
+	if noted != nil {
+		return 0, fmt.Errorf("authenticate: %w", noted)
+	}
+	return uid, nil
+}
+
+// authenticateFound finishes Authenticate on session id, found uid's by a
+// round trip of its own (sessionOf): a second reads whether uid's account
+// stands, with the note of uid's activity, which the check of the session
+// had to come before.
+func (s *Service) authenticateFound(ctx context.Context, id string, uid int64) (int64, error) {
+	pipe := s.rdb.Pipeline()
+	standing := s.queueStanding(ctx, pipe, uid)
+	note := s.queueNote(ctx, pipe, uid, "")
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("authenticate: %w", err)
+	}
+	if err := s.refuseFallen(ctx, id, uid, standing); err != nil {
+		return 0, err
+	}
 	if err := s.notedBy(ctx, uid, note); err != nil {
 		return 0, fmt.Errorf("authenticate: %w", err)
 	}
 	return uid, nil
 }
 
-// sessionUser is Authenticate but for the activity, which its caller notes
-// with what it reads next (queueNote).
+// sessionUser is Authenticate but for the account's standing and the
+// activity, which its caller reads and notes with what it reads next (a
+// post, see readPost).
 func (s *Service) sessionUser(ctx context.Context, token string) (int64, error) {
 	if !tokenShaped(token) {
 		return 0, ErrUnauthenticated
 	}
-	id := hashToken(token)
+	return s.sessionOf(ctx, hashToken(token))
+}
+
+// sessionOf is sessionUser on the session whose id is id.
+func (s *Service) sessionOf(ctx context.Context, id string) (int64, error) {
 	pipe := s.rdb.Pipeline()
 	session := s.queueSession(ctx, pipe, id)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {

@@ -1,0 +1,152 @@
+package social
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"chorus/internal/redistest"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// errSuspendInjected is the error suspendFailHook makes commands fail with.
+var errSuspendInjected = errors.New("injected redis failure")
+
+// suspendFailHook fails, while on, every command whose name and string
+// arguments, printed, contain one of match ("" matches every command); a
+// pipeline holding one fails whole.
+type suspendFailHook struct {
+	on    atomic.Bool
+	mu    sync.Mutex
+	match []string
+}
+
+func (h *suspendFailHook) set(match ...string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.match = match
+}
+
+func (h *suspendFailHook) fails(c redis.Cmder) bool {
+	if !h.on.Load() {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	line := strings.ToLower(c.Name())
+	for _, a := range c.Args()[1:] {
+		if s, ok := a.(string); ok {
+			line += " " + s
+		}
+	}
+	for _, m := range h.match {
+		if strings.Contains(line, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *suspendFailHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *suspendFailHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error {
+		if h.fails(c) {
+			c.SetErr(errSuspendInjected)
+			return errSuspendInjected
+		}
+		return next(ctx, c)
+	}
+}
+
+func (h *suspendFailHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if h.fails(c) {
+				for _, c := range cmds {
+					c.SetErr(errSuspendInjected)
+				}
+				return errSuspendInjected
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// failingService is a Service whose Redis commands h fails while on.
+func failingService(t *testing.T, opts Options) (*Service, *suspendFailHook) {
+	t.Helper()
+	base, prefix := redistest.Backend(t)
+	h := &suspendFailHook{}
+	opts.Prefix, opts.BcryptCost = prefix, 4
+	return New(redistest.WithHook(t, base, h), opts), h
+}
+
+// A suspension cut short once the account is marked (its sessions' index
+// failing to read) leaves no session of it that acts: each is refused at
+// its next use, whether the instance knew it or not, noted its user lately
+// or not, and ended then.
+func TestSuspendCutShortLeavesNoSessionActing(t *testing.T) {
+	t.Parallel()
+	s, h := failingService(t, Options{})
+	ctx := ctxT(t)
+	bob, first := signUpToken(t, s, "bob")
+	tokens := []string{first}
+	for range 3 {
+		_, token, err := s.SignIn(ctx, "bob", "password-bob", "192.0.2.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, token)
+	}
+	for _, token := range tokens {
+		authenticate(t, s, token)
+	}
+	h.set("sessions:")
+	h.on.Store(true)
+	_, err := s.Suspend(ctx, bob.ID)
+	h.on.Store(false)
+	if err == nil {
+		t.Fatal("the suspension went through its sessions' index, which failed")
+	}
+	if !s.rdb.HExists(ctx, s.keys.user(bob.ID), "suspended").Val() {
+		t.Fatalf("the suspension cut short (%v) did not mark the account", err)
+	}
+	for i, token := range tokens {
+		id := hashToken(token)
+		known, recent := i%2 == 0, i/2 == 0
+		if !known {
+			s.sessionUsers.Remove(id)
+		}
+		s.touches = newTouches(s.touchEvery())
+		if recent {
+			s.touches.note(bob.ID)
+		}
+		if _, err := s.Authenticate(ctx, token); !errors.Is(err, ErrUnauthenticated) {
+			t.Errorf("a session of the suspended account (known %v, noted lately %v): %v, want ErrUnauthenticated", known, recent, err)
+		}
+		if s.rdb.Exists(ctx, s.keys.session(id)).Val() != 0 {
+			t.Errorf("the session refused (known %v, noted lately %v) still stands", known, recent)
+		}
+	}
+}
+
+// An account whose deletion was cut short once marked (its sessions not
+// ended) acts no more either.
+func TestDeletionCutShortLeavesNoSessionActing(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	ada, token := signUpToken(t, s, "ada")
+	authenticate(t, s, token)
+	if err := s.rdb.HSet(ctx, s.keys.user(ada.ID), "deleted", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Authenticate(ctx, token); !errors.Is(err, ErrUnauthenticated) {
+		t.Errorf("a session of an account being deleted: %v, want ErrUnauthenticated", err)
+	}
+}
