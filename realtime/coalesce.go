@@ -33,7 +33,9 @@ type heldPresence struct {
 	online bool
 }
 
-// enqueuePresence sends, or holds back, a presence frame about uid.
+// enqueuePresence sends, or holds back, a presence frame about uid. Each
+// frame held back and then not sent is counted once, as coalesced (see
+// Stats.PresenceCoalesced): here the one a newer frame replaces.
 func (c *conn) enqueuePresence(uid int64, online bool, frame []byte) {
 	g := &c.presence
 	now := time.Now()
@@ -51,7 +53,6 @@ func (c *conn) enqueuePresence(uid int64, online bool, frame []byte) {
 		}
 		g.pending[uid] = heldPresence{frame, online}
 		g.mu.Unlock()
-		c.hub.Stats.PresenceCoalesced.Add(1)
 		time.AfterFunc(presenceGap-now.Sub(last.at), func() { c.flushPresence(uid) })
 		return
 	}
@@ -61,24 +62,27 @@ func (c *conn) enqueuePresence(uid int64, online bool, frame []byte) {
 }
 
 // flushPresence sends the frame held back about uid, unless it tells what
-// the last frame sent told already. It is queued under the gate's lock: a
-// friend_removed about uid, queued after drop takes that lock, comes after
-// it, or finds it gone.
+// the last frame sent told already, when it is counted as coalesced; with
+// none held (drop took it) it does nothing. It is queued under the gate's
+// lock: a friend_removed about uid, queued after drop takes that lock,
+// comes after it, or finds it gone.
 func (c *conn) flushPresence(uid int64) {
 	g := &c.presence
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	held, send := g.flushLocked(uid, time.Now())
-	if !send {
+	switch {
+	case send:
+		c.enqueue(outgoing{frame: held.frame})
+	case held.frame != nil:
 		c.hub.Stats.PresenceCoalesced.Add(1)
-		return
 	}
-	c.enqueue(outgoing{frame: held.frame})
 }
 
 // flush takes the frame held back about uid, at now, and reports whether it
-// is to be sent: not when there is none (drop took it), nor when the last
-// frame let through told the same and no friend_removed came since.
+// is to be sent: not when there is none (drop took it; held is then the
+// zero value), nor when the last frame let through told the same and no
+// friend_removed came since.
 func (g *presenceGate) flush(uid int64, now time.Time) (held heldPresence, send bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -97,19 +101,22 @@ func (g *presenceGate) flushLocked(uid int64, now time.Time) (held heldPresence,
 	return held, !told || last.removed || last.online != held.online
 }
 
-// drop forgets the frame held back about uid, if any, and that the last
-// one let through was told. A friend_removed about uid is on its way to the
-// stream: what presence said of uid before it must not come after it, or
-// the friends list would take uid back; and the client forgets it, so the
-// next frame (a friendship made again) is sent even when it tells the same.
-func (g *presenceGate) drop(uid int64) {
+// drop forgets the frame held back about uid, if any, and reports whether
+// there was one, and forgets that the last one let through was told. A
+// friend_removed about uid is on its way to the stream: what presence said
+// of uid before it must not come after it, or the friends list would take
+// uid back; and the client forgets it, so the next frame (a friendship made
+// again) is sent even when it tells the same.
+func (g *presenceGate) drop(uid int64) (dropped bool) {
 	g.mu.Lock()
+	_, dropped = g.pending[uid]
 	delete(g.pending, uid)
 	if last, told := g.sent[uid]; told {
 		last.removed = true
 		g.sent[uid] = last
 	}
 	g.mu.Unlock()
+	return dropped
 }
 
 // remember notes a frame let through; entries older than the gap are

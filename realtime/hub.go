@@ -210,8 +210,11 @@ type Stats struct {
 	// SUNSUBSCRIBE, each for the channels of one slot, those that subscribe
 	// a lost connection's slots again included.
 	SubscribeCommands atomic.Int64
-	// PresenceCoalesced counts presence frames not sent because a newer one
-	// about the same user, within a second, replaced them.
+	// PresenceCoalesced counts presence frames held back (within a second
+	// of the last one about the same user) and then not sent: a newer one
+	// replaced them, they told what the last one sent told, or a
+	// friend_removed about the user came. A frame sent, at once or once
+	// held back, is not counted.
 	PresenceCoalesced atomic.Int64
 
 	// Pongs counts pongs to the hub's pings: browsers answer them even when
@@ -581,7 +584,9 @@ func (h *Hub) deliver(u *local, ev event, payload []byte) {
 		// A presence frame about the friend held back was published
 		// before this one: it goes with it, not after.
 		for c := range u.conns {
-			c.presence.drop(ev.User.ID)
+			if c.presence.drop(ev.User.ID) {
+				h.Stats.PresenceCoalesced.Add(1)
+			}
 		}
 	}
 	out := outgoing{frame: payload}

@@ -15,6 +15,8 @@ import (
 	"chorus/internal/testio"
 	"chorus/protocol"
 	"chorus/social"
+
+	"golang.org/x/time/rate"
 )
 
 // openingHook is a Feed that runs a hook, once, after a stream's opening
@@ -229,4 +231,60 @@ func pullChangedWhileStreamOpensOnCluster(t *testing.T, follow, second bool) {
 			t.Errorf("ann's stream got status %d, want the author's %d", got, st.ID)
 		}
 	}
+}
+
+// PresenceCoalesced counts each presence frame held back and then not
+// sent, once: not one held back and sent once the second is over, nor the
+// flush of a frame a friend_removed dropped.
+func TestPresenceCoalescedCountsFramesNotSent(t *testing.T) {
+	t.Parallel()
+	h := &Hub{opts: Options{QueueSize: 64, FrameRate: rate.Inf, FrameBurst: 1}}
+	c := newConn(h, 1, "session")
+	u := &local{uid: 1, conns: map[*conn]struct{}{c: {}}}
+	deliver := func(v map[string]any) {
+		t.Helper()
+		raw, _ := json.Marshal(v)
+		ev, err := parseEvent(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.deliver(u, ev, raw)
+	}
+	presence := func(uid int64, online bool) {
+		t.Helper()
+		deliver(map[string]any{"type": "presence", "user": map[string]any{"id": uid, "login": "u", "name": "N"}, "online": online, "last_seen": time.Now()})
+	}
+	check := func(when string, queued int, coalesced int64) {
+		t.Helper()
+		c.queue.mu.Lock()
+		n := len(*c.queue.items)
+		c.queue.mu.Unlock()
+		if got := h.Stats.PresenceCoalesced.Load(); n != queued || got != coalesced {
+			t.Fatalf("%s: %d frames queued and %d coalesced, want %d and %d", when, n, got, queued, coalesced)
+		}
+	}
+
+	// Held back, then sent; then a flush that finds nothing held (as a
+	// timer would, the frame sent already).
+	presence(1001, true)
+	presence(1001, false)
+	c.flushPresence(1001)
+	c.flushPresence(1001)
+	check("a frame held back and sent", 2, 0)
+
+	// Held back and replaced; the newer one tells what the last one sent
+	// told: neither is sent.
+	presence(1002, true)
+	presence(1002, false)
+	presence(1002, true)
+	c.flushPresence(1002)
+	check("a frame replaced, and one that told the same", 3, 2)
+
+	// Held back and dropped by friend_removed, whose flush then finds
+	// nothing.
+	presence(1003, true)
+	presence(1003, false)
+	deliver(map[string]any{"type": "friend_removed", "user": map[string]any{"id": 1003, "login": "u", "name": "N"}})
+	c.flushPresence(1003)
+	check("a frame dropped by friend_removed", 5, 3)
 }
