@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 
 	"chorus/protocol"
@@ -64,6 +65,35 @@ func (l *listsAgain) queue(ctx context.Context, s *Service) string {
 		return ""
 	}
 	return s.keys.job(l.job.id())
+}
+
+// markReadyForLists marks jobs ready, as markReady does, once a status is
+// written (or deleted), with its list job j when that was queued with
+// them (listJob, its key; "" when not). When not, the author's list:in is
+// read again in the same round trip, and j queued, ready, if a list took
+// them in meanwhile (see listsAgain). It returns the list job's key, ""
+// for none.
+func (s *Service) markReadyForLists(ctx context.Context, j job, listJob string, jobs ...string) (string, error) {
+	keys := s.flagKeys(slices.DeleteFunc(append(slices.Clone(jobs), listJob), func(k string) bool { return k == "" })...)
+	// By its hash, as markReady sends it, and by its text again when Redis
+	// lost the script (a pipeline's EVALSHA cannot fall back to EVAL).
+	pipe := s.rdb.Pipeline()
+	flagged := flagJobsScript.EvalSha(ctx, pipe, keys, "ready")
+	again := s.queueListsAgain(ctx, pipe, j, listJob)
+	_, err := pipe.Exec(ctx)
+	switch {
+	case redis.HasErrorPrefix(flagged.Err(), "NOSCRIPT"):
+		err = flagJobsScript.Run(ctx, s.rdb, keys, "ready").Err()
+	case flagged.Err() == nil:
+		err = nil // a failed read again is queue's to answer
+	}
+	if err != nil {
+		return "", err
+	}
+	if late := again.queue(ctx, s); late != "" {
+		return late, nil
+	}
+	return listJob, nil
 }
 
 // listPostPass runs one pass of a list_post job: status "sid" by "uid"

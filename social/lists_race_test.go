@@ -63,3 +63,30 @@ func TestListAddRacingAPostGetsTheStatus(t *testing.T) {
 		t.Errorf("list read %v, want %d", got, st.ID)
 	}
 }
+
+// As TestListAddRacingAPostGetsTheStatus, for a repost: the entry reaches
+// the list that took its reposter in as it was made.
+func TestListAddRacingARepostGetsTheEntry(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	author := signUp(t, s, "author")
+	reposter := signUp(t, s, "reposter")
+	owner := signUp(t, s, "owner")
+	follow(t, s, owner.ID, "reposter")
+	l := createList(t, s, owner.ID, "l")
+	orig := post(t, s, author.ID, "original")
+	addOnce(t, s, owner.ID, l.ID, "reposter")
+	if _, err := s.Repost(ctxT(t), reposter.ID, orig.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.afterQueue = nil
+	startWorker(t, s, "w")
+	waitNoJobs(t, s)
+	entries := zsetIDs(t, s, s.keys.profile(reposter.ID))
+	if len(entries) != 1 {
+		t.Fatalf("the reposter's profile %v, want one entry", entries)
+	}
+	if got := listTimelineIDs(t, s, l.ID); !slices.Equal(got, entries) {
+		t.Errorf("list timeline %v, want the entry %v reposted as its reposter was added", got, entries)
+	}
+}

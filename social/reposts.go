@@ -79,13 +79,13 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 	// As queuePost: the jobs first, not ready, so that a worker finishes
 	// the repost (its redo is writeRepost) should this instance die.
 	post := job{kind: jobPost, uid: uid, sid: entry.ID, payload: string(payload)}
+	list := listPostJob(entry, payload)
 	homeJob, listJob := k.job(post.id()), ""
 	pipe = s.rdb.Pipeline()
 	s.queueJob(ctx, pipe, post, inputsPending)
 	if inLists.Val() > 0 && pulled.Err() != nil {
-		post.kind = jobListPost
-		listJob = k.job(post.id())
-		s.queueJob(ctx, pipe, post, inputsPending)
+		listJob = k.job(list.id())
+		s.queueJob(ctx, pipe, list, inputsPending)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Status{}, fmt.Errorf("repost %d: %w", id, err)
@@ -99,7 +99,7 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 	}
 	// A repost that lost its claim, or was taken back, left no entry: its
 	// jobs find none and end.
-	if err := s.markReady(ctx, homeJob, listJob); err != nil {
+	if listJob, err = s.markRepostReady(ctx, list, homeJob, listJob, pulled.Err() == nil); err != nil {
 		return Status{}, fmt.Errorf("repost %d: %w", id, err)
 	}
 	s.inlinePass(ctx, homeJob)
@@ -110,6 +110,19 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 		return Status{}, fmt.Errorf("repost %d: %w", id, written)
 	}
 	return orig, nil
+}
+
+// markRepostReady marks a repost's jobs ready (homeJob, and listJob when
+// not ""), and returns the key of its list job, "" for none. For a
+// reposter no list held at the repost's read, who is not pulled (a pulled
+// author's entries reach no list, see ListTimeline), a list that took them
+// in since may have backfilled before the entry was written: list:in is
+// read again, and list (the list job) queued then (markReadyForLists).
+func (s *Service) markRepostReady(ctx context.Context, list job, homeJob, listJob string, pulled bool) (string, error) {
+	if pulled {
+		return listJob, s.markReady(ctx, homeJob, listJob)
+	}
+	return s.markReadyForLists(ctx, list, listJob, homeJob)
 }
 
 // writeRepost writes repost entry st where its reposter owns it, as
