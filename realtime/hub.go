@@ -588,6 +588,13 @@ func (h *Hub) deliver(u *local, ev event, payload []byte) {
 				h.Stats.PresenceCoalesced.Add(1)
 			}
 		}
+	case ev.Type == protocol.TypeProfile && ev.User != nil:
+		// A presence frame about the user held back was published before
+		// this one, under the name it changes: it goes first, as it came,
+		// rather than after, where it would show the old name again.
+		for c := range u.conns {
+			c.flushPresence(ev.User.ID)
+		}
 	}
 	out := outgoing{frame: payload}
 	if ev.Type == protocol.TypeStatus {

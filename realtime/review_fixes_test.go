@@ -288,3 +288,38 @@ func TestPresenceCoalescedCountsFramesNotSent(t *testing.T) {
 	c.flushPresence(1003)
 	check("a frame dropped by friend_removed", 5, 3)
 }
+
+// A presence frame held back about a user goes out before a profile frame
+// about them published after it, not after it with the old name; one that
+// tells what the last one sent told is not sent.
+func TestHeldPresenceGoesBeforeProfile(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	friend := e.signUp("friend")
+	s := e.connect(friend)
+	presence := func(uid int64, online bool) {
+		e.publish(friend, map[string]any{"type": "presence", "user": map[string]any{"id": uid, "login": "u", "name": "Old"}, "online": online, "last_seen": time.Now()})
+	}
+	profile := func(uid int64) {
+		e.publish(friend, map[string]any{"type": "profile", "user": map[string]any{"id": uid, "login": "u", "name": "New"}})
+	}
+	presence(1001, true)
+	presence(1001, false) // held back
+	profile(1001)
+	presence(1002, true)
+	presence(1002, false)
+	presence(1002, true) // held back, telling what the first told
+	profile(1002)
+	var got []string
+	for _, f := range e.routed(friend, s) {
+		got = append(got, fmt.Sprintf("%s %d %v", f.Type, f.User.ID, f.Online))
+	}
+	want := []string{"presence 1001 true", "presence 1001 false", "profile 1001 false", "presence 1002 true", "profile 1002 false"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("frames %q, want %q", got, want)
+	}
+	// 1002's offline frame, replaced, and the online one after it.
+	if n := e.hub.Stats.PresenceCoalesced.Load(); n != 2 {
+		t.Fatalf("PresenceCoalesced = %d, want 2", n)
+	}
+}
