@@ -2,11 +2,12 @@ package social
 
 import (
 	"context"
+	"crypto/rand"
+	_ "embed"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // MaxAuditEntries is how many admin actions the audit log keeps: the
@@ -29,19 +30,110 @@ type AuditEntry struct {
 	At     time.Time `json:"at"`
 }
 
-// audit queues entry in pipe: pushed at the head of the audit log, which
-// keeps the newest MaxAuditEntries. Every admin action writes its entry
-// with the pipeline of its own change, so that no change goes unlogged
-// (on a cluster the log is in a slot of its own: the two are not one
-// step, and the entry goes with the change's last write).
-func (s *Service) audit(ctx context.Context, pipe redis.Pipeliner, entry AuditEntry) error {
-	raw, err := json.Marshal(entry)
+// How an admin action is logged, once and only once, though any one of its
+// round trips fail (a client gone, a deadline, Redis failing for a moment):
+// the change's own script, in the changed object's slot, writes the
+// change's audit record into the object's hash (a field audit_pending:<name>;
+// a suspension, whose script is the suspension's own, records an intent
+// before it instead: audit_intent.lua). flushAudit then, on a context the
+// request's end does not cut short, pushes the pending records to the log
+// and clears them. On a cluster the log is in a slot of its own, so the
+// push and the clearing are two steps: a push repeated, after a clearing
+// that failed, finds its record in the log and pushes nothing
+// (audit_push.lua). A call that fails after its change leaves its record
+// in the hash, and the admin's retry, which finds nothing to change,
+// flushes it.
+
+var (
+	//go:embed audit_intent.lua
+	auditIntentSource string
+	auditIntentScript = newScript(auditIntentSource)
+
+	//go:embed audit_settle.lua
+	auditSettleSource string
+	auditSettleScript = newScript(auditSettleSource)
+
+	//go:embed audit_push.lua
+	auditPushSource string
+	auditPushScript = newScript(auditPushSource)
+)
+
+// auditRecord is an entry as the log stores it: with a reference unique to
+// its change, so that a record pushed again is known for the same, and two
+// like changes in one millisecond (two reports of one account resolved)
+// stay two. AuditLog reads the entry and leaves the reference.
+type auditRecord struct {
+	AuditEntry
+	Ref string `json:"ref"`
+}
+
+// newAuditRecord stamps entry now, for a change about to be made, and
+// returns its reference and its record.
+func newAuditRecord(entry AuditEntry) (ref, record string, err error) {
+	entry.At = time.Now().UTC().Truncate(time.Millisecond)
+	ref = rand.Text()
+	raw, err := json.Marshal(auditRecord{AuditEntry: entry, Ref: ref})
 	if err != nil {
-		return err
+		return "", "", err
 	}
-	pipe.LPush(ctx, s.keys.auditLog(), raw)
-	pipe.LTrim(ctx, s.keys.auditLog(), 0, MaxAuditEntries-1)
+	return ref, string(raw), nil
+}
+
+// auditIntentField is the field of a user's hash that holds the intent of
+// the suspension (or its lifting) whose record's reference is ref.
+func auditIntentField(ref string) string { return "audit_intent:" + ref }
+
+// flushAudit pushes to the audit log the records pending in the hash key
+// (a user's or a report's), claiming first the suspensions' intents whose
+// change took place (the caller's own is intent, "" for none), and clears
+// them. It runs though ctx ends: it comes after a change. Each record goes
+// to the log once; one pushed late (by a retry) goes in at the head, so
+// the log's order is that of the pushes, which may differ a little from
+// that of the records' times.
+func (s *Service) flushAudit(ctx context.Context, key, intent string) error {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	pairs, err := auditSettleScript.Run(ctx, s.rdb, []string{key}, intent).StringSlice()
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	fields, records := oldestFirst(pairs)
+	args := append([]any{MaxAuditEntries}, records...)
+	if err := auditPushScript.Run(ctx, s.rdb, []string{s.keys.auditLog()}, args...).Err(); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	if err := s.rdb.HDel(ctx, key, fields...).Err(); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
 	return nil
+}
+
+// oldestFirst splits pairs (field, record, ...) into the fields and the
+// records, the records in the order of their times, oldest first: pushed
+// so, the newest is at the head.
+func oldestFirst(pairs []string) (fields []string, records []any) {
+	type pending struct {
+		field, record string
+		at            time.Time
+	}
+	ps := make([]pending, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		p := pending{field: pairs[i], record: pairs[i+1]}
+		var r auditRecord
+		if json.Unmarshal([]byte(p.record), &r) == nil {
+			p.at = r.At
+		}
+		ps = append(ps, p)
+	}
+	slices.SortStableFunc(ps, func(a, b pending) int { return a.at.Compare(b.at) })
+	for _, p := range ps {
+		fields = append(fields, p.field)
+		records = append(records, p.record)
+	}
+	return fields, records
 }
 
 // AuditLog pages through the audit log, newest first, for the admin uid

@@ -2,14 +2,16 @@ package social
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
-	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The admins' side of reports and suspensions: each checks that uid is an
 // admin (ErrNotAdmin), and every change it makes is written to the audit
-// log.
+// log, once, though the call fail part way (flushAudit).
 
 // AdminReports is Reports, for the admin uid.
 func (s *Service) AdminReports(ctx context.Context, uid int64, offset, limit int) ([]Report, error) {
@@ -20,25 +22,33 @@ func (s *Service) AdminReports(ctx context.Context, uid int64, offset, limit int
 }
 
 // AdminResolveReport resolves report id, by the admin uid; resolving it
-// again changes nothing and logs nothing.
+// again changes nothing and logs nothing, but for the record of a call
+// that resolved it and failed before its record reached the log: that
+// record is logged then.
 func (s *Service) AdminResolveReport(ctx context.Context, uid, id int64) error {
 	admin, err := s.requireAdmin(ctx, uid)
 	if err != nil {
 		return err
 	}
-	resolved, err := s.ResolveReport(ctx, uid, id)
-	if err != nil || !resolved {
-		return err
-	}
 	account, err := s.rdb.HGet(ctx, s.keys.report(id), "account").Int64()
+	if errors.Is(err, redis.Nil) {
+		return ErrReportNotFound
+	}
 	if err != nil {
 		return fmt.Errorf("resolve report %d: %w", id, err)
 	}
-	target := "#" + strconv.FormatInt(account, 10)
-	if u, err := s.usersByIDAll(ctx, []int64{account}); err == nil && len(u) == 1 {
-		target = u[0].Login
+	target, err := s.auditTarget(ctx, account)
+	if err != nil {
+		return fmt.Errorf("resolve report %d: %w", id, err)
 	}
-	return s.writeAudit(ctx, AuditEntry{Admin: admin.Login, Action: AuditResolveReport, Target: target})
+	_, record, err := newAuditRecord(AuditEntry{Admin: admin.Login, Action: AuditResolveReport, Target: target})
+	if err != nil {
+		return err
+	}
+	if _, err := s.resolveReport(ctx, uid, id, record); err != nil {
+		return err
+	}
+	return s.flushAudit(ctx, s.keys.report(id), "")
 }
 
 // AdminSuspend suspends the account login (Suspend), by the admin uid. An
@@ -53,6 +63,10 @@ func (s *Service) AdminUnsuspend(ctx context.Context, uid int64, login string) e
 	return s.adminSetSuspended(ctx, uid, login, false)
 }
 
+// adminSetSuspended records the admin's intent in the account's hash
+// before the change (audit_intent.lua): the suspension's script is not
+// the audit's to extend, and an intent that outlives a failed call is
+// logged by the retry once the change it asked for took place.
 func (s *Service) adminSetSuspended(ctx context.Context, uid int64, login string, suspend bool) error {
 	admin, err := s.requireAdmin(ctx, uid)
 	if err != nil {
@@ -65,19 +79,59 @@ func (s *Service) adminSetSuspended(ctx context.Context, uid int64, login string
 	if target == uid {
 		return invalid("login", "must not be your own")
 	}
-	changed, err := s.setSuspended(ctx, target, suspend)
-	if err != nil || !changed {
-		return err
+	if login, err = s.auditTarget(ctx, target); err != nil {
+		return fmt.Errorf("suspension of %d: %w", target, err)
 	}
 	action := AuditUnsuspend
 	if suspend {
 		action = AuditSuspend
 	}
-	u, err := s.usersByIDAll(ctx, []int64{target})
-	if err == nil && len(u) == 1 {
-		login = u[0].Login
+	ref, record, err := newAuditRecord(AuditEntry{Admin: admin.Login, Action: action, Target: login})
+	if err != nil {
+		return err
 	}
-	return s.writeAudit(ctx, AuditEntry{Admin: admin.Login, Action: action, Target: login})
+	intent := auditIntentField(ref)
+	if err := s.recordIntent(ctx, target, suspend, intent, record); err != nil {
+		return err
+	}
+	// Flushed whatever became of the change: an intent whose change did
+	// not take place is dropped, one whose change did is logged.
+	_, err = s.setSuspended(ctx, target, suspend)
+	if ferr := s.flushAudit(ctx, s.keys.user(target), intent); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// recordIntent records, in uid's hash, the intent of a suspension (or its
+// lifting) about to be asked for, with its audit record; nothing when the
+// account is so already.
+func (s *Service) recordIntent(ctx context.Context, uid int64, suspend bool, intent, record string) error {
+	flag := "0"
+	if suspend {
+		flag = "1"
+	}
+	n, err := auditIntentScript.Run(ctx, s.rdb, []string{s.keys.user(uid)}, flag, intent, record).Int()
+	switch {
+	case err != nil:
+		return fmt.Errorf("suspension of %d: %w", uid, err)
+	case n < 0:
+		return ErrUserNotFound
+	}
+	return nil
+}
+
+// auditTarget is the login of account uid, as the audit log names it: its
+// id ("#7") once the account is gone.
+func (s *Service) auditTarget(ctx context.Context, uid int64) (string, error) {
+	u, err := s.usersByIDAll(ctx, []int64{uid})
+	if err != nil {
+		return "", err
+	}
+	if len(u) == 1 {
+		return u[0].Login, nil
+	}
+	return "#" + strconv.FormatInt(uid, 10), nil
 }
 
 // AdminSuspended is Suspended, for the admin uid.
@@ -86,17 +140,4 @@ func (s *Service) AdminSuspended(ctx context.Context, uid int64, p Page) ([]User
 		return nil, err
 	}
 	return s.Suspended(ctx, p)
-}
-
-// writeAudit writes one entry to the audit log, stamped now.
-func (s *Service) writeAudit(ctx context.Context, e AuditEntry) error {
-	e.At = time.Now().UTC().Truncate(time.Millisecond)
-	pipe := s.rdb.Pipeline()
-	if err := s.audit(ctx, pipe, e); err != nil {
-		return err
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("audit %s: %w", e.Action, err)
-	}
-	return nil
 }

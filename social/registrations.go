@@ -91,7 +91,8 @@ func (s *Service) PendingUsers(ctx context.Context, uid int64, p Page) ([]User, 
 // the admin uid (ErrNotAdmin for anyone else; ErrUserNotFound for no such
 // login). The account becomes searchable, and the approval goes into the
 // audit log. Approving an account that waits for nothing changes nothing
-// and logs nothing.
+// and logs nothing, but finishes a call that approved it and failed part
+// way: its later steps, and its record (flushAudit).
 func (s *Service) Approve(ctx context.Context, uid int64, login string) error {
 	admin, err := s.requireAdmin(ctx, uid)
 	if err != nil {
@@ -101,38 +102,46 @@ func (s *Service) Approve(ctx context.Context, uid int64, login string) error {
 	if err != nil {
 		return err
 	}
+	targetLogin, err := s.auditTarget(ctx, target)
+	if err != nil {
+		return fmt.Errorf("approve %q: %w", login, err)
+	}
+	_, record, err := newAuditRecord(AuditEntry{Admin: admin.Login, Action: AuditApprove, Target: targetLogin})
+	if err != nil {
+		return err
+	}
 	k := s.keys
-	approved, err := approveScript.Run(ctx, s.rdb, []string{k.user(target)}).Slice()
+	approved, err := approveScript.Run(ctx, s.rdb, []string{k.user(target)}, record).Slice()
 	if errors.Is(err, redis.Nil) {
 		return ErrUserNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("approve %q: %w", login, err)
 	}
-	now, err := s.now(ctx)
-	if err != nil {
+	// From the approval on, the call runs though the client goes.
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	if err := s.indexApproved(ctx, target, approved); err != nil {
 		return fmt.Errorf("approve %q: %w", login, err)
 	}
+	return s.flushAudit(ctx, k.user(target), "")
+}
+
+// indexApproved takes the account target out of the pending list and
+// indexes it for search, as approveScript's reply (approved) names it: on
+// every call, so that a retry of one cut short finishes it.
+func (s *Service) indexApproved(ctx context.Context, target int64, approved []any) error {
+	k := s.keys
 	targetLogin, _ := approved[1].(string)
-	pipe := s.rdb.Pipeline()
-	// Taken out of the list and indexed for search on every call, so that
-	// a retry of one cut short finishes it; logged only by the call that
-	// approved.
-	pipe.ZRem(ctx, k.pendingUsers(), target)
 	name, _ := approved[2].(string)
 	entries := searchEntries(target, targetLogin, name)
 	members := make([]redis.Z, len(entries))
 	for i, e := range entries {
 		members[i] = redis.Z{Member: e}
 	}
+	pipe := s.rdb.Pipeline()
+	pipe.ZRem(ctx, k.pendingUsers(), target)
 	pipe.ZAdd(ctx, k.searchIndex(), members...)
-	if n, _ := approved[0].(int64); n == 1 {
-		if err := s.audit(ctx, pipe, AuditEntry{Admin: admin.Login, Action: AuditApprove, Target: targetLogin, At: now}); err != nil {
-			return fmt.Errorf("approve %q: %w", login, err)
-		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("approve %q: %w", login, err)
-	}
-	return nil
+	_, err := pipe.Exec(ctx)
+	return err
 }

@@ -223,9 +223,16 @@ func (s *Service) readReports(ctx context.Context, ids []int64) ([]Report, error
 // ResolveReport closes report id, by admin. Resolving a resolved report
 // changes nothing (resolved is false); an unknown one is ErrReportNotFound.
 func (s *Service) ResolveReport(ctx context.Context, admin, id int64) (resolved bool, err error) {
+	return s.resolveReport(ctx, admin, id, "")
+}
+
+// resolveReport is ResolveReport, whose script also writes the audit
+// record of the resolution, when there is one, into the report's hash
+// (see flushAudit).
+func (s *Service) resolveReport(ctx context.Context, admin, id int64, record string) (bool, error) {
 	k := s.keys
 	n, err := reportResolveScript.Run(ctx, s.rdb, []string{k.report(id), k.reportsOpen(), k.reportsResolved()},
-		id, admin, time.Now().UnixMilli()).Int()
+		id, admin, time.Now().UnixMilli(), record).Int()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("resolve report %d: %w", id, err)
