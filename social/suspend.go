@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"chorus/protocol"
@@ -33,13 +35,16 @@ func hideJobID(uid int64, rev string) string { return "hide:" + itoa(uid) + ":" 
 
 // Suspend suspends account uid: it can no longer sign in (ErrSuspended),
 // every stream of it closes at once on every instance, its sessions end
-// (endSessions), and it is hidden from every read: its profile, its
-// statuses (timelines already written included, by a job whose first pass
-// runs before Suspend returns), and others' reposts of them. It reports
-// whether the account was not suspended already; an unknown uid is
+// (endSessions; Authenticate refuses them from the moment the account is
+// marked), and it is hidden from every read: its profile, its statuses
+// (timelines already written included, by a job whose first pass runs
+// before Suspend returns), and others' reposts of them. It reports whether
+// the account was not suspended already; an unknown uid is
 // ErrUserNotFound. Once its first write is made it runs though ctx ends,
 // and a call for an account suspended already takes the steps after that
-// write again: a retry of a call that failed part way finishes it.
+// write again: a retry of a call that failed part way finishes it. Should
+// no retry come, the job, queued before the account is marked, finishes it
+// (see setSuspended).
 func (s *Service) Suspend(ctx context.Context, uid int64) (bool, error) {
 	return s.setSuspended(ctx, uid, true)
 }
@@ -50,62 +55,203 @@ func (s *Service) Unsuspend(ctx context.Context, uid int64) (bool, error) {
 	return s.setSuspended(ctx, uid, false)
 }
 
+// suspension is what a user's hash says of their suspension.
+type suspension struct {
+	exists    bool
+	suspended bool
+	rev       int64 // suspension_rev: the changes made so far, 0 for none
+}
+
+// suspensionOf reads uid's suspension.
+func (s *Service) suspensionOf(ctx context.Context, uid int64) (suspension, error) {
+	v, err := s.rdb.HMGet(ctx, s.keys.user(uid), "id", "suspended", "suspension_rev").Result()
+	if err != nil {
+		return suspension{}, err
+	}
+	r, _ := v[2].(string)
+	rev, _ := strconv.ParseInt(r, 10, 64)
+	return suspension{exists: v[0] != nil, suspended: v[1] != nil, rev: rev}, nil
+}
+
+// setSuspended makes uid's account suspended, or not, and has the job of
+// its revision (hidePass) carry the rest out: the job's first pass, which
+// setSuspended runs, closes the streams and ends the sessions of an
+// account suspended, brings the admins' list into agreement
+// (settleSuspension), then hides or shows the first page of statuses.
+//
+// The account's mark (suspend.lua) is its first write, and the job can be
+// queued only once the mark gave it its revision: a call cut short between
+// the two (the script's answer lost, the job's queueing failed) would
+// leave a marked account with no job. So a job ahead is queued first,
+// waiting for its maker (inputsPending): the maker takes it out once the
+// revision's job is queued; left there, a worker takes the maker for dead
+// after JobClaimIdle and runs it, and it queues the job of the account's
+// revision, the mark made (see hideAheadPass). So after any one failure a
+// marked account gets its steps taken, and Authenticate refuses its
+// sessions meanwhile.
 func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bool, error) {
 	k := s.keys
-	flag := "0"
-	if suspend {
-		flag = "1"
-	}
 	// From the first write on, the change runs though the client goes.
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	rev, err := suspendScript.Run(ctx, s.rdb, []string{k.user(uid)}, flag, time.Now().UnixMilli()).Int64()
-	switch {
-	case err != nil:
+	state, err := s.suspensionOf(ctx, uid)
+	if err != nil {
 		return false, fmt.Errorf("suspension of %d: %w", uid, err)
-	case rev < 0:
+	}
+	if !state.exists {
 		return false, ErrUserNotFound
 	}
-	changed := rev > 0
-	if !changed {
-		// So already: the steps below are taken again, for a call that
-		// failed after the script (each is idempotent), while the account
-		// is still as asked.
-		state, err := s.rdb.HMGet(ctx, k.user(uid), "suspended", "suspension_rev").Result()
+	changed := false
+	var ahead []string // the key of the job queued ahead of the mark, if one was
+	if state.suspended != suspend {
+		j := aheadJob(uid, state.rev+1)
+		ahead = append(ahead, k.job(j.id()))
+		rev, err := s.markSuspended(ctx, uid, suspend, j)
 		if err != nil {
 			return false, fmt.Errorf("suspension of %d: %w", uid, err)
 		}
-		r, _ := state[1].(string)
-		if rev, _ = strconv.ParseInt(r, 10, 64); rev <= 0 || (state[0] != nil) != suspend {
-			return false, nil
+		changed = rev > 0
+		if changed {
+			state = suspension{exists: true, suspended: suspend, rev: rev}
+		} else if state, err = s.suspensionOf(ctx, uid); err != nil {
+			// Made so meanwhile by a call racing this one: read again for
+			// its revision.
+			return false, fmt.Errorf("suspension of %d: %w", uid, err)
 		}
+	}
+	if state.suspended != suspend || state.rev <= 0 {
+		// Changed back meanwhile (whose job takes the steps), or never
+		// suspended: nothing to take.
+		pipe := s.rdb.Pipeline()
+		s.queueDropJobs(ctx, pipe, ahead...)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return false, fmt.Errorf("suspension of %d: %w", uid, err)
+		}
+		return false, nil
 	}
 	if s.afterSuspendScript != nil {
 		s.afterSuspendScript()
 	}
-	hide := job{kind: jobHide, uid: uid, payload: itoa(rev)}
+	// The revision's job, queued unless it is (by a call taking the steps
+	// again, or one racing this), replaces the job ahead.
+	hide := job{kind: jobHide, uid: uid, payload: itoa(state.rev)}
 	pipe := s.rdb.Pipeline()
-	if suspend {
-		s.bus.Queue(ctx, pipe, s.bus.UserChannel(uid), string(accountSuspendedEvent))
-	}
 	s.queueJob(ctx, pipe, hide, inputsWritten)
+	s.queueDropJobs(ctx, pipe, ahead...)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return false, fmt.Errorf("suspension of %d: %w", uid, err)
 	}
-	if err := s.syncSuspendedList(ctx, uid); err != nil {
+	if _, err := s.pass(ctx, k.job(hide.id())); err != nil {
 		return false, fmt.Errorf("suspension of %d: %w", uid, err)
 	}
+	return changed, nil
+}
+
+// markSuspended queues j, the job ahead of the change, waiting for its
+// maker, then marks uid's account suspended, or not (suspend.lua). It
+// returns the account's new revision, 0 when it was so already.
+func (s *Service) markSuspended(ctx context.Context, uid int64, suspend bool, j job) (int64, error) {
+	if err := s.queueJob(ctx, s.rdb, j, inputsPending).Err(); err != nil {
+		return 0, err
+	}
+	flag := "0"
 	if suspend {
-		live, err := s.liveSessions(ctx, uid)
-		if err == nil {
-			err = s.endSessions(ctx, uid, live)
+		flag = "1"
+	}
+	rev, err := suspendScript.Run(ctx, s.rdb, []string{s.keys.user(uid)}, flag, time.Now().UnixMilli()).Int64()
+	switch {
+	case err != nil:
+		return 0, err
+	case rev < 0:
+		return 0, ErrUserNotFound
+	}
+	return rev, nil
+}
+
+// aheadPrefix starts the payload of a job ahead of a change of suspension
+// (setSuspended): the revision the change is to give the account follows,
+// then a nonce, so that two calls racing never share one (a job's id is
+// its payload, see hideJobID). A build before these jobs reads none as its
+// own revision, and finishes it.
+const aheadPrefix = "ahead:"
+
+// aheadJob is a job ahead of a change of uid's suspension to revision rev.
+func aheadJob(uid, rev int64) job {
+	return job{kind: jobHide, uid: uid, payload: aheadPrefix + itoa(rev) + ":" + strconv.FormatUint(rand.Uint64(), 36)}
+}
+
+// aheadRev reads the revision of a job ahead's payload; ok is false for
+// the payload of any other hide job.
+func aheadRev(payload string) (rev int64, ok bool) {
+	rest, ok := strings.CutPrefix(payload, aheadPrefix)
+	if !ok {
+		return 0, false
+	}
+	r, _, _ := strings.Cut(rest, ":")
+	rev, err := strconv.ParseInt(r, 10, 64)
+	return rev, err == nil
+}
+
+// hideAheadPass runs a job ahead of a change of uid's suspension to
+// revision rev, whose maker was taken for dead: when the account's
+// revision is rev or later, the mark was made (or a later change's), and
+// the job of the account's revision is queued, unless it is (a finished
+// one again, which takes its steps again: each is idempotent). Else the
+// mark was never made: nothing to do.
+func (s *Service) hideAheadPass(ctx context.Context, uid, rev int64) (passResult, error) {
+	state, err := s.suspensionOf(ctx, uid)
+	if err != nil || state.rev < rev {
+		return passResult{finished: err == nil}, err
+	}
+	hide := job{kind: jobHide, uid: uid, payload: itoa(state.rev)}
+	return passResult{finished: true}, s.queueJob(ctx, s.rdb, hide, inputsWritten).Err()
+}
+
+// queueDropJobs queues on pipe the removal of the jobs (keys) queued
+// waiting for their maker, that maker done with them: their hashes, and
+// their places among the jobs being made. A worker that gave one an entry
+// meanwhile finds it gone.
+func (s *Service) queueDropJobs(ctx context.Context, pipe redis.Pipeliner, keys ...string) {
+	if len(keys) == 0 {
+		return
+	}
+	members := make([]any, len(keys))
+	for i, key := range keys {
+		members[i] = key
+	}
+	pipe.ZRem(ctx, s.keys.making(), members...)
+	pipe.Del(ctx, keys...)
+}
+
+// settleSuspension takes the steps of the change of uid's suspension at
+// revision rev besides its statuses: a suspension closes the account's
+// streams on every instance (account_suspended) and ends its sessions;
+// either brings the admins' list into agreement with the account, last,
+// so that an account listed as suspended had its sessions ended. Each step
+// is idempotent: a pass run again takes them again. It reports false,
+// doing nothing, when rev is not the account's revision: a later change's
+// job takes them, or the change was never made (see setSuspended).
+func (s *Service) settleSuspension(ctx context.Context, uid int64, rev string) (bool, error) {
+	state, err := s.rdb.HMGet(ctx, s.keys.user(uid), "suspended", "suspension_rev").Result()
+	if err != nil {
+		return false, err
+	}
+	if now, _ := state[1].(string); now != rev {
+		return false, nil
+	}
+	if state[0] != nil {
+		if err := s.bus.Publish(ctx, s.bus.UserChannel(uid), accountSuspendedEvent); err != nil {
+			return false, err
 		}
+		live, err := s.liveSessions(ctx, uid)
 		if err != nil {
-			return false, fmt.Errorf("suspension of %d: %w", uid, err)
+			return false, err
+		}
+		if err := s.endSessions(ctx, uid, live); err != nil {
+			return false, err
 		}
 	}
-	s.inlinePass(ctx, k.job(hide.id()))
-	return changed, nil
+	return true, s.syncSuspendedList(ctx, uid)
 }
 
 // syncSuspendedList makes the admins' list of suspended accounts agree
@@ -147,8 +293,27 @@ const maxHideRounds = 3
 // account's finishes: the later change's job walks every status. Its page
 // is written again after a change that raced it, so that a later job which
 // passed the page first is not undone.
+//
+// Its first pass takes the change's other steps (settleSuspension).
+//
+// A job ahead of a change (setSuspended) waits for its maker, who takes it
+// out; its maker taken for dead, it runs (hideAheadPass). The mark, the
+// maker's one write before it, is not made again: a change asked for and
+// never made is no change to make.
 func (s *Service) hidePass(ctx context.Context, j job) (passResult, error) {
 	k := s.keys
+	if rev, ok := aheadRev(j.payload); ok {
+		_, wait, err := s.makerDone(ctx, j, func() error { return nil })
+		if err != nil || wait {
+			return passResult{wait: wait}, err
+		}
+		return s.hideAheadPass(ctx, j.uid, rev)
+	}
+	if j.cursor == 0 {
+		if mine, err := s.settleSuspension(ctx, j.uid, j.payload); err != nil || !mine {
+			return passResult{finished: err == nil}, err
+		}
+	}
 	page, err := s.jobPage(ctx, k.profile(j.uid), j.cursor, "+inf")
 	if err != nil {
 		return passResult{}, err

@@ -3,12 +3,15 @@ package social
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"chorus/internal/redistest"
+	"chorus/internal/testio"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,9 +21,11 @@ var errSuspendInjected = errors.New("injected redis failure")
 
 // suspendFailHook fails, while on, every command whose name and string
 // arguments, printed, contain one of match ("" matches every command); a
-// pipeline holding one fails whole.
+// pipeline holding one fails whole. With lost, the command runs first:
+// its answer is lost.
 type suspendFailHook struct {
 	on    atomic.Bool
+	lost  atomic.Bool
 	mu    sync.Mutex
 	match []string
 }
@@ -55,11 +60,14 @@ func (h *suspendFailHook) DialHook(next redis.DialHook) redis.DialHook { return 
 
 func (h *suspendFailHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, c redis.Cmder) error {
-		if h.fails(c) {
-			c.SetErr(errSuspendInjected)
-			return errSuspendInjected
+		if !h.fails(c) {
+			return next(ctx, c)
 		}
-		return next(ctx, c)
+		if h.lost.Load() {
+			_ = next(ctx, c)
+		}
+		c.SetErr(errSuspendInjected)
+		return errSuspendInjected
 	}
 }
 
@@ -67,6 +75,9 @@ func (h *suspendFailHook) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, c := range cmds {
 			if h.fails(c) {
+				if h.lost.Load() {
+					_ = next(ctx, cmds)
+				}
 				for _, c := range cmds {
 					c.SetErr(errSuspendInjected)
 				}
@@ -148,5 +159,86 @@ func TestDeletionCutShortLeavesNoSessionActing(t *testing.T) {
 	}
 	if _, err := s.Authenticate(ctx, token); !errors.Is(err, ErrUnauthenticated) {
 		t.Errorf("a session of an account being deleted: %v, want ErrUnauthenticated", err)
+	}
+}
+
+// A suspension cut short anywhere after the account is marked (every
+// command after its script failing, or the script's own answer lost) is
+// finished by a worker, with no retry: the job queued ahead of the mark
+// queues the revision's job, which hides the statuses, ends the sessions
+// and lists the account for the admins.
+func TestSuspendCutShortIsFinishedByAWorker(t *testing.T) {
+	t.Parallel()
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprint("script's answer lost=", lost), func(t *testing.T) {
+			t.Parallel()
+			s, h := failingService(t, Options{FanoutPassSize: 2, JobClaimIdle: 500 * time.Millisecond})
+			ctx := ctxT(t)
+			bad, token := signUpToken(t, s, "bad")
+			var theirs []int64
+			for range 3 {
+				theirs = append(theirs, post(t, s, bad.ID, "spam").ID)
+			}
+			if lost {
+				// Loaded, so that the script goes by its hash, which the
+				// hook knows it by.
+				if err := suspendScript.Load(ctx, s.rdb).Err(); err != nil {
+					t.Fatal(err)
+				}
+				h.set(suspendScript.Hash())
+				h.lost.Store(true)
+				h.on.Store(true)
+			} else {
+				h.set("") // every command
+				s.afterSuspendScript = func() { h.on.Store(true) }
+			}
+			_, err := s.Suspend(ctx, bad.ID)
+			h.on.Store(false)
+			if err == nil {
+				t.Fatal("the suspension cut short answered no error")
+			}
+			if !s.rdb.HExists(ctx, s.keys.user(bad.ID), "suspended").Val() {
+				t.Fatalf("the suspension cut short (%v) did not mark the account", err)
+			}
+			startWorker(t, s, "w1")
+			testio.Eventually(t, time.Minute, func() string {
+				for _, id := range theirs {
+					if h := s.rdb.HGet(ctx, s.keys.status(id), "hidden").Val(); h != "1" {
+						return fmt.Sprintf("status %d of the suspended account: hidden = %q", id, h)
+					}
+				}
+				if n := s.rdb.Exists(ctx, s.keys.session(hashToken(token))).Val(); n != 0 {
+					return "the suspended account's session stands"
+				}
+				if listed, err := s.Suspended(ctx, Page{Limit: 10}); err != nil || len(listed) != 1 {
+					return fmt.Sprintf("the admins list %d suspended accounts (%v), want 1", len(listed), err)
+				}
+				return ""
+			})
+			testio.Eventually(t, time.Minute, func() string {
+				if n := jobsLeft(t, ctx, s.rdb, s.keys); n != 0 {
+					return fmt.Sprintf("%d jobs left", n)
+				}
+				return ""
+			})
+		})
+	}
+}
+
+// A suspension carried out whole leaves no job behind it: the job queued
+// ahead of its mark is taken out, not run.
+func TestSuspendLeavesNoJobAhead(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	bad := signUp(t, s, "bad")
+	post(t, s, bad.ID, "spam")
+	for _, suspend := range []bool{true, true, false} {
+		if _, err := s.setSuspended(ctx, bad.ID, suspend); err != nil {
+			t.Fatal(err)
+		}
+		if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
+			t.Errorf("suspended %v: %d jobs left once the change answered", suspend, n)
+		}
 	}
 }
