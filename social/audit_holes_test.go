@@ -379,3 +379,48 @@ func TestAuditPushKeepsTheNewest(t *testing.T) {
 		t.Errorf("audit log %q, want d c b", got)
 	}
 }
+
+// A report of a suspended account, or of one being deleted, is answered
+// as its profile is, not found; a status hidden by a suspension is refused
+// as one that is not there.
+func TestAuditReportOfHiddenAccountNotFound(t *testing.T) {
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	bad, gone, carol := signUp(t, s, "bad"), signUp(t, s, "gone"), signUp(t, s, "carol")
+	st := post(t, s, bad.ID, "spam")
+	if _, err := s.Suspend(ctx, bad.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UserByLogin(ctx, "bad"); !errors.Is(err, ErrUserNotFound) {
+		t.Fatalf("profile of a suspended account: %v", err)
+	}
+	if _, err := s.FileReport(ctx, carol.ID, "bad", []int64{st.ID}, "spam"); !errors.Is(err, ErrUserNotFound) {
+		t.Errorf("report of a suspended account: %v, want %v", err, ErrUserNotFound)
+	}
+	if err := rdb.HSet(ctx, s.keys.user(gone.ID), "deleted", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FileReport(ctx, carol.ID, "gone", nil, "spam"); !errors.Is(err, ErrUserNotFound) {
+		t.Errorf("report of an account being deleted: %v, want %v", err, ErrUserNotFound)
+	}
+
+	// The suspension lifted, a status still hidden (its job not past it
+	// yet) reads as not there, and is reported as one that is not.
+	if _, err := s.Unsuspend(ctx, bad.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := hideStatusScript.Run(ctx, rdb, []string{s.keys.status(st.ID)}, "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Status(ctx, st.ID); !errors.Is(err, ErrStatusNotFound) {
+		t.Fatalf("hidden status read: %v", err)
+	}
+	_, none := s.FileReport(ctx, carol.ID, "bad", []int64{st.ID + 1000}, "spam")
+	_, hidden := s.FileReport(ctx, carol.ID, "bad", []int64{st.ID}, "spam")
+	if hidden == nil || none == nil || hidden.Error() != none.Error() {
+		t.Errorf("report of a hidden status: %v; of one not there: %v; want the same refusal", hidden, none)
+	}
+	if _, err := s.FileReport(ctx, carol.ID, "bad", nil, "spam"); err != nil {
+		t.Errorf("report of the account once its suspension is lifted: %v", err)
+	}
+}

@@ -41,7 +41,11 @@ var reportFields = []string{"id", "reporter", "account", "statuses", "reason", "
 // statuses of that account it points at (at most MaxReportStatuses) and a
 // reason (1 to MaxReportReason characters after trimming, as a message's
 // rules). It returns the report's id. One write, a transaction in the
-// reports' slot, whatever the number of reports.
+// reports' slot, whatever the number of reports. An account hidden from
+// everyone (suspended, or being deleted) is ErrUserNotFound, as its
+// profile answers, and a status its suspension hides is refused as one
+// that is not there: a report tells its reporter nothing that the reads
+// do not.
 func (s *Service) FileReport(ctx context.Context, reporter int64, login string, statusIDs []int64, reason string) (int64, error) {
 	if !utf8.ValidString(reason) {
 		return 0, invalid("reason", "must be valid UTF-8")
@@ -62,7 +66,7 @@ func (s *Service) FileReport(ctx context.Context, reporter int64, login string, 
 	if len(ids) > 0 && ids[0] <= 0 {
 		return 0, invalid("status_ids", "must be status ids")
 	}
-	account, err := s.UID(ctx, login)
+	account, err := s.shownUID(ctx, login)
 	if err != nil {
 		return 0, err
 	}
@@ -71,9 +75,9 @@ func (s *Service) FileReport(ctx context.Context, reporter int64, login string, 
 	}
 	k := s.keys
 	pipe := s.rdb.Pipeline()
-	authors := make([]*redis.StringCmd, len(ids))
+	authors := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
-		authors[i] = pipe.HGet(ctx, k.status(id), "uid")
+		authors[i] = pipe.HMGet(ctx, k.status(id), "uid", "hidden")
 	}
 	now := pipe.Time(ctx)
 	// The report's id is taken with the reads: one refused, or cut short
@@ -84,7 +88,7 @@ func (s *Service) FileReport(ctx context.Context, reporter int64, login string, 
 		return 0, fmt.Errorf("report %d: %w", account, err)
 	}
 	for _, a := range authors {
-		if uid, err := a.Int64(); err != nil || uid != account {
+		if !shownStatusOf(a.Val(), account) {
 			return 0, invalid("status_ids", "must be statuses of the account reported")
 		}
 	}
@@ -103,6 +107,17 @@ func (s *Service) FileReport(ctx context.Context, reporter int64, login string, 
 		return 0, fmt.Errorf("report %d: %w", account, err)
 	}
 	return id, nil
+}
+
+// shownStatusOf reports whether a status's uid and hidden fields, as read,
+// are those of a status of account that is shown: neither gone nor hidden
+// by a suspension.
+func shownStatusOf(v []any, account int64) bool {
+	if len(v) != 2 {
+		return false
+	}
+	uid, _ := v[0].(string)
+	return uid == itoa(account) && v[1] == nil
 }
 
 // Reports returns a page of reports for the admins: the open ones first,
