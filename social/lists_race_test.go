@@ -1,12 +1,17 @@
 package social
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"chorus/internal/redistest"
 	"chorus/internal/testio"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // waitNoJobs waits, with a deadline far past any busy machine's, until no
@@ -88,5 +93,128 @@ func TestListAddRacingARepostGetsTheEntry(t *testing.T) {
 	}
 	if got := listTimelineIDs(t, s, l.ID); !slices.Equal(got, entries) {
 		t.Errorf("list timeline %v, want the entry %v reposted as its reposter was added", got, entries)
+	}
+}
+
+// A status deleted while its author is added to their first list (the
+// add's backfill copied it before the deletion) leaves the list: the
+// deletion reads the lists that hold its author again once the status is
+// gone, and queues the list job. So does a repost undone (Unrepost deletes
+// its entry).
+func TestListAddRacingADeletionLosesTheStatus(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		undo bool // the status is a repost entry, and the repost undone
+	}{{"delete", false}, {"unrepost", true}} {
+		undo := c.undo
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s, _ := newService(t, Options{})
+			author := signUp(t, s, "author")
+			owner := signUp(t, s, "owner")
+			follow(t, s, owner.ID, "author")
+			l := createList(t, s, owner.ID, "l")
+			st := post(t, s, author.ID, "soon deleted")
+			deleted, remove := st, func() error { return s.DeleteStatus(ctxT(t), author.ID, st.ID) }
+			if undo {
+				// The author reposts another's status, and undoes it.
+				other := signUp(t, s, "other")
+				orig := post(t, s, other.ID, "reposted")
+				if _, err := s.Repost(ctxT(t), author.ID, orig.ID); err != nil {
+					t.Fatal(err)
+				}
+				entry := zsetIDs(t, s, s.keys.profile(author.ID))
+				deleted.ID = entry[len(entry)-1]
+				remove = func() error { _, err := s.Unrepost(ctxT(t), author.ID, orig.ID); return err }
+			}
+			startWorker(t, s, "w")
+			waitNoJobs(t, s)
+			addOnce(t, s, owner.ID, l.ID, "author")
+			if err := remove(); err != nil {
+				t.Fatal(err)
+			}
+			s.afterQueue = nil
+			waitNoJobs(t, s)
+			if got := zsetIDs(t, s, s.keys.listsIn(author.ID)); !slices.Equal(got, []int64{l.ID}) {
+				t.Fatalf("list:in of the author %v, want the list %d", got, l.ID)
+			}
+			if got := listTimelineIDs(t, s, l.ID); slices.Contains(got, deleted.ID) {
+				t.Errorf("list timeline %v holds %d, deleted as its author was added", got, deleted.ID)
+			}
+		})
+	}
+}
+
+// addBeforeDel is a hook that runs add in the first pipeline that deletes
+// key, once the commands before the DEL are answered and before it is
+// sent: where a deletion of the status at key reads the lists that hold
+// its author just before deleting its hash.
+type addBeforeDel struct {
+	key   string
+	add   func()
+	fired atomic.Bool
+}
+
+func (h *addBeforeDel) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *addBeforeDel) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *addBeforeDel) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		i := slices.IndexFunc(cmds, func(c redis.Cmder) bool {
+			args := c.Args()
+			return c.Name() == "del" && len(args) == 2 && args[1] == any(h.key)
+		})
+		if i < 0 || !h.fired.CompareAndSwap(false, true) {
+			return next(ctx, cmds)
+		}
+		if i > 0 {
+			if err := next(ctx, cmds[:i]); err != nil {
+				return err
+			}
+		}
+		h.add()
+		return next(ctx, cmds[i:])
+	}
+}
+
+// A repost entry deleted with its original (dropReposts) while its
+// reposter is added to their first list, the add's backfill copying the
+// entry before its hash went, leaves the list: the lists that hold the
+// reposter are read once the hash is gone.
+func TestListAddRacingARepostsDropLosesTheEntry(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	author := signUp(t, s, "author")
+	reposter := signUp(t, s, "reposter")
+	owner := signUp(t, s, "owner")
+	follow(t, s, owner.ID, "reposter")
+	l := createList(t, s, owner.ID, "l")
+	orig := post(t, s, author.ID, "original")
+	if _, err := s.Repost(ctxT(t), reposter.ID, orig.ID); err != nil {
+		t.Fatal(err)
+	}
+	entries := zsetIDs(t, s, s.keys.profile(reposter.ID))
+	if len(entries) != 1 {
+		t.Fatalf("the reposter's profile %v, want one entry", entries)
+	}
+	h := &addBeforeDel{key: s.keys.status(entries[0]), add: func() { addMember(t, s, owner.ID, l.ID, "reposter") }}
+	// No worker yet: the original's deletion runs its drop_reactions job's
+	// first pass, which deletes the entry, through the hook.
+	hooked := New(redistest.WithHook(t, rdb, h), s.opts)
+	if err := hooked.DeleteStatus(ctxT(t), author.ID, orig.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !h.fired.Load() {
+		t.Fatal("the entry's hash was not deleted in a pipeline of the original's deletion")
+	}
+	startWorker(t, s, "w")
+	waitNoJobs(t, s)
+	if got := zsetIDs(t, s, s.keys.listsIn(reposter.ID)); !slices.Equal(got, []int64{l.ID}) {
+		t.Fatalf("list:in of the reposter %v, want the list %d", got, l.ID)
+	}
+	if got := listTimelineIDs(t, s, l.ID); len(got) > 0 {
+		t.Errorf("list timeline %v, want none: entry %d was deleted as its reposter was added", got, entries[0])
 	}
 }

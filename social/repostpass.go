@@ -99,7 +99,8 @@ func (s *Service) dropReactionsPass(ctx context.Context, j job) (passResult, err
 // entry's hash first, then where its reposter owns it (writeDelete), with
 // the reposted notification to author, then its delete and list_delete
 // jobs, ready at once, which take it out of the reposters' followers' home
-// timelines and lists; last, the claims.
+// timelines and lists (the list_delete job when the reposter's list:in,
+// read once the hash is gone, holds a list); last, the claims.
 func (s *Service) dropReposts(ctx context.Context, author, orig int64, page []redis.Z) error {
 	k := s.keys
 	type entry struct {
@@ -123,7 +124,6 @@ func (s *Service) dropReposts(ctx context.Context, author, orig int64, page []re
 			return err
 		}
 		e.payload = string(frame)
-		e.inLists = pipe.ZCard(ctx, k.listsIn(uid))
 		pipe.Del(ctx, k.status(e.id))
 		entries = append(entries, e)
 	}
@@ -131,7 +131,12 @@ func (s *Service) dropReposts(ctx context.Context, author, orig int64, page []re
 		return err
 	}
 	pipe = s.rdb.Pipeline()
-	for _, e := range entries {
+	for i := range entries {
+		e := &entries[i]
+		// Read once the entry's hash is gone: a list that took the
+		// reposter in after this read backfills no entry, or takes back
+		// the one it copied, seeing it gone (see listsAgain).
+		e.inLists = pipe.ZCard(ctx, k.listsIn(e.uid))
 		deleteAuthorScript.Eval(ctx, pipe, []string{k.user(e.uid), k.profile(e.uid), k.home(e.uid)},
 			e.id, s.bus.Command(), s.bus.UserChannel(e.uid), e.payload)
 		pipe.ZRem(ctx, k.pulledStatuses(), pulledMember(e.id, e.uid))

@@ -281,6 +281,8 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
 	cleanup := job{kind: jobDelete, uid: uid, sid: id, payload: string(payload)}
+	list := cleanup
+	list.kind = jobListDelete
 	homeJob, listJob := k.job(cleanup.id()), ""
 	// As in queuePost, the jobs wait for the deletion to be written: a list
 	// pass that ran first could race a list_post pass that, seeing the
@@ -288,9 +290,8 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	pipe = s.rdb.Pipeline()
 	s.queueJob(ctx, pipe, cleanup, inputsPending)
 	if inLists.Val() > 0 {
-		cleanup.kind = jobListDelete
-		listJob = k.job(cleanup.id())
-		s.queueJob(ctx, pipe, cleanup, inputsPending)
+		listJob = k.job(list.id())
+		s.queueJob(ctx, pipe, list, inputsPending)
 	}
 	of, _ := repostOf.Int64()
 	reactionsJob := s.queueDropReactions(ctx, pipe, uid, id, of, string(payload))
@@ -306,7 +307,10 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	if err := s.writeDelete(ctx, uid, id, payload); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
-	if err := s.markReady(ctx, homeJob, listJob, reactionsJob); err != nil {
+	// A list that took the author in since the read above may have copied
+	// the status before it was deleted: list:in is read again, and the
+	// list job queued then (markReadyForLists).
+	if listJob, err = s.markReadyForLists(ctx, list, listJob, homeJob, reactionsJob); err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
 	s.inlinePass(ctx, homeJob)
