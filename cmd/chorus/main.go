@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		defer m.Close()
-		redisURL, store = "redis://"+m.Addr(), "embedded"
+		redisURL, store = m.url, "embedded"
 		log.Warn("NO REDIS CONFIGURED: running on the embedded in-memory store. " +
 			"It is for trying Chorus out: one instance only, and every user, status and session is lost on exit. " +
 			"Set REDIS_URL or -redis-url for real use.")
