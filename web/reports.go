@@ -102,7 +102,8 @@ func (s *Server) changeSuspension(w http.ResponseWriter, r *http.Request,
 }
 
 // suspendedUsers lists the suspended accounts, most recent first: GET
-// /admin/suspensions, admins only.
+// /admin/suspensions, admins only. Each is shown as every list of users
+// shows one (writeUsers, as /admin/approvals), its "suspended" kept.
 func (s *Server) suspendedUsers(w http.ResponseWriter, r *http.Request) {
 	viewer, _ := viewerFrom(r.Context())
 	p, err := pageParams(r)
@@ -115,8 +116,5 @@ func (s *Server) suspendedUsers(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if users == nil {
-		users = []social.User{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"users": users})
+	s.writeUsers(w, r, users)
 }
