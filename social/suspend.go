@@ -240,11 +240,19 @@ func (s *Service) settleSuspension(ctx context.Context, uid int64, rev string) (
 		return false, nil
 	}
 	if state[0] != nil {
-		if err := s.bus.Publish(ctx, s.bus.UserChannel(uid), accountSuspendedEvent); err != nil {
-			return false, err
-		}
 		live, err := s.liveSessions(ctx, uid)
 		if err != nil {
+			return false, err
+		}
+		// The revision again, once the sessions are read: a lifting that
+		// came since, whose sessions may be among live (signed in once it
+		// lifted the mark), has none of them ended, nor its streams closed.
+		// One coming after this read may see the sessions it opened end:
+		// its user signs in again.
+		if mine, err := s.stillRevision(ctx, uid, rev); err != nil || !mine {
+			return false, err
+		}
+		if err := s.bus.Publish(ctx, s.bus.UserChannel(uid), accountSuspendedEvent); err != nil {
 			return false, err
 		}
 		if err := s.endSessions(ctx, uid, live); err != nil {
@@ -252,6 +260,16 @@ func (s *Service) settleSuspension(ctx context.Context, uid int64, rev string) (
 		}
 	}
 	return true, s.syncSuspendedList(ctx, uid)
+}
+
+// stillRevision reports whether rev is still the revision of uid's
+// suspension.
+func (s *Service) stillRevision(ctx context.Context, uid int64, rev string) (bool, error) {
+	now, err := s.rdb.HGet(ctx, s.keys.user(uid), "suspension_rev").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	return now == rev, nil
 }
 
 // syncSuspendedList makes the admins' list of suspended accounts agree

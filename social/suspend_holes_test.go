@@ -242,3 +242,86 @@ func TestSuspendLeavesNoJobAhead(t *testing.T) {
 		}
 	}
 }
+
+// sessionsReadHook runs fn, once armed, as the next read of a user's
+// sessions' index (liveSessions) is sent, before it.
+type sessionsReadHook struct {
+	armed atomic.Bool
+	fn    func()
+}
+
+func (h *sessionsReadHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *sessionsReadHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *sessionsReadHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() != "zrange" || len(c.Args()) < 2 {
+				continue
+			}
+			if key, _ := c.Args()[1].(string); strings.Contains(key, "sessions:") && h.armed.CompareAndSwap(true, false) {
+				h.fn()
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A suspension lifted whole once the account is marked, or while the
+// suspension reads the sessions it is to end, ends none of them, those
+// opened once it was lifted included, and closes none of the account's
+// streams.
+func TestSuspensionLiftedMidWayEndsNoSession(t *testing.T) {
+	t.Parallel()
+	for _, asItReads := range []bool{false, true} {
+		t.Run(fmt.Sprint("as it reads the sessions=", asItReads), func(t *testing.T) {
+			t.Parallel()
+			base, prefix := redistest.Backend(t)
+			h := &sessionsReadHook{}
+			s := New(redistest.WithHook(t, base, h), Options{Prefix: prefix, BcryptCost: 4})
+			ctx := ctxT(t)
+			ada, kept := signUpToken(t, s, "ada")
+			l := listen(t, s, s.rdb, s.bus.UserChannel(ada.ID))
+			var token string
+			lift := func() {
+				if _, err := s.Unsuspend(ctx, ada.ID); err != nil {
+					t.Error(err)
+				}
+				var err error
+				if _, token, err = s.SignIn(ctx, "ada", "password-ada", "192.0.2.1"); err != nil {
+					t.Error(err)
+				}
+			}
+			h.fn = lift
+			s.afterSuspendScript = func() {
+				s.afterSuspendScript = nil
+				if asItReads {
+					h.armed.Store(true)
+				} else {
+					lift()
+				}
+			}
+			if _, err := s.Suspend(ctx, ada.ID); err != nil {
+				t.Fatal(err)
+			}
+			if h.armed.Load() {
+				t.Fatal("the suspension read no sessions")
+			}
+			if s.rdb.HExists(ctx, s.keys.user(ada.ID), "suspended").Val() {
+				t.Fatal("ada is suspended: her suspension came after its lifting")
+			}
+			for _, tok := range []string{token, kept} {
+				if _, err := s.Authenticate(ctx, tok); err != nil {
+					t.Errorf("a session of ada, whose suspension was lifted: %v", err)
+				}
+			}
+			for _, ev := range eventsSoFar(t, l)[s.bus.UserChannel(ada.ID)] {
+				if ev.Type == "account_suspended" || ev.Type == "session_ended" {
+					t.Errorf("ada, whose suspension was lifted, was sent %s", ev.Type)
+				}
+			}
+		})
+	}
+}
