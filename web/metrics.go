@@ -108,7 +108,7 @@ func (m *Metrics) register(s *Server) {
 		counter("chorus_heartbeats_total", "Heartbeat frames received.", &st.Heartbeats),
 		counter("chorus_pubsub_resubscribes_total", "Channels subscribed again after the pub/sub connection to Redis was lost (on a cluster, a master's connection, or their slot moved).", &st.PubSubRestarts),
 		counter("chorus_heartbeats_recorded_total", "Activity written to presence (at most once per stream per heartbeat interval).", &st.HeartbeatsRecorded),
-		counter("chorus_presence_frames_coalesced_total", "Presence frames not sent: a newer one about the same user, within a second, replaced them.", &st.PresenceCoalesced),
+		counter("chorus_presence_frames_coalesced_total", "Presence frames held back and then not sent: replaced by a newer one about the same user within a second, telling what the last one sent told, or dropped by a friend_removed.", &st.PresenceCoalesced),
 		counter("chorus_pubsub_subscribe_commands_total", "SUBSCRIBE and UNSUBSCRIBE commands sent, each for a batch of up to 500 channels (on a cluster SSUBSCRIBE and SUNSUBSCRIBE, each for one slot's).", &st.SubscribeCommands),
 		counter("chorus_presence_flushes_total", "Script calls that wrote the activity of this instance's streams to presence, all of a tick's in one.", &st.BeatFlushes),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
