@@ -33,7 +33,9 @@ const trimEvery = 16
 // out again where not. A deletion writes its end before it walks
 // timelines, so a push it did not see is taken out either by it or here.
 // A frame goes only with a push that added the status, so a pass run
-// twice sends nothing twice.
+// twice sends nothing twice. A status hidden since it was posted (its
+// author suspended, or a repost entry's original's) goes out in no frame
+// (see queueStatusHidden).
 func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	k := s.keys
 	uid, sid, payload := j.uid, j.sid, j.payload
@@ -58,6 +60,7 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	until := j.until
 	pipe := s.rdb.Pipeline()
 	exists := pipe.Exists(ctx, k.status(sid))
+	hidden := s.queueStatusHidden(ctx, pipe, sid, repostOf(frame.Status))
 	var seq *redis.StringCmd
 	var pulled *redis.FloatCmd
 	var promoting, followers *redis.IntCmd
@@ -137,10 +140,41 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 			}
 		}
 	}
+	if hidden() {
+		// Pushed all the same, to show where it would have been should the
+		// suspension be lifted, as it shows in the homes reached before.
+		connected, framed = make([]bool, len(push)), nil
+	}
 	if err := s.pushStatus(ctx, uid, sid, repostOf(frame.Status), payload, push, connected, framed, unfollows.Val()); err != nil {
 		return passResult{}, err
 	}
 	return s.pageStepAt(len(members), last, next), nil
+}
+
+// queueStatusHidden queues on pipe the reads of whether status sid, or the
+// original of a repost entry (orig, 0 for a status), is hidden (its
+// author suspended since it was posted; see hidePass), and returns what
+// tells once they ran. Every read of a timeline leaves such a status out,
+// so a post job's pages after the suspension send it in no live frame:
+// those of a large account's status would go on for minutes. A page
+// running as the suspension's job hides it may send its frames still.
+func (s *Service) queueStatusHidden(ctx context.Context, pipe redis.Pipeliner, sid, orig int64) func() bool {
+	ids := []int64{sid}
+	if orig != 0 {
+		ids = append(ids, orig)
+	}
+	cmds := make([]*redis.BoolCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HExists(ctx, s.keys.status(id), "hidden")
+	}
+	return func() bool {
+		for _, c := range cmds {
+			if c.Val() {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // activeFollowers returns those of members whose home timelines a post

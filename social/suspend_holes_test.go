@@ -325,3 +325,65 @@ func TestSuspensionLiftedMidWayEndsNoSession(t *testing.T) {
 		})
 	}
 }
+
+// A status hidden by its author's suspension while its fan-out is under
+// way goes out in no live frame from the pages after (a large account's
+// went on framing for minutes), nor does a repost entry of it; each still
+// reaches the homes, where it shows should the suspension be lifted.
+func TestSuspendedStatusGoesOutInNoFrame(t *testing.T) {
+	t.Parallel()
+	for _, repost := range []bool{false, true} {
+		t.Run(fmt.Sprint("repost=", repost), func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{FanoutPassSize: 2})
+			ctx := ctxT(t)
+			bad, fan := signUp(t, s, "bad"), signUp(t, s, "fan")
+			pushed := "bad"
+			if repost {
+				pushed = "fan"
+			}
+			fans := followersOf(t, s, pushed, 8)
+			st := post(t, s, bad.ID, "spam") // the first page inline, the rest waits for a worker
+			if repost {
+				if _, err := s.Repost(ctx, fan.ID, st.ID); err != nil {
+					t.Fatal(err)
+				}
+				entries := zsetIDs(t, s, s.keys.profile(fan.ID))
+				if len(entries) != 1 {
+					t.Fatalf("fan's profile holds %v, want the repost entry", entries)
+				}
+				st.ID = entries[0]
+			}
+			var channels []string
+			for _, f := range fans {
+				channels = append(channels, s.bus.UserChannel(f.ID))
+			}
+			if fc := s.bus.FramesChannel(); fc != "" {
+				channels = append(channels, fc)
+			}
+			l := listen(t, s, rdb, channels...)
+			if _, err := s.Suspend(ctx, bad.ID); err != nil {
+				t.Fatal(err)
+			}
+			startWorker(t, s, "w1")
+			testio.Eventually(t, time.Minute, func() string {
+				if n := jobsLeft(t, ctx, rdb, s.keys); n != 0 {
+					return fmt.Sprintf("%d jobs left", n)
+				}
+				return ""
+			})
+			for ch, msgs := range payloadsSoFar(t, l) {
+				for _, m := range msgs {
+					if strings.Contains(m, `"id":`+itoa(st.ID)+`,`) {
+						t.Errorf("after the suspension, %s got %.120q", ch, m)
+					}
+				}
+			}
+			for _, f := range fans {
+				if rdb.ZScore(ctx, s.keys.home(f.ID), itoa(st.ID)).Err() != nil {
+					t.Errorf("the home of %s lacks %d", f.Login, st.ID)
+				}
+			}
+		})
+	}
+}
