@@ -110,8 +110,9 @@ func (s *Service) markReadyForLists(ctx context.Context, j job, listJob string, 
 // After writing, the pass checks the status, each list, and the author's
 // membership of it, and takes back what no longer stands: a status deleted
 // meanwhile (its cleanup job may have passed those lists already), a list
-// deleted meanwhile (its timeline, deleted before the write, is deleted
-// again, and so is its stale place in list:in), a membership ended
+// deleted meanwhile, or marked deleted (its timeline, deleted before the
+// write or due to be, is deleted again, and so is its stale place in
+// list:in), a membership ended
 // meanwhile (RemoveListMember's walk may have read the timeline before the
 // write). Each of those ends is written before its cleanup reads, so either
 // the check here sees it or the cleanup comes after the write.
@@ -194,10 +195,10 @@ func (s *Service) listPostPass(ctx context.Context, j job) (passResult, error) {
 
 	pipe = s.rdb.Pipeline()
 	exists = pipe.Exists(ctx, k.status(sid))
-	listed := make([]*redis.IntCmd, len(lists))
+	listed := make([]*redis.SliceCmd, len(lists))
 	member := make([]*redis.FloatCmd, len(lists))
 	for i, id := range lists {
-		listed[i] = pipe.Exists(ctx, k.list(id))
+		listed[i] = pipe.HMGet(ctx, k.list(id), "id", "deleted")
 		member[i] = pipe.ZScore(ctx, k.listMembers(id), itoa(uid))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -212,9 +213,11 @@ func (s *Service) listPostPass(ctx context.Context, j job) (passResult, error) {
 		return passResult{finished: true, reached: int64(len(lists))}, err
 	}
 	for i, id := range lists {
-		gone := listed[i].Val() == 0
+		// A list marked deleted is gone: its deletion, maybe cut short
+		// after the mark, deletes its timeline only when it runs again.
+		f := listed[i].Val()
 		switch {
-		case gone:
+		case f[0] == nil || f[1] != nil:
 			pipe.Del(ctx, k.listStatuses(id))
 		case errors.Is(member[i].Err(), redis.Nil):
 			pipe.ZRem(ctx, k.listStatuses(id), sid)

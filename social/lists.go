@@ -3,6 +3,7 @@ package social
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -135,11 +136,13 @@ func (s *Service) RenameList(ctx context.Context, uid, id int64, name string) (L
 // leaves each member's list:in (all of its memberships are over, so
 // whatever score list:in holds goes) and its owner's list:out; last its
 // keys go, in one DEL. A crash after the mark leaves a list no one sees,
-// still in some list:in and list:out: fan-out passes may write its
-// timeline, and it holds a place among its owner's lists, until a retry of
-// the deletion (the script takes a marked list from its owner) runs every
-// step again. list:out goes before the keys, so that no crash leaves an id
-// there that a retry can no longer find.
+// still in some list:in and list:out: a fan-out pass that writes its
+// timeline takes it out again (a marked list is gone to it), and the list
+// holds a place among its owner's lists until a retry of the deletion (the
+// script takes a marked list from its owner) runs every step again, or
+// the owner's next read of their lists does, a minute after the list was
+// made (Lists, finishDeletions). list:out goes before the keys, so that no
+// crash leaves an id there that a retry can no longer find.
 //
 // An add whose script ran before the mark may write list:in after the
 // pipeline; it checks the list after writing and takes it out again. A
@@ -208,7 +211,10 @@ func (s *Service) List(ctx context.Context, viewer, id int64) (List, error) {
 	return l, nil
 }
 
-// Lists returns the lists owner made, oldest first.
+// Lists returns the lists owner made, oldest first. It also tidies what
+// a change cut short left among them, once a list's place is
+// lostListAfter old: it gives back the places of lists never made, and
+// finishes the deletions of lists marked deleted (finishDeletions).
 func (s *Service) Lists(ctx context.Context, owner int64) ([]List, error) {
 	k := s.keys
 	out, err := s.rdb.ZRangeWithScores(ctx, k.listsOut(owner), 0, -1).Result()
@@ -230,12 +236,24 @@ func (s *Service) Lists(ctx context.Context, owner int64) ([]List, error) {
 	name, _ := who.Val()[1].(string)
 	lists := make([]List, 0, len(cmds))
 	var lost []any
+	var marked []int64
 	for i, c := range cmds {
-		if l, ok := parseList(c.Val()); ok {
+		l, ok := parseList(c.Val())
+		old := clock.Val().Sub(time.UnixMilli(int64(out[i].Score))) > lostListAfter
+		switch {
+		case ok:
 			l.Owner = protocol.UserRef{ID: owner, Login: login, Name: name}
 			lists = append(lists, l)
-		} else if c.Val()[0] == nil && clock.Val().Sub(time.UnixMilli(int64(out[i].Score))) > lostListAfter {
+		case !old:
+			// A list of the last minute is left to the change that may be
+			// under way: a create's hash on its way, or the owner's retry
+			// of a deletion cut short, which would find no list once
+			// finished here (ErrListNotFound).
+		case c.Val()[0] == nil:
 			lost = append(lost, out[i].Member)
+		case c.Val()[5] != nil: // "deleted"
+			id, _ := strconv.ParseInt(fmt.Sprint(out[i].Member), 10, 64)
+			marked = append(marked, id)
 		}
 	}
 	if len(lost) > 0 {
@@ -245,12 +263,30 @@ func (s *Service) Lists(ctx context.Context, owner int64) ([]List, error) {
 			s.opts.Logger.WarnContext(ctx, "could not free the places of lists never made", "uid", owner, "err", err)
 		}
 	}
+	s.finishDeletions(ctx, owner, marked)
 	return lists, nil
 }
 
+// finishDeletions finishes the deletions of owner's lists ids, marked
+// deleted, as a retry of DeleteList would: one cut short after its mark
+// leaves a list its owner no longer sees, and so may never delete again,
+// which holds a place among their MaxListsPerUser and stays in its
+// members' list:in. Best effort, as Lists gives back the places of lists
+// never made: a failure is logged, and the owner's next read tries again.
+// A deletion still under way has its steps run twice, each idempotent.
+func (s *Service) finishDeletions(ctx context.Context, owner int64, ids []int64) {
+	for _, id := range ids {
+		// A list whose keys went meanwhile is deleted already.
+		if err := s.DeleteList(ctx, owner, id); err != nil && !errors.Is(err, ErrListNotFound) {
+			s.opts.Logger.WarnContext(ctx, "could not finish the deletion of a list", "uid", owner, "list", id, "err", err)
+		}
+	}
+}
+
 // lostListAfter is how long after its place was taken a list whose hash
-// is not there is taken for one never made: far longer than CreateList's
-// two steps take.
+// is not there is taken for one never made (far longer than CreateList's
+// two steps take), and after which Lists finishes the deletion of one
+// marked deleted.
 const lostListAfter = time.Minute
 
 // parseList reads a list's hash (listFields): all but its owner's login

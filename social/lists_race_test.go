@@ -218,3 +218,113 @@ func TestListAddRacingARepostsDropLosesTheEntry(t *testing.T) {
 		t.Errorf("list timeline %v, want none: entry %d was deleted as its reposter was added", got, entries[0])
 	}
 }
+
+// markDeleted makes the first step of DeleteList of list id by owner, the
+// mark, as a deletion cut short right after it leaves it.
+func markDeleted(tb testing.TB, s *Service, owner, id int64) {
+	tb.Helper()
+	k := s.keys
+	if err := listDeleteScript.Run(ctxT(tb), s.rdb, []string{k.list(id), k.listMembers(id)}, owner).Err(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// listKeysLeft returns those of list id's keys that are still there.
+func listKeysLeft(tb testing.TB, s *Service, id int64) []string {
+	tb.Helper()
+	var left []string
+	for _, key := range []string{s.keys.list(id), s.keys.listMembers(id), s.keys.listStatuses(id)} {
+		n, err := s.rdb.Exists(ctxT(tb), key).Result()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if n != 0 {
+			left = append(left, key)
+		}
+	}
+	return left
+}
+
+// A DeleteList cut short after its mark leaves a list its owner no longer
+// sees, and so may never delete again: the owner's next read of their
+// lists once the list's place is a minute old finishes the deletion,
+// giving back its place among their MaxListsPerUser and taking it out of
+// its members' list:in, so that no status is routed to it. A younger one
+// is left to the owner's retry.
+func TestListDeletionCutShortIsFinishedByLists(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	owner := signUp(t, s, "owner")
+	author := signUp(t, s, "author")
+	follow(t, s, owner.ID, "author")
+	var lists []List
+	for i := range MaxListsPerUser {
+		lists = append(lists, createList(t, s, owner.ID, fmt.Sprint("l", i)))
+	}
+	cut := lists[0].ID
+	addMember(t, s, owner.ID, cut, "author")
+	post(t, s, author.ID, "in the list")
+	markDeleted(t, s, owner.ID, cut)
+	out := s.keys.listsOut(owner.ID)
+	if _, err := s.Lists(ctx, owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := zsetIDs(t, s, out); !slices.Contains(got, cut) {
+		t.Fatalf("owner's places %v lost the list of the last minute marked deleted", got)
+	}
+
+	made := time.Now().Add(-2 * lostListAfter).UnixMilli()
+	if err := s.rdb.ZAdd(ctx, out, redis.Z{Score: float64(made), Member: cut}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := s.Lists(ctx, owner.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Lists made in one millisecond come in the order of their ids' text.
+	if got, want := slices.Sorted(slices.Values(listIDs(seen))), listIDs(lists[1:]); !slices.Equal(got, want) {
+		t.Errorf("owner's lists %v, want %v", got, want)
+	}
+	if got := zsetIDs(t, s, out); slices.Contains(got, cut) {
+		t.Errorf("owner's places %v still hold the list deleted", got)
+	}
+	if got := zsetIDs(t, s, s.keys.listsIn(author.ID)); len(got) > 0 {
+		t.Errorf("list:in of its member %v, want none", got)
+	}
+	if left := listKeysLeft(t, s, cut); len(left) > 0 {
+		t.Errorf("keys of the list deleted left: %v", left)
+	}
+	if _, err := s.CreateList(ctx, owner.ID, "new"); err != nil {
+		t.Errorf("the owner of %d lists cannot make another: %v", len(seen), err)
+	}
+}
+
+// A list_post pass takes a list marked deleted (a DeleteList cut short
+// after its mark, its owner yet to read their lists) for gone: it takes
+// the status it wrote there back out, with the list's timeline, and the
+// list out of its author's list:in.
+func TestListPassTakesAMarkedListForGone(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	owner := signUp(t, s, "owner")
+	author := signUp(t, s, "author")
+	follow(t, s, owner.ID, "author")
+	kept := createList(t, s, owner.ID, "kept")
+	cut := createList(t, s, owner.ID, "cut")
+	addMember(t, s, owner.ID, kept.ID, "author")
+	addMember(t, s, owner.ID, cut.ID, "author")
+	markDeleted(t, s, owner.ID, cut.ID)
+	st := post(t, s, author.ID, "after the mark")
+	startWorker(t, s, "w")
+	waitNoJobs(t, s)
+	if got := listTimelineIDs(t, s, kept.ID); !slices.Equal(got, []int64{st.ID}) {
+		t.Errorf("the list kept holds %v, want %d", got, st.ID)
+	}
+	if got := listTimelineIDs(t, s, cut.ID); len(got) > 0 {
+		t.Errorf("the list marked deleted holds %v", got)
+	}
+	if got := zsetIDs(t, s, s.keys.listsIn(author.ID)); !slices.Equal(got, []int64{kept.ID}) {
+		t.Errorf("list:in of the author %v, want only the list kept, %d", got, kept.ID)
+	}
+}
