@@ -83,7 +83,7 @@ func (s *Service) markReadyForLists(ctx context.Context, j job, listJob string, 
 	_, err := pipe.Exec(ctx)
 	switch {
 	case redis.HasErrorPrefix(flagged.Err(), "NOSCRIPT"):
-		err = flagJobsScript.Run(ctx, s.rdb, keys, "ready").Err()
+		err = flagJobsScript.Eval(ctx, s.rdb, keys, "ready").Err() // its text: the hash was just refused
 	case flagged.Err() == nil:
 		err = nil // a failed read again is queue's to answer
 	}
