@@ -42,10 +42,11 @@ type AuthChecks struct {
 func (s *Service) Cluster() bool { return s.keys.cluster }
 
 // AuthenticateMany checks the sessions of many requests at once, as
-// Authenticate checks one (renewing each, noting its user's activity), in
-// two round trips for them all: the sessions with checks.Before, then
-// checks.Admit with the activity of the users not noted lately (one script
-// call). It is what a reconnect storm's streams cost: two round trips per
+// Authenticate checks one (renewing each, noting its user's activity,
+// refusing the sessions of an account suspended or being deleted), in two
+// round trips for them all: the sessions with checks.Before, then
+// checks.Admit with the users' standing and the activity of the users not
+// noted lately (one script call). It is what a reconnect storm's streams cost: two round trips per
 // batch of them, not three or four per stream. The rebuilds of users back
 // from long away run side by side, for up to rebuildWait in all, after
 // every check of the batch is answered (rebuildMany).
@@ -82,6 +83,7 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 	_, _ = pipe.Exec(ctx)
 
 	var admitted []*Authentication
+	var ids []string // of the admitted sessions
 	var uids []int64
 	var seen []int64 // the users whose activity is noted, each once
 	for j, f := range firsts {
@@ -103,6 +105,7 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 		f.a.UID = uid
 		s.sessionUsers.Add(f.id, uid)
 		admitted = append(admitted, f.a)
+		ids = append(ids, f.id)
 		uids = append(uids, uid)
 		if !slices.Contains(seen, uid) && !s.touches.recent(uid) {
 			seen = append(seen, uid)
@@ -116,6 +119,12 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 	if checks.Admit != nil {
 		admits = answers(checks.Admit(ctx, pipe, uids), len(uids))
 	}
+	standings := make(map[int64]*redis.SliceCmd, len(uids))
+	for _, uid := range uids {
+		if standings[uid] == nil {
+			standings[uid] = s.queueStanding(ctx, pipe, uid)
+		}
+	}
 	var seenCmd *redis.Cmd
 	if len(seen) > 0 {
 		args := make([]any, 0, 2+len(seen))
@@ -125,7 +134,17 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 		}
 		seenCmd = seenScript.Eval(ctx, pipe, []string{k.seen()}, args...)
 	}
-	_, _ = pipe.Exec(ctx) // as above; an empty pipeline sends nothing
+	_, _ = pipe.Exec(ctx) // as above
+	// An account suspended or being deleted whose sessions were not ended
+	// yet (the change cut short) opens nothing: its sessions are refused
+	// and ended here, as Authenticate does, and it is rebuilt no home.
+	fallen := map[int64]bool{}
+	for j, a := range admitted {
+		if err := s.refuseFallen(ctx, ids[j], a.UID, standings[a.UID]); err != nil {
+			fallen[a.UID] = true
+			a.UID, a.Err = 0, err
+		}
+	}
 	noted := make(map[int64]error, len(seen))
 	var rebuilds []int64
 	if seenCmd != nil {
@@ -140,13 +159,16 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 			}
 			rebuild, err := s.noted(ctx, uid, res[1+i], res[0])
 			noted[uid] = err
-			if rebuild {
+			if rebuild && !fallen[uid] {
 				rebuilds = append(rebuilds, uid)
 			}
 		}
 	}
 	s.rebuildMany(ctx, rebuilds)
 	for j, a := range admitted {
+		if a.Err != nil {
+			continue // refused above
+		}
 		if admits != nil {
 			if err := admits[j](); err != nil {
 				a.UID, a.Err = 0, err

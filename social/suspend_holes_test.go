@@ -387,3 +387,36 @@ func TestSuspendedStatusGoesOutInNoFrame(t *testing.T) {
 		})
 	}
 }
+
+// Streams opened in a batch (AuthenticateMany) refuse the sessions of an
+// account marked suspended or being deleted whose sessions were not ended,
+// and end them, while the batch's other sessions go on.
+func TestFallenAccountOpensNoStreamInABatch(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	ada, adaToken := signUpToken(t, s, "ada")
+	bob, bobToken := signUpToken(t, s, "bob")
+	cy, cyToken := signUpToken(t, s, "cyd")
+	for _, token := range []string{adaToken, bobToken, cyToken} {
+		authenticate(t, s, token)
+	}
+	for uid, field := range map[int64]string{ada.ID: "suspended", bob.ID: "deleted"} {
+		if err := s.rdb.HSet(ctx, s.keys.user(uid), field, 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := []*Authentication{{Token: adaToken}, {Token: bobToken}, {Token: cyToken}}
+	s.AuthenticateMany(ctx, as, AuthChecks{})
+	for i, token := range []string{adaToken, bobToken} {
+		if !errors.Is(as[i].Err, ErrUnauthenticated) || as[i].UID != 0 {
+			t.Errorf("stream %d of a fallen account: uid %d, %v; want ErrUnauthenticated", i, as[i].UID, as[i].Err)
+		}
+		if s.rdb.Exists(ctx, s.keys.session(hashToken(token))).Val() != 0 {
+			t.Errorf("stream %d's session, refused, still stands", i)
+		}
+	}
+	if as[2].Err != nil || as[2].UID != cy.ID {
+		t.Errorf("cy's stream in the same batch: uid %d, %v; want %d", as[2].UID, as[2].Err, cy.ID)
+	}
+}
