@@ -148,7 +148,10 @@ func (s *Service) listPostPass(ctx context.Context, j job) (passResult, error) {
 		inLists = pipe.ZCard(ctx, k.listsIn(uid))
 		promoting = pipe.Exists(ctx, k.job(promoteJobID(uid)))
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	// A pulled author's missing score (redis.Nil) must not hide another
+	// command's failure (see below).
+	cmds, _ := pipe.Exec(ctx)
+	if err := firstErr(cmds); err != nil {
 		return passResult{}, err
 	}
 	if exists.Val() == 0 {
@@ -201,7 +204,11 @@ func (s *Service) listPostPass(ctx context.Context, j job) (passResult, error) {
 		listed[i] = pipe.HMGet(ctx, k.list(id), "id", "deleted")
 		member[i] = pipe.ZScore(ctx, k.listMembers(id), itoa(uid))
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	// Exec answers only the first error: a missing member (redis.Nil)
+	// would hide another command's failure, whose empty answer would read
+	// as a list or a status gone.
+	cmds, _ = pipe.Exec(ctx)
+	if err := firstErr(cmds); err != nil {
 		return passResult{}, err
 	}
 	pipe = s.rdb.Pipeline()

@@ -328,3 +328,36 @@ func TestListPassTakesAMarkedListForGone(t *testing.T) {
 		t.Errorf("list:in of the author %v, want only the list kept, %d", got, kept.ID)
 	}
 }
+
+// A list pass whose read of one list fails, another list's member read
+// answering none (its author just taken out), fails whole and is run
+// again: the missing member's answer hid the failure, whose empty answer
+// was read as the list's fields (a panic), or as the list gone (its
+// timeline deleted).
+func TestListPassReadFailureBehindAMissingMember(t *testing.T) {
+	t.Parallel()
+	base, prefix := redistest.Backend(t)
+	h := &failKeyHook{}
+	s := New(redistest.WithHook(t, base, h), Options{Prefix: prefix, BcryptCost: 4})
+	ctx := ctxT(t)
+	author := signUp(t, s, "author")
+	owner := signUp(t, s, "owner")
+	follow(t, s, owner.ID, "author")
+	gone := createList(t, s, owner.ID, "gone")
+	kept := createList(t, s, owner.ID, "kept")
+	addMember(t, s, owner.ID, gone.ID, "author")
+	addMember(t, s, owner.ID, kept.ID, "author")
+	earlier := post(t, s, author.ID, "earlier")
+	// Taken out of the first list, not yet out of the lists that hold it.
+	if err := s.rdb.ZRem(ctx, s.keys.listMembers(gone.ID), itoa(author.ID)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.key = s.keys.list(kept.ID)
+	h.on.Store(true)
+	st := post(t, s, author.ID, "while the kept list's read fails")
+	h.on.Store(false)
+	runJobIfQueued(t, s, s.keys.job(listPostJobID(st.ID)))
+	if got := listTimelineIDs(t, s, kept.ID); !slices.Contains(got, st.ID) || !slices.Contains(got, earlier.ID) {
+		t.Errorf("the kept list's timeline %v, want %d and %d", got, st.ID, earlier.ID)
+	}
+}
