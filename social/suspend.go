@@ -133,13 +133,19 @@ func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bo
 		s.afterSuspendScript()
 	}
 	// The revision's job, queued unless it is (by a call taking the steps
-	// again, or one racing this), replaces the job ahead.
+	// again, or one racing this), replaces the job ahead: which is taken
+	// out only once the revision's job is surely queued, a step after, so
+	// that a queueing that failed leaves it to stand in.
 	hide := job{kind: jobHide, uid: uid, payload: itoa(state.rev)}
-	pipe := s.rdb.Pipeline()
-	s.queueJob(ctx, pipe, hide, inputsWritten)
-	s.queueDropJobs(ctx, pipe, ahead...)
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := s.queueJob(ctx, s.rdb, hide, inputsWritten).Err(); err != nil {
 		return false, fmt.Errorf("suspension of %d: %w", uid, err)
+	}
+	if len(ahead) > 0 {
+		pipe := s.rdb.Pipeline()
+		s.queueDropJobs(ctx, pipe, ahead...)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return false, fmt.Errorf("suspension of %d: %w", uid, err)
+		}
 	}
 	if _, err := s.pass(ctx, k.job(hide.id())); err != nil {
 		return false, fmt.Errorf("suspension of %d: %w", uid, err)

@@ -401,13 +401,28 @@ func TestFallenAccountOpensNoStreamInABatch(t *testing.T) {
 	for _, token := range []string{adaToken, bobToken, cyToken} {
 		authenticate(t, s, token)
 	}
+	follow(t, s, ada.ID, "cyd")
+	follow(t, s, bob.ID, "cyd")
+	post(t, s, cy.ID, "for a rebuild to copy")
+	for _, uid := range []int64{ada.ID, bob.ID} {
+		if err := s.rdb.Del(ctx, s.keys.home(uid)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for uid, field := range map[int64]string{ada.ID: "suspended", bob.ID: "deleted"} {
 		if err := s.rdb.HSet(ctx, s.keys.user(uid), field, 1).Err(); err != nil {
 			t.Fatal(err)
 		}
+		lastSeenAgo(t, s, uid, 8*24*time.Hour) // back from long away: a home rebuilt, were they let in
 	}
+	s.touches = newTouches(s.touchEvery())
 	as := []*Authentication{{Token: adaToken}, {Token: bobToken}, {Token: cyToken}}
 	s.AuthenticateMany(ctx, as, AuthChecks{})
+	for _, uid := range []int64{ada.ID, bob.ID} {
+		if n := s.rdb.Exists(ctx, s.keys.job(refillJobID(uid)), s.keys.home(uid)).Val(); n != 0 {
+			t.Errorf("the fallen account %d, refused, got its home rebuilt or a job to rebuild it (%d keys)", uid, n)
+		}
+	}
 	for i, token := range []string{adaToken, bobToken} {
 		if !errors.Is(as[i].Err, ErrUnauthenticated) || as[i].UID != 0 {
 			t.Errorf("stream %d of a fallen account: uid %d, %v; want ErrUnauthenticated", i, as[i].UID, as[i].Err)
@@ -419,4 +434,81 @@ func TestFallenAccountOpensNoStreamInABatch(t *testing.T) {
 	if as[2].Err != nil || as[2].UID != cy.ID {
 		t.Errorf("cy's stream in the same batch: uid %d, %v; want %d", as[2].UID, as[2].Err, cy.ID)
 	}
+}
+
+// failKeyHook fails, while on, each command that names key, alone: in a
+// pipeline the others run, as when Redis refuses one command.
+type failKeyHook struct {
+	on  atomic.Bool
+	key string
+}
+
+func (h *failKeyHook) names(c redis.Cmder) bool {
+	for _, a := range c.Args() {
+		if s, ok := a.(string); ok && s == h.key {
+			return h.on.Load()
+		}
+	}
+	return false
+}
+
+func (h *failKeyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failKeyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error {
+		if h.names(c) {
+			c.SetErr(errSuspendInjected)
+			return errSuspendInjected
+		}
+		return next(ctx, c)
+	}
+}
+
+func (h *failKeyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var rest []redis.Cmder
+		for _, c := range cmds {
+			if h.names(c) {
+				c.SetErr(errSuspendInjected)
+				continue
+			}
+			rest = append(rest, c)
+		}
+		if len(rest) == 0 {
+			return errSuspendInjected
+		}
+		// As Redis's own error of one command: the pipeline answers its
+		// commands' first error, in their order.
+		return next(ctx, rest)
+	}
+}
+
+// A suspension whose revision's job fails to be queued, all else going
+// through, keeps the job queued ahead of its mark, which a worker then
+// runs: the statuses are hidden and the sessions ended with no retry.
+func TestSuspendKeepsItsJobAheadWhenTheRevisionsJobFails(t *testing.T) {
+	t.Parallel()
+	base, prefix := redistest.Backend(t)
+	h := &failKeyHook{}
+	s := New(redistest.WithHook(t, base, h), Options{Prefix: prefix, BcryptCost: 4, JobClaimIdle: 500 * time.Millisecond})
+	ctx := ctxT(t)
+	bad, token := signUpToken(t, s, "bad")
+	spam := post(t, s, bad.ID, "spam")
+	h.key = s.keys.job(hideJobID(bad.ID, "1"))
+	h.on.Store(true)
+	_, err := s.Suspend(ctx, bad.ID)
+	h.on.Store(false)
+	if err == nil {
+		t.Fatal("the suspension whose job failed to be queued answered no error")
+	}
+	startWorker(t, s, "w1")
+	testio.Eventually(t, time.Minute, func() string {
+		if hidden := s.rdb.HGet(ctx, s.keys.status(spam.ID), "hidden").Val(); hidden != "1" {
+			return fmt.Sprintf("the suspended account's status: hidden = %q", hidden)
+		}
+		if n := s.rdb.Exists(ctx, s.keys.session(hashToken(token))).Val(); n != 0 {
+			return "the suspended account's session stands"
+		}
+		return ""
+	})
 }
