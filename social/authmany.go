@@ -157,9 +157,12 @@ func (s *Service) AuthenticateMany(ctx context.Context, as []*Authentication, ch
 				noted[uid] = err
 				continue
 			}
+			if fallen[uid] {
+				continue // refused: no home, nor a refill job for one
+			}
 			rebuild, err := s.noted(ctx, uid, res[1+i], res[0])
 			noted[uid] = err
-			if rebuild && !fallen[uid] {
+			if rebuild {
 				rebuilds = append(rebuilds, uid)
 			}
 		}
