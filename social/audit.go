@@ -33,22 +33,18 @@ type AuditEntry struct {
 // How an admin action is logged, once and only once, though any one of its
 // round trips fail (a client gone, a deadline, Redis failing for a moment):
 // the change's own script, in the changed object's slot, writes the
-// change's audit record into the object's hash (a field audit_pending:<name>;
-// a suspension, whose script is the suspension's own, records an intent
-// before it instead: audit_intent.lua). flushAudit then, on a context the
-// request's end does not cut short, pushes the pending records to the log
-// and clears them. On a cluster the log is in a slot of its own, so the
-// push and the clearing are two steps: a push repeated, after a clearing
-// that failed, finds its record in the log and pushes nothing
-// (audit_push.lua). A call that fails after its change leaves its record
-// in the hash, and the admin's retry, which finds nothing to change,
-// flushes it.
+// change's audit record into the object's hash (a field
+// audit_pending:<name>), and writes none when it changes nothing.
+// flushAudit then, on a context the request's end does not cut short,
+// pushes the pending records to the log and clears them. On a cluster the
+// log is in a slot of its own, so the push and the clearing are two steps:
+// a push repeated, after a clearing that failed, finds its record in the
+// log and pushes nothing (audit_push.lua). A call that fails after its
+// change leaves its record in the hash, and the admin's retry, which finds
+// nothing to change, flushes it; so does a suspension's job
+// (settleSuspension), should no retry come.
 
 var (
-	//go:embed audit_intent.lua
-	auditIntentSource string
-	auditIntentScript = newScript(auditIntentSource)
-
 	//go:embed audit_settle.lua
 	auditSettleSource string
 	auditSettleScript = newScript(auditSettleSource)
@@ -68,32 +64,25 @@ type auditRecord struct {
 }
 
 // newAuditRecord stamps entry now, for a change about to be made, and
-// returns its reference and its record.
-func newAuditRecord(entry AuditEntry) (ref, record string, err error) {
+// returns its record, with a reference of its own.
+func newAuditRecord(entry AuditEntry) (string, error) {
 	entry.At = time.Now().UTC().Truncate(time.Millisecond)
-	ref = rand.Text()
-	raw, err := json.Marshal(auditRecord{AuditEntry: entry, Ref: ref})
+	raw, err := json.Marshal(auditRecord{AuditEntry: entry, Ref: rand.Text()})
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	return ref, string(raw), nil
+	return string(raw), nil
 }
 
-// auditIntentField is the field of a user's hash that holds the intent of
-// the suspension (or its lifting) whose record's reference is ref.
-func auditIntentField(ref string) string { return "audit_intent:" + ref }
-
 // flushAudit pushes to the audit log the records pending in the hash key
-// (a user's or a report's), claiming first the suspensions' intents whose
-// change took place (the caller's own is intent, "" for none), and clears
-// them. It runs though ctx ends: it comes after a change. Each record goes
-// to the log once; one pushed late (by a retry) goes in at the head, so
-// the log's order is that of the pushes, which may differ a little from
-// that of the records' times.
-func (s *Service) flushAudit(ctx context.Context, key, intent string) error {
+// (a user's or a report's), and clears them. It runs though ctx ends: it
+// comes after a change. Each record goes to the log once; one pushed late
+// (by a retry) goes in at the head, so the log's order is that of the
+// pushes, which may differ a little from that of the records' times.
+func (s *Service) flushAudit(ctx context.Context, key string) error {
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	pairs, err := auditSettleScript.Run(ctx, s.rdb, []string{key}, intent).StringSlice()
+	pairs, err := auditSettleScript.Run(ctx, s.rdb, []string{key}).StringSlice()
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,76 +15,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// errAuditInjected is the error auditFailHook makes commands fail with.
-var errAuditInjected = errors.New("injected redis failure")
-
-// auditFailHook fails, while on, every command whose name and string
-// arguments, printed in lower case, match; a pipeline holding one fails
-// whole.
-type auditFailHook struct {
-	on    atomic.Bool
-	match func(line string) bool
-}
-
-func (h *auditFailHook) fails(c redis.Cmder) bool {
-	if !h.on.Load() {
-		return false
-	}
-	line := strings.ToLower(c.Name())
-	for _, a := range c.Args()[1:] {
-		if s, ok := a.(string); ok {
-			line += " " + strings.ToLower(s)
-		}
-	}
-	return h.match(line)
-}
-
-func (h *auditFailHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *auditFailHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, c redis.Cmder) error {
-		if h.fails(c) {
-			c.SetErr(errAuditInjected)
-			return errAuditInjected
-		}
-		return next(ctx, c)
-	}
-}
-
-func (h *auditFailHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			if h.fails(c) {
-				for _, c := range cmds {
-					c.SetErr(errAuditInjected)
-				}
-				return errAuditInjected
-			}
-		}
-		return next(ctx, cmds)
-	}
-}
-
 // auditFailing is a Service with admins root and root2 whose Redis
-// commands fail, while h is on, where match says.
-func auditFailing(t *testing.T, opts Options, match func(line string) bool) (*Service, *auditFailHook) {
+// commands fail, while h is on, where match picks.
+func auditFailing(t *testing.T, opts Options, match func(redis.Cmder) bool) (*Service, *failHook) {
 	t.Helper()
-	base, prefix := redistest.Backend(t)
-	h := &auditFailHook{match: match}
-	opts.Prefix, opts.BcryptCost, opts.Admins = prefix, 4, []string{"root", "root2"}
-	return New(redistest.WithHook(t, base, h), opts), h
-}
-
-// containing matches the lines that contain every one of parts.
-func containing(parts ...string) func(string) bool {
-	return func(line string) bool {
-		for _, p := range parts {
-			if !strings.Contains(line, p) {
-				return false
-			}
-		}
-		return true
-	}
+	opts.Admins = []string{"root", "root2"}
+	return failingService(t, opts, match)
 }
 
 // auditEntries returns the audit log's entries of action, as the admin
@@ -152,19 +89,14 @@ func TestAuditSuspendLoggedThoughCancelled(t *testing.T) {
 // A suspension and its lifting whose audit writes fail are each logged
 // once, by the admin's retry, which finds nothing to change.
 func TestAuditSuspendLoggedByRetryAfterLogFails(t *testing.T) {
-	s, h := auditFailing(t, Options{}, containing("audit:log"))
+	s, h := auditFailing(t, Options{}, allOf("audit:log"))
 	ctx := ctxT(t)
 	root, bob := signUp(t, s, "root"), signUp(t, s, "bob")
 	for _, c := range []struct {
 		change func(context.Context, int64, string) error
 		action string
 	}{{s.AdminSuspend, AuditSuspend}, {s.AdminUnsuspend, AuditUnsuspend}} {
-		h.on.Store(true)
-		err := c.change(ctx, root.ID, "bob")
-		h.on.Store(false)
-		if !errors.Is(err, errAuditInjected) {
-			t.Fatalf("%s with the audit log failing: %v", c.action, err)
-		}
+		h.failing(t, c.action+" with the audit log failing", func() error { return c.change(ctx, root.ID, "bob") })
 		if err := c.change(ctx, root.ID, "bob"); err != nil {
 			t.Fatalf("%s retried: %v", c.action, err)
 		}
@@ -176,18 +108,13 @@ func TestAuditSuspendLoggedByRetryAfterLogFails(t *testing.T) {
 	wantNoAuditLeft(t, s, s.keys.user(bob.ID))
 }
 
-// A suspension whose settling fails, after the change, leaves its intent,
-// which the retry logs, with the first call's admin.
-func TestAuditSuspendIntentLoggedByRetry(t *testing.T) {
-	s, h := auditFailing(t, Options{}, containing(strings.ToLower(auditSettleScript.Hash())))
+// A suspension whose settling fails, after the change, leaves its record,
+// which another admin's call logs, with the first call's admin.
+func TestAuditSuspendRecordLoggedByRetry(t *testing.T) {
+	s, h := auditFailing(t, Options{}, allOf(auditSettleScript.Hash()))
 	ctx := ctxT(t)
 	root, _, bob := signUp(t, s, "root"), signUp(t, s, "root2"), signUp(t, s, "bob")
-	h.on.Store(true)
-	err := s.AdminSuspend(ctx, root.ID, "bob")
-	h.on.Store(false)
-	if !errors.Is(err, errAuditInjected) {
-		t.Fatalf("AdminSuspend with its settling failing: %v", err)
-	}
+	h.failing(t, "AdminSuspend with its settling failing", func() error { return s.AdminSuspend(ctx, root.ID, "bob") })
 	root2, err := s.UID(ctx, "root2")
 	if err != nil {
 		t.Fatal(err)
@@ -202,15 +129,10 @@ func TestAuditSuspendIntentLoggedByRetry(t *testing.T) {
 // A record pushed to the log whose clearing then fails is pushed again by
 // the retry, and found there: the log holds it once.
 func TestAuditPushedOnceThoughClearingFails(t *testing.T) {
-	s, h := auditFailing(t, Options{}, containing("hdel", "audit_pending:"))
+	s, h := auditFailing(t, Options{}, allOf("hdel", "audit_pending:"))
 	ctx := ctxT(t)
 	root, bob := signUp(t, s, "root"), signUp(t, s, "bob")
-	h.on.Store(true)
-	err := s.AdminSuspend(ctx, root.ID, "bob")
-	h.on.Store(false)
-	if !errors.Is(err, errAuditInjected) {
-		t.Fatalf("AdminSuspend with its clearing failing: %v", err)
-	}
+	h.failing(t, "AdminSuspend with its clearing failing", func() error { return s.AdminSuspend(ctx, root.ID, "bob") })
 	if err := s.AdminSuspend(ctx, root.ID, "bob"); err != nil {
 		t.Fatal(err)
 	}
@@ -218,65 +140,148 @@ func TestAuditPushedOnceThoughClearingFails(t *testing.T) {
 	wantNoAuditLeft(t, s, s.keys.user(bob.ID))
 }
 
-// Two admins asking for one change at once, both intents recorded before
-// it, log it once: with the admin whose call settles first, whatever the
-// order the intents are read in. Each round is a change, the suspension
-// and its lifting in turn.
-func TestAuditRacingIntentsLogOneChange(t *testing.T) {
+// Admins changing an account between another admin's asking and that
+// admin's change each have their change logged, that admin's too: a
+// record is written by the change it records. (Records once written ahead
+// of the change were each taken for the change right after the one they
+// saw, and one was dropped as that change's second record.)
+func TestAuditChangesMadeMeanwhileEachLogged(t *testing.T) {
+	base, prefix := redistest.Backend(t)
+	h := &beforeOnce{match: anyOf(suspendScript.Hash())}
+	s := New(redistest.WithHook(t, base, h), Options{Prefix: prefix, BcryptCost: 4, Admins: []string{"root", "root2", "root3"}})
+	ctx := ctxT(t)
+	root, root2, root3, bob := signUp(t, s, "root"), signUp(t, s, "root2"), signUp(t, s, "root3"), signUp(t, s, "bob")
+	h.do = func() {
+		if err := s.AdminSuspend(ctx, root2.ID, "bob"); err != nil {
+			t.Error(err)
+		}
+		if err := s.AdminUnsuspend(ctx, root3.ID, "bob"); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := s.AdminSuspend(ctx, root.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	es, err := s.AuditLog(ctx, root.ID, Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Action+" by "+e.Admin)
+	}
+	want := []string{"suspend by root", "unsuspend by root3", "suspend by root2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("audit log, newest first: %q, want %q", got, want)
+	}
+	wantNoAuditLeft(t, s, s.keys.user(bob.ID))
+}
+
+// Admins racing one another over one account log exactly its changes:
+// as many suspensions and liftings as its revision counts, none twice,
+// none lost, whichever call's change took place.
+func TestAuditRacingAdminsLogEveryChange(t *testing.T) {
+	admins := []string{"root", "root2", "root3", "root4"}
+	s, _ := newService(t, Options{Admins: admins})
+	ctx := ctxT(t)
+	ids := make([]int64, len(admins))
+	for i, a := range admins {
+		ids[i] = signUp(t, s, a).ID
+	}
+	bob := signUp(t, s, "bob")
+	var wg sync.WaitGroup
+	for i := range admins {
+		wg.Go(func() {
+			for n := range 12 {
+				change := s.AdminSuspend
+				if (n+i)%2 == 1 {
+					change = s.AdminUnsuspend
+				}
+				if err := change(ctx, ids[i], "bob"); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	rev, err := s.rdb.HGet(ctx, s.keys.user(bob.ID), "suspension_rev").Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	suspends := len(auditEntries(t, s, ids[0], AuditSuspend))
+	lifts := len(auditEntries(t, s, ids[0], AuditUnsuspend))
+	if suspends != (rev+1)/2 || lifts != rev/2 {
+		t.Errorf("audit log holds %d suspensions and %d liftings, want %d and %d (%d changes)", suspends, lifts, (rev+1)/2, rev/2, rev)
+	}
+	wantNoAuditLeft(t, s, s.keys.user(bob.ID))
+}
+
+// A suspension whose record failed to reach the log, with no retry, is
+// logged by its job.
+func TestAuditSuspendLoggedByItsJob(t *testing.T) {
+	s, h := auditFailing(t, Options{}, allOf("audit:log"))
+	ctx := ctxT(t)
+	root, bob := signUp(t, s, "root"), signUp(t, s, "bob")
+	h.failing(t, "AdminSuspend with the audit log failing", func() error { return s.AdminSuspend(ctx, root.ID, "bob") })
+	runJobIfQueued(t, s, s.keys.job(hideJobID(bob.ID, "1")))
+	wantAudit(t, s, root.ID, AuditSuspend, "root", "bob")
+	wantNoAuditLeft(t, s, s.keys.user(bob.ID))
+}
+
+// The intent an older build recorded ahead of its change is logged once
+// the change is made, and once only: not when a change of this build,
+// with its own record, took its place.
+func TestAuditOlderBuildsIntent(t *testing.T) {
 	s, _ := newService(t, Options{Admins: []string{"root", "root2"}})
 	ctx := ctxT(t)
-	root, _, bob := signUp(t, s, "root"), signUp(t, s, "root2"), signUp(t, s, "bob")
-	for round := range 8 {
-		suspend := round%2 == 0
-		action := map[bool]string{true: AuditSuspend, false: AuditUnsuspend}[suspend]
-		first := map[bool]string{true: "root", false: "root2"}[round%4 < 2]
-		intents := map[string]string{}
-		for _, admin := range []string{"root2", "root"} {
-			ref, record, err := newAuditRecord(AuditEntry{Admin: admin, Action: action, Target: "bob"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			intents[admin] = auditIntentField(ref)
-			if err := s.recordIntent(ctx, bob.ID, suspend, intents[admin], record); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if changed, err := s.setSuspended(ctx, bob.ID, suspend); err != nil || !changed {
-			t.Fatalf("round %d: %s: %v %v", round, action, changed, err)
-		}
-		second := map[string]string{"root": "root2", "root2": "root"}[first]
-		for _, admin := range []string{first, second} {
-			if err := s.flushAudit(ctx, s.keys.user(bob.ID), intents[admin]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		es, err := s.AuditLog(ctx, root.ID, Page{Limit: 100})
+	root, root2, bob := signUp(t, s, "root"), signUp(t, s, "root2"), signUp(t, s, "bob")
+	user := s.keys.user(bob.ID)
+	intend := func(admin, action string) {
+		t.Helper()
+		record, err := newAuditRecord(AuditEntry{Admin: admin, Action: action, Target: "bob"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(es) != round+1 || es[0].Action != action || es[0].Admin != first {
-			t.Fatalf("round %d: audit log %+v, want %d entries, the newest %s by %s", round, es, round+1, action, first)
+		rev, _ := s.rdb.HGet(ctx, user, "suspension_rev").Result()
+		if rev == "" {
+			rev = "0"
 		}
-		wantNoAuditLeft(t, s, s.keys.user(bob.ID))
+		if err := s.rdb.HSet(ctx, user, "audit_intent:"+admin+rev, rev+" "+record).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// An older build's suspension: its intent, then its mark.
+	intend("root2", AuditSuspend)
+	if err := s.rdb.HSet(ctx, user, "suspended", time.Now().UnixMilli()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rdb.HIncrBy(ctx, user, "suspension_rev", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.flushAudit(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	wantAudit(t, s, root.ID, AuditSuspend, "root2", "bob")
+	// An older build's intent to lift it, overtaken by this build's lifting.
+	intend("root2", AuditUnsuspend)
+	if err := s.AdminUnsuspend(ctx, root.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	wantAudit(t, s, root2.ID, AuditUnsuspend, "root", "bob")
+	wantNoAuditLeft(t, s, user)
 }
 
-// A suspension whose script fails leaves no intent behind to be taken for
+// A suspension whose script fails leaves no record behind to be taken for
 // a later admin's change.
-func TestAuditFailedChangeLeavesNoIntent(t *testing.T) {
-	s, h := auditFailing(t, Options{}, containing(strings.ToLower(suspendScript.Hash())))
+func TestAuditFailedChangeLeavesNoRecord(t *testing.T) {
+	s, h := auditFailing(t, Options{}, allOf(suspendScript.Hash()))
 	ctx := ctxT(t)
 	root, _, bob := signUp(t, s, "root"), signUp(t, s, "root2"), signUp(t, s, "bob")
 	root2, err := s.UID(ctx, "root2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.on.Store(true)
-	err = s.AdminSuspend(ctx, root2, "bob")
-	h.on.Store(false)
-	if !errors.Is(err, errAuditInjected) {
-		t.Fatalf("AdminSuspend with its script failing: %v", err)
-	}
+	h.failing(t, "AdminSuspend with its script failing", func() error { return s.AdminSuspend(ctx, root2, "bob") })
 	wantNoAuditLeft(t, s, s.keys.user(bob.ID))
 	if err := s.AdminSuspend(ctx, root.ID, "bob"); err != nil {
 		t.Fatal(err)
@@ -286,19 +291,14 @@ func TestAuditFailedChangeLeavesNoIntent(t *testing.T) {
 
 // A report resolved while the audit log fails is logged by the retry.
 func TestAuditResolveLoggedByRetryAfterLogFails(t *testing.T) {
-	s, h := auditFailing(t, Options{}, containing("audit:log"))
+	s, h := auditFailing(t, Options{}, allOf("audit:log"))
 	ctx := ctxT(t)
 	root, _, carol := signUp(t, s, "root"), signUp(t, s, "bob"), signUp(t, s, "carol")
 	id, err := s.FileReport(ctx, carol.ID, "bob", nil, "rude")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.on.Store(true)
-	err = s.AdminResolveReport(ctx, root.ID, id)
-	h.on.Store(false)
-	if !errors.Is(err, errAuditInjected) {
-		t.Fatalf("resolve with the audit log failing: %v", err)
-	}
+	h.failing(t, "resolve with the audit log failing", func() error { return s.AdminResolveReport(ctx, root.ID, id) })
 	if err := s.AdminResolveReport(ctx, root.ID, id); err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestAuditLikeChangesStayTwo(t *testing.T) {
 	var records []any
 	var at time.Time
 	for i := range 2 {
-		_, record, err := newAuditRecord(AuditEntry{Admin: "root", Action: AuditResolveReport, Target: "bob"})
+		record, err := newAuditRecord(AuditEntry{Admin: "root", Action: AuditResolveReport, Target: "bob"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,19 +342,14 @@ func TestAuditLikeChangesStayTwo(t *testing.T) {
 // An approval whose last round trips fail is finished, and logged, by the
 // retry.
 func TestAuditApproveLoggedByRetryAfterLogFails(t *testing.T) {
-	s, h := auditFailing(t, Options{Registrations: RegistrationsApproval}, containing("audit:log"))
+	s, h := auditFailing(t, Options{Registrations: RegistrationsApproval}, allOf("audit:log"))
 	ctx := ctxT(t)
 	root := signUp(t, s, "root")
 	newbie, _, err := s.SignUp(ctx, "newbie", "N", "password-newbie")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.on.Store(true)
-	err = s.Approve(ctx, root.ID, "newbie")
-	h.on.Store(false)
-	if !errors.Is(err, errAuditInjected) {
-		t.Fatalf("approve with the audit log failing: %v", err)
-	}
+	h.failing(t, "approve with the audit log failing", func() error { return s.Approve(ctx, root.ID, "newbie") })
 	if err := s.Approve(ctx, root.ID, "newbie"); err != nil {
 		t.Fatal(err)
 	}

@@ -336,9 +336,8 @@ func TestListPassTakesAMarkedListForGone(t *testing.T) {
 // timeline deleted).
 func TestListPassReadFailureBehindAMissingMember(t *testing.T) {
 	t.Parallel()
-	base, prefix := redistest.Backend(t)
-	h := &failKeyHook{}
-	s := New(redistest.WithHook(t, base, h), Options{Prefix: prefix, BcryptCost: 4})
+	s, h := failingService(t, Options{}, nil)
+	h.alone.Store(true)
 	ctx := ctxT(t)
 	author := signUp(t, s, "author")
 	owner := signUp(t, s, "owner")
@@ -352,7 +351,7 @@ func TestListPassReadFailureBehindAMissingMember(t *testing.T) {
 	if err := s.rdb.ZRem(ctx, s.keys.listMembers(gone.ID), itoa(author.ID)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	h.key = s.keys.list(kept.ID)
+	h.set(naming(s.keys.list(kept.ID)))
 	h.on.Store(true)
 	st := post(t, s, author.ID, "while the kept list's read fails")
 	h.on.Store(false)

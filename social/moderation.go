@@ -41,14 +41,14 @@ func (s *Service) AdminResolveReport(ctx context.Context, uid, id int64) error {
 	if err != nil {
 		return fmt.Errorf("resolve report %d: %w", id, err)
 	}
-	_, record, err := newAuditRecord(AuditEntry{Admin: admin.Login, Action: AuditResolveReport, Target: target})
+	record, err := newAuditRecord(AuditEntry{Admin: admin.Login, Action: AuditResolveReport, Target: target})
 	if err != nil {
 		return err
 	}
 	if _, err := s.resolveReport(ctx, uid, id, record); err != nil {
 		return err
 	}
-	return s.flushAudit(ctx, s.keys.report(id), "")
+	return s.flushAudit(ctx, s.keys.report(id))
 }
 
 // AdminSuspend suspends the account login (Suspend), by the admin uid. An
@@ -63,10 +63,10 @@ func (s *Service) AdminUnsuspend(ctx context.Context, uid int64, login string) e
 	return s.adminSetSuspended(ctx, uid, login, false)
 }
 
-// adminSetSuspended records the admin's intent in the account's hash
-// before the change (audit_intent.lua): the suspension's script is not
-// the audit's to extend, and an intent that outlives a failed call is
-// logged by the retry once the change it asked for took place.
+// adminSetSuspended makes the change with its audit record, which the
+// change's own script writes (suspend.lua), then flushes the records
+// pending in the account's hash to the log: its own, and any a call cut
+// short left (whose retry finds nothing to change and comes here too).
 func (s *Service) adminSetSuspended(ctx context.Context, uid int64, login string, suspend bool) error {
 	admin, err := s.requireAdmin(ctx, uid)
 	if err != nil {
@@ -86,39 +86,18 @@ func (s *Service) adminSetSuspended(ctx context.Context, uid int64, login string
 	if suspend {
 		action = AuditSuspend
 	}
-	ref, record, err := newAuditRecord(AuditEntry{Admin: admin.Login, Action: action, Target: login})
+	record, err := newAuditRecord(AuditEntry{Admin: admin.Login, Action: action, Target: login})
 	if err != nil {
 		return err
 	}
-	intent := auditIntentField(ref)
-	if err := s.recordIntent(ctx, target, suspend, intent, record); err != nil {
+	_, err = s.setSuspended(ctx, target, suspend, record)
+	if errors.Is(err, ErrUserNotFound) {
 		return err
 	}
-	// Flushed whatever became of the change: an intent whose change did
-	// not take place is dropped, one whose change did is logged.
-	_, err = s.setSuspended(ctx, target, suspend)
-	if ferr := s.flushAudit(ctx, s.keys.user(target), intent); err == nil {
+	if ferr := s.flushAudit(ctx, s.keys.user(target)); err == nil {
 		err = ferr
 	}
 	return err
-}
-
-// recordIntent records, in uid's hash, the intent of a suspension (or its
-// lifting) about to be asked for, with its audit record; nothing when the
-// account is so already.
-func (s *Service) recordIntent(ctx context.Context, uid int64, suspend bool, intent, record string) error {
-	flag := "0"
-	if suspend {
-		flag = "1"
-	}
-	n, err := auditIntentScript.Run(ctx, s.rdb, []string{s.keys.user(uid)}, flag, intent, record).Int()
-	switch {
-	case err != nil:
-		return fmt.Errorf("suspension of %d: %w", uid, err)
-	case n < 0:
-		return ErrUserNotFound
-	}
-	return nil
 }
 
 // auditTarget is the login of account uid, as the audit log names it: its

@@ -106,7 +106,7 @@ func (s *Service) Approve(ctx context.Context, uid int64, login string) error {
 	if err != nil {
 		return fmt.Errorf("approve %q: %w", login, err)
 	}
-	_, record, err := newAuditRecord(AuditEntry{Admin: admin.Login, Action: AuditApprove, Target: targetLogin})
+	record, err := newAuditRecord(AuditEntry{Admin: admin.Login, Action: AuditApprove, Target: targetLogin})
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (s *Service) Approve(ctx context.Context, uid int64, login string) error {
 	if err := s.indexApproved(ctx, target, approved); err != nil {
 		return fmt.Errorf("approve %q: %w", login, err)
 	}
-	return s.flushAudit(ctx, k.user(target), "")
+	return s.flushAudit(ctx, k.user(target))
 }
 
 // indexApproved takes the account target out of the pending list and

@@ -46,13 +46,13 @@ func hideJobID(uid int64, rev string) string { return "hide:" + itoa(uid) + ":" 
 // no retry come, the job, queued before the account is marked, finishes it
 // (see setSuspended).
 func (s *Service) Suspend(ctx context.Context, uid int64) (bool, error) {
-	return s.setSuspended(ctx, uid, true)
+	return s.setSuspended(ctx, uid, true, "")
 }
 
 // Unsuspend lifts uid's suspension: its profile and statuses show again
 // (by the same job), and it may sign in.
 func (s *Service) Unsuspend(ctx context.Context, uid int64) (bool, error) {
-	return s.setSuspended(ctx, uid, false)
+	return s.setSuspended(ctx, uid, false, "")
 }
 
 // suspension is what a user's hash says of their suspension.
@@ -89,7 +89,11 @@ func (s *Service) suspensionOf(ctx context.Context, uid int64) (suspension, erro
 // revision, the mark made (see hideAheadPass). So after any one failure a
 // marked account gets its steps taken, and Authenticate refuses its
 // sessions meanwhile.
-func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bool, error) {
+//
+// record, when not "", is the change's audit record: the mark writes it
+// with the change, pending for the log, and nothing when it makes no
+// change (see flushAudit).
+func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool, record string) (bool, error) {
 	k := s.keys
 	// From the first write on, the change runs though the client goes.
 	ctx, cancel := detached(ctx)
@@ -106,7 +110,7 @@ func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bo
 	if state.suspended != suspend {
 		j := aheadJob(uid, state.rev+1)
 		ahead = append(ahead, k.job(j.id()))
-		rev, err := s.markSuspended(ctx, uid, suspend, j)
+		rev, err := s.markSuspended(ctx, uid, suspend, j, record)
 		if err != nil {
 			return false, fmt.Errorf("suspension of %d: %w", uid, err)
 		}
@@ -154,9 +158,10 @@ func (s *Service) setSuspended(ctx context.Context, uid int64, suspend bool) (bo
 }
 
 // markSuspended queues j, the job ahead of the change, waiting for its
-// maker, then marks uid's account suspended, or not (suspend.lua). It
-// returns the account's new revision, 0 when it was so already.
-func (s *Service) markSuspended(ctx context.Context, uid int64, suspend bool, j job) (int64, error) {
+// maker, then marks uid's account suspended, or not, with the change's
+// audit record (suspend.lua). It returns the account's new revision, 0
+// when it was so already.
+func (s *Service) markSuspended(ctx context.Context, uid int64, suspend bool, j job, record string) (int64, error) {
 	if err := s.queueJob(ctx, s.rdb, j, inputsPending).Err(); err != nil {
 		return 0, err
 	}
@@ -164,7 +169,7 @@ func (s *Service) markSuspended(ctx context.Context, uid int64, suspend bool, j 
 	if suspend {
 		flag = "1"
 	}
-	rev, err := suspendScript.Run(ctx, s.rdb, []string{s.keys.user(uid)}, flag, time.Now().UnixMilli()).Int64()
+	rev, err := suspendScript.Run(ctx, s.rdb, []string{s.keys.user(uid)}, flag, time.Now().UnixMilli(), record).Int64()
 	switch {
 	case err != nil:
 		return 0, err
@@ -318,7 +323,8 @@ const maxHideRounds = 3
 // is written again after a change that raced it, so that a later job which
 // passed the page first is not undone.
 //
-// Its first pass takes the change's other steps (settleSuspension).
+// Its first pass takes the change's other steps (settleSuspension); its
+// last flushes the audit records pending in the account's hash.
 //
 // A job ahead of a change (setSuspended) waits for its maker, who takes it
 // out; its maker taken for dead, it runs (hideAheadPass). The mark, the
@@ -383,7 +389,15 @@ func (s *Service) hidePass(ctx context.Context, j job) (passResult, error) {
 	if rev != j.payload {
 		return passResult{finished: true}, nil
 	}
-	return s.pageStep(page, j), nil
+	step := s.pageStep(page, j)
+	if step.finished {
+		// The change's audit record, left pending by a call cut short
+		// after its mark, goes to the log though no retry comes.
+		if err := s.flushAudit(ctx, k.user(j.uid)); err != nil {
+			return passResult{}, err
+		}
+	}
+	return step, nil
 }
 
 // errAccountGone: the account acting was deleted, or its deletion began,
