@@ -78,7 +78,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	if err := sleep(ctx, cfg.Hold); err != nil {
 		return res, err
 	}
-	idleHeld := col.heldAt(time.Now().UnixNano())
+	idleHeld := col.heldAt(monoNow())
 	res.Conns.HeldIdle = idleHeld
 	for i := range res.Memory {
 		if res.Memory[i].IdleKiB, err = readRSS(res.Memory[i].PID); err != nil {
@@ -110,7 +110,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		}
 		_ = sleep(ctx, 100*time.Millisecond)
 	}
-	res.Conns.HeldAtEnd = col.heldAt(time.Now().UnixNano())
+	res.Conns.HeldAtEnd = col.heldAt(monoNow())
 	redisCPUAfter := floor.cpu(ctx)
 	for i := range res.Memory {
 		if res.Memory[i].AfterKiB, err = readRSS(res.Memory[i].PID); err != nil {

@@ -59,7 +59,7 @@ type message struct {
 // connEvent is a connection becoming ready, or closing while it should not.
 type connEvent struct {
 	Conn int    `json:"c"`
-	At   int64  `json:"t"` // unix nanoseconds
+	At   int64  `json:"t"` // nanoseconds on monoNow's clock
 	Why  string `json:"w,omitempty"`
 }
 
@@ -68,7 +68,7 @@ type delivery struct {
 	Conn int   `json:"c"`
 	Seq  int64 `json:"s"` // the post's number in this run, -1 for a status not of this run
 	ID   int64 `json:"i"` // the status id
-	At   int64 `json:"t"` // unix nanoseconds, right after the read
+	At   int64 `json:"t"` // monoNow, right after the read
 }
 
 // presenceEvent is one presence frame received, in a storm.
@@ -76,14 +76,14 @@ type presenceEvent struct {
 	Conn   int   `json:"c"`
 	User   int64 `json:"u"` // whom the frame is about
 	Online bool  `json:"o"`
-	At     int64 `json:"t"` // unix nanoseconds, right after the read
+	At     int64 `json:"t"` // monoNow, right after the read
 }
 
 // moveEvent is how a storm's mover moved: its connection dropped, and it
 // reconnected to its other instance, or failed to.
 type moveEvent struct {
 	Conn     int    `json:"c"`
-	Closed   int64  `json:"x"`           // unix ns, when the old connection's read failed
+	Closed   int64  `json:"x"`           // monoNow, when the old connection's read failed
 	Dialed   int64  `json:"d,omitempty"` // when the attempt that succeeded began
 	Ready    int64  `json:"t,omitempty"` // its ready frame; 0 if every attempt failed
 	Attempts int    `json:"n"`
@@ -266,7 +266,7 @@ func (s *shard) open(ctx context.Context, spec connSpec) (int64, error) {
 	cut := context.AfterFunc(dctx, func() { _ = ws.CloseNow() })
 	_, data, err := ws.Read(dctx)
 	cut()
-	at := time.Now().UnixNano()
+	at := monoNow()
 	if err != nil {
 		_ = ws.CloseNow()
 		return 0, errors.New("no ready frame: " + failureReason(err))
@@ -352,7 +352,7 @@ func (s *shard) read(ctx context.Context, c *benchConn) {
 	defer close(c.done)
 	for {
 		_, data, err := c.ws.Read(ctx)
-		at := time.Now().UnixNano()
+		at := monoNow()
 		if err != nil {
 			switch {
 			case s.stopping.Load():
@@ -434,7 +434,7 @@ func (s *shard) move(ctx context.Context, old *benchConn, closed int64) {
 			return
 		}
 		ev.Attempts++
-		dialed := time.Now().UnixNano()
+		dialed := monoNow()
 		at, err := s.open(ctx, spec)
 		if err == nil {
 			ev.Dialed, ev.Ready, ev.Why = dialed, at, ""

@@ -89,9 +89,9 @@ func runPosts(ctx context.Context, cfg *config, authors int, post poster, log *s
 			defer func() { <-sem }()
 			rec := &recs[k]
 			rec.Author = a
-			rec.Sent = time.Now().UnixNano()
+			rec.Sent = monoNow()
 			rec.StatusID, rec.Err = post(ctx, k, a)
-			rec.Answered = time.Now().UnixNano()
+			rec.Answered = monoNow()
 		})
 	}
 	wg.Wait()

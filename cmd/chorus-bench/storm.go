@@ -123,7 +123,7 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	if err := sleep(ctx, cfg.Hold); err != nil {
 		return res, err
 	}
-	res.Conns.HeldIdle = col.heldAt(time.Now().UnixNano())
+	res.Conns.HeldIdle = col.heldAt(monoNow())
 	connected := col.readyAmong(0, movers)
 
 	// The storm: kill the first instance and watch.
@@ -140,11 +140,10 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	if known {
 		atKill, known = readRedisWork(ctx, rdb)
 	}
-	killed := time.Now()
+	killed, killAt := time.Now(), monoNow()
 	if err := victim.Signal(sig); err != nil {
 		return res, fmt.Errorf("%s to %d: %w", res.Storm.Signal, cfg.KillPID, err)
 	}
-	killAt := killed.UnixNano()
 	res.Storm.KilledAt = killed.UTC()
 	allBack := func() {
 		if known {
@@ -160,7 +159,7 @@ func storm(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		}
 	}
 	res.Storm.WatchSeconds = time.Since(killed).Seconds()
-	endAt := time.Now().UnixNano()
+	endAt := monoNow()
 	heldAtEnd := col.heldAt(endAt)
 	stopErr := hs.stop(30 * time.Second)
 

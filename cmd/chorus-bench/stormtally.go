@@ -187,7 +187,7 @@ func tallyPresence(events []presenceEvent, movers int, moverOf map[int64]int, ki
 	return p
 }
 
-// mostWithin is the most of the times ts (unix ns, in any order) that fall
+// mostWithin is the most of the times ts (monoNow, in any order) that fall
 // within any one window of length w: times less than w apart.
 func mostWithin(ts []int64, w time.Duration) int {
 	s := slices.Clone(ts)

@@ -42,7 +42,7 @@ func (g graph) edges(users []benchUser) []edge {
 // postRecord is one post of the run.
 type postRecord struct {
 	Author   int
-	Sent     int64 // unix nanoseconds just before the request; 0 if never sent
+	Sent     int64 // monoNow just before the request; 0 if never sent
 	Answered int64
 	StatusID int64
 	Err      error
@@ -61,7 +61,7 @@ type seenKey struct {
 // collector gathers what the shards report.
 type collector struct {
 	mu       sync.Mutex
-	readyAt  []int64 // by connection, unix ns; 0 if never ready
+	readyAt  []int64 // by connection, monoNow; 0 if never ready
 	closedAt []int64 // by connection, when it closed during the run
 	closedBy map[string]int
 	first    map[pairKey]int64 // first receipt of post seq on a connection
