@@ -120,6 +120,7 @@ type searchCandidate struct {
 	exact     bool    // one of their terms is the query, not only starts with it
 	blocked   bool    // the viewer blocks them or they block the viewer: left out
 	suspended bool    // in the list of suspended accounts: left out
+	pending   bool    // waits for an admin's approval: left out
 	order     int     // where their first entry lay in the window
 }
 
@@ -129,8 +130,10 @@ type searchCandidate struct {
 // cannot make cheaply, before the limit is applied: the user whose login is
 // q, then those viewer follows, then by follower count, then those with a
 // term that is q itself, then in the order of the matched text; those
-// viewer blocks or who block viewer, and suspended accounts, are left out
-// first, so that a page is short only when fewer match. Its Redis work is
+// viewer blocks or who block viewer, suspended accounts, and accounts that
+// wait for approval (which the login index leads to, and the index holds
+// no entry of) are left out first, so that a page is short only when fewer
+// match. Its Redis work is
 // bounded: three round trips (up to searchRefills more, rarely), reading
 // searchWindow index entries, a few scores for each user they name, and the
 // users listed.
@@ -185,7 +188,7 @@ func (s *Service) SearchUsers(ctx context.Context, viewer int64, q string, limit
 	// Left out before the limit is applied, so that they take no place of
 	// the page (usersByID leaves out, too, one suspended since the list
 	// was read).
-	cands = slices.DeleteFunc(cands, func(c searchCandidate) bool { return c.blocked || c.suspended })
+	cands = slices.DeleteFunc(cands, func(c searchCandidate) bool { return c.blocked || c.suspended || c.pending })
 	slices.SortStableFunc(cands, func(a, b searchCandidate) int {
 		switch {
 		case a.login != b.login:
@@ -232,33 +235,34 @@ func boolFirst(has bool) int {
 }
 
 // scoreCandidates reads, in one round trip, the follower count of each
-// candidate, whether viewer follows them, and whether either blocks the
-// other.
+// candidate, whether viewer follows them, whether either blocks the other,
+// and whether the candidate is suspended or waits for approval. Mutes are
+// not read: muting hides statuses, not accounts.
 func (s *Service) scoreCandidates(ctx context.Context, viewer int64, cands []searchCandidate) error {
 	members := make([]string, len(cands))
 	for i, c := range cands {
 		members[i] = itoa(c.uid)
 	}
+	k := s.keys
 	pipe := s.rdb.Pipeline()
 	// ZMSCORE reads a missing member as 0: no followers, not followed
-	// (follow scores come from a sequence and are never 0).
-	followers := pipe.ZMScore(ctx, s.keys.popular(), members...)
-	suspended := pipe.ZMScore(ctx, s.keys.suspended(), members...)
-	var followed *redis.FloatSliceCmd
-	ids := make([]int64, len(cands))
-	for i, c := range cands {
-		ids[i] = c.uid
-	}
-	hid := s.queueHidden(ctx, pipe, viewer, ids)
+	// (follow scores come from a sequence and are never 0), not blocked,
+	// suspended or pending (those scores are times).
+	followers := pipe.ZMScore(ctx, k.popular(), members...)
+	suspended := pipe.ZMScore(ctx, k.suspended(), members...)
+	pending := pipe.ZMScore(ctx, k.pendingUsers(), members...)
+	var followed, blocks, blockedBy *redis.FloatSliceCmd
 	if viewer > 0 {
-		followed = pipe.ZMScore(ctx, s.keys.following(viewer), members...)
+		followed = pipe.ZMScore(ctx, k.following(viewer), members...)
+		blocks = pipe.ZMScore(ctx, k.blocks(viewer), members...)
+		blockedBy = pipe.ZMScore(ctx, k.blockedBy(viewer), members...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	if hid.blocks != nil {
+	if blocks != nil {
 		for i := range cands {
-			cands[i].blocked = hid.blocks.Val()[i] != 0 || hid.blockedBy.Val()[i] != 0
+			cands[i].blocked = blocks.Val()[i] != 0 || blockedBy.Val()[i] != 0
 		}
 	}
 	for i, n := range followers.Val() {
@@ -266,6 +270,9 @@ func (s *Service) scoreCandidates(ctx context.Context, viewer int64, cands []sea
 	}
 	for i, at := range suspended.Val() {
 		cands[i].suspended = at != 0
+	}
+	for i, at := range pending.Val() {
+		cands[i].pending = at != 0
 	}
 	if followed != nil {
 		for i, sc := range followed.Val() {
@@ -291,9 +298,10 @@ const (
 // lower-casing made and folding does not are taken out, the folded ones put
 // in. Until it is done, a search misses those whose names folding changes
 // (those with accents, ß, final sigma...). It reads and writes one batch of
-// users at a time: three round trips per indexBatch users. Sign-up and
-// follows keep both up to date afterwards; indexing a user twice changes
-// nothing.
+// users at a time: four round trips per indexBatch users (see indexUsers),
+// and the ranking's (syncRank). Accounts suspended are indexed, those that
+// wait for approval are not. Sign-up, approval, renames and follows keep
+// both up to date afterwards; indexing a user twice changes nothing.
 func (s *Service) BuildIndexes(ctx context.Context, log *slog.Logger) (err error) {
 	err = s.rdb.SetArgs(ctx, s.keys.searchIndexBuilt(), "building", redis.SetArgs{
 		Mode: "NX", TTL: indexBuildLock,
@@ -335,7 +343,17 @@ func (s *Service) BuildIndexes(ctx context.Context, log *slog.Logger) (err error
 }
 
 // indexUsers indexes the users of login index pairs (login, uid, ...),
-// taking out the entries of an index from before terms were folded.
+// taking out the entries of an index from before terms were folded. An
+// account suspended is indexed (searches leave it out while it is, by
+// users:suspended, and find it once the suspension is lifted, which indexes
+// nothing); one that waits for approval is not (Approve indexes it). Every
+// account read is ranked.
+//
+// The users are read a round trip before their entries are written: an
+// account renamed or deleted in between (whose own change took the entries
+// out, or will find none) would have stale entries put back. So, as
+// reindexName does, the names and deletion marks are read again after the
+// write, and the entries they no longer give are taken out.
 func (s *Service) indexUsers(ctx context.Context, pairs []string) error {
 	var ids []int64
 	for i := 1; i < len(pairs); i += 2 {
@@ -346,19 +364,32 @@ func (s *Service) indexUsers(ctx context.Context, pairs []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	users, err := s.usersByID(ctx, ids)
-	if err != nil {
+	k := s.keys
+	fields := append(slices.Clone(userFields), "pending")
+	pipe := s.rdb.Pipeline()
+	reads := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		reads[i] = pipe.HMGet(ctx, k.user(id), fields...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	if len(users) == 0 {
-		return nil
-	}
 	var (
+		ranked  []int64
+		indexed []User
 		entries []redis.Z
 		stale   []any
 	)
-	ranked := make([]int64, len(users))
-	for i, u := range users {
+	for _, c := range reads {
+		u, ok := parseUser(c.Val())
+		if !ok {
+			continue // gone, or being deleted
+		}
+		ranked = append(ranked, u.ID)
+		if c.Val()[len(userFields)] != nil {
+			continue // waits for approval
+		}
+		indexed = append(indexed, u)
 		folded := searchEntries(u.ID, u.Login, u.Name)
 		for _, e := range folded {
 			entries = append(entries, redis.Z{Member: e})
@@ -368,15 +399,64 @@ func (s *Service) indexUsers(ctx context.Context, pairs []string) error {
 				stale = append(stale, e)
 			}
 		}
-		ranked[i] = u.ID
+	}
+	if len(ranked) == 0 {
+		return nil
+	}
+	if len(entries) > 0 || len(stale) > 0 {
+		pipe = s.rdb.Pipeline()
+		if len(entries) > 0 {
+			pipe.ZAdd(ctx, k.searchIndex(), entries...)
+		}
+		if len(stale) > 0 {
+			pipe.ZRem(ctx, k.searchIndex(), stale...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	if err := s.unindexChanged(ctx, indexed); err != nil {
+		return err
+	}
+	return s.syncRank(ctx, ranked...)
+}
+
+// unindexChanged reads again the names and deletion marks of users, whose
+// entries were just written as users holds them, and takes out the entries
+// of those renamed since (the ones the new name does not give: the rename
+// writes its own) or deleted since (all of them): one round trip, and one
+// more where any changed.
+func (s *Service) unindexChanged(ctx context.Context, users []User) error {
+	if len(users) == 0 {
+		return nil
 	}
 	pipe := s.rdb.Pipeline()
-	pipe.ZAdd(ctx, s.keys.searchIndex(), entries...)
-	if len(stale) > 0 {
-		pipe.ZRem(ctx, s.keys.searchIndex(), stale...)
+	marks := make([]*redis.SliceCmd, len(users))
+	for i, u := range users {
+		marks[i] = pipe.HMGet(ctx, s.keys.user(u.ID), "id", "name", "deleted")
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	return s.syncRank(ctx, ranked...)
+	var gone []any
+	for i, u := range users {
+		mark := marks[i].Val()
+		name, _ := mark[1].(string)
+		if mark[0] != nil && mark[2] == nil && name == u.Name {
+			continue
+		}
+		var now []string
+		if mark[0] != nil && mark[2] == nil {
+			now = searchEntries(u.ID, u.Login, name)
+		}
+		for _, e := range searchEntries(u.ID, u.Login, u.Name) {
+			if !slices.Contains(now, e) {
+				gone = append(gone, e)
+			}
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	return s.rdb.ZRem(ctx, s.keys.searchIndex(), gone...).Err()
 }

@@ -216,9 +216,9 @@ func isHandshake(cmd redis.Cmder) bool {
 
 // A search's Redis work does not grow with the users that match: however
 // many entries share the prefix, it reads at most searchWindow of them, in
-// three round trips of at most 8 + limit commands (three of them ask
-// whether the viewer blocks or mutes the candidates, or is blocked, one
-// which of them are suspended), and, where users it read were not there
+// three round trips of at most 8 + limit commands (two of them ask
+// whether the viewer blocks the candidates or is blocked, one which of them
+// are suspended, one which wait for approval), and, where users it read were not there
 // (here none is), searchRefills round trips more of limit commands.
 func TestSearchWorkIsBounded(t *testing.T) {
 	t.Parallel()
