@@ -18,6 +18,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	res := &Result{RunID: newRunID(), Started: time.Now().UTC(), URLs: cfg.URLs, Params: Params{
 		Conns: cfg.Conns, Authors: cfg.Authors, FollowersPerAuthor: cfg.FollowersPerAuthor,
 		Rate: cfg.Rate, DurationSeconds: cfg.Duration.Seconds(), SourceIPs: len(cfg.SourceIPs),
+		MaxLagMS: float64(cfg.MaxLag) / 1e6,
 	}}
 	res.Floor = cfg.Floor
 	res.SSE = cfg.SSE
@@ -238,6 +239,7 @@ func fill(res *Result, col *collector, posts []postRecord, sched postSchedule, g
 	res.Deliveries.LostOnClosed, res.Deliveries.Early, res.Deliveries.Unexpected = o.LostOnClosed, o.Early, o.Unexpected
 	res.Posts.LostExamples = o.LostExamples
 	res.Latency = summarize(o.Latencies)
+	res.LatencyFromDue = summarize(o.LatenciesFromDue)
 
 	col.mu.Lock()
 	res.Deliveries.Duplicated, res.Deliveries.Foreign = col.dupes, col.foreign
@@ -264,6 +266,7 @@ func fill(res *Result, col *collector, posts []postRecord, sched postSchedule, g
 	}
 	res.Posts.MaxLagMS = float64(sched.MaxLag) / 1e6
 	res.Posts.AnswerLatency = summarize(sched.Answered)
+	res.Posts.AnswerFromDue = summarize(sched.AnsweredFromDue)
 
 	kept := res.Metrics[:0]
 	for _, m := range res.Metrics {

@@ -50,6 +50,7 @@ type config struct {
 	DialConcurrency    int
 	DialTimeout        time.Duration // one connection, until its ready frame
 	MaxInFlight        int           // posts awaiting their answer
+	MaxLag             time.Duration // a post sent later than this after its due time fails the run; 0: no bound
 	MaxTime            time.Duration // the whole run
 
 	SSE bool // hold the streams as Server-Sent Events (-sse)
@@ -119,6 +120,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.DialConcurrency, "dial-concurrency", 64, "WebSocket handshakes in flight, per process")
 	fs.DurationVar(&c.DialTimeout, "dial-timeout", 30*time.Second, "limit for one connection to get its ready frame")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 256, "posts awaiting their answer before the schedule waits")
+	fs.DurationVar(&c.MaxLag, "max-lag", 100*time.Millisecond, "fail the run when a post is sent later than this after its due time "+
+		"(the server stalled and -max-in-flight posts were waiting): its latencies from the send leave that wait out; 0: no bound")
 	fs.DurationVar(&c.MaxTime, "max-time", time.Hour, "limit of the whole run")
 	fs.BoolVar(&c.Floor, "floor", false, "measure the floor: the same users, follows and streams, but each post is one pipeline of PUBLISHes "+
 		"of a status frame on its author's followers' channels, straight on the deployment's Redis (-redis-url), with no social writes")
@@ -213,8 +216,8 @@ func (c *config) validate() error {
 		return usagef("posting needs -authors of 1 or more (or -rate 0)")
 	case c.Workers < -1 || c.Workers > c.connCount():
 		return usagef("-workers must be -1 (automatic), 0 (in this process) or up to the connections (%d), got %d", c.connCount(), c.Workers)
-	case c.Hold < 0 || c.Grace < 0:
-		return usagef("-hold and -grace must not be negative")
+	case c.Hold < 0 || c.Grace < 0 || c.MaxLag < 0:
+		return usagef("-hold, -grace and -max-lag must not be negative")
 	case c.DialTimeout <= 0 || c.MaxTime <= 0:
 		return usagef("-dial-timeout and -max-time must be positive")
 	}

@@ -14,6 +14,9 @@ type postSchedule struct {
 	Seconds  float64       // from the first post due to the last answer
 	MaxLag   time.Duration // the latest a post was sent after its due time
 	Answered []int64       // nanoseconds from send to answer, sorted later
+	// AnsweredFromDue are the nanoseconds from each post's due time to its
+	// answer: a post held back by -max-in-flight counts the wait too.
+	AnsweredFromDue []int64
 }
 
 // poster sends post number k of the run as author a, its message carrying
@@ -52,8 +55,10 @@ func warmAuthors(ctx context.Context, api *apiClient, urls []string, authors []b
 
 // runPosts makes cfg.postCount() posts through post at cfg.Rate, author
 // after author. A post waits when cfg.MaxInFlight posts await their
-// answers. The record of each post has its send time, taken just before
-// post is called.
+// answers. The record of each post has its due time on the schedule and
+// its send time, taken just before post is called: while the server
+// stalls, the posts held back go out late, in a burst, and only the time
+// from their due time counts their wait (coordinated omission).
 func runPosts(ctx context.Context, cfg *config, authors int, post poster, log *slog.Logger) ([]postRecord, postSchedule) {
 	n := cfg.postCount()
 	recs := make([]postRecord, n)
@@ -64,12 +69,12 @@ func runPosts(ctx context.Context, cfg *config, authors int, post poster, log *s
 	log.Info("posting", "posts", n, "rate", cfg.Rate, "authors", authors, "floor", cfg.Floor)
 	sem := make(chan struct{}, cfg.MaxInFlight)
 	var wg sync.WaitGroup
-	start := time.Now()
+	start := monoNow()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for k := range n {
-		due := start.Add(time.Duration(float64(k) / cfg.Rate * float64(time.Second)))
-		if wait := time.Until(due); wait > 0 {
+		due := start + int64(float64(k)/cfg.Rate*float64(time.Second))
+		if wait := time.Duration(due - monoNow()); wait > 0 {
 			timer.Reset(wait)
 			select {
 			case <-ctx.Done():
@@ -83,22 +88,25 @@ func runPosts(ctx context.Context, cfg *config, authors int, post poster, log *s
 		if ctx.Err() != nil {
 			break
 		}
-		sched.MaxLag = max(sched.MaxLag, time.Since(due))
 		a := k % authors
 		wg.Go(func() {
 			defer func() { <-sem }()
 			rec := &recs[k]
-			rec.Author = a
+			rec.Author, rec.Due = a, due
 			rec.Sent = monoNow()
 			rec.StatusID, rec.Err = post(ctx, k, a)
 			rec.Answered = monoNow()
 		})
 	}
 	wg.Wait()
-	sched.Seconds = time.Since(start).Seconds()
+	sched.Seconds = float64(monoNow()-start) / 1e9
 	for _, r := range recs {
+		if r.Sent != 0 {
+			sched.MaxLag = max(sched.MaxLag, time.Duration(r.Sent-r.Due))
+		}
 		if r.Sent != 0 && r.Err == nil {
 			sched.Answered = append(sched.Answered, r.Answered-r.Sent)
+			sched.AnsweredFromDue = append(sched.AnsweredFromDue, r.Answered-r.Due)
 		}
 	}
 	return recs, sched

@@ -66,6 +66,10 @@ type Result struct {
 		AchievedRate  float64 `json:"achieved_rate"`
 		MaxLagMS      float64 `json:"max_schedule_lag_ms"`
 		AnswerLatency Latency `json:"answer_latency"` // POST /statuses round trip; a floor's PUBLISH pipeline
+		// AnswerFromDue is the same from each post's due time on the
+		// schedule: it counts the time a post waited behind
+		// -max-in-flight others, which AnswerLatency leaves out.
+		AnswerFromDue Latency `json:"answer_latency_from_due"`
 		// A floor's PUBLISH commands, and their replies summed: how many
 		// instance subscriptions got them (0: nobody listens on those
 		// channels; is -key-prefix the deployment's?).
@@ -86,6 +90,10 @@ type Result struct {
 	} `json:"deliveries"`
 
 	Latency Latency `json:"latency"` // post sent to status frame received
+	// LatencyFromDue is post due (on the schedule) to status frame
+	// received: with a schedule that lagged, the latency a client posting
+	// at the rate would have seen.
+	LatencyFromDue Latency `json:"latency_from_due"`
 
 	CPU *CPUFigures `json:"cpu,omitempty"` // from idle to after the posts
 
@@ -115,6 +123,8 @@ type Params struct {
 	Rate               float64 `json:"rate"`
 	DurationSeconds    float64 `json:"duration_seconds"`
 	SourceIPs          int     `json:"source_ips"`
+	// MaxLagMS is -max-lag: a schedule that lagged more fails the run.
+	MaxLagMS float64 `json:"max_lag_ms,omitempty"`
 	// A storm's: Conns are its movers.
 	Observers       int     `json:"observers,omitempty"`
 	FriendsPerMover int     `json:"friends_per_mover,omitempty"`
@@ -185,6 +195,10 @@ func (r *Result) Problems() []string {
 	add(r.Deliveries.Lost, "deliveries lost")
 	add(r.Deliveries.Duplicated, "deliveries duplicated")
 	add(r.Deliveries.Unexpected, "deliveries to users who do not follow the author")
+	if r.Params.MaxLagMS > 0 && r.Posts.MaxLagMS > r.Params.MaxLagMS {
+		p = append(p, fmt.Sprintf("schedule lag up to %.1f ms, over -max-lag %.1f ms (the latencies from the send leave the wait out; see those from the due time)",
+			r.Posts.MaxLagMS, r.Params.MaxLagMS))
+	}
 	if s := r.Storm; s != nil {
 		add(s.Presence.MoverOffline, "offline presence frames about movers (flickers)")
 		add(s.Presence.MoversToldOffline, "offline presence frames about observers (flickers)")
@@ -250,17 +264,19 @@ func writeTable(w io.Writer, r *Result) error {
 	row("shape", "%d conns, %d authors × %d followers, %.1f posts/s for %.1fs, %d workers, %d source IPs",
 		r.Params.Conns, r.Params.Authors, r.Params.FollowersPerAuthor, r.Params.Rate, r.Params.DurationSeconds, r.Client.Workers, r.Params.SourceIPs)
 	writeClientRows(row, r, "during the run")
-	row("posts", "%d planned, %d sent, %d failed in %.1fs (%.1f/s achieved, schedule lag up to %.1f ms)",
-		r.Posts.Planned, r.Posts.Sent, r.Posts.Failed, r.Posts.Seconds, r.Posts.AchievedRate, r.Posts.MaxLagMS)
+	row("posts", "%d planned, %d sent, %d failed in %.1fs (%.1f/s achieved, schedule lag up to %.1f ms, -max-lag %s)",
+		r.Posts.Planned, r.Posts.Sent, r.Posts.Failed, r.Posts.Seconds, r.Posts.AchievedRate, r.Posts.MaxLagMS, lagBound(r.Params.MaxLagMS))
 	if r.Posts.FirstError != "" {
 		row("  first error", "%s", r.Posts.FirstError)
 	}
 	if r.Floor {
 		row("mode", "FLOOR: each post was one pipeline of PUBLISHes of a made-up status frame on its followers' channels, no POST, no social writes")
 		row("PUBLISH answer", "%s", r.Posts.AnswerLatency)
+		row("  from due time", "%s", r.Posts.AnswerFromDue)
 		row("publishes", "%d PUBLISH commands, %d receipts by instances' subscriptions", r.Posts.Publishes, r.Posts.Subscribers)
 	} else {
 		row("POST answer", "%s", r.Posts.AnswerLatency)
+		row("  from due time", "%s", r.Posts.AnswerFromDue)
 		if r.WarmAuthors {
 			row("  authors", "warmed: each read GET /me through every instance before the posts")
 		}
@@ -280,6 +296,7 @@ func writeTable(w io.Writer, r *Result) error {
 	} else {
 		row("post→delivery", "%s", r.Latency)
 	}
+	row("  from due time", "%s", r.LatencyFromDue)
 	if c := r.CPU; c != nil {
 		row("CPU", "server %s, Redis %s (idle to after posts)", cpuText(c.ServerSeconds, c.ServerPerDelivery), cpuText(c.RedisSeconds, c.RedisPerDelivery))
 	}
@@ -305,6 +322,14 @@ func (l Latency) String() string {
 		return "no samples"
 	}
 	return fmt.Sprintf("p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, max %.2f ms, mean %.2f ms (%d samples)", l.P50, l.P95, l.P99, l.Max, l.Mean, l.Samples)
+}
+
+// lagBound is -max-lag as the report prints it.
+func lagBound(ms float64) string {
+	if ms <= 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.1f ms", ms)
 }
 
 // cpuText is seconds of CPU and µs per delivery, or "not reported".

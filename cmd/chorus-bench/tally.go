@@ -42,6 +42,7 @@ func (g graph) edges(users []benchUser) []edge {
 // postRecord is one post of the run.
 type postRecord struct {
 	Author   int
+	Due      int64 // monoNow when the schedule had it sent
 	Sent     int64 // monoNow just before the request; 0 if never sent
 	Answered int64
 	StatusID int64
@@ -236,7 +237,8 @@ type outcome struct {
 	LostOnClosed              int     // of Lost, on connections that closed during the run
 	Early                     int     // receipts on followers' connections that got ready after the post was sent
 	Unexpected                int     // receipts of this run's posts on connections of users not following the author
-	Latencies                 []int64 // nanoseconds, one per delivered expected receipt
+	Latencies                 []int64 // nanoseconds from the send, one per delivered expected receipt
+	LatenciesFromDue          []int64 // the same from the post's due time
 	LostExamples              []string
 }
 
@@ -255,6 +257,7 @@ func (c *collector) outcome(posts []postRecord, g graph) outcome {
 		if at, ok := c.first[k]; ok {
 			o.Delivered++
 			o.Latencies = append(o.Latencies, at-p.Sent)
+			o.LatenciesFromDue = append(o.LatenciesFromDue, at-p.Due)
 			return
 		}
 		o.Lost++
