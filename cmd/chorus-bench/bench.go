@@ -52,7 +52,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	for _, u := range cfg.URLs {
 		res.Metrics = append(res.Metrics, InstanceMetrics{URL: u})
 	}
-	scrapeAll(ctx, api, res.Metrics, func(m *InstanceMetrics) *map[string]float64 { return &m.Before })
+	scrapeAll(ctx, api, res.Metrics, "before", func(m *InstanceMetrics) *map[string]float64 { return &m.Before })
 	specs := make([]connSpec, cfg.Conns)
 	for i := range specs {
 		u, err := streamURL(cfg.URLs[i%len(cfg.URLs)])
@@ -94,7 +94,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		}
 		res.WarmAuthors = true
 	}
-	scrapeAll(ctx, api, res.Metrics, func(m *InstanceMetrics) *map[string]float64 { return &m.Idle })
+	scrapeAll(ctx, api, res.Metrics, "idle", func(m *InstanceMetrics) *map[string]float64 { return &m.Idle })
 	res.MetricsPerConn = perConn(res.Metrics, idleHeld)
 	redisCPUBefore := floor.cpu(ctx)
 
@@ -118,14 +118,18 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 			return res, err
 		}
 	}
-	scrapeAll(ctx, api, res.Metrics, func(m *InstanceMetrics) *map[string]float64 { return &m.After })
+	scrapeAll(ctx, api, res.Metrics, "after", func(m *InstanceMetrics) *map[string]float64 { return &m.After })
 	stopErr := hs.stop(30 * time.Second)
 	fill(res, col, posts, sched, g, idleHeld)
 	if cfg.Floor {
 		res.Posts.Publishes, res.Posts.Subscribers = floor.publishes.Load(), floor.subscribers.Load()
 	}
 	res.CPU = cpuFigures(res.Metrics, redisCPUBefore, redisCPUAfter, res.Deliveries.Delivered)
+	if c := res.CPU; c != nil && c.ServerNotMeasured != "" {
+		log.Warn("server CPU per delivery not measured", "why", c.ServerNotMeasured)
+	}
 	res.PostsOnServer = postsOnServer(res.Metrics)
+	res.Metrics = answered(res.Metrics)
 	return res, shardsDone(hs, col, stopErr)
 }
 
@@ -267,14 +271,6 @@ func fill(res *Result, col *collector, posts []postRecord, sched postSchedule, g
 	res.Posts.MaxLagMS = float64(sched.MaxLag) / 1e6
 	res.Posts.AnswerLatency = summarize(sched.Answered)
 	res.Posts.AnswerFromDue = summarize(sched.AnsweredFromDue)
-
-	kept := res.Metrics[:0]
-	for _, m := range res.Metrics {
-		if m.Before != nil || m.Idle != nil || m.After != nil {
-			kept = append(kept, m)
-		}
-	}
-	res.Metrics = kept
 
 	var grown int64
 	for _, m := range res.Memory {

@@ -299,6 +299,7 @@ func TestRunExitStatus(t *testing.T) {
 		{"bad source ip", []string{"-url", dead, "-source-ips", "1.2.3"}, exitUsage},
 		{"bad pid", []string{"-url", dead, "-server-pid", "x"}, exitUsage},
 		{"negative max lag", []string{"-url", dead, "-max-lag", "-1s"}, exitUsage},
+		{"pids not one a url", []string{"-url", dead + "," + dead, "-server-pid", "1"}, exitUsage},
 		{"extra argument", []string{"-url", dead, "more"}, exitUsage},
 		{"nobody listening", []string{"-url", dead, "-conns", "1", "-authors", "1", "-signup-concurrency", "2"}, exitFailed},
 		{"storm on one url", []string{"-url", dead, "-storm", "-storm-kill-pid", "1"}, exitUsage},

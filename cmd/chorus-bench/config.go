@@ -111,7 +111,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.PerWorker, "conns-per-worker", defaultPerWorker, "connections per worker process when -workers is -1")
 	fs.Var(&ips, "source-ips", "local addresses to dial WebSockets from, in turn (e.g. 127.0.0.2,127.0.0.3)")
 	fs.StringVar(&c.UsersFile, "users-file", "", "JSON file of users: reused when it exists, written after signing up")
-	fs.Var(&pids, "server-pid", "pid of a local server process whose RSS to report; repeat or comma-separate")
+	fs.Var(&pids, "server-pid", "pid of the local server process of each -url, whose RSS to report; repeat or comma-separate, as many as -url")
 	fs.BoolVar(&c.JSON, "json", false, "print the report as JSON")
 	fs.DurationVar(&c.Hold, "hold", 2*time.Second, "hold the connections idle this long before measuring memory")
 	fs.DurationVar(&c.Grace, "grace", 5*time.Second, "wait up to this long after the last post for deliveries")
@@ -226,6 +226,11 @@ func (c *config) validate() error {
 			return usagef("-floor and -storm cannot go together")
 		}
 		return c.validateStorm()
+	}
+	if len(c.ServerPIDs) > 0 && len(c.ServerPIDs) != len(c.URLs) {
+		// The memory per connection is the pids' growth over every
+		// connection held, on all the instances.
+		return usagef("-server-pid: %d pids for %d -url; memory per connection needs the pid of each instance, one a -url", len(c.ServerPIDs), len(c.URLs))
 	}
 	if c.Floor && c.WarmAuthors {
 		return usagef("-warm-authors and -floor cannot go together: the floor posts through no instance")

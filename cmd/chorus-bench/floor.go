@@ -127,20 +127,40 @@ func (f *floorTarget) cpu(ctx context.Context) float64 {
 
 // cpuFigures takes the instances' CPU from idle to after the posts and
 // Redis's from before to after (-1: unknown) over delivered frames; nil
-// when neither is known.
+// when neither is known. The instances' is the sum over every instance of
+// the run (ms): when some told their CPU at both moments and others did
+// not, a sum over part of the deployment would pass for the whole, so it
+// is not measured, and ServerNotMeasured names those that did not tell.
 func cpuFigures(ms []InstanceMetrics, redisBefore, redisAfter float64, delivered int) *CPUFigures {
 	c := &CPUFigures{ServerSeconds: -1, RedisSeconds: -1, ServerPerDelivery: -1, RedisPerDelivery: -1}
+	var sum float64
+	var missing []string
 	for _, m := range ms {
 		a, okA := m.After["process_cpu_seconds_total"]
 		b, okB := m.Idle["process_cpu_seconds_total"]
 		if okA && okB {
-			c.ServerSeconds = max(c.ServerSeconds, 0) + a - b
+			sum += a - b
+			continue
 		}
+		why := "no process_cpu_seconds_total"
+		for _, at := range []struct{ moment, when string }{{"idle", "before"}, {"after", "after"}} {
+			if e := m.Errors[at.moment]; e != "" {
+				why = "/metrics " + at.when + " the posts: " + e
+				break
+			}
+		}
+		missing = append(missing, m.URL+" ("+why+")")
+	}
+	switch {
+	case len(ms) > 0 && len(missing) == 0:
+		c.ServerSeconds = sum
+	case len(missing) < len(ms):
+		c.ServerNotMeasured = fmt.Sprintf("%d of %d instances did not tell their CPU: %s", len(missing), len(ms), strings.Join(missing, "; "))
 	}
 	if redisBefore >= 0 && redisAfter >= 0 {
 		c.RedisSeconds = redisAfter - redisBefore
 	}
-	if c.ServerSeconds < 0 && c.RedisSeconds < 0 {
+	if c.ServerSeconds < 0 && c.RedisSeconds < 0 && c.ServerNotMeasured == "" {
 		return nil
 	}
 	if delivered > 0 {

@@ -59,6 +59,9 @@ type InstanceMetrics struct {
 	Before map[string]float64 `json:"before,omitempty"`
 	Idle   map[string]float64 `json:"idle,omitempty"`
 	After  map[string]float64 `json:"after,omitempty"`
+	// Errors are why /metrics did not answer, by moment ("before",
+	// "idle", "after").
+	Errors map[string]string `json:"errors,omitempty"`
 }
 
 // PerConnMetrics divide the growth of the instances' Go runtime figures,
@@ -90,32 +93,34 @@ func liveHeap(m map[string]float64) float64 {
 
 // scrapeMetrics reads the series named in scrapedMetrics from base's
 // /metrics. A deployment without /metrics, or without some series, gives
-// fewer figures, never an error that stops the run.
-func scrapeMetrics(ctx context.Context, api *apiClient, base string) map[string]float64 {
+// fewer figures and the error, never an error that stops the run.
+func scrapeMetrics(ctx context.Context, api *apiClient, base string) (map[string]float64, error) {
 	return fetchMetrics(ctx, api, base, parseMetrics)
 }
 
 // scrapeCounters reads every counter named chorus_* from base's /metrics,
 // each summed over its labels; nil when base has no /metrics.
 func scrapeCounters(ctx context.Context, api *apiClient, base string) map[string]float64 {
-	return fetchMetrics(ctx, api, base, parseCounters)
+	m, _ := fetchMetrics(ctx, api, base, parseCounters)
+	return m
 }
 
-// fetchMetrics gets base's /metrics and parses it; nil when that fails.
-func fetchMetrics(ctx context.Context, api *apiClient, base string, parse func(io.Reader) map[string]float64) map[string]float64 {
+// fetchMetrics gets base's /metrics and parses it; nil and why when that
+// fails.
+func fetchMetrics(ctx context.Context, api *apiClient, base string, parse func(io.Reader) map[string]float64) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/metrics", nil)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	res, err := api.http.Do(req)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	defer func() { _ = res.Body.Close() }()
 	if res.StatusCode != http.StatusOK {
-		return nil
+		return nil, fmt.Errorf("GET /metrics: HTTP %d", res.StatusCode)
 	}
-	return parse(io.LimitReader(res.Body, 8<<20))
+	return parse(io.LimitReader(res.Body, 8<<20)), nil
 }
 
 // parseMetrics picks the samples of scrapedMetrics out of the Prometheus
@@ -224,11 +229,30 @@ func counterChanges(before, after map[string]float64) map[string]float64 {
 }
 
 // scrapeAll reads every instance's metrics into the moment that pick
-// selects.
-func scrapeAll(ctx context.Context, api *apiClient, ms []InstanceMetrics, pick func(*InstanceMetrics) *map[string]float64) {
+// selects, and notes under moment why an instance did not answer.
+func scrapeAll(ctx context.Context, api *apiClient, ms []InstanceMetrics, moment string, pick func(*InstanceMetrics) *map[string]float64) {
 	for i := range ms {
-		*pick(&ms[i]) = scrapeMetrics(ctx, api, ms[i].URL)
+		m, err := scrapeMetrics(ctx, api, ms[i].URL)
+		*pick(&ms[i]) = m
+		if err != nil {
+			if ms[i].Errors == nil {
+				ms[i].Errors = map[string]string{}
+			}
+			ms[i].Errors[moment] = err.Error()
+		}
 	}
+}
+
+// answered keeps the instances whose /metrics answered at some moment: a
+// deployment without /metrics reports none.
+func answered(ms []InstanceMetrics) []InstanceMetrics {
+	kept := ms[:0]
+	for _, m := range ms {
+		if m.Before != nil || m.Idle != nil || m.After != nil {
+			kept = append(kept, m)
+		}
+	}
+	return kept
 }
 
 // perConn works out PerConnMetrics over held connections; nil when any

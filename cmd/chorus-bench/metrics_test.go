@@ -67,3 +67,36 @@ chorus_http_request_redis_round_trips_sum{method="POST",route="/api/v1/statuses"
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// The servers' CPU per delivery is their sum over every instance: when
+// one did not tell its CPU at both moments, the figure is not measured,
+// rather than a part of the deployment's passing for the whole, and the
+// report names the instance and why.
+func TestCPUFiguresNeedEveryInstance(t *testing.T) {
+	t.Parallel()
+	cpu := func(v float64) map[string]float64 { return map[string]float64{"process_cpu_seconds_total": v} }
+	both := []InstanceMetrics{{URL: "http://a", Idle: cpu(1), After: cpu(3)}, {URL: "http://b", Idle: cpu(2), After: cpu(3)}}
+	if c := cpuFigures(both, -1, -1, 1000); c == nil || !near(c.ServerSeconds, 3) || !near(c.ServerPerDelivery, 3000) || c.ServerNotMeasured != "" {
+		t.Errorf("cpuFigures of two instances = %+v, want 3 s, 3000 µs per delivery", c)
+	}
+
+	failed := []InstanceMetrics{both[0], {URL: "http://b", Idle: cpu(2), Errors: map[string]string{"after": "connection refused"}}}
+	c := cpuFigures(failed, 10, 11, 1000)
+	if c == nil || c.ServerSeconds != -1 || c.ServerPerDelivery != -1 || !near(c.RedisSeconds, 1) ||
+		!strings.Contains(c.ServerNotMeasured, "http://b (/metrics after the posts: connection refused)") {
+		t.Fatalf("cpuFigures with one instance's scrape failed = %+v, want the servers' not measured, naming http://b and why", c)
+	}
+	var out strings.Builder
+	if err := writeTable(&out, &Result{CPU: c}); err != nil || !strings.Contains(out.String(), "server not measured (1 of 2 instances") {
+		t.Errorf("table (%v):\n%s", err, out.String())
+	}
+	if c := cpuFigures(failed, -1, -1, 1000); c == nil || c.ServerSeconds != -1 || c.ServerNotMeasured == "" {
+		t.Errorf("cpuFigures with one instance's scrape failed, no Redis = %+v, want the servers' not measured, said", c)
+	}
+
+	// A deployment without /metrics: not reported, as before.
+	none := []InstanceMetrics{{URL: "http://a", Errors: map[string]string{"idle": "HTTP 404", "after": "HTTP 404"}}}
+	if c := cpuFigures(none, -1, -1, 1000); c != nil {
+		t.Errorf("cpuFigures with no /metrics = %+v, want nil", c)
+	}
+}

@@ -151,6 +151,9 @@ type CPUFigures struct {
 	RedisSeconds      float64 `json:"redis_seconds"`
 	ServerPerDelivery float64 `json:"server_us_per_delivery"`
 	RedisPerDelivery  float64 `json:"redis_us_per_delivery"`
+	// ServerNotMeasured says which instances did not tell their CPU at
+	// both moments when others did: the servers' figures are then -1.
+	ServerNotMeasured string `json:"server_not_measured,omitempty"`
 }
 
 // ServerMemory is the RSS of one server process at three moments.
@@ -298,7 +301,11 @@ func writeTable(w io.Writer, r *Result) error {
 	}
 	row("  from due time", "%s", r.LatencyFromDue)
 	if c := r.CPU; c != nil {
-		row("CPU", "server %s, Redis %s (idle to after posts)", cpuText(c.ServerSeconds, c.ServerPerDelivery), cpuText(c.RedisSeconds, c.RedisPerDelivery))
+		server := cpuText(c.ServerSeconds, c.ServerPerDelivery)
+		if c.ServerNotMeasured != "" {
+			server = "not measured (" + c.ServerNotMeasured + ")"
+		}
+		row("CPU", "server %s, Redis %s (idle to after posts)", server, cpuText(c.RedisSeconds, c.RedisPerDelivery))
 	}
 	for _, m := range r.Memory {
 		row("server RSS", "pid %d: %s before, %s idle, %s after posts", m.PID, kib(m.BeforeKiB), kib(m.IdleKiB), kib(m.AfterKiB))
