@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,6 +26,28 @@ type ExportedUser struct {
 	Since *time.Time `json:"since,omitempty"` // when blocked or muted; nil for a follow
 }
 
+// ExportedStatus is a status in an export, as stored: a repost names its
+// original by id alone (ExportedRepostOf), not as a status whose other
+// fields were never read.
+type ExportedStatus struct {
+	Status
+	RepostOf *ExportedRepostOf `json:"repost_of,omitempty"` // hides Status's
+}
+
+// ExportedRepostOf is the original of an exported repost.
+type ExportedRepostOf struct {
+	ID int64 `json:"id"`
+}
+
+// exportedStatus is st as an export writes it.
+func exportedStatus(st Status) ExportedStatus {
+	out := ExportedStatus{Status: st}
+	if st.RepostOf != nil {
+		out.RepostOf = &ExportedRepostOf{ID: st.RepostOf.ID}
+	}
+	return out
+}
+
 // ExportedList is a list in an export, with all its members.
 type ExportedList struct {
 	List
@@ -33,8 +56,8 @@ type ExportedList struct {
 
 // Export writes everything of uid's as one JSON document to w:
 //
-//	{"exported": time, "profile": User, "statuses": [Status...] (oldest
-//	first, every one), "following": [...], "followers": [...] (oldest
+//	{"exported": time, "profile": User, "statuses": [ExportedStatus...]
+//	(oldest first, every one), "following": [...], "followers": [...] (oldest
 //	follow first), "lists": [List with "member_list"], "blocks": [...],
 //	"mutes": [...] (with "since"), "likes": [{"status_id", "at"}]}
 //
@@ -62,7 +85,7 @@ func (s *Service) Export(ctx context.Context, uid int64, w io.Writer) error {
 	e.pages(ctx, k.profile(uid), false, func(members []redis.Z) error {
 		sts, err := s.statusesByID(ctx, zIDs(members))
 		for _, st := range sts {
-			e.item(st)
+			e.item(exportedStatus(st))
 		}
 		return err
 	})
@@ -176,33 +199,63 @@ func (e *exporter) item(v any) {
 
 // pages reads the sorted set key exportPage members a round trip, lowest
 // score first, and hands each page to write. With unique scores (ids,
-// sequence numbers) each page starts after the last score read, so that
-// members added or removed meanwhile shift nothing; with byRank (scores
-// are times, which two members may share) it pages by rank.
-func (e *exporter) pages(ctx context.Context, key string, byRank bool, write func([]redis.Z) error) {
+// sequence numbers) each page starts after the last score read. With
+// byTime (scores are times, which two members may share) it starts at the
+// last score read, and leaves out the members of that score it read before:
+// those whose bytes sort up to the last member read (Redis orders the
+// members of one score so). Either way a member added or removed meanwhile
+// shifts no other one: none is read twice or passed over, as paging by rank
+// would.
+func (e *exporter) pages(ctx context.Context, key string, byTime bool, write func([]redis.Z) error) {
 	min := "-inf"
-	for start := int64(0); e.err == nil; start += exportPage {
-		var members []redis.Z
-		var err error
-		if byRank {
-			members, err = e.s.rdb.ZRangeWithScores(ctx, key, start, start+exportPage-1).Result()
-		} else {
-			members, err = e.s.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
-				Min: min, Max: "+inf", Count: exportPage,
-			}).Result()
-		}
+	var (
+		last redis.Z
+		// seen is how many members of last's score were read: at most as
+		// many come again at the start of the next read, which reads as
+		// many more. (Only with byTime; a page's worth more each time a read
+		// brings none new, which only members added meanwhile with an old
+		// time can cause.)
+		seen int64
+	)
+	for e.err == nil {
+		count := exportPage + seen
+		members, err := e.s.rdb.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+			Min: min, Max: "+inf", Count: count,
+		}).Result()
 		if err != nil {
 			e.fail(err)
 			return
 		}
-		if len(members) == 0 {
+		full := int64(len(members)) == count
+		if seen > 0 {
+			members = slices.DeleteFunc(members, func(m redis.Z) bool {
+				return m.Score == last.Score && fmt.Sprint(m.Member) <= fmt.Sprint(last.Member)
+			})
+		}
+		if len(members) > 0 {
+			e.fail(write(members))
+			end := members[len(members)-1]
+			if end.Score != last.Score {
+				seen = 0
+			}
+			for _, m := range members {
+				if m.Score == end.Score {
+					seen++
+				}
+			}
+			last = end
+		} else if full {
+			seen += exportPage
+		}
+		if !full {
 			return
 		}
-		e.fail(write(members))
-		if len(members) < exportPage {
-			return
+		at := strconv.FormatFloat(last.Score, 'f', -1, 64)
+		if byTime {
+			min = at
+		} else {
+			min, seen = "("+at, 0
 		}
-		min = "(" + strconv.FormatFloat(members[len(members)-1].Score, 'f', -1, 64)
 	}
 }
 
