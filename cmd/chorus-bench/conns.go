@@ -207,7 +207,7 @@ func runShard(ctx context.Context, specs []connSpec, opts shardOptions, stop <-c
 	case <-stop:
 	case <-ctx.Done():
 	}
-	s.closeAll()
+	s.closeAll(closeWait)
 	s.moving.Wait()
 	cancel()
 	<-flusherDone
@@ -459,9 +459,13 @@ func (s *shard) wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// closeAll closes every connection normally, waiting a while for the
-// closing handshakes before cutting the rest.
-func (s *shard) closeAll() {
+// closeWait is how long a shard waits for its connections' closing
+// handshakes before cutting those left.
+const closeWait = 10 * time.Second
+
+// closeAll closes every connection normally, waiting up to wait in all for
+// the closing handshakes before cutting the rest.
+func (s *shard) closeAll(wait time.Duration) {
 	s.mu.Lock()
 	s.stopping.Store(true)
 	close(s.quit)
@@ -473,11 +477,17 @@ func (s *shard) closeAll() {
 		c.mu.Unlock()
 		go func() { _ = c.ws.Close(websocket.StatusNormalClosure, "benchmark done") }()
 	}
-	deadline := time.After(10 * time.Second)
+	// One deadline for all, each connection waited for until it: a
+	// channel of time.After fires once, and the connections after the
+	// first late one would wait on it for ever.
+	deadline := time.Now().Add(wait)
+	t := time.NewTimer(wait)
+	defer t.Stop()
 	for _, c := range conns {
+		t.Reset(time.Until(deadline))
 		select {
 		case <-c.done:
-		case <-deadline:
+		case <-t.C:
 			_ = c.ws.CloseNow()
 			<-c.done
 		}

@@ -188,12 +188,18 @@ func (h *holders) startWorker(id int, exe string, a assignment, col *collector, 
 // it returns at once.
 func (h *holders) stop(timeout time.Duration) error {
 	h.signal()
-	deadline := time.After(timeout)
+	// One deadline for all, each shard waited for until it: a channel of
+	// time.After fires once, and the shards after the first late one
+	// would wait on it for ever.
+	deadline := time.Now().Add(timeout)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	var late int
 	for i, d := range h.done {
+		t.Reset(time.Until(deadline))
 		select {
 		case <-d:
-		case <-deadline:
+		case <-t.C:
 			late++
 			if h.procs[i] != nil && h.procs[i].Process != nil {
 				_ = h.procs[i].Process.Kill()
