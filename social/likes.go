@@ -66,9 +66,14 @@ func (s *Service) likeTarget(ctx context.Context, uid, id int64) (Status, protoc
 // The like is written into the status's likes and uid's liked, then the
 // status is looked at again: a deletion that raced the write either sees
 // the like (its cleanup job pages the likes after the status is gone) or
-// is seen here, and the like is taken back. The count is the likes'
-// cardinality, so it is exact whatever the likes raced; uid's liked is
-// made to agree with it (settleLiked).
+// is seen here, and the like is taken back. So is a block between uid and
+// the author, looked at again in the same round trip, in uid's slot: the
+// block writes its side there before it returns, so a block that raced
+// the like either is seen here, the like taken back and ErrBlocked
+// answered as a like refused up front is, or came after the write (a like
+// made before a block stands). The count is the likes' cardinality, so it
+// is exact whatever the likes raced; uid's liked is made to agree with it
+// (settleLiked).
 func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	st, from, err := s.likeTarget(ctx, uid, id)
 	if err == nil {
@@ -99,6 +104,7 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	defer cancel()
 	pipe = s.rdb.Pipeline()
 	look := s.queueLikeLook(dctx, pipe, uid, st.ID)
+	blocked := s.queueBlockedEither(dctx, pipe, uid, st.UID)
 	if err := look.exec(dctx, pipe); err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
@@ -107,6 +113,17 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 			return Status{}, fmt.Errorf("like %d: %w", id, err)
 		}
 		return Status{}, ErrStatusNotFound
+	}
+	if blocked() {
+		// Only a like this request wrote: one that stood already was
+		// made before the block (its own look did not see it), or by a
+		// like racing this one, whose look takes it back.
+		if added.Val() == 1 {
+			if err := s.takeLikeBack(dctx, uid, st.ID, st.UID); err != nil {
+				return Status{}, fmt.Errorf("like %d: %w", id, err)
+			}
+		}
+		return Status{}, fmt.Errorf("like %d: %w", id, ErrBlocked)
 	}
 	if err := s.settleLiked(dctx, uid, st.ID, st.UID, look); err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
@@ -210,12 +227,13 @@ func (s *Service) queueLikeLook(ctx context.Context, pipe redis.Pipeliner, uid, 
 	}
 }
 
-// exec runs pipe, on which l was queued, and returns the first error of
-// l's reads but an answer of nothing (Exec's own error may be a nil
-// answer that came first, hiding another read's failure).
+// exec runs pipe, on which l was queued (with other reads, maybe: Like's
+// of a block), and returns the first error of its reads but an answer of
+// nothing (Exec's own error may be a nil answer that came first, hiding
+// another read's failure).
 func (l likeLook) exec(ctx context.Context, pipe redis.Pipeliner) error {
-	_, _ = pipe.Exec(ctx)
-	for _, c := range []redis.Cmder{l.status, l.like, l.liked, l.liker} {
+	cmds, _ := pipe.Exec(ctx)
+	for _, c := range cmds {
 		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}

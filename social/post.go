@@ -465,6 +465,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	}
 	exists := pipe.Exists(dctx, k.status(st.ID))
 	look := s.queueAuthorLook(dctx, pipe, st.UID)
+	blocked := s.queueReplyBlocked(dctx, pipe, st)
 	// A list that took the author in since the first round trip's read,
 	// whose backfill may have missed the status (see listsAgain).
 	again := s.queueListsAgain(dctx, pipe, listPostJob(st, payload), listJob)
@@ -519,6 +520,9 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 			s.opts.Logger.WarnContext(ctx, "could not take a deleted post back out of its followers' homes", "status", st.ID, "uid", st.UID, "err", err)
 		}
 	} else {
+		if blocked() {
+			return s.takeBackReply(dctx, st)
+		}
 		if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
 			if err := s.settleFailed(dctx, st, err); err != nil {
 				return err
@@ -718,6 +722,7 @@ func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, pay
 	}
 	flagged := flagJobsScript.Eval(dctx, pipe, s.flagKeys(ready...), "ready")
 	look := s.queueAuthorLook(dctx, pipe, st.UID)
+	blocked := s.queueReplyBlocked(dctx, pipe, st)
 	cmds, err := pipe.Exec(dctx)
 	if err != nil && flagged.Err() == nil {
 		err = resendFailed(dctx, s.rdb, cmds) // the jobs are ready: no redo looks
@@ -729,10 +734,43 @@ func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, pay
 		s.opts.Logger.ErrorContext(ctx, "could not settle a post with its author's suspension or deletion", "status", st.ID, "uid", st.UID, "err", err)
 		return homeJob, listJob, nil
 	}
+	if blocked() {
+		return "", "", s.takeBackReply(dctx, st)
+	}
 	if err := s.settleAuthorOf(dctx, st.UID, st.ID, look.Val()); err != nil {
 		return homeJob, listJob, s.settleFailed(dctx, st, err)
 	}
 	return homeJob, listJob, nil
+}
+
+// queueReplyBlocked queues on pipe, for reply st to someone else, the
+// reads of whether a block stands between its author and the person it
+// answers, in the author's slot, and returns what reads their answer once
+// it ran (false for a status that is no such reply, and for a read that
+// failed, which leaves the reply as the check before it found it).
+//
+// The reply checked the block before it was written (post); a block that
+// raced it since writes its side in the author's slot before it returns,
+// so it is either seen by this read, made after the reply's writes, or
+// came after them (a reply made before a block stands, as a status does).
+func (s *Service) queueReplyBlocked(ctx context.Context, pipe redis.Pipeliner, st Status) func() bool {
+	answered := answeredOnly(st)
+	if answered == 0 {
+		return func() bool { return false }
+	}
+	return s.queueBlockedEither(ctx, pipe, st.UID, answered)
+}
+
+// takeBackReply deletes reply st, written, its jobs ready, when a block
+// between its author and the person it answers was found to have raced it
+// (queueReplyBlocked), as DeleteStatus deletes a status: out of its thread,
+// its notifications, and every timeline it reached. It answers ErrBlocked,
+// as a reply refused before it was written, or the deletion's error.
+func (s *Service) takeBackReply(ctx context.Context, st Status) error {
+	if err := s.DeleteStatus(ctx, st.UID, st.ID); err != nil && !errors.Is(err, ErrStatusNotFound) {
+		return fmt.Errorf("take back a reply a block raced: %w", err)
+	}
+	return ErrBlocked
 }
 
 // queuePostJobsOn queues on pipe status st's fan-out jobs, the lists' too

@@ -94,7 +94,7 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 		s.afterQueue()
 	}
 	written := s.writeRepost(ctx, entry, payload)
-	if written != nil && !errors.Is(written, errAccountGone) {
+	if written != nil && !takenBack(written) {
 		return Status{}, fmt.Errorf("repost %d: %w", id, written)
 	}
 	// A repost that lost its claim, or was taken back, left no entry: its
@@ -133,7 +133,11 @@ func (s *Service) markRepostReady(ctx context.Context, list job, homeJob, listJo
 // and the claim again, and takes st back if either went meanwhile: the
 // original's deletion pages its reposts after the original is gone, and
 // an undo takes the claim after the entry, so either they see st or this
-// sees them; and at the reposter, whose suspension or account deletion
+// sees them; at a block between the reposter and the original's author,
+// in the reposter's slot, where the block writes its side before it
+// returns: a block that raced the repost is seen here, st taken back and
+// ErrBlocked returned, or came after the write (a repost made before a
+// block stands); and at the reposter, whose suspension or account deletion
 // since the repost checked them it follows (settleAuthor: a deleted
 // reposter's entry is taken back, and errAccountGone returned). Idempotent:
 // a post job whose maker died runs it again.
@@ -159,15 +163,23 @@ func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) er
 	exists := pipe.Exists(ctx, k.status(orig.ID))
 	claim := pipe.ZScore(ctx, k.reposts(orig.ID), itoa(st.UID))
 	look := s.queueAuthorLook(ctx, pipe, st.UID)
+	blocked := s.queueBlockedEither(ctx, pipe, st.UID, orig.UID)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
 	if exists.Val() == 0 || claim.Err() != nil || int64(claim.Val()) != st.ID {
 		return s.takeBackRepost(ctx, st)
 	}
-	// The reposter suspended or deleted since the repost checked them.
 	settle, cancel := detached(ctx) // as a post's last round trip
 	defer cancel()
+	if blocked() {
+		// Nothing told yet: the notification comes after this look.
+		if err := s.takeBackRepost(settle, st); err != nil {
+			return err
+		}
+		return ErrBlocked
+	}
+	// The reposter suspended or deleted since the repost checked them.
 	// A reposter deleted: taken back, and errAccountGone returned; its jobs
 	// find no entry and end.
 	if err := s.settleAuthor(settle, st.UID, st.ID, look.Val(), func() error { return s.takeBackRepost(settle, st) }); err != nil {
@@ -178,11 +190,18 @@ func (s *Service) writeRepost(ctx context.Context, st Status, payload []byte) er
 	return s.notifyWhile(settle, n, k.reposts(orig.ID), itoa(st.UID))
 }
 
+// takenBack reports whether err, writeRepost's, says its entry was taken
+// back (its reposter deleted, or a block between the two seen): its jobs
+// find no entry and end.
+func takenBack(err error) bool {
+	return errors.Is(err, errAccountGone) || errors.Is(err, ErrBlocked)
+}
+
 // takeBackRepost undoes writeRepost's writes of st, whose original or
-// claim went while it wrote: the entry out of the reposter's timelines,
-// and its claim, if the claim still names it. No job pushed it yet (its
-// jobs wait for writeRepost), so none has to take it out of other
-// timelines.
+// claim went while it wrote, or which a block raced: the entry out of the
+// reposter's timelines, and its claim, if the claim still names it. No job
+// pushed it yet (its jobs wait for writeRepost), so none has to take it
+// out of other timelines.
 func (s *Service) takeBackRepost(ctx context.Context, st Status) error {
 	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: st.ID})
 	if err != nil {
@@ -195,15 +214,38 @@ func (s *Service) takeBackRepost(ctx context.Context, st Status) error {
 }
 
 // rewritePost does again the writes of a post job's maker, from the frame
-// it queued: writeRepost for a repost entry, writePost for a post.
+// it queued: writeRepost for a repost entry, writePost for a post (for a
+// reply, with its maker's look at a block after them).
 func (s *Service) rewritePost(ctx context.Context, st Status, payload []byte) error {
 	if st.RepostOf != nil {
-		if err := s.writeRepost(ctx, st, payload); !errors.Is(err, errAccountGone) {
+		if err := s.writeRepost(ctx, st, payload); err != nil && !takenBack(err) {
 			return err
 		}
-		return nil // taken back: the job finds no entry and ends
+		return nil // written; or taken back, and the job finds no entry and ends
 	}
-	return s.redoPost(ctx, st, payload)
+	if err := s.redoPost(ctx, st, payload); err != nil {
+		return err
+	}
+	// A reply looks at a block after its writes, as its maker would have
+	// in its last round trip (queueReplyBlocked): one that raced it has the
+	// reply deleted as its maker would (takeBackReply), which marks the
+	// job, so that the redo ends it (rewriteUnlessDeleted); the deletion's
+	// jobs take it out of the homes a maker that died pushed it to.
+	pipe := s.rdb.Pipeline()
+	blocked := s.queueReplyBlocked(ctx, pipe, st)
+	if pipe.Len() == 0 {
+		return nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	if !blocked() {
+		return nil
+	}
+	if err := s.takeBackReply(ctx, st); !errors.Is(err, ErrBlocked) {
+		return err
+	}
+	return nil
 }
 
 // Unrepost takes uid's repost of status id (a repost entry: its original)
