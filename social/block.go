@@ -50,16 +50,26 @@ const (
 // blocked by (step 2 of other -> uid). A follow whose first step ran before
 // those was written before step 3, which takes it out again; one that runs
 // after is refused. So once Block returns neither follows the other, and no
-// follow can be written again while the block stands. A friendship such a
-// racing follow made is announced by it (Befriended) and then checked
-// again (see Follow), so the last frame each stream gets about the other
-// is the friend_removed.
+// follow can be written again while the block stands. A racing follow
+// that step 3 overtook between its two sides no longer stands at its last
+// read: it is refused (ErrBlocked) and announces no friendship. A
+// friendship such a racing follow made and still held at its last read is
+// announced by it (Befriended) and then checked again (see Follow), so the
+// last frame each stream gets about the other is the friend_removed.
 //
 // Presence is shown to friends only (presence frames, online friends, the
 // online and last_seen of user views), so ending the follows hides it both
 // ways on every instance. Reads hide each other's statuses at read time
 // (visibility.go), and the streams of both are told (hidden_changed) to
-// read again whose live statuses they leave out.
+// read again whose live statuses they leave out: only by a call that
+// changed step 1 or 2 (or may have: a write whose answer was lost), even
+// when a later step failed, as those sets are all a stream reads again. A
+// retry announces what it changes itself, so a block cut short is
+// announced by the call that wrote it or by its retry, and a block or an
+// unblock that changes nothing, which any account may send about anyone,
+// makes no stream read its hidden authors again. (Lost only when the
+// process dies between the write and the announcement, as every courtesy
+// frame may be.)
 // Unblock takes steps 1 and 2 back in that order and restores nothing. A
 // block and an unblock of the same pair racing each other leave the two
 // sides agreeing (syncBlockedBy).
@@ -75,37 +85,46 @@ func (s *Service) Block(ctx context.Context, uid int64, login string) error {
 	// (see settleGone); and once written, the streams are told.
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.block(ctx, uid, other); err != nil {
+	changed, err := s.block(ctx, uid, other)
+	if changed {
+		s.announceHiddenChanged(ctx, uid, other)
+	}
+	if err != nil {
 		return fmt.Errorf("block %d->%d: %w", uid, other, err)
 	}
-	s.announceHiddenChanged(ctx, uid, other)
 	return nil
 }
 
-func (s *Service) block(ctx context.Context, uid, other int64) error {
+// block runs the steps of uid's block of other (see above), and says
+// whether it changed, or may have changed, either side (steps 1 and 2),
+// also when a later step failed.
+func (s *Service) block(ctx context.Context, uid, other int64) (changed bool, err error) {
 	k := s.keys
 	now, err := s.now(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	ms := now.UnixMilli()
-	if err := s.addRelation(ctx, k.blocks(uid), other, ms, MaxBlocks, ErrTooManyBlocks); err != nil {
-		return err
+	added, err := s.addRelation(ctx, k.blocks(uid), other, ms, MaxBlocks, ErrTooManyBlocks)
+	if err != nil {
+		return mayHaveWritten(err, ErrTooManyBlocks), err
 	}
-	if err := s.syncBlockedBy(ctx, uid, other); err != nil {
-		return err
+	mirrored, err := s.mirrorBlock(ctx, uid, other)
+	changed = added || mirrored
+	if err != nil {
+		return changed, err
 	}
 	// Written on both sides, and looked at: the deletion of either, begun
 	// since the block's first read, walks their blocks after its mark, and
 	// may have passed this one. The block is then taken out again here,
 	// and its follows are the deletion's to undo.
 	if err := s.settleGone(ctx, uid, other, func(ctx context.Context) error { return s.dropBlock(ctx, uid, other) }); err != nil {
-		return err
+		return changed, err
 	}
 	for _, p := range [2][2]int64{{uid, other}, {other, uid}} {
 		ended, err := s.unfollow(ctx, p[0], p[1])
 		if err != nil {
-			return err
+			return changed, err
 		}
 		if ended {
 			// The block stands; telling the ex-friends' streams is a
@@ -116,9 +135,9 @@ func (s *Service) block(ctx context.Context, uid, other int64) error {
 		}
 	}
 	if err := s.dropNotesFrom(ctx, uid, other); err != nil {
-		return err
+		return changed, err
 	}
-	return s.dropNotesFrom(ctx, other, uid)
+	return changed, s.dropNotesFrom(ctx, other, uid)
 }
 
 // Unblock takes back uid's block of the user with login (idempotent). It
@@ -130,17 +149,61 @@ func (s *Service) Unblock(ctx context.Context, uid int64, login string) error {
 	}
 	// From the first write on, the unblock runs though the client goes:
 	// cut short, the blocked one's side would hold a block the blocker's
-	// list no longer shows.
+	// list no longer shows. Both streams are told only when a side changed
+	// (or may have), as for a block.
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	if err := s.rdb.ZRem(ctx, s.keys.blocks(uid), itoa(other)).Err(); err != nil {
+	removed, err := s.rdb.ZRem(ctx, s.keys.blocks(uid), itoa(other)).Result()
+	changed := err != nil || removed > 0
+	if err == nil {
+		var mirrored bool
+		mirrored, err = s.mirrorBlock(ctx, uid, other)
+		changed = changed || mirrored
+	}
+	if changed {
+		s.announceHiddenChanged(ctx, uid, other)
+	}
+	if err != nil {
 		return fmt.Errorf("unblock %d->%d: %w", uid, other, err)
 	}
-	if err := s.syncBlockedBy(ctx, uid, other); err != nil {
-		return fmt.Errorf("unblock %d->%d: %w", uid, other, err)
-	}
-	s.announceHiddenChanged(ctx, uid, other)
 	return nil
+}
+
+// mayHaveWritten says whether a write that failed with err may have
+// written all the same: unless the script refused it (refused), its
+// answer may have been lost after Redis ran it.
+func mayHaveWritten(err, refused error) bool {
+	return !errors.Is(err, refused)
+}
+
+// mirrorBlock is syncBlockedBy, and says whether it changed other's side
+// (uid joined or left it), or may have (it failed). Whether other's side
+// held uid is read with the first read of uid's side, in the same round
+// trip.
+func (s *Service) mirrorBlock(ctx context.Context, uid, other int64) (changed bool, err error) {
+	k := s.keys
+	var held *redis.FloatCmd
+	var blocks float64
+	err = s.mirrorMember(ctx, k.blockedBy(other), itoa(uid), func() (float64, error) {
+		pipe := s.rdb.Pipeline()
+		mine := pipe.ZScore(ctx, k.blocks(uid), itoa(other)) // a block's score is a time, never 0
+		if held == nil {
+			held = pipe.ZScore(ctx, k.blockedBy(other), itoa(uid))
+		}
+		_, _ = pipe.Exec(ctx) // each answer's error is read below
+		for _, c := range []*redis.FloatCmd{mine, held} {
+			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+				return 0, err
+			}
+		}
+		blocks = mine.Val()
+		return blocks, nil
+	}, s.betweenBlockSides)
+	if err != nil {
+		return true, fmt.Errorf("the block of %d by %d: %w", other, uid, err)
+	}
+	// The mirror now agrees with the last read of uid's side.
+	return (held.Err() == nil) != (blocks != 0), nil
 }
 
 // syncBlockedBy makes other's blocked_by agree about uid with uid's
@@ -150,14 +213,8 @@ func (s *Service) Unblock(ctx context.Context, uid int64, login string) error {
 // reply, a like between them allowed again) nor one only other's side
 // holds.
 func (s *Service) syncBlockedBy(ctx context.Context, uid, other int64) error {
-	k := s.keys
-	err := s.mirrorMember(ctx, k.blockedBy(other), itoa(uid), func() (float64, error) {
-		return s.rdb.ZScore(ctx, k.blocks(uid), itoa(other)).Result() // a block's score is a time, never 0
-	}, s.betweenBlockSides)
-	if err != nil {
-		return fmt.Errorf("the block of %d by %d: %w", other, uid, err)
-	}
-	return nil
+	_, err := s.mirrorBlock(ctx, uid, other)
+	return err
 }
 
 // Mute makes uid mute the user with login (idempotent): their statuses and
@@ -175,10 +232,31 @@ func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
 	if err != nil {
 		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
 	}
-	mute := func() error {
-		return s.addRelation(ctx, s.keys.mutes(uid), other, now.UnixMilli(), MaxMutes, ErrTooManyMutes)
+	// From the first write on, the mute runs though the client goes: cut
+	// short, the notifications from other stored before would stay, the
+	// unread count counting them, and no stream would be told. uid's
+	// streams are told only when the mute was written (or may have been),
+	// also when a later step failed, as for a block.
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	changed, err := s.mute(ctx, uid, other, now.UnixMilli())
+	if changed {
+		s.announceHiddenChanged(ctx, uid)
 	}
-	err = mute()
+	if err != nil {
+		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
+	}
+	return nil
+}
+
+// mute writes uid's mute of other at ms and drops other's notifications
+// to uid, and says whether it added the mute, or may have (a write whose
+// answer was lost), also when a later step failed.
+func (s *Service) mute(ctx context.Context, uid, other, ms int64) (changed bool, err error) {
+	mute := func() (bool, error) {
+		return s.addRelation(ctx, s.keys.mutes(uid), other, ms, MaxMutes, ErrTooManyMutes)
+	}
+	changed, err = mute()
 	if errors.Is(err, ErrTooManyMutes) {
 		// Mutes of accounts deleted since stay (no reverse index finds
 		// them) and count: the oldest are looked at, and the places of the
@@ -187,28 +265,24 @@ func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
 		if freed, err = s.dropGoneMutes(ctx, uid); err == nil {
 			err = ErrTooManyMutes
 			if freed > 0 {
-				err = mute()
+				changed, err = mute()
 			}
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
+		return changed || mayHaveWritten(err, ErrTooManyMutes), err
 	}
 	// A muter whose deletion began since: their mutes may be deleted
 	// already, and are not written again.
 	if err := s.settleGone(ctx, uid, other, func(ctx context.Context) error {
 		return s.rdb.ZRem(ctx, s.keys.mutes(uid), itoa(other)).Err()
 	}); err != nil {
-		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
+		return changed, err
 	}
 	// The notifications from other stored before go, as a block's do: the
 	// pages would hide them, and the unread count would still count them.
 	// None is stored while the mute stands; unmuting restores none.
-	if err := s.dropNotesFrom(ctx, uid, other); err != nil {
-		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
-	}
-	s.announceHiddenChanged(ctx, uid)
-	return nil
+	return changed, s.dropNotesFrom(ctx, uid, other)
 }
 
 // goneMutesLooked is how many of a user's oldest mutes a mute at the cap
@@ -257,10 +331,18 @@ func (s *Service) Unmute(ctx context.Context, uid int64, login string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.rdb.ZRem(ctx, s.keys.mutes(uid), itoa(other)).Err(); err != nil {
+	// Detached, so that the streams of a mute taken back are told though
+	// the client goes; told only when it was taken back (or may have
+	// been: an answer lost).
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	removed, err := s.rdb.ZRem(ctx, s.keys.mutes(uid), itoa(other)).Result()
+	if err != nil || removed > 0 {
+		s.announceHiddenChanged(ctx, uid)
+	}
+	if err != nil {
 		return fmt.Errorf("unmute %d->%d: %w", uid, other, err)
 	}
-	s.announceHiddenChanged(ctx, uid)
 	return nil
 }
 
@@ -405,16 +487,17 @@ func (s *Service) relationTarget(ctx context.Context, uid int64, login string) (
 }
 
 // addRelation adds other to the set key (relation_add.lua), answering full
-// when the set holds most already.
-func (s *Service) addRelation(ctx context.Context, key string, other, ms int64, most int, full error) error {
+// when the set holds most already, and says whether it added other (false
+// when other was there).
+func (s *Service) addRelation(ctx context.Context, key string, other, ms int64, most int, full error) (added bool, err error) {
 	res, err := relationAddScript.Run(ctx, s.rdb, []string{key}, other, ms, most).Int()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if res < 0 {
-		return full
+		return false, full
 	}
-	return nil
+	return res == 1, nil
 }
 
 // refuseHidden answers ErrBlocked when uid blocks other or other blocks
