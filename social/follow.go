@@ -21,7 +21,9 @@ var (
 
 	//go:embed follow_followee.lua
 	followFolloweeSource string
-	followFolloweeScript = newScript(followFolloweeSource)
+	// The followee's side stores the followed notification of a follower
+	// it adds with notify.lua, put ahead of its text as a function.
+	followFolloweeScript = newScript("local function notify(KEYS, ARGV)\n" + notifySource + "end\n" + followFolloweeSource)
 
 	//go:embed pull_add.lua
 	pullAddSource string
@@ -206,7 +208,11 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 		}
 		return false, ErrUserNotFound
 	}
-	madeFriends = made == 1 || side.madeFriends
+	// A friendship made by a follow that no longer stands (an unfollow or
+	// a block overtook it, and ended it) is none to introduce: presence
+	// frames sent after the end's friend_removed would show each one's
+	// presence to the other again.
+	madeFriends = side.stands && (made == 1 || side.madeFriends)
 
 	// 4. Presence's copy of both friend sets.
 	if err := s.syncFriendMirrors(ctx, uid, other); err != nil {
@@ -215,12 +221,30 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 
 	// 5. The followee's statuses, unless an unfollow since has won.
 	if !side.stands {
-		return madeFriends, s.dropPutBack(ctx, uid, other, side)
+		if err := s.dropPutBack(ctx, uid, other, side); err != nil {
+			return false, err
+		}
+		return false, s.refuseBlocked(ctx, uid, other)
 	}
 	if err := s.reachFollowee(ctx, uid, other, side.followers); err != nil {
 		return false, err
 	}
 	return madeFriends, nil
+}
+
+// refuseBlocked answers ErrBlocked when uid blocks other or other blocks
+// uid: a follow that a block overtook between its two sides (the block's
+// unfollow took it out) is refused as one that came after the block.
+func (s *Service) refuseBlocked(ctx context.Context, uid, other int64) error {
+	pipe := s.rdb.Pipeline()
+	blocked := s.queueBlockedEither(ctx, pipe, uid, other)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	if blocked() {
+		return ErrBlocked
+	}
+	return nil
 }
 
 // dropPutBack walks uid's home timeline once more after a follow of other
@@ -324,19 +348,18 @@ func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score stri
 				return side, err
 			}
 			// The stored notification goes with the followee's side, in
-			// its slot: written in every round as that side is, so it
-			// ends agreeing with the follow as the side does.
-			pipe := s.rdb.Pipeline()
-			cmd := followFolloweeScript.Eval(ctx, pipe,
-				[]string{k.followers(other), k.following(other), k.friends(other), k.user(other), k.followedNotice(other, uid),
-					k.blocks(other), k.blockedBy(other)},
-				uid, score, n.now, s.bus.Command(), s.bus.UserChannel(other), n.plain, n.back,
-				int64(followedNoticeTTL/time.Second))
-			s.queueNotify(ctx, pipe, followedNote(uid, other, n))
-			if _, err := pipe.Exec(ctx); err != nil {
-				return side, err
+			// its script: stored by the write that adds the follower, and
+			// by no other, so a follow repeated while it stands stores
+			// none, and a retry of one cut short finds it stored with the
+			// follower.
+			keys := []string{k.followers(other), k.following(other), k.friends(other), k.user(other), k.followedNotice(other, uid),
+				k.blocks(other), k.blockedBy(other)}
+			args := []any{uid, score, n.now, s.bus.Command(), s.bus.UserChannel(other), n.plain, n.back,
+				int64(followedNoticeTTL / time.Second)}
+			if noteKeys, noteArgs, ok := s.notifyCall(followedNote(uid, other, n)); ok {
+				keys, args = append(keys, noteKeys...), append(args, noteArgs...)
 			}
-			res, err := cmd.Int64Slice()
+			res, err := followFolloweeScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 			if err != nil {
 				return side, err
 			}

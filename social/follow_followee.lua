@@ -8,6 +8,13 @@
 -- block written since the follower's side checked it ends this follow
 -- next, and its frame must not reach the one who blocks).
 --
+-- A follower just added is also stored as a followed notification, by
+-- notify (notify.lua's text, which follow.go puts ahead of this one as a
+-- function), in the same script: stored once per follow this adds, so a
+-- follow repeated while it stands stores none (the follower cannot bring a
+-- notification dropped since, by a mute or the cap, back to the top), and
+-- a follow cut short cannot be left written without it.
+--
 -- KEYS[1] the followee's followers set
 -- KEYS[2] the followee's following set
 -- KEYS[3] the followee's friends set
@@ -23,6 +30,8 @@
 -- ARGV[6] the followed frame when the followee does not follow the follower
 -- ARGV[7] the followed frame when they do
 -- ARGV[8] how long a notice stands, in seconds
+-- KEYS[8..15], ARGV[9..16] notify.lua's keys and arguments for the
+-- followed notification (none: no notification)
 -- Returns {1 when this added the follower, the follower count, 1 when this
 -- made the two friends}, or {-1, 0, 0} when the followee is gone or being
 -- deleted (no id in their hash, or the deleted mark): nothing is written,
@@ -50,5 +59,15 @@ if added == 1 and not redis.call('ZSCORE', KEYS[6], ARGV[1]) and not redis.call(
     frame = ARGV[7]
   end
   redis.call(ARGV[4], ARGV[5], frame)
+end
+if added == 1 and #KEYS > 7 then
+  local keys, argv = {}, {}
+  for i = 8, #KEYS do
+    keys[#keys + 1] = KEYS[i]
+  end
+  for i = 9, #ARGV do
+    argv[#argv + 1] = ARGV[i]
+  end
+  notify(keys, argv)
 end
 return {added, redis.call('ZCARD', KEYS[1]), made}

@@ -54,8 +54,16 @@ func (n note) cause() string { return n.kind + ":" + itoa(n.from) + ":" + itoa(n
 // streams; nothing when n.to is n.from, or n.to mutes or blocks n.from.
 // Storing it again, as a job's redo does, changes nothing.
 func (s *Service) queueNotify(ctx context.Context, pipe redis.Pipeliner, n note) {
+	if keys, args, ok := s.notifyCall(n); ok {
+		notifyScript.Eval(ctx, pipe, keys, args...)
+	}
+}
+
+// notifyCall returns the keys and arguments of notify.lua storing n, and
+// false when nothing is to be stored (n.to is n.from, or no one).
+func (s *Service) notifyCall(n note) (keys []string, args []any, ok bool) {
 	if n.to == n.from || n.to == 0 {
-		return
+		return nil, nil, false
 	}
 	at := n.at
 	if at.IsZero() {
@@ -66,13 +74,12 @@ func (s *Service) queueNotify(ctx context.Context, pipe redis.Pipeliner, n note)
 		Type: n.kind, From: n.fromUser, Status: n.status, Created: at,
 	}})
 	if err != nil {
-		return // a Status and a User always marshal
+		return nil, nil, false // a Status and a User always marshal
 	}
 	prefix, suffix := splitID(frame)
 	k := s.keys
-	notifyScript.Eval(ctx, pipe,
-		[]string{k.notes(n.to), k.noteData(n.to), k.noteCauses(n.to), k.noteSeq(n.to), k.mutes(n.to), k.blocks(n.to), k.user(n.to), k.blockedBy(n.to)},
-		n.cause(), at.UnixMilli(), n.from, MaxNotifications, s.bus.Command(), s.bus.UserChannel(n.to), prefix, suffix)
+	return []string{k.notes(n.to), k.noteData(n.to), k.noteCauses(n.to), k.noteSeq(n.to), k.mutes(n.to), k.blocks(n.to), k.user(n.to), k.blockedBy(n.to)},
+		[]any{n.cause(), at.UnixMilli(), n.from, MaxNotifications, s.bus.Command(), s.bus.UserChannel(n.to), prefix, suffix}, true
 }
 
 // queueUnnotify queues on pipe the taking back of the notification of n's
