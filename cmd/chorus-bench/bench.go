@@ -21,6 +21,9 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 		MaxLagMS: float64(cfg.MaxLag) / 1e6,
 	}}
 	res.Floor = cfg.Floor
+	if cfg.Floor {
+		res.FloorFrames = cfg.FloorFrames
+	}
 	res.SSE = cfg.SSE
 	api := newAPIClient(cfg.MaxInFlight + cfg.SignupConcurrency + cfg.FollowConcurrency)
 	defer api.close()
@@ -101,6 +104,14 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	// Posts, then a grace period for the last deliveries.
 	post := apiPoster(api, &cfg, users[:cfg.Authors], res.RunID)
 	if cfg.Floor {
+		// Again with the streams open: an instance that joined presence's
+		// set since must read the frames channel too.
+		if err := floor.checkBatch(ctx); err != nil {
+			return res, err
+		}
+		if err := floor.reserveIDs(ctx, cfg.postCount()); err != nil {
+			return res, err
+		}
 		post = floor.poster(users[:cfg.Authors], g, users[cfg.Authors:], res.RunID)
 	}
 	posts, sched := runPosts(ctx, &cfg, cfg.Authors, post, log)
@@ -123,6 +134,7 @@ func bench(ctx context.Context, cfg config, exe string, log *slog.Logger, stderr
 	fill(res, col, posts, sched, g, idleHeld)
 	if cfg.Floor {
 		res.Posts.Publishes, res.Posts.Subscribers = floor.publishes.Load(), floor.subscribers.Load()
+		res.Posts.FramesMessages = floor.messages.Load()
 	}
 	res.CPU = cpuFigures(res.Metrics, redisCPUBefore, redisCPUAfter, res.Deliveries.Delivered)
 	if c := res.CPU; c != nil && c.ServerNotMeasured != "" {

@@ -308,6 +308,8 @@ func TestRunExitStatus(t *testing.T) {
 		{"storm watch within spread", []string{"-url", dead + "," + dead, "-storm", "-storm-kill-pid", "1", "-storm-spread", "5s", "-storm-watch", "5s"}, exitUsage},
 		{"storm workers over conns", []string{"-url", dead + "," + dead, "-storm", "-storm-kill-pid", "1", "-conns", "1", "-observers", "1", "-friends-per-mover", "1", "-workers", "3"}, exitUsage},
 		{"floor without redis", []string{"-url", dead, "-floor"}, exitUsage},
+		{"floor frames bogus", []string{"-url", dead, "-floor", "-redis-url", "redis://127.0.0.1:1", "-floor-frames", "each"}, exitUsage},
+		{"floor frames without floor", []string{"-url", dead, "-floor-frames", "batch"}, exitUsage},
 		{"floor on a cluster", []string{"-url", dead, "-floor", "-redis-url", "redis+cluster://127.0.0.1:7000"}, exitUsage},
 		{"floor bad redis url", []string{"-url", dead, "-floor", "-redis-url", "http://x"}, exitUsage},
 		{"floor storm", []string{"-url", dead + "," + dead, "-floor", "-redis-url", "redis://127.0.0.1:1", "-storm", "-storm-kill-pid", "1"}, exitUsage},
@@ -403,9 +405,65 @@ func TestFloorAgainstServer(t *testing.T) {
 		logTableOnFailure(t, res)
 	}
 
-	// No status was written: the deployment never gave a status id.
+	// No status was written; the floor's made-up statuses took their ids
+	// from the deployment's counter, as posts would, so the instances' mark
+	// of the greatest id given (a stream's catch-up floor while Redis
+	// cannot tell the last id) stays within the ids given.
+	checkFloorWrites(t, redisURL, prefix, 2*40)
+}
+
+// checkFloorWrites checks that floor runs on prefix wrote no status, only
+// took posts ids from the deployment's counter of status ids.
+func checkFloorWrites(t *testing.T, redisURL, prefix string, posts int) {
+	t.Helper()
 	rdb := redistest.ClientOf(t, redisURL)
-	if keys := redistest.Keys(t, rdb, prefix+"status:*"); len(keys) != 0 {
-		t.Errorf("status keys after floor runs: %v, want none", keys)
+	if keys := redistest.Keys(t, rdb, prefix+"status:*"); len(keys) != 1 || keys[0] != prefix+"status:id" {
+		t.Errorf("status keys after floor runs: %v, want the ids' counter alone", keys)
+	}
+	if got, err := rdb.Get(context.Background(), prefix+"status:id").Int(); err != nil || got != posts {
+		t.Errorf("status ids taken by floor runs: %d (%v), want %d", got, err, posts)
+	}
+}
+
+// TestFloorBatchAgainstServer runs the floor with -floor-frames batch
+// against a real server on a real Redis: each post is one message on the
+// frames channel, in push.lua's format, which the server's hub decodes and
+// hands to the followers' streams, so every frame reaches its follower
+// exactly once. On a prefix no instance reads, batch is refused before
+// anything is set up.
+func TestFloorBatchAgainstServer(t *testing.T) {
+	redisURL, prefix := redistest.URL(t), "benchtest:"+newRunID()+":"
+	base, pid := startServerWith(t, "-redis-url", redisURL, "-key-prefix", prefix,
+		"-heartbeat-interval", "1s", "-online-window", "5s")
+	users := filepath.Join(t.TempDir(), "users.json")
+	res := benchRun(t, "-floor", "-floor-frames", "batch", "-redis-url", redisURL, "-key-prefix", prefix,
+		"-url", base, "-conns", "20", "-rate", "20", "-duration", "2s", "-hold", "500ms",
+		"-grace", "5s", "-users-file", users, "-server-pid", fmt.Sprint(pid),
+		"-authors", "2", "-followers-per-author", "10", "-workers", "0")
+	checkClean(t, res, 20, 40, 10)
+	if !res.Floor || res.FloorFrames != "batch" {
+		t.Errorf("result floor %v, frames %q; want a batch floor", res.Floor, res.FloorFrames)
+	}
+	if got := res.Frames.ByType["status"]; got != 40*10 {
+		t.Errorf("status frames = %d, want exactly %d", got, 40*10)
+	}
+	if res.Posts.Publishes != 40 || res.Posts.FramesMessages != 40 || res.Posts.Subscribers != 40 {
+		t.Errorf("%d publishes, %d on the frames channel, %d receipts; want 40 each (one a post, one instance)",
+			res.Posts.Publishes, res.Posts.FramesMessages, res.Posts.Subscribers)
+	}
+	if v, ok := counterGrowth(res.Metrics, "chorus_frames_sent_total"); !ok || v < 40*10 {
+		t.Errorf("server frames sent +%v (reported %v), want %d at least", v, ok, 40*10)
+	}
+	logTableOnFailure(t, res)
+	checkFloorWrites(t, redisURL, prefix, 40)
+
+	cfg, err := parseConfig([]string{"-floor", "-floor-frames", "batch", "-redis-url", redisURL, "-key-prefix", prefix + "other:",
+		"-url", base, "-conns", "1", "-authors", "1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bench(context.Background(), cfg, "", slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no instance reads the frames channel") {
+		t.Errorf("batch floor on a prefix no instance reads: %v, want refused", err)
 	}
 }

@@ -61,9 +61,10 @@ type config struct {
 	WarmAuthors bool
 
 	// The floor (-floor): posts are PUBLISHes on the deployment's Redis.
-	Floor     bool
-	RedisURL  string // the deployment's Redis
-	KeyPrefix string // the deployment's -key-prefix
+	Floor       bool
+	FloorFrames string // floorChannel or floorBatch (-floor-frames)
+	RedisURL    string // the deployment's Redis
+	KeyPrefix   string // the deployment's -key-prefix
 
 	// The reconnect storm (-storm): Conns are the movers, on URLs[0].
 	Storm           bool
@@ -124,7 +125,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		"(the server stalled and -max-in-flight posts were waiting): its latencies from the send leave that wait out; 0: no bound")
 	fs.DurationVar(&c.MaxTime, "max-time", time.Hour, "limit of the whole run")
 	fs.BoolVar(&c.Floor, "floor", false, "measure the floor: the same users, follows and streams, but each post is one pipeline of PUBLISHes "+
-		"of a status frame on its author's followers' channels, straight on the deployment's Redis (-redis-url), with no social writes")
+		"of a status frame on its author's followers' channels, straight on the deployment's Redis (-redis-url), with no social writes but the status ids it takes from the deployment's counter")
+	fs.StringVar(&c.FloorFrames, "floor-frames", floorChannel, "floor: how a post's frames are published: channel, one PUBLISH on each follower's channel; "+
+		"batch, one message for them all on the frames channel, as the server sends them on one Redis (push.lua), refused unless every instance reads it")
 	fs.BoolVar(&c.WarmAuthors, "warm-authors", false, "before the posts, each author reads GET /me through every instance (as a browser reads before it posts): "+
 		"the instances then know the authors' sessions and have noted their activity, and no post is its author's first through an instance")
 	fs.BoolVar(&c.SSE, "sse", false, "hold the streams as Server-Sent Events (Accept: text/event-stream) rather than WebSockets; they send no heartbeats")
@@ -234,6 +237,12 @@ func (c *config) validate() error {
 	}
 	if c.Floor && c.WarmAuthors {
 		return usagef("-warm-authors and -floor cannot go together: the floor posts through no instance")
+	}
+	if c.FloorFrames != floorChannel && c.FloorFrames != floorBatch {
+		return usagef("-floor-frames must be %s or %s, got %q", floorChannel, floorBatch, c.FloorFrames)
+	}
+	if c.FloorFrames == floorBatch && !c.Floor {
+		return usagef("-floor-frames batch needs -floor")
 	}
 	if c.Floor && c.RedisURL == "" {
 		return usagef("-floor needs -redis-url: the deployment's Redis")

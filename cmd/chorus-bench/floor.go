@@ -10,23 +10,29 @@ import (
 	"time"
 
 	"chorus/bus"
+	"chorus/presence"
 	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// floorBaseID is the status id of a floor run's first post. Real ids count
-// up from 1, so the made-up ones never meet one, and each is new to every
-// stream's once-per-id memory.
-const floorBaseID = 1 << 40
-
 // floorTarget is the deployment's Redis: a floor run publishes on it
 // directly, and any run given -redis-url reads its CPU.
 type floorTarget struct {
-	rdb *redis.Client
-	bus *bus.Bus
+	rdb    *redis.Client
+	bus    *bus.Bus
+	prefix string // the deployment's -key-prefix
+
+	// batch (-floor-frames batch): a post's frames go in one message on
+	// the frames channel, as push.lua sends them, when the post has as
+	// many followers as readers, the instances that read that channel.
+	batch   bool
+	readers int64
+	// firstID is the status id of the run's first post (reserveIDs).
+	firstID int64
 
 	publishes   atomic.Int64 // PUBLISH commands sent
+	messages    atomic.Int64 // of them, messages on the frames channel
 	subscribers atomic.Int64 // their replies summed: the instances that got each
 }
 
@@ -58,18 +64,96 @@ func openFloor(ctx context.Context, cfg *config) (*floorTarget, error) {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("floor: redis at %s: %w", opt.Addr, err)
 	}
-	return &floorTarget{rdb: rdb, bus: bus.New(rdb, cfg.KeyPrefix)}, nil
+	f := &floorTarget{rdb: rdb, bus: bus.New(rdb, cfg.KeyPrefix), prefix: cfg.KeyPrefix, batch: cfg.Floor && cfg.FloorFrames == floorBatch}
+	if err := f.checkBatch(pctx); err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Values of -floor-frames.
+const (
+	floorChannel = "channel" // one PUBLISH a follower, on their channel
+	floorBatch   = "batch"   // one message a post on the frames channel, as push.lua
+)
+
+// checkBatch checks, for -floor-frames batch, that the deployment's
+// instances read the frames channel as push.lua requires before it sends
+// a frame for many users there: some instance subscribes to it, and every
+// instance in presence's set (those holding streams) is marked in its
+// readers' set, its mark not run out by Redis's clock (an instance of a
+// build before the channel reads only its users' channels, and would miss
+// the frames). It notes how many read it. Nothing to check otherwise.
+func (f *floorTarget) checkBatch(ctx context.Context) error {
+	if !f.batch {
+		return nil
+	}
+	channel := f.bus.FramesChannel()
+	subs, err := f.rdb.PubSubNumSub(ctx, channel).Result()
+	if err != nil {
+		return fmt.Errorf("floor: readers of %s: %w", channel, err)
+	}
+	if subs[channel] == 0 {
+		return fmt.Errorf("-floor-frames batch: no instance reads the frames channel %s (is -key-prefix the deployment's? a build before the channel reads only users' channels: use -floor-frames channel)", channel)
+	}
+	holders, err := f.rdb.ZRange(ctx, presence.InstancesKey(f.prefix, false), 0, -1).Result()
+	if err != nil {
+		return fmt.Errorf("floor: instances: %w", err)
+	}
+	if len(holders) > 0 {
+		now, err := f.rdb.Time(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("floor: redis time: %w", err)
+		}
+		marks, err := f.rdb.ZMScore(ctx, f.bus.FramesReadersKey(), holders...).Result()
+		if err != nil {
+			return fmt.Errorf("floor: readers' marks: %w", err)
+		}
+		for i, m := range marks {
+			if m < float64(now.UnixMilli()) { // 0: not marked
+				return fmt.Errorf("-floor-frames batch: instance %s holds streams but is not marked as reading the frames channel "+
+					"(a build before the channel?): the server itself would send each frame on its user's channel; use -floor-frames channel", holders[i])
+			}
+		}
+	}
+	f.readers = subs[channel]
+	return nil
+}
+
+// statusSeqKey is the deployment's counter of status ids on one Redis
+// (social's keys.statusSeq): each status posted takes the next.
+func (f *floorTarget) statusSeqKey() string { return f.prefix + "status:id" }
+
+// reserveIDs takes n status ids from the deployment's counter for the
+// floor's made-up statuses, as n posts would. Their frames raise each
+// instance's mark of the greatest status id given, which a stream opening
+// while Redis cannot tell the last id takes as its catch-up floor; ids
+// above the counter would leave the mark over every status posted until
+// the counter got there. Reserved, they are also never a real status's,
+// so no stream's once-per-id memory takes one for the other.
+func (f *floorTarget) reserveIDs(ctx context.Context, n int) error {
+	if n == 0 {
+		return nil
+	}
+	last, err := f.rdb.IncrBy(ctx, f.statusSeqKey(), int64(n)).Result()
+	if err != nil {
+		return fmt.Errorf("floor: reserve %d status ids: %w", n, err)
+	}
+	f.firstID = last - int64(n) + 1
+	return nil
 }
 
 func (f *floorTarget) close() { _ = f.rdb.Close() }
 
 // poster makes each post one pipeline of PUBLISH commands, a status frame
 // shaped as the server's on the channel of each follower of its author,
-// with a made-up id and no write to the deployment's data. The answer is
-// the pipeline's reply.
+// or (batch) one message for them all on the frames channel, with an id
+// reserved (reserveIDs) and no other write to the deployment's data. The
+// answer is the pipeline's reply.
 func (f *floorTarget) poster(authors []benchUser, g graph, followers []benchUser, runID string) poster {
 	return func(ctx context.Context, k, a int) (int64, error) {
-		id := int64(floorBaseID + k)
+		id := f.firstID + int64(k)
 		frame, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: protocol.Status{
 			ID: id, UID: authors[a].ID, Login: authors[a].Login, Message: marker(runID, k),
 			Posted: time.Now().UTC().Truncate(time.Millisecond), Mentions: []protocol.Mention{},
@@ -78,13 +162,28 @@ func (f *floorTarget) poster(authors []benchUser, g graph, followers []benchUser
 			return 0, fmt.Errorf("floor frame: %w", err)
 		}
 		fs := g.followers[a]
-		cmds := make([]*redis.IntCmd, len(fs))
+		var cmds []*redis.IntCmd
 		pipe := f.rdb.Pipeline()
-		for i, conn := range fs {
-			cmds[i] = f.bus.Queue(ctx, pipe, f.bus.UserChannel(followers[conn].ID), frame)
+		if f.batch && int64(len(fs)) >= f.readers {
+			// push.lua's message: the users' ids, a space between two, a
+			// newline, the frame.
+			msg := make([]byte, 0, len(fs)*8+len(frame))
+			for i, conn := range fs {
+				if i > 0 {
+					msg = append(msg, ' ')
+				}
+				msg = strconv.AppendInt(msg, followers[conn].ID, 10)
+			}
+			msg = append(append(msg, '\n'), frame...)
+			cmds = append(cmds, pipe.Publish(ctx, f.bus.FramesChannel(), msg))
+			f.messages.Add(1)
+		} else {
+			for _, conn := range fs {
+				cmds = append(cmds, f.bus.Queue(ctx, pipe, f.bus.UserChannel(followers[conn].ID), frame))
+			}
 		}
 		_, err = pipe.Exec(ctx)
-		f.publishes.Add(int64(len(fs)))
+		f.publishes.Add(int64(len(cmds)))
 		for _, c := range cmds {
 			f.subscribers.Add(c.Val())
 		}

@@ -22,6 +22,10 @@ type Result struct {
 	// Floor is a -floor run: each post was PUBLISHes of a made-up status
 	// frame on the followers' channels, not POST /statuses.
 	Floor bool `json:"floor,omitempty"`
+	// FloorFrames is how a floor run published a post's frames: "channel",
+	// on each follower's channel, or "batch", in one message on the frames
+	// channel as the server does on one Redis.
+	FloorFrames string `json:"floor_frames,omitempty"`
 	// SSE is a -sse run: the streams were Server-Sent Events, which send
 	// no heartbeats.
 	SSE bool `json:"sse,omitempty"`
@@ -73,9 +77,12 @@ type Result struct {
 		// A floor's PUBLISH commands, and their replies summed: how many
 		// instance subscriptions got them (0: nobody listens on those
 		// channels; is -key-prefix the deployment's?).
-		Publishes    int64    `json:"publishes,omitempty"`
-		Subscribers  int64    `json:"publish_receivers,omitempty"`
-		LostExamples []string `json:"lost_examples,omitempty"`
+		Publishes   int64 `json:"publishes,omitempty"`
+		Subscribers int64 `json:"publish_receivers,omitempty"`
+		// FramesMessages are the publishes of a -floor-frames batch run
+		// on the frames channel, one for a post's followers.
+		FramesMessages int64    `json:"frames_messages,omitempty"`
+		LostExamples   []string `json:"lost_examples,omitempty"`
 	} `json:"posts"`
 
 	Deliveries struct {
@@ -273,10 +280,14 @@ func writeTable(w io.Writer, r *Result) error {
 		row("  first error", "%s", r.Posts.FirstError)
 	}
 	if r.Floor {
-		row("mode", "FLOOR: each post was one pipeline of PUBLISHes of a made-up status frame on its followers' channels, no POST, no social writes")
+		if r.FloorFrames == floorBatch {
+			row("mode", "FLOOR (batch): each post was one PUBLISH of a made-up status frame for its followers on the frames channel, as the server sends it on one Redis; no POST, no social writes but the status ids taken")
+		} else {
+			row("mode", "FLOOR: each post was one pipeline of PUBLISHes of a made-up status frame on its followers' channels, no POST, no social writes but the status ids taken")
+		}
 		row("PUBLISH answer", "%s", r.Posts.AnswerLatency)
 		row("  from due time", "%s", r.Posts.AnswerFromDue)
-		row("publishes", "%d PUBLISH commands, %d receipts by instances' subscriptions", r.Posts.Publishes, r.Posts.Subscribers)
+		row("publishes", "%d PUBLISH commands (%d on the frames channel), %d receipts by instances' subscriptions", r.Posts.Publishes, r.Posts.FramesMessages, r.Posts.Subscribers)
 	} else {
 		row("POST answer", "%s", r.Posts.AnswerLatency)
 		row("  from due time", "%s", r.Posts.AnswerFromDue)
