@@ -272,10 +272,12 @@ function followChanged(login, following) {
 
 // hideAuthor: you blocked or muted login: their statuses, and anyone's
 // reposts of them, leave every timeline kept, and a block ended your
-// follows both ways.
+// follows both ways. The server dropped their notifications to you with
+// no frame, before it answered: the unread count follows.
 function hideAuthor(login, blocked) {
   for (const tl of ctx.timelines) tl.removeWhere((l) => sameLogin(l, login), { reposted: true });
   if (blocked) followChanged(login, false);
+  if (session) session.notes.changed();
 }
 
 // deleteStatus deletes a status of yours; it rejects with the error to show.
@@ -285,6 +287,9 @@ async function deleteStatus(status, li) {
   } catch (err) {
     if (err.status !== 404) throw err; // 404: it is gone already, as wanted
   }
+  // Its likes' and reposts' notifications went with it, with no frame:
+  // the first of them before the answer.
+  if (session) session.notes.changed();
   // Keep keyboard focus near where it was rather than losing it to <body>.
   const hadFocus = li.contains(document.activeElement);
   const next = li.nextElementSibling || li.previousElementSibling;

@@ -61,6 +61,9 @@ export class Frames {
       }
       case 'status_deleted':
         this.app.removeStatus(frame.id);
+        // Yours (deleted on another device, say), it took its likes' and
+        // reposts' notifications with it, with no frame.
+        session.notes.changed();
         break;
       case 'presence': {
         const made = session.friendsKnown && frame.user && !session.sidebar.has(frame.user.login);

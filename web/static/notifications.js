@@ -66,6 +66,7 @@ export class Notifications {
     this.viewing = false; // the page is shown: arrivals are read as they come
     this.listeners = new Set();
     this.closed = false;
+    this.again = 0; // the timer of changed's second ask
     this.asking = coalesced(() => api('GET', '/notifications/unread').then((res) => {
       if (!this.closed) this.setUnread(res.count);
     }, () => {}));
@@ -126,6 +127,23 @@ export class Notifications {
     this.asking.call();
   }
 
+  /**
+   * changed is told that notifications may have been taken back with no
+   * frame each (a status deleted takes its likes' and reposts', a block or
+   * a mute the other's): unread, they counted, so ask, and ask again a
+   * little later for those taken back after the word came (a status's
+   * later pages of likes, in the server's own time). Nothing unread,
+   * nothing to ask.
+   */
+  changed() {
+    if (this.unread === 0 || this.closed) return;
+    this.refresh();
+    clearTimeout(this.again);
+    this.again = setTimeout(() => {
+      if (!this.closed && this.unread > 0) this.refresh();
+    }, COALESCE_MS * 2);
+  }
+
   /** read takes the read marker moved to lastRead, here or on another device. */
   read(lastRead) {
     const marker = Number(lastRead) || 0;
@@ -143,6 +161,7 @@ export class Notifications {
   destroy() {
     this.closed = true;
     this.asking.cancel();
+    clearTimeout(this.again);
     this.listeners.clear();
   }
 }
@@ -261,6 +280,13 @@ export function notificationsView(ctx, notes) {
   });
   const markRead = () => marking.call();
 
+  // drop takes out the notifications gone that match says.
+  const drop = (match) => {
+    const before = items.length;
+    items = items.filter((x) => !match(x));
+    if (items.length !== before) render();
+  };
+
   const loadPage = async (before) => {
     loading = true;
     more.hidden = true;
@@ -338,9 +364,7 @@ export function notificationsView(ctx, notes) {
         announce(describe([n]));
         markRead();
       } else if (frame.type === 'notification_removed') {
-        const before = items.length;
-        items = items.filter((x) => Number(x.id) !== Number(frame.id));
-        if (items.length !== before) render();
+        drop((x) => Number(x.id) === Number(frame.id));
       } else if (frame.type === 'notifications_read') {
         // Read on another device: the marks go. (Our own read moves the
         // marker too; what this page marked stays marked until it is left.)
@@ -350,6 +374,11 @@ export function notificationsView(ctx, notes) {
           render();
         }
       }
+    },
+    // A status deleted takes its likes' and reposts' notifications with
+    // it, with no frame each (Notifications.changed).
+    onDeleted(id) {
+      drop((x) => x.status && Number(x.status.id) === Number(id));
     },
     destroy() {
       abort.abort();
