@@ -272,12 +272,10 @@ function followChanged(login, following) {
 
 // hideAuthor: you blocked or muted login: their statuses, and anyone's
 // reposts of them, leave every timeline kept, and a block ended your
-// follows both ways. The server dropped their notifications to you with
-// no frame, before it answered: the unread count follows.
+// follows both ways.
 function hideAuthor(login, blocked) {
   for (const tl of ctx.timelines) tl.removeWhere((l) => sameLogin(l, login), { reposted: true });
   if (blocked) followChanged(login, false);
-  if (session) session.notes.changed();
 }
 
 // deleteStatus deletes a status of yours; it rejects with the error to show.

@@ -129,11 +129,10 @@ export class Notifications {
 
   /**
    * changed is told that notifications may have been taken back with no
-   * frame each (a status deleted takes its likes' and reposts', a block or
-   * a mute the other's): unread, they counted, so ask, and ask again a
-   * little later for those taken back after the word came (a status's
-   * later pages of likes, in the server's own time). Nothing unread,
-   * nothing to ask.
+   * frame each (a status deleted takes its likes' and reposts'): unread,
+   * they counted, so ask, and ask again a little later for those taken
+   * back after the word came (a status's later pages of likes, in the
+   * server's own time). Nothing unread, nothing to ask.
    */
   changed() {
     if (this.unread === 0 || this.closed) return;
