@@ -437,6 +437,8 @@ func (c *conn) writeQueued() {
 				ok = c.backfill(c.catchUp)
 			case o.hidden == reloadHidden:
 				ok = c.loadHidden()
+			case o.hidden != nil && o.hidden.read != nil:
+				ok = c.loadShared(o.hidden.read)
 			case o.hidden != nil:
 				c.hidden = o.hidden.set
 				ok = true

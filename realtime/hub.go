@@ -282,6 +282,9 @@ type local struct {
 	// hiddenChanges counts the hidden_changed messages routed to the
 	// user: a hidden set read before one is not set after it.
 	hiddenChanges atomic.Uint64
+	// hiddenRead is the shared read of the user's hidden set that the
+	// latest hidden_changed queued (hiddenChanged).
+	hiddenRead atomic.Pointer[hiddenRead]
 	// pullChanges counts the pull_added and pull_removed messages routed
 	// to the user (setPull): pulled authors read before one are not set
 	// after it. Under Hub.mu.

@@ -227,10 +227,12 @@ func TestHiddenReadAgainAfterPubSubLoss(t *testing.T) {
 	if got := nextStatuses(s, 1, time.Minute); !slices.Equal(got, []int64{shown}) {
 		t.Fatalf("after the reconnect the stream got %v first, want cat's %d", got, shown)
 	}
-	last := e.post(cat, "cat again").ID
+	// bob's first: the stream's next status is cat's only if bob's was
+	// left out. (A ping's answer may pass frames held while the channel's
+	// sessions are checked, which the catch-up above need not have ended.)
 	e.post(bob, "bob, muted, live")
-	s.ping()
-	if got := statusIDs(s.until("unknown_type", 10*time.Second)); !slices.Equal(got, []int64{last}) {
+	last := e.post(cat, "cat again").ID
+	if got := nextStatuses(s, 1, time.Minute); !slices.Equal(got, []int64{last}) {
 		t.Errorf("the stream got %v live after the reconnect, want cat's %d alone", got, last)
 	}
 }

@@ -1,6 +1,9 @@
 package realtime
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"sync/atomic"
+)
 
 // Streams that watch the global timeline get its new statuses and their
 // deletions (global_status, global_status_deleted), which social publishes
@@ -80,19 +83,70 @@ func (h *Hub) forwardGlobal(payload []byte) {
 
 // hiddenUpdate is a change of whom a stream's user may not see, queued as
 // an outgoing item: the set read for the user (shared by their streams,
-// and read only), or, for reloadHidden, a read of the stream's own.
-type hiddenUpdate struct{ set map[int64]bool }
+// and read only), or, with read, a read to make where the item stands in
+// each stream's queue (hiddenRead).
+type hiddenUpdate struct {
+	set  map[int64]bool
+	read *hiddenRead
+}
 
-// reloadHidden has the stream read its hidden set (loadHidden).
+// reloadHidden has the stream read its hidden set on its own (loadHidden).
 var reloadHidden = &hiddenUpdate{}
 
+// hiddenRead is one read of a user's hidden set shared by the user's
+// streams: the first to reach it in its queue reads, for all, and the
+// others take what it read. A change told while no stream has reached the
+// read yet is seen by it (its read begins after), so it queues no other:
+// a burst of changes (one account blocking and unblocking another over
+// and over) makes each instance read a user's set about once for all the
+// user's streams, not once a change for each stream.
+type hiddenRead struct {
+	begun atomic.Bool
+	done  chan struct{} // closed once the read is over
+	set   map[int64]bool
+	err   error
+}
+
 // hiddenChanged has each of u's streams read again whom the user may not
-// see (a hidden_changed message). Called with h.mu held (read-locked).
+// see (a hidden_changed message), where the message stands in each one's
+// queue: by the read not yet begun, if one is queued, else a new one.
+// Called with h.mu held (read-locked).
 func (h *Hub) hiddenChanged(u *local) {
 	u.hiddenChanges.Add(1)
-	for c := range u.conns {
-		c.enqueue(outgoing{hidden: reloadHidden})
+	r := u.hiddenRead.Load()
+	if r == nil || r.begun.Load() {
+		r = &hiddenRead{done: make(chan struct{})}
+		u.hiddenRead.Store(r)
 	}
+	// Queued again though it was: a stream opened since takes it too, and
+	// a stream that reaches it twice reads once.
+	update := &hiddenUpdate{read: r}
+	for c := range u.conns {
+		c.enqueue(outgoing{hidden: update})
+	}
+}
+
+// loadShared sets c.hidden from the shared read r, reading it when c is
+// the first of its user's streams to reach it. A read that failed leaves
+// each stream to read on its own (loadHidden); a stream closing while it
+// waits reports false.
+func (c *conn) loadShared(r *hiddenRead) bool {
+	if r.begun.CompareAndSwap(false, true) {
+		ids, err := c.hub.feed.HiddenAuthors(c.life, c.uid)
+		r.set, r.err = hiddenSet(ids), err
+		close(r.done)
+	} else {
+		select {
+		case <-r.done:
+		case <-c.life.Done():
+			return false
+		}
+	}
+	if r.err != nil {
+		return c.loadHidden()
+	}
+	c.hidden = r.set
+	return true
 }
 
 // loadHidden reads the authors c's user may not see into c.hidden. Run by
