@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -381,4 +382,36 @@ func TestSuspendKeepsItsJobAheadWhenTheRevisionsJobFails(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// The periodic check of open streams (SessionOwners) finds the sessions of
+// an account whose suspension or deletion was cut short once marked ended,
+// and ends them; the sessions of others stand.
+func TestSessionOwnersRefuseFallenAccounts(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	ann, annToken := signUpToken(t, s, "ann")
+	bob, bobToken := signUpToken(t, s, "bob")
+	cat, catToken := signUpToken(t, s, "cat")
+	// Marked, their sessions not ended: as a change cut short leaves them.
+	if err := s.rdb.HSet(ctx, s.keys.user(bob.ID), "suspended", time.Now().UnixMilli()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rdb.HSet(ctx, s.keys.user(cat.ID), "deleted", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{SessionID(annToken), SessionID(bobToken), SessionID(catToken), SessionID("no such token")}
+	owners, err := s.SessionOwners(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{ann.ID, 0, 0, 0}; !slices.Equal(owners, want) {
+		t.Errorf("session owners %v, want %v: the suspended and the deleted ended", owners, want)
+	}
+	for _, token := range []string{bobToken, catToken} {
+		if s.rdb.Exists(ctx, s.keys.session(SessionID(token))).Val() != 0 {
+			t.Errorf("a session of a fallen account still stands")
+		}
+	}
 }

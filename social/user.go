@@ -709,8 +709,12 @@ func (s *Service) noted(ctx context.Context, uid, state, now int64) (rebuild boo
 }
 
 // SessionOwners returns, for each session id (see SessionID), the uid that
-// session belongs to, or 0 when it has ended, in one round trip. It does not
-// renew the sessions: checking a session is not using it.
+// session belongs to, or 0 when it has ended, in two round trips: the
+// sessions, then their users' standing. A session of an account suspended,
+// being deleted or gone is ended as Authenticate ends it (refuseFallen),
+// and answers 0: a suspension or a deletion cut short after its mark, its
+// sessions not yet ended, leaves no stream open past the next check. It
+// does not renew the sessions: checking a session is not using it.
 func (s *Service) SessionOwners(ctx context.Context, sessionIDs []string) ([]int64, error) {
 	out := make([]int64, len(sessionIDs))
 	if len(sessionIDs) == 0 {
@@ -724,8 +728,30 @@ func (s *Service) SessionOwners(ctx context.Context, sessionIDs []string) ([]int
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("session owners: %w", err)
 	}
+	standing := map[int64]*redis.SliceCmd{}
+	pipe = s.rdb.Pipeline()
 	for i, c := range cmds {
 		out[i], _ = c.Int64()
+		if uid := out[i]; uid > 0 && standing[uid] == nil {
+			standing[uid] = s.queueStanding(ctx, pipe, uid)
+		}
+	}
+	if len(standing) == 0 {
+		return out, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("session owners: %w", err)
+	}
+	for i, uid := range out {
+		if uid <= 0 {
+			continue
+		}
+		switch err := s.refuseFallen(ctx, sessionIDs[i], uid, standing[uid]); {
+		case errors.Is(err, ErrUnauthenticated):
+			out[i] = 0
+		case err != nil:
+			return nil, fmt.Errorf("session owners: %w", err)
+		}
 	}
 	return out, nil
 }
