@@ -41,5 +41,5 @@ func TestBrowserNotificationsGoWithTheirCause(t *testing.T) {
 	p.goTo("/notifications")
 	p.waitUntil("the like listed", stepTimeout, notesAre("Bob Babbage liked your post|true"))
 	ada.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", shown.ID), nil, nil)
-	p.waitUntil("the like unlisted, its post deleted", stepTimeout, notesAre())
+	p.waitUntil("the like unlisted, its post deleted", 3*stepTimeout, notesAre())
 }

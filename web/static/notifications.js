@@ -279,6 +279,12 @@ export function notificationsView(ctx, notes) {
   });
   const markRead = () => marking.call();
 
+  // deleted holds the statuses this page was told were deleted: a
+  // notification about one that comes after (its frame late, or a page
+  // read before the deletion) is not shown.
+  const deleted = new Set();
+  const goneStatus = (x) => Boolean(x.status) && deleted.has(Number(x.status.id));
+
   // drop takes out the notifications gone that match says.
   const drop = (match) => {
     const before = items.length;
@@ -293,7 +299,7 @@ export function notificationsView(ctx, notes) {
     try {
       const page = await api('GET', '/notifications' + query({ limit: PAGE, before }), undefined, { signal: abort.signal });
       const have = new Set(items.map((x) => Number(x.id)));
-      items = items.concat((page.notifications || []).filter((x) => x.from && !have.has(Number(x.id))));
+      items = items.concat((page.notifications || []).filter((x) => x.from && !have.has(Number(x.id)) && !goneStatus(x)));
       nextBefore = page.next_before ?? null;
       note.textContent = nextBefore === null && items.length ? 'That is all.' : '';
       more.hidden = nextBefore === null;
@@ -327,17 +333,23 @@ export function notificationsView(ctx, notes) {
   })();
 
   // Frames missed while the connection was down are not replayed: once it
-  // is live again, the newest page fills the gap.
+  // is live again, the newest page fills the gap, and what this page
+  // shows within that page's reach but the server no longer holds (taken
+  // back meanwhile) goes.
   const catchUp = async () => {
     if (loading || items.length === 0) return;
     try {
       const page = await api('GET', '/notifications' + query({ limit: PAGE }), undefined, { signal: abort.signal });
+      const got = (page.notifications || []).filter((x) => x.from);
+      const held = new Set(got.map((x) => Number(x.id)));
+      const reach = page.next_before == null || got.length === 0 ? -Infinity : Number(got[got.length - 1].id);
       const top = Number(items[0].id);
-      const fresh = (page.notifications || []).filter((x) => x.from && Number(x.id) > top);
-      if (fresh.length === 0) return;
-      items = fresh.concat(items);
+      const fresh = got.filter((x) => Number(x.id) > top && !goneStatus(x));
+      const kept = items.filter((x) => Number(x.id) < reach || held.has(Number(x.id)));
+      if (fresh.length === 0 && kept.length === items.length) return;
+      items = fresh.concat(kept);
       render();
-      markRead();
+      if (fresh.length) markRead();
     } catch (err) {
       if (!isAbort(err)) console.warn('notifications:', err.message);
     }
@@ -357,7 +369,7 @@ export function notificationsView(ctx, notes) {
     onFrame(frame) {
       if (frame.type === 'notification' && frame.notification && frame.notification.from) {
         const n = frame.notification;
-        if (items.some((x) => Number(x.id) === Number(n.id))) return;
+        if (goneStatus(n) || items.some((x) => Number(x.id) === Number(n.id))) return;
         items.unshift(n);
         render();
         announce(describe([n]));
@@ -377,7 +389,8 @@ export function notificationsView(ctx, notes) {
     // A status deleted takes its likes' and reposts' notifications with
     // it, with no frame each (Notifications.changed).
     onDeleted(id) {
-      drop((x) => x.status && Number(x.status.id) === Number(id));
+      deleted.add(Number(id));
+      drop(goneStatus);
     },
     destroy() {
       abort.abort();
