@@ -36,8 +36,13 @@ func (k keys) l(id int64) string {
 // job hashes in one slot.
 func (k keys) fanout() string { return k.prefix + slots.Tag(k.cluster, "fanout") + ":" }
 
-func (k keys) userSeq() string            { return k.prefix + "user:id" }
-func (k keys) statusSeq() string          { return k.prefix + "status:id" }
+func (k keys) userSeq() string   { return k.prefix + "user:id" }
+func (k keys) statusSeq() string { return k.prefix + "status:id" }
+
+// StatusSeqKey is the counter of status ids of a deployment on one Redis
+// under prefix: each status posted takes the next. chorus-bench's floor
+// takes its made-up statuses' ids from it.
+func StatusSeqKey(prefix string) string   { return keys{prefix: prefix}.statusSeq() }
 func (k keys) followSeq() string          { return k.prefix + "follow:seq" }
 func (k keys) loginIndex() string         { return k.prefix + "users:by_login" }
 func (k keys) searchIndex() string        { return k.prefix + "users:search" }

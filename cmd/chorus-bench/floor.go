@@ -12,6 +12,7 @@ import (
 	"chorus/bus"
 	"chorus/presence"
 	"chorus/protocol"
+	"chorus/social"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -121,10 +122,6 @@ func (f *floorTarget) checkBatch(ctx context.Context) error {
 	return nil
 }
 
-// statusSeqKey is the deployment's counter of status ids on one Redis
-// (social's keys.statusSeq): each status posted takes the next.
-func (f *floorTarget) statusSeqKey() string { return f.prefix + "status:id" }
-
 // reserveIDs takes n status ids from the deployment's counter for the
 // floor's made-up statuses, as n posts would. Their frames raise each
 // instance's mark of the greatest status id given, which a stream opening
@@ -136,7 +133,7 @@ func (f *floorTarget) reserveIDs(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
 	}
-	last, err := f.rdb.IncrBy(ctx, f.statusSeqKey(), int64(n)).Result()
+	last, err := f.rdb.IncrBy(ctx, social.StatusSeqKey(f.prefix), int64(n)).Result()
 	if err != nil {
 		return fmt.Errorf("floor: reserve %d status ids: %w", n, err)
 	}
