@@ -21,7 +21,10 @@ const (
 
 	TypeNotification        = "notification"
 	TypeNotificationRemoved = "notification_removed"
-	TypeNotificationsRead   = "notifications_read"
+	// TypeNotificationsRemoved: many notifications went at once, each
+	// without a frame of its own (a block or a mute took the other's).
+	TypeNotificationsRemoved = "notifications_removed"
+	TypeNotificationsRead    = "notifications_read"
 
 	TypeWatching            = "watching"
 	TypeGlobalStatus        = "global_status"
@@ -106,6 +109,14 @@ type NotificationFrame struct {
 type NotificationRemoved struct {
 	Type string `json:"type"` // TypeNotificationRemoved
 	ID   int64  `json:"id"`
+}
+
+// NotificationsRemoved: the notifications IDs are gone, all at once (a
+// block or a mute took those from the other account: at most the 1000 a
+// user keeps, in no order).
+type NotificationsRemoved struct {
+	Type string  `json:"type"` // TypeNotificationsRemoved
+	IDs  []int64 `json:"ids"`
 }
 
 // NotificationsRead: a session of the user moved the read marker to

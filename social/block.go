@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"chorus/bus"
 	"chorus/protocol"
@@ -319,10 +320,21 @@ func (s *Service) dropGoneMutes(ctx context.Context, uid int64) (int, error) {
 	return len(gone), s.rdb.ZRem(ctx, k.mutes(uid), gone...).Err()
 }
 
-// dropNotesFrom takes out of uid's notifications every one from other.
+// notesRemovedHead and notesRemovedTail are a notifications_removed frame
+// around its list of ids, for notes_drop_from.lua to fill.
+var notesRemovedHead, notesRemovedTail = func() (string, string) {
+	frame, _ := json.Marshal(protocol.NotificationsRemoved{Type: protocol.TypeNotificationsRemoved, IDs: []int64{}})
+	head, tail, _ := strings.Cut(string(frame), "[]")
+	return head + "[", "]" + tail
+}()
+
+// dropNotesFrom takes out of uid's notifications every one from other,
+// and tells uid's streams which went (notifications_removed), in one
+// frame, when any did.
 func (s *Service) dropNotesFrom(ctx context.Context, uid, other int64) error {
 	k := s.keys
-	return notesDropFromScript.Run(ctx, s.rdb, []string{k.notes(uid), k.noteData(uid), k.noteCauses(uid), k.user(uid)}, other).Err()
+	return notesDropFromScript.Run(ctx, s.rdb, []string{k.notes(uid), k.noteData(uid), k.noteCauses(uid), k.user(uid)},
+		other, s.bus.Command(), s.bus.UserChannel(uid), notesRemovedHead, notesRemovedTail).Err()
 }
 
 // Unmute takes back uid's mute of the user with login (idempotent).

@@ -45,6 +45,7 @@ type noteFrame struct {
 	Type         string                 `json:"type"`
 	Notification *protocol.Notification `json:"notification"`
 	ID           int64                  `json:"id"`
+	IDs          []int64                `json:"ids"`
 	LastRead     *int64                 `json:"last_read"`
 }
 
@@ -60,7 +61,7 @@ func noteFramesSoFar(tb testing.TB, l *listener) map[string][]noteFrame {
 				tb.Fatalf("frame on %s: %v: %s", channel, err, p)
 			}
 			switch f.Type {
-			case protocol.TypeNotification, protocol.TypeNotificationRemoved, protocol.TypeNotificationsRead:
+			case protocol.TypeNotification, protocol.TypeNotificationRemoved, protocol.TypeNotificationsRemoved, protocol.TypeNotificationsRead:
 				out[channel] = append(out[channel], f)
 			}
 		}
@@ -211,12 +212,30 @@ func TestNotifyMutedAndBlocked(t *testing.T) {
 	}
 }
 
+// noteIDsFrom returns the ids of uid's newest notifications (a page of
+// 100) that from sent, newest first.
+func noteIDsFrom(tb testing.TB, s *Service, uid, from int64) []int64 {
+	tb.Helper()
+	page, err := s.Notifications(ctxT(tb), uid, 0, 100)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var ids []int64
+	for _, n := range page.Notifications {
+		if n.From.ID == from {
+			ids = append(ids, n.ID)
+		}
+	}
+	return ids
+}
+
 // A mute takes out the notifications from the muted one stored before it,
-// so that the unread count holds none that the pages hide; the others
-// stay, and an unmute restores none.
+// so that the unread count holds none that the pages hide, and tells the
+// muter's streams which went, in one frame; the others stay, and an unmute
+// restores none. A mute that takes none out tells no one.
 func TestMuteTakesTheMutedsNotificationsOut(t *testing.T) {
 	t.Parallel()
-	s, _ := newService(t, Options{})
+	s, rdb := newService(t, Options{})
 	ctx := ctxT(t)
 	ann, bob, dan := signUp(t, s, "ann"), signUp(t, s, "bob"), signUp(t, s, "dan")
 	st := post(t, s, ann.ID, "hello")
@@ -227,8 +246,18 @@ func TestMuteTakesTheMutedsNotificationsOut(t *testing.T) {
 	if count, _, err := s.UnreadNotifications(ctx, ann.ID); err != nil || count != 3 {
 		t.Fatalf("ann's unread before the mute: %d, %v; want 3", count, err)
 	}
+	bobs := noteIDsFrom(t, s, ann.ID, bob.ID)
+	l := listen(t, s, rdb, s.UserChannel(ann.ID), s.UserChannel(bob.ID))
 	if err := s.Mute(ctx, ann.ID, "bob"); err != nil {
 		t.Fatal(err)
+	}
+	frames := noteFramesSoFar(t, l)
+	if f := frames[s.UserChannel(ann.ID)]; len(f) != 1 || f[0].Type != protocol.TypeNotificationsRemoved ||
+		!slices.Equal(slices.Sorted(slices.Values(f[0].IDs)), slices.Sorted(slices.Values(bobs))) {
+		t.Fatalf("ann's channel got %+v, want one notifications_removed of %v", f, bobs)
+	}
+	if f := frames[s.UserChannel(bob.ID)]; len(f) != 0 {
+		t.Fatalf("bob's channel got %+v, want nothing", f)
 	}
 	if err := s.Unmute(ctx, ann.ID, "bob"); err != nil {
 		t.Fatal(err)
@@ -238,6 +267,55 @@ func TestMuteTakesTheMutedsNotificationsOut(t *testing.T) {
 	}
 	if got := noteSizes(t, s, ann.ID); got != [3]int64{1, 1, 1} {
 		t.Fatalf("ann's ids, records, causes: %v; want dan's alone", got)
+	}
+	if err := s.Mute(ctx, ann.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if f := noteFramesSoFar(t, l); len(f) != 0 {
+		t.Fatalf("a mute that took nothing out sent %+v, want nothing", f)
+	}
+}
+
+// A block takes out each one's notifications from the other, and tells
+// each one's streams which of theirs went; the notifications from others
+// stay. A block made again, with nothing to take out, tells no one.
+func TestBlockTakesNotificationsOutBothWays(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ann, bob, dan := signUp(t, s, "ann"), signUp(t, s, "bob"), signUp(t, s, "dan")
+	annSt, bobSt := post(t, s, ann.ID, "ann's"), post(t, s, bob.ID, "bob's")
+	notifyNow(t, s, likeNote(bob, annSt))
+	notifyNow(t, s, likeNote(dan, annSt))
+	notifyNow(t, s, likeNote(ann, bobSt))
+	annFromBob, bobFromAnn := noteIDsFrom(t, s, ann.ID, bob.ID), noteIDsFrom(t, s, bob.ID, ann.ID)
+	if len(annFromBob) != 1 || len(bobFromAnn) != 1 {
+		t.Fatalf("before the block: ann's from bob %v, bob's from ann %v; want one each", annFromBob, bobFromAnn)
+	}
+	l := listen(t, s, rdb, s.UserChannel(ann.ID), s.UserChannel(bob.ID), s.UserChannel(dan.ID))
+	if err := s.Block(ctx, ann.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	frames := noteFramesSoFar(t, l)
+	for _, want := range []struct {
+		uid int64
+		ids []int64
+	}{{ann.ID, annFromBob}, {bob.ID, bobFromAnn}} {
+		if f := frames[s.UserChannel(want.uid)]; len(f) != 1 || f[0].Type != protocol.TypeNotificationsRemoved || !slices.Equal(f[0].IDs, want.ids) {
+			t.Fatalf("user %d's channel got %+v, want one notifications_removed of %v", want.uid, f, want.ids)
+		}
+	}
+	if f := frames[s.UserChannel(dan.ID)]; len(f) != 0 {
+		t.Fatalf("dan's channel got %+v, want nothing", f)
+	}
+	if got := noteIDsFrom(t, s, ann.ID, dan.ID); len(got) != 1 {
+		t.Fatalf("ann's notifications from dan after the block: %v, want one", got)
+	}
+	if err := s.Block(ctx, ann.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if f := noteFramesSoFar(t, l); len(f) != 0 {
+		t.Fatalf("a block made again sent %+v, want nothing", f)
 	}
 }
 

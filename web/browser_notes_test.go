@@ -43,3 +43,47 @@ func TestBrowserNotificationsGoWithTheirCause(t *testing.T) {
 	ada.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", shown.ID), nil, nil)
 	p.waitUntil("the like unlisted, its post deleted", 3*stepTimeout, notesAre())
 }
+
+// A block or a mute takes the other's notifications out with one
+// notifications_removed frame: the bell counts them no more, made here or
+// on another device, and the notifications page drops them as it shows.
+func TestBrowserBlockAndMuteTakeNotificationsOut(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{})
+	one := in.start()
+	ada := one.signUpAs(t, "ada", "Ada Lovelace")
+	carol := one.signUpAs(t, "carol", "Carol Shaw")
+	dan := one.signUpAs(t, "dan", "Dan Dare")
+	eve := one.signUpAs(t, "eve", "Eve Moneypenny")
+	first, second := ada.post("liked first"), ada.post("liked second")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", one.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.waitLive()
+	carol.like(first.ID)
+	carol.like(second.ID)
+	dan.like(first.ID)
+	p.waitUntil("three likes unread", stepTimeout, badgeIs(3))
+
+	// Blocked here: both of carol's likes go at once.
+	p.goTo("/u/carol")
+	p.waitVisible(testID("profile-menu"))
+	p.click(testID("profile-menu"))
+	p.waitVisible(testID("profile-menu-items") + " " + testID("block"))
+	p.click(testID("profile-menu-items") + " " + testID("block"))
+	p.waitVisible(testID("block-confirm"))
+	p.click(testID("block-confirm"))
+	p.waitUntil("carol's likes gone, carol blocked here", stepTimeout, badgeIs(1))
+
+	// Muted on another device.
+	ada.must(http.StatusNoContent, "PUT", "/api/v1/mutes/dan", nil, nil)
+	p.waitUntil("dan's like gone, dan muted elsewhere", stepTimeout, badgeIs(0))
+
+	// Shown on the page, and blocked on another device.
+	eve.like(second.ID)
+	p.goTo("/notifications")
+	p.waitUntil("eve's like listed", stepTimeout, notesAre("Eve Moneypenny liked your post|true"))
+	ada.must(http.StatusNoContent, "PUT", "/api/v1/blocks/eve", nil, nil)
+	p.waitUntil("eve's like unlisted, eve blocked elsewhere", stepTimeout, notesAre())
+}

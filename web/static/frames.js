@@ -96,6 +96,10 @@ export class Frames {
       case 'notification_removed':
         session.notes.removed(frame.id);
         break;
+      case 'notifications_removed':
+        // A block or a mute took the other's notifications.
+        session.notes.removedMany(frame.ids);
+        break;
       case 'notifications_read':
         session.notes.read(frame.last_read);
         break;

@@ -2,11 +2,12 @@
 // notifications page, with the number unread), and the page itself.
 // The number unread comes with each connection's `ready`, grows with each
 // `notification` frame (and shrinks when one is taken back,
-// `notification_removed`) and goes to zero once read here or, through a
-// `notifications_read` frame, on another device. The page (/notifications)
-// pages through GET /notifications, groups adjacent likes and reposts of
-// one post ("Ada and 3 others liked your post"), marks those newer than
-// the server's read marker, and then moves the marker to the newest.
+// `notification_removed`, or many, `notifications_removed`) and goes to
+// zero once read here or, through a `notifications_read` frame, on another
+// device. The page (/notifications) pages through GET /notifications,
+// groups adjacent likes and reposts of one post ("Ada and 3 others liked
+// your post"), marks those newer than the server's read marker, and then
+// moves the marker to the newest.
 
 import { h, avatar, announce, plural, loginEl } from './dom.js';
 import { api, isAbort, query } from './api.js';
@@ -120,6 +121,15 @@ export class Notifications {
   removed(id) {
     if (Number(id) <= this.lastRead || this.unread === 0) return;
     this.refresh();
+  }
+
+  /**
+   * removedMany takes a `notifications_removed` frame's ids (a block or a
+   * mute took the other's): as removed, one ask for them all.
+   */
+  removedMany(ids) {
+    if (!Array.isArray(ids) || !ids.some((id) => Number(id) > this.lastRead)) return;
+    if (this.unread > 0) this.refresh();
   }
 
   /** refresh asks the server how many are unread: soon, once for every call in a burst. */
@@ -376,6 +386,9 @@ export function notificationsView(ctx, notes) {
         markRead();
       } else if (frame.type === 'notification_removed') {
         drop((x) => Number(x.id) === Number(frame.id));
+      } else if (frame.type === 'notifications_removed' && Array.isArray(frame.ids)) {
+        const gone = new Set(frame.ids.map(Number));
+        drop((x) => gone.has(Number(x.id)));
       } else if (frame.type === 'notifications_read') {
         // Read on another device: the marks go. (Our own read moves the
         // marker too; what this page marked stays marked until it is left.)
