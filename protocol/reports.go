@@ -6,12 +6,14 @@ import "time"
 // the account, the statuses it points at (those still there), why, and,
 // once resolved, when and by whom.
 type Report struct {
-	ID         int64      `json:"id"`
-	Reporter   UserRef    `json:"reporter"`
-	Account    UserRef    `json:"account"`
-	Statuses   []Status   `json:"statuses"`
-	Reason     string     `json:"reason"`
-	Created    time.Time  `json:"created"`
-	Resolved   *time.Time `json:"resolved"`
-	ResolvedBy *UserRef   `json:"resolved_by"`
+	ID       int64   `json:"id"`
+	Reporter UserRef `json:"reporter"`
+	Account  UserRef `json:"account"`
+	// AccountSuspended says whether Account is suspended now.
+	AccountSuspended bool       `json:"account_suspended"`
+	Statuses         []Status   `json:"statuses"`
+	Reason           string     `json:"reason"`
+	Created          time.Time  `json:"created"`
+	Resolved         *time.Time `json:"resolved"`
+	ResolvedBy       *UserRef   `json:"resolved_by"`
 }

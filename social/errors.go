@@ -29,6 +29,7 @@ var (
 	ErrRegistrationsClosed = errors.New("registrations are closed")
 	ErrApprovalPending     = errors.New("the account waits for an admin's approval")
 	ErrNotAdmin            = errors.New("not an admin")
+	ErrSuspendAdmin        = errors.New("an admin cannot be suspended")
 )
 
 // ErrNotListOwner refuses a change to someone else's list; errors.Is(err,

@@ -52,7 +52,10 @@ func (s *Service) AdminResolveReport(ctx context.Context, uid, id int64) error {
 }
 
 // AdminSuspend suspends the account login (Suspend), by the admin uid. An
-// admin cannot suspend themselves.
+// admin cannot suspend themselves, nor another admin (ErrSuspendAdmin):
+// one admin could otherwise shut every other out, and only the operator,
+// who names the admins (Options.Admins), takes one out. Lifting an admin's
+// suspension (one made before this rule) is allowed.
 func (s *Service) AdminSuspend(ctx context.Context, uid int64, login string) error {
 	return s.adminSetSuspended(ctx, uid, login, true)
 }
@@ -81,6 +84,9 @@ func (s *Service) adminSetSuspended(ctx context.Context, uid int64, login string
 	}
 	if login, err = s.auditTarget(ctx, target); err != nil {
 		return fmt.Errorf("suspension of %d: %w", target, err)
+	}
+	if suspend && s.adminLogin(login) {
+		return ErrSuspendAdmin
 	}
 	action := AuditUnsuspend
 	if suspend {

@@ -206,8 +206,10 @@ func (s *Service) readReports(ctx context.Context, ids []int64) ([]Report, error
 		return nil, fmt.Errorf("reports: %w", err)
 	}
 	byUID := map[int64]protocol.UserRef{}
+	suspended := map[int64]bool{}
 	for _, u := range users {
 		byUID[u.ID] = u.Ref()
+		suspended[u.ID] = u.Suspended
 	}
 	bySID := map[int64]Status{}
 	for _, st := range sts {
@@ -221,6 +223,7 @@ func (s *Service) readReports(ctx context.Context, ids []int64) ([]Report, error
 	}
 	for _, x := range raws {
 		x.r.Reporter, x.r.Account = ref(x.reporter), ref(x.account)
+		x.r.AccountSuspended = suspended[x.account]
 		if x.resolver != 0 {
 			r := ref(x.resolver)
 			x.r.ResolvedBy = &r

@@ -239,3 +239,59 @@ func TestBrowserModerationDeletedAccount(t *testing.T) {
 	r.click(report + testID("report-resolve"))
 	r.waitUntil("the report resolved", stepTimeout, reportRowsSay("reports-resolved", id))
 }
+
+// The moderation page reads each list a page at a time: past a page of
+// suspended accounts (100) and of the audit log (50), "Load more" reads the
+// next, and goes once the list is read to its end. A report's account past
+// the first page of suspended accounts still shows as suspended.
+func TestBrowserModerationLoadsMore(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{Admins: []string{"root"}}).start()
+	root := in.signUp(t, "root")
+	ada := in.signUp(t, "ada")
+	const n = 101
+	for i := range n {
+		login := "user" + strconv.Itoa(i)
+		in.signUp(t, login)
+		if i == 0 {
+			ada.must(http.StatusCreated, "POST", "/api/v1/reports", map[string]any{"login": login, "reason": "Spam"}, nil)
+		}
+		root.must(http.StatusNoContent, "PUT", "/api/v1/admin/suspensions/"+login, nil, nil)
+	}
+
+	br := newBrowser(t)
+	r := br.newTab(t, "root", in.srv.URL)
+	r.signInUI("root", "password-root")
+	r.goTo("/admin")
+	rows := func(list, row string, want int) string {
+		return `(() => {
+			const got = document.querySelectorAll(` + js(testID(list)+" "+testID(row)) + `).length;
+			return got === ` + strconv.Itoa(want) + ` ? '' : '` + list + `: ' + got;
+		})()`
+	}
+	shown := func(testid string, want bool) string {
+		return `(() => {
+			const b = document.querySelector(` + js(testID(testid)) + `);
+			if (!b) return 'no ` + testid + `';
+			return b.hidden === ` + strconv.FormatBool(!want) + ` ? '' : '` + testid + ` hidden: ' + b.hidden;
+		})()`
+	}
+	r.waitUntil("a page of suspended accounts", stepTimeout, rows("suspended", "suspended-user", 100))
+	r.waitUntil("a page of the audit log", stepTimeout, rows("audit-log", "audit-entry", 50))
+	r.waitUntil("the first account suspended, reported, marked so", stepTimeout,
+		`document.querySelector('[data-testid="reports-open"] [data-testid="report-suspended"]') ? '' : 'not marked suspended'`)
+	r.waitUntil("more suspended accounts offered", stepTimeout, shown("suspended-more", true))
+	r.waitUntil("no more reports offered", stepTimeout, shown("reports-more", false))
+
+	r.click(testID("suspended-more"))
+	r.waitUntil("every suspended account", stepTimeout, rows("suspended", "suspended-user", n))
+	r.waitUntil("no more suspended accounts offered", stepTimeout, shown("suspended-more", false))
+	r.click(testID("audit-log-more"))
+	r.waitUntil("two pages of the audit log", stepTimeout, rows("audit-log", "audit-entry", 100))
+	r.click(testID("audit-log-more"))
+	r.waitUntil("the whole audit log", stepTimeout, rows("audit-log", "audit-entry", n))
+	r.waitUntil("no more of the audit log offered", stepTimeout, shown("audit-log-more", false))
+	if got := eval[string](r, `document.querySelector('[data-testid="audit-log"] [data-testid="audit-entry"]:last-child')?.dataset.target ?? ''`); got != "user0" {
+		t.Errorf("the audit log's oldest entry names %q, want user0", got)
+	}
+}

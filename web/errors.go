@@ -142,6 +142,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(http.StatusForbidden, "approval_pending", "This account waits for an admin's approval; you can sign in once it is approved.")
 	case errors.Is(err, social.ErrNotAdmin):
 		ae = newError(http.StatusForbidden, "not_admin", "Only an admin of this site may do this.")
+	case errors.Is(err, social.ErrSuspendAdmin):
+		ae = newError(http.StatusForbidden, "cannot_suspend_admin",
+			"An admin cannot be suspended; the site's operator takes them out of the admins first.")
 	case errors.Is(err, social.ErrUnauthenticated):
 		ae = errNotSignedIn
 	case errors.Is(err, realtime.ErrNotWebSocket):

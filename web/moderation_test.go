@@ -16,21 +16,24 @@ type reportJSON struct {
 	ID       int64
 	Reporter struct{ Login string }
 	Account  struct{ Login string }
-	Statuses []statusJSON
-	Reason   string
-	Resolved *time.Time
+	// AccountSuspended says whether Account is suspended now.
+	AccountSuspended bool `json:"account_suspended"`
+	Statuses         []statusJSON
+	Reason           string
+	Resolved         *time.Time
 }
 
 // An admin reads the reports, open ones first, and resolves one; suspends
 // an account, which closes its stream on the other instance at once, ends
 // its session, refuses its sign-in with a reason and hides it everywhere;
-// lifts the suspension. Every action is in the audit log, and every admin
-// route refuses anyone else.
+// lifts the suspension. An admin cannot suspend another admin. Every action
+// is in the audit log, and every admin route refuses anyone else.
 func TestModeration(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, social.Options{Admins: []string{"root"}})
+	e := newEnv(t, social.Options{Admins: []string{"root", "Ops"}})
 	in1, in2 := e.start(), e.start()
 	root, bob, carol := in1.signUp(t, "root"), in2.signUp(t, "bob"), in1.signUp(t, "carol")
+	ops := in2.signUp(t, "ops")
 	carol.follow("bob")
 	rude := bob.post("rude words")
 	carol.must(http.StatusCreated, "POST", "/api/v1/reports",
@@ -98,6 +101,14 @@ func TestModeration(t *testing.T) {
 	}
 	if res := root.do("PUT", "/api/v1/admin/suspensions/nobody_here", nil); res.Status != http.StatusNotFound {
 		t.Errorf("suspending an unknown login: %d, want 404", res.Status)
+	}
+	if res := root.do("PUT", "/api/v1/admin/suspensions/OPS", nil); res.Status != http.StatusForbidden || res.errorCode(t) != "cannot_suspend_admin" {
+		t.Errorf("an admin suspends another: %d %s, want 403 cannot_suspend_admin", res.Status, res.Body)
+	}
+	ops.must(http.StatusOK, "GET", "/api/v1/admin/reports", nil, &page)
+	if len(page.Reports) != 2 || page.Reports[0].Account.Login != "carol" || page.Reports[0].AccountSuspended ||
+		page.Reports[1].Account.Login != "bob" || !page.Reports[1].AccountSuspended {
+		t.Fatalf("reports read by the other admin, bob suspended = %+v, want carol's open and not suspended, bob's suspended", page.Reports)
 	}
 	var suspended struct{ Users []userJSON }
 	root.must(http.StatusOK, "GET", "/api/v1/admin/suspensions", nil, &suspended)

@@ -2,8 +2,9 @@
 // user object says "admin": true): open reports first, with the statuses
 // reported, each resolved or its account suspended from here; the resolved
 // reports below; the suspended accounts, each with "Lift suspension"; the
-// sign-ups waiting for approval; and the audit log, newest first. Anyone
-// else finds no such page, and the page asks the server nothing for them.
+// sign-ups waiting for approval; and the audit log, newest first. Each list
+// shows a page and reads a page more per "Load more". Anyone else finds no
+// such page, and the page asks the server nothing for them.
 
 import { h, announce, loginEl, plural, confirmControls, sameLogin } from './dom.js';
 import { api, isAbort, query } from './api.js';
@@ -73,21 +74,54 @@ export function adminView(ctx) {
   const approvals = section('Sign-ups waiting for approval', 'approvals');
   const log = section('Audit log, newest first', 'audit-log');
   approvals.el.hidden = true; // shown when any sign-up waits
-  const more = h('button', { type: 'button', class: 'btn btn-secondary btn-small', hidden: true, dataset: { testid: 'reports-more' } }, 'Load more reports');
-  resolved.el.append(h('div', { class: 'timeline-foot' }, more));
   const el = h('div', { class: 'view admin', dataset: { testid: 'admin' } },
     h('div', { class: 'page-head' }, h('div', {}, h1,
       h('p', { class: 'muted' }, 'Reports from members, suspended accounts, sign-ups waiting, and every admin action.'))),
     open.el, resolved.el, suspended.el, approvals.el, log.el);
-
-  let reportsShown = REPORTS_PAGE; // how many reports the page reads: a page more per "Load more"
-  let suspendedLogins = new Set();
 
   const fail = (part, what, err) => {
     if (isAbort(err)) return;
     part.note.textContent = `Could not load ${what}: ${err.message}`;
     part.el.hidden = false;
   };
+
+  // pager is a list's "Load more" button, under part, and how many of the
+  // list the page reads (shown): a page more per click, read by load.
+  function pager(part, what, size, testid, load) {
+    const button = h('button', { type: 'button', class: 'btn btn-secondary btn-small', hidden: true, dataset: { testid } }, `Load more ${what}`);
+    part.el.append(h('div', { class: 'timeline-foot' }, button));
+    const p = { shown: size, button };
+    button.addEventListener('click', async () => {
+      button.disabled = true;
+      p.shown += size;
+      try {
+        await load();
+      } catch (err) {
+        fail(part, what, err);
+      } finally {
+        button.disabled = false;
+      }
+    });
+    return p;
+  }
+
+  // readPages reads path's list (the answer's key) in pages of size, up to
+  // p.shown (the server's page cap), and shows p's button while the last
+  // page read was full.
+  async function readPages(path, key, size, p) {
+    const got = [];
+    for (let offset = 0; offset < p.shown; offset += size) {
+      const res = await api('GET', `${path}${query({ limit: size, offset })}`, undefined, { signal });
+      const page = res[key] || []; // none: null
+      got.push(...page);
+      if (page.length < size) {
+        p.button.hidden = true;
+        return got;
+      }
+    }
+    p.button.hidden = false;
+    return got;
+  }
 
   // run does an action of item's button: on failure it says why in error
   // and gives the button back; on success everything is read again and
@@ -130,7 +164,7 @@ export function adminView(ctx) {
     const account = r.account;
     const named = account.login ? `@${account.login}` : 'a deleted account';
     const facts = h('p', { class: 'admin-facts' },
-      who(account, { link: !suspendedLogins.has(String(account.login).toLowerCase()), testid: 'report-account' }),
+      who(account, { link: !r.account_suspended, testid: 'report-account' }),
       h('span', { class: 'muted' }, ' reported by '),
       who(r.reporter, { testid: 'report-reporter' }),
       h('span', { class: 'muted' }, ', '), timeEl(r.created));
@@ -160,7 +194,7 @@ export function adminView(ctx) {
     if (!account.login || sameLogin(account.login, me.login)) {
       // A deleted account is gone already, and an admin cannot suspend
       // themselves: nothing to offer.
-    } else if (suspendedLogins.has(account.login.toLowerCase())) {
+    } else if (r.account_suspended) {
       actions.append(h('span', { class: 'muted small', dataset: { testid: 'report-suspended' } }, 'Suspended'));
     } else {
       const c = confirmControls({
@@ -187,35 +221,17 @@ export function adminView(ctx) {
     return li;
   }
 
+  const reportsMore = pager(resolved, 'reports', REPORTS_PAGE, 'reports-more', loadReports);
+
   async function loadReports() {
-    const got = [];
-    // Pages of REPORTS_PAGE up to reportsShown: the server's page cap.
-    for (let offset = 0; offset < reportsShown; offset += REPORTS_PAGE) {
-      const res = await api('GET', `/admin/reports${query({ limit: REPORTS_PAGE, offset })}`, undefined, { signal });
-      const page = res.reports || [];
-      got.push(...page);
-      if (page.length < REPORTS_PAGE) break;
-    }
+    const got = await readPages('/admin/reports', 'reports', REPORTS_PAGE, reportsMore);
     const opened = got.filter((r) => !r.resolved);
     const closed = got.filter((r) => r.resolved);
     open.list.replaceChildren(...opened.map(reportItem));
     resolved.list.replaceChildren(...closed.map(reportItem));
     open.note.textContent = opened.length ? '' : 'No open reports.';
     resolved.note.textContent = closed.length ? '' : 'No resolved reports yet.';
-    more.hidden = got.length < reportsShown;
   }
-
-  more.addEventListener('click', async () => {
-    more.disabled = true;
-    reportsShown += REPORTS_PAGE;
-    try {
-      await loadReports();
-    } catch (err) {
-      fail(resolved, 'reports', err);
-    } finally {
-      more.disabled = false;
-    }
-  });
 
   // ------------------------------------------------------------ accounts
 
@@ -233,10 +249,10 @@ export function adminView(ctx) {
       h('div', { class: 'list-row-main' }, who(u, { link: false }), lift), error);
   }
 
+  const suspendedMore = pager(suspended, 'suspended accounts', USERS_PAGE, 'suspended-more', loadSuspended);
+
   async function loadSuspended() {
-    const res = await api('GET', `/admin/suspensions${query({ limit: USERS_PAGE })}`, undefined, { signal });
-    const users = res.users || []; // none: null
-    suspendedLogins = new Set(users.map((u) => u.login.toLowerCase()));
+    const users = await readPages('/admin/suspensions', 'users', USERS_PAGE, suspendedMore);
     suspended.list.replaceChildren(...users.map(suspendedItem));
     suspended.note.textContent = users.length ? '' : 'No account is suspended.';
   }
@@ -255,9 +271,10 @@ export function adminView(ctx) {
       h('div', { class: 'list-row-main' }, who(u, { link: false }), approve), error);
   }
 
+  const approvalsMore = pager(approvals, 'sign-ups waiting', USERS_PAGE, 'approvals-more', loadApprovals);
+
   async function loadApprovals() {
-    const res = await api('GET', `/admin/approvals${query({ limit: USERS_PAGE })}`, undefined, { signal });
-    const users = res.users || [];
+    const users = await readPages('/admin/approvals', 'users', USERS_PAGE, approvalsMore);
     approvals.list.replaceChildren(...users.map(pendingItem));
     // The part shows while any sign-up waits, and stays once shown, so
     // that focus after the last approval has its heading to go to.
@@ -273,19 +290,18 @@ export function adminView(ctx) {
         h('span', { class: 'muted small' }, timeEl(e.at))));
   }
 
+  const logMore = pager(log, 'audit log entries', LOG_PAGE, 'audit-log-more', loadLog);
+
   async function loadLog() {
-    const res = await api('GET', `/admin/log${query({ limit: LOG_PAGE })}`, undefined, { signal });
-    const entries = res.entries || [];
+    const entries = await readPages('/admin/log', 'entries', LOG_PAGE, logMore);
     log.list.replaceChildren(...entries.map(logItem));
     log.note.textContent = entries.length ? '' : 'No admin action yet.';
   }
 
   // refresh reads every part again; each part that fails says so itself.
-  // The suspensions come first: a report's account shows whether it is
-  // suspended.
   async function refresh() {
-    await loadSuspended().catch((err) => fail(suspended, 'the suspended accounts', err));
     await Promise.all([
+      loadSuspended().catch((err) => fail(suspended, 'the suspended accounts', err)),
       loadReports().catch((err) => fail(open, 'reports', err)),
       loadApprovals().catch((err) => fail(approvals, 'sign-ups waiting', err)),
       loadLog().catch((err) => fail(log, 'the audit log', err)),
