@@ -586,6 +586,14 @@ func (c *conn) resumeFailed(err error) bool {
 // every status they ever posted.
 const resumeStatuses = social.DefaultHomeSize
 
+// resumeReads bounds the page reads of one resume or catch-up (sendNewest):
+// twice the full pages resumeStatuses takes. A page may hold fewer
+// statuses than it asked for, at an exact cursor (those hidden from the
+// user left out), or none: the statuses a pulled author posted before
+// their suspension stay in their profile, every one hidden, and a reader's
+// home timeline merges them page after page down to the first.
+const resumeReads = 2 * resumeStatuses / timelinePage
+
 // sendTimeline sends the statuses of the home timeline newer than after,
 // oldest first, leaving out those already sent: the run of the timeline
 // earlier resumes sent in full is skipped without being read again. Where
@@ -620,7 +628,7 @@ func (c *conn) sendNewest(after int64) bool {
 	var pages [][]social.Status // as read: newest first
 	read, before := 0, int64(0)
 	run := sentRange{lo: after, hi: after} // what this call sends in full
-	for {
+	for reads := 1; ; reads++ {
 		page, sts, err := c.readHome(social.Cursor{Limit: min(timelinePage, resumeStatuses-read), Before: before}, after)
 		if err != nil {
 			return c.timelineFailed(err)
@@ -641,7 +649,7 @@ func (c *conn) sendNewest(after int64) bool {
 				break
 			}
 		}
-		if read >= resumeStatuses {
+		if read >= resumeStatuses || reads >= resumeReads {
 			run.lo = before - 1 // every status from before up was read
 			break
 		}

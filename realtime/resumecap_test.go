@@ -14,10 +14,13 @@ import (
 // longHomeFeed serves one user's home timeline as n statuses of an author,
 // ids 1 to n, as the home of a follower of a pulled author who posted them
 // all would be: read from the author's profile, more than a stored home
-// timeline keeps. It counts the pages read of it.
+// timeline keeps. It counts the pages read of it. With hidden, every
+// status is hidden from the user (the author suspended): each page holds
+// none, and goes on at the cursor past those it left out.
 type longHomeFeed struct {
 	*social.Service
 	uid, author, n int64
+	hidden         bool
 	pages          atomic.Int64
 }
 
@@ -44,6 +47,9 @@ func (f *longHomeFeed) HomeTimeline(ctx context.Context, uid int64, c social.Cur
 		} else {
 			page.NextBefore = &last
 		}
+	}
+	if f.hidden {
+		page.Statuses = nil
 	}
 	return page, nil
 }
@@ -82,6 +88,33 @@ func TestResumeSendsAtMostAHomeTimeline(t *testing.T) {
 		if n := feed.pages.Load() - pages; n > resumeStatuses/timelinePage+1 {
 			t.Errorf("%s: the resume read %d pages, want at most %d", tc.name, n, resumeStatuses/timelinePage+1)
 		}
+	}
+}
+
+// A resume over a home timeline whose statuses are all hidden (a pulled
+// author's, suspended since) reads a bounded number of pages, not every
+// page down to the first status, and sends nothing.
+func TestResumeReadsBoundedPagesOfHiddenStatuses(t *testing.T) {
+	t.Parallel()
+	feed := &longHomeFeed{n: 100 * resumeStatuses, hidden: true}
+	e := newEnv(t, envOptions{feed: func(s *social.Service) Feed {
+		feed.Service = s
+		return feed
+	}})
+	u, author := e.signUp("reader"), e.signUp("pulled")
+	feed.uid, feed.author = u.id, author.id
+	s := e.connect(u)
+
+	pages := feed.pages.Load()
+	s.send(map[string]any{"type": "resume", "after": 0})
+	s.ping()
+	if got := statusIDs(s.until("unknown_type", 30*time.Second)); len(got) != 0 {
+		t.Fatalf("a resume over hidden statuses sent %v, want none", got)
+	}
+	// The forward read that finds more than a page, then the bounded
+	// reads down from the newest.
+	if n := feed.pages.Load() - pages; n > resumeReads+1 {
+		t.Errorf("the resume read %d pages, want at most %d", n, resumeReads+1)
 	}
 }
 
