@@ -316,12 +316,15 @@ func (s *Service) ListMembers(ctx context.Context, viewer, id int64, p Page) ([]
 // ListTimeline pages through the statuses of list id's members, as
 // HomeTimeline does: the list's stored timeline, into which list_post jobs
 // write the statuses of members who are not pulled, with the statuses of
-// its pulled members merged in by id from their profile timelines (a
-// pulled author's posts go to no list). A read costs two round trips before
-// its page (pulledMembers: the list with its members, then, when it has
-// any, which of them are pulled), and one sorted-set range per pulled
-// member, at most MaxListMembers, when there are any. Only its owner (viewer) reads it; to
-// anyone else the list is ErrListNotFound.
+// its pulled members merged in by id (a pulled author's posts go to no
+// list) as a home read merges those of the pulled authors its reader
+// follows (see mergePulled): from their profile timelines, one range each,
+// up to directPulls of them; past that, from the site's newest pulled
+// statuses, kept when the list holds their author, so that a read costs
+// the same however many of its members are pulled. A read costs two round
+// trips before its page (pulledMembers: the list with its members, then,
+// when it has any, which of them are pulled). Only its owner (viewer)
+// reads it; to anyone else the list is ErrListNotFound.
 func (s *Service) ListTimeline(ctx context.Context, viewer, id int64, c Cursor) (TimelinePage, error) {
 	if err := c.validate(); err != nil {
 		return TimelinePage{}, err
@@ -331,10 +334,15 @@ func (s *Service) ListTimeline(ctx context.Context, viewer, id int64, c Cursor) 
 		return TimelinePage{}, err
 	}
 	key := s.keys.listStatuses(id)
+	scan := 0 // pulled statuses the last round scanned
 	return s.page(ctx, key, c, func(newestFirst bool, cursor int64, n int) ([]int64, int64, error) {
 		stored, err := s.window(ctx, s.rdb, key, newestFirst, cursor, 0, n).Result()
 		if err != nil {
 			return nil, 0, err
+		}
+		if len(pulled) > directPulls {
+			scan = min(s.pulledScan, max(4*n, 4*scan))
+			return s.mergePulled(ctx, s.keys.listMembers(id), stored, newestFirst, cursor, n, scan)
 		}
 		ids, err := s.mergeAuthors(ctx, stored, pulled, newestFirst, cursor, n)
 		return ids, 0, err

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // walkList pages through list id's whole timeline, limit statuses a page,
@@ -153,5 +155,100 @@ func TestListCountPromotesAuthor(t *testing.T) {
 			t.Errorf("list %q stores %v, want only %d", l.Name, got, pushed.ID)
 		}
 		walkList(t, s, l.ID, []int64{pushed.ID, pulled.ID})
+	}
+}
+
+// A list of more pulled members than a read takes one by one reads their
+// statuses as a home read does past directPulls: from the site's pulled
+// statuses, kept when the list holds their author, merged in order, once
+// each, with exact paging both ways, also when each round scans only a few
+// pulled statuses and pages end early. A pulled author the owner follows
+// but the list does not hold is left out, and so is a member taken out.
+func TestListMergesManyPulledMembers(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	s.pulledScan = 5
+	ctx := ctxT(t)
+	owner := signUp(t, s, "owner")
+	authors := followPulled(t, s, owner, directPulls+3)
+	outside := authors[len(authors)-1] // followed, pulled, never in the list
+	members := authors[:len(authors)-1]
+	l, err := s.CreateList(ctx, owner.ID, "many")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range members {
+		if _, err := s.AddListMember(ctx, owner.ID, l.ID, a.Login); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []int64 // oldest first
+	byAuthor := map[int64][]int64{}
+	for round := range 2 {
+		for _, a := range members {
+			st := post(t, s, a.ID, fmt.Sprintf("member %d", round))
+			want = append(want, st.ID)
+			byAuthor[a.ID] = append(byAuthor[a.ID], st.ID)
+		}
+		post(t, s, outside.ID, "not in the list")
+	}
+	walkList(t, s, l.ID, want)
+
+	if _, err := s.RemoveListMember(ctx, owner.ID, l.ID, members[0].Login); err != nil {
+		t.Fatal(err)
+	}
+	want = slices.DeleteFunc(want, func(id int64) bool { return slices.Contains(byAuthor[members[0].ID], id) })
+	walkList(t, s, l.ID, want)
+}
+
+// A list read costs the same Redis commands whether the list holds 200
+// pulled members or 500: the list and its members, which of them are
+// pulled, the stored window, one range of the site's pulled statuses, one
+// ZMSCORE, and the page's statuses. Up to directPulls, one range per
+// member.
+func TestListReadCostBoundedByPulledMembers(t *testing.T) {
+	t.Parallel()
+	calls := map[int]int64{}
+	for _, n := range []int{10, 200, MaxListMembers} {
+		s, rdb := newPrivateService(t, Options{})
+		ctx := ctxT(t)
+		owner := signUp(t, s, "owner")
+		l, err := s.CreateList(ctx, owner.ID, "many")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seedPulled(t, s, owner.ID, n, 3)
+		// The seeded authors, members of the list as an add writes them,
+		// and the list's stored timeline the reader's home's.
+		pipe := rdb.Pipeline()
+		for a := range n {
+			pipe.ZAdd(ctx, s.keys.listMembers(l.ID), redis.Z{Score: float64(a + 1), Member: 3_000_000 + a})
+		}
+		pipe.ZUnionStore(ctx, s.keys.listStatuses(l.ID), &redis.ZStore{Keys: []string{s.keys.home(owner.ID)}})
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		resetStats(t, rdb)
+		page, err := s.ListTimeline(ctx, owner.ID, l.ID, Cursor{Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Statuses) != 20 || page.NextBefore == nil {
+			t.Fatalf("%d pulled members: a page of %d, next %v; want 20 and a cursor", n, len(page.Statuses), page.NextBefore)
+		}
+		for name, c := range commandCalls(t, rdb) {
+			if name != "info" && name != "config|resetstat" {
+				calls[n] += c
+			}
+		}
+	}
+	// 3 (the list, its members, which are pulled) + 1 (stored window) + 10
+	// ranges + 20 (HMGET of each status).
+	if calls[10] != 34 {
+		t.Errorf("commands of a list read of 10 pulled members: %d, want 34", calls[10])
+	}
+	// 3 + 1 + 1 (pulled statuses) + 1 (ZMSCORE) + 20.
+	if calls[200] != calls[MaxListMembers] || calls[MaxListMembers] > 26 {
+		t.Errorf("commands of a list read: %d of 200 pulled members, %d of %d; want the same, at most 26", calls[200], calls[MaxListMembers], MaxListMembers)
 	}
 }

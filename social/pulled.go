@@ -14,11 +14,13 @@ import (
 )
 
 // How a home read merges the statuses of the pulled authors its reader
-// follows. Up to directPulls of them, it reads each one's profile timeline
-// (a range each). Past that, it reads the site's newest pulled statuses
+// follows (and a list's read those of its pulled members). Up to
+// directPulls of them, it reads each one's profile timeline (a range
+// each). Past that, it reads the site's newest pulled statuses
 // (pulledStatuses), at most pulledScan of them a round, and keeps those
-// whose author the reader follows (one ZMSCORE), so a read costs the same
-// whether the reader follows 129 pulled authors or 100,000: at most
+// whose author the reader follows, or the list holds (one ZMSCORE), so a
+// read costs the same whether the reader follows 129 pulled authors or
+// 100,000: at most
 // maxTimelineRounds rounds of pulledScan. A range costs Redis about as
 // much as scanning 2 or 3 pulled statuses (docs/BENCHMARKS.md), so the
 // ranges are cheaper for a reader whose pulled authors post a small share
@@ -59,14 +61,16 @@ func (s *Service) writePulled(ctx context.Context, uid, sid int64, payload strin
 	return err
 }
 
-// mergePulled merges, into the ids read from uid's home timeline (stored,
-// up to n past cursor), the ids of the site's pulled statuses past cursor
-// whose authors uid follows, and returns the first n. It reads at most
+// mergePulled merges, into the ids read from a stored timeline (stored, up
+// to n past cursor: a home timeline, a list's), the ids of the site's
+// pulled statuses past cursor whose authors are in the sorted set authors
+// (a reader's pulled authors, a list's members; a member's score is never
+// 0), and returns the first n. It reads at most
 // scan of the pulled statuses: when it reads that many, those
 // further on are unread, so it returns only ids up to the last one it read
 // (edge), and the page goes on past edge. Edge is 0 when nothing was left
 // unread.
-func (s *Service) mergePulled(ctx context.Context, uid int64, stored []string, newestFirst bool, cursor int64, n, scan int) (ids []int64, edge int64, err error) {
+func (s *Service) mergePulled(ctx context.Context, authorsKey string, stored []string, newestFirst bool, cursor int64, n, scan int) (ids []int64, edge int64, err error) {
 	k := s.keys
 	// Once the stored ids fill the page, only pulled ones short of its last
 	// could make it.
@@ -98,7 +102,7 @@ func (s *Service) mergePulled(ctx context.Context, uid int64, stored []string, n
 	}
 	var follows []float64
 	if len(authors) > 0 {
-		if follows, err = s.rdb.ZMScore(ctx, k.pulls(uid), authors...).Result(); err != nil {
+		if follows, err = s.rdb.ZMScore(ctx, authorsKey, authors...).Result(); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -73,7 +73,7 @@ func (s *Service) HomeTimeline(ctx context.Context, uid int64, c Cursor) (Timeli
 			// A few pages' worth first, as a reader of many pulled authors
 			// fills a page from them; more each round for one who does not.
 			scan = min(s.pulledScan, max(4*n, 4*scan))
-			return s.mergePulled(ctx, uid, home.Val(), newestFirst, cursor, n, scan)
+			return s.mergePulled(ctx, k.pulls(uid), home.Val(), newestFirst, cursor, n, scan)
 		}
 		ids, err := s.mergeAuthors(ctx, home.Val(), parseIDs(pulls.Val()), newestFirst, cursor, n)
 		return ids, 0, err
