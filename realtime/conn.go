@@ -96,6 +96,9 @@ type conn struct {
 	// cutShort says a read of the resume or catch-up under way failed:
 	// it sends nothing more (backfill).
 	cutShort bool
+	// hiddenFails counts the reads of hidden that failed in a row: each
+	// is tried again, later the more it failed (loadHidden).
+	hiddenFails uint8
 }
 
 // newConn is a connection of uid, opened with session sessionID, not yet

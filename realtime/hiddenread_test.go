@@ -2,6 +2,8 @@ package realtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -10,13 +12,19 @@ import (
 	"chorus/social"
 )
 
-// hiddenFeed counts the hidden sets the hub reads one user at a time.
+// hiddenFeed counts the hidden sets the hub reads one user at a time. With
+// fail above 0, that many reads fail (each taking one), as Redis away would
+// make them.
 type hiddenFeed struct {
 	*social.Service
 	reads atomic.Int64
+	fail  atomic.Int64
 }
 
 func (f *hiddenFeed) HiddenAuthors(ctx context.Context, uid int64) ([]int64, error) {
+	if f.fail.Add(-1) >= 0 {
+		return nil, errors.New("the hidden set could not be read (test)")
+	}
 	f.reads.Add(1)
 	return f.Service.HiddenAuthors(ctx, uid)
 }
@@ -60,5 +68,37 @@ func TestHiddenChangesShareOneRead(t *testing.T) {
 	}
 	if reads := feed.reads.Load() - before; reads > changes {
 		t.Errorf("%d streams read the hidden set %d times for %d changes, want at most one read a change", streams, reads, changes)
+	}
+}
+
+// A stream whose reads of the hidden set fail when a mute is told (the
+// shared read, then its own) reads it again later, until a read succeeds:
+// from then on it hides the muted author's statuses. A failed read leaves
+// nothing to tell it again.
+func TestFailedHiddenReadIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	feed := &hiddenFeed{}
+	e := newEnv(t, envOptions{feed: func(s *social.Service) Feed {
+		feed.Service = s
+		return feed
+	}})
+	ann, bob := e.signUp("fann"), e.signUp("fbob")
+	e.follow(ann, bob)
+	s := e.connect(ann)
+	reads := feed.reads.Load()
+	feed.fail.Store(2) // the shared read, and the stream's own after it
+	if err := e.social.Mute(t.Context(), ann.id, bob.login); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for feed.reads.Load() == reads {
+		if time.Now().After(deadline) {
+			t.Fatalf("no read of the hidden set succeeded within 30 s of two failed (%d left to fail)", feed.fail.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st := e.post(bob, "muted by ann")
+	if got := describe(e.routed(ann, s)); slices.Contains(got, fmt.Sprintf("status %d", st.ID)) {
+		t.Errorf("after the mute, read again, ann's stream got bob's status: %q", got)
 	}
 }

@@ -143,7 +143,7 @@ type Hub struct {
 	mu         sync.RWMutex        // the first lock of all (locks.go)
 	users      map[string]*local   // by channel
 	authors    map[string]*readers // pulled authors' channels: the local users who follow them
-	watchers   map[*conn]struct{}  // the streams that watch the global timeline (watch.go)
+	watchers   map[*conn]*local    // the streams that watch the global timeline, with their users (watch.go)
 	global     string              // the global timeline's channel
 	frames     string              // on one Redis, the channel of frames for many users (bus.FramesChannel)
 	frameName  []byte              // route's buffer for the channel names of a frames message
@@ -279,6 +279,11 @@ type local struct {
 	checking   bool
 	checkRound uint64
 	held       []heldFrame
+	// globalHeld says that a global_status came while checking, and was
+	// not sent to the user's watching streams (forwardGlobal): they are
+	// told to read the global timeline again once the check is over.
+	// Written by the router under Hub.mu read-locked, as held is.
+	globalHeld bool
 	// hiddenChanges counts the hidden_changed messages routed to the
 	// user: a hidden set read before one is not set after it.
 	hiddenChanges atomic.Uint64
@@ -331,7 +336,7 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 		framesLive: make(chan struct{}, 1),
 		users:      map[string]*local{},
 		authors:    map[string]*readers{},
-		watchers:   map[*conn]struct{}{},
+		watchers:   map[*conn]*local{},
 		live:       map[string]bool{},
 		subscribed: map[string]bool{},
 		unchecked:  map[string]struct{}{},

@@ -1,8 +1,11 @@
 package realtime
 
 import (
+	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"sync/atomic"
+	"time"
 )
 
 // Streams that watch the global timeline get its new statuses and their
@@ -27,14 +30,15 @@ import (
 // never outlives it.
 func (h *Hub) watch(c *conn, on bool) {
 	h.mu.Lock()
-	if u := h.users[h.bus.UserChannel(c.uid)]; on && (u == nil || !hasConn(u, c)) {
+	u := h.users[h.bus.UserChannel(c.uid)]
+	if on && (u == nil || !hasConn(u, c)) {
 		h.mu.Unlock()
 		return
 	}
 	_, was := h.watchers[c]
 	switch {
 	case on:
-		h.watchers[c] = struct{}{}
+		h.watchers[c] = u
 		if _, lost := h.lost[h.global]; h.live[h.global] && !lost {
 			c.enqueue(outgoing{frame: watchingGlobalFrame})
 		}
@@ -60,7 +64,13 @@ func (h *Hub) watchConfirmed() {
 
 // forwardGlobal sends a message of the global channel to every watcher;
 // each watcher's writer leaves out a status whose author its user may not
-// see (a block either way, a mute: conn.hidden).
+// see (a block either way, a mute: conn.hidden). A status is not sent to
+// the watchers of a user whose frames are held back after a pub/sub gap
+// (local.checking): a block or a mute told during the gap may not be in
+// their hidden sets yet. Those streams get a watching frame once the check
+// has read the sets again (recheckChannels), the client's cue to read the
+// global timeline after the newest status it holds, which the server
+// filters. A deletion goes to every watcher, as it names no author.
 func (h *Hub) forwardGlobal(payload []byte) {
 	var msg struct {
 		Status *struct {
@@ -76,7 +86,11 @@ func (h *Hub) forwardGlobal(payload []byte) {
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	for c := range h.watchers {
+	for c, u := range h.watchers {
+		if u.checking && msg.Status.UID != 0 {
+			u.globalHeld = true
+			continue
+		}
 		c.enqueue(outgoing{frame: payload, author: msg.Status.UID})
 	}
 }
@@ -126,13 +140,22 @@ func (h *Hub) hiddenChanged(u *local) {
 	}
 }
 
+// hiddenReadTimeout bounds a read of a user's hidden set.
+const hiddenReadTimeout = 10 * time.Second
+
 // loadShared sets c.hidden from the shared read r, reading it when c is
-// the first of its user's streams to reach it. A read that failed leaves
-// each stream to read on its own (loadHidden); a stream closing while it
-// waits reports false.
+// the first of its user's streams to reach it, to its end though c closes
+// meanwhile: the others wait for it. A read that failed leaves each stream
+// to read on its own (loadHidden); a stream closing while it waits reports
+// false.
 func (c *conn) loadShared(r *hiddenRead) bool {
+	if c.isClosed() {
+		return false // not to begin a read for the others
+	}
 	if r.begun.CompareAndSwap(false, true) {
-		ids, err := c.hub.feed.HiddenAuthors(c.life, c.uid)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.life), hiddenReadTimeout)
+		ids, err := c.hub.feed.HiddenAuthors(ctx, c.uid)
+		cancel()
 		r.set, r.err = hiddenSet(ids), err
 		close(r.done)
 	} else {
@@ -150,19 +173,38 @@ func (c *conn) loadShared(r *hiddenRead) bool {
 }
 
 // loadHidden reads the authors c's user may not see into c.hidden. Run by
-// c's writer, in queue order. A failed read keeps what was read before:
-// the stream stays up, and the next change reads again.
+// c's writer, in queue order. A failed read keeps what was read before,
+// the stream staying up, and is tried again (hiddenRetryAfter) until one
+// succeeds or the stream closes: the change it was to see (a block, a
+// mute) is told once, and until a read sees it the stream would send the
+// statuses it hides.
 func (c *conn) loadHidden() bool {
-	ids, err := c.hub.feed.HiddenAuthors(c.life, c.uid)
+	ctx, cancel := context.WithTimeout(c.life, hiddenReadTimeout)
+	ids, err := c.hub.feed.HiddenAuthors(ctx, c.uid)
+	cancel()
 	if err != nil {
 		if c.life.Err() != nil {
 			return false
 		}
-		c.hub.log.Warn("could not read whom a stream's user may not see", "uid", c.uid, "err", err)
+		wait := hiddenRetryAfter(c.hiddenFails)
+		c.hiddenFails = min(c.hiddenFails+1, 8)
+		c.hub.log.Warn("could not read whom a stream's user may not see; trying again", "uid", c.uid, "in", wait, "err", err)
+		time.AfterFunc(wait, func() { c.enqueue(outgoing{hidden: reloadHidden}) })
 		return true
 	}
+	c.hiddenFails = 0
 	c.hidden = hiddenSet(ids)
 	return true
+}
+
+// hiddenRetryAfter is how long a stream waits before it reads its hidden
+// set again after fails reads failed in a row: a second, doubled each time
+// up to half a minute, with a quarter of it at random, so that the
+// streams of an instance whose reads failed together (Redis away) do not
+// all come back at once.
+func hiddenRetryAfter(fails uint8) time.Duration {
+	d := min(time.Second<<fails, 30*time.Second)
+	return d - rand.N(d/4)
 }
 
 // hiddenSet is the set of ids, nil for none: most users hide no one, and

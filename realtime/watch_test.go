@@ -3,12 +3,15 @@ package realtime
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"chorus/internal/redistest"
 	"chorus/internal/testio"
 	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A stream that watches the global timeline gets every status posted and
@@ -171,5 +174,39 @@ func TestGlobalWatchAfterPubSubReconnect(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("after the reconnect the stream got %q, want %q", got, want)
+	}
+}
+
+// A mute made while a user's channel was lost (its hidden_changed never
+// came) is not yet in the hidden sets of the user's streams when the
+// channel is confirmed again: until the check has read them again, the
+// global statuses are not sent to those that watch (the home ones are
+// held), and once it has, each gets a watching frame, its cue to read the
+// global timeline again, which the server filters.
+func TestGlobalWatchHeldWhileHiddenIsReadAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ann, bob := e.signUp("gann"), e.signUp("gbob")
+	e.follow(ann, bob)
+	s := e.connect(ann)
+	s.send(map[string]string{"type": protocol.TypeWatch, "timeline": protocol.TimelineGlobal})
+	if f := s.next(10 * time.Second); f.Type != protocol.TypeWatching {
+		t.Fatalf("got %v, want watching", f)
+	}
+	// The mute, written while the channel was lost: no stream was told.
+	mutes := e.prefix + "mutes:" + strconv.FormatInt(ann.id, 10) // one Redis: no hash tag
+	if err := e.rdb.ZAdd(t.Context(), mutes, redis.Z{Score: float64(time.Now().UnixMilli()), Member: bob.id}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.hub.confirmed(e.social.UserChannel(ann.id)) // made again, as after a loss
+	st := e.post(bob, "muted by ann")
+	got := describe(e.routed(ann, s))
+	for _, leak := range []string{fmt.Sprintf("global_status %d", st.ID), fmt.Sprintf("status %d", st.ID)} {
+		if slices.Contains(got, leak) {
+			t.Errorf("ann's stream got %q of bob, whom she muted during the loss: %q", leak, got)
+		}
+	}
+	if f := s.next(10 * time.Second); f.Type != protocol.TypeWatching {
+		t.Errorf("after the check, ann's stream got %v, want watching", f)
 	}
 }
