@@ -23,7 +23,9 @@ func (h *Hub) allowResume(ctx context.Context, uid int64) (time.Duration, error)
 		return 0, fmt.Errorf("resume budget of %d: %w", uid, err)
 	}
 	if res.Allowed == 0 {
-		return max(time.Second, res.RetryAfter.Round(time.Second)), nil
+		// Whole seconds, up: a client that waits what it is told is not
+		// refused again.
+		return max(time.Second, (res.RetryAfter + time.Second - 1).Truncate(time.Second)), nil
 	}
 	return 0, nil
 }

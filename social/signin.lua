@@ -17,7 +17,10 @@
 -- ARGV[4] most attempts from unknown addresses in their window
 -- ARGV[5] the address's hash, as KEYS[4] holds it
 -- ARGV[6] how long a sign-in keeps its address known, ms
--- ARGV[7..] fields of the user hash to return
+-- ARGV[7] '1' when the check is made on one of the user's sessions (a
+--         password change, an account deletion): not counted against
+--         the unknown addresses' ceiling, which strangers can fill
+-- ARGV[8..] fields of the user hash to return
 -- Returns {} when the user does not exist, else {verdict, ms left in the
 -- window that refused it (0 when none did), 1 when the attempt was counted
 -- against the unknown addresses' ceiling else 0, then the values of the
@@ -48,7 +51,7 @@ local counted = 0
 local last = redis.call('ZSCORE', KEYS[4], ARGV[5])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if not last or tonumber(last) <= now - tonumber(ARGV[6]) then
+if ARGV[7] ~= '1' and (not last or tonumber(last) <= now - tonumber(ARGV[6])) then
   local failures, left = count(KEYS[3], ARGV[3])
   if failures > tonumber(ARGV[4]) then
     return {2, left, 0}
@@ -57,7 +60,7 @@ if not last or tonumber(last) <= now - tonumber(ARGV[6]) then
 end
 
 local reply = {0, 0, counted}
-local user = redis.call('HMGET', KEYS[1], unpack(ARGV, 7))
+local user = redis.call('HMGET', KEYS[1], unpack(ARGV, 8))
 for i = 1, #user do
   reply[#reply + 1] = user[i]
 end

@@ -312,7 +312,7 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 	case err != nil:
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 	}
-	u, hash, err := s.checkPassword(ctx, uid, password, addr)
+	u, hash, err := s.checkPassword(ctx, uid, password, addr, false)
 	if err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) || errors.Is(err, ErrApprovalPending) {
 			return User{}, "", err
@@ -339,7 +339,13 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 // clears the address's count and makes the address known. A user that does
 // not exist costs the same bcrypt comparison and writes nothing. It
 // returns the user and the password hash the password matched.
-func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr string) (User, string, error) {
+//
+// signedIn says the check is made on a session of uid (a password change,
+// an account deletion): it counts against the address's attempts alone,
+// not against the ceiling of attempts from unknown addresses, which anyone
+// with a few addresses can keep full, so that the owner, signed in from a
+// new address, can still change a password under attack.
+func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr string, signedIn bool) (User, string, error) {
 	if len(password) > MaxPasswordBytes {
 		return User{}, "", ErrInvalidCredentials
 	}
@@ -350,7 +356,7 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr s
 		args := []any{
 			s.opts.SignInFailureWindow.Milliseconds(), s.opts.SignInFailures,
 			s.opts.SignInAccountWindow.Milliseconds(), s.opts.SignInAccountLimit,
-			addrID, knownAddressTTL.Milliseconds(),
+			addrID, knownAddressTTL.Milliseconds(), signedIn,
 		}
 		for _, f := range userFields {
 			args = append(args, f)

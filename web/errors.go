@@ -49,6 +49,7 @@ var (
 	errTooLarge        = newError(http.StatusRequestEntityTooLarge, "too_large", "The request body is over 64 KiB.")
 	errNotFound        = newError(http.StatusNotFound, "not_found", "There is nothing here.")
 	errNoRedis         = newError(http.StatusServiceUnavailable, "redis_unavailable", "The data store is unavailable; try again shortly.")
+	errRedisFull       = newError(http.StatusServiceUnavailable, "redis_unavailable", "The data store is full and takes no writes; try again later.")
 	errTimedOut        = newError(http.StatusServiceUnavailable, "timeout", "The request took longer than the server allows; try again shortly.")
 	errInternal        = newError(http.StatusInternalServerError, "internal_error", "Something went wrong on our side.")
 	errNotAllowed      = newError(http.StatusMethodNotAllowed, "method_not_allowed", "This method is not allowed here.")
@@ -176,6 +177,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case isUnavailable(err):
 		s.log.WarnContext(r.Context(), "redis unavailable", "request_id", middleware.GetReqID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = errNoRedis
+	case redis.HasErrorPrefix(err, "OOM"):
+		// Redis at its maxmemory refuses writes, and the scripts that may
+		// write (a limit's among them): the operator's to fix, not the
+		// request's.
+		s.log.WarnContext(r.Context(), "redis refuses writes: out of memory", "request_id", middleware.GetReqID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", "30")
+		ae = errRedisFull
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return // the client went away; nobody reads an answer
 	default:

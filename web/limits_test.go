@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/redistest"
 	"chorus/social"
 	"chorus/web"
 
@@ -346,7 +348,7 @@ func TestSignInCeilingPerAccount(t *testing.T) {
 	e := newEnv(t, social.Options{SignInAccountLimit: 4})
 	e.proxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	in := e.start()
-	in.signUp(t, "victim")
+	victim := in.signUp(t, "victim")
 	signIn := func(password, from string) response {
 		return in.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": "victim", "password": password}, "X-Forwarded-For", from)
 	}
@@ -369,6 +371,22 @@ func TestSignInCeilingPerAccount(t *testing.T) {
 	if res := signIn("password-victim", "198.51.100.7"); res.Status != http.StatusOK {
 		t.Fatalf("the owner at home past the ceiling: %d %s", res.Status, res.Body)
 	}
+	// Signed in already, the owner changes the password from a new
+	// address: the session spares the check the ceiling strangers filled,
+	// not the address's own count.
+	if res := victim.do("PUT", "/api/v1/me/password", map[string]string{"current": "password-victim", "new": "a-new-kettle-drum-7"},
+		"X-Forwarded-For", "203.0.113.100"); res.Status != http.StatusNoContent {
+		t.Fatalf("the owner's password change from a new address past the ceiling: %d %s, want 204", res.Status, res.Body)
+	}
+	for i := range 10 {
+		res := victim.do("PUT", "/api/v1/me/password", map[string]string{"current": "wrong-password", "new": "a-new-kettle-drum-8"},
+			"X-Forwarded-For", "203.0.113.101")
+		if res.Status != http.StatusUnauthorized {
+			t.Fatalf("wrong current password %d on a session: %d %s, want 401", i, res.Status, res.Body)
+		}
+	}
+	refused(t, "an eleventh wrong current password from one address", victim.do("PUT", "/api/v1/me/password",
+		map[string]string{"current": "wrong-password", "new": "a-new-kettle-drum-8"}, "X-Forwarded-For", "203.0.113.101"))
 }
 
 // dialRefused dials a stream as c and fails unless it is refused 429
@@ -533,5 +551,35 @@ func TestPasswordAndActionLimits(t *testing.T) {
 	}
 	if got := in.metric(t, "chorus_rate_limited_total", `limit="action"`); got != 1 {
 		t.Errorf(`chorus_rate_limited_total{limit="action"} = %v, want 1`, got)
+	}
+}
+
+// A Redis at its maxmemory refuses writes, and the limits' scripts, which
+// write: the answer is 503 redis_unavailable with a Retry-After, in the
+// API's error shape, not a 500; what needs no write still answers.
+func TestRedisOutOfMemoryAnswers503(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := redistest.ClientOf(t, srv.URL)
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{ReadsPerClient: perHour(1000)}
+	in := e.startOn(rdb)
+	ada := in.signUp(t, "ada")
+	in.signUp(t, "bob")
+	if err := rdb.ConfigSet(t.Context(), "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.ConfigSet(context.Background(), "maxmemory", "0") })
+	for _, c := range []struct{ what, method, path string }{
+		{"a follow", "PUT", "/api/v1/following/bob"},
+		{"a limited read", "GET", "/api/v1/timelines/global"},
+	} {
+		res := ada.do(c.method, c.path, nil)
+		if res.Status != http.StatusServiceUnavailable || res.errorCode(t) != "redis_unavailable" || res.Header.Get("Retry-After") == "" {
+			t.Errorf("%s at maxmemory: %d %s (Retry-After %q), want 503 redis_unavailable with a Retry-After", c.what, res.Status, res.Body, res.Header.Get("Retry-After"))
+		}
+	}
+	if res := in.anon(t).do("GET", "/healthz", nil); res.Status != http.StatusOK {
+		t.Errorf("/healthz at maxmemory: %d, want 200", res.Status)
 	}
 }
