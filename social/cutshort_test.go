@@ -1,13 +1,18 @@
 package social
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"net"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -174,5 +179,262 @@ func TestLikeNotifiesThoughItsClientGoes(t *testing.T) {
 	}
 	if n, _, err := s.UnreadNotifications(ctx, ann.ID); err != nil || n != 1 {
 		t.Errorf("ann's unread notifications: %d, %v; want the like's", n, err)
+	}
+}
+
+// cutAt returns a context of ctx's that is cancelled once Redis has run
+// script through rdb: a client gone right after that write.
+func cutAt(ctx context.Context, rdb redis.UniversalClient, script *redis.Script) context.Context {
+	rctx, cancel := context.WithCancel(ctx)
+	rdb.AddHook(&cancelAfter{script: script, cancel: cancel})
+	return rctx
+}
+
+// followsAgree fails unless a's and b's follows of each other agree on
+// both sides, with the counts and the friends sets.
+func followsAgree(tb testing.TB, s *Service, a, b int64) {
+	tb.Helper()
+	ctx := ctxT(tb)
+	k := s.keys
+	for _, p := range [][2]int64{{a, b}, {b, a}} {
+		follower, followee := p[0], p[1]
+		following := s.rdb.ZScore(ctx, k.following(follower), itoa(followee)).Err() == nil
+		followed := s.rdb.ZScore(ctx, k.followers(followee), itoa(follower)).Err() == nil
+		if following != followed {
+			tb.Errorf("%d follows %d on the follower's side: %v, on the followee's: %v", follower, followee, following, followed)
+		}
+	}
+	for _, u := range []int64{a, b} {
+		counts, err := s.rdb.HMGet(ctx, k.user(u), "followers", "following").Result()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for i, key := range []string{k.followers(u), k.following(u)} {
+			n := s.rdb.ZCard(ctx, key).Val()
+			if c, _ := counts[i].(string); c != itoa(n) && !(c == "" && n == 0) {
+				tb.Errorf("user %d: count %q of %s, which holds %d", u, c, key, n)
+			}
+		}
+		friends := s.rdb.ZCard(ctx, k.friends(u)).Val()
+		mutual := s.rdb.ZScore(ctx, k.following(a), itoa(b)).Err() == nil && s.rdb.ZScore(ctx, k.following(b), itoa(a)).Err() == nil
+		if (friends == 1) != mutual {
+			tb.Errorf("user %d: %d friends, follows both ways: %v", u, friends, mutual)
+		}
+	}
+}
+
+// An unfollow whose client goes right after its first write (the
+// follower's side) is finished all the same: the followee's side, the
+// counts and the friendship agree, and the followee's posts no longer
+// reach the follower.
+func TestUnfollowOutlivesItsRequest(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ann, bob := signUp(t, s, "ann"), signUp(t, s, "bob")
+	follow(t, s, ann.ID, "bob")
+	follow(t, s, bob.ID, "ann")
+	if _, err := s.Unfollow(cutAt(ctx, rdb, unfollowFollowerScript), ann.ID, "bob"); err != nil {
+		t.Errorf("the unfollow: %v", err)
+	}
+	followsAgree(t, s, ann.ID, bob.ID)
+	st := post(t, s, bob.ID, "after the unfollow")
+	if slices.Contains(zsetIDs(t, s, s.keys.home(ann.ID)), st.ID) {
+		t.Errorf("bob's status after ann's unfollow reached ann's home")
+	}
+}
+
+// A list add whose client goes once the membership is written is finished
+// all the same: the member's statuses reach the list.
+func TestListAddOutlivesItsRequest(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	owner, m := signUp(t, s, "owner"), signUp(t, s, "member")
+	follow(t, s, owner.ID, "member")
+	l, err := s.CreateList(ctx, owner.ID, "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first run only checks; the second writes the membership.
+	rctx, cancel := context.WithCancel(ctx)
+	h := &cancelAfter{script: listAddScript, cancel: func() {}}
+	runs := 0
+	h.cancel = func() {
+		if runs++; runs == 2 {
+			cancel()
+		}
+	}
+	rdb.AddHook(h)
+	if _, err := s.AddListMember(rctx, owner.ID, l.ID, "member"); err != nil {
+		t.Errorf("the add: %v", err)
+	}
+	if runs < 2 {
+		t.Fatalf("the add ran its script %d times, want 2", runs)
+	}
+	startWorker(t, s, "w")
+	st := post(t, s, m.ID, "for the list")
+	waitNoJobs(t, s)
+	if got := listTimelineIDs(t, s, l.ID); !slices.Contains(got, st.ID) {
+		t.Errorf("the list holds %v: the member's new status %d never reached it", got, st.ID)
+	}
+}
+
+// A sign-up whose client goes once the user is written is finished all
+// the same, under -registrations approval too; and a pending account that
+// no login leads to (its claim lost, or its instance died) is not listed
+// for approval.
+func TestSignUpOutlivesItsRequest(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{Registrations: RegistrationsApproval, Admins: []string{"root"}})
+	ctx := ctxT(t)
+	root := signUp(t, s, "root")
+	u, _, err := s.SignUp(cutAt(ctx, rdb, createUserScript), "carol", "Carol", "password-carol")
+	if err != nil {
+		t.Fatalf("the sign-up: %v", err)
+	}
+	if got, err := s.UID(ctx, "carol"); err != nil || got != u.ID {
+		t.Errorf("carol's login leads to %d, %v; want %d", got, err, u.ID)
+	}
+	// A ghost: listed for approval, its login claimed by no one (as a
+	// sign-up whose instance died before its claim leaves it).
+	if _, _, err := s.SignUp(ctx, "dave", "Dave", "password-dave"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HDel(ctx, s.keys.loginIndex(), "dave").Err(); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := s.PendingUsers(ctx, root.ID, Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].ID != u.ID {
+		t.Errorf("pending accounts %+v, want carol's alone", pending)
+	}
+}
+
+// A follow racing its followee's suspension either stands and answers as
+// one made, or is undone and answers ErrUserNotFound: never kept while
+// refused, and both sides of each agree.
+func TestFollowRacingSuspension(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	ctx := ctxT(t)
+	target := signUp(t, s, "target")
+	var fans []User
+	for i := range 20 {
+		fans = append(fans, signUp(t, s, "fan"+itoa(int64(i))))
+	}
+	errs := make([]error, len(fans))
+	var wg sync.WaitGroup
+	for i, f := range fans {
+		wg.Go(func() { _, _, errs[i] = s.Follow(ctx, f.ID, "target") })
+	}
+	wg.Go(func() {
+		if _, err := s.Suspend(ctx, target.ID); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Wait()
+	for i, f := range fans {
+		stands := s.rdb.ZScore(ctx, s.keys.following(f.ID), itoa(target.ID)).Err() == nil
+		if errs[i] != nil && !errors.Is(errs[i], ErrUserNotFound) {
+			t.Errorf("%s's follow: %v", f.Login, errs[i])
+		}
+		if errs[i] != nil && stands {
+			t.Errorf("%s's follow answered %v, and stands", f.Login, errs[i])
+		}
+		if errs[i] == nil && !stands {
+			t.Errorf("%s's follow answered as made, and does not stand", f.Login)
+		}
+		followsAgree(t, s, f.ID, target.ID)
+	}
+}
+
+// slowAnswer holds back the first answer read after a write that names
+// key by delay: as a busy Redis, or network, would, while the request's
+// deadline passes.
+type slowAnswer struct {
+	key   []byte
+	delay time.Duration
+	armed atomic.Bool
+}
+
+func (h *slowAnswer) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &slowConn{Conn: c, h: h}, nil
+	}
+}
+func (h *slowAnswer) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *slowAnswer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+type slowConn struct {
+	net.Conn
+	h     *slowAnswer
+	armed bool
+}
+
+func (c *slowConn) Write(b []byte) (int, error) {
+	if bytes.Contains(b, c.h.key) && c.h.armed.CompareAndSwap(false, true) {
+		c.armed = true
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *slowConn) Read(b []byte) (int, error) {
+	if c.armed {
+		c.armed = false
+		time.Sleep(c.h.delay)
+	}
+	return c.Conn.Read(b)
+}
+
+// A like whose request's deadline passes while the answer to its writes
+// is on its way stands with its notification: the writes are the like's
+// own, not the request's, and a retry, which finds the like, notifies
+// nothing.
+func TestLikeOutlivesItsDeadline(t *testing.T) {
+	t.Parallel()
+	base, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ann, bob := signUp(t, base, "ann"), signUp(t, base, "bob")
+	st := post(t, base, ann.ID, "likeable")
+	slow := &slowAnswer{key: []byte(base.keys.likes(st.ID)), delay: 1500 * time.Millisecond}
+	// As the server's client: a context's deadline bounds each call.
+	var c redis.UniversalClient
+	switch r := rdb.(type) {
+	case *redis.ClusterClient:
+		opt := r.Options()
+		opt.ContextTimeoutEnabled = true
+		cc := redis.NewClusterClient(opt)
+		cc.OnNewNode(func(node *redis.Client) { node.AddHook(slow) })
+		c = cc
+	case *redis.Client:
+		opt := r.Options()
+		opt.ContextTimeoutEnabled = true
+		c = redis.NewClient(opt)
+		c.AddHook(slow)
+	}
+	t.Cleanup(func() { c.Close() })
+	s := New(c, base.opts)
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err := s.Like(rctx, bob.ID, st.ID)
+	t.Logf("the like, past its deadline: %v", err)
+	if !slow.armed.Load() {
+		t.Fatal("no write named the likes")
+	}
+	if _, err := base.Like(ctx, bob.ID, st.ID); err != nil { // the retry
+		t.Fatal(err)
+	}
+	likes := rdb.ZCard(ctx, base.keys.likes(st.ID)).Val()
+	if n, _, err := base.UnreadNotifications(ctx, ann.ID); err != nil || n != likes || likes != 1 {
+		t.Errorf("likes %d, ann's unread notifications %d (%v); want 1 and 1", likes, n, err)
 	}
 }

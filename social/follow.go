@@ -88,6 +88,21 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	followee, err = s.UserByID(ctx, other)
+	if errors.Is(err, ErrUserNotFound) {
+		// Suspended (or being deleted) since the follow's first read: it
+		// answers as one refused, so it is not kept either, as a follow
+		// the suspension overtook is not (follow_followee.lua).
+		ended, uerr := s.unfollow(ctx, uid, other)
+		if uerr != nil {
+			return User{}, false, fmt.Errorf("follow %d->%d: undo: %w", uid, other, uerr)
+		}
+		if ended {
+			if aerr := s.announceFriendshipEnded(ctx, uid, other); aerr != nil {
+				s.opts.Logger.WarnContext(ctx, "could not announce the end of a friendship", "uid", uid, "friend", other, "err", aerr)
+			}
+		}
+		return User{}, false, err
+	}
 	if err == nil && made && s.opts.Befriended != nil {
 		// The follow stands; introducing the new friends to each other's
 		// streams is a courtesy that may fail.

@@ -34,11 +34,13 @@
 -- followed notification (none: no notification)
 -- Returns {1 when this added the follower, the follower count, 1 when this
 -- made the two friends}, or {-1, 0, 0} when the followee is gone or being
--- deleted (no id in their hash, or the deleted mark): nothing is written,
--- as the deletion's walk of their followers began after the mark, and a
--- follower added now would be missed by it.
-local gone = redis.call('HMGET', KEYS[4], 'id', 'deleted')
-if not gone[1] or gone[2] then
+-- deleted (no id in their hash, or the deleted mark), or suspended: nothing
+-- is written, as the deletion's walk of their followers began after the
+-- mark, and a follower added now would be missed by it; and a suspended
+-- account takes no new follower (a follow that read it before the
+-- suspension is undone by its caller, and answered as one refused).
+local gone = redis.call('HMGET', KEYS[4], 'id', 'deleted', 'suspended')
+if not gone[1] or gone[2] or gone[3] then
   return {-1, 0, 0}
 end
 local added = 0

@@ -86,22 +86,23 @@ func (s *Service) Like(ctx context.Context, uid, id int64) (Status, error) {
 	if s.beforeLikeWrites != nil {
 		s.beforeLikeWrites()
 	}
+	// The writes, the look, what it settles and the notification run
+	// though the client goes: a like whose answer the request's deadline
+	// cut off would stand unnotified, as would one left standing for a
+	// status or a liker deleted meanwhile, and a retry of a like that
+	// stands notifies nothing.
+	dctx, cancel := detached(ctx)
+	defer cancel()
 	ms := float64(time.Now().UnixMilli())
 	pipe := s.rdb.Pipeline()
-	added := pipe.ZAddNX(ctx, k.likes(st.ID), redis.Z{Score: ms, Member: uid})
-	pipe.ZAddNX(ctx, k.liked(uid), redis.Z{Score: ms, Member: st.ID})
-	if _, err := pipe.Exec(ctx); err != nil {
+	added := pipe.ZAddNX(dctx, k.likes(st.ID), redis.Z{Score: ms, Member: uid})
+	pipe.ZAddNX(dctx, k.liked(uid), redis.Z{Score: ms, Member: st.ID})
+	if _, err := pipe.Exec(dctx); err != nil {
 		return Status{}, fmt.Errorf("like %d: %w", id, err)
 	}
 	if s.afterLikeWrites != nil {
 		s.afterLikeWrites()
 	}
-	// The look, what it settles and the notification run though the
-	// client goes: a like left standing for a status or a liker deleted
-	// meanwhile would find no retry, and a retry of a like that stands
-	// notifies nothing.
-	dctx, cancel := detached(ctx)
-	defer cancel()
 	pipe = s.rdb.Pipeline()
 	look := s.queueLikeLook(dctx, pipe, uid, st.ID)
 	blocked := s.queueBlockedEither(dctx, pipe, uid, st.UID)

@@ -78,6 +78,13 @@ func (s *Service) AddListMember(ctx context.Context, uid, id int64, login string
 	// score, and so changes nothing. The second checks again with a score.
 	score, err := add(0)
 	if err == nil && score == 0 {
+		// From the write on, the add runs though the client goes: cut
+		// short once the membership is written, it would leave a member
+		// counted whose statuses reach the list by no job (list:in not
+		// settled), nor checked against an unfollow since.
+		var cancel context.CancelFunc
+		ctx, cancel = detached(ctx)
+		defer cancel()
 		var seq int64
 		if seq, err = s.rdb.Incr(ctx, k.listMemberSeq()).Result(); err == nil {
 			score, err = add(seq)

@@ -84,7 +84,34 @@ func (s *Service) PendingUsers(ctx context.Context, uid int64, p Page) ([]User, 
 	if err != nil {
 		return nil, fmt.Errorf("pending users: %w", err)
 	}
-	return users, nil
+	return s.dropUnclaimed(ctx, users)
+}
+
+// dropUnclaimed leaves out of pending users those whose login leads to no
+// one or to another user: a sign-up listed for approval whose claim of the
+// login then lost (the same login, in another case, claimed first), or
+// that its instance died before. They stay in the set, for one may be a
+// sign-up whose claim is still to come: a page may hold fewer than its
+// limit. One round trip more (the login index).
+func (s *Service) dropUnclaimed(ctx context.Context, users []User) ([]User, error) {
+	if len(users) == 0 {
+		return users, nil
+	}
+	logins := make([]string, len(users))
+	for i, u := range users {
+		logins[i] = strings.ToLower(u.Login)
+	}
+	owners, err := s.rdb.HMGet(ctx, s.keys.loginIndex(), logins...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("pending users: %w", err)
+	}
+	kept := users[:0]
+	for i, u := range users {
+		if owner, _ := owners[i].(string); owner == itoa(u.ID) {
+			kept = append(kept, u)
+		}
+	}
+	return kept, nil
 }
 
 // Approve lets the account login, which waits for approval, sign in, for

@@ -56,6 +56,12 @@ func (s *Service) Unfollow(ctx context.Context, uid int64, login string) (exFrie
 	if other == uid {
 		return 0, ErrSelfFollow
 	}
+	// From the first write on, the unfollow runs though the client goes:
+	// cut short after the follower's side, it would leave the followee's
+	// counting them, pushing to them and showing them presence, for no
+	// retry comes.
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	ended, err := s.unfollow(ctx, uid, other)
 	if err != nil {
 		return 0, fmt.Errorf("unfollow %d->%d: %w", uid, other, err)

@@ -169,6 +169,12 @@ func (s *Service) SignUp(ctx context.Context, login, name, password string) (Use
 	if err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
 	}
+	// From the first write on, the sign-up runs though the client goes:
+	// cut short, it would leave a user no login leads to (listed for
+	// approval, under -registrations approval), or an account its owner
+	// cannot find by search.
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	uid, err := s.newUser(ctx, login, name, hash, now, pending)
 	if err != nil {
 		return User{}, "", fmt.Errorf("sign up %q: %w", login, err)
