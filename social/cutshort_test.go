@@ -438,3 +438,30 @@ func TestLikeOutlivesItsDeadline(t *testing.T) {
 		t.Errorf("likes %d, ann's unread notifications %d (%v); want 1 and 1", likes, n, err)
 	}
 }
+
+// A removal from a list whose client goes once the membership is gone is
+// finished all the same: the member's statuses leave the list's timeline.
+func TestListRemoveOutlivesItsRequest(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	owner, m := signUp(t, s, "owner"), signUp(t, s, "member")
+	follow(t, s, owner.ID, "member")
+	st := post(t, s, m.ID, "in the list")
+	l, err := s.CreateList(ctx, owner.ID, "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddListMember(ctx, owner.ID, l.ID, "member"); err != nil {
+		t.Fatal(err)
+	}
+	if got := listTimelineIDs(t, s, l.ID); !slices.Contains(got, st.ID) {
+		t.Fatalf("the list holds %v, want the member's status %d", got, st.ID)
+	}
+	if _, err := s.RemoveListMember(cutAt(ctx, rdb, listRemoveScript), owner.ID, l.ID, "member"); err != nil {
+		t.Errorf("the removal: %v", err)
+	}
+	if got := listTimelineIDs(t, s, l.ID); len(got) != 0 {
+		t.Errorf("the list holds %v after its member was removed, want nothing", got)
+	}
+}

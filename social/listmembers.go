@@ -146,6 +146,11 @@ func (s *Service) RemoveListMember(ctx context.Context, uid, id int64, login str
 	if err != nil {
 		return List{}, err
 	}
+	// Run to its end though the client goes: cut short once the
+	// membership is gone, the member's statuses would stay in the list's
+	// timeline until a retry that may never come.
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	if err := s.removeMember(ctx, uid, id, member); err != nil {
 		if errors.Is(err, ErrListNotFound) || errors.Is(err, ErrNotListOwner) {
 			return List{}, err
