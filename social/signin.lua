@@ -20,7 +20,9 @@
 -- ARGV[7] '1' when the check is made on one of the user's sessions (a
 --         password change, an account deletion): not counted against
 --         the unknown addresses' ceiling, which strangers can fill
--- ARGV[8..] fields of the user hash to return
+-- ARGV[8] the device mark's hash, as KEYS[4] holds it ('' for none): a
+--         device known is spared the ceiling as a known address is
+-- ARGV[9..] fields of the user hash to return
 -- Returns {} when the user does not exist, else {verdict, ms left in the
 -- window that refused it (0 when none did), 1 when the attempt was counted
 -- against the unknown addresses' ceiling else 0, then the values of the
@@ -48,10 +50,17 @@ if attempts > tonumber(ARGV[2]) then
 end
 
 local counted = 0
-local last = redis.call('ZSCORE', KEYS[4], ARGV[5])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if ARGV[7] ~= '1' and (not last or tonumber(last) <= now - tonumber(ARGV[6])) then
+-- known says whether the address or device of hash signed in lately.
+local function known(hash)
+  if hash == '' then
+    return false
+  end
+  local last = redis.call('ZSCORE', KEYS[4], hash)
+  return last and tonumber(last) > now - tonumber(ARGV[6])
+end
+if ARGV[7] ~= '1' and not known(ARGV[5]) and not known(ARGV[8]) then
   local failures, left = count(KEYS[3], ARGV[3])
   if failures > tonumber(ARGV[4]) then
     return {2, left, 0}
@@ -60,7 +69,7 @@ if ARGV[7] ~= '1' and (not last or tonumber(last) <= now - tonumber(ARGV[6])) th
 end
 
 local reply = {0, 0, counted}
-local user = redis.call('HMGET', KEYS[1], unpack(ARGV, 8))
+local user = redis.call('HMGET', KEYS[1], unpack(ARGV, 9))
 for i = 1, #user do
   reply[#reply + 1] = user[i]
 end

@@ -1,7 +1,8 @@
 -- Notes a right password: the address's attempts start again, an attempt
 -- that signin.lua counted against the unknown addresses' ceiling is taken
--- back (it was no failure), and the address becomes known, keeping only the
--- newest known addresses and none older than their lifetime.
+-- back (it was no failure), and the address becomes known, and the device
+-- when it showed a mark, keeping only the newest known ones and none older
+-- than their lifetime.
 --
 -- KEYS[1] the user's sign-in attempt counter for the address
 -- KEYS[2] the user's counter of sign-in attempts from unknown addresses
@@ -11,6 +12,7 @@
 -- ARGV[2] 1 when signin.lua counted the attempt in KEYS[2], else 0
 -- ARGV[3] most known addresses kept
 -- ARGV[4] how long a sign-in keeps its address known, ms
+-- ARGV[5] the device mark's hash ('' for none)
 -- Returns the number of known addresses, or -1, writing nothing, for a user
 -- deleted (or being deleted) since the password was checked: the deletion
 -- takes these keys out, and would find them no more.
@@ -26,6 +28,9 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[3], now, ARGV[1])
+if ARGV[5] ~= '' then
+  redis.call('ZADD', KEYS[3], now, ARGV[5])
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[4]))
 redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)
 redis.call('PEXPIRE', KEYS[3], ARGV[4])

@@ -270,12 +270,49 @@ func (s *Service) claimLogin(ctx context.Context, lower string, uid int64) error
 }
 
 // Known addresses: where a user signed in lately is spared the ceiling on
-// sign-ins from unknown addresses. A user keeps the newest knownAddresses of
-// them, each for knownAddressTTL after its last sign-in.
+// sign-ins from unknown addresses, and so is a device (a browser's device
+// mark, see DeviceMark) that signed in to the account lately, from any
+// address. A user keeps the newest knownAddresses of them, addresses and
+// devices together, each for knownAddressTTL after its last sign-in.
 const (
-	knownAddresses  = 10
+	knownAddresses  = 20
 	knownAddressTTL = 90 * 24 * time.Hour
 )
+
+// DeviceMarkTTL is how long a device mark is worth keeping: as long as a
+// sign-in keeps the device known.
+const DeviceMarkTTL = knownAddressTTL
+
+// NewDeviceMark returns a fresh device mark: 32 hex digits of randomness,
+// which a browser keeps (a cookie) and shows at each sign-in.
+func NewDeviceMark() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ValidDeviceMark reports whether mark has a device mark's shape (32 lower
+// hex digits); anything else is no mark.
+func ValidDeviceMark(mark string) bool {
+	if len(mark) != 32 {
+		return false
+	}
+	for _, c := range mark {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// deviceID is how the known addresses hold a device mark: its hash, told
+// apart from an address's by its "d" ahead; "" for no mark.
+func deviceID(mark string) string {
+	if !ValidDeviceMark(mark) {
+		return ""
+	}
+	return "d" + addressID(mark)
+}
 
 // addressID is how the known addresses hold an address: the first 16 bytes
 // of its SHA-256, so that Redis keeps no list of where a user signs in from
@@ -305,6 +342,15 @@ func addressID(addr string) string {
 // An unknown login costs the same bcrypt comparison as a known one and
 // writes nothing.
 func (s *Service) SignIn(ctx context.Context, login, password, addr string) (User, string, error) {
+	return s.SignInDevice(ctx, login, password, addr, "")
+}
+
+// SignInDevice is SignIn from a device that shows its device mark
+// (NewDeviceMark; "" or anything not a mark: none): a device that signed in
+// to the account lately is spared the ceiling on attempts from unknown
+// addresses, wherever it signs in from, as a known address is, and a
+// right password makes it known.
+func (s *Service) SignInDevice(ctx context.Context, login, password, addr, device string) (User, string, error) {
 	if !ValidLogin(login) || len(password) > MaxPasswordBytes {
 		return User{}, "", ErrInvalidCredentials
 	}
@@ -318,7 +364,7 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 	case err != nil:
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 	}
-	u, hash, err := s.checkPassword(ctx, uid, password, addr, false)
+	u, hash, err := s.checkPassword(ctx, uid, password, addr, device, false)
 	if err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) || errors.Is(err, ErrApprovalPending) {
 			return User{}, "", err
@@ -351,18 +397,18 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 // not against the ceiling of attempts from unknown addresses, which anyone
 // with a few addresses can keep full, so that the owner, signed in from a
 // new address, can still change a password under attack.
-func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr string, signedIn bool) (User, string, error) {
+func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr, device string, signedIn bool) (User, string, error) {
 	if len(password) > MaxPasswordBytes {
 		return User{}, "", ErrInvalidCredentials
 	}
 	k := s.keys
-	addrID := addressID(addr)
+	addrID, devID := addressID(addr), deviceID(device)
 	var res []any
 	if uid != 0 {
 		args := []any{
 			s.opts.SignInFailureWindow.Milliseconds(), s.opts.SignInFailures,
 			s.opts.SignInAccountWindow.Milliseconds(), s.opts.SignInAccountLimit,
-			addrID, knownAddressTTL.Milliseconds(), signedIn,
+			addrID, knownAddressTTL.Milliseconds(), signedIn, devID,
 		}
 		for _, f := range userFields {
 			args = append(args, f)
@@ -417,7 +463,7 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr s
 	}
 	known, err := signinOKScript.Run(ctx, s.rdb,
 		[]string{k.signInFailures(u.ID, addr), k.signInUnknown(u.ID), k.signInKnown(u.ID), k.user(u.ID)},
-		addrID, counted, knownAddresses, knownAddressTTL.Milliseconds()).Int()
+		addrID, counted, knownAddresses, knownAddressTTL.Milliseconds(), devID).Int()
 	if err != nil {
 		return User{}, "", err
 	}

@@ -173,6 +173,30 @@ func (s *Server) setSessionCookie(w http.ResponseWriter, r *http.Request, token 
 	})
 }
 
+// DeviceCookie holds a browser's device mark (social.NewDeviceMark): a
+// browser that signed in to an account lately is spared, from any address,
+// the ceiling on sign-ins from unknown addresses, which strangers can fill.
+// It is sent only to the sign-in route, and says nothing of who signed in.
+const DeviceCookie = "chorus_device"
+
+// deviceMark is the device mark r's browser shows, "" for none.
+func deviceMark(r *http.Request) string {
+	c, err := r.Cookie(DeviceCookie)
+	if err != nil || !social.ValidDeviceMark(c.Value) {
+		return ""
+	}
+	return c.Value
+}
+
+// setDeviceCookie gives the browser its device mark after a sign-in made
+// it known: the one it showed, or a new one.
+func (s *Server) setDeviceCookie(w http.ResponseWriter, r *http.Request, mark string) {
+	http.SetCookie(w, &http.Cookie{
+		Name: DeviceCookie, Value: mark, Path: "/api/v1/sessions", MaxAge: int(social.DeviceMarkTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.isTLS(r),
+	})
+}
+
 func (s *Server) clearSessionCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,

@@ -355,12 +355,26 @@ func TestSignInCeilingPerAccount(t *testing.T) {
 	if res := signIn("password-victim", "198.51.100.7"); res.Status != http.StatusOK {
 		t.Fatalf("the owner at home: %d %s", res.Status, res.Body)
 	}
+	// The owner's browser, signed in once from a café: it keeps its mark.
+	res := signIn("password-victim", "192.0.2.44")
+	var mark string
+	for _, c := range (&http.Response{Header: res.Header}).Cookies() {
+		if c.Name == web.DeviceCookie {
+			mark = c.Value
+			if c.Path != "/api/v1/sessions" || !c.HttpOnly || c.MaxAge < 80*24*3600 {
+				t.Errorf("the device cookie %+v: want HttpOnly, for /api/v1/sessions, kept 90 days", c)
+			}
+		}
+	}
+	if res.Status != http.StatusOK || !social.ValidDeviceMark(mark) {
+		t.Fatalf("the owner's browser: %d, device mark %q", res.Status, mark)
+	}
 	for i := range 4 {
 		if res := signIn("wrong-password", "203.0.113."+strconv.Itoa(i)); res.Status != http.StatusUnauthorized {
 			t.Fatalf("guess %d: %d %s, want 401", i, res.Status, res.Body)
 		}
 	}
-	res := signIn("password-victim", "203.0.113.99")
+	res = signIn("password-victim", "203.0.113.99")
 	refused(t, "the right password from a new address past the ceiling", res)
 	if !strings.Contains(string(res.Body), "addresses it has not signed in from") {
 		t.Fatalf("message %s does not say why", res.Body)
@@ -370,6 +384,16 @@ func TestSignInCeilingPerAccount(t *testing.T) {
 	}
 	if res := signIn("password-victim", "198.51.100.7"); res.Status != http.StatusOK {
 		t.Fatalf("the owner at home past the ceiling: %d %s", res.Status, res.Body)
+	}
+	// The owner's browser, from yet another address, shows its mark: known,
+	// it is spared the ceiling; a made-up mark is not.
+	withMark := func(mark string) response {
+		return in.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": "victim", "password": "password-victim"},
+			"X-Forwarded-For", "203.0.113.77", "Cookie", web.DeviceCookie+"="+mark)
+	}
+	refused(t, "the right password past the ceiling from a browser never seen", withMark(social.NewDeviceMark()))
+	if res := withMark(mark); res.Status != http.StatusOK {
+		t.Fatalf("the owner's browser, known, from a new address past the ceiling: %d %s", res.Status, res.Body)
 	}
 	// Signed in already, the owner changes the password from a new
 	// address: the session spares the check the ceiling strangers filled,

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -110,7 +111,9 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	u, token, err := s.social.SignIn(r.Context(), body.Login, body.Password, s.clientAddr(r))
+	// A browser without a mark is given one, made known by this sign-in.
+	device := cmp.Or(deviceMark(r), social.NewDeviceMark())
+	u, token, err := s.social.SignInDevice(r.Context(), body.Login, body.Password, s.clientAddr(r), device)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -131,6 +134,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setSessionCookie(w, r, token)
+	s.setDeviceCookie(w, r, device)
 	writeJSON(w, http.StatusOK, map[string]any{"user": s.ownView(protocol.UserView{User: u, Presence: &ps[0]}), "token": token})
 }
 
