@@ -135,10 +135,11 @@ func (s *Service) block(ctx context.Context, uid, other int64) (changed bool, er
 			}
 		}
 	}
-	if err := s.dropNotesFrom(ctx, uid, other); err != nil {
+	if err := s.dropNotesFrom(ctx, uid, other, true); err != nil {
 		return changed, err
 	}
-	return changed, s.dropNotesFrom(ctx, other, uid)
+	// Quietly: nobody is told that they are blocked.
+	return changed, s.dropNotesFrom(ctx, other, uid, false)
 }
 
 // Unblock takes back uid's block of the user with login (idempotent). It
@@ -283,7 +284,7 @@ func (s *Service) mute(ctx context.Context, uid, other, ms int64) (changed bool,
 	// The notifications from other stored before go, as a block's do: the
 	// pages would hide them, and the unread count would still count them.
 	// None is stored while the mute stands; unmuting restores none.
-	return changed, s.dropNotesFrom(ctx, uid, other)
+	return changed, s.dropNotesFrom(ctx, uid, other, true)
 }
 
 // goneMutesLooked is how many of a user's oldest mutes a mute at the cap
@@ -329,12 +330,17 @@ var notesRemovedHead, notesRemovedTail = func() (string, string) {
 }()
 
 // dropNotesFrom takes out of uid's notifications every one from other,
-// and tells uid's streams which went (notifications_removed), in one
-// frame, when any did.
-func (s *Service) dropNotesFrom(ctx context.Context, uid, other int64) error {
+// and, with tell, tells uid's streams which went (notifications_removed),
+// in one frame, when any did: uid blocked or muted other. The one blocked
+// is not told (their bell keeps the count until its next read).
+func (s *Service) dropNotesFrom(ctx context.Context, uid, other int64, tell bool) error {
 	k := s.keys
+	command, channel := s.bus.Command(), s.bus.UserChannel(uid)
+	if !tell {
+		command, channel = "", ""
+	}
 	return notesDropFromScript.Run(ctx, s.rdb, []string{k.notes(uid), k.noteData(uid), k.noteCauses(uid), k.user(uid)},
-		other, s.bus.Command(), s.bus.UserChannel(uid), notesRemovedHead, notesRemovedTail).Err()
+		other, command, channel, notesRemovedHead, notesRemovedTail).Err()
 }
 
 // Unmute takes back uid's mute of the user with login (idempotent).

@@ -465,3 +465,70 @@ func TestListRemoveOutlivesItsRequest(t *testing.T) {
 		t.Errorf("the list holds %v after its member was removed, want nothing", got)
 	}
 }
+
+// runAfter runs do once, right after Redis has run script through the
+// client it hooks.
+type runAfter struct {
+	script *redis.Script
+	do     func()
+	once   sync.Once
+}
+
+func (h *runAfter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *runAfter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, c redis.Cmder) error {
+		err := next(ctx, c)
+		if err == nil && (&cancelAfter{script: h.script}).runs(c) {
+			h.once.Do(h.do)
+		}
+		return err
+	}
+}
+func (h *runAfter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A follow whose followee is suspended as it is written answers
+// ErrUserNotFound and is not kept, whether the suspension lands before its
+// followee's side or after; a follow that stood already, repeated then,
+// stays, as every follow of a suspended account does.
+func TestFollowOvertakenBySuspension(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		before bool // ann follows bob already
+		at     func(s *Service, rdb redis.UniversalClient, suspend func())
+	}{
+		{"between the sides", false, func(s *Service, _ redis.UniversalClient, suspend func()) { s.betweenFollowSides = suspend }},
+		{"after the followee's side", false, func(_ *Service, rdb redis.UniversalClient, suspend func()) {
+			rdb.AddHook(&runAfter{script: followFolloweeScript, do: suspend})
+		}},
+		{"repeated, after the followee's side", true, func(_ *Service, rdb redis.UniversalClient, suspend func()) {
+			rdb.AddHook(&runAfter{script: followFolloweeScript, do: suspend})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{})
+			ctx := ctxT(t)
+			ann, bob := signUp(t, s, "ann"), signUp(t, s, "bob")
+			follow(t, s, bob.ID, "ann") // a follow of ann's would make friends
+			if tc.before {
+				follow(t, s, ann.ID, "bob")
+			}
+			tc.at(s, rdb, func() {
+				if _, err := s.Suspend(context.WithoutCancel(ctx), bob.ID); err != nil {
+					t.Error(err)
+				}
+			})
+			if _, _, err := s.Follow(ctx, ann.ID, "bob"); !errors.Is(err, ErrUserNotFound) {
+				t.Errorf("the follow: %v, want ErrUserNotFound", err)
+			}
+			stands := s.rdb.ZScore(ctx, s.keys.following(ann.ID), itoa(bob.ID)).Err() == nil
+			if stands != tc.before {
+				t.Errorf("ann follows bob after the suspension: %v, want %v", stands, tc.before)
+			}
+			followsAgree(t, s, ann.ID, bob.ID)
+		})
+	}
+}

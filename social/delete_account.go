@@ -52,7 +52,7 @@ func deleteAccountJobID(uid int64) string { return "account:delete:" + itoa(uid)
 // keys. The login stays in the login index, leading to no user
 // (reservedLogin): nobody can take it.
 func (s *Service) DeleteAccount(ctx context.Context, uid int64, password, addr string) error {
-	if _, _, err := s.checkPassword(ctx, uid, password, addr, "", true); err != nil {
+	if _, _, err := s.checkPassword(ctx, uid, password, addr, "", "", true); err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) {
 			return err
 		}
@@ -252,7 +252,7 @@ func (s *Service) deleteUserKeys(ctx context.Context, uid int64) error {
 		k.home(uid), k.profile(uid), k.followers(uid), k.following(uid), k.friends(uid),
 		k.pulls(uid), k.listsOut(uid), k.listsIn(uid), k.liked(uid), k.homeReposts(uid),
 		k.notes(uid), k.noteData(uid), k.noteCauses(uid), k.noteSeq(uid), k.notesRead(uid),
-		k.mutes(uid), k.blocks(uid), k.blockedBy(uid), k.sessions(uid), k.signInUnknown(uid), k.signInKnown(uid),
+		k.mutes(uid), k.blocks(uid), k.blockedBy(uid), k.sessions(uid), k.signInUnknown(uid), k.signInKnown(uid), k.signInDevices(uid),
 		k.unfollows(uid),
 	} {
 		pipe.Del(ctx, key)

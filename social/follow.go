@@ -79,7 +79,7 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 	if other == uid {
 		return User{}, false, ErrSelfFollow
 	}
-	made, err := s.follow(ctx, uid, other)
+	made, wrote, err := s.follow(ctx, uid, other)
 	if err != nil {
 		return User{}, false, fmt.Errorf("follow %d->%d: %w", uid, other, err)
 	}
@@ -88,9 +88,15 @@ func (s *Service) Follow(ctx context.Context, uid int64, login string) (followee
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	followee, err = s.UserByID(ctx, other)
+	if errors.Is(err, ErrUserNotFound) && !wrote {
+		// A follow that stood already, repeated: the suspension (or
+		// deletion) since the first read keeps it, or undoes it, as every
+		// follow made before.
+		return User{}, false, err
+	}
 	if errors.Is(err, ErrUserNotFound) {
-		// Suspended (or being deleted) since the follow's first read: it
-		// answers as one refused, so it is not kept either, as a follow
+		// Suspended (or being deleted) since the follow's first read: this
+		// follow answers as one refused, so it is not kept either, as one
 		// the suspension overtook is not (follow_followee.lua).
 		ended, uerr := s.unfollow(ctx, uid, other)
 		if uerr != nil {
@@ -137,7 +143,7 @@ func (s *Service) recheckFriendship(ctx context.Context, uid, other int64) {
 	}
 }
 
-func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends bool, err error) {
+func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends, wrote bool, err error) {
 	k := s.keys
 	// The sequence number goes before anything is written: one lost to a
 	// follow that stands already (or to a missing user) is a gap, and gaps
@@ -149,16 +155,16 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	seq := pipe.Incr(ctx, k.followSeq())
 	clock := pipe.Time(ctx)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return false, err
+		return false, false, err
 	}
 	// A suspended account, or one being deleted, is none to anyone: it
 	// cannot be followed.
 	if id, _ := followee.Val()[0].(string); follower.Val() == 0 || id == "" || followee.Val()[1] != nil || followee.Val()[2] != nil {
-		return false, ErrUserNotFound
+		return false, false, ErrUserNotFound
 	}
 	note, err := newFollowNote(uid, who.Val(), clock.Val().UnixMilli())
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 
 	// From the first write on, the follow runs though the client goes: cut
@@ -176,16 +182,16 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 		[]string{k.following(uid), k.followers(uid), k.friends(uid), k.user(uid), k.blocks(uid), k.blockedBy(uid)},
 		other, seq.Val(), note.now).Slice()
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if len(res) != 4 {
-		return false, fmt.Errorf("follower side answered %v", res)
+		return false, false, fmt.Errorf("follower side answered %v", res)
 	}
 	switch refused, _ := res[3].(int64); refused {
 	case 1:
-		return false, ErrBlocked
+		return false, false, ErrBlocked
 	case 2:
-		return false, errAccountGone
+		return false, false, errAccountGone
 	}
 	score, _ := res[0].(string)
 	added, _ := res[1].(int64)
@@ -197,7 +203,7 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 	}
 	side, err := s.syncFollowee(ctx, uid, other, score, func() (followNote, error) { return note, nil })
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if side.gone {
 		// The followee's deletion began since the first read: its walk of
@@ -210,7 +216,7 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 		if !undo {
 			err := s.rdb.ZScore(ctx, s.keys.followers(other), itoa(uid)).Err()
 			if err != nil && !errors.Is(err, redis.Nil) {
-				return false, err
+				return false, false, err
 			}
 			undo = err != nil
 		}
@@ -218,10 +224,10 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 			// As the deletion's walk would: a friendship it ends is told to
 			// uid's streams.
 			if err := s.unfollowFor(ctx, other, uid, other); err != nil {
-				return false, err
+				return false, false, err
 			}
 		}
-		return false, ErrUserNotFound
+		return false, false, ErrUserNotFound
 	}
 	// A friendship made by a follow that no longer stands (an unfollow or
 	// a block overtook it, and ended it) is none to introduce: presence
@@ -231,20 +237,20 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends boo
 
 	// 4. Presence's copy of both friend sets.
 	if err := s.syncFriendMirrors(ctx, uid, other); err != nil {
-		return false, err
+		return false, false, err
 	}
 
 	// 5. The followee's statuses, unless an unfollow since has won.
 	if !side.stands {
 		if err := s.dropPutBack(ctx, uid, other, side); err != nil {
-			return false, err
+			return false, false, err
 		}
-		return false, s.refuseBlocked(ctx, uid, other)
+		return false, false, s.refuseBlocked(ctx, uid, other)
 	}
 	if err := s.reachFollowee(ctx, uid, other, side.followers); err != nil {
-		return false, err
+		return false, false, err
 	}
-	return madeFriends, nil
+	return madeFriends, added == 1 || side.changed, nil
 }
 
 // refuseBlocked answers ErrBlocked when uid blocks other or other blocks

@@ -82,6 +82,14 @@ func (k keys) signInKnown(uid int64) string {
 	return k.prefix + "signin_known:" + k.u(uid)
 }
 
+// signInDevices holds the device marks (hashed) of the browsers that
+// signed in to uid lately, apart from the addresses: clients that keep no
+// mark get a new one at each sign-in, and must not push the addresses
+// out.
+func (k keys) signInDevices(uid int64) string {
+	return k.prefix + "signin_devices:" + k.u(uid)
+}
+
 func (k keys) status(id int64) string     { return k.prefix + "status:" + itoa(id) }
 func (k keys) home(uid int64) string      { return k.prefix + "home:" + k.u(uid) }
 func (k keys) profile(uid int64) string   { return k.prefix + "profile:" + k.u(uid) }

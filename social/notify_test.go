@@ -277,8 +277,9 @@ func TestMuteTakesTheMutedsNotificationsOut(t *testing.T) {
 }
 
 // A block takes out each one's notifications from the other, and tells
-// each one's streams which of theirs went; the notifications from others
-// stay. A block made again, with nothing to take out, tells no one.
+// the blocker's streams which of theirs went, not the blocked one's (nobody
+// is told they are blocked); the notifications from others stay. A block
+// made again, with nothing to take out, tells no one.
 func TestBlockTakesNotificationsOutBothWays(t *testing.T) {
 	t.Parallel()
 	s, rdb := newService(t, Options{})
@@ -297,16 +298,16 @@ func TestBlockTakesNotificationsOutBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	frames := noteFramesSoFar(t, l)
-	for _, want := range []struct {
-		uid int64
-		ids []int64
-	}{{ann.ID, annFromBob}, {bob.ID, bobFromAnn}} {
-		if f := frames[s.UserChannel(want.uid)]; len(f) != 1 || f[0].Type != protocol.TypeNotificationsRemoved || !slices.Equal(f[0].IDs, want.ids) {
-			t.Fatalf("user %d's channel got %+v, want one notifications_removed of %v", want.uid, f, want.ids)
+	if f := frames[s.UserChannel(ann.ID)]; len(f) != 1 || f[0].Type != protocol.TypeNotificationsRemoved || !slices.Equal(f[0].IDs, annFromBob) {
+		t.Fatalf("ann's channel got %+v, want one notifications_removed of %v", f, annFromBob)
+	}
+	for _, u := range []User{bob, dan} {
+		if f := frames[s.UserChannel(u.ID)]; len(f) != 0 {
+			t.Fatalf("%s's channel got %+v, want nothing", u.Login, f)
 		}
 	}
-	if f := frames[s.UserChannel(dan.ID)]; len(f) != 0 {
-		t.Fatalf("dan's channel got %+v, want nothing", f)
+	if got := noteIDsFrom(t, s, bob.ID, ann.ID); len(got) != 0 {
+		t.Fatalf("bob's notifications from ann after the block: %v, want none", got)
 	}
 	if got := noteIDsFrom(t, s, ann.ID, dan.ID); len(got) != 1 {
 		t.Fatalf("ann's notifications from dan after the block: %v, want one", got)

@@ -203,7 +203,7 @@ func (s *Service) ChangePassword(ctx context.Context, uid int64, token, current,
 	if err := validatePassword("", next); err != nil {
 		return err
 	}
-	u, _, err := s.checkPassword(ctx, uid, current, addr, "", true)
+	u, _, err := s.checkPassword(ctx, uid, current, addr, "", "", true)
 	if err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) {
 			return err

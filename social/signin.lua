@@ -11,6 +11,7 @@
 -- KEYS[2] the user's sign-in attempt counter for the address
 -- KEYS[3] the user's counter of sign-in attempts from unknown addresses
 -- KEYS[4] the user's known addresses: address hash -> last sign-in, ms
+-- KEYS[5] the user's known devices: device mark hash -> last sign-in, ms
 -- ARGV[1] window of the address's count, ms
 -- ARGV[2] most attempts from the address in its window
 -- ARGV[3] window of the unknown addresses' count, ms
@@ -20,7 +21,7 @@
 -- ARGV[7] '1' when the check is made on one of the user's sessions (a
 --         password change, an account deletion): not counted against
 --         the unknown addresses' ceiling, which strangers can fill
--- ARGV[8] the device mark's hash, as KEYS[4] holds it ('' for none): a
+-- ARGV[8] the device mark's hash, as KEYS[5] holds it ('' for none): a
 --         device known is spared the ceiling as a known address is
 -- ARGV[9..] fields of the user hash to return
 -- Returns {} when the user does not exist, else {verdict, ms left in the
@@ -52,15 +53,16 @@ end
 local counted = 0
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- known says whether the address or device of hash signed in lately.
-local function known(hash)
+-- known says whether the address or device of hash, in set, signed in
+-- lately.
+local function known(set, hash)
   if hash == '' then
     return false
   end
-  local last = redis.call('ZSCORE', KEYS[4], hash)
+  local last = redis.call('ZSCORE', set, hash)
   return last and tonumber(last) > now - tonumber(ARGV[6])
 end
-if ARGV[7] ~= '1' and not known(ARGV[5]) and not known(ARGV[8]) then
+if ARGV[7] ~= '1' and not known(KEYS[4], ARGV[5]) and not known(KEYS[5], ARGV[8]) then
   local failures, left = count(KEYS[3], ARGV[3])
   if failures > tonumber(ARGV[4]) then
     return {2, left, 0}

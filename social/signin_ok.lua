@@ -1,18 +1,21 @@
 -- Notes a right password: the address's attempts start again, an attempt
 -- that signin.lua counted against the unknown addresses' ceiling is taken
 -- back (it was no failure), and the address becomes known, and the device
--- when it showed a mark, keeping only the newest known ones and none older
--- than their lifetime.
+-- under its next mark, the mark it showed forgotten, keeping only the
+-- newest known ones of each kind and none older than their lifetime.
 --
 -- KEYS[1] the user's sign-in attempt counter for the address
 -- KEYS[2] the user's counter of sign-in attempts from unknown addresses
 -- KEYS[3] the user's known addresses: address hash -> last sign-in, ms
 -- KEYS[4] the user's hash
+-- KEYS[5] the user's known devices: device mark hash -> last sign-in, ms
 -- ARGV[1] the address's hash
 -- ARGV[2] 1 when signin.lua counted the attempt in KEYS[2], else 0
 -- ARGV[3] most known addresses kept
 -- ARGV[4] how long a sign-in keeps its address known, ms
--- ARGV[5] the device mark's hash ('' for none)
+-- ARGV[5] the hash of the device mark shown ('' for none): forgotten
+-- ARGV[6] the hash of the device's next mark ('' for none): known
+-- ARGV[7] most known devices kept
 -- Returns the number of known addresses, or -1, writing nothing, for a user
 -- deleted (or being deleted) since the password was checked: the deletion
 -- takes these keys out, and would find them no more.
@@ -29,7 +32,13 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[3], now, ARGV[1])
 if ARGV[5] ~= '' then
-  redis.call('ZADD', KEYS[3], now, ARGV[5])
+  redis.call('ZREM', KEYS[5], ARGV[5])
+end
+if ARGV[6] ~= '' then
+  redis.call('ZADD', KEYS[5], now, ARGV[6])
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - tonumber(ARGV[4]))
+  redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -tonumber(ARGV[7]) - 1)
+  redis.call('PEXPIRE', KEYS[5], ARGV[4])
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[4]))
 redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)

@@ -271,11 +271,13 @@ func (s *Service) claimLogin(ctx context.Context, lower string, uid int64) error
 
 // Known addresses: where a user signed in lately is spared the ceiling on
 // sign-ins from unknown addresses, and so is a device (a browser's device
-// mark, see DeviceMark) that signed in to the account lately, from any
-// address. A user keeps the newest knownAddresses of them, addresses and
-// devices together, each for knownAddressTTL after its last sign-in.
+// mark, see NewDeviceMark) that signed in to the account lately, from any
+// address. A user keeps the newest knownAddresses addresses and, apart,
+// the newest knownDevices devices, each for knownAddressTTL after its last
+// sign-in.
 const (
-	knownAddresses  = 20
+	knownAddresses  = 10
+	knownDevices    = 10
 	knownAddressTTL = 90 * 24 * time.Hour
 )
 
@@ -284,7 +286,8 @@ const (
 const DeviceMarkTTL = knownAddressTTL
 
 // NewDeviceMark returns a fresh device mark: 32 hex digits of randomness,
-// which a browser keeps (a cookie) and shows at each sign-in.
+// which a browser keeps (a cookie) and shows at its next sign-in, which
+// gives it another (SignInDevice).
 func NewDeviceMark() string {
 	var b [16]byte
 	rand.Read(b[:])
@@ -342,15 +345,18 @@ func addressID(addr string) string {
 // An unknown login costs the same bcrypt comparison as a known one and
 // writes nothing.
 func (s *Service) SignIn(ctx context.Context, login, password, addr string) (User, string, error) {
-	return s.SignInDevice(ctx, login, password, addr, "")
+	return s.SignInDevice(ctx, login, password, addr, "", "")
 }
 
 // SignInDevice is SignIn from a device that shows its device mark
 // (NewDeviceMark; "" or anything not a mark: none): a device that signed in
 // to the account lately is spared the ceiling on attempts from unknown
-// addresses, wherever it signs in from, as a known address is, and a
-// right password makes it known.
-func (s *Service) SignInDevice(ctx context.Context, login, password, addr, device string) (User, string, error) {
+// addresses, wherever it signs in from, as a known address is. A right
+// password makes the device known under next, a new mark the caller gives
+// it, and forgets the mark it showed: a mark is good for one sign-in, so
+// one copied, or planted before the owner signs in, is worth nothing
+// after.
+func (s *Service) SignInDevice(ctx context.Context, login, password, addr, device, next string) (User, string, error) {
 	if !ValidLogin(login) || len(password) > MaxPasswordBytes {
 		return User{}, "", ErrInvalidCredentials
 	}
@@ -364,7 +370,7 @@ func (s *Service) SignInDevice(ctx context.Context, login, password, addr, devic
 	case err != nil:
 		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
 	}
-	u, hash, err := s.checkPassword(ctx, uid, password, addr, device, false)
+	u, hash, err := s.checkPassword(ctx, uid, password, addr, device, next, false)
 	if err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) || errors.Is(err, ErrApprovalPending) {
 			return User{}, "", err
@@ -397,12 +403,12 @@ func (s *Service) SignInDevice(ctx context.Context, login, password, addr, devic
 // not against the ceiling of attempts from unknown addresses, which anyone
 // with a few addresses can keep full, so that the owner, signed in from a
 // new address, can still change a password under attack.
-func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr, device string, signedIn bool) (User, string, error) {
+func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr, device, next string, signedIn bool) (User, string, error) {
 	if len(password) > MaxPasswordBytes {
 		return User{}, "", ErrInvalidCredentials
 	}
 	k := s.keys
-	addrID, devID := addressID(addr), deviceID(device)
+	addrID, devID, nextID := addressID(addr), deviceID(device), deviceID(next)
 	var res []any
 	if uid != 0 {
 		args := []any{
@@ -415,7 +421,7 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr, 
 		}
 		var err error
 		res, err = signinScript.Run(ctx, s.rdb,
-			[]string{k.user(uid), k.signInFailures(uid, addr), k.signInUnknown(uid), k.signInKnown(uid)},
+			[]string{k.user(uid), k.signInFailures(uid, addr), k.signInUnknown(uid), k.signInKnown(uid), k.signInDevices(uid)},
 			append(args, "password", "pending")...).Slice()
 		if err != nil {
 			return User{}, "", err
@@ -462,8 +468,8 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr, 
 		return User{}, "", ErrApprovalPending
 	}
 	known, err := signinOKScript.Run(ctx, s.rdb,
-		[]string{k.signInFailures(u.ID, addr), k.signInUnknown(u.ID), k.signInKnown(u.ID), k.user(u.ID)},
-		addrID, counted, knownAddresses, knownAddressTTL.Milliseconds(), devID).Int()
+		[]string{k.signInFailures(u.ID, addr), k.signInUnknown(u.ID), k.signInKnown(u.ID), k.user(u.ID), k.signInDevices(u.ID)},
+		addrID, counted, knownAddresses, knownAddressTTL.Milliseconds(), devID, nextID, knownDevices).Int()
 	if err != nil {
 		return User{}, "", err
 	}

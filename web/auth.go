@@ -188,8 +188,8 @@ func deviceMark(r *http.Request) string {
 	return c.Value
 }
 
-// setDeviceCookie gives the browser its device mark after a sign-in made
-// it known: the one it showed, or a new one.
+// setDeviceCookie gives the browser its next device mark, which the
+// sign-in made known.
 func (s *Server) setDeviceCookie(w http.ResponseWriter, r *http.Request, mark string) {
 	http.SetCookie(w, &http.Cookie{
 		Name: DeviceCookie, Value: mark, Path: "/api/v1/sessions", MaxAge: int(social.DeviceMarkTTL.Seconds()),

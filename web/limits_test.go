@@ -356,7 +356,8 @@ func TestSignInCeilingPerAccount(t *testing.T) {
 		t.Fatalf("the owner at home: %d %s", res.Status, res.Body)
 	}
 	// The owner's browser, signed in once from a café: it keeps its mark.
-	res := signIn("password-victim", "192.0.2.44")
+	res := in.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": "victim", "password": "password-victim"},
+		"X-Forwarded-For", "192.0.2.44", "Sec-Fetch-Site", "same-origin")
 	var mark string
 	for _, c := range (&http.Response{Header: res.Header}).Cookies() {
 		if c.Name == web.DeviceCookie {
@@ -368,6 +369,13 @@ func TestSignInCeilingPerAccount(t *testing.T) {
 	}
 	if res.Status != http.StatusOK || !social.ValidDeviceMark(mark) {
 		t.Fatalf("the owner's browser: %d, device mark %q", res.Status, mark)
+	}
+	// The owner's script signs in again and again from its server, keeping
+	// no cookie: each sign-in's new mark pushes out no known address.
+	for i := range 25 {
+		if res := signIn("password-victim", "192.0.2.50"); res.Status != http.StatusOK {
+			t.Fatalf("the owner's script, sign-in %d: %d %s", i, res.Status, res.Body)
+		}
 	}
 	for i := range 4 {
 		if res := signIn("wrong-password", "203.0.113."+strconv.Itoa(i)); res.Status != http.StatusUnauthorized {
@@ -387,14 +395,17 @@ func TestSignInCeilingPerAccount(t *testing.T) {
 	}
 	// The owner's browser, from yet another address, shows its mark: known,
 	// it is spared the ceiling; a made-up mark is not.
-	withMark := func(mark string) response {
+	withMark := func(mark, from string) response {
 		return in.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": "victim", "password": "password-victim"},
-			"X-Forwarded-For", "203.0.113.77", "Cookie", web.DeviceCookie+"="+mark)
+			"X-Forwarded-For", from, "Sec-Fetch-Site", "same-origin", "Cookie", web.DeviceCookie+"="+mark)
 	}
-	refused(t, "the right password past the ceiling from a browser never seen", withMark(social.NewDeviceMark()))
-	if res := withMark(mark); res.Status != http.StatusOK {
+	refused(t, "the right password past the ceiling from a browser never seen", withMark(social.NewDeviceMark(), "203.0.113.77"))
+	if res := withMark(mark, "203.0.113.77"); res.Status != http.StatusOK {
 		t.Fatalf("the owner's browser, known, from a new address past the ceiling: %d %s", res.Status, res.Body)
 	}
+	// A mark is good for one sign-in: the same one again (copied off the
+	// browser, say) is no longer known.
+	refused(t, "a device mark shown a second time", withMark(mark, "203.0.113.78"))
 	// Signed in already, the owner changes the password from a new
 	// address: the session spares the check the ceiling strangers filled,
 	// not the address's own count.

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -111,9 +110,15 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// A browser without a mark is given one, made known by this sign-in.
-	device := cmp.Or(deviceMark(r), social.NewDeviceMark())
-	u, token, err := s.social.SignInDevice(r.Context(), body.Login, body.Password, s.clientAddr(r), device)
+	// The browser's mark is good for this sign-in; a new one, made known
+	// by it, takes its place. Only a browser gets one (it sends
+	// Sec-Fetch-Site): a client that keeps no cookie would have a new mark
+	// made known at each sign-in, and push out its owner's browsers.
+	var device string
+	if r.Header.Get("Sec-Fetch-Site") != "" {
+		device = social.NewDeviceMark()
+	}
+	u, token, err := s.social.SignInDevice(r.Context(), body.Login, body.Password, s.clientAddr(r), deviceMark(r), device)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -134,7 +139,9 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setSessionCookie(w, r, token)
-	s.setDeviceCookie(w, r, device)
+	if device != "" {
+		s.setDeviceCookie(w, r, device)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"user": s.ownView(protocol.UserView{User: u, Presence: &ps[0]}), "token": token})
 }
 
