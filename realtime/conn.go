@@ -97,8 +97,10 @@ type conn struct {
 	// it sends nothing more (backfill).
 	cutShort bool
 	// hiddenFails counts the reads of hidden that failed in a row: each
-	// is tried again, later the more it failed (loadHidden).
+	// is tried again, later the more it failed (loadHidden), by one retry
+	// at a time (hiddenRetry: planned, not yet run).
 	hiddenFails uint8
+	hiddenRetry bool
 }
 
 // newConn is a connection of uid, opened with session sessionID, not yet
@@ -438,6 +440,9 @@ func (c *conn) writeQueued() {
 				ok = c.backfill(func() bool { return c.sendTimeline(o.after) })
 			case o.catchUp:
 				ok = c.backfill(c.catchUp)
+			case o.hidden == retryHidden:
+				c.hiddenRetry = false
+				ok = c.loadHidden()
 			case o.hidden == reloadHidden:
 				ok = c.loadHidden()
 			case o.hidden != nil && o.hidden.read != nil:

@@ -104,8 +104,9 @@ type hiddenUpdate struct {
 	read *hiddenRead
 }
 
-// reloadHidden has the stream read its hidden set on its own (loadHidden).
-var reloadHidden = &hiddenUpdate{}
+// reloadHidden has the stream read its hidden set on its own (loadHidden);
+// retryHidden too, queued by the retry after a read that failed.
+var reloadHidden, retryHidden = &hiddenUpdate{}, &hiddenUpdate{}
 
 // hiddenRead is one read of a user's hidden set shared by the user's
 // streams: the first to reach it in its queue reads, for all, and the
@@ -186,10 +187,14 @@ func (c *conn) loadHidden() bool {
 		if c.life.Err() != nil {
 			return false
 		}
+		if c.hiddenRetry {
+			return true // the retry planned reads again
+		}
 		wait := hiddenRetryAfter(c.hiddenFails)
 		c.hiddenFails = min(c.hiddenFails+1, 8)
+		c.hiddenRetry = true
 		c.hub.log.Warn("could not read whom a stream's user may not see; trying again", "uid", c.uid, "in", wait, "err", err)
-		time.AfterFunc(wait, func() { c.enqueue(outgoing{hidden: reloadHidden}) })
+		time.AfterFunc(wait, func() { c.enqueue(outgoing{hidden: retryHidden}) })
 		return true
 	}
 	c.hiddenFails = 0

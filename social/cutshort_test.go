@@ -311,6 +311,24 @@ func TestSignUpOutlivesItsRequest(t *testing.T) {
 	if len(pending) != 1 || pending[0].ID != u.ID {
 		t.Errorf("pending accounts %+v, want carol's alone", pending)
 	}
+	// Past unclaimedAfter, the ghost is taken out of the set.
+	if n := rdb.ZCard(ctx, s.keys.pendingUsers()).Val(); n != 2 {
+		t.Fatalf("%d pending entries, want carol's and the new ghost's", n)
+	}
+	ghost, err := s.rdb.ZRange(ctx, s.keys.pendingUsers(), 1, 1).Result()
+	if err != nil || len(ghost) != 1 {
+		t.Fatal(ghost, err)
+	}
+	old := time.Now().Add(-unclaimedAfter - time.Minute).UnixMilli()
+	if err := rdb.HSet(ctx, s.keys.user(parseIDs(ghost)[0]), "signup", old).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PendingUsers(ctx, root.ID, Page{Limit: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.ZRange(ctx, s.keys.pendingUsers(), 0, -1).Val(); len(got) != 1 || got[0] != itoa(u.ID) {
+		t.Errorf("pending entries %v after a listing past the ghost's time, want carol's alone", got)
+	}
 }
 
 // A follow racing its followee's suspension either stands and answers as

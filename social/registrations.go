@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -90,9 +91,11 @@ func (s *Service) PendingUsers(ctx context.Context, uid int64, p Page) ([]User, 
 // dropUnclaimed leaves out of pending users those whose login leads to no
 // one or to another user: a sign-up listed for approval whose claim of the
 // login then lost (the same login, in another case, claimed first), or
-// that its instance died before. They stay in the set, for one may be a
-// sign-up whose claim is still to come: a page may hold fewer than its
-// limit. One round trip more (the login index).
+// that its instance died before. A page may then hold fewer than its
+// limit. Those older than unclaimedAfter, whose claim no sign-up still
+// makes, are taken out of the set, so that they do not stay ahead of the
+// others for good. One round trip more (the login index), and one to
+// take any out.
 func (s *Service) dropUnclaimed(ctx context.Context, users []User) ([]User, error) {
 	if len(users) == 0 {
 		return users, nil
@@ -105,14 +108,27 @@ func (s *Service) dropUnclaimed(ctx context.Context, users []User) ([]User, erro
 	if err != nil {
 		return nil, fmt.Errorf("pending users: %w", err)
 	}
+	var stale []any
 	kept := users[:0]
 	for i, u := range users {
 		if owner, _ := owners[i].(string); owner == itoa(u.ID) {
 			kept = append(kept, u)
+		} else if time.Since(u.Signup) > unclaimedAfter {
+			stale = append(stale, itoa(u.ID))
+		}
+	}
+	if len(stale) > 0 {
+		if err := s.rdb.ZRem(ctx, s.keys.pendingUsers(), stale...).Err(); err != nil {
+			return nil, fmt.Errorf("pending users: %w", err)
 		}
 	}
 	return kept, nil
 }
+
+// unclaimedAfter is how long after its sign-up a pending account whose
+// login leads elsewhere is taken out of the pending accounts: far past any
+// sign-up's claim, which follows its listing within a request.
+const unclaimedAfter = 10 * time.Minute
 
 // Approve lets the account login, which waits for approval, sign in, for
 // the admin uid (ErrNotAdmin for anyone else; ErrUserNotFound for no such
