@@ -364,7 +364,13 @@ func (t *Tracker) registerAgain(ctx context.Context) bool {
 	calls := time.Duration(len(list)/MaxBeatsPerCall + 1)
 	ctx, cancel := context.WithTimeout(ctx, calls*registerCallTimeout)
 	defer cancel()
-	_, err := t.register(ctx, list, 0)
+	got, err := t.register(ctx, list, 0)
+	if err == nil && got.lostLater {
+		// The lease ran out again between two of its calls (a stall past
+		// the window): a sweep since may have taken out what the calls
+		// before registered. Still due, for the next tick.
+		err = errors.New("the lease ran out while the connections were being registered")
+	}
 	var closed []Beat
 	t.mu.Lock()
 	for _, c := range list {
@@ -402,6 +408,10 @@ func (t *Tracker) registerAgain(ctx context.Context) bool {
 // registered is what register did.
 type registered struct {
 	lost bool // the lease had run out before this call
+	// lostLater: before a call after the first (of MaxBeatsPerCall
+	// connections each), so what the calls before registered may have
+	// been swept.
+	lostLater bool
 	// each is, per connection in the order given, what became of it:
 	// announced, registered alone, or refused.
 	each []int8
@@ -448,6 +458,7 @@ func (t *Tracker) register(ctx context.Context, conns []Beat, maxConns int) (reg
 		now := unixMilli(toInt(res, 0))
 		out.now = now
 		out.lost = out.lost || toInt(res, 1) == 1
+		out.lostLater = out.lostLater || toInt(res, 1) == 1 && len(out.each) > 0
 		users := make([]int64, 0, len(chunk))
 		var online []userSeen
 		for i, c := range chunk {

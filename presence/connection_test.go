@@ -763,3 +763,85 @@ func (h lostRegister) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (lostRegister) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// onNthRegister runs fn before the at-th call of the register script
+// through the client it hooks, once armed.
+type onNthRegister struct {
+	n     atomic.Int64
+	at    int64
+	armed atomic.Bool
+	fn    func()
+}
+
+func (h *onNthRegister) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *onNthRegister) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.armed.Load() && runs(cmd, registerScript) && h.n.Add(1) == h.at {
+			h.fn()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *onNthRegister) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A lease that runs out, and is swept, between two calls of a registration
+// made again (more connections than one call takes) leaves the
+// registration due: the next tick makes it again, and every connection is
+// registered, every user connected and counted once.
+func TestLeaseLostWhileRegisteringAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other := env{rdb: redistest.ClientOf(t, redistest.URL(t)), prefix: e.prefix}
+	ctx := ctxT(t)
+	k := e.keys()
+	hook := &onNthRegister{at: 2}
+	e.rdb.AddHook(hook)
+	tr := e.tracker(t, Options{CountsTTL: -1})
+	sweeper := other.tracker(t, Options{CountsTTL: -1})
+	mustConnect(t, sweeper, 99999, "keeps-the-copy")
+	counts(t, sweeper) // the copy exists
+	const users = MaxBeatsPerCall + 500
+	var all []Beat
+	for uid := int64(1); uid <= users; uid++ {
+		all = append(all, Beat{UID: uid, ConnID: "c" + itoa(uid)})
+	}
+	if err := tr.Heartbeats(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	// The lease runs out (a stall): the next tick registers all again, and
+	// between its two calls the instance stalls past its lease again and
+	// is swept.
+	if err := e.rdb.ZAdd(ctx, k.instances(), redis.Z{Score: 1, Member: tr.id}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	hook.fn = func() {
+		other.rdb.ZAdd(ctx, k.instances(), redis.Z{Score: 1, Member: tr.id})
+		if _, err := sweeper.Sweep(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	hook.armed.Store(true)
+	if err := tr.Heartbeats(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	tr.registeredAgain()
+	for range 2 {
+		if err := tr.Heartbeats(ctx, all); err != nil {
+			t.Fatal(err)
+		}
+		tr.registeredAgain()
+	}
+	connected := other.rdb.ZCard(ctx, k.connected()).Val() - 1 // the other instance's user
+	registered := other.rdb.SCard(ctx, k.instanceConns(tr.id)).Val()
+	if connected != users || registered != users {
+		t.Errorf("%d users connected, %d connections registered; want %d each", connected, registered, users)
+	}
+	if c := counts(t, sweeper); c.Online != users+1 {
+		t.Errorf("counts online %d, want %d", c.Online, users+1)
+	}
+	if online, _ := presenceOf(t, sweeper, 1); !online {
+		t.Error("user 1, connected and registered, is offline")
+	}
+}

@@ -24,8 +24,9 @@
 -- may have been swept, or Redis lost its data; it then registers its
 -- connections again (register.lua). Until then a user the sweep took out of
 -- connected (their friends told offline) must not reappear in the copy,
--- where readers would see them online: with the lease lost, only the users
--- still in connected go into it, and every user's time goes to last.seen.
+-- where readers would see them online: only the users still in connected
+-- go into it (one ZMSCORE a call), and with the lease lost every user's
+-- time goes to last.seen.
 --
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
 -- KEYS[2] the shared online copy (uid -> last activity)
@@ -80,16 +81,11 @@ if fresh >= first then
   redis.call('EXPIRE', KEYS[5], ARGV[4])
 end
 
-if copy and lost == 0 then
-  local all = seen(first, #ARGV)
-  redis.call('ZADD', KEYS[2], unpack(all))
-  if fresh >= first then
-    redis.call('ZADD', KEYS[1], unpack(all, 1, 2 * (fresh - first + 1)))
-  end
-  return {now, lost}
-end
-redis.call('ZADD', KEYS[1], unpack(seen(first, #ARGV)))
-if copy then -- the lease was lost: those still connected only
+-- Into the copy, only those still in connected: a user the sweep took out
+-- stays out until registered again, for every tick of an instance that has
+-- yet to register its connections again after a lost lease, not only the
+-- tick that learns it was lost.
+if copy then
   local told = redis.call('ZMSCORE', KEYS[6], unpack(ARGV, first, #ARGV))
   local still, n = {}, 0
   for i = first, #ARGV do
@@ -101,5 +97,12 @@ if copy then -- the lease was lost: those still connected only
   if n > 0 then
     redis.call('ZADD', KEYS[2], unpack(still))
   end
+end
+if copy and lost == 0 then
+  if fresh >= first then
+    redis.call('ZADD', KEYS[1], unpack(seen(first, fresh)))
+  end
+else
+  redis.call('ZADD', KEYS[1], unpack(seen(first, #ARGV)))
 end
 return {now, lost}
