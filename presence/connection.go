@@ -394,7 +394,7 @@ func (t *Tracker) registerAgain(ctx context.Context) bool {
 	// (registerAgainAside) for what may have been lost after this list.
 	t.again.CompareAndSwap(due, 0)
 	for _, c := range closed {
-		if _, err := t.disconnect(ctx, c); err != nil {
+		if _, err := t.disconnect(ctx, c, false); err != nil {
 			t.mu.Lock()
 			t.leaving[c] = struct{}{} // retried every tick
 			t.mu.Unlock()
@@ -491,7 +491,7 @@ func (t *Tracker) Disconnect(ctx context.Context, uid int64, connID string) (las
 	t.mu.Lock()
 	delete(t.held, c)
 	t.mu.Unlock()
-	last, err = t.disconnect(ctx, c)
+	last, err = t.disconnect(ctx, c, false)
 	if err != nil {
 		t.mu.Lock()
 		t.leaving[c] = struct{}{}
@@ -510,7 +510,7 @@ func (t *Tracker) disconnectAgain(ctx context.Context) {
 	}
 	t.mu.Unlock()
 	for _, c := range list {
-		if _, err := t.disconnect(ctx, c); err != nil {
+		if _, err := t.disconnect(ctx, c, true); err != nil {
 			t.log.WarnContext(ctx, "presence disconnect failed again; the next tick tries again",
 				"uid", c.UID, "conn", c.ConnID, "err", err)
 			return
@@ -522,8 +522,12 @@ func (t *Tracker) disconnectAgain(ctx context.Context) {
 }
 
 // disconnect runs the disconnect script for c and announces the user
-// offline when c was their last live connection.
-func (t *Tracker) disconnect(ctx context.Context, c Beat) (last bool, err error) {
+// offline when c was their last live connection. Run again (again: a
+// call that failed, whose script may have run in Redis and taken the user
+// out of connected before its answer was lost), it announces them offline
+// whenever no live connection is left, as the call that took them out did
+// not: announce.lua sends it only while it is true.
+func (t *Tracker) disconnect(ctx context.Context, c Beat, again bool) (last bool, err error) {
 	k := t.keys
 	holder := t.id // the script says when another instance holds c
 	for range disconnectTries {
@@ -539,7 +543,7 @@ func (t *Tracker) disconnect(ctx context.Context, c Beat) (last bool, err error)
 			continue
 		}
 		last = toInt(res, 0) == 1
-		if last {
+		if last || again && toInt(res, 2) == 1 {
 			seen := time.Time{}
 			if n := toInt(res, 1); n > 0 {
 				seen = unixMilli(n)

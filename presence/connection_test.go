@@ -845,3 +845,53 @@ func TestLeaseLostWhileRegisteringAgain(t *testing.T) {
 		t.Error("user 1, connected and registered, is offline")
 	}
 }
+
+// replyLost runs the next call of script through the client it hooks, then
+// fails it as a timeout whose command Redis ran would.
+type replyLost struct {
+	script *redis.Script
+	armed  atomic.Bool
+}
+
+func (h *replyLost) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *replyLost) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if runs(cmd, h.script) && h.armed.CompareAndSwap(true, false) {
+			_ = next(ctx, cmd)
+			cmd.SetErr(context.DeadlineExceeded)
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *replyLost) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A last connection's Disconnect whose answer is lost after Redis ran it
+// (the user out of connected, nobody told): the tick's retry finds the user
+// with no live connection and tells the friends they are offline.
+func TestDisconnectAnswerLostStillAnnouncesOffline(t *testing.T) {
+	onBackends(t, func(t *testing.T, e env) {
+		h := &replyLost{script: disconnectScript}
+		e.rdb.AddHook(h)
+		tr := e.tracker(t, Options{})
+		const alice, bob = 1, 2
+		e.befriend(t, alice, bob)
+		mustConnect(t, tr, bob, "bob")
+		events := e.subscribe(t, bob)
+		mustConnect(t, tr, alice, "a")
+		checkEvent(t, nextEvent(t, events, 10*time.Second), alice, true)
+		h.armed.Store(true)
+		if _, err := tr.Disconnect(ctxT(t), alice, "a"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the disconnect: %v, want its answer lost", err)
+		}
+		if err := tr.Heartbeats(ctxT(t), []Beat{{bob, "bob"}}); err != nil { // retries it
+			t.Fatal(err)
+		}
+		if online, _ := presenceOf(t, tr, alice); online {
+			t.Fatal("alice is online, with no connection")
+		}
+		checkEvent(t, nextEvent(t, events, 10*time.Second), alice, false)
+	})
+}

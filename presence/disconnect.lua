@@ -21,8 +21,9 @@
 -- ARGV[2] connection id
 -- ARGV[3] the instance expected to hold the connection
 -- Returns {1 when the user left connected here (friends must be told), last seen
--- ms or nil; nil too while the user has a live connection}, or {-1, the
--- instance holding the connection} when it is not ARGV[3].
+-- ms or nil; nil too while the user has a live connection, 1 when the user
+-- has no live connection left (also when they had left connected before)},
+-- or {-1, the instance holding the connection} when it is not ARGV[3].
 local now = now_ms()
 
 local instance = redis.call('HGET', KEYS[1], ARGV[2])
@@ -45,7 +46,7 @@ for j = 1, #all, 2 do
   end
 end
 if live then
-  return {0, false}
+  return {0, false, 0}
 end
 -- The copy holds the latest activity (see heartbeats.lua): keep it.
 local latest = redis.call('ZSCORE', KEYS[4], ARGV[1])
@@ -56,4 +57,4 @@ end
 local seen = redis.call('ZSCORE', KEYS[3], ARGV[1])
 -- 0 when a sweep took the user out already (and told the friends).
 local last = redis.call('ZREM', KEYS[2], ARGV[1])
-return {last, seen}
+return {last, seen, 1}
