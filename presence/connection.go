@@ -23,6 +23,10 @@ var (
 	//go:embed disconnect.lua
 	disconnectSource string
 	disconnectScript = script(disconnectSource)
+
+	//go:embed release.lua
+	releaseSource string
+	releaseScript = script(releaseSource)
 )
 
 // heldElsewhere is the disconnect script's answer when the connection is
@@ -499,6 +503,27 @@ func (t *Tracker) Disconnect(ctx context.Context, uid int64, connID string) (las
 		return false, fmt.Errorf("disconnect %d: %w", uid, err)
 	}
 	return last, nil
+}
+
+// Release lets go of connection connID of uid, which closed as this
+// instance drains or shuts down and whose client reconnects elsewhere: it
+// counts no longer against the user's cap of live connections, but the
+// user stays online, with no frame, until they connect again elsewhere or,
+// not coming back, the sweep of this instance, once its lease runs out,
+// tells the friends they are offline (release.lua). A Release that fails
+// leaves the connection to that sweep as before.
+func (t *Tracker) Release(ctx context.Context, uid int64, connID string) error {
+	c := Beat{UID: uid, ConnID: connID}
+	if err := checkConn(c); err != nil {
+		return fmt.Errorf("release %d: %w", uid, err)
+	}
+	t.mu.Lock()
+	delete(t.held, c)
+	t.mu.Unlock()
+	if err := releaseScript.Run(ctx, t.rdb, []string{t.keys.conns(uid)}, connID, t.id).Err(); err != nil {
+		return fmt.Errorf("release %d: %w", uid, err)
+	}
+	return nil
 }
 
 // disconnectAgain retries the disconnects that failed.

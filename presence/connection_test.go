@@ -895,3 +895,52 @@ func TestDisconnectAnswerLostStillAnnouncesOffline(t *testing.T) {
 		checkEvent(t, nextEvent(t, events, 10*time.Second), alice, false)
 	})
 }
+
+// A connection released as its instance drains counts no longer against
+// its user's cap, and leaves the user online with no frame; a user who
+// does not come back is taken out by the sweep of the instance once its
+// lease runs out, and the friends are told then.
+func TestReleasedConnectionLeftToTheSweep(t *testing.T) {
+	onBackends(t, func(t *testing.T, e env) {
+		ctx := ctxT(t)
+		k := e.keys()
+		draining := e.tracker(t, Options{CountsTTL: -1, MaxConnsPerUser: 1})
+		sweeper := e.tracker(t, Options{CountsTTL: -1, MaxConnsPerUser: 1})
+		const alice, bob = 1, 2
+		e.befriend(t, alice, bob)
+		mustConnect(t, sweeper, bob, "bob")
+		events := e.subscribe(t, bob)
+		mustConnect(t, draining, alice, "a")
+		checkEvent(t, nextEvent(t, events, 10*time.Second), alice, true)
+		if err := draining.Release(ctx, alice, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if online, _ := presenceOf(t, sweeper, alice); !online {
+			t.Error("alice, released, is offline before her instance's lease ran out")
+		}
+		// Her place is free: a connection elsewhere is taken, not refused.
+		if _, err := sweeper.Open(ctx, alice, "a2"); err != nil {
+			t.Fatalf("alice's reconnection elsewhere: %v", err)
+		}
+		if _, err := sweeper.Disconnect(ctx, alice, "a2"); err != nil {
+			t.Fatal(err)
+		}
+		checkEvent(t, nextEvent(t, events, 10*time.Second), alice, false)
+		// Connected again, released again, and gone: the sweep tells bob.
+		mustConnect(t, draining, alice, "a3")
+		checkEvent(t, nextEvent(t, events, 10*time.Second), alice, true)
+		if err := draining.Release(ctx, alice, "a3"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rdb.ZAdd(ctx, k.instances(), redis.Z{Score: 1, Member: draining.id}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := sweeper.Sweep(ctx); err != nil || n != 1 {
+			t.Fatalf("sweep = %d, %v; want alice taken out", n, err)
+		}
+		checkEvent(t, nextEvent(t, events, 10*time.Second), alice, false)
+		if online, _ := presenceOf(t, sweeper, alice); online {
+			t.Error("alice, released and swept, is online")
+		}
+	})
+}

@@ -207,6 +207,7 @@ func (memPresence) Open(context.Context, int64, string) (presence.Opened, error)
 }
 func (memPresence) Heartbeats(context.Context, []presence.Beat) error       { return nil }
 func (memPresence) Disconnect(context.Context, int64, string) (bool, error) { return true, nil }
+func (memPresence) Release(context.Context, int64, string) error            { return nil }
 
 // clusterEnv is a hub on a Redis Cluster over memFeed and memPresence,
 // served by httptest.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"chorus/presence"
 	"chorus/protocol"
 
 	"github.com/coder/websocket"
@@ -127,5 +128,46 @@ func TestDrainCutShortSpreadsTheRest(t *testing.T) {
 	}
 	if now != 1 || later != streams-1 {
 		t.Fatalf("%d told to reconnect at once and %d within the window, want 1 and %d", now, later, streams-1)
+	}
+}
+
+// The streams a drain moves count no longer against their user's cap of
+// live connections: a user with as many streams as the cap, all moved,
+// reconnects them all to another instance at once, and stays online
+// throughout, told offline to no friend.
+func TestDrainedStreamsFreeTheirPlaces(t *testing.T) {
+	t.Parallel()
+	o := envOptions{presence: presence.Options{MaxConnsPerUser: 3}}
+	a := newEnv(t, o)
+	b := a.peer(o)
+	alice := a.signUp("alice")
+	var moving []*stream
+	for range 3 {
+		moving = append(moving, a.connect(alice))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := a.hub.Drain(ctx, 300*time.Millisecond); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	for _, s := range moving {
+		s.closed(10 * time.Second)
+	}
+	for i := range 3 {
+		ws, res, err := b.dial(alice, nil)
+		if err != nil {
+			code := 0
+			if res != nil {
+				code = res.StatusCode
+			}
+			t.Fatalf("reconnect %d after the drain: %v (%d, %v)", i, err, code, b.refusal())
+		}
+		s := newStream(t, ws)
+		if f := s.next(10 * time.Second); f.Type != protocol.TypeReady {
+			t.Fatalf("reconnect %d: first frame %v, want ready", i, f)
+		}
+	}
+	if online, err := b.presence.Presences(t.Context(), []int64{alice.id}); err != nil || !online[0].Online {
+		t.Errorf("alice after her streams moved: %+v, %v; want online", online, err)
 	}
 }

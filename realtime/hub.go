@@ -63,6 +63,10 @@ type Presence interface {
 	Open(ctx context.Context, uid int64, connID string) (presence.Opened, error)
 	Heartbeats(ctx context.Context, beats []presence.Beat) error
 	Disconnect(ctx context.Context, uid int64, connID string) (last bool, err error)
+	// Release lets go of a connection closed as the instance drains or
+	// shuts down, leaving its user online for their reconnection
+	// elsewhere.
+	Release(ctx context.Context, uid int64, connID string) error
 }
 
 var (

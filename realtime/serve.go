@@ -251,16 +251,21 @@ func (c *conn) finish(end websocket.CloseError) {
 	c.closers.Wait()
 	c.queue.hold()
 
+	h.beats.settle() // no beat of this closed connection is written after
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	if !c.shuttingDown.Load() {
 		// A clean end, or one this instance saw: tell friends now rather
 		// than when the instance's lease runs out.
-		h.beats.settle() // no beat of this closed connection is written after
-		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if _, err := h.presence.Disconnect(dctx, c.uid, c.id); err != nil {
 			h.log.Warn("presence disconnect failed; retried at the next tick", "uid", c.uid, "err", err)
 		}
-		dcancel()
+	} else if err := h.presence.Release(dctx, c.uid, c.id); err != nil {
+		// Moved by a drain: its user stays online for the reconnection,
+		// which the connection counts against no longer; failed, it is
+		// left to this instance's lease as before.
+		h.log.Warn("presence release failed; left to the lease", "uid", c.uid, "err", err)
 	}
+	dcancel()
 	h.log.Log(context.Background(), why.rule().level, "stream closed", "uid", c.uid, "conn", c.id, "code", int(end.Code), "reason", end.Reason,
 		"by", by, "duration", lived.Round(time.Millisecond))
 }
