@@ -105,6 +105,7 @@ func (t *Tracker) admit(ctx context.Context, conns []Beat) (registered, error) {
 	if err != nil {
 		for _, c := range conns {
 			t.leaving[c] = struct{}{}
+			t.unsure[c.UID] = struct{}{}
 		}
 		return res, err
 	}
@@ -544,6 +545,18 @@ func (t *Tracker) disconnectAgain(ctx context.Context) {
 		delete(t.leaving, c)
 		t.mu.Unlock()
 	}
+	// A failed register may have made its user connected with nobody told,
+	// and their next stream then counts them told already: announced
+	// online now, which goes out only while they are connected.
+	t.mu.Lock()
+	now := unixMilli(time.Now().UnixMilli() + t.skew.Load()) // Redis's clock, as the scripts'
+	unsure := make([]userSeen, 0, len(t.unsure))
+	for uid := range t.unsure {
+		unsure = append(unsure, userSeen{uid: uid, seen: now})
+	}
+	clear(t.unsure)
+	t.mu.Unlock()
+	t.announceAll(ctx, unsure, true)
 }
 
 // disconnect runs the disconnect script for c and announces the user

@@ -944,3 +944,33 @@ func TestReleasedConnectionLeftToTheSweep(t *testing.T) {
 		}
 	})
 }
+
+// A stream's registration whose answer is lost after Redis ran it (the
+// user connected, nobody told) leaves the user's next stream counting them
+// told already: the tick that retries the lost one's disconnect announces
+// them online, since they still are.
+func TestOpenAnswerLostStillAnnouncesOnline(t *testing.T) {
+	onBackends(t, func(t *testing.T, e env) {
+		h := &replyLost{script: registerScript}
+		e.rdb.AddHook(h)
+		tr := e.tracker(t, Options{})
+		const alice, bob = 1, 2
+		e.befriend(t, alice, bob)
+		mustConnect(t, tr, bob, "bob")
+		events := e.subscribe(t, bob)
+		h.armed.Store(true)
+		if _, err := tr.Open(ctxT(t), alice, "a1"); err == nil {
+			t.Fatal("the first stream's registration did not fail")
+		}
+		if _, err := tr.Open(ctxT(t), alice, "a2"); err != nil { // the client tries again
+			t.Fatal(err)
+		}
+		if err := tr.Heartbeats(ctxT(t), []Beat{{bob, "bob"}, {alice, "a2"}}); err != nil {
+			t.Fatal(err)
+		}
+		if online, _ := presenceOf(t, tr, alice); !online {
+			t.Fatal("alice, with a stream, is offline")
+		}
+		checkEvent(t, nextEvent(t, events, 10*time.Second), alice, true)
+	})
+}

@@ -155,6 +155,11 @@ type Tracker struct {
 	mu      sync.Mutex
 	held    map[Beat]struct{} // the connections registered through this instance
 	leaving map[Beat]struct{} // connections whose Disconnect failed, retried every tick
+	// unsure are the users of register calls that failed, which may have
+	// run all the same (an answer lost) and made the user connected
+	// unannounced: once the disconnects are retried, each is announced
+	// online while still connected (disconnectAgain).
+	unsure map[int64]struct{}
 	server  string            // Redis's run_id at the last tick
 	// registering is closed when the registerAgain under way, on a
 	// goroutine of its own, ends; nil when none runs. Under mu.
@@ -191,6 +196,7 @@ func New(rdb redis.UniversalClient, opts Options) *Tracker {
 	t := &Tracker{
 		id: uuid.NewString(), rdb: rdb, cluster: cluster, bus: bus.New(rdb, opts.Prefix), opts: opts, keys: k,
 		log: opts.Logger, now: time.Now, held: map[Beat]struct{}{}, leaving: map[Beat]struct{}{},
+		unsure: map[int64]struct{}{},
 	}
 	t.opens.Do = t.openBatch
 	t.opens.OpenSpaced()
