@@ -160,7 +160,7 @@ type Tracker struct {
 	// unannounced: once the disconnects are retried, each is announced
 	// online while still connected (disconnectAgain).
 	unsure map[int64]struct{}
-	server  string            // Redis's run_id at the last tick
+	server string // Redis's run_id at the last tick
 	// registering is closed when the registerAgain under way, on a
 	// goroutine of its own, ends; nil when none runs. Under mu.
 	registering chan struct{}
