@@ -260,9 +260,9 @@ func (t *Tracker) heartbeats(ctx context.Context, users []int64) (lost bool, err
 	}
 	err = t.inMinute(func(minute int64) (int64, bool, error) {
 		fresh, done := t.unwritten(minute, users)
-		args := make([]any, 0, 6+len(users))
+		args := make([]any, 0, 7+len(users))
 		args = append(args, t.id, ms(t.opts.Window), minute, int64(activeKeyTTL/time.Second),
-			len(fresh), rebuilt)
+			len(fresh), rebuilt, t.again.Load() != 0)
 		args = append(append(args, fresh...), done...)
 		res, err := heartbeatsScript.Run(ctx, t.rdb, []string{
 			k.lastSeen(), k.onlineCopy(), k.instances(), k.activeUsers(minute), k.activeHLL(minute),

@@ -24,9 +24,11 @@
 -- may have been swept, or Redis lost its data; it then registers its
 -- connections again (register.lua). Until then a user the sweep took out of
 -- connected (their friends told offline) must not reappear in the copy,
--- where readers would see them online: only the users still in connected
--- go into it (one ZMSCORE a call), and with the lease lost every user's
--- time goes to last.seen.
+-- where readers would see them online: with the lease lost, and at every
+-- tick after until the instance has registered its connections again
+-- (ARGV[7]), only the users still in connected go into it (one ZMSCORE a
+-- call, which a tick of an instance in good standing spares), and every
+-- user's time goes to last.seen.
 --
 -- KEYS[1] last.seen (uid -> last activity, unix ms)
 -- KEYS[2] the shared online copy (uid -> last activity)
@@ -41,12 +43,14 @@
 -- ARGV[5] how many users, first in the list, the instance did not write to
 --         last.seen and the active set in minute ARGV[3]
 -- ARGV[6] 1 when the copy is rebuilt from last.seen on every read
--- ARGV[7..] the users' ids, each once
+-- ARGV[7] 1 while the instance has yet to register its connections again
+--         after a lost lease (or lost writes)
+-- ARGV[8..] the users' ids, each once
 -- Returns {now ms, 1 when the lease had run out (or never existed)}, or
 -- {now ms, -1} when there are users and ARGV[3] is not the minute now: then
 -- nothing is written, and the caller runs it again with that minute's keys.
 local now = now_ms()
-local first = 7
+local first = 8
 if #ARGV >= first and math.floor(now / 60000) ~= tonumber(ARGV[3]) then
   return {now, -1}
 end
@@ -81,11 +85,16 @@ if fresh >= first then
   redis.call('EXPIRE', KEYS[5], ARGV[4])
 end
 
--- Into the copy, only those still in connected: a user the sweep took out
--- stays out until registered again, for every tick of an instance that has
--- yet to register its connections again after a lost lease, not only the
--- tick that learns it was lost.
-if copy then
+if copy and lost == 0 and ARGV[7] ~= '1' then
+  local all = seen(first, #ARGV)
+  redis.call('ZADD', KEYS[2], unpack(all))
+  if fresh >= first then
+    redis.call('ZADD', KEYS[1], unpack(all, 1, 2 * (fresh - first + 1)))
+  end
+  return {now, lost}
+end
+redis.call('ZADD', KEYS[1], unpack(seen(first, #ARGV)))
+if copy then -- the lease lost, or not yet registered again: those still connected only
   local told = redis.call('ZMSCORE', KEYS[6], unpack(ARGV, first, #ARGV))
   local still, n = {}, 0
   for i = first, #ARGV do
@@ -97,12 +106,5 @@ if copy then
   if n > 0 then
     redis.call('ZADD', KEYS[2], unpack(still))
   end
-end
-if copy and lost == 0 then
-  if fresh >= first then
-    redis.call('ZADD', KEYS[1], unpack(seen(first, fresh)))
-  end
-else
-  redis.call('ZADD', KEYS[1], unpack(seen(first, #ARGV)))
 end
 return {now, lost}
