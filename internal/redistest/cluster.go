@@ -73,14 +73,25 @@ type Cluster struct {
 
 // StartCluster starts a cluster of masters, each with replicas replicas,
 // stopped when the test ends.
+//
+// A start that fails is made again, up to three times in all: a node's
+// port, free when picked, may be taken by another process before the node
+// binds it (or its cluster bus port, 10,000 above), and the node is then
+// gone by the time the cluster is created, on a busy machine running many
+// tests at once.
 func StartCluster(tb testing.TB, masters, replicas int) *Cluster {
 	tb.Helper()
-	c, err := startCluster(masters, replicas)
-	if err != nil {
-		tb.Fatalf("redistest: %v", err)
+	var err error
+	for range 3 {
+		var c *Cluster
+		if c, err = startCluster(masters, replicas); err == nil {
+			tb.Cleanup(c.Stop)
+			return c
+		}
+		tb.Logf("redistest: a cluster did not start, starting another: %v", err)
 	}
-	tb.Cleanup(c.Stop)
-	return c
+	tb.Fatalf("redistest: %v", err)
+	return nil
 }
 
 // Addrs returns the addresses of every node.
