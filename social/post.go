@@ -85,11 +85,9 @@ type PostRequest struct {
 	Token   string // the session's token
 	ReplyTo int64  // the status answered; 0: none
 	Message string
-	// Admit, when set, queues on the post's first round trip what decides
-	// whether uid may post now (a rate limit), and returns what reads its
-	// answer once that ran: nil lets the post go on, an error refuses it
-	// and is returned as it is.
-	Admit func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error
+	// Admit, when set, is queued on the post's first round trip: whether
+	// the user may post now (a rate limit).
+	Admit Admit
 }
 
 // PostAs posts as the user whose session req.Token is, after the session
@@ -132,7 +130,7 @@ type postInput struct {
 	note    bool   // note uid's activity in the first round trip (see noteActivity)
 	replyTo int64
 	message string
-	admit   func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error
+	admit   Admit
 }
 
 // postReads are the answers of a post's first round trip.

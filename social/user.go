@@ -535,18 +535,34 @@ var (
 // check: one round trip more only for a session the instance has not seen
 // of a user it noted lately.
 func (s *Service) Authenticate(ctx context.Context, token string) (int64, error) {
+	return s.AuthenticateAdmit(ctx, token, nil)
+}
+
+// Admit queues on a round trip what decides whether uid's request may go
+// on now (a rate limit per user), and returns what reads its answer once
+// that ran: nil lets the request go on; an error refuses it, and is
+// returned as it is.
+type Admit func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error
+
+// AuthenticateAdmit is Authenticate with admit (nil: none) queued in the
+// round trip that reads the account's standing: the session's own for a
+// session the instance saw lately, else the one after it. It costs no
+// round trip of its own. A session that is gone, or an account that
+// fell, is refused as such whatever admit answers (whose unit is spent all
+// the same when the instance took a session that ended for uid's).
+func (s *Service) AuthenticateAdmit(ctx context.Context, token string, admit Admit) (int64, error) {
 	if !tokenShaped(token) {
 		return 0, ErrUnauthenticated
 	}
 	id := hashToken(token)
 	if uid, known := s.sessionUsers.Get(id); known {
-		return s.authenticateKnown(ctx, id, uid)
+		return s.authenticateKnown(ctx, id, uid, admit)
 	}
 	uid, err := s.sessionOf(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	return s.authenticateFound(ctx, id, uid)
+	return s.authenticateFound(ctx, id, uid, admit)
 }
 
 // authenticateKnown is Authenticate on session id, which this instance saw
@@ -555,7 +571,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (int64, error)
 // the session still stands (queueNote), where the note would else follow
 // the check in a round trip of its own (on a cluster it does, see
 // checksSessionInNote).
-func (s *Service) authenticateKnown(ctx context.Context, id string, uid int64) (int64, error) {
+func (s *Service) authenticateKnown(ctx context.Context, id string, uid int64, admit Admit) (int64, error) {
 	pipe := s.rdb.Pipeline()
 	session := s.queueSession(ctx, pipe, id)
 	standing := s.queueStanding(ctx, pipe, uid)
@@ -563,9 +579,12 @@ func (s *Service) authenticateKnown(ctx context.Context, id string, uid int64) (
 	if s.checksSessionInNote() {
 		note = s.queueNote(ctx, pipe, uid, id)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("authenticate: %w", err)
+	var admitted func() error
+	if admit != nil {
+		admitted = admit(ctx, pipe, uid)
 	}
+	// Each command's error is read with its answer: the session's first.
+	_, _ = pipe.Exec(ctx)
 	if got, err := sessionUID(session); err != nil {
 		return 0, fmt.Errorf("authenticate: %w", err)
 	} else if got != uid {
@@ -584,25 +603,43 @@ func (s *Service) authenticateKnown(ctx context.Context, id string, uid int64) (
 	if noted != nil {
 		return 0, fmt.Errorf("authenticate: %w", noted)
 	}
+	if err := admittedBy(admitted); err != nil {
+		return 0, err
+	}
 	return uid, nil
+}
+
+// admittedBy is the answer of an Admit's check, nil when there was none. It
+// is read after the note of the user's activity, whose rebuild of a home
+// timeline (a user back after long away) a refusal must not skip.
+func admittedBy(check func() error) error {
+	if check == nil {
+		return nil
+	}
+	return check()
 }
 
 // authenticateFound finishes Authenticate on session id, found uid's by a
 // round trip of its own (sessionOf): a second reads whether uid's account
 // stands, with the note of uid's activity, which the check of the session
 // had to come before.
-func (s *Service) authenticateFound(ctx context.Context, id string, uid int64) (int64, error) {
+func (s *Service) authenticateFound(ctx context.Context, id string, uid int64, admit Admit) (int64, error) {
 	pipe := s.rdb.Pipeline()
 	standing := s.queueStanding(ctx, pipe, uid)
 	note := s.queueNote(ctx, pipe, uid, "")
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("authenticate: %w", err)
+	var admitted func() error
+	if admit != nil {
+		admitted = admit(ctx, pipe, uid)
 	}
+	_, _ = pipe.Exec(ctx) // as authenticateKnown
 	if err := s.refuseFallen(ctx, id, uid, standing); err != nil {
 		return 0, err
 	}
 	if err := s.notedBy(ctx, uid, note); err != nil {
 		return 0, fmt.Errorf("authenticate: %w", err)
+	}
+	if err := admittedBy(admitted); err != nil {
+		return 0, err
 	}
 	return uid, nil
 }

@@ -58,6 +58,10 @@ func (s *Server) requireCredentials(w http.ResponseWriter, r *http.Request) (tok
 // the context. With required set, a request without a valid session gets 401;
 // otherwise only a request with bad credentials does. Cookie-authenticated
 // writes from an origin that is not allowed get 403.
+//
+// The route's limit per user, once known (learnLimit), is counted in the
+// session check's round trip rather than in one of its own after it: a
+// request refused is answered 429 here, as its limit would.
 func (s *Server) authenticate(required bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -70,27 +74,40 @@ func (s *Server) authenticate(required bool) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			uid, ok := s.authenticated(w, r, token, byCookie)
+			badOrigin := byCookie && isWrite(r.Method) && !s.originAllowed(r)
+			// A write refused for its origin spends none of its limit.
+			limit := s.sessionLimit(r)
+			if badOrigin {
+				limit = nil
+			}
+			if !limit.passGate(w, r) {
+				return
+			}
+			uid, ok := s.authenticated(w, r, token, byCookie, limit.admit())
 			if !ok {
 				return
 			}
-			if byCookie && isWrite(r.Method) && !s.originAllowed(r) {
+			if badOrigin {
 				s.writeError(w, r, errBadOrigin)
 				return
 			}
-			v := Viewer{UID: uid, Token: token, ByCookie: byCookie}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
+			ctx := context.WithValue(r.Context(), viewerKey{}, Viewer{UID: uid, Token: token, ByCookie: byCookie})
+			if limit != nil {
+				ctx = context.WithValue(ctx, countedKey{}, limit)
+			}
+			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
 }
 
 // authenticated returns the user of the session of token, or answers the
-// request when there is none (or Redis does not say).
-func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, token string, byCookie bool) (int64, bool) {
+// request when there is none, when admit (nil: none) refuses it, or when
+// Redis does not say.
+func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, token string, byCookie bool, admit social.Admit) (int64, bool) {
 	if !s.passEnded(w, r) {
 		return 0, false
 	}
-	uid, err := s.social.Authenticate(r.Context(), token)
+	uid, err := s.social.AuthenticateAdmit(r.Context(), token, admit)
 	return s.sessionChecked(w, r, byCookie, uid, err)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"chorus/internal/luatext"
 	"chorus/internal/slots"
+	"chorus/social"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,10 +24,10 @@ var (
 	limitGCRAScript = redis.NewScript(luatext.Compact(limitGCRASource))
 )
 
-// queuedLimit is a rate limit per signed-in user counted in a round trip
-// the request makes anyway (see social.PostRequest.Admit), on the key and
-// with the algorithm of the limiter, so that both count one budget. Its
-// gate is checked first, as limit's is.
+// queuedLimit is a rate limit counted in a round trip the request makes
+// anyway (a post's first, a stream's opening, a session's check: see
+// social.Admit), on the key and with the algorithm of the limiter, so that
+// both count one budget. Its gate is checked first, as limit's is.
 type queuedLimit struct {
 	s    *Server
 	l    rateLimit
@@ -47,14 +48,14 @@ func (q *queuedLimit) passGate(w http.ResponseWriter, r *http.Request) bool {
 	return q == nil || q.s.gateInLimit(q.gate, w, r)
 }
 
-// admit is the social.PostRequest.Admit of the limit: it queues one unit
-// for uid, and its check answers a *rateLimitedError when refused.
-func (q *queuedLimit) admit() func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error {
+// admit is the social.Admit of the limit: it queues one unit for uid, and
+// its check answers a *rateLimitedError when refused.
+func (q *queuedLimit) admit() social.Admit {
 	if q == nil {
 		return nil
 	}
 	return func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error {
-		return q.queue(ctx, pipe, strconv.FormatInt(uid, 10))
+		return q.queue(ctx, pipe, q.l.user(uid))
 	}
 }
 

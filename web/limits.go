@@ -86,26 +86,51 @@ type rateLimit struct {
 	limit   redis_rate.Limit
 	refused *atomic.Int64
 	message string
-	key     func(r *http.Request) string // whom the request is counted for
+	// user is whom a signed-in user's requests are counted for, given the
+	// user; nil for a limit per client address.
+	user func(uid int64) string
+	// key is whom any other request is counted for (a visitor's, or every
+	// request's when user is nil).
+	key func(r *http.Request) string
 	// perAddress says key is the client address: the limit's gate counts
 	// by it too, whatever credentials the request carries.
 	perAddress bool
 }
 
+// client is whom l counts the request for.
+func (l rateLimit) client(r *http.Request) string {
+	if v, ok := viewerFrom(r.Context()); ok && l.user != nil {
+		return l.user(v.UID)
+	}
+	return l.key(r)
+}
+
 // limit refuses, with 429 and Retry-After, requests over l. A limit that
 // cannot be checked because Redis is away answers as Redis being away. Its
 // gate (gate.go) refuses a client far over it without asking Redis.
+//
+// A limit counted per user tells the route's authenticate that it is the
+// route's (learnLimit) on the route's first signed-in request: from then
+// on, it is counted with the session's check, in the same round trip,
+// and authenticate answers its refusals.
 func (s *Server) limit(l rateLimit) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		if l.limit.IsZero() || s.limiter == nil {
+		q := s.newQueuedLimit(l)
+		if q == nil {
 			return next
 		}
-		g := s.gates.newGate(l)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !s.gateInLimit(g, w, r) {
+			if counted, _ := r.Context().Value(countedKey{}).(*queuedLimit); counted == q {
+				next.ServeHTTP(w, r)
 				return
 			}
-			res, err := s.limiter.Allow(r.Context(), s.keys.limit(l.name, l.key(r)), l.limit)
+			if !q.passGate(w, r) {
+				return
+			}
+			if _, ok := viewerFrom(r.Context()); ok && l.user != nil {
+				s.learnLimit(routeOf(r), q)
+			}
+			res, err := s.limiter.Allow(r.Context(), s.keys.limit(l.name, l.client(r)), l.limit)
 			if err != nil {
 				s.writeError(w, r, fmt.Errorf("rate limit %s: %w", l.name, err))
 				return
@@ -133,10 +158,26 @@ func retryAfter(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }
 
-func byViewer(r *http.Request) string {
-	v, _ := viewerFrom(r.Context())
-	return strconv.FormatInt(v.UID, 10)
+// countedKey is the context key of the limit authenticate counted with the
+// session's check, a *queuedLimit.
+type countedKey struct{}
+
+// learnLimit makes q the limit authenticate counts with the sessions of
+// route's requests, unless the route has one.
+func (s *Server) learnLimit(route string, q *queuedLimit) {
+	s.sessionLimits.LoadOrStore(route, q)
 }
+
+// sessionLimit is the limit authenticate counts with the session of r's
+// route (learnLimit), nil while there is none.
+func (s *Server) sessionLimit(r *http.Request) *queuedLimit {
+	q, _ := s.sessionLimits.Load(routeOf(r))
+	limit, _ := q.(*queuedLimit)
+	return limit
+}
+
+// byUser counts a signed-in user's requests for the user.
+func byUser(uid int64) string { return strconv.FormatInt(uid, 10) }
 
 func (s *Server) signUpLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
@@ -156,72 +197,68 @@ func (s *Server) signInLimit() func(http.Handler) http.Handler {
 // round trip (see post).
 func (s *Server) postLimit() *queuedLimit {
 	return s.newQueuedLimit(rateLimit{
-		name: "post", limit: s.limits.PostsPerUser, refused: &s.limitStats.posts, key: byViewer,
+		name: "post", limit: s.limits.PostsPerUser, refused: &s.limitStats.posts, user: byUser,
 		message: "You are posting too fast.",
 	})
 }
 
 func (s *Server) followLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "follow", limit: s.limits.FollowsPerUser, refused: &s.limitStats.follows, key: byViewer,
+		name: "follow", limit: s.limits.FollowsPerUser, refused: &s.limitStats.follows, user: byUser,
 		message: "You are following and unfollowing too fast.",
 	})
 }
 
 func (s *Server) listLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "list", limit: s.limits.ListWritesPerUser, refused: &s.limitStats.lists, key: byViewer,
+		name: "list", limit: s.limits.ListWritesPerUser, refused: &s.limitStats.lists, user: byUser,
 		message: "You are changing lists too fast.",
 	})
 }
 
 func (s *Server) blockLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "block", limit: s.limits.BlocksPerUser, refused: &s.limitStats.blocks, key: byViewer,
+		name: "block", limit: s.limits.BlocksPerUser, refused: &s.limitStats.blocks, user: byUser,
 		message: "You are blocking and muting too fast.",
 	})
 }
 
 func (s *Server) profileLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "profile", limit: s.limits.ProfileEditsPerUser, refused: &s.limitStats.profiles, key: byViewer,
+		name: "profile", limit: s.limits.ProfileEditsPerUser, refused: &s.limitStats.profiles, user: byUser,
 		message: "You are editing your profile too often.",
 	})
 }
 
 func (s *Server) exportLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "export", limit: s.limits.ExportsPerUser, refused: &s.limitStats.exports, key: byViewer,
+		name: "export", limit: s.limits.ExportsPerUser, refused: &s.limitStats.exports, user: byUser,
 		message: "You have exported your account as often as one may for now.",
 	})
 }
 
 func (s *Server) passwordLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "password", limit: s.limits.PasswordChecksPerUser, refused: &s.limitStats.passwords, key: byViewer,
+		name: "password", limit: s.limits.PasswordChecksPerUser, refused: &s.limitStats.passwords, user: byUser,
 		message: "You have given your password too often lately.",
 	})
 }
 
 func (s *Server) actionLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "action", limit: s.limits.ActionsPerUser, refused: &s.limitStats.actions, key: byViewer,
+		name: "action", limit: s.limits.ActionsPerUser, refused: &s.limitStats.actions, user: byUser,
 		message: "You are deleting statuses or acting as an admin too fast.",
 	})
 }
 
-// byClient counts a signed-in request for its user and any other for its
-// client address.
-func (s *Server) byClient(r *http.Request) string {
-	if v, ok := viewerFrom(r.Context()); ok {
-		return "u" + strconv.FormatInt(v.UID, 10)
-	}
-	return "a" + s.clientAddr(r)
-}
+// A limit per client counts a signed-in request for its user (byClientUser)
+// and any other for its client address (byVisitor).
+func byClientUser(uid int64) string                { return "u" + strconv.FormatInt(uid, 10) }
+func (s *Server) byVisitor(r *http.Request) string { return "a" + s.clientAddr(r) }
 
 func (s *Server) searchLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "search", limit: s.limits.SearchesPerClient, refused: &s.limitStats.searches, key: s.byClient,
+		name: "search", limit: s.limits.SearchesPerClient, refused: &s.limitStats.searches, user: byClientUser, key: s.byVisitor,
 		message: "You are searching too fast.",
 	})
 }
@@ -229,14 +266,14 @@ func (s *Server) searchLimit() func(http.Handler) http.Handler {
 // readLimit bounds reads per user, or per client address for visitors.
 func (s *Server) readLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "read", limit: s.limits.ReadsPerClient, refused: &s.limitStats.reads, key: s.byClient,
+		name: "read", limit: s.limits.ReadsPerClient, refused: &s.limitStats.reads, user: byClientUser, key: s.byVisitor,
 		message: "You are reading too fast.",
 	})
 }
 
 func (s *Server) reportLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "report", limit: s.limits.ReportsPerUser, refused: &s.limitStats.reports, key: byViewer,
+		name: "report", limit: s.limits.ReportsPerUser, refused: &s.limitStats.reports, user: byUser,
 		message: "You have filed many reports lately; an admin is looking at them.",
 	})
 }
@@ -244,7 +281,7 @@ func (s *Server) reportLimit() func(http.Handler) http.Handler {
 // streamSendLimit bounds the frames a user posts for their streams.
 func (s *Server) streamSendLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "streamsend", limit: s.limits.StreamSendsPerUser, refused: &s.limitStats.streamSends, key: byViewer,
+		name: "streamsend", limit: s.limits.StreamSendsPerUser, refused: &s.limitStats.streamSends, user: byUser,
 		message: "You are sending frames to your streams too fast.",
 	})
 }

@@ -82,7 +82,7 @@ func (s *Server) readable(r *http.Request, id int64) error {
 
 func (s *Server) reactLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "react", limit: s.limits.ReactionsPerUser, refused: &s.limitStats.reactions, key: byViewer,
+		name: "react", limit: s.limits.ReactionsPerUser, refused: &s.limitStats.reactions, user: byUser,
 		message: "You are liking and reposting too fast.",
 	})
 }

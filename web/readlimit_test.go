@@ -1,11 +1,14 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 
+	"chorus/internal/redistest"
 	"chorus/social"
 	"chorus/web"
 )
@@ -67,4 +70,71 @@ func TestReadLimit(t *testing.T) {
 	if got := in.metric(t, "chorus_rate_limited_total", `limit="read"`); got != 3 {
 		t.Fatalf("chorus_rate_limited_total{limit=read} = %v, want 3", got)
 	}
+}
+
+// A signed-in request's limit is counted in the round trip that checks its
+// session, not in one of its own: a limited request makes as many round
+// trips as the same request with no limit at all, for a session the
+// instance saw before and for one it did not. The limit holds all the same
+// (TestReadLimit, TestFollowLimit).
+func TestLimitRidesWithTheSession(t *testing.T) {
+	e := newEnv(t, social.Options{})
+	e.connContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, counted{}, true)
+	}
+	hook := &roundTrips{}
+	plain := e.startOn(redistest.WithHook(t, e.rdb, hook))
+	// Each budget is what ada spends below on limited: four requests a
+	// route (three reads, a search, a follow).
+	e.limits = web.Limits{ReadsPerClient: perHour(12), SearchesPerClient: perHour(4), FollowsPerUser: perHour(4)}
+	limited := e.startOn(redistest.WithHook(t, e.rdb, hook))
+	e.connContext = nil
+	other := e.start()
+	ada := other.signUp(t, "ada")
+	other.signUp(t, "bob")
+
+	trips := func(c *client, want int, method, path string) []string {
+		t.Helper()
+		hook.start()
+		c.must(want, method, path, nil, nil)
+		sent, _ := hook.stop()
+		return sent
+	}
+	routes := []struct {
+		want         int
+		method, path string
+	}{
+		{http.StatusOK, "GET", "/api/v1/me"},                   // a read signed in
+		{http.StatusOK, "GET", "/api/v1/notifications/unread"}, // another
+		{http.StatusOK, "GET", "/api/v1/users/bob"},            // a read open to visitors, signed in
+		{http.StatusOK, "GET", "/api/v1/users?q=bo"},           // a search
+		{http.StatusOK, "PUT", "/api/v1/following/bob"},        // a write
+	}
+	for _, rt := range routes {
+		// Twice on each: the first request of a route tells it its limit,
+		// and a first call loads its script.
+		for _, in := range []*instance{plain, limited} {
+			for range 2 {
+				trips(in.as(ada), rt.want, rt.method, rt.path)
+			}
+		}
+		want := trips(plain.as(ada), rt.want, rt.method, rt.path)
+		if got := trips(limited.as(ada), rt.want, rt.method, rt.path); len(got) != len(want) {
+			t.Errorf("%s %s limited: %d round trips %q; with no limit: %d %q", rt.method, rt.path, len(got), got, len(want), want)
+		}
+		// A session neither instance saw: read first, in a round trip of
+		// its own; the limit rides with the next.
+		fresh := other.signIn(t, "ada")
+		want = trips(plain.as(fresh), rt.want, rt.method, rt.path)
+		fresh = other.signIn(t, "ada")
+		if got := trips(limited.as(fresh), rt.want, rt.method, rt.path); len(got) != len(want) {
+			t.Errorf("%s %s limited, a session the instance never saw: %d round trips %q; with no limit: %d %q",
+				rt.method, rt.path, len(got), got, len(want), want)
+		}
+	}
+	// Each was counted once: every budget is spent, none overspent.
+	for _, rt := range routes {
+		refused(t, rt.method+" "+rt.path+" past its budget", limited.as(ada).do(rt.method, rt.path, nil))
+	}
+	refused(t, "a read past the budget by a session the instance never saw", limited.as(other.signIn(t, "ada")).do("GET", "/api/v1/me", nil))
 }

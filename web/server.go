@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"chorus/presence"
@@ -76,6 +77,7 @@ type Server struct {
 
 	requestTimeout time.Duration
 	gates          gates
+	sessionLimits  sync.Map // "METHOD pattern" -> the *queuedLimit authenticate counts (learnLimit)
 	connStats      *ConnStats
 
 	// allowedOriginList holds the allowed origins as the CSP names them:

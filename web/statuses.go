@@ -29,7 +29,7 @@ func (s *Server) post(limit *queuedLimit) http.HandlerFunc {
 		}
 		// refuse answers err once the session is known to be good.
 		refuse := func(err error) {
-			if _, ok := s.authenticated(w, r, token, byCookie); ok {
+			if _, ok := s.authenticated(w, r, token, byCookie, nil); ok {
 				s.writeError(w, r, err)
 			}
 		}

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"chorus/internal/batch"
 	"chorus/social"
@@ -47,7 +46,7 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 			key: s.clientAddr, perAddress: true, message: "Too many streams opened from your address.",
 		}),
 		byUser: s.newQueuedLimit(rateLimit{
-			name: "stream", limit: s.limits.StreamOpensPerUser, refused: &s.limitStats.streamOpens, key: byViewer,
+			name: "stream", limit: s.limits.StreamOpensPerUser, refused: &s.limitStats.streamOpens, user: byUser,
 			message: "You are opening streams too fast.",
 		}),
 	}
@@ -70,7 +69,7 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 			checks.Admit = func(ctx context.Context, pipe redis.Pipeliner, uids []int64) []func() error {
 				clients := make([]string, len(uids))
 				for i, uid := range uids {
-					clients[i] = strconv.FormatInt(uid, 10)
+					clients[i] = a.byUser.l.user(uid)
 				}
 				return a.byUser.queueMany(ctx, pipe, clients)
 			}
