@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -452,50 +451,8 @@ func fillZAddSets(b *testing.B, rdb *redis.Client, sets int64) {
 	}
 }
 
-// redisCPU returns the CPU time the redis-server behind rdb has used, user
-// and system: what its single thread can spare bounds what it can do.
-func redisCPU(tb testing.TB, rdb redis.UniversalClient) time.Duration {
-	tb.Helper()
-	ctx := context.Background()
-	var d time.Duration
-	var err error
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		var mu sync.Mutex
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			one, err := cpuUsed(ctx, m)
-			mu.Lock()
-			d += one
-			mu.Unlock()
-			return err
-		})
-	} else {
-		d, err = cpuUsed(ctx, rdb)
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return d
-}
-
-// cpuUsed reads the CPU time one Redis server has used.
-func cpuUsed(ctx context.Context, rdb redis.Cmdable) (time.Duration, error) {
-	info, err := rdb.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0, err
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\r\n") {
-		name, value, _ := strings.Cut(line, ":")
-		if name == "used_cpu_user" || name == "used_cpu_sys" {
-			v, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s: %w", line, err)
-			}
-			total += v
-		}
-	}
-	return time.Duration(total * float64(time.Second)), nil
-}
+// redisCPU returns the CPU time the redis-server behind rdb has used.
+func redisCPU(tb testing.TB, rdb redis.UniversalClient) time.Duration { return redistest.CPU(tb, rdb) }
 
 // BenchmarkPostCost measures one post, until every pass of its fan-out has
 // run, by an author of 100, 10,000 and 100,000 followers, half of whom were

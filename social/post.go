@@ -259,8 +259,11 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 		// here is noted once known to be still there (see post).
 		r.seen = s.queueNote(ctx, pipe, uid, in.session)
 	}
+	// The admission's commands, whose errors its check reads.
+	admitFrom, admitTo := pipe.Len(), pipe.Len()
 	if in.admit != nil {
 		r.admitted = in.admit(ctx, pipe, uid)
+		admitTo = pipe.Len()
 	}
 	r.author = pipe.HMGet(ctx, k.user(uid), "login", "name", "suspended")
 	r.unfollows = s.queueUnfollows(ctx, pipe, uid) // before the page (see homePush)
@@ -288,8 +291,8 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 	}
 	if cmds, err := pipe.Exec(ctx); err != nil {
 		// GET and ZSCORE answer redis.Nil for what is not there.
-		for _, c := range cmds {
-			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		for i, c := range cmds {
+			if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) && (i < admitFrom || i >= admitTo) {
 				return postReads{}, err
 			}
 		}

@@ -341,3 +341,7 @@ func (s *Service) now(ctx context.Context) (time.Time, error) {
 	}
 	return t.UTC(), nil
 }
+
+// Pipeline is a pipeline on the service's Redis, for a caller that counts
+// keys of its own there in one round trip (the edge's rate limits).
+func (s *Service) Pipeline() redis.Pipeliner { return s.rdb.Pipeline() }

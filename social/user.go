@@ -541,7 +541,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (int64, error)
 // Admit queues on a round trip what decides whether uid's request may go
 // on now (a rate limit per user), and returns what reads its answer once
 // that ran: nil lets the request go on; an error refuses it, and is
-// returned as it is.
+// returned as it is. Its commands' errors are its check's to read (it may
+// make its call again, as a script Redis lost), not the round trip's.
 type Admit func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() error
 
 // AuthenticateAdmit is Authenticate with admit (nil: none) queued in the

@@ -23,6 +23,34 @@ func (s *Server) clientAddr(r *http.Request) string {
 	return addr.String()
 }
 
+// DefaultSiteLimitFactor is how many times a limit counted per client
+// address an IPv6 client's /48 is allowed (Config.SiteLimitFactor).
+const DefaultSiteLimitFactor = 8
+
+// siteBits is the IPv6 site: the block a network is given whole (RFC 6177
+// leaves it between /48 and /64; tunnel brokers and many hosts hand out a
+// /48 for free), 65,536 /64s, each a client of its own to clientAddr.
+const siteBits = 48
+
+// clientSite is the IPv6 site of a request's client, which the limits
+// counted by address count too, at siteFactor times the limit: "" for an
+// IPv4 client, or when sites are not counted.
+func (s *Server) clientSite(r *http.Request) string {
+	if s.sites <= 0 {
+		return ""
+	}
+	addr := s.clientIP(r)
+	if !addr.Is6() {
+		return ""
+	}
+	p, _ := addr.Prefix(siteBits)
+	return p.String()
+}
+
+// siteFactor is the factor the limits' script is given for sites: never
+// less than 1, which it divides by.
+func (s *Server) siteFactor() int { return max(1, s.sites) }
+
 // clientIP is the address of a request's client: the connection's peer,
 // or, when that peer is one of the trusted proxies, the nearest address in
 // X-Forwarded-For that is not one. Nobody else's X-Forwarded-For is

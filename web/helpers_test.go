@@ -52,6 +52,7 @@ type env struct {
 	proxies  []netip.Prefix // trusted proxies
 	origins  []string       // allowed origins besides the server's own
 	noWorker bool           // run no fan-out worker: jobs wait past their first pass
+	sites    int            // web.Config.SiteLimitFactor
 	// requestTimeout is each request's deadline; zero: a minute, which no
 	// request of a test takes however busy the machine, where the server's
 	// default would.
@@ -89,7 +90,7 @@ func (e *env) startOn(rdb redis.UniversalClient) *instance {
 	}
 	chorus := app.New(rdb, app.Options{
 		Prefix: e.prefix, Social: e.opts, Presence: popts, Realtime: e.realtime,
-		Web:    web.Config{Limits: e.limits, TrustedProxies: e.proxies, AllowedOrigins: e.origins, RequestTimeout: cmp.Or(e.requestTimeout, time.Minute)},
+		Web:    web.Config{Limits: e.limits, TrustedProxies: e.proxies, AllowedOrigins: e.origins, RequestTimeout: cmp.Or(e.requestTimeout, time.Minute), SiteLimitFactor: e.sites},
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Name:   name, NoFanoutWorker: e.noWorker,
 	})

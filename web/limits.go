@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -92,17 +91,24 @@ type rateLimit struct {
 	// key is whom any other request is counted for (a visitor's, or every
 	// request's when user is nil).
 	key func(r *http.Request) string
+	// site, for a limit that key counts by client address, is the IPv6
+	// site (clientSite) counted as well; nil for others.
+	site func(r *http.Request) string
 	// perAddress says key is the client address: the limit's gate counts
 	// by it too, whatever credentials the request carries.
 	perAddress bool
 }
 
 // client is whom l counts the request for.
-func (l rateLimit) client(r *http.Request) string {
+func (l rateLimit) client(r *http.Request) limitClient {
 	if v, ok := viewerFrom(r.Context()); ok && l.user != nil {
-		return l.user(v.UID)
+		return limitClient{who: l.user(v.UID)}
 	}
-	return l.key(r)
+	c := limitClient{who: l.key(r)}
+	if l.site != nil {
+		c.site = l.site(r)
+	}
+	return c
 }
 
 // limit refuses, with 429 and Retry-After, requests over l. A limit that
@@ -130,14 +136,8 @@ func (s *Server) limit(l rateLimit) func(http.Handler) http.Handler {
 			if _, ok := viewerFrom(r.Context()); ok && l.user != nil {
 				s.learnLimit(routeOf(r), q)
 			}
-			res, err := s.limiter.Allow(r.Context(), s.keys.limit(l.name, l.client(r)), l.limit)
-			if err != nil {
-				s.writeError(w, r, fmt.Errorf("rate limit %s: %w", l.name, err))
-				return
-			}
-			if res.Allowed == 0 {
-				l.refused.Add(1)
-				s.writeError(w, r, &rateLimitedError{retryAfter: res.RetryAfter, message: l.message})
+			if err := q.take(r.Context(), l.client(r)); err != nil {
+				s.writeError(w, r, err)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -181,14 +181,14 @@ func byUser(uid int64) string { return strconv.FormatInt(uid, 10) }
 
 func (s *Server) signUpLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, key: s.clientAddr, perAddress: true,
+		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, key: s.clientAddr, site: s.clientSite, perAddress: true,
 		message: "Too many sign-ups from your address.",
 	})
 }
 
 func (s *Server) signInLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, key: s.clientAddr, perAddress: true,
+		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, key: s.clientAddr, site: s.clientSite, perAddress: true,
 		message: "Too many sign-in attempts from your address.",
 	})
 }
@@ -252,13 +252,21 @@ func (s *Server) actionLimit() func(http.Handler) http.Handler {
 }
 
 // A limit per client counts a signed-in request for its user (byClientUser)
-// and any other for its client address (byVisitor).
+// and any other for its client address (byVisitor) and IPv6 site
+// (visitorSite).
 func byClientUser(uid int64) string                { return "u" + strconv.FormatInt(uid, 10) }
 func (s *Server) byVisitor(r *http.Request) string { return "a" + s.clientAddr(r) }
 
+func (s *Server) visitorSite(r *http.Request) string {
+	if site := s.clientSite(r); site != "" {
+		return "a" + site
+	}
+	return ""
+}
+
 func (s *Server) searchLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "search", limit: s.limits.SearchesPerClient, refused: &s.limitStats.searches, user: byClientUser, key: s.byVisitor,
+		name: "search", limit: s.limits.SearchesPerClient, refused: &s.limitStats.searches, user: byClientUser, key: s.byVisitor, site: s.visitorSite,
 		message: "You are searching too fast.",
 	})
 }
@@ -266,7 +274,7 @@ func (s *Server) searchLimit() func(http.Handler) http.Handler {
 // readLimit bounds reads per user, or per client address for visitors.
 func (s *Server) readLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "read", limit: s.limits.ReadsPerClient, refused: &s.limitStats.reads, user: byClientUser, key: s.byVisitor,
+		name: "read", limit: s.limits.ReadsPerClient, refused: &s.limitStats.reads, user: byClientUser, key: s.byVisitor, site: s.visitorSite,
 		message: "You are reading too fast.",
 	})
 }

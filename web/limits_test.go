@@ -16,7 +16,9 @@ import (
 	"chorus/social"
 	"chorus/web"
 
+	"github.com/coder/websocket"
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
 )
 
 // refused checks that res is a 429 rate_limited answer with a Retry-After.
@@ -134,6 +136,85 @@ func TestTrustedProxies(t *testing.T) {
 		t.Fatalf("first direct sign-up: %d", res.Status)
 	}
 	refused(t, "a forged X-Forwarded-For", signUp(direct, "direct2", "203.0.113.8"))
+}
+
+// An IPv6 client counted by its address is counted by its /48 too, at
+// SiteLimitFactor times the limit, so that one holding a site (a /48 of
+// 65,536 /64s, which tunnel brokers give for free) does not get a budget a
+// /64: sign-ups, a visitor's reads and stream openings alike. Another site
+// has its own; a factor below 0 counts the /64 alone.
+func TestIPv6SiteLimits(t *testing.T) {
+	t.Parallel()
+	from := func(site, n int) string { return fmt.Sprintf("2001:db8:%x:%x::1", site, n) }
+	signUp := func(in *instance, login, forwarded string) response {
+		return in.anon(t).do("POST", "/api/v1/users",
+			map[string]string{"login": login, "name": login, "password": "password-" + login},
+			"X-Forwarded-For", forwarded)
+	}
+	read := func(in *instance, forwarded string) response {
+		return in.anon(t).do("GET", "/api/v1/timelines/global", nil, "X-Forwarded-For", forwarded)
+	}
+	proxy := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+
+	e := newEnv(t, social.Options{})
+	e.proxies, e.sites = proxy, 3
+	free := e.start() // where the streams' users sign up
+	e.limits = web.Limits{SignUpPerAddress: perHour(1), ReadsPerClient: perHour(1), StreamOpensPerAddress: perHour(1)}
+	in := e.start()
+	for n := range 3 {
+		if res := signUp(in, fmt.Sprintf("six%d", n), from(1, n)); res.Status != http.StatusCreated {
+			t.Fatalf("sign-up from the site's /64 number %d: %d %s", n, res.Status, res.Body)
+		}
+		if res := read(in, from(1, n)); res.Status != http.StatusOK {
+			t.Fatalf("a visitor's read from the site's /64 number %d: %d %s", n, res.Status, res.Body)
+		}
+	}
+	refused(t, "a sign-up from a fourth /64 of the site", signUp(in, "six3", from(1, 3)))
+	refused(t, "a visitor's read from a fourth /64 of the site", read(in, from(1, 3)))
+	if res := signUp(in, "seven", from(2, 0)); res.Status != http.StatusCreated {
+		t.Fatalf("a sign-up from another site: %d %s", res.Status, res.Body)
+	}
+	// Streams: three users each open one from a /64 of one site, a fourth
+	// is refused; a client over its own /64's limit spent none of the
+	// site's (the third opens after the first was refused a second).
+	users := make([]*client, 4)
+	for i := range users {
+		users[i] = in.as(free.signUp(t, fmt.Sprintf("streamer%d", i)))
+	}
+	open := func(c *client, forwarded string) (*websocket.Conn, *http.Response, error) {
+		return c.dial(http.Header{"X-Forwarded-For": {forwarded}})
+	}
+	for i, c := range users[:3] {
+		ws, res, err := open(c, from(3, i))
+		if err != nil {
+			t.Fatalf("stream %d from the site: %v (%v)", i, err, res)
+		}
+		defer ws.CloseNow()
+		if i == 0 {
+			if ws, _, err := open(c, from(3, 0)); err == nil {
+				ws.CloseNow()
+				t.Fatal("a second stream from one /64 opened, want 429")
+			}
+		}
+	}
+	if ws, res, err := open(users[3], from(3, 3)); err == nil || res == nil || res.StatusCode != http.StatusTooManyRequests {
+		if ws != nil {
+			ws.CloseNow()
+		}
+		t.Fatalf("a stream from a fourth /64 of the site: %v (%v), want 429", err, res)
+	}
+
+	// Counted by their /64 alone.
+	e2 := newEnv(t, social.Options{})
+	e2.limits = web.Limits{SignUpPerAddress: perHour(1)}
+	e2.proxies, e2.sites = proxy, -1
+	alone := e2.start()
+	for n := range 4 {
+		if res := signUp(alone, fmt.Sprintf("six%d", n), from(1, n)); res.Status != http.StatusCreated {
+			t.Fatalf("sites not counted: sign-up from /64 number %d: %d %s", n, res.Status, res.Body)
+		}
+	}
+	refused(t, "sites not counted: a second sign-up from one /64", signUp(alone, "six9", from(1, 0)))
 }
 
 func TestLoginCSRF(t *testing.T) {
@@ -617,4 +698,45 @@ func TestRedisOutOfMemoryAnswers503(t *testing.T) {
 	if res := in.anon(t).do("GET", "/healthz", nil); res.Status != http.StatusOK {
 		t.Errorf("/healthz at maxmemory: %d, want 200", res.Status)
 	}
+}
+
+// The limits counted with a request's other reads go by their script's
+// hash: a Redis that lost its scripts (restarted, flushed) has each call
+// made again by its text, and every limit still counts each request once:
+// a post's, a signed-in read's (with its session), a stream's.
+func TestLimitsAfterRedisLostItsScripts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{PostsPerUser: perHour(2), ReadsPerClient: perHour(3), StreamOpensPerUser: perHour(1), StreamOpensPerAddress: perHour(100)}
+	// A Redis of its own, whose scripts no other test needs.
+	var rdb redis.UniversalClient
+	if redistest.OnCluster() {
+		rdb = redistest.ClusterClientOf(t, redistest.StartCluster(t, 3, 0).Addrs())
+	} else {
+		rdb = redistest.ClientOf(t, redistest.Start(t).URL)
+	}
+	in := e.startOn(rdb)
+	ada := in.signUp(t, "ada")
+	flush := func() {
+		t.Helper()
+		if err := redistest.FlushScripts(t.Context(), rdb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ada.must(http.StatusOK, "GET", "/api/v1/me", nil, nil) // the route learns its limit
+	ada.post("one")
+	flush()
+	ada.post("two")
+	flush()
+	refused(t, "a third post", ada.do("POST", "/api/v1/statuses", map[string]string{"message": "three"}))
+	for range 2 {
+		flush()
+		ada.must(http.StatusOK, "GET", "/api/v1/me", nil, nil)
+	}
+	flush()
+	refused(t, "a fourth read", ada.do("GET", "/api/v1/me", nil))
+	flush()
+	ada.connect().close()
+	flush()
+	dialRefused(t, "a second stream", ada)
 }

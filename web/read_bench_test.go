@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"chorus/internal/redistest"
 	"chorus/social"
 	"chorus/web"
 )
@@ -45,13 +46,16 @@ func BenchmarkSignedInRead(b *testing.B) {
 			read() // the route learns its limit, the scripts are loaded
 			const route = `method="GET",route="/api/v1/notifications/unread"`
 			trips0 := in.metric(b, "chorus_http_request_redis_round_trips_sum", route)
+			cpu0 := redistest.CPU(b, e.rdb)
 			n := 0
 			for b.Loop() {
 				read()
 				n++
 			}
+			cpu := redistest.CPU(b, e.rdb) - cpu0
 			trips := in.metric(b, "chorus_http_request_redis_round_trips_sum", route) - trips0
 			b.ReportMetric(trips/float64(n), "trips/op")
+			b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(n), "redis-µs/op")
 		})
 	}
 }

@@ -50,6 +50,10 @@ type Config struct {
 	// lets a client through this many times its limit. Zero:
 	// DefaultGateFactor; negative: no gates.
 	GateFactor int
+	// SiteLimitFactor sets how the limits counted per client address count
+	// an IPv6 client: by its /64 and, at this many times the limit, by its
+	// /48 too. Zero: DefaultSiteLimitFactor; negative: by its /64 alone.
+	SiteLimitFactor int
 	// ConnStats are the counts of the server's ConnGuard, for /metrics;
 	// nil: none.
 	ConnStats *ConnStats
@@ -77,6 +81,7 @@ type Server struct {
 
 	requestTimeout time.Duration
 	gates          gates
+	sites          int      // SiteLimitFactor; 0: sites not counted
 	sessionLimits  sync.Map // "METHOD pattern" -> the *queuedLimit authenticate counts (learnLimit)
 	connStats      *ConnStats
 
@@ -109,6 +114,12 @@ func NewServer(cfg Config) *Server {
 		s.requestTimeout = DefaultRequestTimeout
 	}
 	s.gates.init(cfg.GateFactor)
+	switch s.sites = cfg.SiteLimitFactor; {
+	case s.sites == 0:
+		s.sites = DefaultSiteLimitFactor
+	case s.sites < 0:
+		s.sites = 0
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -27,7 +27,8 @@ type streamAdmission struct {
 // streamAsk is one request's ask: its token and client address. Each ask
 // is its own key, so two streams of one client are counted twice.
 type streamAsk struct {
-	token, addr string
+	token string
+	addr  limitClient // the client's address, as byAddress counts it
 }
 
 type streamAdmitted struct {
@@ -43,7 +44,7 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 		s: s,
 		byAddress: s.newQueuedLimit(rateLimit{
 			name: "streamaddr", limit: s.limits.StreamOpensPerAddress, refused: &s.limitStats.streamOpensAddress,
-			key: s.clientAddr, perAddress: true, message: "Too many streams opened from your address.",
+			key: s.clientAddr, site: s.clientSite, perAddress: true, message: "Too many streams opened from your address.",
 		}),
 		byUser: s.newQueuedLimit(rateLimit{
 			name: "stream", limit: s.limits.StreamOpensPerUser, refused: &s.limitStats.streamOpens, user: byUser,
@@ -58,7 +59,7 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 		var checks social.AuthChecks
 		if a.byAddress != nil {
 			checks.Before = func(ctx context.Context, pipe redis.Pipeliner, sent []int) []func() error {
-				addrs := make([]string, len(sent))
+				addrs := make([]limitClient, len(sent))
 				for j, i := range sent {
 					addrs[j] = asks[i].addr
 				}
@@ -67,9 +68,9 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 		}
 		if a.byUser != nil {
 			checks.Admit = func(ctx context.Context, pipe redis.Pipeliner, uids []int64) []func() error {
-				clients := make([]string, len(uids))
+				clients := make([]limitClient, len(uids))
 				for i, uid := range uids {
-					clients[i] = a.byUser.l.user(uid)
+					clients[i] = limitClient{who: a.byUser.l.user(uid)}
 				}
 				return a.byUser.queueMany(ctx, pipe, clients)
 			}
@@ -86,6 +87,14 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 	return a
 }
 
+// addressOf is whom byAddress counts r for; none without the limit.
+func (a *streamAdmission) addressOf(r *http.Request) limitClient {
+	if a.byAddress == nil {
+		return limitClient{}
+	}
+	return a.byAddress.l.client(r)
+}
+
 // admit answers whether the request, carrying token, may open a stream, and
 // whose: it answers the request itself when not, and then returns false.
 // The limits' gates are checked first, before anything costs Redis.
@@ -94,7 +103,7 @@ func (a *streamAdmission) admit(w http.ResponseWriter, r *http.Request, token st
 	if !a.byAddress.passGate(w, r) || !a.byUser.passGate(w, r) || !s.passEnded(w, r) {
 		return 0, false
 	}
-	res, err := a.batch.Get(&streamAsk{token: token, addr: s.clientAddr(r)})
+	res, err := a.batch.Get(&streamAsk{token: token, addr: a.addressOf(r)})
 	if err == nil {
 		err = res.err
 	}

@@ -78,6 +78,10 @@ type config struct {
 	// InProcessLimitFactor sizes the in-process gate in front of each limit
 	// counted in Redis: this many times the limit, per client; 0: none.
 	InProcessLimitFactor int
+	// IPv6SiteLimitFactor is how many times a limit counted per client
+	// address an IPv6 client's /48 is allowed, beside its /64's; 0: the
+	// /64 alone.
+	IPv6SiteLimitFactor int
 	// MaxConnsPerAddress caps the connections of one TCP peer address
 	// (trusted proxies exempt); 0: no cap.
 	MaxConnsPerAddress int
@@ -183,6 +187,7 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.MaxStreamsPerUser, "max-streams-per-user", "CHORUS_MAX_STREAMS_PER_USER", presence.DefaultMaxConnsPerUser, "most streams one user holds at once, on all instances together"},
 		{&c.PullThreshold, "pull-threshold", "CHORUS_PULL_THRESHOLD", social.DefaultPullThreshold, "follower count (or count of lists holding them) from which an author's statuses are pulled by readers rather than pushed to their home timelines and lists; 0: never"},
 		{&c.InProcessLimitFactor, "in-process-limit-factor", "CHORUS_IN_PROCESS_LIMIT_FACTOR", web.DefaultGateFactor, "in front of each rate limit counted in Redis, an in-process one per client (session, or address) this many times it, which refuses a flood without a Redis call; 0: none"},
+		{&c.IPv6SiteLimitFactor, "ipv6-site-limit-factor", "CHORUS_IPV6_SITE_LIMIT_FACTOR", web.DefaultSiteLimitFactor, "an IPv6 client is counted by the limits per address by its /64 and by its /48 (a site, 65,536 /64s) at this many times the limit; 0: by its /64 alone"},
 		{&c.SessionsPerUser, "sessions-per-user", "CHORUS_SESSIONS_PER_USER", social.DefaultMaxSessionsPerUser, "most sessions (signed-in devices) one user holds; signing in past it ends the oldest"},
 		{&c.PasswordHashers, "password-hashers", "CHORUS_PASSWORD_HASHERS", 0, "passwords hashed or checked at once; 0: half the CPUs, at least 1"},
 	}

@@ -136,7 +136,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Web: web.Config{
 			AllowedOrigins: cfg.AllowedOrigins, TrustedProxies: cfg.TrustedProxies,
 			RequestTimeout: cfg.RequestTimeout, GateFactor: orNever(cfg.InProcessLimitFactor),
-			ConnStats: connStats,
+			SiteLimitFactor: orNever(cfg.IPv6SiteLimitFactor),
+			ConnStats:       connStats,
 			Limits: web.Limits{
 				SignUpPerAddress: cfg.SignUpLimit, SignInPerAddress: cfg.SignInLimit,
 				PostsPerUser: cfg.PostLimit, FollowsPerUser: cfg.FollowLimit, ReactionsPerUser: cfg.LikeLimit, ListWritesPerUser: cfg.ListLimit, BlocksPerUser: cfg.BlockLimit,
