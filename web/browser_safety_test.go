@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -52,4 +53,47 @@ func TestBrowserBlockFromPostMenu(t *testing.T) {
 		}
 		return "ada still blocks bob"
 	})
+}
+
+// A link a user writes into this site's API (an export of the reader's
+// account, whose click would spend one of their exports) is shown as text,
+// in a status and in a bio, written plainly or with its path escaped, while
+// a link elsewhere stays a link. And the client runs with Trusted Types
+// enforced: a string given to innerHTML throws.
+func TestBrowserLinksIntoTheAPIStayText(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	mal := in.signUp(t, "mallory")
+	ada := in.signUp(t, "ada")
+	ada.follow("mallory")
+	message := "free stuff: " + in.srv.URL + "/api/v1/me/export and https://example.com/fine"
+	mal.post(message)
+	bio := "see " + in.srv.URL + "/%61pi/v1/me/export or https://example.com/me"
+	mal.must(http.StatusOK, "PATCH", "/api/v1/me", map[string]string{"bio": bio}, nil)
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.waitUntil("mallory's status", stepTimeout, statusIn("feed", message))
+	links := func(sel string) string {
+		return `[...document.querySelector(` + js(sel) + `).querySelectorAll('a')].map((a) => a.href).join(' ')`
+	}
+	if got := eval[string](p, links(testID("status-message"))); got != "https://example.com/fine" {
+		t.Errorf("the status's links: %q, want the one to example.com alone", got)
+	}
+	p.goTo("/u/mallory")
+	p.waitUntil("mallory's bio", stepTimeout, `document.querySelector(`+js(testID("profile-bio"))+`)?.textContent === `+js(bio)+` ? '' : 'no bio yet'`)
+	if got := eval[string](p, links(testID("profile-bio"))); got != "https://example.com/me" {
+		t.Errorf("the bio's links: %q, want the one to example.com alone", got)
+	}
+	if got := eval[string](p, `(() => {
+		try {
+			document.createElement('div').innerHTML = '<b>x</b>';
+			return 'innerHTML took a string';
+		} catch (e) {
+			return e.name;
+		}
+	})()`); got != "TypeError" {
+		t.Errorf("a string given to innerHTML: %s, want a TypeError (Trusted Types)", got)
+	}
 }

@@ -40,8 +40,15 @@ func TestContentSecurityPolicy(t *testing.T) {
 		if got := directives["form-action"]; !slices.Equal(got, []string{"'self'"}) {
 			t.Errorf("GET %s: form-action %q, want 'self'", path, got)
 		}
-		if got := directives["default-src"]; !slices.Equal(got, []string{"'self'"}) {
-			t.Errorf("GET %s: default-src %q, want 'self'", path, got)
+		for name, want := range map[string][]string{
+			"default-src": {"'self'"}, "object-src": {"'none'"},
+			// No string becomes markup or code (checked in Chromium by
+			// TestBrowserLinksIntoTheAPIStayText).
+			"require-trusted-types-for": {"'script'"}, "trusted-types": {"'none'"},
+		} {
+			if got := directives[name]; !slices.Equal(got, want) {
+				t.Errorf("GET %s: %s %q, want %q", path, name, got, want)
+			}
 		}
 	}
 
@@ -98,6 +105,11 @@ func TestAPIAnswersNoSniff(t *testing.T) {
 		}
 		if got := res.Header.Get("X-Content-Type-Options"); got != "nosniff" {
 			t.Errorf("%s: %s %s: X-Content-Type-Options %q, want nosniff", tc.name, tc.method, tc.path, got)
+		}
+		// Opened as a page, an answer of the API runs and loads nothing.
+		const policy = "default-src 'none'; frame-ancestors 'none'; sandbox"
+		if got := res.Header.Get("Content-Security-Policy"); strings.HasPrefix(tc.path, "/api/") && got != policy {
+			t.Errorf("%s: %s %s: Content-Security-Policy %q, want %q", tc.name, tc.method, tc.path, got, policy)
 		}
 	}
 }

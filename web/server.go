@@ -163,7 +163,10 @@ func (s *Server) routes() chi.Router {
 	r.Method(http.MethodGet, "/metrics", s.metrics.handler())
 
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Use(s.cors(), limitBody, s.withDeadline)
+		// An answer of the API is never a page: opened as one (a JSON
+		// answer a browser was tricked into rendering), it runs nothing,
+		// loads nothing and cannot be framed.
+		r.Use(middleware.SetHeader("Content-Security-Policy", apiPolicy), s.cors(), limitBody, s.withDeadline)
 		// Open to anyone; a signed-in viewer sees more (presence of friends).
 		r.Group(func(r chi.Router) {
 			r.Use(s.checkGate, s.authenticate(false))
@@ -247,6 +250,9 @@ func (s *Server) routes() chi.Router {
 	})
 	return r
 }
+
+// apiPolicy is the Content-Security-Policy of every answer of the API.
+const apiPolicy = "default-src 'none'; frame-ancestors 'none'; sandbox"
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -5,7 +5,10 @@
  * h creates an element. attrs: `class`, `text`, `dataset` (object), `on<event>`
  * handlers, booleans (true sets an empty attribute, false/null skips),
  * anything else as a string attribute. Children may be nodes, strings
- * (added as text), arrays, or null/false (skipped).
+ * (added as text), arrays, or null/false (skipped). Whatever a caller
+ * passes, no attribute it sets runs code: an `on<event>` that is not a
+ * function, and an href that is neither a path of this site nor an
+ * http(s) URL (a javascript: or data: one), are left out.
  */
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -14,11 +17,42 @@ export function h(tag, attrs = {}, ...children) {
     if (k === 'class') el.className = v;
     else if (k === 'text') el.textContent = v;
     else if (k === 'dataset') Object.assign(el.dataset, v);
-    else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (/^on/i.test(k)) {
+      if (typeof v === 'function') el.addEventListener(k.slice(2), v);
+      else console.error(`h: ${k} is not a function; left out`);
+    } else if (k === 'href' && !safeHref(v)) console.error(`h: href ${JSON.stringify(String(v))} left out`);
     else el.setAttribute(k, v === true ? '' : String(v));
   }
   append(el, children);
   return el;
+}
+
+/** safeHref says whether v is a path of this site or an http(s) URL. */
+function safeHref(v) {
+  const s = String(v);
+  return /^\/(?![/\\])/.test(s) || /^https?:\/\//i.test(s);
+}
+
+/**
+ * linkable says whether an http(s) URL a user wrote may be shown as a
+ * link: not one into this site's API, which a reader's click would call
+ * with their session (an export of their account, say).
+ */
+export function linkable(href) {
+  let url;
+  try {
+    url = new URL(href);
+  } catch {
+    return false;
+  }
+  if (url.origin !== location.origin) return true;
+  let path = url.pathname;
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    return false;
+  }
+  return !/^\/+api(\/|$)/i.test(path);
 }
 
 function append(el, children) {

@@ -2,7 +2,7 @@
 // other session of yours ends when it changes), a download of everything
 // of yours, and the deletion of the account, which asks for the password.
 
-import { h, announce, limitChars } from './dom.js';
+import { h, announce, limitChars, linkable } from './dom.js';
 import { api } from './api.js';
 import { heading } from './page.js';
 
@@ -134,6 +134,7 @@ export function bioNodes(bio) {
   let last = 0;
   const re = /https?:\/\/[^\s<>"]+[^\s<>".,;:!?)\]']/g;
   for (const m of String(bio || '').matchAll(re)) {
+    if (!linkable(m[0])) continue;
     if (m.index > last) out.push(bio.slice(last, m.index));
     out.push(h('a', { href: m[0], rel: 'nofollow noopener noreferrer', target: '_blank' }, m[0]));
     last = m.index + m[0].length;

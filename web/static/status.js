@@ -4,7 +4,7 @@
 // repost entry shows the original under "↻ <reposter> reposted". Reply
 // opens a reply box under the status; the reply appears there.
 
-import { h, avatar, loginEl, confirmControls, sameLogin } from './dom.js';
+import { h, avatar, loginEl, confirmControls, sameLogin, linkable } from './dom.js';
 import { profileHref, statusHref } from './router.js';
 import { timeEl, nameTimeLink } from './time.js';
 import { knownName, learnName, nameOf } from './names.js';
@@ -36,6 +36,7 @@ export function messageNodes(message, mentions = []) {
     } else {
       // A sentence's closing punctuation is not part of the link.
       text = text.replace(/[.,;:!?)\]'"]+$/, '');
+      if (!linkable(text)) continue;
       href = text;
     }
     if (m.index > last) out.push(message.slice(last, m.index));
