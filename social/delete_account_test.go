@@ -443,7 +443,7 @@ func TestFollowRetryRacingAccountDeletion(t *testing.T) {
 	seq := rdb.Incr(ctx, k.followSeq()).Val()
 	if err := followFollowerScript.Run(ctx, rdb,
 		[]string{k.following(bob.ID), k.followers(bob.ID), k.friends(bob.ID), k.user(bob.ID), k.blocks(bob.ID), k.blockedBy(bob.ID)},
-		ada.ID, seq, time.Now().UnixMilli()).Err(); err != nil {
+		ada.ID, seq, time.Now().UnixMilli(), DefaultMaxFollowing).Err(); err != nil {
 		t.Fatal(err)
 	}
 	job := k.job(deleteAccountJobID(ada.ID))

@@ -25,6 +25,7 @@ var (
 	ErrBlocked            = errors.New("one of the two blocks the other")
 	ErrTooManyBlocks      = fmt.Errorf("a user may block at most %d accounts", MaxBlocks)
 	ErrTooManyMutes       = fmt.Errorf("a user may mute at most %d accounts", MaxMutes)
+	ErrTooManyFollowing   = errors.New("a user may follow at most Options.MaxFollowing accounts")
 
 	ErrRegistrationsClosed = errors.New("registrations are closed")
 	ErrApprovalPending     = errors.New("the account waits for an admin's approval")

@@ -180,7 +180,7 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends, wr
 	}
 	res, err := followFollowerScript.Run(ctx, s.rdb,
 		[]string{k.following(uid), k.followers(uid), k.friends(uid), k.user(uid), k.blocks(uid), k.blockedBy(uid)},
-		other, seq.Val(), note.now).Slice()
+		other, seq.Val(), note.now, s.opts.MaxFollowing).Slice()
 	if err != nil {
 		return false, false, err
 	}
@@ -192,6 +192,8 @@ func (s *Service) follow(ctx context.Context, uid, other int64) (madeFriends, wr
 		return false, false, ErrBlocked
 	case 2:
 		return false, false, errAccountGone
+	case 3:
+		return false, false, ErrTooManyFollowing
 	}
 	score, _ := res[0].(string)
 	added, _ := res[1].(int64)

@@ -15,11 +15,14 @@
 -- ARGV[1] followee uid
 -- ARGV[2] follow score (a follow sequence number) for a new follow
 -- ARGV[3] now, unix ms (friend-since score)
+-- ARGV[4] the most accounts one may follow: a new follow past it is refused
 -- Returns {the follow's score, 1 when this added the follow, 1 when this
 -- made the two friends, 0}, or {"", 0, 0, 1} when a block refuses it, or
 -- {"", 0, 0, 2} when the follower is gone or being deleted (no id in their
 -- hash, or the deleted mark): the deletion's walk of their follows began
--- after the mark, and would miss a follow written now.
+-- after the mark, and would miss a follow written now; or {"", 0, 0, 3}
+-- when the follower follows as many as one may (a follow that stands is
+-- not refused: running this again changes nothing).
 local follower = redis.call('HMGET', KEYS[4], 'id', 'deleted')
 if not follower[1] or follower[2] then
   return {'', 0, 0, 2}
@@ -28,6 +31,9 @@ if redis.call('ZSCORE', KEYS[5], ARGV[1]) or redis.call('ZSCORE', KEYS[6], ARGV[
   return {'', 0, 0, 1}
 end
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
+  return {'', 0, 0, 3}
+end
 local added = 0
 if not score then
   score = ARGV[2]

@@ -1,6 +1,7 @@
 package social
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -312,7 +313,7 @@ func TestFollowCutShortIsCompletedByRetry(t *testing.T) {
 	seedUser(t, s, rdb, bob, "bob", "password-bob")
 	sub := listen(t, s, rdb, s.UserChannel(bob))
 	if err := followFollowerScript.Run(ctx, rdb,
-		[]string{k.following(ada), k.followers(ada), k.friends(ada), k.user(ada), k.blocks(ada), k.blockedBy(ada)}, bob, 7, 1).Err(); err != nil {
+		[]string{k.following(ada), k.followers(ada), k.friends(ada), k.user(ada), k.blocks(ada), k.blockedBy(ada)}, bob, 7, 1, DefaultMaxFollowing).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if n := rdb.ZCard(ctx, k.followers(bob)).Val(); n != 0 {
@@ -376,7 +377,7 @@ func TestFollowAndUnfollowRacingAgree(t *testing.T) {
 
 	// The follow's followee step comes after a whole unfollow.
 	res, err := followFollowerScript.Run(ctx, rdb,
-		[]string{k.following(ada), k.followers(ada), k.friends(ada), k.user(ada), k.blocks(ada), k.blockedBy(ada)}, bob, 7, note.now).Slice()
+		[]string{k.following(ada), k.followers(ada), k.friends(ada), k.user(ada), k.blocks(ada), k.blockedBy(ada)}, bob, 7, note.now, DefaultMaxFollowing).Slice()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,4 +513,85 @@ func stalledFollow(t *testing.T, s *Service, uid int64, login string) (finish fu
 			t.Error(err)
 		}
 	}
+}
+
+// A user follows at most MaxFollowing accounts: of follows racing at the
+// cap, exactly as many stand as the cap has room for, the others are
+// refused and write nothing on either side (the followee counts no
+// follower, the follower no followee); a follow that stands is not
+// refused when repeated, and an unfollow makes room.
+func TestFollowingCap(t *testing.T) {
+	t.Parallel()
+	const limit = 3
+	s, rdb := newService(t, Options{MaxFollowing: limit})
+	ctx := ctxT(t)
+	k := s.keys
+	fan := signUp(t, s, "fan")
+	stars := signUpMany(t, s, "star", 8)
+	if _, _, err := s.Follow(ctx, fan.ID, stars[0].Login); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(stars)-1)
+	for i, star := range stars[1:] {
+		wg.Go(func() { _, _, errs[i] = s.Follow(ctx, fan.ID, star.Login) })
+	}
+	wg.Wait()
+	var stood []User
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			stood = append(stood, stars[1+i])
+		case !errors.Is(err, ErrTooManyFollowing):
+			t.Fatalf("follow of %s: %v, want it to stand or ErrTooManyFollowing", stars[1+i].Login, err)
+		}
+	}
+	if len(stood) != limit-1 {
+		t.Fatalf("%d of the racing follows stood, want %d", len(stood), limit-1)
+	}
+	following, err := rdb.ZCard(ctx, k.following(fan.ID)).Result()
+	if err != nil || following != limit {
+		t.Fatalf("fan follows %d (%v), want %d", following, err, limit)
+	}
+	if got := userByID(t, s, fan.ID).Following; got != limit {
+		t.Fatalf("fan's following count %d, want %d", got, limit)
+	}
+	for _, star := range stars[1:] {
+		want := int64(0)
+		if slices.ContainsFunc(stood, func(u User) bool { return u.ID == star.ID }) {
+			want = 1
+		}
+		if got := userByID(t, s, star.ID).Followers; got != want {
+			t.Errorf("%s counts %d followers, want %d", star.Login, got, want)
+		}
+		if n, err := rdb.ZCard(ctx, k.followers(star.ID)).Result(); err != nil || n != want {
+			t.Errorf("%s's followers set holds %d (%v), want %d", star.Login, n, err, want)
+		}
+	}
+	// Repeated, a follow that stands is no new one.
+	if _, _, err := s.Follow(ctx, fan.ID, stars[0].Login); err != nil {
+		t.Fatalf("a follow that stands, repeated at the cap: %v", err)
+	}
+	if _, err := s.Unfollow(ctx, fan.ID, stars[0].Login); err != nil {
+		t.Fatal(err)
+	}
+	var refused User
+	for _, star := range stars[1:] {
+		if !slices.ContainsFunc(stood, func(u User) bool { return u.ID == star.ID }) {
+			refused = star
+			break
+		}
+	}
+	if _, _, err := s.Follow(ctx, fan.ID, refused.Login); err != nil {
+		t.Fatalf("a follow once an unfollow made room: %v", err)
+	}
+}
+
+func userByID(tb testing.TB, s *Service, uid int64) User {
+	tb.Helper()
+	u, err := s.UserByID(ctxT(tb), uid)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u
 }

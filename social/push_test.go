@@ -131,7 +131,7 @@ func TestFollowOvertakenWalksAgain(t *testing.T) {
 	// came while the follow's next step had ada among bob's followers.
 	res, err := followFollowerScript.Run(ctx, rdb,
 		[]string{k.following(ada.ID), k.followers(ada.ID), k.friends(ada.ID), k.user(ada.ID), k.blocks(ada.ID), k.blockedBy(ada.ID)},
-		bob.ID, 7, note.now).Slice()
+		bob.ID, 7, note.now, DefaultMaxFollowing).Slice()
 	if err != nil {
 		t.Fatal(err)
 	}

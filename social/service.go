@@ -42,6 +42,7 @@ const (
 	DefaultPullThreshold       = 10_000
 	DefaultPulledStatuses      = 20_000
 	DefaultMaxSessionsPerUser  = 100
+	DefaultMaxFollowing        = 5_000
 )
 
 // DefaultPasswordHashers is the default of Options.PasswordHashers: half the
@@ -119,6 +120,13 @@ type Options struct {
 	// DefaultMaxSessionsPerUser.
 	MaxSessionsPerUser int
 
+	// MaxFollowing is how many accounts one user may follow: a follow past
+	// it is refused (ErrTooManyFollowing). It bounds what grows with a
+	// user's follows: their friends (whom each presence change and name
+	// change of theirs reaches), the pulled authors their streams listen
+	// to, the rebuild of their home. Zero: DefaultMaxFollowing.
+	MaxFollowing int
+
 	// InactiveAfter is how long a user may go without activity (a signed-in
 	// request, or a connection presence holds) before posts stop being
 	// pushed to their home timeline; the first request when they come back
@@ -183,6 +191,7 @@ func (o *Options) fill() {
 	}
 	def(&o.PulledStatuses, DefaultPulledStatuses)
 	def(&o.MaxSessionsPerUser, DefaultMaxSessionsPerUser)
+	def(&o.MaxFollowing, DefaultMaxFollowing)
 	def(&o.RefillStep, DefaultRefillStep)
 	def(&o.RefillPassStatuses, DefaultRefillPassStatuses)
 	def(&o.BcryptCost, DefaultBcryptCost)
@@ -345,3 +354,6 @@ func (s *Service) now(ctx context.Context) (time.Time, error) {
 // Pipeline is a pipeline on the service's Redis, for a caller that counts
 // keys of its own there in one round trip (the edge's rate limits).
 func (s *Service) Pipeline() redis.Pipeliner { return s.rdb.Pipeline() }
+
+// MaxFollowing is how many accounts one user may follow (Options).
+func (s *Service) MaxFollowing() int { return s.opts.MaxFollowing }

@@ -114,6 +114,34 @@ func logins(us []userJSON) []string {
 	return out
 }
 
+// A follow past the most one may follow is refused 409
+// too_many_following, and counted nowhere; an unfollow makes room.
+func TestFollowingCapAnswers409(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{MaxFollowing: 2}).start()
+	fan := in.signUp(t, "fan")
+	for _, login := range []string{"one", "two", "three"} {
+		in.signUp(t, login)
+	}
+	fan.follow("one")
+	fan.follow("two")
+	res := fan.do("PUT", "/api/v1/following/three", nil)
+	if res.Status != http.StatusConflict || res.errorCode(t) != "too_many_following" {
+		t.Fatalf("a third follow: %d %s, want 409 too_many_following", res.Status, res.Body)
+	}
+	if !strings.Contains(string(res.Body), "You follow 2 accounts") {
+		t.Errorf("the refusal says %s, want the cap named", res.Body)
+	}
+	if c := fan.counts("three"); c.followers != 0 {
+		t.Errorf("three counts %d followers after a refused follow, want 0", c.followers)
+	}
+	if c := fan.counts("fan"); c.following != 2 {
+		t.Errorf("fan follows %d, want 2", c.following)
+	}
+	fan.unfollow("one")
+	fan.follow("three")
+}
+
 func TestFollowBackfillsAndUnfollowRemoves(t *testing.T) {
 	t.Parallel()
 	in := newEnv(t, social.Options{HomeSize: 5}).start()
