@@ -549,8 +549,9 @@ type Admit func(ctx context.Context, pipe redis.Pipeliner, uid int64) func() err
 // round trip that reads the account's standing: the session's own for a
 // session the instance saw lately, else the one after it. It costs no
 // round trip of its own. A session that is gone, or an account that
-// fell, is refused as such whatever admit answers (whose unit is spent all
-// the same when the instance took a session that ended for uid's).
+// fell, is refused as such whatever admit answers (whose unit may be spent
+// all the same). A request admit refuses is answered with its user and
+// admit's error: the session stands.
 func (s *Service) AuthenticateAdmit(ctx context.Context, token string, admit Admit) (int64, error) {
 	if !tokenShaped(token) {
 		return 0, ErrUnauthenticated
@@ -605,7 +606,7 @@ func (s *Service) authenticateKnown(ctx context.Context, id string, uid int64, a
 		return 0, fmt.Errorf("authenticate: %w", noted)
 	}
 	if err := admittedBy(admitted); err != nil {
-		return 0, err
+		return uid, err
 	}
 	return uid, nil
 }
@@ -640,7 +641,7 @@ func (s *Service) authenticateFound(ctx context.Context, id string, uid int64, a
 		return 0, fmt.Errorf("authenticate: %w", err)
 	}
 	if err := admittedBy(admitted); err != nil {
-		return 0, err
+		return uid, err
 	}
 	return uid, nil
 }

@@ -114,6 +114,11 @@ func (s *Server) authenticated(w http.ResponseWriter, r *http.Request, token str
 // sessionChecked returns the user a session check found, or answers the
 // request with why there is none (err).
 func (s *Server) sessionChecked(w http.ResponseWriter, r *http.Request, byCookie bool, uid int64, err error) (int64, bool) {
+	if uid != 0 {
+		// Found, though a limit may refuse the request: its log line
+		// names the user all the same.
+		noteUser(r.Context(), uid)
+	}
 	if err != nil {
 		// Only a session that is gone ends the cookie: a Redis that does
 		// not answer says nothing about it.
@@ -126,7 +131,6 @@ func (s *Server) sessionChecked(w http.ResponseWriter, r *http.Request, byCookie
 		s.writeError(w, r, err)
 		return 0, false
 	}
-	noteUser(r.Context(), uid)
 	return uid, true
 }
 

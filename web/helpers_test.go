@@ -39,6 +39,7 @@ type instance struct {
 	hub      *realtime.Hub
 	rdb      redis.UniversalClient
 	prefix   string
+	log      *serverLog // its last logKept bytes of log, warnings and errors (or all: env.logAll)
 }
 
 type env struct {
@@ -53,6 +54,7 @@ type env struct {
 	origins  []string       // allowed origins besides the server's own
 	noWorker bool           // run no fan-out worker: jobs wait past their first pass
 	sites    int            // web.Config.SiteLimitFactor
+	logAll   bool           // instances log every line (requests included), not warnings and errors alone
 	// requestTimeout is each request's deadline; zero: a minute, which no
 	// request of a test takes however busy the machine, where the server's
 	// default would.
@@ -91,7 +93,7 @@ func (e *env) startOn(rdb redis.UniversalClient) *instance {
 	chorus := app.New(rdb, app.Options{
 		Prefix: e.prefix, Social: e.opts, Presence: popts, Realtime: e.realtime,
 		Web:    web.Config{Limits: e.limits, TrustedProxies: e.proxies, AllowedOrigins: e.origins, RequestTimeout: cmp.Or(e.requestTimeout, time.Minute), SiteLimitFactor: e.sites},
-		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: map[bool]slog.Level{true: slog.LevelInfo, false: slog.LevelWarn}[e.logAll]})),
 		Name:   name, NoFanoutWorker: e.noWorker,
 	})
 	srv := httptest.NewUnstartedServer(chorus.Server)
@@ -111,7 +113,7 @@ func (e *env) startOn(rdb redis.UniversalClient) *instance {
 			e.tb.Logf("instance %s, its warnings and errors:\n%s", name, log.String())
 		}
 	})
-	return &instance{srv: srv, social: chorus.Social, presence: chorus.Presence, hub: chorus.Hub, rdb: rdb, prefix: e.prefix}
+	return &instance{srv: srv, social: chorus.Social, presence: chorus.Presence, hub: chorus.Hub, rdb: rdb, prefix: e.prefix, log: log}
 }
 
 // serverLog keeps the last logKept bytes of an instance's log, for a test

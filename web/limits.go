@@ -130,10 +130,17 @@ func (s *Server) limit(l rateLimit) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
+			_, signedIn := viewerFrom(r.Context())
+			if !signedIn && l.key == nil {
+				// A limit per user counts no visitor (a route mounted
+				// where no session is required).
+				s.writeError(w, r, errNotSignedIn)
+				return
+			}
 			if !q.passGate(w, r) {
 				return
 			}
-			if _, ok := viewerFrom(r.Context()); ok && l.user != nil {
+			if signedIn && l.user != nil {
 				s.learnLimit(routeOf(r), q)
 			}
 			if err := q.take(r.Context(), l.client(r)); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -137,4 +138,28 @@ func TestLimitRidesWithTheSession(t *testing.T) {
 		refused(t, rt.method+" "+rt.path+" past its budget", limited.as(ada).do(rt.method, rt.path, nil))
 	}
 	refused(t, "a read past the budget by a session the instance never saw", limited.as(other.signIn(t, "ada")).do("GET", "/api/v1/me", nil))
+}
+
+// A request its limit refuses in the round trip that checks its session is
+// logged with its user, as one the limit refused after it was.
+func TestLimitRefusalLogsTheUser(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	e.limits = web.Limits{ReadsPerClient: perHour(2)}
+	e.logAll = true
+	in := e.start()
+	ada := in.signUp(t, "ada")
+	ada.must(http.StatusOK, "GET", "/api/v1/me", nil, nil) // the route learns its limit
+	ada.must(http.StatusOK, "GET", "/api/v1/me", nil, nil) // counted with the session
+	refused(t, "a third read", ada.do("GET", "/api/v1/me", nil))
+	uid := "uid=" + strconv.FormatInt(ada.id, 10)
+	for _, line := range strings.Split(in.log.String(), "\n") {
+		if strings.Contains(line, "path=/api/v1/me ") && strings.Contains(line, "status=429") {
+			if !strings.Contains(line, uid) {
+				t.Fatalf("the refused read's log line names no user (%s): %s", uid, line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no log line of the refused read:\n%s", in.log.String())
 }

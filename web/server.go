@@ -41,6 +41,10 @@ type Config struct {
 	Logger         *slog.Logger  // nil: slog.Default()
 
 	// Limiter and Limits rate-limit clients; with no Limiter, nothing is.
+	// Limiter must count on Social's Redis, as redis_rate's limiter on its
+	// client does: the limits counted with a request's other commands
+	// (a session's check, a post's reads, an IPv6 client's site) are
+	// counted there by the edge's own script, on the same keys.
 	Limiter   Limiter
 	Limits    Limits
 	KeyPrefix string // prefix of the limiter's keys, as the other packages'

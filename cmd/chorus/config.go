@@ -328,6 +328,8 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		return c, fmt.Errorf("-max-connections-per-address must be 0 or more, got %d", c.MaxConnsPerAddress)
 	case c.InProcessLimitFactor < 0:
 		return c, fmt.Errorf("-in-process-limit-factor must be 0 or more, got %d", c.InProcessLimitFactor)
+	case c.IPv6SiteLimitFactor < 0:
+		return c, fmt.Errorf("-ipv6-site-limit-factor must be 0 or more, got %d", c.IPv6SiteLimitFactor)
 	case c.SessionsPerUser <= 0:
 		return c, fmt.Errorf("-sessions-per-user must be positive, got %d", c.SessionsPerUser)
 	case c.PasswordHashers < 0:

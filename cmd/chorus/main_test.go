@@ -156,6 +156,8 @@ func TestConfig(t *testing.T) {
 		{"max streams", nil, map[string]string{"CHORUS_MAX_STREAMS": "500"}, func(c config) bool { return c.MaxStreams == 500 }, false},
 		{"bad max streams", nil, map[string]string{"CHORUS_MAX_STREAMS": "many"}, nil, true},
 		{"negative max streams", []string{"-max-streams", "-3"}, nil, nil, true},
+		{"negative IPv6 site factor", []string{"-ipv6-site-limit-factor", "-5"}, nil, nil, true},
+		{"IPv6 site factor", []string{"-ipv6-site-limit-factor", "16"}, nil, func(c config) bool { return c.IPv6SiteLimitFactor == 16 }, false},
 		{"limit defaults", nil, nil, func(c config) bool {
 			return c.PostLimit == redis_rate.Limit{Rate: 300, Period: 3 * time.Hour, Burst: 10} &&
 				c.SignInFailures.Rate == 10 && c.MaxStreamsPerUser == 10 && c.ReadTimeout == 20*time.Second &&
