@@ -146,13 +146,23 @@ func routeOf(r *http.Request) string {
 }
 
 // passGate takes one unit of g for the request's client, or says how long
-// the client must wait for one.
+// the client must wait for one. A client gated by its address is gated by
+// its IPv6 site too, as the limits count it (clientSite): a /48 spreading
+// a flood over its /64s meets the site's gate.
 func (s *Server) passGate(g *gate, r *http.Request) (time.Duration, bool) {
-	client := "a" + s.clientAddr(r)
+	now := time.Now()
 	if token, _, present := credentials(r); present && token != "" && !g.perAddress {
-		client = "t" + strconv.FormatUint(maphash.String(s.gates.seed, token), 36)
+		return s.gates.clients.take(g.name+":t"+strconv.FormatUint(maphash.String(s.gates.seed, token), 36), g.every, g.burst, now)
 	}
-	return s.gates.clients.take(g.name+":"+client, g.every, g.burst, time.Now())
+	wait, ok := s.gates.clients.take(g.name+":a"+s.clientAddr(r), g.every, g.burst, now)
+	if !ok {
+		return wait, false
+	}
+	if site := s.clientSite(r); site != "" {
+		f := s.siteFactor()
+		return s.gates.clients.take(g.name+":s"+site, g.every*rate.Limit(f), g.burst*f, now)
+	}
+	return wait, true
 }
 
 // Tokens with no session, per client address: each costs Redis its

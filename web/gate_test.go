@@ -2,7 +2,9 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -85,6 +87,37 @@ func TestGateRefusesFloodsWithoutRedis(t *testing.T) {
 	} {
 		if !strings.Contains(string(res.Body), want) {
 			t.Errorf("/metrics does not say %s", want)
+		}
+	}
+}
+
+// An IPv6 client is gated by its /48 too, as its limits count it: a flood
+// from one site, each request from a /64 of its own, costs Redis nothing
+// once past the site's gate.
+func TestGateCountsIPv6Sites(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	var commands atomic.Int64
+	e.rdb.AddHook(requestCommands{&commands})
+	const burst, sites = 1, 2
+	e.limits = web.Limits{SignUpPerAddress: redis_rate.Limit{Rate: 1, Period: time.Hour, Burst: burst}}
+	e.proxies, e.sites = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, sites
+	in := e.start()
+	anon := in.anon(t)
+	// The site's gate lets through gate factor × sites × the burst.
+	bites := web.DefaultGateFactor * sites * burst
+	for i := range 100 {
+		before := commands.Load()
+		res := anon.do("POST", "/api/v1/users", map[string]any{"login": "site" + strconv.Itoa(i), "name": "S", "password": "password-site"},
+			"X-Forwarded-For", fmt.Sprintf("2001:db8:7:%x::1", i))
+		cost := commands.Load() - before
+		switch {
+		case i < sites*burst && res.Status != http.StatusCreated:
+			t.Fatalf("sign-up %d, within the site's limit: %d %s", i, res.Status, res.Body)
+		case i >= sites*burst && res.Status != http.StatusTooManyRequests:
+			t.Fatalf("sign-up %d, past the site's limit: %d %s, want 429", i, res.Status, res.Body)
+		case i >= bites && cost > 0:
+			t.Fatalf("sign-up %d, past the site's gate (%d): %d Redis commands, want none", i, bites, cost)
 		}
 	}
 }
