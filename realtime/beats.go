@@ -54,6 +54,7 @@ func (h *Hub) flushBeats(ctx context.Context) {
 	tick := time.NewTicker(h.opts.BeatFlushInterval)
 	defer tick.Stop()
 	var list []presence.Beat
+	var conns []*conn // list's
 	for {
 		select {
 		case <-ctx.Done():
@@ -63,10 +64,11 @@ func (h *Hub) flushBeats(ctx context.Context) {
 		b := &h.beats
 		b.flushing.Lock()
 		b.mu.Lock()
-		list = list[:0]
+		list, conns = list[:0], conns[:0]
 		for c := range b.pending {
 			if !c.isClosed() {
 				list = append(list, presence.Beat{UID: c.uid, ConnID: c.id})
+				conns = append(conns, c)
 			}
 		}
 		clear(b.pending)
@@ -84,7 +86,13 @@ func (h *Hub) flushBeats(ctx context.Context) {
 		}
 		switch {
 		case err != nil && ctx.Err() == nil:
-			h.log.Warn("heartbeats not recorded; the next ones will be", "connections", len(list), "err", err)
+			// Carried by the next flush: a connection beats once an
+			// interval, and two beats dropped in a row would age its user
+			// out of the online copy while connected.
+			for _, c := range conns {
+				b.add(c)
+			}
+			h.log.Warn("heartbeats not recorded; the next flush carries them", "connections", len(list), "err", err)
 		case err == nil && took > h.opts.BeatFlushInterval:
 			// The ticks missed meanwhile are dropped: the next flush
 			// carries their beats, later than their connections' schedule.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,5 +155,64 @@ func (h *activityScripts) count(cmd redis.Cmder) {
 			h.n.Add(1)
 			return
 		}
+	}
+}
+
+// failingBeats is the hub's presence with its first flush of beats lost;
+// the beats of each flush after it are told on after.
+type failingBeats struct {
+	Presence
+	mu     sync.Mutex
+	failed bool
+	after  chan []presence.Beat
+}
+
+func (f *failingBeats) Heartbeats(ctx context.Context, beats []presence.Beat) error {
+	f.mu.Lock()
+	if !f.failed && len(beats) > 0 {
+		f.failed = true
+		f.mu.Unlock()
+		return errors.New("the flush was lost")
+	}
+	failed := f.failed
+	f.mu.Unlock()
+	if failed {
+		select {
+		case f.after <- slices.Clone(beats):
+		default: // the test has what it reads
+		}
+	}
+	return f.Presence.Heartbeats(ctx, beats)
+}
+
+// A flush of beats that failed is carried by the next one: a connection
+// beats once an interval, and two beats lost in a row would age its user
+// out while connected.
+func TestFailedBeatFlushCarriedByTheNext(t *testing.T) {
+	t.Parallel()
+	interval := 4 * time.Second
+	f := &failingBeats{after: make(chan []presence.Beat, 1000)}
+	e := newEnv(t, envOptions{
+		hub:      Options{HeartbeatInterval: interval, BeatFlushInterval: 50 * time.Millisecond},
+		presence: presence.Options{HeartbeatInterval: interval, Window: 3 * interval},
+		pres: func(p *presence.Tracker) Presence {
+			f.Presence = p
+			return f
+		},
+	})
+	u := e.signUp("steady")
+	s := e.connect(u)
+	// Its first beat: a frame in its window 1, from half an interval on.
+	time.Sleep(interval / 2)
+	s.ping()
+	// The flush after the lost one carries it, though the connection's next
+	// beat (window 2) is an interval away.
+	select {
+	case beats := <-f.after:
+		if !slices.ContainsFunc(beats, func(b presence.Beat) bool { return b.UID == u.id }) {
+			t.Fatalf("the flush after the lost one carried %v, want steady's beat", beats)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no flush after the lost one")
 	}
 }
