@@ -52,7 +52,7 @@ func deleteAccountJobID(uid int64) string { return "account:delete:" + itoa(uid)
 // keys. The login stays in the login index, leading to no user
 // (reservedLogin): nobody can take it.
 func (s *Service) DeleteAccount(ctx context.Context, uid int64, password, addr string) error {
-	if _, _, err := s.checkPassword(ctx, uid, password, addr, "", "", true); err != nil {
+	if _, err := s.checkPassword(ctx, uid, password, addr, nil, "", true); err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) {
 			return err
 		}

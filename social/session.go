@@ -203,14 +203,14 @@ func (s *Service) ChangePassword(ctx context.Context, uid int64, token, current,
 	if err := validatePassword("", next); err != nil {
 		return err
 	}
-	u, _, err := s.checkPassword(ctx, uid, current, addr, "", "", true)
+	c, err := s.checkPassword(ctx, uid, current, addr, nil, "", true)
 	if err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) {
 			return err
 		}
 		return fmt.Errorf("change password of %d: %w", uid, err)
 	}
-	if err := validatePassword(u.Login, next); err != nil {
+	if err := validatePassword(c.user.Login, next); err != nil {
 		return err
 	}
 	hash, err := s.hashPassword(ctx, next)

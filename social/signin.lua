@@ -21,8 +21,9 @@
 -- ARGV[7] '1' when the check is made on one of the user's sessions (a
 --         password change, an account deletion): not counted against
 --         the unknown addresses' ceiling, which strangers can fill
--- ARGV[8] the device mark's hash, as KEYS[5] holds it ('' for none): a
---         device known is spared the ceiling as a known address is
+-- ARGV[8] the hashes of the device's marks, as KEYS[5] holds them,
+--         separated by spaces ('' for none): a device one of whose marks
+--         the user knows is spared the ceiling as a known address is
 -- ARGV[9..] fields of the user hash to return
 -- Returns {} when the user does not exist, else {verdict, ms left in the
 -- window that refused it (0 when none did), 1 when the attempt was counted
@@ -62,7 +63,11 @@ local function known(set, hash)
   local last = redis.call('ZSCORE', set, hash)
   return last and tonumber(last) > now - tonumber(ARGV[6])
 end
-if ARGV[7] ~= '1' and not known(KEYS[4], ARGV[5]) and not known(KEYS[5], ARGV[8]) then
+local device = false
+for hash in string.gmatch(ARGV[8], '%S+') do
+  device = device or known(KEYS[5], hash)
+end
+if ARGV[7] ~= '1' and not known(KEYS[4], ARGV[5]) and not device then
   local failures, left = count(KEYS[3], ARGV[3])
   if failures > tonumber(ARGV[4]) then
     return {2, left, 0}

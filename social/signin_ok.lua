@@ -1,8 +1,9 @@
 -- Notes a right password: the address's attempts start again, an attempt
 -- that signin.lua counted against the unknown addresses' ceiling is taken
 -- back (it was no failure), and the address becomes known, and the device
--- under its next mark, the mark it showed forgotten, keeping only the
--- newest known ones of each kind and none older than their lifetime.
+-- under its next mark, the marks it showed that the user knew forgotten,
+-- keeping only the newest known ones of each kind and none older than
+-- their lifetime.
 --
 -- KEYS[1] the user's sign-in attempt counter for the address
 -- KEYS[2] the user's counter of sign-in attempts from unknown addresses
@@ -13,14 +14,16 @@
 -- ARGV[2] 1 when signin.lua counted the attempt in KEYS[2], else 0
 -- ARGV[3] most known addresses kept
 -- ARGV[4] how long a sign-in keeps its address known, ms
--- ARGV[5] the hash of the device mark shown ('' for none): forgotten
+-- ARGV[5] the hashes of the device marks shown, separated by spaces ('' for
+--         none): those the user knows are forgotten
 -- ARGV[6] the hash of the device's next mark ('' for none): known
 -- ARGV[7] most known devices kept
--- Returns the number of known addresses, or -1, writing nothing, for a user
--- deleted (or being deleted) since the password was checked: the deletion
--- takes these keys out, and would find them no more.
+-- Returns {a character for each mark shown, in order: '1' when the user
+-- knew it (and forgets it now), else '0'}, or {}, writing nothing, for a
+-- user deleted (or being deleted) since the password was checked: the
+-- deletion takes these keys out, and would find them no more.
 if redis.call('EXISTS', KEYS[4]) == 0 or redis.call('HEXISTS', KEYS[4], 'deleted') == 1 then
-  return -1
+  return {}
 end
 redis.call('DEL', KEYS[1])
 -- A counter whose window ended meanwhile is not made again, without an
@@ -31,8 +34,9 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[3], now, ARGV[1])
-if ARGV[5] ~= '' then
-  redis.call('ZREM', KEYS[5], ARGV[5])
+local forgot = ''
+for hash in string.gmatch(ARGV[5], '%S+') do
+  forgot = forgot .. redis.call('ZREM', KEYS[5], hash)
 end
 if ARGV[6] ~= '' then
   redis.call('ZADD', KEYS[5], now, ARGV[6])
@@ -43,4 +47,4 @@ end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[4]))
 redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
-return redis.call('ZCARD', KEYS[3])
+return {forgot}

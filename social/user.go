@@ -285,6 +285,10 @@ const (
 // sign-in keeps the device known.
 const DeviceMarkTTL = knownAddressTTL
 
+// MaxDeviceMarks is how many device marks one browser keeps: one for each
+// account it signed in to lately (SignInDevice), the newest last.
+const MaxDeviceMarks = 4
+
 // NewDeviceMark returns a fresh device mark: 32 hex digits of randomness,
 // which a browser keeps (a cookie) and shows at its next sign-in, which
 // gives it another (SignInDevice).
@@ -345,20 +349,45 @@ func addressID(addr string) string {
 // An unknown login costs the same bcrypt comparison as a known one and
 // writes nothing.
 func (s *Service) SignIn(ctx context.Context, login, password, addr string) (User, string, error) {
-	return s.SignInDevice(ctx, login, password, addr, "", "")
+	u, token, _, err := s.SignInDevice(ctx, login, password, addr, nil, "")
+	return u, token, err
 }
 
-// SignInDevice is SignIn from a device that shows its device mark
-// (NewDeviceMark; "" or anything not a mark: none): a device that signed in
-// to the account lately is spared the ceiling on attempts from unknown
-// addresses, wherever it signs in from, as a known address is. A right
-// password makes the device known under next, a new mark the caller gives
-// it, and forgets the mark it showed: a mark is good for one sign-in, so
-// one copied, or planted before the owner signs in, is worth nothing
-// after.
-func (s *Service) SignInDevice(ctx context.Context, login, password, addr, device, next string) (User, string, error) {
+// SignInDevice is SignIn from a device that shows its device marks
+// (NewDeviceMark, one for each account it signed in to lately; anything
+// not a mark is none, and past MaxDeviceMarks the newest count): a device
+// that signed in to the account lately is spared the ceiling on attempts
+// from unknown addresses, wherever it signs in from, as a known address
+// is. A right password makes the device known to the account under next,
+// a new mark the caller gives it ("": none), and forgets the marks it
+// showed that the account knew: a mark is good for one sign-in, so one
+// copied, or planted before the owner signs in, is worth nothing after.
+// It returns, with the user and the session's token, the marks the device
+// keeps: those it showed that other accounts know, then next.
+func (s *Service) SignInDevice(ctx context.Context, login, password, addr string, shown []string, next string) (User, string, []string, error) {
+	u, token, keep, err := s.signInDevice(ctx, login, password, addr, deviceMarks(shown), next)
+	if err != nil {
+		return User{}, "", nil, err
+	}
+	return u, token, keep, nil
+}
+
+// deviceMarks is the device marks of shown that count: the newest
+// MaxDeviceMarks valid ones, each once, in order.
+func deviceMarks(shown []string) []string {
+	var marks []string
+	for i := len(shown) - 1; i >= 0 && len(marks) < MaxDeviceMarks; i-- {
+		if ValidDeviceMark(shown[i]) && !slices.Contains(marks, shown[i]) {
+			marks = append(marks, shown[i])
+		}
+	}
+	slices.Reverse(marks)
+	return marks
+}
+
+func (s *Service) signInDevice(ctx context.Context, login, password, addr string, shown []string, next string) (User, string, []string, error) {
 	if !ValidLogin(login) || len(password) > MaxPasswordBytes {
-		return User{}, "", ErrInvalidCredentials
+		return User{}, "", nil, ErrInvalidCredentials
 	}
 	// The login index and the user live in different slots on a cluster:
 	// the uid first, then the attempt counted and the user read in one
@@ -368,26 +397,35 @@ func (s *Service) SignInDevice(ctx context.Context, login, password, addr, devic
 	case errors.Is(err, redis.Nil):
 		uid = 0
 	case err != nil:
-		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+		return User{}, "", nil, fmt.Errorf("sign in %q: %w", login, err)
 	}
-	u, hash, err := s.checkPassword(ctx, uid, password, addr, device, next, false)
+	c, err := s.checkPassword(ctx, uid, password, addr, shown, next, false)
 	if err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrBusy) || errors.Is(err, ErrApprovalPending) {
-			return User{}, "", err
+			return User{}, "", nil, err
 		}
-		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+		return User{}, "", nil, fmt.Errorf("sign in %q: %w", login, err)
 	}
-	if u.Suspended {
-		return User{}, "", ErrSuspended
+	if c.user.Suspended {
+		return User{}, "", nil, ErrSuspended
 	}
-	token, err := s.openSession(ctx, u.ID, hash)
+	token, err := s.openSession(ctx, c.user.ID, c.hash)
 	if err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrSuspended) {
-			return User{}, "", err
+			return User{}, "", nil, err
 		}
-		return User{}, "", fmt.Errorf("sign in %q: %w", login, err)
+		return User{}, "", nil, fmt.Errorf("sign in %q: %w", login, err)
 	}
-	return u, token, nil
+	return c.user, token, c.marks, nil
+}
+
+// checked is what a right password's check tells: the user, the password
+// hash it matched, and the device marks the device keeps (see
+// SignInDevice).
+type checked struct {
+	user  User
+	hash  string
+	marks []string
 }
 
 // checkPassword checks password against uid's (0: no user), from the
@@ -403,18 +441,22 @@ func (s *Service) SignInDevice(ctx context.Context, login, password, addr, devic
 // not against the ceiling of attempts from unknown addresses, which anyone
 // with a few addresses can keep full, so that the owner, signed in from a
 // new address, can still change a password under attack.
-func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr, device, next string, signedIn bool) (User, string, error) {
+func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr string, shown []string, next string, signedIn bool) (checked, error) {
 	if len(password) > MaxPasswordBytes {
-		return User{}, "", ErrInvalidCredentials
+		return checked{}, ErrInvalidCredentials
 	}
 	k := s.keys
-	addrID, devID, nextID := addressID(addr), deviceID(device), deviceID(next)
+	addrID, nextID := addressID(addr), deviceID(next)
+	devIDs := make([]string, len(shown))
+	for i, mark := range shown {
+		devIDs[i] = deviceID(mark)
+	}
 	var res []any
 	if uid != 0 {
 		args := []any{
 			s.opts.SignInFailureWindow.Milliseconds(), s.opts.SignInFailures,
 			s.opts.SignInAccountWindow.Milliseconds(), s.opts.SignInAccountLimit,
-			addrID, knownAddressTTL.Milliseconds(), signedIn, devID,
+			addrID, knownAddressTTL.Milliseconds(), signedIn, strings.Join(devIDs, " "),
 		}
 		for _, f := range userFields {
 			args = append(args, f)
@@ -424,7 +466,7 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr, 
 			[]string{k.user(uid), k.signInFailures(uid, addr), k.signInUnknown(uid), k.signInKnown(uid), k.signInDevices(uid)},
 			append(args, "password", "pending")...).Slice()
 		if err != nil {
-			return User{}, "", err
+			return checked{}, err
 		}
 	}
 	var (
@@ -441,10 +483,10 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr, 
 		switch verdict {
 		case signInAddressLimited:
 			s.stats.SignInsThrottled.Add(1)
-			return User{}, "", &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond}
+			return checked{}, &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond}
 		case signInAccountLimited:
 			s.stats.SignInsCeiling.Add(1)
-			return User{}, "", &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond, Account: true}
+			return checked{}, &RateLimitError{RetryAfter: time.Duration(ttl) * time.Millisecond, Account: true}
 		}
 	}
 	if ok {
@@ -457,26 +499,40 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr, 
 	}
 	match, err := s.passwordMatches(ctx, hash, password)
 	if err != nil {
-		return User{}, "", err
+		return checked{}, err
 	}
 	if !ok || !match {
-		return User{}, "", ErrInvalidCredentials
+		return checked{}, ErrInvalidCredentials
 	}
 	if pending {
 		// Said only to whoever knows the password: it tells nobody else
 		// which logins wait for approval.
-		return User{}, "", ErrApprovalPending
+		return checked{}, ErrApprovalPending
 	}
-	known, err := signinOKScript.Run(ctx, s.rdb,
+	res, err = signinOKScript.Run(ctx, s.rdb,
 		[]string{k.signInFailures(u.ID, addr), k.signInUnknown(u.ID), k.signInKnown(u.ID), k.user(u.ID), k.signInDevices(u.ID)},
-		addrID, counted, knownAddresses, knownAddressTTL.Milliseconds(), devID, nextID, knownDevices).Int()
+		addrID, counted, knownAddresses, knownAddressTTL.Milliseconds(), strings.Join(devIDs, " "), nextID, knownDevices).Slice()
 	if err != nil {
-		return User{}, "", err
+		return checked{}, err
 	}
-	if known < 0 {
-		return User{}, "", ErrInvalidCredentials // deleted while the password was checked
+	if len(res) == 0 {
+		return checked{}, ErrInvalidCredentials // deleted while the password was checked
 	}
-	return u, string(hash), nil
+	// The marks the account knew are spent; the others are other accounts'.
+	forgot, _ := res[0].(string)
+	c := checked{user: u, hash: string(hash)}
+	for i, mark := range shown {
+		if i >= len(forgot) || forgot[i] != '1' {
+			c.marks = append(c.marks, mark)
+		}
+	}
+	if next != "" {
+		c.marks = append(c.marks, next)
+	}
+	if over := len(c.marks) - MaxDeviceMarks; over > 0 {
+		c.marks = c.marks[over:]
+	}
+	return c, nil
 }
 
 // Verdicts of signin.lua.

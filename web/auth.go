@@ -194,26 +194,28 @@ func (s *Server) setSessionCookie(w http.ResponseWriter, r *http.Request, token 
 	})
 }
 
-// DeviceCookie holds a browser's device mark (social.NewDeviceMark): a
-// browser that signed in to an account lately is spared, from any address,
-// the ceiling on sign-ins from unknown addresses, which strangers can fill.
-// It is sent only to the sign-in route, and says nothing of who signed in.
+// DeviceCookie holds a browser's device marks (social.NewDeviceMark), one
+// for each account it signed in to lately, separated by dots: a browser
+// that signed in to an account lately is spared, from any address, the
+// ceiling on sign-ins from unknown addresses, which strangers can fill. It
+// is sent only to the sign-in route, and says nothing of who signed in.
 const DeviceCookie = "chorus_device"
 
-// deviceMark is the device mark r's browser shows, "" for none.
-func deviceMark(r *http.Request) string {
+// deviceMarks are the device marks r's browser shows (social.SignInDevice
+// takes those that count).
+func deviceMarks(r *http.Request) []string {
 	c, err := r.Cookie(DeviceCookie)
-	if err != nil || !social.ValidDeviceMark(c.Value) {
-		return ""
+	if err != nil || c.Value == "" {
+		return nil
 	}
-	return c.Value
+	return strings.Split(c.Value, ".")
 }
 
-// setDeviceCookie gives the browser its next device mark, which the
-// sign-in made known.
-func (s *Server) setDeviceCookie(w http.ResponseWriter, r *http.Request, mark string) {
+// setDeviceCookie gives the browser its device marks after a sign-in: the
+// account's new one, made known, last.
+func (s *Server) setDeviceCookie(w http.ResponseWriter, r *http.Request, marks []string) {
 	http.SetCookie(w, &http.Cookie{
-		Name: DeviceCookie, Value: mark, Path: "/api/v1/sessions", MaxAge: int(social.DeviceMarkTTL.Seconds()),
+		Name: DeviceCookie, Value: strings.Join(marks, "."), Path: "/api/v1/sessions", MaxAge: int(social.DeviceMarkTTL.Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.isTLS(r),
 	})
 }

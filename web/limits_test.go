@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -503,6 +504,73 @@ func TestSignInCeilingPerAccount(t *testing.T) {
 	}
 	refused(t, "an eleventh wrong current password from one address", victim.do("PUT", "/api/v1/me/password",
 		map[string]string{"current": "wrong-password", "new": "a-new-kettle-drum-8"}, "X-Forwarded-For", "203.0.113.101"))
+}
+
+// One browser signing in to two accounts in turns keeps a device mark for
+// each: each account's sign-in spends and renews its own and leaves the
+// other's, so that each is spared its ceiling from a new address; a copy
+// of the cookie, spent, is worth nothing; a cookie of garbage is none.
+func TestDeviceMarksOfTwoAccounts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{SignInAccountLimit: 2})
+	e.proxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	in := e.start()
+	in.signUp(t, "ann")
+	in.signUp(t, "bob")
+	cookie := "" // the browser's
+	browser := func(login, from string, want int) response {
+		t.Helper()
+		header := []string{"X-Forwarded-For", from, "Sec-Fetch-Site", "same-origin"}
+		if cookie != "" {
+			header = append(header, "Cookie", web.DeviceCookie+"="+cookie)
+		}
+		res := in.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": login, "password": "password-" + login}, header...)
+		if res.Status != want {
+			t.Fatalf("%s's browser from %s: %d %s, want %d", login, from, res.Status, res.Body, want)
+		}
+		for _, c := range (&http.Response{Header: res.Header}).Cookies() {
+			if c.Name == web.DeviceCookie {
+				cookie = c.Value
+			}
+		}
+		return res
+	}
+	guess := func(login, from string) {
+		t.Helper()
+		res := in.anon(t).do("POST", "/api/v1/sessions", map[string]string{"login": login, "password": "wrong-password"}, "X-Forwarded-For", from)
+		if res.Status != http.StatusUnauthorized {
+			t.Fatalf("a guess at %s: %d %s, want 401", login, res.Status, res.Body)
+		}
+	}
+	browser("ann", "192.0.2.1", http.StatusOK)
+	browser("bob", "192.0.2.1", http.StatusOK)
+	if marks := strings.Split(cookie, "."); len(marks) != 2 {
+		t.Fatalf("the browser keeps %q after two accounts' sign-ins, want two marks", cookie)
+	}
+	copied := cookie
+	// Strangers fill both accounts' ceilings.
+	for i := range 2 {
+		guess("ann", "203.0.113."+strconv.Itoa(i))
+		guess("bob", "203.0.113."+strconv.Itoa(i))
+	}
+	// From a new address, each account on the browser is spared, in turns.
+	browser("ann", "198.51.100.1", http.StatusOK)
+	browser("bob", "198.51.100.2", http.StatusOK)
+	browser("ann", "198.51.100.3", http.StatusOK)
+	if marks := strings.Split(cookie, "."); len(marks) != 2 {
+		t.Fatalf("the browser keeps %q, want two marks", cookie)
+	}
+	// The copy's marks were spent by the sign-ins after it.
+	current := cookie
+	cookie = copied
+	refused(t, "a copy of the browser's cookie, spent", browser("ann", "198.51.100.4", http.StatusTooManyRequests))
+	cookie = current
+	// Garbage is no mark: at home, a sign-in goes through all the same.
+	cookie = "not-a-mark." + strings.Repeat("z", 32) + ".." + current
+	browser("bob", "192.0.2.1", http.StatusOK)
+	if marks := strings.Split(cookie, "."); len(marks) != 2 || slices.ContainsFunc(marks, func(m string) bool { return !social.ValidDeviceMark(m) }) {
+		t.Fatalf("after a cookie with garbage, the browser keeps %q, want two marks", cookie)
+	}
 }
 
 // dialRefused dials a stream as c and fails unless it is refused 429

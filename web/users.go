@@ -110,15 +110,16 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// The browser's mark is good for this sign-in; a new one, made known
-	// by it, takes its place. Only a browser gets one (it sends
-	// Sec-Fetch-Site): a client that keeps no cookie would have a new mark
-	// made known at each sign-in, and push out its owner's browsers.
+	// The browser's mark for this account is good for this sign-in; a new
+	// one, made known by it, takes its place beside its marks for other
+	// accounts. Only a browser gets one (it sends Sec-Fetch-Site): a client
+	// that keeps no cookie would have a new mark made known at each
+	// sign-in, and push out its owner's browsers.
 	var device string
 	if r.Header.Get("Sec-Fetch-Site") != "" {
 		device = social.NewDeviceMark()
 	}
-	u, token, err := s.social.SignInDevice(r.Context(), body.Login, body.Password, s.clientAddr(r), deviceMark(r), device)
+	u, token, marks, err := s.social.SignInDevice(r.Context(), body.Login, body.Password, s.clientAddr(r), deviceMarks(r), device)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -140,7 +141,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	s.setSessionCookie(w, r, token)
 	if device != "" {
-		s.setDeviceCookie(w, r, device)
+		s.setDeviceCookie(w, r, marks)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"user": s.ownView(protocol.UserView{User: u, Presence: &ps[0]}), "token": token})
 }
