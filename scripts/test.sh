@@ -75,7 +75,12 @@ fi
 export CHORUS_TEST_REDIS_URL="redis://127.0.0.1:$port"
 
 # The cluster: three masters on consecutive ports, no replicas (the failover
-# tests start clusters of their own, with replicas).
+# tests start clusters of their own, with replicas). Each node's bus listens
+# 10,000 above its port: both are taken below the kernel's ephemeral ports,
+# which a busy machine's connections hold by thousands.
+ephemeral=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+cluster_span=$((ephemeral - 20003))
+[ "$cluster_span" -ge 1000 ] || cluster_span=20000
 start_cluster() {
   local base=$1 addrs=() p i
   for i in 0 1 2; do
@@ -109,7 +114,7 @@ start_cluster() {
 }
 cluster_ok=
 for _ in $(seq 1 5); do
-  if start_cluster $((20000 + RANDOM % 20000)); then cluster_ok=1; break; fi
+  if start_cluster $((10000 + RANDOM % cluster_span)); then cluster_ok=1; break; fi
   for pid in "${cluster_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait "${cluster_pids[@]}" 2>/dev/null || true
   cluster_pids=()

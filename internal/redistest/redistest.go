@@ -9,10 +9,13 @@ package redistest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,9 +134,13 @@ func (s *Server) Stop() {
 
 // start starts a redis-server on a free port with extra arguments.
 func start(extra ...string) (*Server, error) {
+	pick := freePort
+	if slices.Contains(extra, "--cluster-enabled") {
+		pick = freeClusterPort
+	}
 	var lastErr error
 	for range 5 {
-		port, err := freePort()
+		port, err := pick()
 		if err != nil {
 			return nil, err
 		}
@@ -181,6 +188,42 @@ func startOn(port int, extra ...string) (*Server, error) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	return nil, fmt.Errorf("redis-server on %s did not start", addr)
+}
+
+// freeClusterPort is a free port for a cluster node, whose bus listens
+// 10,000 above it: both below the kernel's ephemeral ports, which the
+// connections of a busy machine hold by thousands (and which reach past
+// 55,535, where a node's bus port would pass 65,535), and both free now.
+func freeClusterPort() (int, error) {
+	low := 32768
+	if raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(raw)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	const first, bus = 10000, 10000
+	if low-bus-first < 1000 {
+		return freePort() // no room below: the kernel's pick, retried on failure
+	}
+	for range 100 {
+		port := first + rand.IntN(low-bus-first)
+		if free(port) && free(port+bus) {
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free port for a cluster node and its bus")
+}
+
+// free reports whether port can be listened on now.
+func free(port int) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
 }
 
 func freePort() (int, error) {
