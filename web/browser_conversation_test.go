@@ -501,3 +501,45 @@ func TestBrowserNotificationsPaged(t *testing.T) {
 		t.Fatal("Load more still offered at the end")
 	}
 }
+
+// A person picked with the arrows among the suggestions stays picked when
+// the list comes again for a longer term (the answer of a lookup that was
+// under way), wherever they are in it: Enter takes whom the writer chose.
+func TestBrowserMentionPickKeptWhenListComesAgain(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	in.signUp(t, "ada")
+	in.signUp(t, "carla")
+	in.signUp(t, "carol")
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	box := testID("composer-input")
+	p.waitVisible(box)
+	p.typeInto(box, "hi @ca")
+	options := `[...document.querySelectorAll('[data-testid="mention-option"]')]`
+	picked := `(document.getElementById(document.querySelector(` + js(box) + `).getAttribute('aria-activedescendant'))?.dataset.login ?? '')`
+	p.waitUntil("suggestions for @ca", stepTimeout, `(() => {
+		const opts = `+options+`.map((o) => o.dataset.login);
+		return opts.includes('carol') && opts.includes('carla') ? '' : 'options: ' + opts.join(' ');
+	})()`)
+	// The list shown now is marked, to tell the next one from it.
+	eval[bool](p, `(`+options+`.forEach((o) => { o.dataset.old = '1'; }), true)`)
+	for range 5 {
+		if eval[string](p, picked) == "carol" {
+			break
+		}
+		p.press(kb.ArrowDown)
+	}
+	if got := eval[string](p, picked); got != "carol" {
+		t.Fatalf("picked %q with the arrows, want carol", got)
+	}
+	p.typeInto(box, "r")
+	p.waitUntil("the list for @car, carol still picked", stepTimeout, `(() => {
+		const opts = `+options+`;
+		if (opts.length === 0 || opts.some((o) => o.dataset.old)) return 'the list for @ca still shown';
+		return `+picked+` === 'carol' ? '' : 'picked: ' + `+picked+`;
+	})()`)
+	p.press("\r")
+	p.waitUntil("carol taken", stepTimeout, `document.querySelector(`+js(box)+`).value === 'hi @carol ' ? '' : 'box holds ' + JSON.stringify(document.querySelector(`+js(box)+`).value)`)
+}

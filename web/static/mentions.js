@@ -64,6 +64,9 @@ export function mentionAutocomplete(input) {
   };
 
   const show = (found) => {
+    // The one picked with the arrows stays picked when the list comes
+    // again (the answer for a longer term), wherever it is in it.
+    const picked = active >= 0 && users[active] ? users[active].login : null;
     users = found.slice(0, LIMIT);
     if (users.length === 0) return close();
     list.replaceChildren(...users.map((u, i) => {
@@ -78,7 +81,7 @@ export function mentionAutocomplete(input) {
     }));
     list.hidden = false;
     input.setAttribute('aria-expanded', 'true');
-    highlight(0);
+    highlight(Math.max(0, users.findIndex((u) => u.login === picked)));
   };
 
   // current finds the "@abc" just before the caret, or null.
