@@ -53,8 +53,16 @@ cleanup() {
   rm -rf "$workdir"
 }
 trap cleanup EXIT
+# Ports are taken below the kernel's ephemeral ones, which a busy machine's
+# connections hold by thousands; a cluster node's bus listens 10,000 above
+# its port, below them too.
+read -r ephemeral _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || ephemeral=32768
+port_span=$((ephemeral - 10000))
+[ "$port_span" -ge 1000 ] || port_span=20000
+cluster_span=$((ephemeral - 20003))
+[ "$cluster_span" -ge 1000 ] || cluster_span=20000
 for _ in $(seq 1 20); do
-  port=$((20000 + RANDOM % 20000))
+  port=$((10000 + RANDOM % port_span))
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$workdir" --loglevel warning >"$workdir/redis.log" 2>&1 &
   redis_pid=$!
@@ -75,12 +83,7 @@ fi
 export CHORUS_TEST_REDIS_URL="redis://127.0.0.1:$port"
 
 # The cluster: three masters on consecutive ports, no replicas (the failover
-# tests start clusters of their own, with replicas). Each node's bus listens
-# 10,000 above its port: both are taken below the kernel's ephemeral ports,
-# which a busy machine's connections hold by thousands.
-ephemeral=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-cluster_span=$((ephemeral - 20003))
-[ "$cluster_span" -ge 1000 ] || cluster_span=20000
+# tests start clusters of their own, with replicas).
 start_cluster() {
   local base=$1 addrs=() p i
   for i in 0 1 2; do

@@ -363,11 +363,14 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 // showed that the account knew: a mark is good for one sign-in, so one
 // copied, or planted before the owner signs in, is worth nothing after.
 // It returns, with the user and the session's token, the marks the device
-// keeps: those it showed that other accounts know, then next.
+// keeps: those it showed that other accounts know, then next. A sign-in
+// refused after the password was found right (a suspended account, a
+// session that could not be opened) returns them too, with its error: the
+// account knows next, and no longer the mark it spent.
 func (s *Service) SignInDevice(ctx context.Context, login, password, addr string, shown []string, next string) (User, string, []string, error) {
 	u, token, keep, err := s.signInDevice(ctx, login, password, addr, deviceMarks(shown), next)
 	if err != nil {
-		return User{}, "", nil, err
+		return User{}, "", keep, err
 	}
 	return u, token, keep, nil
 }
@@ -407,14 +410,14 @@ func (s *Service) signInDevice(ctx context.Context, login, password, addr string
 		return User{}, "", nil, fmt.Errorf("sign in %q: %w", login, err)
 	}
 	if c.user.Suspended {
-		return User{}, "", nil, ErrSuspended
+		return User{}, "", c.marks, ErrSuspended
 	}
 	token, err := s.openSession(ctx, c.user.ID, c.hash)
 	if err != nil {
 		if errors.Is(err, ErrInvalidCredentials) || errors.Is(err, ErrSuspended) {
-			return User{}, "", nil, err
+			return User{}, "", c.marks, err
 		}
-		return User{}, "", nil, fmt.Errorf("sign in %q: %w", login, err)
+		return User{}, "", c.marks, fmt.Errorf("sign in %q: %w", login, err)
 	}
 	return c.user, token, c.marks, nil
 }
@@ -446,6 +449,7 @@ func (s *Service) checkPassword(ctx context.Context, uid int64, password, addr s
 		return checked{}, ErrInvalidCredentials
 	}
 	k := s.keys
+	shown = deviceMarks(shown) // each one a mark: one hash each, in order
 	addrID, nextID := addressID(addr), deviceID(next)
 	devIDs := make([]string, len(shown))
 	for i, mark := range shown {

@@ -208,7 +208,12 @@ func deviceMarks(r *http.Request) []string {
 	if err != nil || c.Value == "" {
 		return nil
 	}
-	return strings.Split(c.Value, ".")
+	// Its newest marks' worth at most, whatever a client sends.
+	v := c.Value
+	if most := social.MaxDeviceMarks * 33; len(v) > most {
+		v = v[len(v)-most:]
+	}
+	return strings.Split(v, ".")
 }
 
 // setDeviceCookie gives the browser its device marks after a sign-in: the

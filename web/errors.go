@@ -139,7 +139,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			fmt.Sprintf("You mute %d accounts, as many as one may; unmute one first.", social.MaxMutes))
 	case errors.Is(err, social.ErrTooManyFollowing):
 		ae = newError(http.StatusConflict, "too_many_following",
-			fmt.Sprintf("You follow %d accounts, as many as one may; unfollow one first.", s.social.MaxFollowing()))
+			fmt.Sprintf("You follow as many accounts as one may (%d, suspended ones included); unfollow one first.", s.social.MaxFollowing()))
 	case errors.Is(err, social.ErrRegistrationsClosed):
 		ae = newError(http.StatusForbidden, "registrations_closed", "Sign-ups are closed on this site; no new accounts are being made.")
 	case errors.Is(err, social.ErrApprovalPending):

@@ -154,15 +154,25 @@ func (s *Server) passGate(g *gate, r *http.Request) (time.Duration, bool) {
 	if token, _, present := credentials(r); present && token != "" && !g.perAddress {
 		return s.gates.clients.take(g.name+":t"+strconv.FormatUint(maphash.String(s.gates.seed, token), 36), g.every, g.burst, now)
 	}
-	wait, ok := s.gates.clients.take(g.name+":a"+s.clientAddr(r), g.every, g.burst, now)
-	if !ok {
+	site := s.clientSite(r)
+	if site == "" {
+		return s.gates.clients.take(g.name+":a"+s.clientAddr(r), g.every, g.burst, now)
+	}
+	// Both units or neither, as the limits take them: the address's first,
+	// so that an address over its own gate spends none of its site's.
+	own := s.gates.clients.reserve(g.name+":a"+s.clientAddr(r), g.every, g.burst, now)
+	if wait := own.DelayFrom(now); wait > 0 {
+		own.CancelAt(now)
 		return wait, false
 	}
-	if site := s.clientSite(r); site != "" {
-		f := s.siteFactor()
-		return s.gates.clients.take(g.name+":s"+site, g.every*rate.Limit(f), g.burst*f, now)
+	f := s.siteFactor()
+	shared := s.gates.clients.reserve(g.name+":s"+site, g.every*rate.Limit(f), g.burst*f, now)
+	if wait := shared.DelayFrom(now); wait > 0 {
+		shared.CancelAt(now)
+		own.CancelAt(now)
+		return wait, false
 	}
-	return wait, true
+	return 0, true
 }
 
 // Tokens with no session, per client address: each costs Redis its
@@ -248,6 +258,18 @@ func (c *clientLimiters) peek(key string, every rate.Limit, now time.Time) (time
 // take takes one unit of key's limiter (every, burst), made full when key
 // is new, or says how long until one is there.
 func (c *clientLimiters) take(key string, every rate.Limit, burst int, now time.Time) (time.Duration, bool) {
+	res := c.reserve(key, every, burst, now)
+	if wait := res.DelayFrom(now); wait > 0 {
+		res.CancelAt(now)
+		return wait, false
+	}
+	return 0, true
+}
+
+// reserve reserves one unit of key's limiter, which it makes (every, burst)
+// when the key is not remembered; the caller cancels a reservation it does
+// not keep.
+func (c *clientLimiters) reserve(key string, every rate.Limit, burst int, now time.Time) *rate.Reservation {
 	c.mu.Lock()
 	var lim *rate.Limiter
 	if e, ok := c.byKey[key]; ok {
@@ -263,10 +285,5 @@ func (c *clientLimiters) take(key string, every rate.Limit, burst int, now time.
 		}
 	}
 	c.mu.Unlock()
-	res := lim.ReserveN(now, 1)
-	if wait := res.DelayFrom(now); wait > 0 {
-		res.CancelAt(now)
-		return wait, false
-	}
-	return 0, true
+	return lim.ReserveN(now, 1)
 }

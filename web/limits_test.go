@@ -565,11 +565,28 @@ func TestDeviceMarksOfTwoAccounts(t *testing.T) {
 	cookie = copied
 	refused(t, "a copy of the browser's cookie, spent", browser("ann", "198.51.100.4", http.StatusTooManyRequests))
 	cookie = current
-	// Garbage is no mark: at home, a sign-in goes through all the same.
-	cookie = "not-a-mark." + strings.Repeat("z", 32) + ".." + current
+	// Garbage is no mark, however long: at home, a sign-in goes through
+	// all the same.
+	cookie = strings.Repeat(".", 3000) + "not-a-mark." + strings.Repeat("z", 32) + ".." + current
 	browser("bob", "192.0.2.1", http.StatusOK)
 	if marks := strings.Split(cookie, "."); len(marks) != 2 || slices.ContainsFunc(marks, func(m string) bool { return !social.ValidDeviceMark(m) }) {
 		t.Fatalf("after a cookie with garbage, the browser keeps %q, want two marks", cookie)
+	}
+	// A right password refused after it was checked (a suspended account)
+	// spent the account's mark: the browser is given the new one all the
+	// same, and the other account's stays.
+	bob, err := in.social.UID(t.Context(), "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.social.Suspend(t.Context(), bob); err != nil {
+		t.Fatal(err)
+	}
+	before := strings.Split(cookie, ".")
+	browser("bob", "192.0.2.1", http.StatusForbidden)
+	after := strings.Split(cookie, ".")
+	if len(after) != 2 || after[0] != before[0] || after[1] == before[1] || !social.ValidDeviceMark(after[1]) {
+		t.Fatalf("a suspended account's browser sign-in left the cookie %q (was %q), want ann's mark kept and bob's renewed", cookie, strings.Join(before, "."))
 	}
 }
 

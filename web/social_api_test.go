@@ -129,7 +129,7 @@ func TestFollowingCapAnswers409(t *testing.T) {
 	if res.Status != http.StatusConflict || res.errorCode(t) != "too_many_following" {
 		t.Fatalf("a third follow: %d %s, want 409 too_many_following", res.Status, res.Body)
 	}
-	if !strings.Contains(string(res.Body), "You follow 2 accounts") {
+	if !strings.Contains(string(res.Body), "as many accounts as one may (2") {
 		t.Errorf("the refusal says %s, want the cap named", res.Body)
 	}
 	if c := fan.counts("three"); c.followers != 0 {

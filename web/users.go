@@ -120,6 +120,12 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		device = social.NewDeviceMark()
 	}
 	u, token, marks, err := s.social.SignInDevice(r.Context(), body.Login, body.Password, s.clientAddr(r), deviceMarks(r), device)
+	if device != "" && marks != nil {
+		// Once the password was found right, the account knows the new
+		// mark (and no longer the one spent), whether or not the sign-in
+		// goes on.
+		s.setDeviceCookie(w, r, marks)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -140,9 +146,6 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setSessionCookie(w, r, token)
-	if device != "" {
-		s.setDeviceCookie(w, r, marks)
-	}
 	writeJSON(w, http.StatusOK, map[string]any{"user": s.ownView(protocol.UserView{User: u, Presence: &ps[0]}), "token": token})
 }
 

@@ -178,16 +178,36 @@ func startOn(port int, extra ...string) (*Server, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			return &Server{URL: "redis://" + addr, Addr: addr, Port: port, cmd: cmd}, nil
+		if pid, err := serverPID(addr); err == nil {
+			if pid == cmd.Process.Pid {
+				return &Server{URL: "redis://" + addr, Addr: addr, Port: port, cmd: cmd}, nil
+			}
+			// Another server took the port first: ours could not listen.
+			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	return nil, fmt.Errorf("redis-server on %s did not start", addr)
+}
+
+// serverPID is the process id of the Redis server listening on addr.
+func serverPID(addr string) (int, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("no process_id in INFO")
 }
 
 // freeClusterPort is a free port for a cluster node, whose bus listens
