@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -88,9 +89,13 @@ func (h *Hub) flushBeats(ctx context.Context) {
 		case err != nil && ctx.Err() == nil:
 			// Carried by the next flush: a connection beats once an
 			// interval, and two beats dropped in a row would age its user
-			// out of the online copy while connected.
-			for _, c := range conns {
-				b.add(c)
+			// out of the online copy while connected. But for a beat
+			// presence refuses as malformed, which would fail every flush
+			// after, and with them the instance's lease.
+			if !errors.Is(err, presence.ErrInvalid) {
+				for _, c := range conns {
+					b.add(c)
+				}
 			}
 			h.log.Warn("heartbeats not recorded; the next flush carries them", "connections", len(list), "err", err)
 		case err == nil && took > h.opts.BeatFlushInterval:

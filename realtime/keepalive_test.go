@@ -158,10 +158,12 @@ func (h *activityScripts) count(cmd redis.Cmder) {
 	}
 }
 
-// failingBeats is the hub's presence with its first flush of beats lost;
-// the beats of each flush after it are told on after.
+// failingBeats is the hub's presence with its first flush of beats lost
+// (with err, or a Redis error); the beats of each flush after it are told
+// on after.
 type failingBeats struct {
 	Presence
+	err    error
 	mu     sync.Mutex
 	failed bool
 	after  chan []presence.Beat
@@ -172,6 +174,9 @@ func (f *failingBeats) Heartbeats(ctx context.Context, beats []presence.Beat) er
 	if !f.failed && len(beats) > 0 {
 		f.failed = true
 		f.mu.Unlock()
+		if f.err != nil {
+			return f.err
+		}
 		return errors.New("the flush was lost")
 	}
 	failed := f.failed
@@ -190,8 +195,23 @@ func (f *failingBeats) Heartbeats(ctx context.Context, beats []presence.Beat) er
 // out while connected.
 func TestFailedBeatFlushCarriedByTheNext(t *testing.T) {
 	t.Parallel()
+	t.Run("lost", func(t *testing.T) {
+		t.Parallel()
+		flushAfterLost(t, nil, true)
+	})
+	// A beat presence refuses as malformed is not: it would fail every
+	// flush after it, and with them the instance's lease.
+	t.Run("malformed", func(t *testing.T) {
+		t.Parallel()
+		flushAfterLost(t, fmt.Errorf("%w: a beat of no one", presence.ErrInvalid), false)
+	})
+}
+
+// flushAfterLost loses a connection's first flushed beat with err (nil: a
+// Redis error), and checks whether the next flush carries it.
+func flushAfterLost(t *testing.T, err error, carried bool) {
 	interval := 4 * time.Second
-	f := &failingBeats{after: make(chan []presence.Beat, 1000)}
+	f := &failingBeats{err: err, after: make(chan []presence.Beat, 1000)}
 	e := newEnv(t, envOptions{
 		hub:      Options{HeartbeatInterval: interval, BeatFlushInterval: 50 * time.Millisecond},
 		presence: presence.Options{HeartbeatInterval: interval, Window: 3 * interval},
@@ -209,8 +229,8 @@ func TestFailedBeatFlushCarriedByTheNext(t *testing.T) {
 	// beat (window 2) is an interval away.
 	select {
 	case beats := <-f.after:
-		if !slices.ContainsFunc(beats, func(b presence.Beat) bool { return b.UID == u.id }) {
-			t.Fatalf("the flush after the lost one carried %v, want steady's beat", beats)
+		if got := slices.ContainsFunc(beats, func(b presence.Beat) bool { return b.UID == u.id }); got != carried {
+			t.Fatalf("the flush after the lost one carried %v: steady's beat there %v, want %v", beats, got, carried)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no flush after the lost one")
