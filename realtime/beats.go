@@ -104,6 +104,7 @@ func (h *Hub) flushBeats(ctx context.Context) {
 			h.log.Warn("presence flush took longer than its tick; this instance's presence writes fall behind",
 				"connections", len(list), "took", took, "tick", h.opts.BeatFlushInterval)
 		}
+		clear(conns) // no closed stream kept reachable till the next flush
 		b.flushing.Unlock()
 	}
 }

@@ -368,27 +368,6 @@ func (s *Service) SignIn(ctx context.Context, login, password, addr string) (Use
 // session that could not be opened) returns them too, with its error: the
 // account knows next, and no longer the mark it spent.
 func (s *Service) SignInDevice(ctx context.Context, login, password, addr string, shown []string, next string) (User, string, []string, error) {
-	u, token, keep, err := s.signInDevice(ctx, login, password, addr, deviceMarks(shown), next)
-	if err != nil {
-		return User{}, "", keep, err
-	}
-	return u, token, keep, nil
-}
-
-// deviceMarks is the device marks of shown that count: the newest
-// MaxDeviceMarks valid ones, each once, in order.
-func deviceMarks(shown []string) []string {
-	var marks []string
-	for i := len(shown) - 1; i >= 0 && len(marks) < MaxDeviceMarks; i-- {
-		if ValidDeviceMark(shown[i]) && !slices.Contains(marks, shown[i]) {
-			marks = append(marks, shown[i])
-		}
-	}
-	slices.Reverse(marks)
-	return marks
-}
-
-func (s *Service) signInDevice(ctx context.Context, login, password, addr string, shown []string, next string) (User, string, []string, error) {
 	if !ValidLogin(login) || len(password) > MaxPasswordBytes {
 		return User{}, "", nil, ErrInvalidCredentials
 	}
@@ -420,6 +399,19 @@ func (s *Service) signInDevice(ctx context.Context, login, password, addr string
 		return User{}, "", c.marks, fmt.Errorf("sign in %q: %w", login, err)
 	}
 	return c.user, token, c.marks, nil
+}
+
+// deviceMarks is the device marks of shown that count: the newest
+// MaxDeviceMarks valid ones, each once, in order.
+func deviceMarks(shown []string) []string {
+	var marks []string
+	for i := len(shown) - 1; i >= 0 && len(marks) < MaxDeviceMarks; i-- {
+		if ValidDeviceMark(shown[i]) && !slices.Contains(marks, shown[i]) {
+			marks = append(marks, shown[i])
+		}
+	}
+	slices.Reverse(marks)
+	return marks
 }
 
 // checked is what a right password's check tells: the user, the password
