@@ -11,8 +11,18 @@ import (
 // client's (clientIP), with an IPv6 client counted by its /64, the block
 // one host or site is usually given, so that walking through the addresses
 // of one block does not walk around the limits.
-func (s *Server) clientAddr(r *http.Request) string {
-	addr := s.clientIP(r)
+func (s *Server) clientAddr(r *http.Request) string { return addrKey(s.clientIP(r)) }
+
+// addrClient is whom a limit per client address counts a request for: its
+// client's address (clientAddr) and, for an IPv6 client where sites are
+// counted, its site (siteKey), from one reading of the request's address.
+func (s *Server) addrClient(r *http.Request) limitClient {
+	ip := s.clientIP(r)
+	return limitClient{who: addrKey(ip), site: s.siteKey(ip)}
+}
+
+// addrKey is the key of clientAddr for the client address addr.
+func addrKey(addr netip.Addr) string {
 	if !addr.IsValid() {
 		return "unknown"
 	}
@@ -32,15 +42,11 @@ const DefaultSiteLimitFactor = 8
 // /48 for free), 65,536 /64s, each a client of its own to clientAddr.
 const siteBits = 48
 
-// clientSite is the IPv6 site of a request's client, which the limits
+// siteKey is the IPv6 site of the client address addr, which the limits
 // counted by address count too, at siteFactor times the limit: "" for an
 // IPv4 client, or when sites are not counted.
-func (s *Server) clientSite(r *http.Request) string {
-	if s.sites <= 0 {
-		return ""
-	}
-	addr := s.clientIP(r)
-	if !addr.Is6() {
+func (s *Server) siteKey(addr netip.Addr) string {
+	if s.sites <= 0 || !addr.Is6() {
 		return ""
 	}
 	p, _ := addr.Prefix(siteBits)

@@ -147,26 +147,26 @@ func routeOf(r *http.Request) string {
 
 // passGate takes one unit of g for the request's client, or says how long
 // the client must wait for one. A client gated by its address is gated by
-// its IPv6 site too, as the limits count it (clientSite): a /48 spreading
+// its IPv6 site too, as the limits count it (addrClient): a /48 spreading
 // a flood over its /64s meets the site's gate.
 func (s *Server) passGate(g *gate, r *http.Request) (time.Duration, bool) {
 	now := time.Now()
 	if token, _, present := credentials(r); present && token != "" && !g.perAddress {
 		return s.gates.clients.take(g.name+":t"+strconv.FormatUint(maphash.String(s.gates.seed, token), 36), g.every, g.burst, now)
 	}
-	site := s.clientSite(r)
-	if site == "" {
-		return s.gates.clients.take(g.name+":a"+s.clientAddr(r), g.every, g.burst, now)
+	c := s.addrClient(r)
+	if c.site == "" {
+		return s.gates.clients.take(g.name+":a"+c.who, g.every, g.burst, now)
 	}
 	// Both units or neither, as the limits take them: the address's first,
 	// so that an address over its own gate spends none of its site's.
-	own := s.gates.clients.reserve(g.name+":a"+s.clientAddr(r), g.every, g.burst, now)
+	own := s.gates.clients.reserve(g.name+":a"+c.who, g.every, g.burst, now)
 	if wait := own.DelayFrom(now); wait > 0 {
 		own.CancelAt(now)
 		return wait, false
 	}
 	f := s.siteFactor()
-	shared := s.gates.clients.reserve(g.name+":s"+site, g.every*rate.Limit(f), g.burst*f, now)
+	shared := s.gates.clients.reserve(g.name+":s"+c.site, g.every*rate.Limit(f), g.burst*f, now)
 	if wait := shared.DelayFrom(now); wait > 0 {
 		shared.CancelAt(now)
 		own.CancelAt(now)

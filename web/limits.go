@@ -88,14 +88,13 @@ type rateLimit struct {
 	// user is whom a signed-in user's requests are counted for, given the
 	// user; nil for a limit per client address.
 	user func(uid int64) string
-	// key is whom any other request is counted for (a visitor's, or every
-	// request's when user is nil).
-	key func(r *http.Request) string
-	// site, for a limit that key counts by client address, is the IPv6
-	// site (clientSite) counted as well; nil for others.
-	site func(r *http.Request) string
-	// perAddress says key is the client address: the limit's gate counts
-	// by it too, whatever credentials the request carries.
+	// visitor is whom any other request is counted for (a visitor's, or
+	// every request's when user is nil): its client address, with the
+	// address's IPv6 site (addrClient).
+	visitor func(r *http.Request) limitClient
+	// perAddress says every request is counted for its client address
+	// (visitor is addrClient): the limit's gate counts by it too,
+	// whatever credentials the request carries.
 	perAddress bool
 }
 
@@ -104,11 +103,7 @@ func (l rateLimit) client(r *http.Request) limitClient {
 	if v, ok := viewerFrom(r.Context()); ok && l.user != nil {
 		return limitClient{who: l.user(v.UID)}
 	}
-	c := limitClient{who: l.key(r)}
-	if l.site != nil {
-		c.site = l.site(r)
-	}
-	return c
+	return l.visitor(r)
 }
 
 // limit refuses, with 429 and Retry-After, requests over l. A limit that
@@ -131,7 +126,7 @@ func (s *Server) limit(l rateLimit) func(http.Handler) http.Handler {
 				return
 			}
 			_, signedIn := viewerFrom(r.Context())
-			if !signedIn && l.key == nil {
+			if !signedIn && l.visitor == nil {
 				// A limit per user counts no visitor (a route mounted
 				// where no session is required).
 				s.writeError(w, r, errNotSignedIn)
@@ -188,14 +183,14 @@ func byUser(uid int64) string { return strconv.FormatInt(uid, 10) }
 
 func (s *Server) signUpLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, key: s.clientAddr, site: s.clientSite, perAddress: true,
+		name: "signup", limit: s.limits.SignUpPerAddress, refused: &s.limitStats.signUp, visitor: s.addrClient, perAddress: true,
 		message: "Too many sign-ups from your address.",
 	})
 }
 
 func (s *Server) signInLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, key: s.clientAddr, site: s.clientSite, perAddress: true,
+		name: "signin", limit: s.limits.SignInPerAddress, refused: &s.limitStats.signIn, visitor: s.addrClient, perAddress: true,
 		message: "Too many sign-in attempts from your address.",
 	})
 }
@@ -259,21 +254,21 @@ func (s *Server) actionLimit() func(http.Handler) http.Handler {
 }
 
 // A limit per client counts a signed-in request for its user (byClientUser)
-// and any other for its client address (byVisitor) and IPv6 site
-// (visitorSite).
-func byClientUser(uid int64) string                { return "u" + strconv.FormatInt(uid, 10) }
-func (s *Server) byVisitor(r *http.Request) string { return "a" + s.clientAddr(r) }
+// and any other for its client address and IPv6 site (byVisitor).
+func byClientUser(uid int64) string { return "u" + strconv.FormatInt(uid, 10) }
 
-func (s *Server) visitorSite(r *http.Request) string {
-	if site := s.clientSite(r); site != "" {
-		return "a" + site
+func (s *Server) byVisitor(r *http.Request) limitClient {
+	c := s.addrClient(r)
+	c.who = "a" + c.who
+	if c.site != "" {
+		c.site = "a" + c.site
 	}
-	return ""
+	return c
 }
 
 func (s *Server) searchLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "search", limit: s.limits.SearchesPerClient, refused: &s.limitStats.searches, user: byClientUser, key: s.byVisitor, site: s.visitorSite,
+		name: "search", limit: s.limits.SearchesPerClient, refused: &s.limitStats.searches, user: byClientUser, visitor: s.byVisitor,
 		message: "You are searching too fast.",
 	})
 }
@@ -281,7 +276,7 @@ func (s *Server) searchLimit() func(http.Handler) http.Handler {
 // readLimit bounds reads per user, or per client address for visitors.
 func (s *Server) readLimit() func(http.Handler) http.Handler {
 	return s.limit(rateLimit{
-		name: "read", limit: s.limits.ReadsPerClient, refused: &s.limitStats.reads, user: byClientUser, key: s.byVisitor, site: s.visitorSite,
+		name: "read", limit: s.limits.ReadsPerClient, refused: &s.limitStats.reads, user: byClientUser, visitor: s.byVisitor,
 		message: "You are reading too fast.",
 	})
 }

@@ -44,7 +44,7 @@ func (s *Server) newStreamAdmission() *streamAdmission {
 		s: s,
 		byAddress: s.newQueuedLimit(rateLimit{
 			name: "streamaddr", limit: s.limits.StreamOpensPerAddress, refused: &s.limitStats.streamOpensAddress,
-			key: s.clientAddr, site: s.clientSite, perAddress: true, message: "Too many streams opened from your address.",
+			visitor: s.addrClient, perAddress: true, message: "Too many streams opened from your address.",
 		}),
 		byUser: s.newQueuedLimit(rateLimit{
 			name: "stream", limit: s.limits.StreamOpensPerUser, refused: &s.limitStats.streamOpens, user: byUser,
