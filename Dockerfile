@@ -41,6 +41,6 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
 # Shutdown on SIGTERM is graceful: the streams are drained over
 # CHORUS_DRAIN_WINDOW (each closed with 1001 after a reconnect frame), then
 # requests get CHORUS_SHUTDOWN_TIMEOUT. Give it the drain window + 5 s + the
-# shutdown timeout before SIGKILL: docker stop -t 50 with the defaults (30 s
-# + 5 s + 10 s); docker's own 10 s would kill it mid-drain.
+# shutdown timeout + 2 s before SIGKILL: docker stop -t 50 with the defaults
+# (30 s + 5 s + 10 s + 2 s); docker's own 10 s would kill it mid-drain.
 ENTRYPOINT ["/chorus"]

@@ -60,6 +60,10 @@ func (h *Hub) markFramesReader(ctx context.Context) {
 	}
 }
 
+// framesDoneWait bounds markFramesDone: the end of a shutdown, which a
+// Redis that does not answer must not hold for long.
+const framesDoneWait = time.Second
+
 // markFramesDone marks the hub's instance for framesMarkDone, once it has
 // stopped reading (Shutdown): no frame can reach its streams any more, on
 // the frames channel or on users' channels, so none is lost to it whichever
@@ -73,7 +77,12 @@ func (h *Hub) markFramesDone(ctx context.Context) {
 	if key == "" || h.opts.Instance == "" {
 		return
 	}
-	if err := h.markFrames(context.WithoutCancel(ctx), key, framesMarkDone); err != nil {
+	// Not bound by ctx, which may have ended waiting for the streams: a
+	// Redis that answers marks it at once, and one that does not holds
+	// the shutdown framesDoneWait at most.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), framesDoneWait)
+	defer cancel()
+	if err := h.markFrames(ctx, key, framesMarkDone); err != nil {
 		h.log.Warn("marking this instance done with the frames channel failed; fan-outs send frames one by one until its lease is swept", "err", err)
 	}
 }

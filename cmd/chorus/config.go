@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -126,6 +127,27 @@ var (
 	defaultLikeLimit = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
 )
 
+// isOrigin reports whether o is a web origin as a browser's Origin header
+// names one: http or https, a host, maybe a port, nothing after (a
+// trailing slash aside).
+func isOrigin(o string) bool {
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+		(u.Path == "" || u.Path == "/") && u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
+}
+
+// minHeartbeatInterval is the shortest -heartbeat-interval: every stream
+// is pinged, and every instance writes its streams' activity, once an
+// interval.
+const minHeartbeatInterval = time.Second
+
+// envError is an environment variable's value that could not be read, for
+// flag.
+type envError struct {
+	flag string
+	err  error
+}
+
 // about heads the help (-h): what Chorus is and where it is described.
 const about = `Chorus is a real-time presence and feed server: a REST API, a WebSocket stream and a browser client, on Redis.
 Docs: README.md (running and testing), docs/API.md (the API and every flag), docs/OPERATIONS.md (deploying, limits, metrics, logs).
@@ -137,7 +159,9 @@ Flags:
 `
 
 // parseConfig reads flags, each defaulting to its environment variable, then
-// to the built-in default. A flag given on the command line wins. Asked for
+// to the built-in default. A flag given on the command line wins, and an
+// environment variable whose value cannot be read is refused only when its
+// flag is not given. Asked for
 // help (-h, -help), it writes the help to help and returns flag.ErrHelp.
 func parseConfig(args []string, getenv func(string) string, help io.Writer) (config, error) {
 	c := config{
@@ -158,21 +182,30 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 	// for.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	// envOf names each flag's environment variable; envErrs holds the
+	// variables whose values could not be read, each refused only when its
+	// flag is not given on the command line, which wins.
+	envOf := map[string]string{}
+	var envErrs []envError
 	env := func(name, def string) string {
 		if v := getenv(name); v != "" {
 			return v
 		}
 		return def
 	}
-	fs.StringVar(&c.Addr, "addr", env("CHORUS_ADDR", ":8080"), "listen address (CHORUS_ADDR)")
-	fs.StringVar(&c.DebugAddr, "debug-addr", env("CHORUS_DEBUG_ADDR", ""), "listen address of Go's profiles (/debug/pprof/), apart from the API's; keep it off the public network; empty: none (CHORUS_DEBUG_ADDR)")
-	fs.StringVar(&c.RedisURL, "redis-url", env("REDIS_URL", ""), "Redis URL, redis://[:password@]host:port/db, or a Redis Cluster's seeds, redis+cluster://[:password@]host:port,host:port; empty runs the embedded store (REDIS_URL)")
-	fs.StringVar(&c.KeyPrefix, "key-prefix", env("CHORUS_KEY_PREFIX", "chorus:"), "prefix of every Redis key (CHORUS_KEY_PREFIX)")
-	fs.StringVar(&origins, "allowed-origins", env("CHORUS_ALLOWED_ORIGINS", ""), "comma-separated extra origins allowed for WebSockets and cookie writes (CHORUS_ALLOWED_ORIGINS)")
-	fs.StringVar(&proxies, "trusted-proxies", env("CHORUS_TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR blocks of proxies whose X-Forwarded-For names the client (CHORUS_TRUSTED_PROXIES)")
-	fs.StringVar(&c.LogFormat, "log-format", env("CHORUS_LOG_FORMAT", "text"), "log format: text or json (CHORUS_LOG_FORMAT)")
-	fs.StringVar(&c.Registrations, "registrations", env("CHORUS_REGISTRATIONS", social.RegistrationsOpen), "who may sign up: open (anyone), approval (anyone, signing in once an admin approves) or closed (CHORUS_REGISTRATIONS)")
-	fs.StringVar(&admins, "admins", env("CHORUS_ADMINS", ""), "comma-separated logins of the site's admins, who approve sign-ups and read the audit log (CHORUS_ADMINS)")
+	stringVar := func(p *string, name, envName, def, usage string) {
+		envOf[name] = envName
+		fs.StringVar(p, name, env(envName, def), usage)
+	}
+	stringVar(&c.Addr, "addr", "CHORUS_ADDR", ":8080", "listen address (CHORUS_ADDR)")
+	stringVar(&c.DebugAddr, "debug-addr", "CHORUS_DEBUG_ADDR", "", "listen address of Go's profiles (/debug/pprof/), apart from the API's; keep it off the public network; empty: none (CHORUS_DEBUG_ADDR)")
+	stringVar(&c.RedisURL, "redis-url", "REDIS_URL", "", "Redis URL, redis://[:password@]host:port/db, or a Redis Cluster's seeds, redis+cluster://[:password@]host:port,host:port; empty runs the embedded store (REDIS_URL)")
+	stringVar(&c.KeyPrefix, "key-prefix", "CHORUS_KEY_PREFIX", "chorus:", "prefix of every Redis key (CHORUS_KEY_PREFIX)")
+	stringVar(&origins, "allowed-origins", "CHORUS_ALLOWED_ORIGINS", "", "comma-separated extra origins allowed for WebSockets and cookie writes (CHORUS_ALLOWED_ORIGINS)")
+	stringVar(&proxies, "trusted-proxies", "CHORUS_TRUSTED_PROXIES", "", "comma-separated addresses or CIDR blocks of proxies whose X-Forwarded-For names the client (CHORUS_TRUSTED_PROXIES)")
+	stringVar(&c.LogFormat, "log-format", "CHORUS_LOG_FORMAT", "text", "log format: text or json (CHORUS_LOG_FORMAT)")
+	stringVar(&c.Registrations, "registrations", "CHORUS_REGISTRATIONS", social.RegistrationsOpen, "who may sign up: open (anyone), approval (anyone, signing in once an admin approves) or closed (CHORUS_REGISTRATIONS)")
+	stringVar(&admins, "admins", "CHORUS_ADMINS", "", "comma-separated logins of the site's admins, who approve sign-ups and read the audit log (CHORUS_ADMINS)")
 	fs.BoolVar(&c.ShowVersion, "version", false, "print the version, VCS revision and Go version of this build, and exit")
 
 	ints := []struct {
@@ -193,12 +226,13 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 	}
 	for _, n := range ints {
 		def := n.def
+		envOf[n.name] = n.env
 		if raw := getenv(n.env); raw != "" {
-			v, err := strconv.Atoi(raw)
-			if err != nil || v < 0 {
-				return c, fmt.Errorf("%s: want a whole number from 0, got %q", n.env, raw)
+			if v, err := strconv.Atoi(raw); err != nil {
+				envErrs = append(envErrs, envError{n.name, fmt.Errorf("%s: want a whole number, got %q", n.env, raw)})
+			} else {
+				def = v
 			}
-			def = v
 		}
 		fs.IntVar(n.p, n.name, def, n.usage+" ("+n.env+")")
 	}
@@ -223,12 +257,13 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 	}
 	for _, d := range durations {
 		def := d.def
+		envOf[d.name] = d.env
 		if raw := getenv(d.env); raw != "" {
-			v, err := time.ParseDuration(raw)
-			if err != nil {
-				return c, fmt.Errorf("%s: %w", d.env, err)
+			if v, err := time.ParseDuration(raw); err != nil {
+				envErrs = append(envErrs, envError{d.name, fmt.Errorf("%s: %w", d.env, err)})
+			} else {
+				def = v
 			}
-			def = v
 		}
 		fs.DurationVar(d.p, d.name, def, d.usage+" ("+d.env+")")
 	}
@@ -261,9 +296,10 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 		{&c.ActionLimit, "action-limit", "CHORUS_ACTION_LIMIT", "status deletions and admins' changes (approvals, reports resolved, suspensions) per user"},
 	}
 	for _, r := range rates {
+		envOf[r.name] = r.env
 		if raw := getenv(r.env); raw != "" {
 			if err := (rateValue{r.p}).Set(raw); err != nil {
-				return c, fmt.Errorf("%s: %w", r.env, err)
+				envErrs = append(envErrs, envError{r.name, fmt.Errorf("%s: %w", r.env, err)})
 			}
 		}
 		fs.Var(rateValue{r.p}, r.name, r.usage+`, as N/PERIOD[,burst=B] or "off" (`+r.env+")")
@@ -280,74 +316,105 @@ func parseConfig(args []string, getenv func(string) string, help io.Writer) (con
 	if c.ShowVersion {
 		return c, nil
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, e := range envErrs {
+		if !given[e.flag] {
+			return c, e.err
+		}
+	}
+	// bad refuses the value of the flag name, naming where it came from:
+	// the flag, or its environment variable.
+	bad := func(name, format string, args ...any) error {
+		from := "-" + name
+		if !given[name] && getenv(envOf[name]) != "" {
+			from = envOf[name] + " (-" + name + ")"
+		}
+		return fmt.Errorf("%s %s", from, fmt.Sprintf(format, args...))
+	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	for _, o := range strings.Split(origins, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			c.AllowedOrigins = append(c.AllowedOrigins, o)
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		} else if !isOrigin(o) {
+			// A browser's Origin always has a scheme and never a path: such
+			// an entry would match no request, silently.
+			return c, bad("allowed-origins", "names %q, which is not an origin: a scheme and a host (and port), as a browser sends it, such as https://app.example.com", o)
 		}
+		c.AllowedOrigins = append(c.AllowedOrigins, o)
 	}
 	for _, a := range strings.Split(admins, ",") {
 		if a = strings.TrimSpace(a); a == "" {
 			continue
 		} else if !social.ValidLogin(a) {
-			return c, fmt.Errorf("-admins: %q is not a login", a)
+			return c, bad("admins", "names %q, which is not a login", a)
 		}
 		c.Admins = append(c.Admins, a)
 	}
 	if !social.ValidRegistrations(c.Registrations) {
-		return c, fmt.Errorf("-registrations must be open, approval or closed, got %q", c.Registrations)
+		return c, bad("registrations", "must be open, approval or closed, got %q", c.Registrations)
 	}
 	var err error
 	if c.TrustedProxies, err = web.ParseProxies(proxies); err != nil {
-		return c, fmt.Errorf("-trusted-proxies: %w", err)
+		return c, bad("trusted-proxies", "is not a list of addresses and CIDR blocks: %v", err)
 	}
 	switch {
 	case c.OnlineWindow <= 0:
-		return c, fmt.Errorf("-online-window must be positive, got %s", c.OnlineWindow)
-	case c.HeartbeatInterval <= 0:
-		return c, fmt.Errorf("-heartbeat-interval must be positive, got %s", c.HeartbeatInterval)
+		return c, bad("online-window", "must be positive, got %s", c.OnlineWindow)
+	case c.HeartbeatInterval < minHeartbeatInterval:
+		return c, bad("heartbeat-interval", "must be %s or more, got %s", minHeartbeatInterval, c.HeartbeatInterval)
 	case c.HeartbeatInterval >= c.OnlineWindow:
-		return c, fmt.Errorf("-heartbeat-interval (%s) must be shorter than -online-window (%s)", c.HeartbeatInterval, c.OnlineWindow)
+		return c, bad("heartbeat-interval", "(%s) must be shorter than -online-window (%s)", c.HeartbeatInterval, c.OnlineWindow)
 	case c.DrainWindow < 0:
-		return c, fmt.Errorf("-drain-window must be 0 or more, got %s", c.DrainWindow)
+		return c, bad("drain-window", "must be 0 or more, got %s", c.DrainWindow)
 	case c.ShutdownTimeout <= 0:
-		return c, fmt.Errorf("-shutdown-timeout must be positive, got %s", c.ShutdownTimeout)
+		return c, bad("shutdown-timeout", "must be positive, got %s", c.ShutdownTimeout)
 	case c.PullThreshold < 0:
-		return c, fmt.Errorf("-pull-threshold must be 0 (never) or more, got %d", c.PullThreshold)
+		return c, bad("pull-threshold", "must be 0 (never) or more, got %d", c.PullThreshold)
 	case c.InactiveAfter < 0:
-		return c, fmt.Errorf("-inactive-after must be 0 (never) or more, got %s", c.InactiveAfter)
+		return c, bad("inactive-after", "must be 0 (never) or more, got %s", c.InactiveAfter)
 	case c.MaxStreams < 0:
-		return c, fmt.Errorf("-max-streams must be 0 or more, got %d", c.MaxStreams)
+		return c, bad("max-streams", "must be 0 or more, got %d", c.MaxStreams)
 	case c.MaxConnections < 0:
-		return c, fmt.Errorf("-max-connections must be 0 or more, got %d", c.MaxConnections)
+		return c, bad("max-connections", "must be 0 or more, got %d", c.MaxConnections)
 	case c.MaxStreamsPerUser <= 0:
-		return c, fmt.Errorf("-max-streams-per-user must be positive, got %d", c.MaxStreamsPerUser)
+		return c, bad("max-streams-per-user", "must be positive, got %d", c.MaxStreamsPerUser)
 	case c.MaxConnsPerAddress < 0:
-		return c, fmt.Errorf("-max-connections-per-address must be 0 or more, got %d", c.MaxConnsPerAddress)
+		return c, bad("max-connections-per-address", "must be 0 or more, got %d", c.MaxConnsPerAddress)
 	case c.InProcessLimitFactor < 0:
-		return c, fmt.Errorf("-in-process-limit-factor must be 0 or more, got %d", c.InProcessLimitFactor)
+		return c, bad("in-process-limit-factor", "must be 0 or more, got %d", c.InProcessLimitFactor)
 	case c.IPv6SiteLimitFactor < 0:
-		return c, fmt.Errorf("-ipv6-site-limit-factor must be 0 or more, got %d", c.IPv6SiteLimitFactor)
+		return c, bad("ipv6-site-limit-factor", "must be 0 or more, got %d", c.IPv6SiteLimitFactor)
 	case c.SessionsPerUser <= 0:
-		return c, fmt.Errorf("-sessions-per-user must be positive, got %d", c.SessionsPerUser)
+		return c, bad("sessions-per-user", "must be positive, got %d", c.SessionsPerUser)
 	case c.PasswordHashers < 0:
-		return c, fmt.Errorf("-password-hashers must be 0 or more, got %d", c.PasswordHashers)
+		return c, bad("password-hashers", "must be 0 or more, got %d", c.PasswordHashers)
 	case c.SignInFailures.IsZero():
-		return c, fmt.Errorf("-signin-failures cannot be off: it is what stops password guessing")
+		return c, bad("signin-failures", "cannot be off: it is what stops password guessing")
 	case c.SignInAccount.IsZero():
-		return c, fmt.Errorf("-signin-account-failures cannot be off: it is what stops password guessing spread over addresses")
+		return c, bad("signin-account-failures", "cannot be off: it is what stops password guessing spread over addresses")
 	case c.LogFormat != "text" && c.LogFormat != "json":
-		return c, fmt.Errorf("-log-format must be text or json, got %q", c.LogFormat)
+		return c, bad("log-format", "must be text or json, got %q", c.LogFormat)
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"-read-header-timeout", c.ReadHeaderTimeout}, {"-read-timeout", c.ReadTimeout}, {"-write-timeout", c.WriteTimeout}, {"-idle-timeout", c.IdleTimeout}, {"-password-hash-wait", c.PasswordHashWait}, {"-request-timeout", c.RequestTimeout}} {
+	}{{"read-header-timeout", c.ReadHeaderTimeout}, {"read-timeout", c.ReadTimeout}, {"write-timeout", c.WriteTimeout}, {"idle-timeout", c.IdleTimeout}, {"password-hash-wait", c.PasswordHashWait}, {"request-timeout", c.RequestTimeout}} {
 		if d.v <= 0 {
-			return c, fmt.Errorf("%s must be positive, got %s", d.name, d.v)
+			return c, bad(d.name, "must be positive, got %s", d.v)
 		}
+	}
+	switch {
+	case c.MaxStreams > 0 && c.MaxConnections > 0 && c.MaxStreams >= c.MaxConnections:
+		// The streams are connections too: at the cap, no request
+		// would find room beside them.
+		return c, bad("max-streams", "(%d) must be under -max-connections (%d), which counts the streams too, so that requests find room beside them", c.MaxStreams, c.MaxConnections)
+	case c.RequestTimeout >= c.WriteTimeout:
+		// The server would cut the connection before the request's
+		// 503 timeout could be written.
+		return c, bad("request-timeout", "(%s) must be shorter than -write-timeout (%s), within which its answer goes out", c.RequestTimeout, c.WriteTimeout)
 	}
 	return c, nil
 }

@@ -106,6 +106,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Redis comes up.
 		log.Warn("redis does not answer yet", "addr", target.addr(), "err", err)
 	}
+	if err == nil && target.single != nil && store != "embedded" {
+		checkCtx, cancelCheck := context.WithTimeout(ctx, 5*time.Second)
+		node := clusterNode(checkCtx, rdb)
+		cancelCheck()
+		if node {
+			return fmt.Errorf("redis at %s: it is a node of a Redis Cluster: use redis+cluster:// (or rediss+cluster://) with its nodes' addresses", target.addr())
+		}
+	}
 
 	instance := hostname() + "-" + uuid.NewString()[:8]
 	connStats := &web.ConnStats{}
@@ -212,6 +220,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("shutting down")
 	drainStreams(chorus.Hub, cfg.DrainWindow, log)
+	shutdownStart := time.Now()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	// Streams are hijacked connections, which http.Server.Shutdown does
@@ -230,10 +239,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	stopRequests() // those still under way past the shutdown's time
 	closing.Wait()
 	stopWork()
-	work.Wait()
+	// A worker's Redis call under way is not cut short by stopWork: a Redis
+	// that does not answer would hold the exit for its read timeout, call
+	// after call. What it leaves undone its jobs redo elsewhere.
+	worked := make(chan struct{})
+	go func() { work.Wait(); close(worked) }()
+	workWait := time.NewTimer(max(time.Until(shutdownStart.Add(cfg.ShutdownTimeout)), workStopWait))
+	defer workWait.Stop()
+	select {
+	case <-worked:
+	case <-workWait.C:
+		log.Warn("background work did not stop in time; it ends with the process", "waited", time.Since(shutdownStart).Round(time.Millisecond))
+	}
 	log.Info("stopped")
 	return nil
 }
+
+// workStopWait is the least a shutdown waits for the background work (the
+// fan-out worker's pass) to stop once -shutdown-timeout is spent.
+const workStopWait = time.Second
 
 // drainSlack is how long a drain may run past its window: the last
 // streams' reconnect frames and closing handshakes.

@@ -38,7 +38,7 @@ func startStoppable(t *testing.T, env map[string]string, args ...string) (string
 	go func() {
 		// A request's deadline no request takes however busy the machine,
 		// where the default might; a test's own -request-timeout wins.
-		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-request-timeout", "1m"}, args...), getenv, io.Discard, logs, listening)
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-request-timeout", "1m", "-write-timeout", "2m"}, args...), getenv, io.Discard, logs, listening)
 	}()
 	var addr string
 	select {
@@ -205,6 +205,19 @@ func TestConfig(t *testing.T) {
 		{"millisecond rate", []string{"-signin-failures", "3/1ms"}, nil, func(c config) bool {
 			return c.SignInFailures.Rate == 3 && c.SignInFailures.Period == time.Millisecond
 		}, false},
+		{"flag over a bad environment value", []string{"-max-streams", "5", "-post-limit", "off"},
+			map[string]string{"CHORUS_MAX_STREAMS": "abc", "CHORUS_POST_LIMIT": "lots"}, func(c config) bool {
+				return c.MaxStreams == 5 && c.PostLimit.IsZero()
+			}, false},
+		{"heartbeat under a second", []string{"-heartbeat-interval", "9ns"}, nil, nil, true},
+		{"heartbeat of a second", []string{"-heartbeat-interval", "1s", "-online-window", "5s"}, nil, func(c config) bool { return c.HeartbeatInterval == time.Second }, false},
+		{"streams as many as connections", []string{"-max-streams", "100", "-max-connections", "100"}, nil, nil, true},
+		{"streams under connections", []string{"-max-streams", "99", "-max-connections", "100"}, nil, func(c config) bool { return c.MaxStreams == 99 }, false},
+		{"request timeout past the write timeout", []string{"-request-timeout", "30s"}, nil, nil, true},
+		{"origins", []string{"-allowed-origins", "https://app.example.com, http://localhost:3000/"}, nil, func(c config) bool { return len(c.AllowedOrigins) == 2 }, false},
+		{"origin without a scheme", []string{"-allowed-origins", "app.example.com"}, nil, nil, true},
+		{"origin with a path", []string{"-allowed-origins", "https://app.example.com/x"}, nil, nil, true},
+		{"origin of another scheme", nil, map[string]string{"CHORUS_ALLOWED_ORIGINS": "ftp://app.example.com"}, nil, true},
 		{"unknown flag", []string{"-nope"}, nil, nil, true},
 		{"stray argument", []string{"extra"}, nil, nil, true},
 	}
@@ -218,6 +231,26 @@ func TestConfig(t *testing.T) {
 				t.Fatalf("config = %+v", c)
 			}
 		})
+	}
+}
+
+// A value refused names where it came from: the flag, or the environment
+// variable the operator set.
+func TestConfigErrorsNameTheirSource(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{"CHORUS_DRAIN_WINDOW": "-5s"}, "CHORUS_DRAIN_WINDOW (-drain-window) must be 0 or more"},
+		{[]string{"-drain-window", "-5s"}, map[string]string{"CHORUS_DRAIN_WINDOW": "5s"}, "-drain-window must be 0 or more"},
+		{nil, map[string]string{"CHORUS_MAX_STREAMS": "abc"}, `CHORUS_MAX_STREAMS: want a whole number, got "abc"`},
+		{nil, map[string]string{"CHORUS_ALLOWED_ORIGINS": "app.example.com"}, `CHORUS_ALLOWED_ORIGINS (-allowed-origins) names "app.example.com", which is not an origin`},
+	} {
+		_, err := parseConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("args %q, env %v: err = %v, want it to say %q", tc.args, tc.env, err, tc.want)
+		}
 	}
 }
 

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +33,8 @@ func unworkable(err error) string {
 		return "Redis refused the credentials: check the user and password in -redis-url"
 	case redis.HasErrorPrefix(err, "DB index is out of range"), redis.HasErrorPrefix(err, "invalid DB index"):
 		return "Redis has no such database: check the /db number in -redis-url"
+	case redis.HasErrorPrefix(err, "This instance has cluster support disabled"):
+		return "this Redis is not a Redis Cluster: use redis:// (or rediss://) rather than redis+cluster://"
 	case errors.As(err, &recordErr):
 		return "the server at -redis-url does not speak TLS: use redis:// rather than rediss://"
 	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &certErr):
@@ -39,6 +43,15 @@ func unworkable(err error) string {
 		return "the Redis host in -redis-url does not exist"
 	}
 	return ""
+}
+
+// clusterNode reports whether the one Redis of rdb is a node of a Redis
+// Cluster, which a client of one server cannot use: most keys' commands
+// would be answered MOVED. A Redis that will not say (INFO renamed away, as
+// some hosted ones do) is taken as not one.
+func clusterNode(ctx context.Context, rdb redis.UniversalClient) bool {
+	info, err := rdb.Info(ctx, "cluster").Result()
+	return err == nil && strings.Contains(info, "cluster_enabled:1")
 }
 
 // speaksPlainRedis reports whether addr answers a plain-text PING, as a

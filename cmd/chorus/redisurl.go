@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -20,6 +21,26 @@ type redisTarget struct {
 // comma-separated: redis+cluster://[user:password@]host:port[,host:port...][?options],
 // with the options go-redis's ParseClusterURL takes.
 func parseRedisURL(raw string) (redisTarget, error) {
+	t, err := parseRedisTarget(raw)
+	return t, withoutURL(err)
+}
+
+// withoutURL is err without the URL it may quote, which may hold a
+// password: the errors of net/url name the whole URL, or the bad escape
+// within it.
+func withoutURL(err error) error {
+	var escape url.EscapeError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &escape):
+		return errors.New("a % in it is not followed by two hex digits (a % in a password is written %25)")
+	case errors.As(err, &ue):
+		return fmt.Errorf("not a valid URL: %w", ue.Err)
+	}
+	return err
+}
+
+func parseRedisTarget(raw string) (redisTarget, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || !strings.HasSuffix(scheme, "+cluster") {
 		opt, err := redis.ParseURL(raw)

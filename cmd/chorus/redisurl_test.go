@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"chorus/internal/redistest"
 )
 
 func TestParseRedisURL(t *testing.T) {
@@ -67,5 +69,41 @@ func TestRunRefusesBracesOnCluster(t *testing.T) {
 	err := run(t.Context(), args, func(string) string { return "" }, io.Discard, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "must not contain { or }") {
 		t.Errorf("run %v = %v, want an error about the braces", args, err)
+	}
+}
+
+// A URL that cannot be parsed is refused without being quoted: it may hold
+// a password.
+func TestParseRedisURLHidesThePassword(t *testing.T) {
+	for _, bad := range []string{
+		"redis://:S3cr%t@127.0.0.1:6379/0",
+		"rediss://user:S3cret@[::1:6379/0",
+		"redis+cluster://user:S3cr%zz@127.0.0.1:7000,127.0.0.1:7001",
+		"redis://user:S3cret@host:port/0",
+	} {
+		_, err := parseRedisURL(bad)
+		if err == nil {
+			t.Errorf("parseRedisURL(%q) accepted it", bad)
+		} else if strings.Contains(err.Error(), "S3cr") {
+			t.Errorf("parseRedisURL(%q) = %q, which shows the password", bad, err)
+		}
+	}
+}
+
+// A redis:// URL naming a node of a Redis Cluster, or a redis+cluster://
+// URL naming a Redis that is not one, stops the start with a message
+// saying so: either would start an instance whose every request fails.
+func TestRunRefusesTheWrongKindOfRedis(t *testing.T) {
+	node := redistest.ClusterAddrs(t)[0]
+	single := strings.TrimPrefix(redistest.URL(t), "redis://")
+	for _, tc := range []struct{ url, want string }{
+		{"redis://" + node, "is a node of a Redis Cluster: use redis+cluster://"},
+		{"redis+cluster://" + strings.SplitN(single, "/", 2)[0], "is not a Redis Cluster: use redis://"},
+	} {
+		args := []string{"-addr", "127.0.0.1:0", "-redis-url", tc.url}
+		err := run(t.Context(), args, func(string) string { return "" }, io.Discard, io.Discard, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run with %s = %v, want an error saying %q", tc.url, err, tc.want)
+		}
 	}
 }

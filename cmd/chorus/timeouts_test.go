@@ -76,7 +76,7 @@ func TestStreamOutlivesHTTPTimeouts(t *testing.T) {
 	// beside the one under test, on the same Redis.
 	env := map[string]string{"REDIS_URL": redistest.URL(t), "CHORUS_KEY_PREFIX": redistest.Prefix()}
 	signUpBase, _ := start(t, env)
-	base, _ := start(t, env, "-read-timeout", "1s", "-write-timeout", "1s", "-idle-timeout", "1s")
+	base, _ := start(t, env, "-read-timeout", "1s", "-write-timeout", "1s", "-idle-timeout", "1s", "-request-timeout", "500ms")
 	status, out := post(t, signUpBase+"/api/v1/users", `{"login":"streamer","name":"S","password":"kettle-drum-41"}`)
 	if status != http.StatusCreated {
 		t.Fatalf("sign up: %d %v", status, out)
