@@ -330,9 +330,23 @@ func (s *Service) dropLike(ctx context.Context, uid, sid int64) error {
 // then n is stored again, and looked at again. Each further turn needs
 // another make and undo of the cause meanwhile; after maxNotifyTurns the
 // last step stands.
+//
+// The live frame's status (n.to's own, liked or reposted) carries its
+// counts and n.to's own liked and reposted, as a read of it shows them,
+// read once before the store: the counts of the moment, this cause's
+// included.
 func (s *Service) notifyWhile(ctx context.Context, n note, key, member string) error {
 	if n.to == n.from {
 		return nil
+	}
+	if n.status != nil {
+		counted, err := s.DecorateHidden(ctx, n.to, []Status{*n.status})
+		if err != nil {
+			return err
+		}
+		if len(counted) == 1 {
+			n.status = &counted[0]
+		}
 	}
 	for range maxNotifyTurns {
 		pipe := s.rdb.Pipeline()

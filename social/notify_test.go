@@ -573,3 +573,43 @@ func TestDeletedStatusTakesItsReactionsBack(t *testing.T) {
 		t.Fatalf("ann's streams were told %+v, want nothing (the status_deleted frame tells)", f)
 	}
 }
+
+// The live frame of a like or a repost carries the status as a read of it
+// by its author shows it: the counts of the moment, this like or repost
+// included, and the author's own liked and reposted (docs/API.md,
+// "Notifications").
+func TestReactionFramesCarryCounts(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ann, bob, cat := signUp(t, s, "ann"), signUp(t, s, "bob"), signUp(t, s, "cat")
+	st := post(t, s, ann.ID, "counted")
+	if _, err := s.Like(ctxT(t), ann.ID, st.ID); err != nil { // her own: no notification
+		t.Fatal(err)
+	}
+	if _, err := s.Reply(ctxT(t), cat.ID, st.ID, "a reply"); err != nil {
+		t.Fatal(err)
+	}
+	l := listen(t, s, rdb, s.UserChannel(ann.ID))
+	if _, err := s.Like(ctxT(t), bob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Repost(ctxT(t), bob.ID, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	var got []protocol.Status
+	for _, f := range noteFramesSoFar(t, l)[s.UserChannel(ann.ID)] {
+		if f.Type == protocol.TypeNotification && f.Notification.Status != nil {
+			got = append(got, *f.Notification.Status)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("ann's channel told %d notifications with a status, want 2 (bob's like and repost)", len(got))
+	}
+	like, repost := got[0], got[1]
+	if like.ID != st.ID || like.Likes != 2 || like.Replies != 1 || like.Reposts != 0 || like.Liked == nil || !*like.Liked || like.Reposted == nil || *like.Reposted {
+		t.Errorf("the like's frame shows %+v: want %d with 2 likes (hers among them), 1 reply, no repost", like, st.ID)
+	}
+	if repost.ID != st.ID || repost.Likes != 2 || repost.Reposts != 1 || repost.Liked == nil || !*repost.Liked {
+		t.Errorf("the repost's frame shows %+v: want %d with 2 likes and 1 repost", repost, st.ID)
+	}
+}
