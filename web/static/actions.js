@@ -5,7 +5,7 @@
 // changes together, wherever it is on the page. A visitor sees the counts;
 // the buttons lead to the sign-in form.
 
-import { h, formatCount, announce, Registry } from './dom.js';
+import { h, formatCount, announce, toast, Registry } from './dom.js';
 import { api } from './api.js';
 import { icon } from './icons.js';
 
@@ -18,14 +18,65 @@ function rowsOf(id) {
   return shown.live().filter((row) => row.id === Number(id));
 }
 
+/** isShown says whether a row shows status id (or is kept to show it again). */
+export function isShown(id) {
+  return rowsOf(id).length > 0;
+}
+
 /** statusChanged gives every row showing status.id the server's fresher counts and state. */
 export function statusChanged(status) {
   for (const row of rowsOf(status.id)) row.set(status);
 }
 
-/** replyAdded counts one more reply on every row showing status id. */
-export function replyAdded(id) {
-  for (const row of rowsOf(id)) row.bumpReplies(+1);
+// Counts told by the stream (a reply, a like of yours) are read again from
+// the server rather than counted up here: a reply comes by its status
+// frame, by its parent's author's notification, again by a resume, and
+// the answer to an action (a like, a reply posted here) may hold it
+// already; one read after the news is exact however they interleave.
+// Reads wait REREAD_MS, so that a burst reads each status once, and one
+// status is never read twice at once, so that an older answer cannot
+// land last.
+const REREAD_MS = 300;
+const stale = new Set(); // ids of statuses to read again
+const reading = new Set(); // ids being read
+let rereadTimer = 0;
+
+/** countsChanged reads status id's counts again, soon, if a row shows it. */
+export function countsChanged(id) {
+  if (!isShown(id)) return;
+  stale.add(Number(id));
+  if (!rereadTimer) rereadTimer = setTimeout(reread, REREAD_MS);
+}
+
+function reread() {
+  rereadTimer = 0;
+  for (const id of [...stale]) {
+    if (reading.has(id)) continue; // read again once this read is in
+    stale.delete(id);
+    reading.add(id);
+    api('GET', `/statuses/${encodeURIComponent(id)}`).then((res) => {
+      if (res && res.status) statusChanged(res.status);
+    }, () => {}).finally(() => { // gone or unreadable: its rows learn so otherwise
+      reading.delete(id);
+      if (stale.has(id) && !rereadTimer) rereadTimer = setTimeout(reread, REREAD_MS);
+    });
+  }
+}
+
+// The replies told already, so that each is read for once.
+const told = new Set();
+
+/**
+ * replyAdded notes one more reply to status id (posted here, or, given as
+ * {id}, told by the stream): every row showing it reads the server's
+ * count soon.
+ */
+export function replyAdded(id, reply = null) {
+  if (reply) {
+    if (told.has(Number(reply.id))) return;
+    told.add(Number(reply.id));
+  }
+  countsChanged(id);
 }
 
 const WORDS = {
@@ -108,6 +159,13 @@ export function actionRow(ctx, status, { onReply }) {
       if (res && res.status) statusChanged(res.status);
       announce(st[on] ? (kind === 'like' ? 'Liked.' : 'Reposted.') : (kind === 'like' ? 'Like taken back.' : 'Repost undone.'));
     } catch (err) {
+      if (err.status === 404 && ctx.removeStatus) {
+        // Deleted, or its author suspended (or muted) since it was shown:
+        // it leaves every place it is shown, as a deletion does.
+        ctx.removeStatus(status.id);
+        toast('That post is no longer available.');
+        return;
+      }
       Object.assign(st, before);
       render();
       const what = before[on] ? (kind === 'like' ? 'take back the like' : 'undo the repost') : `${kind} this post`;
@@ -140,4 +198,9 @@ export function actionRow(ctx, status, { onReply }) {
   };
   shown.add(entry);
   return { el: row, error, replyButton: reply.b };
+}
+
+/** replyRemoved counts one reply less on every row showing status id (a reply to it was deleted). */
+export function replyRemoved(id) {
+  for (const row of rowsOf(id)) row.bumpReplies(-1);
 }

@@ -19,6 +19,7 @@ import { settingsView } from './settings.js';
 import { Session } from './session.js';
 import { notificationsView } from './notifications.js';
 import { parentGone } from './status.js';
+import { replyRemoved } from './actions.js';
 import { adminView } from './admin.js';
 
 const main = document.getElementById('main');
@@ -40,6 +41,7 @@ const ctx = {
   draft: '', // the composer's text, kept across pages
   liveAgain: new Set(), // called each time the connection turns live, after a break too
   deleteStatus,
+  removeStatus, // a status found gone (a 404): it leaves the page, as a deleted one
   followChanged,
   hideAuthor,
   signedIn,
@@ -261,8 +263,18 @@ async function signOut(btn) {
 function removeStatus(id) {
   if (view && view.onDeleted) view.onDeleted(id);
   for (const tl of ctx.timelines) tl.remove(id);
+  const roots = [document, ...[...ctx.timelines].map((tl) => tl.el).filter((el) => !el.isConnected)];
+  // Rows no Timeline holds (a reply shown under the post it answers) and
+  // reposts of it go too; a list of replies left empty goes with them.
+  for (const root of roots) {
+    for (const li of root.querySelectorAll(`[data-testid="status"][data-id="${Number(id)}"], [data-testid="status"][data-original="${Number(id)}"]`)) {
+      const list = li.parentElement;
+      li.remove();
+      if (list && list.matches('.inline-replies') && !list.querySelector('[data-testid="status"]')) list.remove();
+    }
+  }
   // Replies to it, wherever shown or kept, now answer a deleted post.
-  parentGone(id, [document, ...[...ctx.timelines].map((tl) => tl.el).filter((el) => !el.isConnected)]);
+  parentGone(id, roots);
 }
 
 // followChanged: you (un)followed login on some page.
@@ -271,15 +283,16 @@ function followChanged(login, following) {
 }
 
 // hideAuthor: you blocked or muted login: their statuses, and anyone's
-// reposts of them, leave every timeline kept, and a block ended your
-// follows both ways.
+// reposts of them, leave every timeline kept and the page shown (a
+// thread: its onHidden), and a block ended your follows both ways.
 function hideAuthor(login, blocked) {
   for (const tl of ctx.timelines) tl.removeWhere((l) => sameLogin(l, login), { reposted: true });
+  if (view && view.onHidden) view.onHidden(login);
   if (blocked) followChanged(login, false);
 }
 
 // deleteStatus deletes a status of yours; it rejects with the error to show.
-async function deleteStatus(status, li) {
+async function deleteStatus(status) {
   try {
     await api('DELETE', `/statuses/${encodeURIComponent(status.id)}`);
   } catch (err) {
@@ -288,11 +301,13 @@ async function deleteStatus(status, li) {
   // Its likes' and reposts' notifications went with it, with no frame:
   // the first of them before the answer.
   if (session) session.notes.changed();
-  // Keep keyboard focus near where it was rather than losing it to <body>.
-  const hadFocus = li.contains(document.activeElement);
-  const next = li.nextElementSibling || li.previousElementSibling;
+  // The post it answered has one reply less; the status_deleted frame
+  // does not say which post that was.
+  if (status.reply_to && status.reply_to.id) replyRemoved(status.reply_to.id);
+  // The focus, if it was on the question, goes to the post beside it
+  // (dom.js confirmControls), though the stream's status_deleted took it
+  // off the page first.
   removeStatus(status.id);
-  if (hadFocus && view) (next && next.isConnected ? next : view.heading).focus();
   announce('Post deleted.');
 }
 

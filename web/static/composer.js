@@ -208,6 +208,9 @@ export function replyComposer(parent, { onPosted, onCancel }) {
   };
   input.addEventListener('input', update);
   input.addEventListener('keydown', (ev) => {
+    // A key the @mention list took (Escape closes only the list) is not
+    // the box's.
+    if (ev.defaultPrevented) return;
     if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
       ev.preventDefault();
       send();

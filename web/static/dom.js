@@ -219,48 +219,103 @@ export function sameLogin(a, b) {
  * hidden until open is pressed; error says why the act failed. act()
  * resolves once done, or rejects with the error to show after `failure`.
  * testid names open; the confirm and Keep buttons add "-confirm" and
- * "-cancel".
+ * "-cancel". Optional: confirmLabel, the confirm button's text (label
+ * otherwise); fields, nodes asked for between the question and the
+ * buttons; first, what takes the focus when asked (the confirm button
+ * otherwise).
+ *
+ * While act() runs, the buttons say aria-disabled and ignore presses
+ * rather than being disabled: a disabled button loses the focus, and the
+ * page would drop it to <body>. Once act() resolves the question closes;
+ * where the focus was on it, open takes it, or where the act (or a frame
+ * meanwhile) took the status it was in off the page, the status nearest
+ * it, else the page's heading.
  */
-export function confirmControls({ label, ariaLabel, question, busy, failure, testid, act }) {
+export function confirmControls({ label, ariaLabel, question, busy, failure, testid, act, confirmLabel = label, fields = null, first = null }) {
   const error = h('p', { class: 'status-error', role: 'alert', hidden: true });
   const open = h('button', {
     type: 'button', class: 'btn btn-quiet btn-small status-action',
     'aria-label': ariaLabel, 'aria-expanded': 'false', dataset: { testid },
   }, label);
-  const yes = h('button', { type: 'button', class: 'btn btn-danger btn-small', dataset: { testid: `${testid}-confirm` } }, label);
+  const yes = h('button', { type: 'button', class: 'btn btn-danger btn-small', dataset: { testid: `${testid}-confirm` } }, confirmLabel);
   const no = h('button', { type: 'button', class: 'btn btn-secondary btn-small', dataset: { testid: `${testid}-cancel` } }, 'Keep');
   const ask = h('div', { class: 'status-confirm', role: 'group', 'aria-label': `${ariaLabel}?`, hidden: true },
-    h('span', { class: 'status-confirm-text' }, question), yes, no);
+    h('span', { class: 'status-confirm-text' }, question), fields, yes, no);
 
+  let acting = false;
+  const setActing = (on) => {
+    acting = on;
+    for (const b of [yes, no]) {
+      if (on) b.setAttribute('aria-disabled', 'true');
+      else b.removeAttribute('aria-disabled');
+    }
+    yes.textContent = on ? busy : confirmLabel;
+  };
   const show = (asking) => {
     ask.hidden = !asking;
     open.setAttribute('aria-expanded', String(asking));
-    (asking ? yes : open).focus();
+    (asking ? first || yes : open).focus();
   };
   open.addEventListener('click', () => {
+    if (acting) return;
     error.hidden = true;
     show(true);
   });
-  no.addEventListener('click', () => show(false));
+  no.addEventListener('click', () => {
+    if (!acting) show(false);
+  });
   ask.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Escape') {
+    if (ev.key === 'Escape' && !acting) {
       ev.stopPropagation();
       show(false);
     }
   });
   yes.addEventListener('click', async () => {
-    yes.disabled = true;
-    no.disabled = true;
-    yes.textContent = busy;
+    if (acting) return; // pressed again while it acts: one act only
+    setActing(true);
+    error.hidden = true;
+    // Noted now: a live frame may take the status away before act() ends.
+    const place = ask.contains(document.activeElement) ? focusPlace(ask) : null;
     try {
       await act();
     } catch (err) {
+      setActing(false);
       error.textContent = `${failure}: ${err.message}`;
       error.hidden = false;
-      yes.disabled = false;
-      no.disabled = false;
-      yes.textContent = label;
+      return;
     }
+    setActing(false);
+    const focused = ask.contains(document.activeElement);
+    ask.hidden = true;
+    open.setAttribute('aria-expanded', 'false');
+    if (focused && open.isConnected) open.focus();
+    else if (place) place.restore();
   });
   return { open, ask, error };
+}
+
+/**
+ * focusPlace notes where the focus, now in el, may go should el leave the
+ * page: the statuses beside el's status, nearest first, then the one it is
+ * shown under, then the page's heading. restore() moves it there, unless
+ * it has gone somewhere else meanwhile.
+ */
+function focusPlace(el) {
+  const li = el.closest('[data-testid="status"]');
+  const near = [];
+  if (li) {
+    for (let e = li.nextElementSibling; e; e = e.nextElementSibling) near.push(e);
+    for (let e = li.previousElementSibling; e; e = e.previousElementSibling) near.push(e);
+    const above = li.parentElement && li.parentElement.closest('[data-testid="status"]');
+    if (above) near.push(above);
+  }
+  return {
+    restore() {
+      const now = document.activeElement;
+      if (now && now !== document.body && now.isConnected) return;
+      const next = near.find((e) => e.isConnected && e.matches('[data-testid="status"]'))
+        || document.querySelector('#main h1[tabindex]');
+      if (next) next.focus();
+    },
+  };
 }

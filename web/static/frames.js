@@ -4,13 +4,21 @@
 // deletion leaves every timeline; presence, friendships and followers
 // reach the sidebar and the page shown, which sees every frame first
 // through its onFrame; notifications and their reading reach the bell.
+// What a status's action row counts follows live: a reply arriving, a
+// like or repost of yours, or the undoing of one, has the counts of the
+// status it concerns read again (actions.js countsChanged).
 
 import { announce } from './dom.js';
 import { learnName } from './names.js';
+import { statusChanged, replyAdded, countsChanged } from './actions.js';
 
 // Arrivals this close together (a resume can bring dozens at once) make
 // one announcement.
 const BATCH_MS = 800;
+
+// How many notifications' statuses are remembered, for the counts to read
+// again when one is taken back (an unlike): the newest told live.
+const NOTED_MAX = 500;
 
 /** Frames dispatches the frames of one Session; app is as the Session's. */
 export class Frames {
@@ -19,6 +27,7 @@ export class Frames {
     this.app = app;
     this.newBatch = [];
     this.batchTimer = 0;
+    this.noted = new Map(); // notification id -> the status whose counts it changed
   }
 
   /** ready takes the `ready` frame of each (re)connection. */
@@ -57,6 +66,7 @@ export class Frames {
         if (!s) return;
         const added = this.app.ctx.homeFeed.add(s, { complete: true });
         if (added && s.uid !== session.me.id) this.noteNew(s);
+        if (s.reply_to && !s.repost_of) replyAdded(s.reply_to.id, { id: s.id });
         break;
       }
       case 'status_deleted':
@@ -92,9 +102,11 @@ export class Frames {
         break;
       case 'notification':
         session.notes.notification(frame.notification);
+        this.noteCounts(frame.notification);
         break;
       case 'notification_removed':
         session.notes.removed(frame.id);
+        this.countsUndone(frame.id);
         break;
       case 'notifications_removed':
         // A block or a mute took the other's notifications.
@@ -113,6 +125,38 @@ export class Frames {
       default:
         // Unknown types are extensions this client predates.
     }
+  }
+
+  // noteCounts shows what notification n changed on the rows of its
+  // status: a like's or repost's status is yours, whose counts are read
+  // again (the frame's status holds them only when it holds your own
+  // liked and reposted too: as read for you); a reply counts on what it
+  // answers (once, however it is told).
+  noteCounts(n) {
+    const s = n && n.status;
+    if (!s || !s.id) return;
+    let counts = null;
+    if (n.type === 'liked' || n.type === 'reposted') {
+      if (typeof s.liked === 'boolean') statusChanged(s);
+      else countsChanged(s.id);
+      counts = s.id;
+    } else if ((n.type === 'replied' || n.type === 'mentioned') && s.reply_to && !s.repost_of) {
+      replyAdded(s.reply_to.id, { id: s.id });
+      counts = s.reply_to.id;
+    }
+    if (counts === null || !n.id) return;
+    this.noted.set(Number(n.id), Number(counts));
+    if (this.noted.size > NOTED_MAX) this.noted.delete(this.noted.keys().next().value);
+  }
+
+  // countsUndone reads again the counts of the status notification id
+  // changed, now undone (an unlike, an unrepost, a reply deleted): the
+  // frame says only which notification went.
+  countsUndone(id) {
+    const sid = this.noted.get(Number(id));
+    if (sid === undefined) return;
+    this.noted.delete(Number(id));
+    countsChanged(sid);
   }
 
   // followsChanged tells the page that user followed you, or that a

@@ -8,6 +8,17 @@ import { h, loginEl, sameLogin } from './dom.js';
 import { profileHref } from './router.js';
 import { icon } from './icons.js';
 
+// BADGE_MAX is the largest count a badge shows whole: past it, "99+"
+// (the tab bar's and the bell's alike); the exact count is in the
+// accessible name.
+const BADGE_MAX = 99;
+
+/** badgeText is how a badge shows count n: "" for none, "99+" past BADGE_MAX. */
+export function badgeText(n) {
+  if (n <= 0) return '';
+  return n > BADGE_MAX ? `${BADGE_MAX}+` : String(n);
+}
+
 /**
  * Header fills #nav and #session.
  *  onSignOut(button)  the Sign out button was pressed
@@ -30,16 +41,16 @@ export class Header {
   }
 
   // tab is one tab of the phone's tab bar: an icon over its name, and a
-  // count (hidden at zero) whose words ride in the accessible name.
+  // count (hidden at zero) whose words, exact, ride in the accessible name.
   tab(href, label, name, iconName) {
     const badge = h('span', { class: 'tab-badge', hidden: true, 'aria-hidden': 'true' });
     const a = h('a', { href, class: 'tabbar-link', dataset: { route: name, testid: `tab-${name}` } },
       icon(iconName, 22), h('span', { class: 'tabbar-label' }, label), badge);
     const set = (n, what) => {
       badge.hidden = n === 0;
-      badge.textContent = n === 0 ? '' : n > 99 ? '99+' : String(n);
+      badge.textContent = badgeText(n);
       if (n === 0) a.removeAttribute('aria-label');
-      else a.setAttribute('aria-label', `${label}, ${badge.textContent} ${what}`);
+      else a.setAttribute('aria-label', `${label}, ${n} ${what}`);
     };
     return { a, set };
   }

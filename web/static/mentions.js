@@ -146,8 +146,10 @@ export function mentionAutocomplete(input) {
       default:
         return;
     }
+    // The key was the list's: not the box's own keydown handlers' too
+    // (a reply box's Escape cancels the reply), nor the page's shortcuts.
     ev.preventDefault();
-    ev.stopPropagation();
+    ev.stopImmediatePropagation();
   });
 
   return {

@@ -16,6 +16,7 @@ import { timeEl } from './time.js';
 import { learnName } from './names.js';
 import { icon } from './icons.js';
 import { heading } from './page.js';
+import { badgeText } from './header.js';
 
 const PAGE = 30;
 // The least time between two asks of the unread count, and between two
@@ -91,10 +92,10 @@ export class Notifications {
     this.unread = Math.max(0, Number(n) || 0);
     const u = this.unread;
     this.count.hidden = u === 0;
-    this.count.textContent = String(u);
+    this.count.textContent = badgeText(u); // "99+" past 99, as on the phone's tab bar
     this.button.dataset.unread = String(u);
     this.button.title = u ? `Notifications: ${u} unread` : 'Notifications';
-    // The accessible name holds the number shown, and says what it counts.
+    // The accessible name holds the exact number, and says what it counts.
     this.button.setAttribute('aria-label', u ? `Notifications, ${u} unread` : 'Notifications');
     for (const fn of this.listeners) fn(u);
   }

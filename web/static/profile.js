@@ -90,7 +90,9 @@ function presenceLine(user) {
     : h('span', { class: 'presence' }, timeEl(user.last_seen, { prefix: 'Last seen ', missing: 'Not seen yet' }));
 }
 
-function profileCard(ctx, user, signal) {
+// profileCard is the card of user; onRelation({mutes, blocks}) runs once
+// the viewer mutes, blocks or takes either back, here or from a post.
+function profileCard(ctx, user, signal, onRelation) {
   const me = ctx.me();
   const self = !!me && sameLogin(me.login, user.login);
   const posts = countLink(null, user.posts, 'post', 'posts', 'count-posts');
@@ -110,11 +112,14 @@ function profileCard(ctx, user, signal) {
   else if (me) {
     const follow = followButton(ctx, user, signal, error, setCounts, refresh);
     action = follow.btn;
-    more = profileMenu(ctx, user, () => {
-      // The block ended the follows both ways.
-      user.follows_you = false;
-      follow.show(false);
-      refresh();
+    more = profileMenu(ctx, user, {
+      onBlocked: () => {
+        // The block ended the follows both ways.
+        user.follows_you = false;
+        follow.show(false);
+        refresh();
+      },
+      onChange: onRelation,
     });
   } else action = ctx.signInLink('Sign in to follow', 'btn btn-primary');
 
@@ -161,18 +166,33 @@ export function profileView(ctx, login) {
   const abort = new AbortController();
   const h1 = heading(`@${login}`, { class: 'page-title visually-hidden' });
   const top = h('div', { class: 'profile-slot' }, h1, h('p', { class: 'muted' }, 'Loading profile…'));
+  const empty = h('p', { class: 'empty-title', dataset: { testid: 'profile-empty' } }, 'No posts yet.');
   const tl = statusTimeline(ctx, {
     label: `Posts by ${login}`,
     path: userPath(login, '/statuses'),
-    empty: h('p', { class: 'empty-title' }, 'No posts yet.'),
+    empty,
   });
+  // What the empty timeline says: whom you muted or blocked has posts you
+  // are not shown, rather than none.
+  const sayRelation = ({ mutes, blocks }) => {
+    empty.textContent = blocks ? `You blocked @${login}. You don’t see each other’s posts.`
+      : mutes ? `You muted @${login}. Their posts are hidden from you.` : 'No posts yet.';
+  };
+  // A mute or block made here took their posts off; taking it back brings
+  // them again.
+  const onRelation = (state) => {
+    sayRelation(state);
+    if (state.mutes || state.blocks) tl.setNote('');
+    else tl.reload();
+  };
   const view = { el: h('div', { class: 'view' }, top, tl.el), title: `@${login}`, heading: h1 };
   let card = null;
   let refreshTimer = 0;
 
   api('GET', userPath(login), undefined, { signal: abort.signal }).then((res) => {
     learnName(res.user);
-    card = profileCard(ctx, res.user, abort.signal);
+    card = profileCard(ctx, res.user, abort.signal, onRelation);
+    sayRelation({ mutes: res.user.muting === true, blocks: res.user.blocking === true });
     const hadFocus = document.activeElement === h1;
     top.replaceChildren(card.el);
     view.heading = card.heading;

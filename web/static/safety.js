@@ -1,15 +1,22 @@
-// Blocking and muting from the client: the "…" menu of someone else's post
-// and of a profile. Blocking and muting ask first; taking them back does
-// not. After either, the person's posts leave every timeline on the page
-// (the server leaves them out of every later read).
+// Blocking, muting and reporting from the client: the "…" menu of someone
+// else's post and of a profile. Blocking, muting and reporting ask first;
+// taking a block or mute back does not. After either, the person's posts
+// leave every timeline on the page (the server leaves them out of every
+// later read), and every profile menu of theirs on the page says so.
 
-import { h, announce, toast, confirmControls } from './dom.js';
+import { h, announce, toast, confirmControls, limitChars, sameLogin, Registry } from './dom.js';
 import { api } from './api.js';
+
+// The profile menus on the page: {el, login, set(kind, on)}.
+const profiles = new Registry();
 
 /** setRelation blocks or mutes login (kind 'blocks' or 'mutes') when on, else takes it back. */
 export async function setRelation(ctx, kind, login, on) {
   await api(on ? 'PUT' : 'DELETE', `/${kind}/${encodeURIComponent(login)}`);
   if (on) ctx.hideAuthor(login, kind === 'blocks');
+  for (const p of profiles.live()) {
+    if (sameLogin(p.login, login)) p.set(kind, on);
+  }
 }
 
 const ASK = {
@@ -30,6 +37,58 @@ function act(ctx, kind, login, onDone) {
       if (onDone) onDone();
     },
   });
+}
+
+// The longest reason a report may give, in characters (docs/API.md,
+// "Reports and suspensions").
+const REASON_MAX = 1000;
+let reasonIds = 0;
+
+// report is the confirmed act "Report…" of a menu: login, and the post
+// statusId when reported from one, with a reason the reporter writes.
+// done says, in place, that the report went in.
+function report(login, statusId) {
+  const id = `report-reason-${++reasonIds}`;
+  const reason = h('textarea', {
+    id, class: 'report-reason', rows: '3', 'aria-describedby': `${id}-rule`, dataset: { testid: 'report-reason' },
+  });
+  limitChars(reason, REASON_MAX);
+  const fields = h('div', { class: 'report-fields' },
+    h('label', { for: id }, 'Why? Only the admins read this.'),
+    reason,
+    h('p', { id: `${id}-rule`, class: 'muted small' }, `1 to ${REASON_MAX.toLocaleString()} characters. @${login} is not told.`));
+  const done = h('p', { class: 'report-done', role: 'status', hidden: true, dataset: { testid: 'report-done' } });
+  const what = statusId ? `this post by @${login}` : `@${login}`;
+  const c = confirmControls({
+    label: 'Report…', confirmLabel: 'Send report', ariaLabel: `Report ${what}`,
+    question: `Report ${what} to the admins?`, busy: 'Sending…', failure: 'Could not report',
+    testid: 'report', fields, first: reason,
+    act: async () => {
+      const text = reason.value.trim();
+      const n = [...text].length;
+      if (n < 1 || n > REASON_MAX) {
+        reason.focus();
+        throw new Error(`say why, in 1 to ${REASON_MAX.toLocaleString()} characters`);
+      }
+      const body = { login, reason: text };
+      if (statusId) body.status_ids = [Number(statusId)];
+      await api('POST', '/reports', body);
+      reason.value = '';
+      done.textContent = 'Reported. An admin will look at it.';
+      done.hidden = false;
+    },
+  });
+  c.open.addEventListener('click', () => {
+    done.hidden = true;
+  });
+  // Enter writes a new line in the reason; Ctrl+Enter sends, as a form would.
+  reason.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) {
+      ev.preventDefault();
+      c.ask.querySelector('[data-testid="report-confirm"]').click();
+    }
+  });
+  return { ...c, done };
 }
 
 // menu is a "…" button and the group it shows and hides.
@@ -54,28 +113,36 @@ function menu(label, testid, ...children) {
 
 /**
  * statusMenu is the "…" menu of a status by someone else, for a signed-in
- * viewer (null otherwise): {open, items}, items holding Mute and Block and
- * their questions.
+ * viewer (null otherwise): {open, items}, items holding Mute, Block and
+ * Report… and their questions.
  */
 export function statusMenu(ctx, status) {
   if (!ctx.me() || ctx.me().id === status.uid) return null;
   const mute = act(ctx, 'mutes', status.login);
   const block = act(ctx, 'blocks', status.login);
+  const rep = report(status.login, status.id);
   return menu(`More for this post by @${status.login}`, 'status-menu',
-    h('div', { class: 'safety-acts' }, mute.open, block.open), mute.ask, block.ask, mute.error, block.error);
+    h('div', { class: 'safety-acts' }, mute.open, block.open, rep.open),
+    mute.ask, block.ask, rep.ask, mute.error, block.error, rep.error, rep.done);
 }
 
 /**
  * profileMenu is the "…" menu of someone else's profile: Mute or Unmute,
- * Block or Unblock, as user.muting and user.blocking say. onBlocked runs
- * after a block (the follows it ended change the card).
+ * Block or Unblock, as user.muting and user.blocking say, and Report….
+ * It follows a mute or block made anywhere on the page (setRelation).
+ * onBlocked runs after a block (the follows it ended change the card);
+ * onChange({mutes, blocks}) after any change of either.
  */
-export function profileMenu(ctx, user, onBlocked) {
+export function profileMenu(ctx, user, { onBlocked = null, onChange = null } = {}) {
   const slot = h('div', { class: 'safety-acts' });
   const asks = h('div', {});
-  const m = menu(`More for @${user.login}`, 'profile-menu', slot, asks);
+  const rep = report(user.login, null);
+  const m = menu(`More for @${user.login}`, 'profile-menu', slot, asks, rep.ask, rep.error, rep.done);
   const state = { mutes: user.muting === true, blocks: user.blocking === true };
-  const render = () => {
+  const buttons = {}; // kind -> the button shown for it
+  // render shows the state; focusKind, when given, has the button now
+  // shown for that kind take the focus (the one pressed is gone).
+  const render = (focusKind = null) => {
     const parts = [];
     asks.replaceChildren();
     for (const kind of ['mutes', 'blocks']) {
@@ -87,27 +154,36 @@ export function profileMenu(ctx, user, onBlocked) {
           undo.disabled = true;
           try {
             await setRelation(ctx, kind, user.login, false);
-            state[kind] = false;
             announce(`You ${word === 'mute' ? 'unmuted' : 'unblocked'} ${user.login}.`);
-            render();
+            render(kind);
           } catch (err) {
             undo.disabled = false;
             toast(`Could not un${word} ${user.login}: ${err.message}`, 'error');
           }
         });
         parts.push(undo);
+        buttons[kind] = undo;
       } else {
-        const a = act(ctx, kind, user.login, () => {
-          state[kind] = true;
-          render();
-          if (kind === 'blocks' && onBlocked) onBlocked();
-        });
+        const a = act(ctx, kind, user.login, () => render(kind));
         parts.push(a.open);
         asks.append(a.ask, a.error);
+        buttons[kind] = a.open;
       }
     }
-    slot.replaceChildren(...parts);
+    slot.replaceChildren(...parts, rep.open);
+    if (focusKind) buttons[focusKind].focus();
   };
   render();
+  profiles.add({
+    el: m.open,
+    login: user.login,
+    set: (kind, on) => {
+      if (state[kind] === on) return;
+      state[kind] = on;
+      render();
+      if (kind === 'blocks' && on && onBlocked) onBlocked();
+      if (onChange) onChange({ ...state });
+    },
+  });
   return m;
 }

@@ -94,7 +94,7 @@ export class Session {
       onFrame: (frame) => this.frames.dispatch(frame),
       onState: (state, info) => health.setStream(state, info),
       resumeAfter: () => ctx.homeFeed.maxId,
-      onSignedOut: () => app.leave('You were signed out.'),
+      onSignedOut: (reason) => app.leave(reason === 'account suspended' ? 'Your account has been suspended.' : 'You were signed out.'),
       checkSession: () => api('GET', '/me').then(() => true, (err) => (err.status === 401 ? false : Promise.reject(err))),
     });
     // What a page may ask of the stream: whether it is open, and to send

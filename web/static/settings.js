@@ -3,7 +3,7 @@
 // of yours, and the deletion of the account, which asks for the password.
 
 import { h, announce, limitChars, linkable } from './dom.js';
-import { api } from './api.js';
+import { api, isAbort } from './api.js';
 import { heading } from './page.js';
 
 // The server's rules (docs/API.md, Inputs).
@@ -106,11 +106,35 @@ export function settingsView(ctx) {
     },
   });
 
-  const exportLink = h('a', { class: 'btn btn-secondary', href: '/api/v1/me/export', download: '', dataset: { testid: 'settings-export' } }, 'Download your data');
+  // The link is what a click without scripts would follow; the click is
+  // taken over so that a refused export is told here (downloadExport).
+  const exportLink = h('a', { class: 'btn btn-secondary', href: EXPORT_URL, download: '', dataset: { testid: 'settings-export' } }, 'Download your data');
+  const exportNote = h('p', { class: 'form-error is-error', role: 'alert', hidden: true, dataset: { testid: 'settings-export-note' } });
+  let exportBusy = false;
+  exportLink.addEventListener('click', async (ev) => {
+    ev.preventDefault();
+    if (exportBusy) return;
+    exportBusy = true;
+    exportLink.setAttribute('aria-disabled', 'true');
+    exportLink.textContent = 'Preparing your data…';
+    exportNote.hidden = true;
+    try {
+      await downloadExport(`chorus-${me.login}.json`, abort.signal);
+      announce('Your data is downloaded.');
+    } catch (err) {
+      if (isAbort(err) && abort.signal.aborted) return; // the page was left
+      exportNote.textContent = err.message;
+      exportNote.hidden = false;
+    } finally {
+      exportBusy = false;
+      exportLink.removeAttribute('aria-disabled');
+      exportLink.textContent = 'Download your data';
+    }
+  });
   const exporting = h('section', { class: 'card settings-form', 'aria-labelledby': 'settings-export-title' },
     h('h2', { class: 'settings-title', id: 'settings-export-title' }, 'Your data'),
     h('p', { class: 'muted' }, 'One JSON file with your profile, every post, whom you follow and who follows you, your lists, blocks, mutes and likes.'),
-    h('div', { class: 'settings-row' }, exportLink));
+    h('div', { class: 'settings-row' }, exportLink), exportNote);
 
   const confirm = field({ id: 'settings-delete-password', label: 'Your password, to confirm', type: 'password', autocomplete: 'current-password', required: true });
   const deletion = form({
@@ -126,6 +150,91 @@ export function settingsView(ctx) {
 
   const el = h('div', { class: 'view settings' }, h1, profile, password, exporting, deletion);
   return { el, title: 'Settings', heading: h1, destroy: () => abort.abort() };
+}
+
+const EXPORT_URL = '/api/v1/me/export';
+// The server bounds an export by 25 s of its own (docs/API.md); past this,
+// the answer is not coming.
+const EXPORT_TIMEOUT_MS = 60000;
+
+/**
+ * downloadExport fetches GET /me/export and, when the whole document came,
+ * hands it to the browser as the download name. It rejects with an Error
+ * to show: a refusal (429 past the export limit, 503) says when to try
+ * again, from its Retry-After. A plain <a download> would leave a refused
+ * export a download the browser cancels, unexplained; nor can HEAD
+ * /me/export tell beforehand, since it counts among reads, not exports.
+ */
+async function downloadExport(name, signal) {
+  const ctl = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ctl.abort();
+  }, EXPORT_TIMEOUT_MS);
+  const forward = () => ctl.abort(signal.reason);
+  signal.addEventListener('abort', forward, { once: true });
+  // gaveUp is the error for a request that failed as where says.
+  const gaveUp = (err, where) => {
+    if (timedOut) return new Error('Chorus did not send your data in time. Please try again in a moment.');
+    if (isAbort(err)) return err;
+    return new Error(where);
+  };
+  try {
+    let res;
+    try {
+      res = await fetch(EXPORT_URL, { credentials: 'same-origin', signal: ctl.signal, headers: { Accept: 'application/json' } });
+    } catch (err) {
+      throw gaveUp(err, 'Could not reach the server. Check your connection and try again.');
+    }
+    if (!res.ok) throw await exportRefusal(res);
+    let text;
+    try {
+      text = await res.text();
+      JSON.parse(text); // a server failing after the answer began leaves it cut short (docs/API.md)
+    } catch (err) {
+      throw gaveUp(err, 'The download was cut short. Please try again.');
+    }
+    const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+    // Not h(), which leaves out a blob: href (dom.js safeHref): this one is
+    // our own, made just above.
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = name;
+    a.hidden = true;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    // Late: the browser reads the file after the click returns.
+    setTimeout(() => URL.revokeObjectURL(url), EXPORT_TIMEOUT_MS);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', forward);
+  }
+}
+
+// exportRefusal is the Error to show for a refused export: the server's
+// words, and for 429 or 503 when to try again.
+async function exportRefusal(res) {
+  let message = '';
+  try {
+    message = (await res.json()).error.message || '';
+  } catch {
+    // no API error body (a proxy's page): said below
+  }
+  if (!message) message = res.status === 429 ? 'You have downloaded your data too often for now.' : `The download failed (HTTP ${res.status}).`;
+  if (res.status === 429 || res.status === 503) message += ` ${tryAgain(Number(res.headers.get('Retry-After')))}`;
+  return new Error(message);
+}
+
+// tryAgain says when to try again, Retry-After seconds from now.
+function tryAgain(secs) {
+  if (!(secs > 0)) return 'Please try again later.';
+  if (secs <= 60) return 'Please try again in a minute.';
+  const at = new Date(Date.now() + secs * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  if (secs < 3600) return `Please try again in ${Math.ceil(secs / 60)} minutes (at ${at}).`;
+  const hours = Math.round(secs / 3600);
+  return `Please try again in about ${hours === 1 ? 'an hour' : `${hours} hours`} (at ${at}).`;
 }
 
 /** bioNodes shows a bio as text, its http(s) links as links: never as HTML. */

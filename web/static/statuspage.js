@@ -2,10 +2,11 @@
 // the posts it answers, oldest first, the status itself, highlighted, and
 // the replies under it in thread order, each indented by how deep it
 // answers; then when it was posted and its author's card. A reply posted
-// from any post of the thread appears under that post. Open to visitors
-// who are signed out.
+// from any post of the thread appears under that post, and so does one
+// told live (its status frame, or your notification of it). Someone you
+// block or mute leaves the thread. Open to visitors who are signed out.
 
-import { h, avatar, loginEl } from './dom.js';
+import { h, avatar, loginEl, sameLogin } from './dom.js';
 import { api, isAbort, userPath } from './api.js';
 import { profileHref, statusHref, navigate } from './router.js';
 import { timeEl, exactTime, parseTime } from './time.js';
@@ -32,6 +33,8 @@ export function statusView(ctx, id) {
   const view = { el: h('div', { class: 'view' }, h1, body), title: 'Post', heading: h1 };
   let shown = null; // the status once loaded
   let thread = null; // the <ol> of the thread
+  let live = false; // the replies read are shown: those told live go in place
+  const early = []; // replies told live before then
 
   const gone = (text) => {
     body.replaceChildren(h('div', { class: 'card' },
@@ -46,18 +49,43 @@ export function statusView(ctx, id) {
   // it answers).
   const item = (s, depth) => statusEl(s, { ctx, onDelete: ctx.deleteStatus, onReplied: placeReply, depth, inThread: true });
 
-  // placeReply puts a reply posted from parentLi after the replies already
-  // under it, one step deeper.
-  function placeReply(reply, parentLi) {
+  const rowOf = (id) => thread && thread.querySelector(`:scope > [data-testid="status"][data-id="${Number(id)}"]`);
+
+  // addReply puts reply after the replies already under parentLi, one
+  // step deeper, unless the thread shows it already (its frame may come
+  // before the answer to the post, or after).
+  function addReply(reply, parentLi) {
+    const there = rowOf(reply.id);
+    if (there) return there;
     const depth = depthOf(parentLi) + 1;
     let after = parentLi;
     for (let next = parentLi.nextElementSibling; next && depthOf(next) >= depth; next = next.nextElementSibling) after = next;
     const li = item(reply, depth);
     li.classList.add('is-new', 'is-reply');
     after.after(li);
+    return li;
+  }
+
+  // placeReply puts a reply posted from parentLi under it, and the focus on it.
+  function placeReply(reply, parentLi) {
+    const li = addReply(reply, parentLi);
     li.focus({ preventScroll: true });
     li.scrollIntoView({ block: 'nearest' });
   }
+
+  // liveReply shows reply s, told live, under the post it answers, when the
+  // thread shows that post among the replies (what the status answers
+  // shows without its other replies).
+  const liveReply = (s) => {
+    const parentLi = rowOf(s.reply_to.id);
+    if (parentLi && !parentLi.classList.contains('is-ancestor')) addReply(s, parentLi);
+  };
+
+  // goLive shows the replies told while the thread was read, then each as it comes.
+  const goLive = () => {
+    live = true;
+    for (const s of early.splice(0)) liveReply(s);
+  };
 
   const showContext = (s, ctxRes) => {
     const ancestors = ctxRes.ancestors || [];
@@ -134,8 +162,10 @@ export function statusView(ctx, id) {
     document.title = `@${s.login}: “${String(s.message).slice(0, 60)}” · Chorus`;
     const context = api('GET', `/statuses/${encodeURIComponent(id)}/context`, undefined, { signal: abort.signal }).then((c) => {
       if (thread.isConnected || thread.parentNode) showContext(s, c);
+      goLive();
     }, (err) => {
       if (!isAbort(err) && err.status !== 404) note.textContent = `Could not load the replies: ${err.message}`;
+      goLive();
     });
     const card = api('GET', userPath(s.login), undefined, { signal: abort.signal }).then((u) => {
       learnName(u.user);
@@ -163,6 +193,31 @@ export function statusView(ctx, id) {
     // Another post of the thread: it leaves, its replies stay.
     const li = thread && thread.querySelector(`:scope > [data-id="${Number(deletedId)}"]`);
     if (li) li.remove();
+  };
+  // A reply told live to a post of the thread takes its place there, the
+  // focus staying where it is. Before the context is shown, the replies
+  // it reads hold it.
+  view.onFrame = (frame) => {
+    let s = null;
+    if (frame.type === 'status') s = frame.status;
+    else if (frame.type === 'notification' && frame.notification && ['replied', 'mentioned'].includes(frame.notification.type)) s = frame.notification.status;
+    if (!s || s.repost_of || !s.reply_to) return;
+    if (live) liveReply(s);
+    else early.push(s);
+  };
+
+  // You blocked or muted login: their posts leave the thread (replies to
+  // them stay, answering a post you do not see); the status itself, theirs,
+  // goes as a deleted one does.
+  view.onHidden = (login) => {
+    if (shown && sameLogin(shown.login, login)) {
+      gone('You no longer see this post.');
+      return;
+    }
+    if (!thread) return;
+    for (const li of thread.querySelectorAll(':scope > [data-testid="status"]')) {
+      if (sameLogin(li.dataset.author, login) || sameLogin(li.dataset.login, login)) li.remove();
+    }
   };
   view.destroy = () => abort.abort();
   return view;

@@ -59,7 +59,9 @@ export function streamURL(loc = location) {
  *  onFrame(frame)      every later frame
  *  onState(state, i)   'connecting' | 'live' | 'offline'; i = {attempt, retryAt}
  *  resumeAfter()       highest home status id seen, or null to skip resume
- *  onSignedOut()       the server closed with 1008 for an ended session, or /me says it is gone
+ *  onSignedOut(reason) the server closed with 1008 for an ended session (reason:
+ *                      the close's, such as 'account suspended'), or /me says
+ *                      it is gone (reason: '')
  *  checkSession()      resolves true/false (signed in?) or rejects if unknown
  */
 export class Stream {
@@ -189,7 +191,7 @@ export class Stream {
       if (this.stopped) return;
       if (ev.code === 1008 && SIGNED_OUT_REASONS.has(ev.reason)) {
         this.stop();
-        this.h.onSignedOut();
+        this.h.onSignedOut(ev.reason);
         return;
       }
       if (ev.code === CLOSE_GOING_AWAY && ev.reason === DRAINING_REASON) {
@@ -224,7 +226,7 @@ export class Stream {
         (signedIn) => {
           if (!signedIn && !this.stopped) {
             this.stop();
-            this.h.onSignedOut();
+            this.h.onSignedOut('');
           }
         },
         () => {}, // unreachable server: keep backing off
