@@ -247,6 +247,18 @@ func TestCookieAuthAndOrigin(t *testing.T) {
 	if res := withCookie("GET", "/api/v1/me", nil); res.Status != http.StatusUnauthorized {
 		t.Fatalf("cookie after sign-out: %d", res.Status)
 	}
+	// A session that ended does not stand in the way of a new one: a
+	// sign-in and a sign-up carrying its cookie, or a token of no session,
+	// go through (a browser cannot drop the HttpOnly cookie itself).
+	if res := withCookie("POST", "/api/v1/sessions", map[string]string{"login": "cookie", "password": "kettle-drum-41"}); res.Status != http.StatusOK {
+		t.Fatalf("sign-in with the ended session's cookie: %d %s, want 200", res.Status, res.Body)
+	}
+	if res := withCookie("POST", "/api/v1/users", map[string]string{"login": "cookie2", "name": "C", "password": "kettle-drum-41"}); res.Status != http.StatusCreated {
+		t.Fatalf("sign-up with the ended session's cookie: %d %s, want 201", res.Status, res.Body)
+	}
+	if res := anon.do("POST", "/api/v1/sessions", map[string]string{"login": "cookie", "password": "kettle-drum-41"}, "Authorization", "Bearer no-such-session"); res.Status != http.StatusOK {
+		t.Fatalf("sign-in with a token of no session: %d %s, want 200", res.Status, res.Body)
+	}
 }
 
 func TestSignInRateLimit(t *testing.T) {

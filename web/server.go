@@ -171,11 +171,17 @@ func (s *Server) routes() chi.Router {
 		// answer a browser was tricked into rendering), it runs nothing,
 		// loads nothing and cannot be framed.
 		r.Use(middleware.SetHeader("Content-Security-Policy", apiPolicy), s.cors(), limitBody, s.withDeadline)
+		// How a session is had: the credentials a request carries are not
+		// read, so that one that ended (a cookie whose session a password
+		// change ended elsewhere) does not stand in the way of a new one.
+		r.Group(func(r chi.Router) {
+			r.Use(s.checkGate, s.cookieSetter)
+			r.With(s.signUpLimit()).Post("/users", s.signUp)
+			r.With(s.signInLimit()).Post("/sessions", s.signIn)
+		})
 		// Open to anyone; a signed-in viewer sees more (presence of friends).
 		r.Group(func(r chi.Router) {
 			r.Use(s.checkGate, s.authenticate(false))
-			r.With(s.cookieSetter, s.signUpLimit()).Post("/users", s.signUp)
-			r.With(s.cookieSetter, s.signInLimit()).Post("/sessions", s.signIn)
 			r.With(s.searchLimit()).Get("/users", s.searchUsers)
 			r.With(s.readLimit()).Get("/users/{login}", s.profile)
 			r.With(s.readLimit()).Get("/users/{login}/statuses", s.profileTimeline)
