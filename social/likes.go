@@ -334,17 +334,18 @@ func (s *Service) dropLike(ctx context.Context, uid, sid int64) error {
 // The live frame's status (n.to's own, liked or reposted) carries its
 // counts and n.to's own liked and reposted, as a read of it shows them,
 // read once before the store: the counts of the moment, this cause's
-// included.
+// included. Two causes racing may publish in the other order than they
+// read: a client takes a frame's counts as at least so many.
 func (s *Service) notifyWhile(ctx context.Context, n note, key, member string) error {
 	if n.to == n.from {
 		return nil
 	}
 	if n.status != nil {
-		counted, err := s.DecorateHidden(ctx, n.to, []Status{*n.status})
-		if err != nil {
-			return err
-		}
-		if len(counted) == 1 {
+		// The like or repost stands already: a read that fails costs the
+		// frame its counts (a client reads the status when they are not
+		// there), not the notification. Redis's error is counted by the
+		// client's hook.
+		if counted, err := s.DecorateHidden(ctx, n.to, []Status{*n.status}); err == nil && len(counted) == 1 {
 			n.status = &counted[0]
 		}
 	}

@@ -127,12 +127,13 @@ var (
 	defaultLikeLimit = redis_rate.Limit{Rate: 1000, Period: 24 * time.Hour, Burst: 100}
 )
 
-// isOrigin reports whether o is a web origin as a browser's Origin header
-// names one: http or https, a host, maybe a port, nothing after (a
-// trailing slash aside).
+// isOrigin reports whether o is an origin as a browser's Origin header
+// names one: a scheme and a host, maybe a port, nothing after (a trailing
+// slash aside). Not only http and https: an app's web view or an extension
+// has an origin of its own scheme (capacitor://localhost).
 func isOrigin(o string) bool {
 	u, err := url.Parse(o)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+	return err == nil && u.Scheme != "" && u.Host != "" && u.User == nil &&
 		(u.Path == "" || u.Path == "/") && u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
 }
 

@@ -217,7 +217,8 @@ func TestConfig(t *testing.T) {
 		{"origins", []string{"-allowed-origins", "https://app.example.com, http://localhost:3000/"}, nil, func(c config) bool { return len(c.AllowedOrigins) == 2 }, false},
 		{"origin without a scheme", []string{"-allowed-origins", "app.example.com"}, nil, nil, true},
 		{"origin with a path", []string{"-allowed-origins", "https://app.example.com/x"}, nil, nil, true},
-		{"origin of another scheme", nil, map[string]string{"CHORUS_ALLOWED_ORIGINS": "ftp://app.example.com"}, nil, true},
+		{"origin of an app's scheme", nil, map[string]string{"CHORUS_ALLOWED_ORIGINS": "capacitor://localhost"}, func(c config) bool { return len(c.AllowedOrigins) == 1 }, false},
+		{"origin with a query", []string{"-allowed-origins", "https://app.example.com?x=1"}, nil, nil, true},
 		{"unknown flag", []string{"-nope"}, nil, nil, true},
 		{"stray argument", []string{"extra"}, nil, nil, true},
 	}

@@ -22,22 +22,31 @@ type redisTarget struct {
 // with the options go-redis's ParseClusterURL takes.
 func parseRedisURL(raw string) (redisTarget, error) {
 	t, err := parseRedisTarget(raw)
-	return t, withoutURL(err)
+	if err != nil && holdsSecret(raw) {
+		err = withoutURL(err)
+	}
+	return t, err
 }
 
-// withoutURL is err without the URL it may quote, which may hold a
-// password: the errors of net/url name the whole URL, or the bad escape
-// within it.
+// holdsSecret reports whether a Redis URL may hold a password: in its
+// user part, or as an option.
+func holdsSecret(raw string) bool {
+	return strings.Contains(raw, "@") || strings.Contains(strings.ToLower(raw), "password")
+}
+
+// withoutURL is the error to show for err, from the reading of a URL that
+// may hold a password: one that quotes none of it. Where the URL is cut
+// cannot be told from a URL that failed to parse (a / or ? left unescaped
+// in a password moves it), so any error but a bad escape is told in
+// general terms.
 func withoutURL(err error) error {
 	var escape url.EscapeError
-	var ue *url.Error
-	switch {
-	case errors.As(err, &escape):
+	if errors.As(err, &escape) {
 		return errors.New("a % in it is not followed by two hex digits (a % in a password is written %25)")
-	case errors.As(err, &ue):
-		return fmt.Errorf("not a valid URL: %w", ue.Err)
 	}
-	return err
+	return errors.New("it cannot be read (the error is not shown: it would quote the URL, password and all); " +
+		"write it as redis://[user:password@]host:port/db, or redis+cluster://[user:password@]host:port,host:port, " +
+		"with / ? # @ % in the password written %2F %3F %23 %40 %25")
 }
 
 func parseRedisTarget(raw string) (redisTarget, error) {

@@ -80,11 +80,14 @@ func TestParseRedisURLHidesThePassword(t *testing.T) {
 		"rediss://user:S3cret@[::1:6379/0",
 		"redis+cluster://user:S3cr%zz@127.0.0.1:7000,127.0.0.1:7001",
 		"redis://user:S3cret@host:port/0",
+		"redis://:S3cr/xY9@h:6379/0",              // a / left unescaped in the password
+		"redis+cluster://:S3cr/xY9@h:7000,h:7001", // the same on a cluster
+		"redis+cluster://:S3cr?xY9@h:7000",        // and a ?
 	} {
 		_, err := parseRedisURL(bad)
 		if err == nil {
 			t.Errorf("parseRedisURL(%q) accepted it", bad)
-		} else if strings.Contains(err.Error(), "S3cr") {
+		} else if strings.Contains(err.Error(), "S3cr") || strings.Contains(err.Error(), "xY9") {
 			t.Errorf("parseRedisURL(%q) = %q, which shows the password", bad, err)
 		}
 	}
