@@ -140,7 +140,7 @@ func isOrigin(o string) bool {
 // minHeartbeatInterval is the shortest -heartbeat-interval: every stream
 // is pinged, and every instance writes its streams' activity, once an
 // interval.
-const minHeartbeatInterval = time.Second
+const minHeartbeatInterval = 100 * time.Millisecond
 
 // envError is an environment variable's value that could not be read, for
 // flag.

@@ -209,7 +209,7 @@ func TestConfig(t *testing.T) {
 			map[string]string{"CHORUS_MAX_STREAMS": "abc", "CHORUS_POST_LIMIT": "lots"}, func(c config) bool {
 				return c.MaxStreams == 5 && c.PostLimit.IsZero()
 			}, false},
-		{"heartbeat under a second", []string{"-heartbeat-interval", "9ns"}, nil, nil, true},
+		{"heartbeat under 100 ms", []string{"-heartbeat-interval", "9ms"}, nil, nil, true},
 		{"heartbeat of a second", []string{"-heartbeat-interval", "1s", "-online-window", "5s"}, nil, func(c config) bool { return c.HeartbeatInterval == time.Second }, false},
 		{"streams as many as connections", []string{"-max-streams", "100", "-max-connections", "100"}, nil, nil, true},
 		{"streams under connections", []string{"-max-streams", "99", "-max-connections", "100"}, nil, func(c config) bool { return c.MaxStreams == 99 }, false},
