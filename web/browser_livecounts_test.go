@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -152,4 +153,139 @@ func TestBrowserLiveSuspendedPostLeaves(t *testing.T) {
 		return toast && !toast.hidden && toast.textContent === 'That post is no longer available.' ? '' : 'toast: ' + (toast && toast.textContent);
 	})()`)
 	p.waitUntil("ada's post stays", stepTimeout, statusIn("feed", "Ada's own post"))
+}
+
+// countReads wraps the page's fetch so that each GET of a single status
+// counts, by id, in window.statusReads (the counts read again).
+func (p *tab) countReads() {
+	p.tb.Helper()
+	eval[bool](p, `(() => {
+		window.statusReads = {};
+		if (!window.countingReads) {
+			window.countingReads = true;
+			const fetch = window.fetch;
+			window.fetch = (url, init) => {
+				const m = /\/api\/v1\/statuses\/(\d+)$/.exec(String(url));
+				if (m && (!init || !init.method || init.method === 'GET')) window.statusReads[m[1]] = (window.statusReads[m[1]] || 0) + 1;
+				return fetch(url, init);
+			};
+		}
+		return true;
+	})()`)
+}
+
+// readsOf is how many times, since countReads, the page read the
+// statuses ids.
+func (p *tab) readsOf(ids []int64) int {
+	p.tb.Helper()
+	b, err := json.Marshal(ids)
+	if err != nil {
+		p.tb.Fatal(err)
+	}
+	return eval[int](p, `(`+string(b)+`).reduce((n, id) => n + (window.statusReads[id] || 0), 0)`)
+}
+
+// bob replies to many of ada's posts at once, first while her feed is
+// kept off-screen (she is on a post's page), then while it is shown:
+// the replies are counted by reading the posts again, but not the kept
+// feed's, and not more than the page's budget of reads, however many
+// posts the replies name. Each time ada's own reply, always read for,
+// marks when the reads of the burst before it have all been sent.
+func TestBrowserLiveRereadsBudgeted(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	marker := ada.post("The marker")
+	const burst = 28 // with the marker, within the feed's first page of 30
+	var ids []int64
+	for i := range burst {
+		ids = append(ids, ada.post(fmt.Sprintf("Note %02d", i)).ID)
+	}
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.waitUntil("the marker in the feed", stepTimeout, statusIn("feed", marker.Message))
+	p.waitUntil("the last note in the feed", stepTimeout, statusIn("feed", fmt.Sprintf("Note %02d", burst-1)))
+	p.waitLive()
+	p.countReads()
+
+	p.goTo(fmt.Sprintf("/s/%d", marker.ID))
+	p.waitUntil("the marker's page", stepTimeout, actionIs("status-page", marker.ID, "reply", "Reply, 0 replies", ""))
+	for _, id := range ids {
+		bob.reply(id, "Noted")
+	}
+	p.waitUntil("every reply told", stepTimeout, badgeIs(burst))
+	p.click(actionSel("status-page", marker.ID, "reply"))
+	box := testID("status-page", " .is-focus ")
+	p.waitVisible(box + testID("reply-input"))
+	p.typeInto(box+testID("reply-input"), "Marked")
+	p.click(box + testID("reply-submit"))
+	p.waitUntil("ada's reply counted", stepTimeout, actionIs("status-page", marker.ID, "reply", "Reply, 1 reply", ""))
+	if got := p.readsOf(ids); got != 0 {
+		t.Errorf("the page read the posts of the feed kept off-screen %d times, want none", got)
+	}
+
+	p.goTo("/")
+	p.waitUntil("the marker in the feed again", stepTimeout, actionIs("feed", marker.ID, "reply", "Reply, 1 reply", ""))
+	p.countReads()
+	for _, id := range ids {
+		bob.reply(id, "Noted again")
+	}
+	p.waitUntil("every reply told", stepTimeout, badgeIs(2*burst))
+	parent := testID("feed", fmt.Sprintf(` > [data-id="%d"] `, marker.ID))
+	p.click(parent + testID("reply-button"))
+	p.waitVisible(parent + testID("reply-input"))
+	p.typeInto(parent+testID("reply-input"), "Marked again")
+	p.click(parent + testID("reply-submit"))
+	p.waitUntil("ada's second reply counted", stepTimeout, actionIs("feed", marker.ID, "reply", "Reply, 2 replies", ""))
+	// The budget is 10 reads a minute; the burst takes some seconds on a
+	// busy machine, in which a few more come due.
+	if got, most := p.readsOf(ids), 16; got > most {
+		t.Errorf("the page read the %d posts replied to %d times, want at most %d", burst, got, most)
+	}
+}
+
+// A like's notification frame brings its status's counts as read before
+// the frame went, and ada's own liked: one read before her like, and
+// before a like that came after it, comes last. Her post still counts
+// both likes, and shows hers.
+func TestBrowserLiveLikeFrameNeverLowers(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	post := ada.post("Counting engines")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.goTo(fmt.Sprintf("/s/%d", post.ID))
+	p.waitUntil("the post, nothing counted", stepTimeout, actionIs("status-page", post.ID, "like", "Like, 0 likes", "false"))
+	p.waitLive()
+
+	bob.like(post.ID)
+	p.waitUntil("bob's like counted", stepTimeout, actionIs("status-page", post.ID, "like", "Like, 1 like", "false"))
+	p.waitUntil("bob's like told", stepTimeout, badgeIs(1))
+	p.click(actionSel("status-page", post.ID, "like"))
+	p.waitUntil("ada's like counted", stepTimeout, actionIs("status-page", post.ID, "like", "Like, 2 likes", "true"))
+
+	// The frame of a like read before ada's: one like, not hers.
+	var got struct{ Status map[string]any }
+	ada.must(http.StatusOK, "GET", fmt.Sprintf("/api/v1/statuses/%d", post.ID), nil, &got)
+	older := got.Status
+	older["likes"], older["liked"] = 1, false
+	frame, err := json.Marshal(map[string]any{"type": "notification", "notification": map[string]any{
+		"id": 1000000, "type": "liked", "status": older, "created": "2026-01-01T00:00:00Z",
+		"from": map[string]any{"id": bob.id, "login": "bob", "name": "Bob Babbage"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.publish(t, in.social.UserChannel(ada.id), string(frame))
+	p.waitUntil("the older frame told", stepTimeout, badgeIs(2))
+	if got := eval[string](p, actionIs("status-page", post.ID, "like", "Like, 2 likes", "true")); got != "" {
+		t.Errorf("after a like's frame read before ada's like: %s, want Like, 2 likes / pressed=true", got)
+	}
 }

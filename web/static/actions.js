@@ -9,18 +9,31 @@ import { h, formatCount, announce, toast, Registry } from './dom.js';
 import { api } from './api.js';
 import { icon } from './icons.js';
 
-// The rows on the page: {id, el, set(status), bumpReplies(n)}. A row out
+// The rows on the page: {id, el, set(status), raise(status)}. A row out
 // of the document is dropped, unless it is in a list kept off-screen (the
-// home feed, marked data-kept).
+// home feed, marked data-kept): what is free (an answer, a frame's
+// counts) reaches it there too, but it is never read again for.
 const shown = new Registry((el) => el.closest('[data-kept]') !== null);
 
 function rowsOf(id) {
   return shown.live().filter((row) => row.id === Number(id));
 }
 
-/** isShown says whether a row shows status id (or is kept to show it again). */
+// onScreen is every row in the document, by status id: rows kept
+// off-screen are not read again for.
+function onScreen() {
+  const out = new Map();
+  for (const row of shown.live()) {
+    if (!row.el.isConnected) continue;
+    if (!out.has(row.id)) out.set(row.id, []);
+    out.get(row.id).push(row);
+  }
+  return out;
+}
+
+/** isShown says whether a row in the document shows status id. */
 export function isShown(id) {
-  return rowsOf(id).length > 0;
+  return rowsOf(id).some((row) => row.el.isConnected);
 }
 
 /** statusChanged gives every row showing status.id the server's fresher counts and state. */
@@ -28,42 +41,146 @@ export function statusChanged(status) {
   for (const row of rowsOf(status.id)) row.set(status);
 }
 
+/**
+ * countsRaised gives every row showing status.id its counts where they
+ * are higher, and nothing else: a notification frame's status was read
+ * before the frame was published, so another frame, or an answer, may
+ * have told a newer count already, and its liked and reposted may
+ * predate a toggle of yours (your own come from your actions' answers).
+ */
+export function countsRaised(status) {
+  for (const row of rowsOf(status.id)) row.raise(status);
+}
+
 // Counts told by the stream (a reply, a like of yours) are read again from
 // the server rather than counted up here: a reply comes by its status
 // frame, by its parent's author's notification, again by a resume, and
 // the answer to an action (a like, a reply posted here) may hold it
 // already; one read after the news is exact however they interleave.
-// Reads wait REREAD_MS, so that a burst reads each status once, and one
-// status is never read twice at once, so that an older answer cannot
-// land last.
+// The server limits reads per user, across all tabs, so these reads are
+// few: a burst waits REREAD_MS and reads each status once; a status is
+// read at most once per REREAD_GAP_MS (news meanwhile waits for the
+// gap's end) and never twice at once, so that an older answer cannot
+// land last; the page reads at most BUDGET times per BUDGET_MS, the rows
+// in the window first, and drops the rest (the next read of the page
+// counts them), except for your own replies, always read for. Only rows
+// in the document are read for.
 const REREAD_MS = 300;
-const stale = new Set(); // ids of statuses to read again
-const reading = new Set(); // ids being read
+const REREAD_GAP_MS = 5000;
+const BUDGET = 10;
+const BUDGET_MS = 60000;
+const stale = new Map(); // id of a status to read again -> whether for your own reply
+const reading = new Map(); // id being read -> actSeq when it was sent
+const readAt = new Map(); // id -> when it was last read, for REREAD_GAP_MS
+let tokens = BUDGET;
+let tokensAt = performance.now();
 let rereadTimer = 0;
+let rereadAt = 0;
 
-/** countsChanged reads status id's counts again, soon, if a row shows it. */
-export function countsChanged(id) {
+// Toggles of yours (a like, a repost) under way, and the last one begun,
+// by status id: a read sent before a toggle began may have been served
+// before its write, and would undo it landing after its answer; a read
+// is not sent while one is under way, which may have begun before the
+// news the read is for.
+let actSeq = 0;
+const acting = new Map(); // id -> toggles under way
+const actedAt = new Map(); // id -> actSeq when the last toggle began
+
+function actBegun(id) {
+  acting.set(id, (acting.get(id) || 0) + 1);
+  actedAt.set(id, ++actSeq);
+}
+
+function actEnded(id) {
+  const n = acting.get(id) - 1;
+  if (n > 0) acting.set(id, n);
+  else acting.delete(id);
+  if (stale.has(id)) rereadSoon(REREAD_MS);
+}
+
+// spend takes one read from the page's budget, if there is one left.
+function spend() {
+  const now = performance.now();
+  tokens = Math.min(BUDGET, tokens + ((now - tokensAt) * BUDGET) / BUDGET_MS);
+  tokensAt = now;
+  if (tokens < 1) return false;
+  tokens -= 1;
+  return true;
+}
+
+function rereadSoon(ms) {
+  const at = performance.now() + ms;
+  if (rereadTimer && rereadAt <= at) return;
+  clearTimeout(rereadTimer);
+  rereadAt = at;
+  rereadTimer = setTimeout(reread, ms);
+}
+
+/**
+ * countsChanged reads status id's counts again, soon, if a row in the
+ * document shows it; own: for your own reply (posted or deleted here),
+ * read even past the page's budget.
+ */
+export function countsChanged(id, { own = false } = {}) {
   if (!isShown(id)) return;
-  stale.add(Number(id));
-  if (!rereadTimer) rereadTimer = setTimeout(reread, REREAD_MS);
+  id = Number(id);
+  stale.set(id, stale.get(id) === true || own);
+  rereadSoon(REREAD_MS);
+}
+
+function inWindow(rows) {
+  return rows.some((row) => {
+    const r = row.el.getBoundingClientRect();
+    return r.bottom > 0 && r.top < window.innerHeight;
+  });
 }
 
 function reread() {
   rereadTimer = 0;
-  for (const id of [...stale]) {
-    if (reading.has(id)) continue; // read again once this read is in
-    stale.delete(id);
-    reading.add(id);
-    api('GET', `/statuses/${encodeURIComponent(id)}`).then((res) => {
-      if (res && res.status) statusChanged(res.status);
-    }, () => {}).finally(() => { // gone or unreadable: its rows learn so otherwise
-      reading.delete(id);
-      if (stale.has(id) && !rereadTimer) rereadTimer = setTimeout(reread, REREAD_MS);
-    });
+  const now = performance.now();
+  for (const [id, at] of readAt) if (now - at >= REREAD_GAP_MS) readAt.delete(id);
+  const sentSince = Math.min(actSeq, ...reading.values());
+  for (const [id, seq] of actedAt) if (seq <= sentSince && !acting.has(id)) actedAt.delete(id);
+  const rows = onScreen();
+  const due = [];
+  let next = Infinity;
+  for (const [id, own] of stale) {
+    if (!rows.has(id)) { // left the screen
+      stale.delete(id);
+      continue;
+    }
+    if (reading.has(id) || acting.has(id)) continue; // again once it is in
+    if (readAt.has(id)) {
+      next = Math.min(next, readAt.get(id) + REREAD_GAP_MS);
+      continue;
+    }
+    due.push({ id, own, seen: inWindow(rows.get(id)) });
   }
+  due.sort((a, b) => Number(b.own) - Number(a.own) || Number(b.seen) - Number(a.seen));
+  for (const { id, own } of due) {
+    stale.delete(id);
+    if (spend() || own) read(id);
+  }
+  if (next < Infinity) rereadSoon(Math.max(REREAD_MS, next - now));
 }
 
-// The replies told already, so that each is read for once.
+function read(id) {
+  const sent = actSeq;
+  reading.set(id, sent);
+  readAt.set(id, performance.now());
+  api('GET', `/statuses/${encodeURIComponent(id)}`).then((res) => {
+    // A toggle begun since may have been written after this was read.
+    if (res && res.status && !((actedAt.get(id) || 0) > sent)) statusChanged(res.status);
+  }, () => {}).finally(() => { // gone or unreadable: its rows learn so otherwise
+    reading.delete(id);
+    if (stale.has(id)) rereadSoon(REREAD_MS);
+  });
+}
+
+// The replies told already, so that each is read for once: the newest
+// TOLD_MAX (as many as frames.js remembers notifications), each to a
+// post on screen when told.
+const TOLD_MAX = 500;
 const told = new Set();
 
 /**
@@ -72,10 +189,13 @@ const told = new Set();
  * count soon.
  */
 export function replyAdded(id, reply = null) {
-  if (reply) {
-    if (told.has(Number(reply.id))) return;
-    told.add(Number(reply.id));
+  if (!reply) {
+    countsChanged(id, { own: true });
+    return;
   }
+  if (!isShown(id) || told.has(Number(reply.id))) return;
+  told.add(Number(reply.id));
+  if (told.size > TOLD_MAX) told.delete(told.values().next().value);
   countsChanged(id);
 }
 
@@ -140,10 +260,12 @@ export function actionRow(ctx, status, { onReply }) {
   // toggle flips liked (or reposted) at once and asks the server; a
   // refusal puts it back and says why.
   const busy = { like: false, repost: false };
+  let raised = null; // counts a frame told while a toggle was under way
   const toggle = async (kind) => {
     if (!ctx.me()) return ctx.askSignIn();
     if (busy[kind]) return;
     busy[kind] = true;
+    actBegun(Number(status.id));
     const btn = kind === 'like' ? like.b : repost.b;
     btn.setAttribute('aria-busy', 'true'); // pressed again meanwhile, it waits for this answer
     const on = kind === 'like' ? 'liked' : 'reposted';
@@ -174,6 +296,12 @@ export function actionRow(ctx, status, { onReply }) {
     } finally {
       busy[kind] = false;
       btn.removeAttribute('aria-busy');
+      actEnded(Number(status.id));
+      if (raised && !busy.like && !busy.repost) {
+        const s = raised;
+        raised = null;
+        entry.raise(s);
+      }
     }
   };
   like.b.addEventListener('click', () => toggle('like'));
@@ -191,8 +319,15 @@ export function actionRow(ctx, status, { onReply }) {
       if (typeof s.reposted === 'boolean') st.reposted = s.reposted;
       render();
     },
-    bumpReplies: (d) => {
-      st.replies = Math.max(0, st.replies + d);
+    // raise takes counts only where higher (actions.js countsRaised);
+    // told while a toggle is under way, after its answer.
+    raise: (s) => {
+      if (busy.like || busy.repost) {
+        raised = raised || { replies: 0, likes: 0, reposts: 0 };
+        for (const k of ['replies', 'likes', 'reposts']) raised[k] = Math.max(raised[k], Number(s[k]) || 0);
+        return;
+      }
+      for (const k of ['replies', 'likes', 'reposts']) st[k] = Math.max(st[k], Number(s[k]) || 0);
       render();
     },
   };
@@ -200,7 +335,11 @@ export function actionRow(ctx, status, { onReply }) {
   return { el: row, error, replyButton: reply.b };
 }
 
-/** replyRemoved counts one reply less on every row showing status id (a reply to it was deleted). */
+/**
+ * replyRemoved has status id's count read again: a reply to it was
+ * deleted here. Read after the deletion, it is exact; counted down, it
+ * would be once too many after a read that had the deletion already.
+ */
 export function replyRemoved(id) {
-  for (const row of rowsOf(id)) row.bumpReplies(-1);
+  countsChanged(id, { own: true });
 }

@@ -301,8 +301,9 @@ async function deleteStatus(status) {
   // Its likes' and reposts' notifications went with it, with no frame:
   // the first of them before the answer.
   if (session) session.notes.changed();
-  // The post it answered has one reply less; the status_deleted frame
-  // does not say which post that was.
+  // The post it answered has one reply less, read again now that the
+  // deletion is in; the status_deleted frame does not say which post
+  // that was.
   if (status.reply_to && status.reply_to.id) replyRemoved(status.reply_to.id);
   // The focus, if it was on the question, goes to the post beside it
   // (dom.js confirmControls), though the stream's status_deleted took it

@@ -265,10 +265,12 @@ export function confirmControls({ label, ariaLabel, question, busy, failure, tes
     if (!acting) show(false);
   });
   ask.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Escape' && !acting) {
-      ev.stopPropagation();
-      show(false);
-    }
+    if (ev.key !== 'Escape') return;
+    // Kept from a menu around it too while it acts: closing that would
+    // hide the result (an error, say) when it comes.
+    ev.stopPropagation();
+    if (acting) ev.preventDefault();
+    else show(false);
   });
   yes.addEventListener('click', async () => {
     if (acting) return; // pressed again while it acts: one act only
@@ -315,7 +317,21 @@ function focusPlace(el) {
       if (now && now !== document.body && now.isConnected) return;
       const next = near.find((e) => e.isConnected && e.matches('[data-testid="status"]'))
         || document.querySelector('#main h1[tabindex]');
-      if (next) next.focus();
+      if (!next) return;
+      moved = { el: next, at: performance.now() };
+      next.focus();
     },
   };
+}
+
+// moved is where focusPlace last moved the focus, and when.
+let moved = { el: null, at: 0 };
+
+/**
+ * focusJustMoved tells whether el took the focus from focusPlace (after
+ * the status it was in went) within the last ms: a key pressed for what
+ * was there (a second Enter on "Delete") is not meant for el.
+ */
+export function focusJustMoved(el, ms = 500) {
+  return moved.el === el && performance.now() - moved.at < ms;
 }

@@ -45,8 +45,14 @@ export function followControl(ctx, u, { onChange = null } = {}) {
   };
   set(following);
 
+  // While a change is under way the button says aria-disabled and ignores
+  // presses rather than being disabled, which would drop the focus to
+  // <body> (dom.js confirmControls).
+  let busy = false;
   btn.addEventListener('click', async () => {
-    btn.disabled = true;
+    if (busy) return;
+    busy = true;
+    btn.setAttribute('aria-disabled', 'true');
     btn.setAttribute('aria-busy', 'true');
     const path = `/following/${encodeURIComponent(u.login)}`;
     const want = !following;
@@ -59,7 +65,8 @@ export function followControl(ctx, u, { onChange = null } = {}) {
     } catch (err) {
       toast(`Could not ${want ? 'follow' : 'unfollow'} ${u.login}: ${err.message}`, 'error');
     } finally {
-      btn.disabled = false;
+      busy = false;
+      btn.removeAttribute('aria-disabled');
       btn.removeAttribute('aria-busy');
     }
   });

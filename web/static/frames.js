@@ -4,13 +4,14 @@
 // deletion leaves every timeline; presence, friendships and followers
 // reach the sidebar and the page shown, which sees every frame first
 // through its onFrame; notifications and their reading reach the bell.
-// What a status's action row counts follows live: a reply arriving, a
-// like or repost of yours, or the undoing of one, has the counts of the
-// status it concerns read again (actions.js countsChanged).
+// What a status's action row counts follows live: a reply arriving, or
+// a like or repost of yours undone, has the counts of the status it
+// concerns read again (actions.js countsChanged); a like or repost of
+// yours brings its counts (actions.js countsRaised).
 
 import { announce } from './dom.js';
 import { learnName } from './names.js';
-import { statusChanged, replyAdded, countsChanged } from './actions.js';
+import { countsRaised, replyAdded, countsChanged } from './actions.js';
 
 // Arrivals this close together (a resume can bring dozens at once) make
 // one announcement.
@@ -128,16 +129,18 @@ export class Frames {
   }
 
   // noteCounts shows what notification n changed on the rows of its
-  // status: a like's or repost's status is yours, whose counts are read
-  // again (the frame's status holds them only when it holds your own
-  // liked and reposted too: as read for you); a reply counts on what it
-  // answers (once, however it is told).
+  // status: a like's or repost's status is yours, with its counts as
+  // read just before the frame went (an older server's has none: they
+  // are read again); a count only goes up by them, since a frame read
+  // earlier can come last, and your own liked and reposted are left to
+  // your actions' answers. A reply counts on what it answers (once,
+  // however it is told).
   noteCounts(n) {
     const s = n && n.status;
     if (!s || !s.id) return;
     let counts = null;
     if (n.type === 'liked' || n.type === 'reposted') {
-      if (typeof s.liked === 'boolean') statusChanged(s);
+      if (typeof s.likes === 'number') countsRaised(s);
       else countsChanged(s.id);
       counts = s.id;
     } else if ((n.type === 'replied' || n.type === 'mentioned') && s.reply_to && !s.repost_of) {

@@ -2,7 +2,7 @@
 // (or Enter) opens the one in focus, n goes to the composer, ? lists them.
 // None acts while a field has the keyboard or a modifier key is held.
 
-import { h } from './dom.js';
+import { h, focusJustMoved } from './dom.js';
 import { statusHref } from './router.js';
 
 const SHORTCUTS = [
@@ -79,7 +79,10 @@ export function startShortcuts({ compose, open }) {
         break;
       case 'o':
       case 'Enter':
-        if (!onPost) return;
+        // Not a key held down, nor one pressed for the post that was here
+        // a moment ago (a second Enter on its Delete): it would open
+        // another post than meant.
+        if (!onPost || ev.repeat || focusJustMoved(ev.target)) return;
         open(statusHref(ev.target.dataset.original || ev.target.dataset.id)); // a repost opens its original
         break;
       case '?': help(); break;

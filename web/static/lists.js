@@ -41,11 +41,22 @@ function nameForm({ label, button, value = '', maxlength = MAX_NAME, placeholder
     error.textContent = text;
     error.hidden = false;
   };
+  // clear takes away what the last submit said was wrong.
+  const clear = () => {
+    error.hidden = true;
+    input.removeAttribute('aria-invalid');
+  };
+  // While submit() runs, the button says aria-disabled and the form
+  // ignores a second submit, rather than the button being disabled, which
+  // would drop the focus to <body> (dom.js confirmControls).
+  let busy = false;
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    if (send.disabled) return;
+    if (busy) return;
+    busy = true;
+    send.setAttribute('aria-disabled', 'true');
+    send.setAttribute('aria-busy', 'true');
     error.hidden = true;
-    send.disabled = true;
     input.setAttribute('aria-invalid', 'false');
     try {
       await submit(input.value.trim());
@@ -54,10 +65,12 @@ function nameForm({ label, button, value = '', maxlength = MAX_NAME, placeholder
       input.setAttribute('aria-invalid', 'true');
       input.focus();
     } finally {
-      send.disabled = false;
+      busy = false;
+      send.removeAttribute('aria-disabled');
+      send.removeAttribute('aria-busy');
     }
   });
-  return { el: form, input, fail };
+  return { el: form, input, fail, clear };
 }
 
 // ---------------------------------------------------------------- /lists
@@ -134,6 +147,7 @@ function listRow(list, gone) {
     renameBtn.setAttribute('aria-expanded', String(open));
     if (open) {
       rename.input.value = list.name;
+      rename.clear(); // an error of the last time it was open is old news
       rename.input.focus();
     } else {
       renameBtn.focus();
@@ -222,18 +236,27 @@ export function listView(ctx, id) {
     const btn = h('button', {
       type: 'button', class: 'btn btn-secondary btn-small', dataset: { testid: 'member-remove', login: u.login },
     }, 'Remove', h('span', { class: 'visually-hidden' }, ` ${u.login}`));
+    // Busy, not disabled, while it acts: a disabled button drops the focus.
+    let busy = false;
     btn.addEventListener('click', async () => {
-      btn.disabled = true;
+      if (busy) return;
+      busy = true;
+      btn.setAttribute('aria-disabled', 'true');
+      btn.setAttribute('aria-busy', 'true');
       try {
         const res = await api('DELETE', listPath(id, `/members/${encodeURIComponent(u.login)}`));
         const row = btn.closest('li');
         const next = row && (row.nextElementSibling || row.previousElementSibling);
+        // The server's list shifted up by one: the next page starts a row sooner.
+        if (row && people && people.list.contains(row)) people.removed();
         if (row) row.remove();
         (next ? next.querySelector('a') : summary).focus();
         changed(res.list);
         announce(`${u.login} left the list.`);
       } catch (err) {
-        btn.disabled = false;
+        busy = false;
+        btn.removeAttribute('aria-disabled');
+        btn.removeAttribute('aria-busy');
         addForm.fail(`Could not remove ${u.login}: ${err.message}`);
       }
     });

@@ -53,9 +53,14 @@ function followButton(ctx, user, signal, error, setCounts, refresh) {
     error.textContent = `Could not tell whether you follow them: ${err.message}`;
     error.hidden = false;
   });
+  // While a change is under way the button says aria-disabled and ignores
+  // presses rather than being disabled, which would drop the focus to
+  // <body> (dom.js confirmControls).
+  let busy = false;
   btn.addEventListener('click', async () => {
-    if (state === null) return;
-    btn.disabled = true;
+    if (state === null || busy) return;
+    busy = true;
+    btn.setAttribute('aria-disabled', 'true');
     btn.setAttribute('aria-busy', 'true');
     error.hidden = true;
     const path = `/following/${encodeURIComponent(user.login)}`;
@@ -73,10 +78,11 @@ function followButton(ctx, user, signal, error, setCounts, refresh) {
       }
       ctx.followChanged(user.login, state);
     } catch (err) {
-      btn.disabled = false;
       error.textContent = err.message;
       error.hidden = false;
     } finally {
+      busy = false;
+      btn.removeAttribute('aria-disabled');
       btn.removeAttribute('aria-busy');
     }
   });

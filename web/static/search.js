@@ -33,11 +33,15 @@ export function searchView(ctx) {
   const run = async () => {
     clearTimeout(timer);
     const term = input.value.trim();
-    if (term === shownFor) return;
+    // A search under way is for words the box no longer holds, even where
+    // they are back to those shown ("a", "an", "a"): its answer must not
+    // land, and the address says the box's words.
     if (inFlight) inFlight.abort();
     inFlight = null;
+    list.removeAttribute('aria-busy');
     const path = term ? `/search?q=${encodeURIComponent(term)}` : '/search';
     if (location.pathname + location.search !== path) history.replaceState(history.state, '', path);
+    if (term === shownFor) return;
     if (!term) {
       shownFor = term;
       list.replaceChildren();

@@ -20,10 +20,16 @@ function form({ testid, legend, fields, button, submit, danger = false }) {
   const note = h('p', { class: 'form-error', role: 'alert', hidden: true, dataset: { testid: `${testid}-note` } });
   const el = h('form', { class: 'card settings-form', dataset: { testid } },
     h('h2', { class: 'settings-title' }, legend), ...fields, h('div', { class: 'settings-row' }, send), note);
+  // While submit() runs, the button says aria-disabled and the form
+  // ignores a second submit, rather than the button being disabled, which
+  // would drop the focus to <body> (dom.js confirmControls).
+  let busy = false;
   el.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    if (send.disabled) return;
-    send.disabled = true;
+    if (busy) return;
+    busy = true;
+    send.setAttribute('aria-disabled', 'true');
+    send.setAttribute('aria-busy', 'true');
     note.hidden = true;
     try {
       const said = await submit();
@@ -38,7 +44,9 @@ function form({ testid, legend, fields, button, submit, danger = false }) {
       note.classList.add('is-error');
       note.hidden = false;
     } finally {
-      send.disabled = false;
+      busy = false;
+      send.removeAttribute('aria-disabled');
+      send.removeAttribute('aria-busy');
     }
   });
   return el;
@@ -188,14 +196,15 @@ async function downloadExport(name, signal) {
       throw gaveUp(err, 'Could not reach the server. Check your connection and try again.');
     }
     if (!res.ok) throw await exportRefusal(res);
-    let text;
+    // Held once, as the browser keeps it: not as text, nor parsed.
+    let blob;
     try {
-      text = await res.text();
-      JSON.parse(text); // a server failing after the answer began leaves it cut short (docs/API.md)
+      blob = await res.blob();
     } catch (err) {
       throw gaveUp(err, 'The download was cut short. Please try again.');
     }
-    const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+    if (!(await whole(res, blob))) throw new Error('The download was cut short. Please try again.');
+    const url = URL.createObjectURL(blob);
     // Not h(), which leaves out a blob: href (dom.js safeHref): this one is
     // our own, made just above.
     const a = document.createElement('a');
@@ -211,6 +220,17 @@ async function downloadExport(name, signal) {
     clearTimeout(timer);
     signal.removeEventListener('abort', forward);
   }
+}
+
+// whole tells whether blob, res's body, is the whole export. A server
+// failing after the answer began leaves it cut short (docs/API.md): short
+// of its Content-Length where it sent one (and the body came as sent, not
+// decoded), else not ending as the document does, with "]}".
+async function whole(res, blob) {
+  const length = res.headers.get('Content-Length');
+  if (length !== null && !res.headers.has('Content-Encoding')) return blob.size === Number(length);
+  const tail = await blob.slice(-64).text();
+  return /\]\}\s*$/.test(tail);
 }
 
 // exportRefusal is the Error to show for a refused export: the server's
@@ -232,7 +252,9 @@ function tryAgain(secs) {
   if (!(secs > 0)) return 'Please try again later.';
   if (secs <= 60) return 'Please try again in a minute.';
   const at = new Date(Date.now() + secs * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
-  if (secs < 3600) return `Please try again in ${Math.ceil(secs / 60)} minutes (at ${at}).`;
+  // From 55 minutes on, "about an hour": a Retry-After of 3600 read a
+  // second late would say "60 minutes".
+  if (secs < 55 * 60) return `Please try again in ${Math.ceil(secs / 60)} minutes (at ${at}).`;
   const hours = Math.round(secs / 3600);
   return `Please try again in about ${hours === 1 ? 'an hour' : `${hours} hours`} (at ${at}).`;
 }

@@ -71,6 +71,14 @@ export class UserList {
     }
   }
 
+  /**
+   * removed tells the list that one of the users it shows left the list on
+   * the server: the next page starts one sooner, or it would skip someone.
+   */
+  removed() {
+    if (this.offset > 0) this.offset--;
+  }
+
   destroy() {
     this.abort.abort();
   }
