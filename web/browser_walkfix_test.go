@@ -401,3 +401,36 @@ func TestBrowserWalkFixExportCutShort(t *testing.T) {
 		})()`)
 	}
 }
+
+// "Load more" of a list of users, pressed from the keyboard, keeps the
+// focus: it stays in place while it loads, and the focus then goes to the
+// first user it brought, not to the page's start.
+func TestBrowserWalkFixLoadMoreUsersKeepsFocus(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	in.signUpAs(t, "star", "Star")
+	const n = 32
+	for i := range n {
+		fan := in.signUpAs(t, fmt.Sprintf("fan%02d", i), fmt.Sprintf("Fan %02d", i))
+		fan.follow("star")
+	}
+
+	br := newBrowser(t)
+	p := br.newTab(t, "visitor", in.srv.URL)
+	p.open("/u/star/followers")
+	shown := `document.querySelectorAll('[data-testid="user-list"] [data-testid="user"]').length`
+	p.waitUntil("the first page of followers", stepTimeout, `(() => { const n = `+shown+`; return n === 30 ? '' : n + ' shown'; })()`)
+	more := `.list-card .timeline-foot button`
+	p.waitVisible(more)
+	if !eval[bool](p, `(() => { const b = document.querySelector(`+js(more)+`); b.focus(); return document.activeElement === b; })()`) {
+		t.Fatal("Load more took no focus")
+	}
+	p.press(kb.Enter)
+	p.waitUntil("the rest loaded, the focus on the first of them", stepTimeout, `(() => {
+		const n = `+shown+`;
+		if (n !== `+fmt.Sprint(n)+`) return n + ' shown';
+		const items = document.querySelectorAll('[data-testid="user-list"] [data-testid="user"]');
+		const a = document.activeElement;
+		return items[30].contains(a) ? '' : 'focus on ' + (a === document.body ? 'BODY' : a.outerHTML.slice(0, 80));
+	})()`)
+}

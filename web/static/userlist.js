@@ -50,24 +50,43 @@ export class UserList {
     this.el = h('div', { class: 'card list-card' }, this.list, h('div', { class: 'timeline-foot' }, this.note, this.more));
   }
 
-  /** load fetches the next page. */
+  /**
+   * load fetches the next page. Pressed from the keyboard, "Load more"
+   * stays in place, busy, while it loads (hidden, it would drop the focus
+   * to the page's start), and the focus then goes to the first user it
+   * brought.
+   */
   async load() {
-    this.more.hidden = true;
+    if (this.loading) return;
+    this.loading = true;
+    const byKeyboard = document.activeElement === this.more;
+    if (byKeyboard) {
+      this.more.setAttribute('aria-disabled', 'true');
+      this.more.setAttribute('aria-busy', 'true');
+    } else {
+      this.more.hidden = true;
+    }
     this.note.textContent = 'Loading…';
     try {
       const res = await this.opts.fetchPage(this.offset, PAGE, this.abort.signal);
       const users = res.users || [];
-      for (const u of users) this.list.append(userItem(u, this.opts.item ? this.opts.item(u) : {}));
+      const items = users.map((u) => userItem(u, this.opts.item ? this.opts.item(u) : {}));
+      this.list.append(...items);
       this.offset += users.length;
       this.more.textContent = 'Load more';
       this.more.hidden = users.length < PAGE;
       this.note.textContent = this.offset === 0 ? this.opts.empty : '';
+      if (byKeyboard && items.length > 0) items[0].querySelector('a').focus();
     } catch (err) {
       if (isAbort(err)) return;
       const gone = err.status === 404;
       this.note.textContent = gone && this.opts.notFound ? this.opts.notFound : err.message;
       this.more.textContent = 'Try again';
       this.more.hidden = gone;
+    } finally {
+      this.loading = false;
+      this.more.removeAttribute('aria-disabled');
+      this.more.removeAttribute('aria-busy');
     }
   }
 
