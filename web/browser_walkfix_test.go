@@ -434,3 +434,35 @@ func TestBrowserWalkFixLoadMoreUsersKeepsFocus(t *testing.T) {
 		return items[30].contains(a) ? '' : 'focus on ' + (a === document.body ? 'BODY' : a.outerHTML.slice(0, 80));
 	})()`)
 }
+
+// A timeline's "Load more", tabbed to (which brings it into view, and so
+// starts the load), keeps the keyboard focus: the focus goes to the first
+// older post it brought, not to the page's start.
+func TestBrowserWalkFixLoadMorePostsKeepsFocus(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	const n = 45
+	for i := range n {
+		ada.post(fmt.Sprintf("Note %02d on the engine", i))
+	}
+
+	br := newBrowser(t)
+	p := br.newTab(t, "visitor", in.srv.URL)
+	p.open("/u/ada")
+	rows := `document.querySelectorAll('.timeline-wrap ol.timeline [data-testid="status"]')`
+	p.waitUntil("the first page of posts", stepTimeout, `(() => { const n = `+rows+`.length; return n > 0 && n < `+fmt.Sprint(n)+` ? '' : n + ' shown'; })()`)
+	more := `.timeline-wrap .timeline-foot button`
+	p.waitUntil("Load more shown", stepTimeout, `document.querySelector(`+js(more)+`)?.hidden === false ? '' : 'no button'`)
+	shown := eval[int](p, rows+`.length`)
+	if !eval[bool](p, `(() => { const b = document.querySelector(`+js(more)+`); b.focus(); return document.activeElement === b; })()`) {
+		t.Fatal("Load more took no focus")
+	}
+	p.press(kb.Enter)
+	p.waitUntil("older posts, the focus on the first of them", stepTimeout, `(() => {
+		const all = `+rows+`;
+		if (all.length <= `+fmt.Sprint(shown)+`) return all.length + ' shown';
+		const a = document.activeElement;
+		return a === all[`+fmt.Sprint(shown)+`] ? '' : 'focus on ' + (a === document.body ? 'BODY' : a.outerHTML.slice(0, 80));
+	})()`)
+}

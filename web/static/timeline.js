@@ -126,12 +126,30 @@ export class Timeline {
     this.loading = true;
     this.failed = false;
     this.setNote('Loading older posts…');
-    this.more.hidden = true;
+    // With the keyboard's focus (tabbed to, which also brings it into view
+    // and so starts the load), the button stays, busy: hidden, it would
+    // drop the focus to the page's start. The focus then goes to the
+    // first post it brought.
+    const focused = document.activeElement === this.more;
+    if (focused) {
+      this.more.setAttribute('aria-disabled', 'true');
+      this.more.setAttribute('aria-busy', 'true');
+    } else {
+      this.more.hidden = true;
+    }
     try {
       const page = await this.opts.fetchPage(this.nextBefore, abort.signal);
       if (abort.signal.aborted) return;
-      for (const s of page.statuses || []) this.insert(s, false, true);
+      const statuses = page.statuses || [];
+      for (const s of statuses) this.insert(s, false, true);
       this.setPaging(page.next_before);
+      // Unless the reader moved it meanwhile (setPaging may have hidden
+      // the button, the last page: the focus fell to the page).
+      const here = document.activeElement;
+      if (focused && (here === this.more || here === document.body) && statuses.length > 0) {
+        const first = this.list.querySelector(`[data-testid="status"][data-id="${Number(statuses[0].id)}"]`);
+        if (first) first.focus();
+      }
     } catch (err) {
       if (isAbort(err)) return;
       this.failed = true;
@@ -139,6 +157,8 @@ export class Timeline {
       this.more.textContent = 'Try again';
       this.more.hidden = false;
     } finally {
+      this.more.removeAttribute('aria-disabled');
+      this.more.removeAttribute('aria-busy');
       if (this.abort === abort) {
         this.abort = null;
         this.loading = false;
