@@ -62,10 +62,13 @@ type StatusFrame struct {
 	Status Status `json:"status"`
 }
 
-// StatusDeleted: a status of the user's home timeline was deleted.
+// StatusDeleted: a status of the user's home timeline was deleted, or
+// left it (an unfollow, a block). ReplyTo, for a deleted reply, is the
+// status it answered, whose replies count went down.
 type StatusDeleted struct {
-	Type string `json:"type"` // TypeStatusDeleted
-	ID   int64  `json:"id"`
+	Type    string `json:"type"` // TypeStatusDeleted
+	ID      int64  `json:"id"`
+	ReplyTo int64  `json:"reply_to,omitempty"`
 }
 
 // PresenceFrame: a friend came online or went offline, or a follow has just
@@ -145,8 +148,9 @@ type GlobalStatus struct {
 // GlobalStatusDeleted: a status was deleted, and left the global timeline
 // if it was there. Sent to streams that watch it.
 type GlobalStatusDeleted struct {
-	Type string `json:"type"` // TypeGlobalStatusDeleted
-	ID   int64  `json:"id"`
+	Type    string `json:"type"` // TypeGlobalStatusDeleted
+	ID      int64  `json:"id"`
+	ReplyTo int64  `json:"reply_to,omitempty"` // as StatusDeleted's
 }
 
 // Service: whether the instance can serve (reach Redis). Sent on a change

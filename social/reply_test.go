@@ -3,6 +3,7 @@ package social
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -296,6 +297,59 @@ func TestMentionCandidates(t *testing.T) {
 	} {
 		if got := mentionCandidates(c.in); !slices.Equal(got, c.want) {
 			t.Errorf("mentionCandidates(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// A reply's deletion names the status it answered, on the streams of its
+// author and followers and on the global channel, whether the reply is
+// deleted by its author or taken back by a redo that a deletion raced
+// (unwritePost, which runs before any push, so tells its author's
+// streams alone): a client showing that status reads its replies count
+// again. A status that answers nothing names none.
+func TestReplyDeletionNamesItsParent(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada, bob, fan := signUp(t, s, "ada"), signUp(t, s, "bob"), signUp(t, s, "fan")
+	follow(t, s, fan.ID, "ada")
+	follow(t, s, fan.ID, "bob")
+	startWorker(t, s, "w")
+	question := post(t, s, ada.ID, "anyone?")
+	plain := post(t, s, bob.ID, "no answer")
+	answer := reply(t, s, bob.ID, question.ID, "me!")
+	taken := reply(t, s, bob.ID, question.ID, "me again")
+	waitJobsDone(t, s)
+	sub := listen(t, s, rdb, s.UserChannel(fan.ID), s.UserChannel(bob.ID), s.bus.GlobalChannel())
+
+	for _, id := range []int64{answer.ID, plain.ID} {
+		if err := s.DeleteStatus(ctx, bob.ID, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitJobsDone(t, s)
+	if err := s.unwritePost(ctx, taken); err != nil {
+		t.Fatal(err)
+	}
+	deleted := map[int64]int64{answer.ID: question.ID, plain.ID: 0}
+	all := map[int64]int64{answer.ID: question.ID, plain.ID: 0, taken.ID: question.ID}
+	events := eventsSoFar(t, sub)
+	for _, c := range []struct {
+		channel, kind string
+		want          map[int64]int64
+	}{
+		{s.UserChannel(fan.ID), protocol.TypeStatusDeleted, deleted},
+		{s.UserChannel(bob.ID), protocol.TypeStatusDeleted, all},
+		{s.bus.GlobalChannel(), protocol.TypeGlobalStatusDeleted, all},
+	} {
+		got := map[int64]int64{}
+		for _, ev := range events[c.channel] {
+			if ev.Type == c.kind {
+				got[ev.ID] = ev.ReplyTo
+			}
+		}
+		if !maps.Equal(got, c.want) {
+			t.Errorf("%s frames on %s, by id, name parents %v, want %v", c.kind, c.channel, got, c.want)
 		}
 	}
 }

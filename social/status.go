@@ -210,13 +210,15 @@ func (s *Service) rewriteUnlessDeleted(ctx context.Context, j job, st Status, pa
 // its claim and notification, as its drop_reactions job takes them.
 // Idempotent.
 func (s *Service) unwritePost(ctx context.Context, st Status) error {
-	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: st.ID})
-	if err != nil {
-		return err
-	}
+	gone := protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: st.ID}
 	reply := []any{itoa(st.UID), nil, nil, formatMentions(st.Mentions)}
 	if r := st.ReplyTo; r != nil {
 		reply[1], reply[2] = itoa(r.ID), itoa(r.UID)
+		gone.ReplyTo = r.ID
+	}
+	payload, err := json.Marshal(gone)
+	if err != nil {
+		return err
 	}
 	if err := s.unwriteStatus(ctx, st.UID, st.ID, payload, reply); err != nil {
 		return err
@@ -264,6 +266,7 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	pipe := s.rdb.Pipeline()
 	owner := pipe.HGet(ctx, k.status(id), "uid")
 	repostOf := pipe.HGet(ctx, k.status(id), "repost_of")
+	replyTo := pipe.HGet(ctx, k.status(id), "reply_to")
 	inLists := pipe.ZCard(ctx, k.listsIn(uid))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("delete status %d: %w", id, err)
@@ -276,7 +279,10 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	case o != uid:
 		return ErrNotOwner
 	}
-	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: id})
+	// A reply's deletion names the status it answered, whose replies
+	// count went down: a client showing that status reads it again.
+	parent, _ := replyTo.Int64()
+	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: id, ReplyTo: parent})
 	if err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}
@@ -340,7 +346,9 @@ func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte
 // reply (replyFields: all nil for a hash that is gone).
 func (s *Service) unwriteStatus(ctx context.Context, uid, id int64, payload []byte, reply []any) error {
 	k := s.keys
-	global, err := json.Marshal(protocol.GlobalStatusDeleted{Type: protocol.TypeGlobalStatusDeleted, ID: id})
+	parent, _ := reply[1].(string)
+	parentID, _ := strconv.ParseInt(parent, 10, 64)
+	global, err := json.Marshal(protocol.GlobalStatusDeleted{Type: protocol.TypeGlobalStatusDeleted, ID: id, ReplyTo: parentID})
 	if err != nil {
 		return err
 	}

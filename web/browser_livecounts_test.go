@@ -56,6 +56,23 @@ func TestBrowserLiveHideFromThread(t *testing.T) {
 	p.waitUntil("the same after a reload", stepTimeout, threadAuthors("ada"))
 }
 
+// feedAndPostTabs opens two tabs signed in as login, each live: Home,
+// showing post, and post's own page.
+func feedAndPostTabs(t *testing.T, in *instance, login string, post statusJSON) (home, page *tab) {
+	t.Helper()
+	br := newBrowser(t)
+	home = br.newTab(t, login+"-home", in.srv.URL)
+	home.signInUI(login, "password-"+login)
+	home.waitUntil("the post in "+login+"'s feed", stepTimeout, statusIn("feed", post.Message))
+	home.waitLive()
+	page = br.newTab(t, login+"-post", in.srv.URL)
+	page.signInUI(login, "password-"+login)
+	page.goTo(fmt.Sprintf("/s/%d", post.ID))
+	page.waitUntil("the post's page", stepTimeout, statusIn("status-page", post.Message))
+	page.waitLive()
+	return home, page
+}
+
 // bob likes, reposts and replies to ada's post while she has Home open in
 // one tab and the post's page in another: both tabs count each at once,
 // and the post's page shows bob's reply under it. bob's unlike counts
@@ -69,16 +86,8 @@ func TestBrowserLiveCounts(t *testing.T) {
 	ada.follow("bob")
 	post := ada.post("The engine can weave algebra")
 
-	br := newBrowser(t)
-	home := br.newTab(t, "ada-home", in.srv.URL)
-	home.signInUI("ada", "password-ada")
-	home.waitUntil("ada's post in her feed", stepTimeout, statusIn("feed", post.Message))
-	home.waitLive()
-	page := br.newTab(t, "ada-post", in.srv.URL)
-	page.signInUI("ada", "password-ada")
-	page.goTo(fmt.Sprintf("/s/%d", post.ID))
+	home, page := feedAndPostTabs(t, in, "ada", post)
 	page.waitUntil("the post, nothing counted", stepTimeout, actionIs("status-page", post.ID, "like", "Like, 0 likes", "false"))
-	page.waitLive()
 
 	bob.like(post.ID)
 	bob.must(http.StatusOK, "PUT", fmt.Sprintf("/api/v1/statuses/%d/repost", post.ID), nil, nil)
@@ -126,6 +135,42 @@ func TestBrowserLiveCounts(t *testing.T) {
 	if got := eval[string](page, `document.querySelector(`+js(actionSel("status-page", post.ID, "reply"))+`).getAttribute('aria-label')`); got != "Reply, 2 replies" {
 		t.Errorf("the post's page counts %q after ada's reply, want Reply, 2 replies", got)
 	}
+}
+
+// carol, who follows bob, has ada's post open in one tab and her feed in
+// another when bob answers it, then deletes his answer on his own
+// device: both tabs count the reply, then count it out again, though
+// carol had no notification of either (the reply's status_deleted frame
+// names the post it answered).
+func TestBrowserLiveReplyDeletedElsewhere(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	carol := in.signUpAs(t, "carol", "Carol Herschel")
+	carol.follow("ada")
+	carol.follow("bob")
+	bob.follow("ada")
+	post := ada.post("Who has seen the comet?")
+
+	home, page := feedAndPostTabs(t, in, "carol", post)
+	page.waitUntil("the post, no reply counted", stepTimeout, actionIs("status-page", post.ID, "reply", "Reply, 0 replies", ""))
+
+	reply := bob.reply(post.ID, "I have, last night")
+	tabs := []struct {
+		p    *tab
+		list string
+	}{{home, "feed"}, {page, "status-page"}}
+	for _, tc := range tabs {
+		tc.p.waitUntil("bob's reply counted", stepTimeout, actionIs(tc.list, post.ID, "reply", "Reply, 1 reply", ""))
+	}
+	home.waitUntil("bob's reply in carol's feed", stepTimeout, statusIn("feed", reply.Message))
+	bob.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", reply.ID), nil, nil)
+	for _, tc := range tabs {
+		tc.p.waitUntil("bob's deleted reply counted out", stepTimeout, actionIs(tc.list, post.ID, "reply", "Reply, 0 replies", ""))
+	}
+	home.waitUntil("bob's reply gone from carol's feed", stepTimeout,
+		`document.querySelector(`+js(testID("feed", fmt.Sprintf(` [data-id="%d"]`, reply.ID)))+`) === null ? '' : 'still shown'`)
 }
 
 // An admin suspends bob while ada has his post in her feed: liking it

@@ -302,8 +302,8 @@ async function deleteStatus(status) {
   // the first of them before the answer.
   if (session) session.notes.changed();
   // The post it answered has one reply less, read again now that the
-  // deletion is in; the status_deleted frame does not say which post
-  // that was.
+  // deletion is in (the status_deleted frame names it too, but reads
+  // within the page's budget; your own is read past it).
   if (status.reply_to && status.reply_to.id) replyRemoved(status.reply_to.id);
   // The focus, if it was on the question, goes to the post beside it
   // (dom.js confirmControls), though the stream's status_deleted took it

@@ -4,8 +4,8 @@
 // deletion leaves every timeline; presence, friendships and followers
 // reach the sidebar and the page shown, which sees every frame first
 // through its onFrame; notifications and their reading reach the bell.
-// What a status's action row counts follows live: a reply arriving, or
-// a like or repost of yours undone, has the counts of the status it
+// What a status's action row counts follows live: a reply arriving or
+// deleted, or a like or repost of yours undone, has the counts of the status it
 // concerns read again (actions.js countsChanged); a like or repost of
 // yours brings its counts (actions.js countsRaised).
 
@@ -72,6 +72,8 @@ export class Frames {
       }
       case 'status_deleted':
         this.app.removeStatus(frame.id);
+        // A reply's names what it answered, whose replies went down by one.
+        if (frame.reply_to) countsChanged(frame.reply_to);
         // Yours (deleted on another device, say), it took its likes' and
         // reposts' notifications with it, with no frame.
         session.notes.changed();
@@ -116,9 +118,13 @@ export class Frames {
       case 'notifications_read':
         session.notes.read(frame.last_read);
         break;
+      case 'global_status_deleted':
+        // A reply by someone you do not follow, whose post on screen
+        // answered: its count is read again, as for status_deleted.
+        if (frame.reply_to) countsChanged(frame.reply_to);
+        break; // otherwise the global timeline's, as below
       case 'watching':
       case 'global_status':
-      case 'global_status_deleted':
         break; // the global timeline's, for the page that watches it (views.js globalView)
       case 'error':
         console.warn('stream error frame', frame.code, frame.message);
