@@ -16,8 +16,11 @@ const (
 	TypeFriendRemoved = "friend_removed"
 	TypeFollowed      = "followed"
 	TypeProfile       = "profile"
-	TypeService       = "service"
-	TypeError         = "error"
+	// TypeRelation: a block or mute of the user's was made or taken back,
+	// on any of their devices.
+	TypeRelation = "relation"
+	TypeService  = "service"
+	TypeError    = "error"
 
 	TypeNotification        = "notification"
 	TypeNotificationRemoved = "notification_removed"
@@ -86,6 +89,22 @@ type FriendRemoved struct {
 	Type string  `json:"type"` // TypeFriendRemoved
 	User UserRef `json:"user"`
 }
+
+// Relation: the user blocked or muted User (On), or took it back (Kind
+// RelationBlock or RelationMute): their streams on every device are told,
+// the one who is blocked or muted is not.
+type Relation struct {
+	Type string  `json:"type"` // TypeRelation
+	Kind string  `json:"kind"`
+	User UserRef `json:"user"`
+	On   bool    `json:"on"`
+}
+
+// Relation kinds.
+const (
+	RelationBlock = "block"
+	RelationMute  = "mute"
+)
 
 // Followed: someone started following the user; YouFollow says whether the
 // user follows them already. social/follow_followee.lua publishes it.

@@ -61,7 +61,8 @@ const (
 // Presence is shown to friends only (presence frames, online friends, the
 // online and last_seen of user views), so ending the follows hides it both
 // ways on every instance. Reads hide each other's statuses at read time
-// (visibility.go), and the streams of both are told (hidden_changed) to
+// (visibility.go), and the streams of both are told (announceRelation:
+// a relation frame to the blocker's, hidden_changed to the other's) to
 // read again whose live statuses they leave out: only by a call that
 // changed step 1 or 2 (or may have: a write whose answer was lost), even
 // when a later step failed, as those sets are all a stream reads again. A
@@ -88,7 +89,7 @@ func (s *Service) Block(ctx context.Context, uid int64, login string) error {
 	defer cancel()
 	changed, err := s.block(ctx, uid, other)
 	if changed {
-		s.announceHiddenChanged(ctx, uid, other)
+		s.announceRelation(ctx, uid, other, protocol.RelationBlock, true)
 	}
 	if err != nil {
 		return fmt.Errorf("block %d->%d: %w", uid, other, err)
@@ -163,7 +164,7 @@ func (s *Service) Unblock(ctx context.Context, uid int64, login string) error {
 		changed = changed || mirrored
 	}
 	if changed {
-		s.announceHiddenChanged(ctx, uid, other)
+		s.announceRelation(ctx, uid, other, protocol.RelationBlock, false)
 	}
 	if err != nil {
 		return fmt.Errorf("unblock %d->%d: %w", uid, other, err)
@@ -243,7 +244,7 @@ func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
 	defer cancel()
 	changed, err := s.mute(ctx, uid, other, now.UnixMilli())
 	if changed {
-		s.announceHiddenChanged(ctx, uid)
+		s.announceRelation(ctx, uid, other, protocol.RelationMute, true)
 	}
 	if err != nil {
 		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
@@ -356,7 +357,7 @@ func (s *Service) Unmute(ctx context.Context, uid int64, login string) error {
 	defer cancel()
 	removed, err := s.rdb.ZRem(ctx, s.keys.mutes(uid), itoa(other)).Result()
 	if err != nil || removed > 0 {
-		s.announceHiddenChanged(ctx, uid)
+		s.announceRelation(ctx, uid, other, protocol.RelationMute, false)
 	}
 	if err != nil {
 		return fmt.Errorf("unmute %d->%d: %w", uid, other, err)
@@ -411,7 +412,7 @@ func (s *Service) Mutes(ctx context.Context, uid int64, p Page) ([]User, error) 
 // MaxMutes) and the newest MaxBlocks of those who block uid. A stream holds
 // them from its opening (StreamOpening.Hidden), to leave their statuses and
 // reposts of them out of its live frames, and reads them again at each
-// change (hidden_changed).
+// change (hidden_changed, or a relation frame: announceRelation).
 func (s *Service) HiddenAuthors(ctx context.Context, uid int64) ([]int64, error) {
 	pipe := s.rdb.Pipeline()
 	read := s.queueHiddenAuthors(ctx, pipe, uid)
@@ -473,23 +474,45 @@ func (s *Service) queueHiddenAuthors(ctx context.Context, pipe redis.Pipeliner, 
 	}
 }
 
-// announceHiddenChanged tells the instances holding the streams of uids
-// that whom they may not see changed (hidden_changed). The change stands;
+// announceRelation tells uid's streams, on every instance, that uid's
+// block or mute (kind, protocol.RelationBlock or RelationMute) of other
+// was made (on) or taken back, as a relation frame, and for a block
+// other's streams that whom they may not see changed (hidden_changed,
+// which says nothing of why: nobody is told that they are blocked). Both
+// make the instances read whom the user hides again. The change stands;
 // telling is a courtesy that may fail: a stream opened later reads it as
 // it opens, and one open now when its channel's subscription is made
 // again; until then it may still show the author's live statuses.
-func (s *Service) announceHiddenChanged(ctx context.Context, uids ...int64) {
-	msg, err := json.Marshal(protocol.Internal{Type: protocol.TypeHiddenChanged})
-	if err == nil {
-		msgs := make([]bus.Message, len(uids))
-		for i, uid := range uids {
-			msgs[i] = bus.Message{Channel: s.bus.UserChannel(uid), Payload: msg}
-		}
-		err = s.bus.PublishBatch(ctx, msgs)
+func (s *Service) announceRelation(ctx context.Context, uid, other int64, kind string, on bool) {
+	if err := s.tellRelation(ctx, uid, other, kind, on); err != nil {
+		s.opts.Logger.WarnContext(ctx, "could not announce a block or mute", "uid", uid, "other", other, "kind", kind, "on", on, "err", err)
 	}
+}
+
+func (s *Service) tellRelation(ctx context.Context, uid, other int64, kind string, on bool) error {
+	hidden, err := json.Marshal(protocol.Internal{Type: protocol.TypeHiddenChanged})
 	if err != nil {
-		s.opts.Logger.WarnContext(ctx, "could not announce a block or mute", "uids", uids, "err", err)
+		return err
 	}
+	// The frame names other as a user is shown. One that cannot be read
+	// (an account gone since, a failed read) leaves uid's streams the
+	// plain hidden_changed: they read whom uid hides again all the same.
+	mine := hidden
+	users, readErr := s.usersByIDAll(ctx, []int64{other})
+	if readErr == nil && len(users) == 1 {
+		mine, err = json.Marshal(protocol.Relation{Type: protocol.TypeRelation, Kind: kind, User: users[0].Ref(), On: on})
+		if err != nil {
+			return err
+		}
+	}
+	msgs := []bus.Message{{Channel: s.bus.UserChannel(uid), Payload: mine}}
+	if kind == protocol.RelationBlock {
+		msgs = append(msgs, bus.Message{Channel: s.bus.UserChannel(other), Payload: hidden})
+	}
+	if err := s.bus.PublishBatch(ctx, msgs); err != nil {
+		return err
+	}
+	return readErr
 }
 
 // relationTarget resolves the login uid blocks or mutes: not uid, and a user.

@@ -12,14 +12,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// hiddenTold counts the hidden_changed frames published on each of uids'
-// channels since the last look (eventsSoFar).
+// hiddenTold counts the messages that make the instances read whom a user
+// hides again (hidden_changed, or the relation frame to the one who made
+// the change) published on each of uids' channels since the last look
+// (eventsSoFar).
 func hiddenTold(t *testing.T, s *Service, l *listener, uids ...int64) []int {
 	t.Helper()
 	events := eventsSoFar(t, l)
 	out := make([]int, len(uids))
 	for i, uid := range uids {
-		out[i] = len(ofType(events[s.UserChannel(uid)], protocol.TypeHiddenChanged))
+		evs := events[s.UserChannel(uid)]
+		out[i] = len(ofType(evs, protocol.TypeHiddenChanged)) + len(ofType(evs, protocol.TypeRelation))
 	}
 	return out
 }

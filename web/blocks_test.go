@@ -307,6 +307,72 @@ func TestBlockAndMuteHideLiveStatuses(t *testing.T) {
 	check("after unmuting", last, "bob", "cat reposts fay", "cat")
 }
 
+// A block or mute, made or taken back, reaches every stream of the one
+// who made it, on every instance, as a relation frame naming the other
+// (so that a page open on another device hides them too), in the order
+// made; the one blocked or muted is told nothing. One that changes
+// nothing tells no stream.
+func TestRelationFramesTellWhoMadeThem(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.Options{})
+	one, two := e.start(), e.start()
+	ann, bob, cat := one.signUp(t, "ann"), one.signUp(t, "bob"), one.signUp(t, "cat")
+	streams := map[string]*stream{"ann on one": one.as(ann).connect(), "ann on two": two.as(ann).connect()}
+	bobs := two.as(bob).connect()
+	cats := one.as(cat).connect()
+
+	steps := []struct {
+		method, path, kind, login string
+		on                        bool
+	}{
+		{"PUT", "/api/v1/blocks/bob", "block", "bob", true},
+		{"PUT", "/api/v1/blocks/bob", "", "", false}, // again: nothing changes
+		{"PUT", "/api/v1/mutes/cat", "mute", "cat", true},
+		{"DELETE", "/api/v1/mutes/cat", "mute", "cat", false},
+		{"DELETE", "/api/v1/mutes/cat", "", "", false}, // not there
+		{"DELETE", "/api/v1/blocks/bob", "block", "bob", false},
+	}
+	var want []string
+	for _, st := range steps {
+		ann.must(http.StatusNoContent, st.method, st.path, nil, nil)
+		if st.kind != "" {
+			want = append(want, fmt.Sprintf("%s %s %v", st.kind, st.login, st.on))
+		}
+	}
+	// relationsUntilRenamed returns the relation frames s got before the
+	// profile frame of its user's new name, which comes on the same
+	// channel after every step.
+	relationsUntilRenamed := func(s *stream) []string {
+		t.Helper()
+		var got []string
+		for {
+			switch f := s.next(10 * time.Second); f.Type {
+			case protocol.TypeRelation:
+				if f.On == nil {
+					t.Fatalf("a relation frame without on: %+v", f)
+				}
+				got = append(got, fmt.Sprintf("%s %s %v", f.Kind, f.login(t), *f.On))
+			case protocol.TypeProfile:
+				return got
+			}
+		}
+	}
+	for _, c := range []*client{ann, bob, cat} {
+		c.must(http.StatusOK, "PATCH", "/api/v1/me", map[string]string{"name": "Renamed"}, nil)
+	}
+	for name, s := range streams {
+		if got := relationsUntilRenamed(s); !slices.Equal(got, want) {
+			t.Errorf("%s got relation frames %q, want %q", name, got, want)
+		}
+	}
+	// Neither bob, blocked, nor cat, muted, is told.
+	for name, s := range map[string]*stream{"bob": bobs, "cat": cats} {
+		if got := relationsUntilRenamed(s); len(got) != 0 {
+			t.Errorf("%s got relation frames %q, want none", name, got)
+		}
+	}
+}
+
 // Undoing a like or a repost of a status hidden from the viewer since (its
 // author muted, or blocking the viewer) is done and answered 200 with the
 // status, the viewer's state undone: a 404 would have a client retry it.

@@ -19,25 +19,42 @@ func threadAuthors(want string) string {
 	})()`
 }
 
+// thread is ada's post answered by bob and carol, and carol's answered by
+// bob, open in a tab of ada's.
+type thread struct {
+	in                       *instance
+	ada                      *client
+	br                       *browser
+	p                        *tab
+	root, fromBob, fromCarol statusJSON
+}
+
+// openThread writes the thread and opens it in ada's tab named name.
+func openThread(t *testing.T, name string) thread {
+	t.Helper()
+	th := thread{in: newEnv(t, social.Options{}).start()}
+	th.ada = th.in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := th.in.signUpAs(t, "bob", "Bob Babbage")
+	carol := th.in.signUpAs(t, "carol", "Carol Shaw")
+	th.root = th.ada.post("Who will fund the engine?")
+	th.fromBob = bob.reply(th.root.ID, "Not I")
+	th.fromCarol = carol.reply(th.root.ID, "Nor I")
+	bob.reply(th.fromCarol.ID, "Nor carol")
+	th.br = newBrowser(t)
+	th.p = th.br.newTab(t, name, th.in.srv.URL)
+	th.p.signInUI("ada", "password-ada")
+	th.p.goTo(fmt.Sprintf("/s/%d", th.root.ID))
+	th.p.waitUntil("the whole thread", stepTimeout, threadAuthors("ada bob carol bob"))
+	return th
+}
+
 // ada mutes carol and blocks bob from the "…" menus of their replies in a
 // thread: each one's replies leave the thread there and then, as they
 // leave timelines, and what stays is what a reload reads.
 func TestBrowserLiveHideFromThread(t *testing.T) {
 	t.Parallel()
-	in := newEnv(t, social.Options{}).start()
-	ada := in.signUpAs(t, "ada", "Ada Lovelace")
-	bob := in.signUpAs(t, "bob", "Bob Babbage")
-	carol := in.signUpAs(t, "carol", "Carol Shaw")
-	root := ada.post("Who will fund the engine?")
-	fromBob := bob.reply(root.ID, "Not I")
-	fromCarol := carol.reply(root.ID, "Nor I")
-	bob.reply(fromCarol.ID, "Nor carol")
-
-	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
-	p.goTo(fmt.Sprintf("/s/%d", root.ID))
-	p.waitUntil("the whole thread", stepTimeout, threadAuthors("ada bob carol bob"))
+	th := openThread(t, "ada")
+	p, root, fromBob, fromCarol := th.p, th.root, th.fromBob, th.fromCarol
 
 	hide := func(id int64, what string) {
 		t.Helper()
@@ -54,6 +71,34 @@ func TestBrowserLiveHideFromThread(t *testing.T) {
 	p.waitUntil("bob's replies gone", stepTimeout, threadAuthors("ada"))
 	p.open(fmt.Sprintf("/s/%d", root.ID))
 	p.waitUntil("the same after a reload", stepTimeout, threadAuthors("ada"))
+}
+
+// ada mutes carol and blocks bob on another device while a thread of
+// theirs is open here, and bob's profile in another tab: their replies
+// leave the thread, and the profile's menu says Unblock, as if done
+// here. Her unblock elsewhere turns the menu back.
+func TestBrowserLiveHideFromAnotherDevice(t *testing.T) {
+	t.Parallel()
+	th := openThread(t, "ada-thread")
+	p, ada := th.p, th.ada
+	p.waitLive()
+	profile := th.br.newTab(t, "ada-profile", th.in.srv.URL)
+	profile.signInUI("ada", "password-ada")
+	profile.goTo("/u/bob")
+	profile.waitVisible(testID("profile-menu"))
+	profile.waitLive()
+	menuSays := func(testid string) string {
+		return `document.querySelector(` + js(testID(testid)) + `) ? '' : 'no ` + testid + ` in the menu'`
+	}
+	profile.waitUntil("the menu offers Block", stepTimeout, menuSays("block"))
+
+	ada.must(http.StatusNoContent, "PUT", "/api/v1/mutes/carol", nil, nil)
+	p.waitUntil("carol's reply gone, bob's answer to it kept", stepTimeout, threadAuthors("ada bob bob"))
+	ada.must(http.StatusNoContent, "PUT", "/api/v1/blocks/bob", nil, nil)
+	p.waitUntil("bob's replies gone", stepTimeout, threadAuthors("ada"))
+	profile.waitUntil("the menu offers Unblock", stepTimeout, menuSays("unblock"))
+	ada.must(http.StatusNoContent, "DELETE", "/api/v1/blocks/bob", nil, nil)
+	profile.waitUntil("the menu offers Block again", stepTimeout, menuSays("block"))
 }
 
 // feedAndPostTabs opens two tabs signed in as login, each live: Home,

@@ -5,11 +5,15 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -300,6 +304,51 @@ func TestClientModulesResolve(t *testing.T) {
 	for name := range files {
 		if strings.HasSuffix(name, ".js") && !reached[name] {
 			t.Errorf("no import from app.js reaches %s", name)
+		}
+	}
+}
+
+// The event stream's client listens for every frame type the server
+// sends (protocol/frames.go's first block), each an event of that name:
+// one it leaves out never reaches a client on events, though it reaches
+// one on a WebSocket.
+func TestEventClientListensForEveryFrame(t *testing.T) {
+	file, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "protocol", "frames.go"), nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, decl := range file.Decls {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok || gen.Tok != token.CONST || gen.Doc == nil || !strings.HasPrefix(gen.Doc.Text(), "Frames the server sends") {
+			continue
+		}
+		for _, spec := range gen.Specs {
+			for _, v := range spec.(*ast.ValueSpec).Values {
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					typ, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sent = append(sent, typ)
+				}
+			}
+		}
+	}
+	if len(sent) < 10 {
+		t.Fatalf("found %d frame types in protocol/frames.go: %q", len(sent), sent)
+	}
+	list := regexp.MustCompile(`(?s)const FRAME_TYPES = \[(.*?)\];`).FindSubmatch(readStatic(t, "events.js"))
+	if list == nil {
+		t.Fatal("no FRAME_TYPES in events.js")
+	}
+	listened := map[string]bool{}
+	for _, m := range regexp.MustCompile(`'([a-z_]+)'`).FindAllSubmatch(list[1], -1) {
+		listened[string(m[1])] = true
+	}
+	for _, typ := range sent {
+		if !listened[typ] {
+			t.Errorf("events.js's FRAME_TYPES leaves out %q", typ)
 		}
 	}
 }

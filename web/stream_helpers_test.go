@@ -38,6 +38,10 @@ type frame struct {
 	LastRead            *int64            `json:"last_read"`
 	// Timeline is the watching frame's.
 	Timeline string `json:"timeline"`
+	// Kind and On are the relation frame's; ReplyTo status_deleted's.
+	Kind    string `json:"kind"`
+	On      *bool  `json:"on"`
+	ReplyTo int64  `json:"reply_to"`
 }
 
 func (f frame) login(tb testing.TB) string {

@@ -17,7 +17,7 @@ import { api } from './api.js';
  * without a type).
  */
 const FRAME_TYPES = [
-  'ready', 'status', 'status_deleted', 'presence', 'friend_removed', 'followed', 'profile',
+  'ready', 'status', 'status_deleted', 'presence', 'friend_removed', 'followed', 'profile', 'relation',
   'service', 'error', 'notification', 'notification_removed', 'notifications_removed',
   'notifications_read', 'watching', 'global_status', 'global_status_deleted', 'reconnect', 'close', 'message',
 ];

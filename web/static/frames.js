@@ -1,7 +1,8 @@
 // What each stream frame does, while signed in: `ready` refreshes who you
 // are, the friends online and the counts; a status goes into the home feed
 // (announced, or counted on the Home link while you are elsewhere); a
-// deletion leaves every timeline; presence, friendships and followers
+// deletion leaves every timeline, as do the posts of whom you block or
+// mute (on any device); presence, friendships and followers
 // reach the sidebar and the page shown, which sees every frame first
 // through its onFrame; notifications and their reading reach the bell.
 // What a status's action row counts follows live: a reply arriving or
@@ -12,6 +13,7 @@
 import { announce } from './dom.js';
 import { learnName } from './names.js';
 import { countsRaised, replyAdded, countsChanged } from './actions.js';
+import { relationChanged } from './safety.js';
 
 // Arrivals this close together (a resume can bring dozens at once) make
 // one announcement.
@@ -95,6 +97,11 @@ export class Frames {
           session.me.name = frame.user.name;
           this.app.header.setName(session.me);
         }
+        break;
+      case 'relation':
+        // A block or mute of yours, made or taken back here or elsewhere.
+        if (!frame.user || !frame.user.login || (frame.kind !== 'block' && frame.kind !== 'mute')) break;
+        relationChanged(this.app.ctx, frame.kind === 'block' ? 'blocks' : 'mutes', frame.user.login, frame.on === true);
         break;
       case 'friend_removed':
         session.sidebar.removeFriend(frame.user);

@@ -2,7 +2,8 @@
 // else's post and of a profile. Blocking, muting and reporting ask first;
 // taking a block or mute back does not. After either, the person's posts
 // leave every timeline on the page (the server leaves them out of every
-// later read), and every profile menu of theirs on the page says so.
+// later read), and every profile menu of theirs on the page says so; on
+// the user's other devices too, as the stream tells them.
 
 import { h, announce, toast, confirmControls, limitChars, sameLogin, Registry } from './dom.js';
 import { api } from './api.js';
@@ -13,6 +14,16 @@ const profiles = new Registry();
 /** setRelation blocks or mutes login (kind 'blocks' or 'mutes') when on, else takes it back. */
 export async function setRelation(ctx, kind, login, on) {
   await api(on ? 'PUT' : 'DELETE', `/${kind}/${encodeURIComponent(login)}`);
+  relationChanged(ctx, kind, login, on);
+}
+
+/**
+ * relationChanged shows a block or mute of login made (on) or taken back,
+ * here or on another device (the stream's `relation` frame): made, their
+ * posts leave the page; either way, their profile menus say so. Told
+ * twice (by the answer, then by the frame), it changes nothing more.
+ */
+export function relationChanged(ctx, kind, login, on) {
   if (on) ctx.hideAuthor(login, kind === 'blocks');
   for (const p of profiles.live()) {
     if (sameLogin(p.login, login)) p.set(kind, on);
