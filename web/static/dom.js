@@ -214,6 +214,30 @@ export function sameLogin(a, b) {
 }
 
 /**
+ * oneAtATime wraps act, a button's async handler, so that a press while
+ * it runs is ignored and the button says it is busy meanwhile (aria-busy,
+ * aria-disabled). The button is not disabled: that would drop the focus
+ * to <body> (confirmControls). The wrapper passes its arguments to act
+ * and resolves with act's result, or with undefined for a press ignored.
+ */
+export function oneAtATime(btn, act) {
+  let busy = false;
+  return async (...args) => {
+    if (busy) return undefined;
+    busy = true;
+    btn.setAttribute('aria-disabled', 'true');
+    btn.setAttribute('aria-busy', 'true');
+    try {
+      return await act(...args);
+    } finally {
+      busy = false;
+      btn.removeAttribute('aria-disabled');
+      btn.removeAttribute('aria-busy');
+    }
+  };
+}
+
+/**
  * confirmControls is a button that asks before it acts, in place. open is
  * the button; ask the question with its confirm and "Keep" buttons,
  * hidden until open is pressed; error says why the act failed. act()

@@ -3,7 +3,7 @@
 // "Follows you" badge. Every button shown for the same person changes
 // together, wherever it is on the page.
 
-import { h, announce, toast, sameLogin, Registry } from './dom.js';
+import { h, announce, toast, sameLogin, Registry, oneAtATime } from './dom.js';
 import { api } from './api.js';
 
 // The buttons on the page: {login, el, set(following)}. Those no longer in
@@ -45,15 +45,8 @@ export function followControl(ctx, u, { onChange = null } = {}) {
   };
   set(following);
 
-  // While a change is under way the button says aria-disabled and ignores
-  // presses rather than being disabled, which would drop the focus to
-  // <body> (dom.js confirmControls).
-  let busy = false;
-  btn.addEventListener('click', async () => {
-    if (busy) return;
-    busy = true;
-    btn.setAttribute('aria-disabled', 'true');
-    btn.setAttribute('aria-busy', 'true');
+  // A press while a change is under way is ignored.
+  btn.addEventListener('click', oneAtATime(btn, async () => {
     const path = `/following/${encodeURIComponent(u.login)}`;
     const want = !following;
     try {
@@ -64,12 +57,8 @@ export function followControl(ctx, u, { onChange = null } = {}) {
       if (onChange) onChange(want);
     } catch (err) {
       toast(`Could not ${want ? 'follow' : 'unfollow'} ${u.login}: ${err.message}`, 'error');
-    } finally {
-      busy = false;
-      btn.removeAttribute('aria-disabled');
-      btn.removeAttribute('aria-busy');
     }
-  });
+  }));
   shown.add({ login: u.login, el, set });
   return el;
 }

@@ -3,7 +3,7 @@
 // whom its owner adds by login and removes. Lists are private: the server
 // shows a list to its owner alone, and to anyone else it is no list.
 
-import { h, announce, plural, sameLogin, confirmControls, limitChars } from './dom.js';
+import { h, announce, plural, sameLogin, confirmControls, limitChars, oneAtATime } from './dom.js';
 import { api, isAbort, query } from './api.js';
 import { listHref, profileHref } from './router.js';
 import { heading, statusTimeline, pollNewer } from './page.js';
@@ -46,16 +46,9 @@ function nameForm({ label, button, value = '', maxlength = MAX_NAME, placeholder
     error.hidden = true;
     input.removeAttribute('aria-invalid');
   };
-  // While submit() runs, the button says aria-disabled and the form
-  // ignores a second submit, rather than the button being disabled, which
-  // would drop the focus to <body> (dom.js confirmControls).
-  let busy = false;
-  form.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    if (busy) return;
-    busy = true;
-    send.setAttribute('aria-disabled', 'true');
-    send.setAttribute('aria-busy', 'true');
+  // While submit() runs, the form ignores a second submit (and the button
+  // says it is busy).
+  const run = oneAtATime(send, async () => {
     error.hidden = true;
     input.setAttribute('aria-invalid', 'false');
     try {
@@ -64,11 +57,11 @@ function nameForm({ label, button, value = '', maxlength = MAX_NAME, placeholder
       fail(err.message);
       input.setAttribute('aria-invalid', 'true');
       input.focus();
-    } finally {
-      busy = false;
-      send.removeAttribute('aria-disabled');
-      send.removeAttribute('aria-busy');
     }
+  });
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    run();
   });
   return { el: form, input, fail, clear };
 }
@@ -236,13 +229,7 @@ export function listView(ctx, id) {
     const btn = h('button', {
       type: 'button', class: 'btn btn-secondary btn-small', dataset: { testid: 'member-remove', login: u.login },
     }, 'Remove', h('span', { class: 'visually-hidden' }, ` ${u.login}`));
-    // Busy, not disabled, while it acts: a disabled button drops the focus.
-    let busy = false;
-    btn.addEventListener('click', async () => {
-      if (busy) return;
-      busy = true;
-      btn.setAttribute('aria-disabled', 'true');
-      btn.setAttribute('aria-busy', 'true');
+    btn.addEventListener('click', oneAtATime(btn, async () => {
       try {
         const res = await api('DELETE', listPath(id, `/members/${encodeURIComponent(u.login)}`));
         const row = btn.closest('li');
@@ -254,12 +241,9 @@ export function listView(ctx, id) {
         changed(res.list);
         announce(`${u.login} left the list.`);
       } catch (err) {
-        busy = false;
-        btn.removeAttribute('aria-disabled');
-        btn.removeAttribute('aria-busy');
         addForm.fail(`Could not remove ${u.login}: ${err.message}`);
       }
-    });
+    }));
     return btn;
   };
   const addForm = nameForm({

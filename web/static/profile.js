@@ -1,7 +1,7 @@
 // A user's page: their card (name, @login, counts, follow button, presence
 // for a friend) over their statuses. Open to visitors who are signed out.
 
-import { h, avatar, loginEl, announce, formatCount, sameLogin } from './dom.js';
+import { h, avatar, loginEl, announce, formatCount, sameLogin, oneAtATime } from './dom.js';
 import { api, isAbort, query, userPath } from './api.js';
 import { profileHref } from './router.js';
 import { timeEl, parseTime } from './time.js';
@@ -53,15 +53,9 @@ function followButton(ctx, user, signal, error, setCounts, refresh) {
     error.textContent = `Could not tell whether you follow them: ${err.message}`;
     error.hidden = false;
   });
-  // While a change is under way the button says aria-disabled and ignores
-  // presses rather than being disabled, which would drop the focus to
-  // <body> (dom.js confirmControls).
-  let busy = false;
-  btn.addEventListener('click', async () => {
-    if (state === null || busy) return;
-    busy = true;
-    btn.setAttribute('aria-disabled', 'true');
-    btn.setAttribute('aria-busy', 'true');
+  // A press before it knows whether you follow them, or while a change is
+  // under way, is ignored.
+  const toggle = oneAtATime(btn, async () => {
     error.hidden = true;
     const path = `/following/${encodeURIComponent(user.login)}`;
     try {
@@ -80,11 +74,10 @@ function followButton(ctx, user, signal, error, setCounts, refresh) {
     } catch (err) {
       error.textContent = err.message;
       error.hidden = false;
-    } finally {
-      busy = false;
-      btn.removeAttribute('aria-disabled');
-      btn.removeAttribute('aria-busy');
     }
+  });
+  btn.addEventListener('click', () => {
+    if (state !== null) toggle();
   });
   return { btn, show };
 }

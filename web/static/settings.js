@@ -2,7 +2,7 @@
 // other session of yours ends when it changes), a download of everything
 // of yours, and the deletion of the account, which asks for the password.
 
-import { h, announce, limitChars, linkable } from './dom.js';
+import { h, announce, limitChars, linkable, oneAtATime } from './dom.js';
 import { api, isAbort } from './api.js';
 import { heading } from './page.js';
 
@@ -20,16 +20,9 @@ function form({ testid, legend, fields, button, submit, danger = false }) {
   const note = h('p', { class: 'form-error', role: 'alert', hidden: true, dataset: { testid: `${testid}-note` } });
   const el = h('form', { class: 'card settings-form', dataset: { testid } },
     h('h2', { class: 'settings-title' }, legend), ...fields, h('div', { class: 'settings-row' }, send), note);
-  // While submit() runs, the button says aria-disabled and the form
-  // ignores a second submit, rather than the button being disabled, which
-  // would drop the focus to <body> (dom.js confirmControls).
-  let busy = false;
-  el.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    if (busy) return;
-    busy = true;
-    send.setAttribute('aria-disabled', 'true');
-    send.setAttribute('aria-busy', 'true');
+  // While submit() runs, the form ignores a second submit (and the button
+  // says it is busy).
+  const run = oneAtATime(send, async () => {
     note.hidden = true;
     try {
       const said = await submit();
@@ -43,11 +36,11 @@ function form({ testid, legend, fields, button, submit, danger = false }) {
       note.textContent = err.message;
       note.classList.add('is-error');
       note.hidden = false;
-    } finally {
-      busy = false;
-      send.removeAttribute('aria-disabled');
-      send.removeAttribute('aria-busy');
     }
+  });
+  el.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    run();
   });
   return el;
 }
