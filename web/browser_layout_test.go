@@ -84,6 +84,8 @@ func TestBrowserLongNames(t *testing.T) {
 	friend := srv.signUpAs(t, "Ottoline_Violet_Anne_Cavendish_", "Lady Ottoline Violet Anne Cavendish-Bentinck Morrell of Garsington"[:64])
 	author.follow(friend.login)
 	friend.follow(author.login)
+	// Listed in the author's settings, with Unmute beside the long name.
+	author.must(http.StatusNoContent, "PUT", "/api/v1/mutes/"+friend.login, nil, nil)
 	message := "A post by someone whose login and name are both as long as Chorus allows, " +
 		"with a link https://example.com/a/rather/long/path/that/goes/on/and/on and @" + friend.login
 	first := author.post(message)
@@ -107,12 +109,17 @@ func TestBrowserLongNames(t *testing.T) {
 			p.waitUntil("the post on "+page.label, stepTimeout, statusIn(page.list, message))
 			p.waitUntil(fmt.Sprintf("%s fits %d px", page.label, width), stepTimeout, fitsCheck)
 		}
-		p.goTo("/u/" + long + "/followers")
-		p.waitVisible(testID("user", `[data-login="`+friend.login+`"]`))
-		p.waitUntil(fmt.Sprintf("followers fit %d px", width), stepTimeout, `(() => {
-			const de = document.documentElement;
-			return de.scrollWidth <= de.clientWidth ? '' : 'the page scrolls sideways: ' + de.scrollWidth + ' > ' + de.clientWidth;
-		})()`)
+		for _, page := range []struct{ label, path string }{
+			{"followers", "/u/" + long + "/followers"},
+			{"settings", "/settings"},
+		} {
+			p.goTo(page.path)
+			p.waitVisible(testID("user", `[data-login="`+friend.login+`"]`))
+			p.waitUntil(fmt.Sprintf("%s fit %d px", page.label, width), stepTimeout, `(() => {
+				const de = document.documentElement;
+				return de.scrollWidth <= de.clientWidth ? '' : 'the page scrolls sideways: ' + de.scrollWidth + ' > ' + de.clientWidth;
+			})()`)
+		}
 	}
 
 	// For a person to look at: each page on a phone and a desktop, light and dark.
@@ -128,6 +135,10 @@ func TestBrowserLongNames(t *testing.T) {
 				{"profile", "/u/" + long, statusIn("timeline", message)},
 				{"followers", "/u/" + long + "/followers", `document.querySelector('[data-testid="user"]') ? '' : 'no users'`},
 				{"status", fmt.Sprintf("/s/%d", first.ID), statusIn("status-page", message)},
+				{"settings-mutes", "/settings", `(() => {
+					const el = document.querySelector('[data-testid="settings-mutes"] [data-testid="user"]');
+					return el ? (el.scrollIntoView(), '') : 'no mute listed';
+				})()`},
 			} {
 				p.goTo(page.path)
 				p.waitUntil(page.label, stepTimeout, page.ready)

@@ -92,3 +92,68 @@ func TestBrowserSettings(t *testing.T) {
 		t.Fatalf("ada's profile after the deletion: %d", res.Status)
 	}
 }
+
+// usersListed is a check that the settings section of kind (blocks or
+// mutes) lists exactly the logins want (space-separated), in order.
+func usersListed(kind, want string) string {
+	return `(() => {
+		const got = [...document.querySelectorAll(` + js(testID("settings-"+kind, ` [data-testid="user"]`)) + `)]
+			.map((li) => li.dataset.login).join(' ');
+		return got === ` + js(want) + ` ? '' : 'listed: ' + got;
+	})()`
+}
+
+// ada's settings list whom she blocks and whom she mutes, newest first,
+// each with a button to take it back: Unblock from the keyboard takes the
+// row out (the focus to the row beside it) and lets bob's posts in again.
+// A block and a mute made on another device come in live, at the top,
+// and one taken back there leaves.
+func TestBrowserSettingsListsBlocksAndMutes(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	for _, login := range []string{"bob", "carol", "dan", "eve"} {
+		in.signUpAs(t, login, login)
+	}
+	for _, path := range []string{"/api/v1/blocks/bob", "/api/v1/blocks/carol", "/api/v1/mutes/dan"} {
+		ada.must(http.StatusNoContent, "PUT", path, nil, nil)
+	}
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.goTo("/settings")
+	p.waitUntil("both blocks, newest first", stepTimeout, usersListed("blocks", "carol bob"))
+	p.waitUntil("the mute", stepTimeout, usersListed("mutes", "dan"))
+	p.waitLive()
+	eval[bool](p, `(document.querySelector(`+js(testID("settings-blocks"))+`).scrollIntoView(), true)`)
+	p.keep("settings-blocks-1280-light")
+
+	undo := testID("settings-blocks", ` [data-login="carol"] [data-testid="settings-blocks-undo"]`)
+	eval[bool](p, `(document.querySelector(`+js(undo)+`).focus(), true)`)
+	p.press("\r")
+	p.waitUntil("carol unblocked", stepTimeout, usersListed("blocks", "bob"))
+	p.waitUntil("the focus on bob's row", stepTimeout, `document.activeElement?.closest('[data-testid="user"]')?.dataset.login === 'bob' ? '' : 'focus on ' + document.activeElement?.outerHTML.slice(0, 80)`)
+	var blocks struct{ Users []userJSON }
+	ada.must(http.StatusOK, "GET", "/api/v1/blocks", nil, &blocks)
+	if len(blocks.Users) != 1 || blocks.Users[0].Login != "bob" {
+		t.Errorf("the server's blocks after the unblock: %+v, want bob alone", blocks.Users)
+	}
+
+	// Another device of ada's.
+	ada.must(http.StatusNoContent, "PUT", "/api/v1/blocks/eve", nil, nil)
+	ada.must(http.StatusNoContent, "PUT", "/api/v1/mutes/carol", nil, nil)
+	p.waitUntil("eve's block, live, at the top", stepTimeout, usersListed("blocks", "eve bob"))
+	p.waitUntil("carol's mute, live, at the top", stepTimeout, usersListed("mutes", "carol dan"))
+	ada.must(http.StatusNoContent, "DELETE", "/api/v1/mutes/dan", nil, nil)
+	p.waitUntil("dan's mute gone, live", stepTimeout, usersListed("mutes", "carol"))
+	for _, path := range []string{"/api/v1/blocks/eve", "/api/v1/blocks/bob", "/api/v1/mutes/carol"} {
+		ada.must(http.StatusNoContent, "DELETE", path, nil, nil)
+	}
+	p.waitUntil("no block left", stepTimeout, usersListed("blocks", ""))
+	p.waitUntil("no mute left", stepTimeout, usersListed("mutes", ""))
+	p.waitUntil("the empty lists say so", stepTimeout, `(() => {
+		const notes = [...document.querySelectorAll('[data-testid="settings-blocks"] .timeline-note, [data-testid="settings-mutes"] .timeline-note')].map((n) => n.textContent);
+		return notes.length === 2 && notes.every((n) => n.startsWith('You ')) ? '' : 'notes: ' + JSON.stringify(notes);
+	})()`)
+}

@@ -1,10 +1,12 @@
 // /settings: your own account. Your name and bio, your password (every
-// other session of yours ends when it changes), a download of everything
-// of yours, and the deletion of the account, which asks for the password.
+// other session of yours ends when it changes), whom you block and mute
+// (hidden.js), a download of everything of yours, and the deletion of the
+// account, which asks for the password.
 
 import { h, announce, limitChars, linkable, oneAtATime } from './dom.js';
 import { api, isAbort } from './api.js';
 import { heading } from './page.js';
+import { hiddenSection } from './hidden.js';
 
 // The server's rules (docs/API.md, Inputs).
 const MAX_NAME = 64;
@@ -149,8 +151,25 @@ export function settingsView(ctx) {
     },
   });
 
-  const el = h('div', { class: 'view settings' }, h1, profile, password, exporting, deletion);
-  return { el, title: 'Settings', heading: h1, destroy: () => abort.abort() };
+  const blocks = hiddenSection(ctx, 'blocks');
+  const mutes = hiddenSection(ctx, 'mutes');
+
+  const el = h('div', { class: 'view settings' }, h1, profile, password, blocks.el, mutes.el, exporting, deletion);
+  return {
+    el,
+    title: 'Settings',
+    heading: h1,
+    onFrame: (frame) => {
+      if (frame.type !== 'relation') return;
+      blocks.onRelation(frame);
+      mutes.onRelation(frame);
+    },
+    destroy: () => {
+      abort.abort();
+      blocks.destroy();
+      mutes.destroy();
+    },
+  };
 }
 
 const EXPORT_URL = '/api/v1/me/export';
