@@ -509,10 +509,6 @@ func (h *Hub) dispatch(channel string, payload []byte) {
 	case protocol.TypeHiddenChanged:
 		h.hiddenChanged(u)
 		return
-	case protocol.TypeRelation:
-		// The user's own block or mute: each stream reads whom it hides
-		// again before it sends the frame, queued after the read.
-		h.hiddenChanged(u)
 	case protocol.TypeSessionEnded:
 		why := closeSignedOut
 		if ev.Ended {

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"chorus/bus"
 	"chorus/protocol"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +18,10 @@ var (
 	//go:embed relation_add.lua
 	relationAddSource string
 	relationAddScript = newScript(relationAddSource)
+
+	//go:embed relation_told.lua
+	relationToldSource string
+	relationToldScript = newScript(relationToldSource)
 
 	//go:embed notes_drop_from.lua
 	notesDropFromSource string
@@ -62,8 +65,8 @@ const (
 // online and last_seen of user views), so ending the follows hides it both
 // ways on every instance. Reads hide each other's statuses at read time
 // (visibility.go), and the streams of both are told (announceRelation:
-// a relation frame to the blocker's, hidden_changed to the other's) to
-// read again whose live statuses they leave out: only by a call that
+// hidden_changed to both, and to the blocker's a relation frame after it)
+// to read again whose live statuses they leave out: only by a call that
 // changed step 1 or 2 (or may have: a write whose answer was lost), even
 // when a later step failed, as those sets are all a stream reads again. A
 // retry announces what it changes itself, so a block cut short is
@@ -89,7 +92,7 @@ func (s *Service) Block(ctx context.Context, uid int64, login string) error {
 	defer cancel()
 	changed, err := s.block(ctx, uid, other)
 	if changed {
-		s.announceRelation(ctx, uid, other, protocol.RelationBlock, true)
+		s.announceRelation(ctx, uid, other, protocol.RelationBlock)
 	}
 	if err != nil {
 		return fmt.Errorf("block %d->%d: %w", uid, other, err)
@@ -164,7 +167,7 @@ func (s *Service) Unblock(ctx context.Context, uid int64, login string) error {
 		changed = changed || mirrored
 	}
 	if changed {
-		s.announceRelation(ctx, uid, other, protocol.RelationBlock, false)
+		s.announceRelation(ctx, uid, other, protocol.RelationBlock)
 	}
 	if err != nil {
 		return fmt.Errorf("unblock %d->%d: %w", uid, other, err)
@@ -244,7 +247,7 @@ func (s *Service) Mute(ctx context.Context, uid int64, login string) error {
 	defer cancel()
 	changed, err := s.mute(ctx, uid, other, now.UnixMilli())
 	if changed {
-		s.announceRelation(ctx, uid, other, protocol.RelationMute, true)
+		s.announceRelation(ctx, uid, other, protocol.RelationMute)
 	}
 	if err != nil {
 		return fmt.Errorf("mute %d->%d: %w", uid, other, err)
@@ -357,7 +360,7 @@ func (s *Service) Unmute(ctx context.Context, uid int64, login string) error {
 	defer cancel()
 	removed, err := s.rdb.ZRem(ctx, s.keys.mutes(uid), itoa(other)).Result()
 	if err != nil || removed > 0 {
-		s.announceRelation(ctx, uid, other, protocol.RelationMute, false)
+		s.announceRelation(ctx, uid, other, protocol.RelationMute)
 	}
 	if err != nil {
 		return fmt.Errorf("unmute %d->%d: %w", uid, other, err)
@@ -412,7 +415,7 @@ func (s *Service) Mutes(ctx context.Context, uid int64, p Page) ([]User, error) 
 // MaxMutes) and the newest MaxBlocks of those who block uid. A stream holds
 // them from its opening (StreamOpening.Hidden), to leave their statuses and
 // reposts of them out of its live frames, and reads them again at each
-// change (hidden_changed, or a relation frame: announceRelation).
+// change (hidden_changed: announceRelation).
 func (s *Service) HiddenAuthors(ctx context.Context, uid int64) ([]int64, error) {
 	pipe := s.rdb.Pipeline()
 	read := s.queueHiddenAuthors(ctx, pipe, uid)
@@ -476,43 +479,55 @@ func (s *Service) queueHiddenAuthors(ctx context.Context, pipe redis.Pipeliner, 
 
 // announceRelation tells uid's streams, on every instance, that uid's
 // block or mute (kind, protocol.RelationBlock or RelationMute) of other
-// was made (on) or taken back, as a relation frame, and for a block
-// other's streams that whom they may not see changed (hidden_changed,
-// which says nothing of why: nobody is told that they are blocked). Both
-// make the instances read whom the user hides again. The change stands;
-// telling is a courtesy that may fail: a stream opened later reads it as
-// it opens, and one open now when its channel's subscription is made
-// again; until then it may still show the author's live statuses.
-func (s *Service) announceRelation(ctx context.Context, uid, other int64, kind string, on bool) {
-	if err := s.tellRelation(ctx, uid, other, kind, on); err != nil {
-		s.opts.Logger.WarnContext(ctx, "could not announce a block or mute", "uid", uid, "other", other, "kind", kind, "on", on, "err", err)
+// changed: hidden_changed, for the instances to read whom uid hides
+// again, then a relation frame of the state that stands as it is told
+// (relation_told.lua), for the client; for a block, other's streams get
+// hidden_changed alone, which says nothing of why: nobody is told that
+// they are blocked or muted. The change stands; telling is a courtesy
+// that may fail: a stream opened later reads it as it opens, and one open
+// now when its channel's subscription is made again; until then it may
+// still show the author's live statuses.
+func (s *Service) announceRelation(ctx context.Context, uid, other int64, kind string) {
+	if err := s.tellRelation(ctx, uid, other, kind); err != nil {
+		s.opts.Logger.WarnContext(ctx, "could not announce a block or mute", "uid", uid, "other", other, "kind", kind, "err", err)
 	}
 }
 
-func (s *Service) tellRelation(ctx context.Context, uid, other int64, kind string, on bool) error {
+func (s *Service) tellRelation(ctx context.Context, uid, other int64, kind string) error {
 	hidden, err := json.Marshal(protocol.Internal{Type: protocol.TypeHiddenChanged})
 	if err != nil {
 		return err
 	}
-	// The frame names other as a user is shown. One that cannot be read
-	// (an account gone since, a failed read) leaves uid's streams the
-	// plain hidden_changed: they read whom uid hides again all the same.
-	mine := hidden
-	users, readErr := s.usersByIDAll(ctx, []int64{other})
-	if readErr == nil && len(users) == 1 {
-		mine, err = json.Marshal(protocol.Relation{Type: protocol.TypeRelation, Kind: kind, User: users[0].Ref(), On: on})
-		if err != nil {
+	if kind == protocol.RelationBlock {
+		if err := s.bus.Publish(ctx, s.bus.UserChannel(other), hidden); err != nil {
 			return err
 		}
 	}
-	msgs := []bus.Message{{Channel: s.bus.UserChannel(uid), Payload: mine}}
-	if kind == protocol.RelationBlock {
-		msgs = append(msgs, bus.Message{Channel: s.bus.UserChannel(other), Payload: hidden})
+	// The frame names other as a user is shown. One that cannot be read
+	// (an account gone since, a failed read) leaves uid's streams
+	// hidden_changed alone: they read whom uid hides again all the same.
+	users, readErr := s.usersByIDAll(ctx, []int64{other})
+	if readErr != nil || len(users) != 1 {
+		if err := s.bus.Publish(ctx, s.bus.UserChannel(uid), hidden); err != nil {
+			return err
+		}
+		return readErr
 	}
-	if err := s.bus.PublishBatch(ctx, msgs); err != nil {
+	frame := protocol.Relation{Type: protocol.TypeRelation, Kind: kind, User: users[0].Ref(), On: true}
+	on, err := json.Marshal(frame)
+	if err != nil {
 		return err
 	}
-	return readErr
+	frame.On = false
+	off, err := json.Marshal(frame)
+	if err != nil {
+		return err
+	}
+	key := s.keys.mutes(uid)
+	if kind == protocol.RelationBlock {
+		key = s.keys.blocks(uid)
+	}
+	return relationToldScript.Run(ctx, s.rdb, []string{key}, other, s.bus.Command(), s.bus.UserChannel(uid), hidden, on, off).Err()
 }
 
 // relationTarget resolves the login uid blocks or mutes: not uid, and a user.

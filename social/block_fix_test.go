@@ -2,6 +2,9 @@ package social
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -12,17 +15,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// hiddenTold counts the messages that make the instances read whom a user
-// hides again (hidden_changed, or the relation frame to the one who made
-// the change) published on each of uids' channels since the last look
-// (eventsSoFar).
+// hiddenTold counts the hidden_changed frames published on each of uids'
+// channels since the last look (eventsSoFar).
 func hiddenTold(t *testing.T, s *Service, l *listener, uids ...int64) []int {
 	t.Helper()
 	events := eventsSoFar(t, l)
 	out := make([]int, len(uids))
 	for i, uid := range uids {
-		evs := events[s.UserChannel(uid)]
-		out[i] = len(ofType(evs, protocol.TypeHiddenChanged)) + len(ofType(evs, protocol.TypeRelation))
+		out[i] = len(ofType(events[s.UserChannel(uid)], protocol.TypeHiddenChanged))
 	}
 	return out
 }
@@ -203,5 +203,51 @@ func TestMuteCancelledAfterItsWriteFinishes(t *testing.T) {
 				t.Errorf("the mute cancelled after its write: ann's notifications %v, want none (bob's dropped)", got)
 			}
 		}
+	}
+}
+
+// A block that an unblock of the same pair overtakes (run whole between
+// the block's two sides) leaves no block, and the last relation frame the
+// blocker's streams get says so, though the block told last: each frame
+// says what the set holds as it is sent. Each comes right after a
+// hidden_changed on the same channel, which the instances of every build
+// read whom the user hides again on.
+func TestRelationFramesTellWhatStands(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+	sub := listen(t, s, rdb, s.UserChannel(ada.ID))
+	s.betweenBlockSides = func() {
+		s.betweenBlockSides = nil
+		if err := s.Unblock(ctx, ada.ID, "bob"); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := s.Block(ctx, ada.ID, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZScore(ctx, s.keys.blocks(ada.ID), itoa(bob.ID)).Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("ada's blocks after the unblock overtook the block: bob's score %v, want none", err)
+	}
+	var told []string
+	for _, p := range payloadsSoFar(t, sub)[s.UserChannel(ada.ID)] {
+		var r protocol.Relation
+		if err := json.Unmarshal([]byte(p), &r); err != nil {
+			t.Fatal(err)
+		}
+		switch r.Type {
+		case protocol.TypeHiddenChanged:
+			told = append(told, "hidden")
+		case protocol.TypeRelation:
+			if r.Kind != protocol.RelationBlock || r.User.ID != bob.ID || r.User.Login != "bob" {
+				t.Errorf("relation frame %s, want bob's block", p)
+			}
+			told = append(told, fmt.Sprintf("on=%v", r.On))
+		}
+	}
+	// The unblock's, then the block's, each after its write.
+	if want := []string{"hidden", "on=false", "hidden", "on=false"}; !slices.Equal(told, want) {
+		t.Errorf("ada's channel was told %q, want %q", told, want)
 	}
 }

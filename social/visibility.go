@@ -16,8 +16,8 @@ import (
 // blocks and mutes. A page whose statuses are hidden ends short; its cursor
 // is where the read stopped, so the next page starts where it should.
 // Every stream holds the same authors (HiddenAuthors), read as it opens
-// and again at each change (hidden_changed, relation), to leave them
-// out of its live statuses.
+// and again at each change (hidden_changed), to leave them out of its
+// live statuses.
 //
 // Presence needs no rule here: it is shown to friends only, and a block
 // ends the follows both ways (block.go).
