@@ -127,10 +127,13 @@ type NotificationFrame struct {
 }
 
 // NotificationRemoved: what a notification told of was undone (an unlike,
-// an unfollow, a reply deleted); the notification is gone.
+// an unfollow, a reply deleted); the notification is gone. CountsOf is
+// the status whose counts the undoing changed: the status unliked or
+// unreposted, the one a deleted reply answered (0 for none).
 type NotificationRemoved struct {
-	Type string `json:"type"` // TypeNotificationRemoved
-	ID   int64  `json:"id"`
+	Type     string `json:"type"` // TypeNotificationRemoved
+	ID       int64  `json:"id"`
+	CountsOf int64  `json:"counts_of,omitempty"`
 }
 
 // NotificationsRemoved: the notifications IDs are gone, all at once (a
@@ -250,8 +253,9 @@ const (
 	TypePullRemoved = "pull_removed"
 	// TypeHiddenChanged tells the instances holding a user's streams that
 	// whose statuses the user may not see changed (a block or a mute, made
-	// or taken back, by the user or of them): the streams that watch the
-	// global timeline read it again.
+	// or taken back, by the user or a block of them): each of the user's
+	// streams reads it again. To the one who made the change, a relation
+	// frame follows it, for the client (announceRelation).
 	TypeHiddenChanged = "hidden_changed"
 	// TypeAccountSuspended closes every stream of the user, on every
 	// instance: an admin suspended the account.

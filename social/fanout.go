@@ -47,7 +47,7 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 	if errors.Is(err, errDeletedMeanwhile) {
 		// Those its dead maker sent the frame ahead to are told, no home
 		// holding it for the deletion's walk to find.
-		return passResult{finished: true}, s.tellFramedGone(ctx, sid, j.framed)
+		return passResult{finished: true}, s.tellFramedGone(ctx, frame.Status, j.framed)
 	}
 	if err != nil || wait {
 		return passResult{wait: wait}, err
@@ -90,7 +90,7 @@ func (s *Service) postPass(ctx context.Context, j job) (passResult, error) {
 		// Deleted since: those a dead maker sent the frame ahead to are
 		// told, no home holding it for the deletion's walk to find.
 		if j.cursor == 0 {
-			err = s.tellFramedGone(ctx, sid, j.framed)
+			err = s.tellFramedGone(ctx, frame.Status, j.framed)
 		}
 		return passResult{finished: true}, err
 	}
@@ -396,7 +396,12 @@ func (s *Service) pushStatus(ctx context.Context, author, sid, repostOf int64, p
 	if err != nil || exists == 1 {
 		return err
 	}
-	return s.unpush(ctx, sid, uids, added, connected)
+	// The frame's status, to tell of its deletion as the deletion would.
+	var frame protocol.StatusFrame
+	if err := json.Unmarshal([]byte(payload), &frame); err != nil || frame.Status.ID != sid {
+		frame.Status = Status{ID: sid}
+	}
+	return s.unpush(ctx, frame.Status, uids, added, connected)
 }
 
 // deletePass runs one pass of a status's cleanup: it takes the status out

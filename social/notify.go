@@ -40,6 +40,10 @@ type note struct {
 	fromUser protocol.User
 	status   *protocol.Status
 
+	// replyTo is, for a reply's notifications, the status it answers:
+	// the frame of their undoing names it, its replies count changed.
+	replyTo int64
+
 	// quiet takes it back without a notification_removed frame: for the
 	// cleanup of a deleted status, whose status_deleted frame tells the
 	// recipient (its author) already, and whose likes would otherwise send
@@ -83,13 +87,20 @@ func (s *Service) notifyCall(n note) (keys []string, args []any, ok bool) {
 }
 
 // queueUnnotify queues on pipe the taking back of the notification of n's
-// cause (to, from, kind, sid and quiet are read), telling n.to's streams
-// unless n is quiet.
+// cause (to, from, kind, sid, replyTo and quiet are read), telling n.to's
+// streams unless n is quiet.
 func (s *Service) queueUnnotify(ctx context.Context, pipe redis.Pipeliner, n note) {
 	if n.to == n.from || n.to == 0 {
 		return
 	}
-	frame, _ := json.Marshal(protocol.NotificationRemoved{Type: protocol.TypeNotificationRemoved})
+	removed := protocol.NotificationRemoved{Type: protocol.TypeNotificationRemoved}
+	switch n.kind {
+	case protocol.NotifyLiked, protocol.NotifyReposted:
+		removed.CountsOf = n.sid
+	case protocol.NotifyReplied, protocol.NotifyMentioned:
+		removed.CountsOf = n.replyTo
+	}
+	frame, _ := json.Marshal(removed)
 	prefix, suffix := splitID(frame)
 	command, channel := s.bus.Command(), s.bus.UserChannel(n.to)
 	if n.quiet {

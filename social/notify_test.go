@@ -47,6 +47,7 @@ type noteFrame struct {
 	ID           int64                  `json:"id"`
 	IDs          []int64                `json:"ids"`
 	LastRead     *int64                 `json:"last_read"`
+	CountsOf     int64                  `json:"counts_of"`
 }
 
 // noteFramesSoFar returns the notification frames published on l's
@@ -611,5 +612,52 @@ func TestReactionFramesCarryCounts(t *testing.T) {
 	}
 	if repost.ID != st.ID || repost.Likes != 2 || repost.Reposts != 1 || repost.Liked == nil || !*repost.Liked {
 		t.Errorf("the repost's frame shows %+v: want %d with 2 likes and 1 repost", repost, st.ID)
+	}
+}
+
+// The frame of a notification taken back names the status whose counts
+// the undoing changed, for a client showing it to read it again though
+// it never saw the notification come: the status unliked or unreposted,
+// the post a deleted reply answered (to the one answered and to the one
+// it mentioned); nothing for an unfollow.
+func TestNotificationRemovedNamesTheCountsItChanged(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ann, bob, cat := signUp(t, s, "ann"), signUp(t, s, "bob"), signUp(t, s, "cat")
+	startWorker(t, s, "w")
+	st := post(t, s, ann.ID, "worth a like")
+	l := listen(t, s, rdb, s.UserChannel(ann.ID), s.UserChannel(cat.ID))
+	for _, step := range []func() error{
+		func() error { _, err := s.Like(ctx, bob.ID, st.ID); return err },
+		func() error { _, err := s.Unlike(ctx, bob.ID, st.ID); return err },
+		func() error { _, err := s.Repost(ctx, bob.ID, st.ID); return err },
+		func() error { _, err := s.Unrepost(ctx, bob.ID, st.ID); return err },
+		func() error { return s.DeleteStatus(ctx, bob.ID, reply(t, s, bob.ID, st.ID, "agreed, @cat?").ID) },
+		func() error { follow(t, s, bob.ID, "ann"); return nil },
+		func() error { _, err := s.Unfollow(ctx, bob.ID, "ann"); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitJobsDone(t, s)
+	frames := noteFramesSoFar(t, l)
+	removed := func(uid int64) []int64 {
+		var out []int64
+		for _, f := range frames[s.UserChannel(uid)] {
+			if f.Type == protocol.TypeNotificationRemoved {
+				out = append(out, f.CountsOf)
+			}
+		}
+		return out
+	}
+	// ann: the unlike, the unrepost, the reply deleted, the unfollow.
+	if got, want := removed(ann.ID), []int64{st.ID, st.ID, st.ID, 0}; !slices.Equal(got, want) {
+		t.Errorf("ann's notification_removed frames name %v, want %v", got, want)
+	}
+	// cat: the mention in the reply deleted.
+	if got, want := removed(cat.ID), []int64{st.ID}; !slices.Equal(got, want) {
+		t.Errorf("cat's notification_removed frames name %v, want %v", got, want)
 	}
 }

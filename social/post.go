@@ -515,7 +515,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 		for i := range push {
 			told[i] = connected[i] || framed[i]
 		}
-		if err := s.unpush(dctx, st.ID, uids, added, told); err != nil {
+		if err := s.unpush(dctx, st, uids, added, told); err != nil {
 			// Its job done, the status deleted: read as deleted, and in no
 			// home's later reads (see the Timelines of docs/API.md).
 			s.opts.Logger.WarnContext(ctx, "could not take a deleted post back out of its followers' homes", "status", st.ID, "uid", st.UID, "err", err)

@@ -228,26 +228,36 @@ func framedSet(framed string) map[string]bool {
 	return set
 }
 
+// deleted is the status_deleted frame of st's deletion: a reply's names
+// the status it answered, whose replies count went down.
+func deleted(st Status) protocol.StatusDeleted {
+	gone := protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: st.ID}
+	if st.ReplyTo != nil {
+		gone.ReplyTo = st.ReplyTo.ID
+	}
+	return gone
+}
+
 // tellFramedGone tells the followers framed names (their ids, a space
-// between two, as a post job's "framed" field) that status sid is gone:
+// between two, as a post job's "framed" field) that status st is deleted:
 // those who got its frame ahead of its pushes (queueFrames) from a maker
 // that died before the pushes, where no deletion's walk finds it in their
 // home.
-func (s *Service) tellFramedGone(ctx context.Context, sid int64, framed string) error {
+func (s *Service) tellFramedGone(ctx context.Context, st Status, framed string) error {
 	var uids []int64
 	for _, f := range strings.Fields(framed) {
 		uid, _ := strconv.ParseInt(f, 10, 64)
 		uids = append(uids, uid)
 	}
-	return s.tellGone(ctx, sid, uids)
+	return s.tellGone(ctx, deleted(st), uids)
 }
 
-// tellGone tells each of uids, on their channel, that status sid is gone.
-func (s *Service) tellGone(ctx context.Context, sid int64, uids []int64) error {
+// tellGone tells each of uids, on their channel, of a status gone.
+func (s *Service) tellGone(ctx context.Context, frame protocol.StatusDeleted, uids []int64) error {
 	if len(uids) == 0 {
 		return nil
 	}
-	gone, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: sid})
+	gone, err := json.Marshal(frame)
 	if err != nil {
 		return err
 	}
@@ -475,14 +485,15 @@ const (
 	resendPause  = 100 * time.Millisecond
 )
 
-// unpush takes status sid out of the home timelines of uids it was just
+// unpush takes status st out of the home timelines of uids it was just
 // added to (added, as results says), and tells those tell says (the
 // connected, and those sent the frame) that it is gone where it took it
 // out: for a push that found the status deleted after it, by a deletion
 // whose walk of these homes came first. A home that deletion's walk
 // reached after the push was told by the walk, as deletePass does, not
 // twice.
-func (s *Service) unpush(ctx context.Context, sid int64, uids []int64, added []int64, tell []bool) error {
+func (s *Service) unpush(ctx context.Context, st Status, uids []int64, added []int64, tell []bool) error {
+	sid := st.ID
 	removed := make([]*redis.IntCmd, len(uids))
 	pipe := s.rdb.Pipeline()
 	for i, uid := range uids {
@@ -499,7 +510,7 @@ func (s *Service) unpush(ctx context.Context, sid int64, uids []int64, added []i
 			told = append(told, uids[i])
 		}
 	}
-	return s.tellGone(ctx, sid, told)
+	return s.tellGone(ctx, deleted(st), told)
 }
 
 // pushInTx pushes status sid by author to the home timelines of uids, on

@@ -191,11 +191,11 @@ func (s *Service) queueUnconversation(ctx context.Context, pipe redis.Pipeliner,
 	answered, _ := strconv.ParseInt(str(2), 10, 64)
 	if parentID != 0 {
 		pipe.ZRem(ctx, s.keys.replies(parentID), sid)
-		s.queueUnnotify(ctx, pipe, note{to: answered, from: uid, kind: protocol.NotifyReplied, sid: sid})
+		s.queueUnnotify(ctx, pipe, note{to: answered, from: uid, kind: protocol.NotifyReplied, sid: sid, replyTo: parentID})
 	}
 	for _, m := range parseMentions(str(3)) {
 		if m.UID != answered {
-			s.queueUnnotify(ctx, pipe, note{to: m.UID, from: uid, kind: protocol.NotifyMentioned, sid: sid})
+			s.queueUnnotify(ctx, pipe, note{to: m.UID, from: uid, kind: protocol.NotifyMentioned, sid: sid, replyTo: parentID})
 		}
 	}
 	// UNLINK: a status's replies may be many, and DEL frees them in

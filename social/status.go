@@ -210,13 +210,11 @@ func (s *Service) rewriteUnlessDeleted(ctx context.Context, j job, st Status, pa
 // its claim and notification, as its drop_reactions job takes them.
 // Idempotent.
 func (s *Service) unwritePost(ctx context.Context, st Status) error {
-	gone := protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: st.ID}
 	reply := []any{itoa(st.UID), nil, nil, formatMentions(st.Mentions)}
 	if r := st.ReplyTo; r != nil {
 		reply[1], reply[2] = itoa(r.ID), itoa(r.UID)
-		gone.ReplyTo = r.ID
 	}
-	payload, err := json.Marshal(gone)
+	payload, err := json.Marshal(deleted(st))
 	if err != nil {
 		return err
 	}
@@ -346,9 +344,11 @@ func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte
 // reply (replyFields: all nil for a hash that is gone).
 func (s *Service) unwriteStatus(ctx context.Context, uid, id int64, payload []byte, reply []any) error {
 	k := s.keys
-	parent, _ := reply[1].(string)
-	parentID, _ := strconv.ParseInt(parent, 10, 64)
-	global, err := json.Marshal(protocol.GlobalStatusDeleted{Type: protocol.TypeGlobalStatusDeleted, ID: id, ReplyTo: parentID})
+	// The deletion's own frame names what a reply answered, as read when
+	// it was made: a redo, after the hash is gone, reads it from the job.
+	var gone protocol.StatusDeleted
+	_ = json.Unmarshal(payload, &gone) // always one of ours; none names nothing
+	global, err := json.Marshal(protocol.GlobalStatusDeleted{Type: protocol.TypeGlobalStatusDeleted, ID: id, ReplyTo: gone.ReplyTo})
 	if err != nil {
 		return err
 	}

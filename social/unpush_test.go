@@ -2,11 +2,14 @@ package social
 
 import (
 	"testing"
+
+	"chorus/protocol"
 )
 
 // unpush tells a connected follower a status is gone only where it took it
 // out of their home: a home the deletion's walk emptied first was told by
-// the walk, not told twice; one the push did not add to is left alone.
+// the walk, not told twice; one the push did not add to is left alone. A
+// reply's frame names what it answered, as its deletion's does.
 func TestUnpushTellsOnlyWhereItRemoved(t *testing.T) {
 	t.Parallel()
 	s, rdb := newService(t, Options{})
@@ -27,12 +30,13 @@ func TestUnpushTellsOnlyWhereItRemoved(t *testing.T) {
 	uids := []int64{bob.ID, cat.ID, dan.ID, ann.ID}
 	added := []int64{pushAdded, pushAdded, pushAdded - 1, pushAdded} // dan's not added by this push
 	connected := []bool{true, true, true, false}
-	if err := s.unpush(ctx, sid, uids, added, connected); err != nil {
+	reply := Status{ID: sid, ReplyTo: &protocol.StatusRef{ID: 4241, UID: ann.ID, Login: "ann"}}
+	if err := s.unpush(ctx, reply, uids, added, connected); err != nil {
 		t.Fatal(err)
 	}
 	got := eventsSoFar(t, l)
-	if evs := got[s.bus.UserChannel(bob.ID)]; len(evs) != 1 || evs[0].Type != "status_deleted" || evs[0].ID != sid {
-		t.Errorf("bob's frames %+v; want one status_deleted of %d", evs, sid)
+	if evs := got[s.bus.UserChannel(bob.ID)]; len(evs) != 1 || evs[0].Type != "status_deleted" || evs[0].ID != sid || evs[0].ReplyTo != 4241 {
+		t.Errorf("bob's frames %+v; want one status_deleted of %d, reply_to 4241", evs, sid)
 	}
 	if evs := got[s.bus.UserChannel(cat.ID)]; len(evs) != 0 {
 		t.Errorf("cat's frames %+v; want none: the walk took it out and told her", evs)

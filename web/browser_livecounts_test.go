@@ -101,6 +101,40 @@ func TestBrowserLiveHideFromAnotherDevice(t *testing.T) {
 	profile.waitUntil("the menu offers Block again", stepTimeout, menuSays("block"))
 }
 
+// Counts told by frames that do not carry the reply itself: ada, who
+// does not follow bob, opens her feed after bob answered her post, and
+// his deletion of the answer counts it out there (its notification's
+// removal names the post); carol, on the global timeline, counts bob's
+// next answer in as it comes there.
+func TestBrowserLiveCountsWithoutTheReply(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	in.signUpAs(t, "carol", "Carol Herschel")
+	post := ada.post("Which engine first?")
+	first := bob.reply(post.ID, "The difference engine")
+
+	br := newBrowser(t)
+	home := br.newTab(t, "ada-home", in.srv.URL)
+	home.signInUI("ada", "password-ada")
+	home.waitUntil("bob's answer counted", stepTimeout, actionIs("feed", post.ID, "reply", "Reply, 1 reply", ""))
+	home.waitLive()
+	global := br.newTab(t, "carol-global", in.srv.URL)
+	global.signInUI("carol", "password-carol")
+	global.goTo("/global")
+	global.waitUntil("ada's post, bob's answer counted", stepTimeout, actionIs("timeline", post.ID, "reply", "Reply, 1 reply", ""))
+	global.waitLive()
+
+	bob.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", first.ID), nil, nil)
+	home.waitUntil("bob's deleted answer counted out", stepTimeout, actionIs("feed", post.ID, "reply", "Reply, 0 replies", ""))
+	global.waitUntil("and on the global timeline", stepTimeout, actionIs("timeline", post.ID, "reply", "Reply, 0 replies", ""))
+	second := bob.reply(post.ID, "The analytical engine")
+	global.waitUntil("bob's next answer on the global timeline", stepTimeout, statusIn("timeline", second.Message))
+	global.waitUntil("and counted on ada's post there", stepTimeout, actionIs("timeline", post.ID, "reply", "Reply, 1 reply", ""))
+	home.waitUntil("and in ada's feed", stepTimeout, actionIs("feed", post.ID, "reply", "Reply, 1 reply", ""))
+}
+
 // feedAndPostTabs opens two tabs signed in as login, each live: Home,
 // showing post, and post's own page.
 func feedAndPostTabs(t *testing.T, in *instance, login string, post statusJSON) (home, page *tab) {

@@ -116,7 +116,7 @@ export class Frames {
         break;
       case 'notification_removed':
         session.notes.removed(frame.id);
-        this.countsUndone(frame.id);
+        this.countsUndone(frame.id, frame.counts_of);
         break;
       case 'notifications_removed':
         // A block or a mute took the other's notifications.
@@ -125,13 +125,19 @@ export class Frames {
       case 'notifications_read':
         session.notes.read(frame.last_read);
         break;
+      case 'global_status': {
+        // A reply by someone you do not follow counts on the post it
+        // answers, if shown, as one told by its status frame does.
+        const s = frame.status;
+        if (s && s.reply_to && !s.repost_of) replyAdded(s.reply_to.id, { id: s.id });
+        break; // and the global timeline's, as below
+      }
       case 'global_status_deleted':
         // A reply by someone you do not follow, whose post on screen
         // answered: its count is read again, as for status_deleted.
         if (frame.reply_to) countsChanged(frame.reply_to);
         break; // otherwise the global timeline's, as below
       case 'watching':
-      case 'global_status':
         break; // the global timeline's, for the page that watches it (views.js globalView)
       case 'error':
         console.warn('stream error frame', frame.code, frame.message);
@@ -167,12 +173,12 @@ export class Frames {
 
   // countsUndone reads again the counts of the status notification id
   // changed, now undone (an unlike, an unrepost, a reply deleted): the
-  // frame says only which notification went.
-  countsUndone(id) {
-    const sid = this.noted.get(Number(id));
-    if (sid === undefined) return;
+  // frame names it (countsOf), and an older server's said only which
+  // notification went, found among those told live here.
+  countsUndone(id, countsOf) {
+    const sid = countsOf || this.noted.get(Number(id));
     this.noted.delete(Number(id));
-    countsChanged(sid);
+    if (sid) countsChanged(sid);
   }
 
   // followsChanged tells the page that user followed you, or that a
