@@ -97,8 +97,13 @@ func TestBrowserLiveHideFromAnotherDevice(t *testing.T) {
 	ada.must(http.StatusNoContent, "PUT", "/api/v1/blocks/bob", nil, nil)
 	p.waitUntil("bob's replies gone", stepTimeout, threadAuthors("ada"))
 	profile.waitUntil("the menu offers Unblock", stepTimeout, menuSays("unblock"))
+	// The focus on Unblock as it is taken back elsewhere goes to Block.
+	profile.click(testID("profile-menu"))
+	profile.waitVisible(testID("unblock"))
+	eval[bool](profile, `(document.querySelector(`+js(testID("unblock"))+`).focus(), true)`)
 	ada.must(http.StatusNoContent, "DELETE", "/api/v1/blocks/bob", nil, nil)
 	profile.waitUntil("the menu offers Block again", stepTimeout, menuSays("block"))
+	profile.waitUntil("the focus on Block", stepTimeout, `document.activeElement?.dataset.testid === 'block' ? '' : 'focus on ' + document.activeElement?.outerHTML.slice(0, 80)`)
 }
 
 // Counts told by frames that do not carry the reply itself: ada, who

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -156,4 +157,31 @@ func TestBrowserSettingsListsBlocksAndMutes(t *testing.T) {
 		const notes = [...document.querySelectorAll('[data-testid="settings-blocks"] .timeline-note, [data-testid="settings-mutes"] .timeline-note')].map((n) => n.textContent);
 		return notes.length === 2 && notes.every((n) => n.startsWith('You ')) ? '' : 'notes: ' + JSON.stringify(notes);
 	})()`)
+}
+
+// With more blocks than a page, the list reads on when the rows shown are
+// all taken back (here on another device): it shows the block left
+// behind "Load more", not that there is none.
+func TestBrowserSettingsBlocksReadOn(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	var logins []string
+	for i := range 31 {
+		login := fmt.Sprintf("u%02d", i)
+		in.signUpAs(t, login, login)
+		ada.must(http.StatusNoContent, "PUT", "/api/v1/blocks/"+login, nil, nil)
+		logins = append(logins, login)
+	}
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.goTo("/settings")
+	rows := `document.querySelectorAll(` + js(testID("settings-blocks", ` [data-testid="user"]`)) + `).length`
+	p.waitUntil("a page of 30", stepTimeout, rows+` === 30 ? '' : 'rows: ' + `+rows)
+	p.waitLive()
+	for _, login := range logins[1:] { // the newest 30, shown
+		ada.must(http.StatusNoContent, "DELETE", "/api/v1/blocks/"+login, nil, nil)
+	}
+	p.waitUntil("the block left read on", stepTimeout, usersListed("blocks", "u00"))
 }

@@ -4,8 +4,8 @@
 // `relation` frame) shows here too.
 
 import { h, announce, toast, oneAtATime, sameLogin } from './dom.js';
-import { api, query } from './api.js';
-import { UserList } from './userlist.js';
+import { api, query, userPath } from './api.js';
+import { UserList, userItem } from './userlist.js';
 import { setRelation } from './safety.js';
 
 const WORDS = {
@@ -22,52 +22,71 @@ const WORDS = {
 /**
  * hiddenSection is the settings section listing whom you block (kind
  * 'blocks') or mute ('mutes'). Its onRelation takes the stream's
- * `relation` frames; destroy stops its reads.
+ * `relation` frames, onReady each (re)connection's `ready`; destroy stops
+ * its reads.
  */
 export function hiddenSection(ctx, kind) {
   const words = WORDS[kind];
   const titleId = `settings-${kind}-title`;
-  let list = null;
+  const title = h('h2', { class: 'settings-title', id: titleId, tabindex: '-1' }, words.title);
   const slot = h('div', {});
   const el = h('section', { class: 'card settings-form', 'aria-labelledby': titleId, dataset: { testid: `settings-${kind}` } },
-    h('h2', { class: 'settings-title', id: titleId }, words.title), slot);
+    title, slot);
+  let list = null;
+  // The newest word on each login told since the list's first page was
+  // asked for: a page read before it (an unblock's answer racing the
+  // read) must not show someone taken out since, nor twice someone put in.
+  let told = new Map(); // login, lower case -> on
+  const rowOf = (login) => [...list.list.children].find((li) => sameLogin(li.dataset.login, login));
 
-  // load shows the list from its first page: on opening, and when a
-  // block or mute made elsewhere adds someone (newest first, at the top).
+  // load shows the list from its first page: on opening, and at each
+  // (re)connection, whose stream may have missed changes meanwhile.
   const load = () => {
     const hadFocus = slot.contains(document.activeElement);
     if (list) list.destroy();
+    told = new Map();
     list = new UserList({
       label: words.title,
       fetchPage: (offset, limit, signal) => api('GET', `/${kind}` + query({ limit, offset }), undefined, { signal }),
       empty: words.empty,
+      keep: (u) => told.get(u.login.toLowerCase()) !== false && !rowOf(u.login),
       item: (u) => ({ action: undoButton(u) }),
     });
     slot.replaceChildren(list.el);
     list.load();
-    if (hadFocus) focusTitle();
-  };
-
-  const focusTitle = () => {
-    const title = el.querySelector('h2');
-    title.tabIndex = -1;
-    title.focus();
+    if (hadFocus) title.focus();
   };
 
   // leave takes login's row out, if shown: its block or mute was taken
   // back. The focus, if it was in the row, goes to the row beside it, or
-  // to the section's title.
+  // to the section's title. Emptied, the list reads on if there is more.
   const leave = (login) => {
-    const row = [...list.list.children].find((li) => sameLogin(li.dataset.login, login));
+    const row = rowOf(login);
     if (!row) return;
     const next = row.nextElementSibling || row.previousElementSibling;
     const hadFocus = row.contains(document.activeElement);
     list.removed();
     row.remove();
-    if (list.list.children.length === 0) list.note.textContent = words.empty;
-    if (!hadFocus) return;
-    if (next) next.querySelector('a').focus();
-    else focusTitle();
+    if (list.list.children.length === 0) {
+      if (list.more.hidden) list.note.textContent = words.empty;
+      else list.load();
+    }
+    if (hadFocus) (next ? next.querySelector('a') : title).focus();
+  };
+
+  // arrive puts login's row at the top: their block or mute was made
+  // elsewhere. Read first, as the server shows them.
+  const arrive = async (login) => {
+    const key = login.toLowerCase();
+    const asked = list;
+    let user;
+    try {
+      user = (await api('GET', userPath(login))).user;
+    } catch {
+      return; // gone meanwhile (their account deleted), or unreadable: the next load shows what stands
+    }
+    if (list !== asked || told.get(key) !== true || rowOf(login)) return;
+    list.added(userItem(user, { action: undoButton(user) }));
   };
 
   const undoButton = (u) => {
@@ -78,6 +97,7 @@ export function hiddenSection(ctx, kind) {
     btn.addEventListener('click', oneAtATime(btn, async () => {
       try {
         await setRelation(ctx, kind, u.login, false);
+        told.set(u.login.toLowerCase(), false);
         leave(u.login);
         announce(`You ${words.undone} ${u.login}.`);
       } catch (err) {
@@ -92,9 +112,12 @@ export function hiddenSection(ctx, kind) {
     el,
     onRelation(frame) {
       if (frame.kind !== words.frame || !frame.user || !frame.user.login) return;
-      if (frame.on) load();
-      else leave(frame.user.login);
+      const login = frame.user.login;
+      told.set(login.toLowerCase(), frame.on === true);
+      if (frame.on !== true) leave(login);
+      else if (!rowOf(login)) arrive(login);
     },
+    onReady: load,
     destroy() {
       if (list) list.destroy();
     },

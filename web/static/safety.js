@@ -5,7 +5,7 @@
 // later read), and every profile menu of theirs on the page says so; on
 // the user's other devices too, as the stream tells them.
 
-import { h, announce, toast, confirmControls, limitChars, sameLogin, Registry } from './dom.js';
+import { h, announce, toast, confirmControls, limitChars, sameLogin, Registry, oneAtATime } from './dom.js';
 import { api } from './api.js';
 
 // The profile menus on the page: {el, login, set(kind, on)}.
@@ -151,27 +151,33 @@ export function profileMenu(ctx, user, { onBlocked = null, onChange = null } = {
   const m = menu(`More for @${user.login}`, 'profile-menu', slot, asks, rep.ask, rep.error, rep.done);
   const state = { mutes: user.muting === true, blocks: user.blocking === true };
   const buttons = {}; // kind -> the button shown for it
+  const questions = {}; // kind -> its Mute or Block question, when it asks one
   // render shows the state; focusKind, when given, has the button now
-  // shown for that kind take the focus (the one pressed is gone).
+  // shown for that kind take the focus (the one pressed is gone). The
+  // focus on a control it replaces (a change made elsewhere) goes to the
+  // button now shown for the same kind, or stays on Report….
   const render = (focusKind = null) => {
+    const active = document.activeElement;
+    const heldBy = Object.keys(buttons).find((k) => buttons[k] === active || (questions[k] && questions[k].contains(active)));
+    focusKind = focusKind || heldBy || null;
+    const onReport = rep.open === active;
     const parts = [];
     asks.replaceChildren();
+    for (const k of Object.keys(questions)) delete questions[k];
     for (const kind of ['mutes', 'blocks']) {
       const word = kind === 'mutes' ? 'mute' : 'block';
       if (state[kind]) {
         const undo = h('button', { type: 'button', class: 'btn btn-secondary btn-small', dataset: { testid: `un${word}` } },
           word === 'mute' ? 'Unmute' : 'Unblock');
-        undo.addEventListener('click', async () => {
-          undo.disabled = true;
+        undo.addEventListener('click', oneAtATime(undo, async () => {
           try {
             await setRelation(ctx, kind, user.login, false);
             announce(`You ${word === 'mute' ? 'unmuted' : 'unblocked'} ${user.login}.`);
             render(kind);
           } catch (err) {
-            undo.disabled = false;
             toast(`Could not un${word} ${user.login}: ${err.message}`, 'error');
           }
-        });
+        }));
         parts.push(undo);
         buttons[kind] = undo;
       } else {
@@ -179,10 +185,12 @@ export function profileMenu(ctx, user, { onBlocked = null, onChange = null } = {
         parts.push(a.open);
         asks.append(a.ask, a.error);
         buttons[kind] = a.open;
+        questions[kind] = a.ask;
       }
     }
     slot.replaceChildren(...parts, rep.open);
     if (focusKind) buttons[focusKind].focus();
+    else if (onReport) rep.open.focus();
   };
   render();
   profiles.add({

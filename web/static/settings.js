@@ -164,6 +164,11 @@ export function settingsView(ctx) {
       blocks.onRelation(frame);
       mutes.onRelation(frame);
     },
+    // A stream back from a drop may have missed changes: read again.
+    onReady: () => {
+      blocks.onReady();
+      mutes.onReady();
+    },
     destroy: () => {
       abort.abort();
       blocks.destroy();

@@ -36,6 +36,8 @@ export function userItem(u, { action = null } = {}) {
  *  fetchPage  (offset, limit, signal) => {users}
  *  empty      what an empty list says
  *  item       (user) => options for userItem (optional)
+ *  keep       (user) => whether to show a user a page brings (optional:
+ *             all); one left out still counts for the next page's offset
  *  notFound   what to say when fetchPage answers 404 (optional)
  */
 export class UserList {
@@ -70,12 +72,13 @@ export class UserList {
     try {
       const res = await this.opts.fetchPage(this.offset, PAGE, this.abort.signal);
       const users = res.users || [];
-      const items = users.map((u) => userItem(u, this.opts.item ? this.opts.item(u) : {}));
+      const shown = this.opts.keep ? users.filter(this.opts.keep) : users;
+      const items = shown.map((u) => userItem(u, this.opts.item ? this.opts.item(u) : {}));
       this.list.append(...items);
       this.offset += users.length;
       this.more.textContent = 'Load more';
       this.more.hidden = users.length < PAGE;
-      this.note.textContent = this.offset === 0 ? this.opts.empty : '';
+      this.note.textContent = this.list.children.length === 0 && this.more.hidden ? this.opts.empty : '';
       if (byKeyboard && items.length > 0) items[0].querySelector('a').focus();
     } catch (err) {
       if (isAbort(err)) return;
@@ -96,6 +99,17 @@ export class UserList {
    */
   removed() {
     if (this.offset > 0) this.offset--;
+  }
+
+  /**
+   * added puts item, a row for a user who came to the list on the server
+   * at its start (newest first), at the list's start: the next page
+   * starts one later, or it would show someone twice.
+   */
+  added(item) {
+    this.list.prepend(item);
+    this.offset++;
+    this.note.textContent = '';
   }
 
   destroy() {
