@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"chorus/social"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // signUpAs creates a user with a name of its choosing and returns a client
@@ -193,5 +196,54 @@ func TestBrowserShortLoginWhole(t *testing.T) {
 			p.waitUntil("the post on "+page.label, stepTimeout, statusIn(page.list, message))
 			p.waitUntil(fmt.Sprintf("the login whole on %s at %d px", page.label, size.width), stepTimeout, whole)
 		}
+	}
+}
+
+// On a phone, a control reached by Tab or Shift+Tab on a long page (the
+// settings, with blocks listed) scrolls into view clear of the sticky
+// header, however tall it wraps, and of the fixed tab bar: never under
+// either, even in part.
+func TestBrowserFocusClearOfTheBars(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	for i := range 6 {
+		login := fmt.Sprintf("user%d", i)
+		in.signUpAs(t, login, "User "+login)
+		ada.must(http.StatusNoContent, "PUT", "/api/v1/blocks/"+login, nil, nil)
+	}
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.viewport(360, 800, true)
+	p.signInUI("ada", "password-ada")
+	p.goTo("/settings")
+	p.waitUntil("the blocks listed", stepTimeout, usersListed("blocks", "user5 user4 user3 user2 user1 user0"))
+	covered := `(() => {
+		const a = document.activeElement;
+		if (!a || a === document.body || a.closest('.site-header, .tabbar, .skip-link')) return ''; // the skip link shows over the header
+		const r = a.getBoundingClientRect();
+		const header = document.querySelector('.site-header').getBoundingClientRect().bottom;
+		const bar = document.querySelector('.tabbar');
+		const tabbar = bar && getComputedStyle(bar).display !== 'none' ? bar.getBoundingClientRect().top : innerHeight;
+		if (r.top >= header - 1 && r.bottom <= tabbar + 1) return '';
+		const what = a.tagName + ' "' + (a.getAttribute('aria-label') || a.textContent).trim().slice(0, 30) + '"';
+		return what + ' at ' + r.top.toFixed(0) + '..' + r.bottom.toFixed(0) + ', clear between ' + header.toFixed(0) + ' and ' + tabbar.toFixed(0);
+	})()`
+	eval[bool](p, `(document.querySelector('h1').focus(), true)`)
+	var faults []string
+	for i := range 40 {
+		p.press("\t")
+		if v := eval[string](p, covered); v != "" {
+			faults = append(faults, fmt.Sprintf("Tab %d: %s", i+1, v))
+		}
+	}
+	for i := range 40 {
+		p.do("shift-tab", chromedp.KeyEvent(kb.Tab, chromedp.KeyModifiers(chromedp.ModifierShift)))
+		if v := eval[string](p, covered); v != "" {
+			faults = append(faults, fmt.Sprintf("Shift+Tab %d: %s", i+1, v))
+		}
+	}
+	if len(faults) > 0 {
+		t.Errorf("focused controls under a bar:\n%s", strings.Join(faults, "\n"))
 	}
 }

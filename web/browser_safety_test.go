@@ -97,3 +97,32 @@ func TestBrowserLinksIntoTheAPIStayText(t *testing.T) {
 		t.Errorf("a string given to innerHTML: %s, want a TypeError (Trusted Types)", got)
 	}
 }
+
+// bob has the profile of ada, his friend, open when she blocks him: the
+// friendship's end, which his stream is told, turns his Unfollow back to
+// Follow with the counts. Read again, her page counts her post but shows
+// none, and says there is none to show rather than none yet, and nothing
+// of the block.
+func TestBrowserBlockedOnAnOpenProfile(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{})
+	srv := in.start()
+	ada := srv.signUpAs(t, "ada", "Ada Lovelace")
+	bob := srv.signUpAs(t, "bob", "Bob Babbage")
+	befriend(ada, bob)
+	ada.post("Not for bob's eyes, soon")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "bob", srv.srv.URL)
+	p.signInUI("bob", "password-bob")
+	p.goTo("/u/ada")
+	button := `document.querySelector(` + js(testID("follow-button")) + `)?.textContent`
+	p.waitUntil("Unfollow offered", stepTimeout, button+` === 'Unfollow' ? '' : 'says ' + `+button)
+	p.waitLive()
+
+	ada.must(http.StatusNoContent, "PUT", "/api/v1/blocks/bob", nil, nil)
+	p.waitUntil("Follow offered again", stepTimeout, button+` === 'Follow' ? '' : 'says ' + `+button)
+	p.open("/u/ada")
+	empty := `document.querySelector(` + js(testID("profile-empty")) + `)`
+	p.waitUntil("no post to show", stepTimeout, empty+`?.textContent === 'No posts to show.' && !`+empty+`.hidden ? '' : 'says ' + `+empty+`?.textContent`)
+}

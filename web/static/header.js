@@ -20,6 +20,23 @@ export function badgeText(n) {
 }
 
 /**
+ * keepFocusClear keeps what scrolls into view (a control taking the focus
+ * from the keyboard) out from under the sticky header and the phone's
+ * fixed tab bar: their heights, which change as the header wraps or the
+ * tab bar comes, are the page's scroll padding (style.css, html).
+ */
+function keepFocusClear(header, tabbar) {
+  if (!header || typeof ResizeObserver === 'undefined') return;
+  const root = document.documentElement.style;
+  const bars = new ResizeObserver(() => {
+    root.setProperty('--header-h', `${header.offsetHeight}px`);
+    root.setProperty('--tabbar-h', `${tabbar && !tabbar.hidden ? tabbar.offsetHeight : 0}px`);
+  });
+  bars.observe(header);
+  if (tabbar) bars.observe(tabbar);
+}
+
+/**
  * Header fills #nav and #session.
  *  onSignOut(button)  the Sign out button was pressed
  *  onRetry()          "Retry now" was pressed
@@ -34,6 +51,7 @@ export class Header {
     this.opts = { onSignOut, onRetry, signInLink };
     this.me = null;
     this.badge = null;
+    keepFocusClear(nav.closest('.site-header'), tabbar);
   }
 
   link(href, label, name, extra) {

@@ -39,6 +39,7 @@ function countLink(href, n, one, many, testid) {
 // It returns the button and show(following), which sets what it says.
 function followButton(ctx, user, signal, error, setCounts, refresh) {
   let state = null; // null while unknown
+  let changes = 0; // presses that changed, or may be changing, the follow
   const btn = h('button', { type: 'button', class: 'btn btn-primary', disabled: true, dataset: { testid: 'follow-button' } }, 'Follow');
   const show = (v) => {
     state = v;
@@ -56,6 +57,7 @@ function followButton(ctx, user, signal, error, setCounts, refresh) {
   // A press before it knows whether you follow them, or while a change is
   // under way, is ignored.
   const toggle = oneAtATime(btn, async () => {
+    changes++;
     error.hidden = true;
     const path = `/following/${encodeURIComponent(user.login)}`;
     try {
@@ -74,12 +76,22 @@ function followButton(ctx, user, signal, error, setCounts, refresh) {
     } catch (err) {
       error.textContent = err.message;
       error.hidden = false;
+    } finally {
+      changes++;
     }
   });
   btn.addEventListener('click', () => {
     if (state !== null) toggle();
   });
-  return { btn, show };
+  // sync takes u, the user as read when changes was asked: what it says
+  // of the follow stands unless a press began since (a block of yours, or
+  // of you, ended it elsewhere, say).
+  const sync = (u, asked) => {
+    if (state === null || asked !== changes || changes % 2 === 1 || typeof u.you_follow !== 'boolean') return;
+    user.follows_you = u.follows_you === true;
+    show(u.you_follow);
+  };
+  return { btn, show, sync, changes: () => changes };
 }
 
 function presenceLine(user) {
@@ -103,13 +115,22 @@ function profileCard(ctx, user, signal, onRelation) {
     followers.set(u.followers);
     following.set(u.following);
   };
-  const refresh = () => api('GET', userPath(user.login), undefined, { signal }).then((res) => setCounts(res.user), () => {});
+  let follow = null;
+  // refresh reads the counts again, and whether you follow them: a
+  // friendship ended elsewhere (a block) changes both.
+  const refresh = () => {
+    const asked = follow ? follow.changes() : 0;
+    return api('GET', userPath(user.login), undefined, { signal }).then((res) => {
+      setCounts(res.user);
+      if (follow) follow.sync(res.user, asked);
+    }, () => {});
+  };
 
   let action;
   let more = null; // the "…" menu: mute, block
   if (self) action = h('a', { class: 'btn btn-secondary btn-small', href: '/settings', dataset: { testid: 'edit-profile' } }, 'Edit profile');
   else if (me) {
-    const follow = followButton(ctx, user, signal, error, setCounts, refresh);
+    follow = followButton(ctx, user, signal, error, setCounts, refresh);
     action = follow.btn;
     more = profileMenu(ctx, user, {
       onBlocked: () => {
@@ -172,10 +193,13 @@ export function profileView(ctx, login) {
     empty,
   });
   // What the empty timeline says: whom you muted or blocked has posts you
-  // are not shown, rather than none.
+  // are not shown, rather than none; so has someone whose posts are
+  // counted but none shown to you (they block you: not said).
+  let posts = 0;
   const sayRelation = ({ mutes, blocks }) => {
     empty.textContent = blocks ? `You blocked @${login}. You don’t see each other’s posts.`
-      : mutes ? `You muted @${login}. Their posts are hidden from you.` : 'No posts yet.';
+      : mutes ? `You muted @${login}. Their posts are hidden from you.`
+        : posts > 0 ? 'No posts to show.' : 'No posts yet.';
   };
   // A mute or block made here took their posts off; taking it back brings
   // them again.
@@ -191,6 +215,7 @@ export function profileView(ctx, login) {
   api('GET', userPath(login), undefined, { signal: abort.signal }).then((res) => {
     learnName(res.user);
     card = profileCard(ctx, res.user, abort.signal, onRelation);
+    posts = Number(res.user.posts) || 0;
     sayRelation({ mutes: res.user.muting === true, blocks: res.user.blocking === true });
     const hadFocus = document.activeElement === h1;
     top.replaceChildren(card.el);
