@@ -498,20 +498,18 @@ func (s *Service) tellRelation(ctx context.Context, uid, other int64, kind strin
 	if err != nil {
 		return err
 	}
+	// Each side told whether or not the other could be: a failure on the
+	// other's channel must not leave uid's streams showing whom uid hides.
+	var otherErr error
 	if kind == protocol.RelationBlock {
-		if err := s.bus.Publish(ctx, s.bus.UserChannel(other), hidden); err != nil {
-			return err
-		}
+		otherErr = s.bus.Publish(ctx, s.bus.UserChannel(other), hidden)
 	}
 	// The frame names other as a user is shown. One that cannot be read
 	// (an account gone since, a failed read) leaves uid's streams
 	// hidden_changed alone: they read whom uid hides again all the same.
 	users, readErr := s.usersByIDAll(ctx, []int64{other})
 	if readErr != nil || len(users) != 1 {
-		if err := s.bus.Publish(ctx, s.bus.UserChannel(uid), hidden); err != nil {
-			return err
-		}
-		return readErr
+		return errors.Join(otherErr, readErr, s.bus.Publish(ctx, s.bus.UserChannel(uid), hidden))
 	}
 	frame := protocol.Relation{Type: protocol.TypeRelation, Kind: kind, User: users[0].Ref(), On: true}
 	on, err := json.Marshal(frame)
@@ -527,7 +525,7 @@ func (s *Service) tellRelation(ctx context.Context, uid, other int64, kind strin
 	if kind == protocol.RelationBlock {
 		key = s.keys.blocks(uid)
 	}
-	return relationToldScript.Run(ctx, s.rdb, []string{key}, other, s.bus.Command(), s.bus.UserChannel(uid), hidden, on, off).Err()
+	return errors.Join(otherErr, relationToldScript.Run(ctx, s.rdb, []string{key}, other, s.bus.Command(), s.bus.UserChannel(uid), hidden, on, off).Err())
 }
 
 // relationTarget resolves the login uid blocks or mutes: not uid, and a user.

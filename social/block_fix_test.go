@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -249,5 +250,30 @@ func TestRelationFramesTellWhatStands(t *testing.T) {
 	// The unblock's, then the block's, each after its write.
 	if want := []string{"hidden", "on=false", "hidden", "on=false"}; !slices.Equal(told, want) {
 		t.Errorf("ada's channel was told %q, want %q", told, want)
+	}
+}
+
+// A block whose telling fails on the blocked one's channel still tells the
+// blocker's streams, which must leave the blocked one's statuses out.
+func TestBlockToldToTheBlockerThoughTheOtherSideFails(t *testing.T) {
+	t.Parallel()
+	var bobChannel atomic.Value
+	s, h := failingService(t, Options{}, func(c redis.Cmder) bool {
+		ch, _ := bobChannel.Load().(string)
+		line := cmdLine(c)
+		return ch != "" && strings.Contains(line, "publish "+ch)
+	})
+	ctx := ctxT(t)
+	ann, bob := signUp(t, s, "ann"), signUp(t, s, "bob")
+	bobChannel.Store(s.UserChannel(bob.ID))
+	l := listen(t, s, s.rdb, s.UserChannel(ann.ID), s.UserChannel(bob.ID))
+	h.on.Store(true)
+	err := s.Block(ctx, ann.ID, "bob")
+	h.on.Store(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hiddenTold(t, s, l, ann.ID, bob.ID); !slices.Equal(got, []int{1, 0}) {
+		t.Errorf("hidden_changed to ann, bob: %v, want [1 0] (bob's refused)", got)
 	}
 }
