@@ -65,6 +65,25 @@ func (b *Bus) GlobalChannel() string {
 	return b.prefix + "events:" + slots.Tag(b.cluster, "global")
 }
 
+// ThreadChannel is the channel of a conversation's new replies and
+// deletions, thread its first status's id (social.ThreadOf): the instances
+// subscribe to it while any of their streams watches the thread. On a
+// cluster each thread's channel is in a slot of its own, so threads spread
+// over the masters.
+func (b *Bus) ThreadChannel(thread int64) string {
+	return b.prefix + threadChannel + slots.Tag(b.cluster, strconv.FormatInt(thread, 10))
+}
+
+// threadChannel is what a thread's channel holds between the prefix and
+// the thread's id.
+const threadChannel = "events:thread:"
+
+// IsThreadChannel reports whether channel is a ThreadChannel.
+func (b *Bus) IsThreadChannel(channel string) bool {
+	rest, ok := strings.CutPrefix(channel, b.prefix)
+	return ok && strings.HasPrefix(rest, threadChannel)
+}
+
 // FramesChannel is, on one Redis, the channel of a frame for many users at
 // once: a fan-out's status frame, published once for a whole call of its
 // push script rather than once on each follower's channel. A message names

@@ -32,6 +32,8 @@ const (
 	TypeWatching            = "watching"
 	TypeGlobalStatus        = "global_status"
 	TypeGlobalStatusDeleted = "global_status_deleted"
+	TypeThreadStatus        = "thread_status"
+	TypeThreadStatusDeleted = "thread_status_deleted"
 
 	TypeReconnect = "reconnect"
 	// TypeClose is the last frame of an event stream (Server-Sent Events),
@@ -156,8 +158,9 @@ type NotificationsRead struct {
 // timeline after the newest status it holds) on each one, which also comes
 // again after the instance's subscription was lost and made again.
 type Watching struct {
-	Type     string `json:"type"`     // TypeWatching
-	Timeline string `json:"timeline"` // TimelineGlobal
+	Type     string `json:"type"`             // TypeWatching
+	Timeline string `json:"timeline"`         // TimelineGlobal or TimelineThread
+	Thread   int64  `json:"thread,omitempty"` // TimelineThread's: the thread watched
 }
 
 // GlobalStatus: a status has just entered the global timeline. Sent to
@@ -171,6 +174,24 @@ type GlobalStatus struct {
 // if it was there. Sent to streams that watch it.
 type GlobalStatusDeleted struct {
 	Type    string `json:"type"` // TypeGlobalStatusDeleted
+	ID      int64  `json:"id"`
+	ReplyTo int64  `json:"reply_to,omitempty"` // as StatusDeleted's
+}
+
+// ThreadStatus: a reply has just been posted in Thread, the conversation
+// that starts with that status (its first status, which a thread's context
+// names). Sent to streams that watch the thread.
+type ThreadStatus struct {
+	Type   string `json:"type"` // TypeThreadStatus
+	Thread int64  `json:"thread"`
+	Status Status `json:"status"`
+}
+
+// ThreadStatusDeleted: a status of Thread was deleted (Thread itself, or
+// one of its replies). Sent to streams that watch the thread.
+type ThreadStatusDeleted struct {
+	Type    string `json:"type"` // TypeThreadStatusDeleted
+	Thread  int64  `json:"thread"`
 	ID      int64  `json:"id"`
 	ReplyTo int64  `json:"reply_to,omitempty"` // as StatusDeleted's
 }
@@ -217,14 +238,20 @@ const (
 	// TypeResume asks for every home-timeline status after After, oldest
 	// first, then live, with no gap and no duplicate.
 	TypeResume = "resume"
-	// TypeWatch asks for the changes of Timeline (TimelineGlobal) as frames,
-	// from the Watching frame that answers it until TypeUnwatch.
+	// TypeWatch asks for the changes of Timeline (TimelineGlobal, or
+	// TimelineThread with Thread) as frames, from the Watching frame that
+	// answers it until TypeUnwatch.
 	TypeWatch   = "watch"
 	TypeUnwatch = "unwatch"
 )
 
-// TimelineGlobal is the timeline a stream may watch: every user's statuses.
-const TimelineGlobal = "global"
+// The timelines a stream may watch: every user's statuses, and one
+// conversation's replies and deletions (a stream watches one thread at a
+// time).
+const (
+	TimelineGlobal = "global"
+	TimelineThread = "thread"
+)
 
 // ClientFrame is any frame a client sends: {"type": "heartbeat"},
 // {"type": "resume", "after": 41} or {"type": "watch", "timeline":
@@ -233,6 +260,7 @@ type ClientFrame struct {
 	Type     string           `json:"type"`
 	After    *json.RawMessage `json:"after,omitempty"`
 	Timeline string           `json:"timeline,omitempty"` // TypeWatch's and TypeUnwatch's
+	Thread   *json.RawMessage `json:"thread,omitempty"`   // a TimelineThread watch's: the thread's id
 }
 
 // Messages published on user channels for the instances alone, never sent

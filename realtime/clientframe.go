@@ -1,6 +1,7 @@
 package realtime
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"chorus/protocol"
@@ -26,8 +27,14 @@ func checkFrame(f protocol.ClientFrame) *FrameError {
 			return &FrameError{protocol.CodeInvalidResume, `"after" must be a status id, a whole number from 0.`}
 		}
 	case protocol.TypeWatch, protocol.TypeUnwatch:
-		if f.Timeline != protocol.TimelineGlobal {
-			return &FrameError{protocol.CodeInvalidWatch, `"timeline" must be "global", the one timeline a stream may watch.`}
+		switch f.Timeline {
+		case protocol.TimelineGlobal:
+		case protocol.TimelineThread:
+			if _, ok := parseThread(f.Thread); !ok && (f.Type == protocol.TypeWatch || f.Thread != nil) {
+				return &FrameError{protocol.CodeInvalidWatch, `"thread" must be a status id, a whole number from 1.`}
+			}
+		default:
+			return &FrameError{protocol.CodeInvalidWatch, `"timeline" must be "global" or "thread", the timelines a stream may watch.`}
 		}
 	default:
 		return &FrameError{protocol.CodeUnknownType, "Unknown frame type " + strconv.Quote(f.Type) + "; expected heartbeat, resume, watch or unwatch."}
@@ -53,8 +60,20 @@ func (c *conn) handle(f protocol.ClientFrame) {
 		after, _ := parseAfter(f.After)
 		c.resume(after)
 	case protocol.TypeWatch, protocol.TypeUnwatch:
-		h.watch(c, f.Type == protocol.TypeWatch)
+		on := f.Type == protocol.TypeWatch
+		if f.Timeline == protocol.TimelineThread {
+			thread, _ := parseThread(f.Thread)
+			h.watchThread(c, thread, on)
+			return
+		}
+		h.watch(c, on)
 	}
+}
+
+// parseThread reads a thread watch's "thread": a status id, from 1.
+func parseThread(raw *json.RawMessage) (int64, bool) {
+	n, ok := parseAfter(raw)
+	return n, ok && n > 0
 }
 
 // resume queues a resume after `after`, once the user's resume budget

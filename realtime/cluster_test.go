@@ -615,3 +615,42 @@ func replicaOf(tb testing.TB, cluster *redistest.Cluster, addr string) string {
 	tb.Fatalf("no replica of %s", addr)
 	return ""
 }
+
+// On a cluster each thread's channel is in a slot of its own: a hub
+// subscribes to the threads its streams watch on whichever masters serve
+// them, and routes each thread's frames to its watchers alone.
+func TestThreadWatchOnCluster(t *testing.T) {
+	t.Parallel()
+	rdb, _ := redistest.ClusterClient(t)
+	e := newClusterEnv(t, rdb, rdb)
+	threads := map[string]int64{} // a thread on each master
+	for id := int64(1); len(threads) < 3 && id < 1000; id++ {
+		if m := e.masterOf(e.hub.bus.ThreadChannel(id)); threads[m] == 0 {
+			threads[m] = id
+		}
+	}
+	if len(threads) != 3 {
+		t.Fatalf("threads' channels on %d masters, want 3", len(threads))
+	}
+	streams := map[int64]*stream{}
+	for _, thread := range threads {
+		s := e.connect(thread)
+		s.send(map[string]any{"type": protocol.TypeWatch, "timeline": protocol.TimelineThread, "thread": thread})
+		if f := s.next(10 * time.Second); f.Type != protocol.TypeWatching || f.Thread != thread {
+			t.Fatalf("the answer to a watch of thread %d is %v, want watching it", thread, f)
+		}
+		streams[thread] = s
+	}
+	for _, thread := range threads {
+		raw, _ := json.Marshal(protocol.ThreadStatus{Type: protocol.TypeThreadStatus, Thread: thread, Status: social.Status{ID: 1000 + thread, UID: 999}})
+		if err := rdb.SPublish(t.Context(), e.hub.bus.ThreadChannel(thread), raw).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for thread, s := range streams {
+		f := s.next(10 * time.Second)
+		if f.Type != protocol.TypeThreadStatus || f.Thread != thread || f.Status == nil || f.Status.ID != 1000+thread {
+			t.Errorf("the watcher of thread %d got %v, want its thread's status %d", thread, f, 1000+thread)
+		}
+	}
+}

@@ -14,6 +14,12 @@ import (
 // live.
 var watchingGlobalFrame, _ = json.Marshal(protocol.Watching{Type: protocol.TypeWatching, Timeline: protocol.TimelineGlobal})
 
+// watchingThreadFrame answers a watch of thread once it is live.
+func watchingThreadFrame(thread int64) []byte {
+	b, _ := json.Marshal(protocol.Watching{Type: protocol.TypeWatching, Timeline: protocol.TimelineThread, Thread: thread})
+	return b
+}
+
 func errorFrameJSON(code, message string) []byte {
 	b, _ := json.Marshal(protocol.ErrorFrame{Type: protocol.TypeError, Error: protocol.Error{Code: code, Message: message}})
 	return b

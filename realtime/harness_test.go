@@ -294,8 +294,11 @@ type frame struct {
 	Message string         `json:"message"`
 	// ID is the status_deleted and global_status_deleted frames'.
 	ID int64 `json:"id"`
-	// Timeline is the watching frame's.
+	// Timeline is the watching frame's; Thread a thread watch's, and the
+	// thread frames'; ReplyTo the deletion frames'.
 	Timeline string `json:"timeline"`
+	Thread   int64  `json:"thread"`
+	ReplyTo  int64  `json:"reply_to"`
 	// YouFollow is the followed frame's.
 	YouFollow *bool `json:"you_follow"`
 	// Seq and Mark are those of the frames tests publish themselves.
@@ -322,6 +325,8 @@ func (f frame) String() string {
 	switch {
 	case f.Status != nil:
 		return fmt.Sprintf("%s %d", f.Type, f.Status.ID)
+	case f.Type == protocol.TypeThreadStatusDeleted:
+		return fmt.Sprintf("%s %d in %d", f.Type, f.ID, f.Thread)
 	case f.Type == protocol.TypeStatusDeleted || f.Type == protocol.TypeGlobalStatusDeleted:
 		return fmt.Sprintf("%s %d", f.Type, f.ID)
 	case f.User != nil && f.Type == protocol.TypePresence:
@@ -529,4 +534,14 @@ func (h *eachCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		}
 		return failed
 	}
+}
+
+// reply posts message as u, answering status to.
+func (e *env) reply(u user, to int64, message string) social.Status {
+	e.tb.Helper()
+	st, err := e.social.Reply(e.tb.Context(), u.id, to, message)
+	if err != nil {
+		e.tb.Fatalf("reply as %s to %d: %v", u.login, to, err)
+	}
+	return st
 }

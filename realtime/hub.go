@@ -144,15 +144,17 @@ type Hub struct {
 	changes *channelChanges     // channels whose subscription may need to change
 	recheck chan struct{}       // wakes the session checker for channels in h.unchecked
 
-	mu         sync.RWMutex        // the first lock of all (locks.go)
-	users      map[string]*local   // by channel
-	authors    map[string]*readers // pulled authors' channels: the local users who follow them
-	watchers   map[*conn]*local    // the streams that watch the global timeline, with their users (watch.go)
-	global     string              // the global timeline's channel
-	frames     string              // on one Redis, the channel of frames for many users (bus.FramesChannel)
-	frameName  []byte              // route's buffer for the channel names of a frames message
-	framesLive chan struct{}       // told each time Redis confirms the frames channel
-	live       map[string]bool     // channels whose subscription Redis confirmed
+	mu         sync.RWMutex                // the first lock of all (locks.go)
+	users      map[string]*local           // by channel
+	authors    map[string]*readers         // pulled authors' channels: the local users who follow them
+	watchers   map[*conn]*local            // the streams that watch the global timeline, with their users (watch.go)
+	threads    map[string]map[*conn]*local // thread channels: the streams that watch each, with their users
+	threadOf   map[*conn]*threadWatch      // each stream's watch of a thread
+	global     string                      // the global timeline's channel
+	frames     string                      // on one Redis, the channel of frames for many users (bus.FramesChannel)
+	frameName  []byte                      // route's buffer for the channel names of a frames message
+	framesLive chan struct{}               // told each time Redis confirms the frames channel
+	live       map[string]bool             // channels whose subscription Redis confirmed
 	// subscribed are the channels the subscriber last sent SUBSCRIBE for,
 	// not UNSUBSCRIBE since: a confirmation of another is of a
 	// subscription undone since, and is let go (see confirmed).
@@ -283,11 +285,12 @@ type local struct {
 	checking   bool
 	checkRound uint64
 	held       []heldFrame
-	// globalHeld says that a global_status came while checking, and was
-	// not sent to the user's watching streams (forwardGlobal): they are
-	// told to read the global timeline again once the check is over.
-	// Written by the router under Hub.mu read-locked, as held is.
-	globalHeld bool
+	// watchHeld says that a global_status or a thread_status came while
+	// checking, and was not sent to the user's watching streams
+	// (forwardWatched): they are told to read what they watch again once
+	// the check is over. Written by the router under Hub.mu read-locked,
+	// as held is.
+	watchHeld bool
 	// hiddenChanges counts the hidden_changed messages routed to the
 	// user: a hidden set read before one is not set after it.
 	hiddenChanges atomic.Uint64
@@ -341,6 +344,8 @@ func New(rdb redis.UniversalClient, feed Feed, pres Presence, opts Options) *Hub
 		users:      map[string]*local{},
 		authors:    map[string]*readers{},
 		watchers:   map[*conn]*local{},
+		threads:    map[string]map[*conn]*local{},
+		threadOf:   map[*conn]*threadWatch{},
 		live:       map[string]bool{},
 		subscribed: map[string]bool{},
 		unchecked:  map[string]struct{}{},
@@ -435,13 +440,7 @@ func (h *Hub) confirmed(channel string) {
 		// subscription made for them.
 		return
 	}
-	if channel == h.global {
-		if h.live[channel] {
-			h.Stats.PubSubRestarts.Add(1)
-			delete(h.lost, channel)
-		}
-		h.live[channel] = true
-		h.watchConfirmed()
+	if h.watchConfirmed(channel) {
 		return
 	}
 	r, u := h.authors[channel], h.users[channel]
@@ -476,8 +475,8 @@ func (h *Hub) confirmed(channel string) {
 }
 
 func (h *Hub) dispatch(channel string, payload []byte) {
-	if channel == h.global {
-		h.forwardGlobal(payload)
+	if channel == h.global || h.bus.IsThreadChannel(channel) {
+		h.forwardWatched(channel, payload)
 		return
 	}
 	ev, err := parseEvent(payload)
@@ -658,7 +657,7 @@ func (h *Hub) subscriber(ctx context.Context) {
 		h.mu.Lock()
 		for channel := range batch {
 			want := h.users[channel] != nil || h.authors[channel] != nil ||
-				(channel == h.global && len(h.watchers) > 0)
+				(channel == h.global && len(h.watchers) > 0) || h.threads[channel] != nil
 			if !want {
 				// From here on a joining connection waits for a new
 				// confirmation.
@@ -822,7 +821,7 @@ func (h *Hub) wait(ctx context.Context, ready <-chan struct{}) error {
 }
 
 // leave takes c out of its user's local set, unsubscribing after the last,
-// and out of the global timeline's watchers.
+// and out of the global timeline's and its thread's watchers.
 func (h *Hub) leave(c *conn) {
 	channel := h.bus.UserChannel(c.uid)
 	h.mu.Lock()
@@ -832,6 +831,11 @@ func (h *Hub) leave(c *conn) {
 		delete(h.watchers, c)
 		if len(h.watchers) == 0 {
 			changed = append(changed, h.global)
+		}
+	}
+	if w := h.threadOf[c]; w != nil {
+		if ch, last := h.unwatchThread(c, w); last {
+			changed = append(changed, ch)
 		}
 	}
 	if u != nil {

@@ -152,16 +152,12 @@ func (h *Hub) recheckChannels(ctx context.Context) error {
 			h.deliver(r.u, f.ev, f.payload)
 		}
 		r.u.held = nil
-		if r.u.globalHeld {
-			// The global statuses not sent meanwhile (forwardGlobal): the
-			// watching streams read the timeline again, after the hidden
-			// sets queued above.
-			r.u.globalHeld = false
-			for c := range r.u.conns {
-				if _, watching := h.watchers[c]; watching {
-					c.enqueue(outgoing{frame: watchingGlobalFrame})
-				}
-			}
+		if r.u.watchHeld {
+			// The statuses not sent meanwhile (forwardWatched): the
+			// watching streams read what they watch again, after the
+			// hidden sets queued above.
+			r.u.watchHeld = false
+			h.watchesTold(r.u)
 		}
 	}
 	return err

@@ -22,6 +22,14 @@ import (
 // confirms the subscription anew after it was lost, since the stream may
 // have missed frames meanwhile.
 
+// A stream may watch one thread too (thread_status, thread_status_deleted):
+// the replies of one conversation and its deletions, which social publishes
+// on the thread's own channel. The instance subscribes to a thread's channel
+// while any of its streams watches the thread, as to the global channel,
+// and a watch of another thread replaces the stream's last one: what an
+// instance subscribes to for watches is bounded by its streams, one thread
+// each, whatever a client asks.
+
 // watch adds c to the global timeline's watchers (on), or takes it out. The
 // first watcher subscribes the instance to the global channel, and the last
 // one gone unsubscribes it. Called by c's reader, which leave follows, or
@@ -53,25 +61,110 @@ func (h *Hub) watch(c *conn, on bool) {
 	}
 }
 
-// watchConfirmed tells every watcher that its watch is live: the global
-// channel's subscription was confirmed, for the first time or again. Called
-// with h.mu held.
-func (h *Hub) watchConfirmed() {
-	for c := range h.watchers {
-		c.enqueue(outgoing{frame: watchingGlobalFrame})
+// threadWatch is a stream's watch of a thread: the thread's channel, and
+// the watching frame that tells the stream its watch is live.
+type threadWatch struct {
+	channel  string
+	watching []byte
+}
+
+// watchThread makes c watch thread (on), in place of the thread it watched
+// before, or stop watching it (thread 0: whichever it watches); an unwatch
+// of a thread c does not watch (one sent before a watch of another, and
+// overtaken) leaves c's watch alone. A thread's first watcher here
+// subscribes the instance to its channel, and its last one gone
+// unsubscribes it. Called as watch is, with the same guard: a stream's
+// watch never outlives it.
+func (h *Hub) watchThread(c *conn, thread int64, on bool) {
+	channel := ""
+	if thread != 0 {
+		channel = h.bus.ThreadChannel(thread)
+	}
+	h.mu.Lock()
+	u := h.users[h.bus.UserChannel(c.uid)]
+	if on && (u == nil || !hasConn(u, c)) {
+		h.mu.Unlock()
+		return
+	}
+	var changed []string
+	if w := h.threadOf[c]; w != nil && (on && w.channel != channel || !on && (channel == "" || w.channel == channel)) {
+		if ch, last := h.unwatchThread(c, w); last {
+			changed = append(changed, ch)
+		}
+	}
+	if on {
+		w := h.threadOf[c]
+		if w == nil {
+			w = &threadWatch{channel: channel, watching: watchingThreadFrame(thread)}
+			h.threadOf[c] = w
+			watchers := h.threads[channel]
+			if watchers == nil {
+				watchers = map[*conn]*local{}
+				h.threads[channel] = watchers
+				changed = append(changed, channel)
+			}
+			watchers[c] = u
+		}
+		if _, lost := h.lost[channel]; h.live[channel] && !lost {
+			c.enqueue(outgoing{frame: w.watching})
+		}
+	}
+	h.mu.Unlock()
+	for _, ch := range changed {
+		h.resync(ch)
 	}
 }
 
-// forwardGlobal sends a message of the global channel to every watcher;
-// each watcher's writer leaves out a status whose author its user may not
-// see (a block either way, a mute: conn.hidden). A status is not sent to
-// the watchers of a user whose frames are held back after a pub/sub gap
-// (local.checking): a block or a mute told during the gap may not be in
-// their hidden sets yet. Those streams get a watching frame once the check
-// has read the sets again (recheckChannels), the client's cue to read the
-// global timeline after the newest status it holds, which the server
-// filters. A deletion goes to every watcher, as it names no author.
-func (h *Hub) forwardGlobal(payload []byte) {
+// unwatchThread takes c's watch w away; it returns w's channel and whether
+// that was its last watcher here. Called with h.mu held.
+func (h *Hub) unwatchThread(c *conn, w *threadWatch) (string, bool) {
+	delete(h.threadOf, c)
+	watchers := h.threads[w.channel]
+	delete(watchers, c)
+	if len(watchers) > 0 {
+		return w.channel, false
+	}
+	delete(h.threads, w.channel)
+	return w.channel, true
+}
+
+// watchConfirmed tells every watcher of channel, the global one or a
+// thread's, that its watch is live: the channel's subscription was
+// confirmed, for the first time or again. It reports whether channel is
+// one streams watch. Called with h.mu held.
+func (h *Hub) watchConfirmed(channel string) bool {
+	var told func(*conn) []byte
+	var watchers map[*conn]*local
+	switch {
+	case channel == h.global:
+		watchers, told = h.watchers, func(*conn) []byte { return watchingGlobalFrame }
+	case h.threads[channel] != nil:
+		watchers, told = h.threads[channel], func(c *conn) []byte { return h.threadOf[c].watching }
+	default:
+		return false
+	}
+	if h.live[channel] {
+		h.Stats.PubSubRestarts.Add(1)
+		delete(h.lost, channel)
+	}
+	h.live[channel] = true
+	for c := range watchers {
+		c.enqueue(outgoing{frame: told(c)})
+	}
+	return true
+}
+
+// forwardWatched sends a message of a watched channel, the global one or a
+// thread's, to each of its watchers; each watcher's writer leaves out a
+// status whose author its user may not see (a block either way, a mute:
+// conn.hidden). A status is not sent to the watchers of a user whose
+// frames are held back after a pub/sub gap (local.checking): a block or a
+// mute told during the gap may not be in their hidden sets yet. Those
+// streams get a watching frame once the check has read the sets again
+// (recheckChannels), the client's cue to read what it watches again, which
+// the server filters. A deletion goes to every watcher, as it names no
+// author.
+func (h *Hub) forwardWatched(channel string, payload []byte) {
 	var msg struct {
 		Status *struct {
 			UID int64 `json:"uid"`
@@ -86,12 +179,30 @@ func (h *Hub) forwardGlobal(payload []byte) {
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	for c, u := range h.watchers {
+	watchers := h.watchers
+	if channel != h.global {
+		watchers = h.threads[channel]
+	}
+	for c, u := range watchers {
 		if u.checking && msg.Status.UID != 0 {
-			u.globalHeld = true
+			u.watchHeld = true
 			continue
 		}
 		c.enqueue(outgoing{frame: payload, author: msg.Status.UID})
+	}
+}
+
+// watchesTold queues, on each of u's streams, a watching frame for what it
+// watches: the cue to read it again, after statuses were held back from
+// it (forwardWatched). Called with h.mu held.
+func (h *Hub) watchesTold(u *local) {
+	for c := range u.conns {
+		if _, watching := h.watchers[c]; watching {
+			c.enqueue(outgoing{frame: watchingGlobalFrame})
+		}
+		if w := h.threadOf[c]; w != nil {
+			c.enqueue(outgoing{frame: w.watching})
+		}
 	}
 }
 

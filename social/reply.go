@@ -203,8 +203,43 @@ func (s *Service) queueUnconversation(ctx context.Context, pipe redis.Pipeliner,
 	pipe.Unlink(ctx, s.keys.replies(sid))
 }
 
-// replyFields are the fields of a status hash queueUnconversation reads.
-var replyFields = []string{"uid", "reply_to", "reply_uid", "mentions"}
+// replyFields are the fields of a status hash queueUnconversation reads,
+// and threadOfDeleted after them.
+var replyFields = []string{"uid", "reply_to", "reply_uid", "mentions", "path", "repost_of"}
+
+// ThreadOf is the thread of status id whose path (its nearest ancestors'
+// ids, oldest first) is path: the id of its conversation's first status,
+// or of the farthest ancestor a reply keeps, more than MaxAncestors levels
+// down; a status that answers none is a thread's first. Its thread's
+// channel carries the replies of a thread and their deletions
+// (bus.Bus.ThreadChannel).
+func ThreadOf(id int64, path string) int64 {
+	if path == "" {
+		return id
+	}
+	first, _, _ := strings.Cut(path, ",")
+	if t, err := strconv.ParseInt(first, 10, 64); err == nil && t > 0 {
+		return t
+	}
+	return id
+}
+
+// threadOfDeleted is the thread on whose channel the deletion of status id
+// is told, its hash read as v (replyFields), or 0 for none: a repost entry
+// is in no thread, and a reply whose path is not known (its hash gone
+// before a redo, or taken back from its job) is not told.
+func threadOfDeleted(id int64, v []any) int64 {
+	str := func(i int) string { s, _ := v[i].(string); return s }
+	switch {
+	case str(0) == "", str(5) != "":
+		return 0
+	case str(1) == "":
+		return id
+	case str(4) == "":
+		return 0
+	}
+	return ThreadOf(id, str(4))
+}
 
 // answeredOnly is, for a reply to someone else, whose followers alone (and
 // that person) get it among its author's followers: Mastodon's rule, so

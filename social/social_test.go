@@ -200,7 +200,8 @@ type event struct {
 	Type      string            `json:"type"`
 	Status    *protocol.Status  `json:"status"`
 	ID        int64             `json:"id"`
-	ReplyTo   int64             `json:"reply_to"` // status_deleted's, global_status_deleted's
+	ReplyTo   int64             `json:"reply_to"` // status_deleted's, global_status_deleted's, thread_status_deleted's
+	Thread    int64             `json:"thread"`   // thread_status's, thread_status_deleted's
 	Author    int64             `json:"author"`
 	User      *protocol.UserRef `json:"user"`
 	YouFollow *bool             `json:"you_follow"`

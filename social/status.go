@@ -104,7 +104,7 @@ func (s *Service) Reply(ctx context.Context, uid, replyTo int64, message string)
 // writePost writes a status where its author owns it: the status hash, the
 // author's profile and home timelines and post count, and the global
 // timeline, which it publishes on the global channel for the streams that
-// watch it; and its conversation (queueConversation): a reply's place in
+// watch it (a reply on its thread's channel too); and its conversation (queueConversation): a reply's place in
 // its thread, path its path (see childPath), and the notifications. Each
 // write is idempotent, so the post job of an instance that died part way
 // redoes them all (see postPass and redoPost); the global frame goes again
@@ -142,6 +142,14 @@ func (s *Service) queueWritePost(ctx context.Context, pipe redis.Pipeliner, st S
 	pipe.ZRemRangeByRank(ctx, k.global(), 0, int64(-s.opts.GlobalSize-1))
 	if st.RepostOf == nil { // a repost is not in the global timeline
 		s.bus.Queue(ctx, pipe, s.bus.GlobalChannel(), global)
+	}
+	if st.ReplyTo != nil && st.RepostOf == nil {
+		thread := ThreadOf(st.ID, path)
+		told, err := json.Marshal(protocol.ThreadStatus{Type: protocol.TypeThreadStatus, Thread: thread, Status: st})
+		if err != nil {
+			return err
+		}
+		s.bus.Queue(ctx, pipe, s.bus.ThreadChannel(thread), told)
 	}
 	return nil
 }
@@ -210,9 +218,12 @@ func (s *Service) rewriteUnlessDeleted(ctx context.Context, j job, st Status, pa
 // its claim and notification, as its drop_reactions job takes them.
 // Idempotent.
 func (s *Service) unwritePost(ctx context.Context, st Status) error {
-	reply := []any{itoa(st.UID), nil, nil, formatMentions(st.Mentions)}
+	reply := []any{itoa(st.UID), nil, nil, formatMentions(st.Mentions), nil, nil}
 	if r := st.ReplyTo; r != nil {
 		reply[1], reply[2] = itoa(r.ID), itoa(r.UID)
+	}
+	if o := st.RepostOf; o != nil {
+		reply[5] = itoa(o.ID)
 	}
 	payload, err := json.Marshal(deleted(st))
 	if err != nil {
@@ -329,7 +340,8 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 // conversation (queueUnconversation), then the status hash (from then on every read leaves it out, and a copy or a
 // fan-out pass that raced it takes it out again), then the author's
 // timelines and post count, the global timeline (publishing the deletion
-// on the global channel) and the pulled statuses. Idempotent, as writePost.
+// on the global channel, and on its thread's: threadOfDeleted) and the
+// pulled statuses. Idempotent, as writePost.
 func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte) error {
 	// The conversation first, while the hash still says what it was: a
 	// redo after the hash is gone finds it undone already.
@@ -352,6 +364,14 @@ func (s *Service) unwriteStatus(ctx context.Context, uid, id int64, payload []by
 	if err != nil {
 		return err
 	}
+	var threadTold []byte
+	thread := threadOfDeleted(id, reply)
+	if thread != 0 {
+		threadTold, err = json.Marshal(protocol.ThreadStatusDeleted{Type: protocol.TypeThreadStatusDeleted, Thread: thread, ID: id, ReplyTo: gone.ReplyTo})
+		if err != nil {
+			return err
+		}
+	}
 	if r, _ := reply[0].(string); r != "" {
 		pipe := s.rdb.Pipeline()
 		s.queueUnconversation(ctx, pipe, id, reply)
@@ -367,6 +387,9 @@ func (s *Service) unwriteStatus(ctx context.Context, uid, id int64, payload []by
 		id, s.bus.Command(), s.bus.UserChannel(uid), payload)
 	pipe.ZRem(ctx, k.global(), id)
 	s.bus.Queue(ctx, pipe, s.bus.GlobalChannel(), global)
+	if thread != 0 {
+		s.bus.Queue(ctx, pipe, s.bus.ThreadChannel(thread), threadTold)
+	}
 	pipe.ZRem(ctx, k.pulledStatuses(), pulledMember(id, uid))
 	_, err = pipe.Exec(ctx)
 	return err

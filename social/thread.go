@@ -23,6 +23,9 @@ const (
 // own replies, oldest first). A deleted ancestor is left out; its replies
 // stay, answering a deleted status.
 type Thread struct {
+	// ID is the thread's (ThreadOf): the status whose channel tells its
+	// new replies and deletions to the streams that watch it.
+	ID          int64
 	Ancestors   []Status
 	Descendants []Status
 }
@@ -68,7 +71,7 @@ func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
 	if err != nil {
 		return Thread{}, fmt.Errorf("thread of %d: %w", id, err)
 	}
-	var t Thread
+	t := Thread{ID: ThreadOf(id, path)}
 	for _, st := range sts {
 		if st.ID < id {
 			t.Ancestors = append(t.Ancestors, st)

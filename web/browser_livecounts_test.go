@@ -418,3 +418,24 @@ func TestBrowserLiveLikeFrameNeverLowers(t *testing.T) {
 		t.Errorf("after a like's frame read before ada's like: %s, want Like, 2 likes / pressed=true", got)
 	}
 }
+
+// A thread open in ada's tab follows replies that reach her by no other
+// frame (erin, whom she does not follow, answers carol): each takes its
+// place under the post it answers and leaves when deleted; one of her own
+// from another device shows once.
+func TestBrowserLiveThreadReplies(t *testing.T) {
+	t.Parallel()
+	th := openThread(t, "ada")
+	p := th.p
+	p.waitLive()
+	p.waitVisible(`[data-testid="status-page"][data-live="true"]`)
+	erin := th.in.signUpAs(t, "erin", "Erin Ada")
+	fromErin := erin.reply(th.fromCarol.ID, "I will")
+	p.waitUntil("erin's reply under carol's, after bob's", stepTimeout, threadAuthors("ada bob carol bob erin"))
+	erin.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", fromErin.ID), nil, nil)
+	p.waitUntil("erin's reply gone", stepTimeout, threadAuthors("ada bob carol bob"))
+	th.ada.reply(th.fromBob.ID, "Then I shall")
+	p.waitUntil("ada's own reply once, under bob's", stepTimeout, threadAuthors("ada bob ada carol bob"))
+	erin.reply(th.fromBob.ID, "And I")
+	p.waitUntil("erin's next reply after ada's", stepTimeout, threadAuthors("ada bob ada erin carol bob"))
+}

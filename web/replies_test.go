@@ -50,16 +50,18 @@ func TestRepliesAndContext(t *testing.T) {
 	}
 
 	var ctx struct {
+		Thread      int64       `json:"thread"`
 		Ancestors   []replyJSON `json:"ancestors"`
 		Descendants []replyJSON `json:"descendants"`
 	}
 	in.anon(t).must(http.StatusOK, "GET", fmt.Sprintf("/api/v1/statuses/%d/context", r.ID), nil, &ctx)
-	if len(ctx.Ancestors) != 1 || ctx.Ancestors[0].ID != root.ID || len(ctx.Descendants) != 0 {
+	if len(ctx.Ancestors) != 1 || ctx.Ancestors[0].ID != root.ID || len(ctx.Descendants) != 0 || ctx.Thread != root.ID {
 		t.Fatalf("context of the reply = %+v", ctx)
 	}
+	ctx.Thread = 0
 	alice.must(http.StatusOK, "GET", fmt.Sprintf("/api/v1/statuses/%d/context", root.ID), nil, &ctx)
 	if len(ctx.Ancestors) != 0 || len(ctx.Descendants) != 1 || ctx.Descendants[0].ID != r.ID ||
-		ctx.Descendants[0].Liked == nil {
+		ctx.Descendants[0].Liked == nil || ctx.Thread != root.ID {
 		t.Fatalf("context of the root, as alice = %+v", ctx)
 	}
 

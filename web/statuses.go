@@ -217,6 +217,7 @@ func (s *Server) statusContext(w http.ResponseWriter, r *http.Request) {
 		n++
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
+		"thread":      t.ID,
 		"ancestors":   all[:n],
 		"descendants": all[n:],
 	})

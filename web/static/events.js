@@ -19,7 +19,8 @@ import { api } from './api.js';
 const FRAME_TYPES = [
   'ready', 'status', 'status_deleted', 'presence', 'friend_removed', 'followed', 'profile', 'relation',
   'service', 'error', 'notification', 'notification_removed', 'notifications_removed',
-  'notifications_read', 'watching', 'global_status', 'global_status_deleted', 'reconnect', 'close', 'message',
+  'notifications_read', 'watching', 'global_status', 'global_status_deleted', 'thread_status',
+  'thread_status_deleted', 'reconnect', 'close', 'message',
 ];
 
 /** READY_WAIT_MS: how long a dial may go without its `ready` before it counts as failed. */

@@ -137,8 +137,23 @@ export class Frames {
         // answered: its count is read again, as for status_deleted.
         if (frame.reply_to) countsChanged(frame.reply_to);
         break; // otherwise the global timeline's, as below
+      case 'thread_status': {
+        // A reply in the thread a status's page watches: it counts on the
+        // post it answers, as a global_status does, and the page puts it
+        // in place (statuspage.js).
+        const s = frame.status;
+        if (s && s.reply_to && !s.repost_of) replyAdded(s.reply_to.id, { id: s.id });
+        break;
+      }
+      case 'thread_status_deleted':
+        // A status of the watched thread deleted: it leaves the page as
+        // one of yours deleted elsewhere does, and what it answered counts
+        // one reply less.
+        this.app.removeStatus(frame.id);
+        if (frame.reply_to) countsChanged(frame.reply_to);
+        break;
       case 'watching':
-        break; // the global timeline's, for the page that watches it (views.js globalView)
+        break; // for the page that watches (views.js globalView, statuspage.js)
       case 'error':
         console.warn('stream error frame', frame.code, frame.message);
         break;

@@ -3,8 +3,13 @@
 // the replies under it in thread order, each indented by how deep it
 // answers; then when it was posted and its author's card. A reply posted
 // from any post of the thread appears under that post, and so does one
-// told live (its status frame, or your notification of it). Someone you
-// block or mute leaves the thread. Open to visitors who are signed out.
+// told live (its status frame, or your notification of it). Signed in, with
+// the stream open, the page watches its thread (the context names it):
+// every reply posted in it comes as a `thread_status` frame, and each
+// deletion as `thread_status_deleted`, and each `watching` frame (after
+// the watch, and again after the server's subscription came back) has it
+// read the context again for the replies it missed. Someone you block or
+// mute leaves the thread. Open to visitors who are signed out.
 
 import { h, avatar, loginEl, sameLogin } from './dom.js';
 import { api, isAbort, userPath } from './api.js';
@@ -35,6 +40,8 @@ export function statusView(ctx, id) {
   let thread = null; // the <ol> of the thread
   let live = false; // the replies read are shown: those told live go in place
   const early = []; // replies told live before then
+  let watched = 0; // the thread watched, as the context named it (0: none)
+  let rereading = null; // the AbortController of a read of the context under way
 
   const gone = (text) => {
     body.replaceChildren(h('div', { class: 'card' },
@@ -137,6 +144,32 @@ export function statusView(ctx, id) {
     if (ancestors.length && document.activeElement !== focus) focus.scrollIntoView({ block: 'start' });
   };
 
+  // watch asks the stream for the thread's changes, once its context
+  // named it; a new connection watches nothing, so each one asks again.
+  const watch = () => {
+    if (thread) delete thread.dataset.live;
+    if (watched && ctx.stream && ctx.stream.live()) ctx.stream.send({ type: 'watch', timeline: 'thread', thread: watched });
+  };
+
+  // reread reads the context again, once the watch is live, for the
+  // replies posted before it: those not shown yet go in place, as if told
+  // live.
+  const reread = () => {
+    if (rereading) rereading.abort();
+    const again = new AbortController();
+    rereading = again;
+    abort.signal.addEventListener('abort', () => again.abort(), { once: true });
+    api('GET', `/statuses/${encodeURIComponent(id)}/context`, undefined, { signal: again.signal }).then((c) => {
+      if (again.signal.aborted) return;
+      for (const d of c.descendants || []) if (d.reply_to) liveReply(d);
+      if (thread) thread.dataset.live = 'true'; // for tests: the page is fed by the stream
+    }, (err) => {
+      if (!isAbort(err)) console.warn('thread re-read:', err.message);
+    }).finally(() => {
+      if (rereading === again) rereading = null;
+    });
+  };
+
   api('GET', `/statuses/${encodeURIComponent(id)}`, undefined, { signal: abort.signal }).then((res) => {
     if (res.status.repost_of) {
       // A repost entry's address: its thread is the original's.
@@ -163,6 +196,8 @@ export function statusView(ctx, id) {
     const context = api('GET', `/statuses/${encodeURIComponent(id)}/context`, undefined, { signal: abort.signal }).then((c) => {
       if (thread.isConnected || thread.parentNode) showContext(s, c);
       goLive();
+      watched = Number(c.thread) || 0;
+      watch();
     }, (err) => {
       if (!isAbort(err) && err.status !== 404) note.textContent = `Could not load the replies: ${err.message}`;
       goLive();
@@ -198,8 +233,13 @@ export function statusView(ctx, id) {
   // focus staying where it is. Before the context is shown, the replies
   // it reads hold it.
   view.onFrame = (frame) => {
+    if (frame.type === 'watching') {
+      if (frame.timeline === 'thread' && watched && Number(frame.thread) === watched) reread();
+      return;
+    }
     let s = null;
     if (frame.type === 'status') s = frame.status;
+    else if (frame.type === 'thread_status' && watched && Number(frame.thread) === watched) s = frame.status;
     else if (frame.type === 'notification' && frame.notification && ['replied', 'mentioned'].includes(frame.notification.type)) s = frame.notification.status;
     if (!s || s.repost_of || !s.reply_to) return;
     if (live) liveReply(s);
@@ -219,6 +259,10 @@ export function statusView(ctx, id) {
       if (sameLogin(li.dataset.author, login) || sameLogin(li.dataset.login, login)) li.remove();
     }
   };
-  view.destroy = () => abort.abort();
+  view.onReady = watch; // a new connection watches nothing yet
+  view.destroy = () => {
+    abort.abort();
+    if (watched && ctx.stream && ctx.stream.live()) ctx.stream.send({ type: 'unwatch', timeline: 'thread', thread: watched });
+  };
   return view;
 }

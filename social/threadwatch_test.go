@@ -1,0 +1,119 @@
+package social
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"chorus/protocol"
+)
+
+// A reply is told on its thread's channel, at any depth, naming the
+// thread, the first status of its conversation, which the context of any
+// of its statuses names; so is each deletion in the thread, the first
+// status's own, a reply's naming what it answered, and one a redo takes
+// back. A status that answers none, and a repost, tell no thread.
+func TestThreadChannel(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+	startWorker(t, s, "w")
+	root := post(t, s, ada.ID, "a thread")
+	first := reply(t, s, bob.ID, root.ID, "first")
+	if _, err := s.Repost(ctx, bob.ID, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	entry, err := s.LastStatusID(ctx) // the repost's entry
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := listen(t, s, rdb, s.bus.ThreadChannel(root.ID), s.bus.ThreadChannel(first.ID), s.bus.ThreadChannel(entry))
+
+	deep := reply(t, s, ada.ID, first.ID, "deeper")
+	deeper := reply(t, s, bob.ID, deep.ID, "deeper still")
+	elsewhere := post(t, s, bob.ID, "no thread")
+	if _, err := s.Unrepost(ctx, bob.ID, root.ID); err != nil { // its entry deleted
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		uid, id int64
+	}{{bob.ID, deeper.ID}, {bob.ID, elsewhere.ID}, {ada.ID, root.ID}} {
+		if err := s.DeleteStatus(ctx, c.uid, c.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.unwritePost(ctx, deep); err != nil { // as a redo that found it deleted
+		t.Fatal(err)
+	}
+	waitJobsDone(t, s)
+	events := eventsSoFar(t, sub)
+	var got []string
+	for _, ev := range events[s.bus.ThreadChannel(root.ID)] {
+		switch ev.Type {
+		case protocol.TypeThreadStatus:
+			got = append(got, fmt.Sprintf("%s %d in %d answering %d", ev.Type, ev.Status.ID, ev.Thread, ev.Status.ReplyTo.ID))
+		default:
+			got = append(got, fmt.Sprintf("%s %d in %d answering %d", ev.Type, ev.ID, ev.Thread, ev.ReplyTo))
+		}
+	}
+	want := []string{
+		fmt.Sprintf("thread_status %d in %d answering %d", deep.ID, root.ID, first.ID),
+		fmt.Sprintf("thread_status %d in %d answering %d", deeper.ID, root.ID, deep.ID),
+		fmt.Sprintf("thread_status_deleted %d in %d answering %d", deeper.ID, root.ID, deep.ID),
+		fmt.Sprintf("thread_status_deleted %d in %d answering 0", root.ID, root.ID),
+	}
+	// A redo's undoing reads no path: the reply it takes back is not told
+	// (a thread page drops it at its next read).
+	if !slices.Equal(got, want) {
+		t.Errorf("the thread's channel told\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := len(events[s.bus.ThreadChannel(first.ID)]); n != 0 {
+		t.Errorf("a reply's own channel told %d messages, want none: its thread is its first status's", n)
+	}
+	if n := len(events[s.bus.ThreadChannel(entry)]); n != 0 {
+		t.Errorf("a repost's entry told %d messages on a channel of its own, want none", n)
+	}
+
+	// Every status of the thread names it, its first one deleted or not.
+	for _, id := range []int64{first.ID, deep.ID} {
+		if id == deep.ID {
+			id = reply(t, s, ada.ID, first.ID, "after the first was deleted").ID
+		}
+		th, err := s.Context(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if th.ID != root.ID {
+			t.Errorf("the context of %d names thread %d, want %d", id, th.ID, root.ID)
+		}
+	}
+}
+
+// A thread is its first status's; more than MaxAncestors levels down, a
+// reply's is the farthest ancestor it keeps.
+func TestThreadOf(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		id   int64
+		path string
+		want int64
+	}{
+		{7, "", 7},
+		{9, "3", 3},
+		{12, "3,5,9", 3},
+		{12, "x,5", 12}, // a path not written by Chorus names no thread
+	} {
+		if got := ThreadOf(c.id, c.path); got != c.want {
+			t.Errorf("ThreadOf(%d, %q) = %d, want %d", c.id, c.path, got, c.want)
+		}
+	}
+	long := ""
+	for i := range MaxAncestors + 5 {
+		long = childPath(long, int64(i+1))
+	}
+	if got, want := ThreadOf(1000, long), int64(6); got != want {
+		t.Errorf("a reply %d levels down is in thread %d, want %d", MaxAncestors+5, got, want)
+	}
+}
