@@ -254,8 +254,10 @@ const (
 )
 
 // ClientFrame is any frame a client sends: {"type": "heartbeat"},
-// {"type": "resume", "after": 41} or {"type": "watch", "timeline":
-// "global"}. After is left raw so that a bad value gets its own error code.
+// {"type": "resume", "after": 41}, {"type": "watch", "timeline":
+// "global"} or {"type": "watch", "timeline": "thread", "thread": 17}.
+// After and Thread are left raw so that a bad value gets its own error
+// code.
 type ClientFrame struct {
 	Type     string           `json:"type"`
 	After    *json.RawMessage `json:"after,omitempty"`

@@ -220,7 +220,12 @@ func (s *Service) rewriteUnlessDeleted(ctx context.Context, j job, st Status, pa
 func (s *Service) unwritePost(ctx context.Context, st Status) error {
 	reply := []any{itoa(st.UID), nil, nil, formatMentions(st.Mentions), nil, nil}
 	if r := st.ReplyTo; r != nil {
-		reply[1], reply[2] = itoa(r.ID), itoa(r.UID)
+		// Its path, read again from its parent, names the thread told.
+		path, err := s.replyPath(ctx, st)
+		if err != nil {
+			return err
+		}
+		reply[1], reply[2], reply[4] = itoa(r.ID), itoa(r.UID), path
 	}
 	if o := st.RepostOf; o != nil {
 		reply[5] = itoa(o.ID)
