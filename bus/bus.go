@@ -66,10 +66,9 @@ func (b *Bus) GlobalChannel() string {
 }
 
 // ThreadChannel is the channel of a conversation's new replies and
-// deletions, thread its first status's id (social.ThreadOf): the instances
-// subscribe to it while any of their streams watches the thread. On a
-// cluster each thread's channel is in a slot of its own, so threads spread
-// over the masters.
+// deletions, thread its first status's id: the instances subscribe to it
+// while any of their streams watches the thread. On a cluster its slot is
+// the thread id's (hash-tagged), so threads spread over the masters.
 func (b *Bus) ThreadChannel(thread int64) string {
 	return b.prefix + threadChannel + slots.Tag(b.cluster, strconv.FormatInt(thread, 10))
 }

@@ -193,14 +193,20 @@ func (h *Hub) forwardWatched(channel string, payload []byte) {
 }
 
 // watchesTold queues, on each of u's streams, a watching frame for what it
-// watches: the cue to read it again, after statuses were held back from
-// it (forwardWatched). Called with h.mu held.
+// watches, if its channel is live: the cue to read it again, after
+// statuses were held back from it (forwardWatched). A channel not live
+// yet tells its watchers once it is (watchConfirmed). Called with h.mu
+// held.
 func (h *Hub) watchesTold(u *local) {
+	live := func(channel string) bool {
+		_, lost := h.lost[channel]
+		return h.live[channel] && !lost
+	}
 	for c := range u.conns {
-		if _, watching := h.watchers[c]; watching {
+		if _, watching := h.watchers[c]; watching && live(h.global) {
 			c.enqueue(outgoing{frame: watchingGlobalFrame})
 		}
-		if w := h.threadOf[c]; w != nil {
+		if w := h.threadOf[c]; w != nil && live(w.channel) {
 			c.enqueue(outgoing{frame: w.watching})
 		}
 	}

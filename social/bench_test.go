@@ -612,7 +612,7 @@ func queuedPostLists(ctx context.Context, s *Service, author User, toLists bool)
 	if err != nil {
 		return "", "", err
 	}
-	job, listJob, err = s.queuePostJobs(ctx, st, "", payload, toLists)
+	job, listJob, err = s.queuePostJobs(ctx, st, place{}, payload, toLists)
 	if err == nil && job == "" {
 		err = fmt.Errorf("status %d left to its job (logged)", st.ID)
 	}

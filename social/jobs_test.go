@@ -153,7 +153,7 @@ func TestJobsQueuedByAnOlderInstanceRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.writePost(ctx, st, "", payload); err != nil {
+	if err := s.writePost(ctx, st, place{}, payload); err != nil {
 		t.Fatal(err)
 	}
 	first, err := rdb.ZRangeWithScores(ctx, k.followers(author.ID), 0, 0).Result()

@@ -236,9 +236,9 @@ func (s *Service) post(ctx context.Context, in postInput) (Status, error) {
 	if r.pulled.Err() == nil {
 		// A pulled author's status reaches no home timeline: it goes the
 		// way of a job's first pass, which writes it among the pulled.
-		return st, s.postQueued(ctx, st, answers.path, payload, toLists)
+		return st, s.postQueued(ctx, st, answers.at, payload, toLists)
 	}
-	if err := s.pushPost(ctx, st, answers.path, payload, toLists, r); err != nil {
+	if err := s.pushPost(ctx, st, answers.at, payload, toLists, r); err != nil {
 		return Status{}, fmt.Errorf("post by %d: %w", uid, err)
 	}
 	return st, nil
@@ -302,7 +302,7 @@ func (s *Service) readPost(ctx context.Context, in postInput, candidates []strin
 
 // pushPost makes a post's last round trips (see the top of the file)
 // for status st, read as r says.
-func (s *Service) pushPost(ctx context.Context, st Status, path string, payload []byte, toLists bool, r postReads) error {
+func (s *Service) pushPost(ctx context.Context, st Status, at place, payload []byte, toLists bool, r postReads) error {
 	k := s.keys
 	until := r.seq.Val()
 	if until == "" {
@@ -345,7 +345,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	act := s.queueActivity(dctx, pipe, members, answered, oneRedis)
 	var late *lateFollowers
 	if oneRedis {
-		if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
+		if err := s.queueWritePost(dctx, pipe, st, at, payload); err != nil {
 			return err
 		}
 		late = s.queueLateFollowers(dctx, pipe, st.UID, members, last, full)
@@ -404,7 +404,7 @@ func (s *Service) pushPost(ctx context.Context, st Status, path string, payload 
 	} else {
 		// 3, on a cluster: the status, and the push with its frames.
 		pipe = s.rdb.Pipeline()
-		if err := s.queueWritePost(dctx, pipe, st, path, payload); err != nil {
+		if err := s.queueWritePost(dctx, pipe, st, at, payload); err != nil {
 			return err
 		}
 		late = s.queueLateFollowers(dctx, pipe, st.UID, members, last, full)
@@ -678,8 +678,8 @@ func (l *lateFollowers) reads() []redis.Cmder { return []redis.Cmder{l.count, l.
 // postQueued makes a post the way a job's passes do: its jobs queued, the
 // status written, the jobs marked ready (queuePostJobs), and their first
 // passes run.
-func (s *Service) postQueued(ctx context.Context, st Status, path string, payload []byte, toLists bool) error {
-	homeJob, listJob, err := s.queuePostJobs(ctx, st, path, payload, toLists)
+func (s *Service) postQueued(ctx context.Context, st Status, at place, payload []byte, toLists bool) error {
+	homeJob, listJob, err := s.queuePostJobs(ctx, st, at, payload, toLists)
 	if err != nil {
 		return fmt.Errorf("post by %d: %w", st.UID, err)
 	}
@@ -697,7 +697,7 @@ func (s *Service) postQueued(ctx context.Context, st Status, path string, payloa
 // toLists), writes the status, and marks the jobs ready. It returns the
 // jobs' keys ("" for no list job; both "" when a failure once a job
 // was queued left the post to it, see leftToJob).
-func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, payload []byte, toLists bool) (homeJob, listJob string, err error) {
+func (s *Service) queuePostJobs(ctx context.Context, st Status, at place, payload []byte, toLists bool) (homeJob, listJob string, err error) {
 	// Detached from the queuing on, as pushPost is: a request that ended
 	// before posts nothing.
 	if err := ctx.Err(); err != nil {
@@ -713,7 +713,7 @@ func (s *Service) queuePostJobs(ctx context.Context, st Status, path string, pay
 	if s.afterQueue != nil {
 		s.afterQueue()
 	}
-	if err := s.writePost(dctx, st, path, payload); err != nil {
+	if err := s.writePost(dctx, st, at, payload); err != nil {
 		return "", "", s.leftToJob(dctx, st, err)
 	}
 	pipe = s.rdb.Pipeline()

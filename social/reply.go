@@ -2,7 +2,6 @@ package social
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,8 +24,27 @@ const MaxAncestors = 50
 
 // parent is what a reply keeps of the status it answers.
 type parent struct {
-	ref  protocol.StatusRef
-	path string // the reply's own path: the parent's, then the parent
+	ref protocol.StatusRef
+	at  place // the reply's own place: its path, the parent's then the parent
+}
+
+// place is where a status stands in its conversation: its path (the ids
+// of its nearest MaxAncestors ancestors, oldest first: "" for none), and
+// its thread, the id of the conversation's first status, which a reply
+// keeps however deep it is (0 for a status that answers none: its own).
+type place struct {
+	path   string
+	thread int64
+}
+
+// childPlace is the place of a reply to id, whose own path and thread are
+// path and thread (0: not kept, a status written before threads were, or
+// one that answers none: its path tells).
+func childPlace(path string, thread, id int64) place {
+	if thread == 0 {
+		thread = ThreadOf(id, path)
+	}
+	return place{path: childPath(path, id), thread: thread}
 }
 
 // mentionCandidates returns the logins @mentioned in message, in order,
@@ -102,7 +120,7 @@ func (s *Service) mentionedUsers(ctx context.Context, uids []any) ([]protocol.Me
 }
 
 // parentFields are the fields of a status hash parentOf reads.
-var parentFields = []string{"id", "uid", "login", "path", "repost_of", "hidden"}
+var parentFields = []string{"id", "uid", "login", "path", "repost_of", "hidden", "thread"}
 
 // parentOf returns the status replyTo answers, for a reply, from v, the
 // parentFields of replyTo's hash: a repost answers as its original, read
@@ -126,9 +144,10 @@ func (s *Service) parentOf(ctx context.Context, replyTo int64, v []any) (parent,
 			continue
 		}
 		uid, _ := strconv.ParseInt(str(1), 10, 64)
+		thread, _ := strconv.ParseInt(str(6), 10, 64)
 		return parent{
-			ref:  protocol.StatusRef{ID: replyTo, UID: uid, Login: str(2)},
-			path: childPath(str(3), replyTo),
+			ref: protocol.StatusRef{ID: replyTo, UID: uid, Login: str(2)},
+			at:  childPlace(str(3), thread, replyTo),
 		}, nil
 	}
 }
@@ -147,18 +166,30 @@ func childPath(path string, id int64) string {
 	return strings.Join(ids, ",")
 }
 
-// replyPath reads again the path of reply st, for a job that redoes its
-// write: its parent's path and its parent. A parent deleted since leaves
-// the parent alone.
-func (s *Service) replyPath(ctx context.Context, st Status) (string, error) {
+// replyPlace reads again the place of reply st, for a job that redoes its
+// write: as written before, if it was, else from its parent. A parent
+// deleted since, before the reply was written, leaves the parent alone in
+// its path, and its thread.
+func (s *Service) replyPlace(ctx context.Context, st Status) (place, error) {
 	if st.ReplyTo == nil {
-		return "", nil
+		return place{}, nil
 	}
-	path, err := s.rdb.HGet(ctx, s.keys.status(st.ReplyTo.ID), "path").Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return "", err
+	pipe := s.rdb.Pipeline()
+	own := pipe.HMGet(ctx, s.keys.status(st.ID), "path", "thread")
+	parent := pipe.HMGet(ctx, s.keys.status(st.ReplyTo.ID), "path", "thread")
+	if _, err := pipe.Exec(ctx); err != nil {
+		return place{}, err
 	}
-	return childPath(path, st.ReplyTo.ID), nil
+	str := func(v []any, i int) string { s, _ := v[i].(string); return s }
+	if path := str(own.Val(), 0); path != "" {
+		thread, _ := strconv.ParseInt(str(own.Val(), 1), 10, 64)
+		if thread == 0 {
+			thread = ThreadOf(st.ID, path)
+		}
+		return place{path: path, thread: thread}, nil
+	}
+	thread, _ := strconv.ParseInt(str(parent.Val(), 1), 10, 64)
+	return childPlace(str(parent.Val(), 0), thread, st.ReplyTo.ID), nil
 }
 
 // queueConversation queues on pipe what a new status st adds to its
@@ -205,14 +236,14 @@ func (s *Service) queueUnconversation(ctx context.Context, pipe redis.Pipeliner,
 
 // replyFields are the fields of a status hash queueUnconversation reads,
 // and threadOfDeleted after them.
-var replyFields = []string{"uid", "reply_to", "reply_uid", "mentions", "path", "repost_of"}
+var replyFields = []string{"uid", "reply_to", "reply_uid", "mentions", "path", "repost_of", "thread"}
 
 // ThreadOf is the thread of status id whose path (its nearest ancestors'
-// ids, oldest first) is path: the id of its conversation's first status,
-// or of the farthest ancestor a reply keeps, more than MaxAncestors levels
-// down; a status that answers none is a thread's first. Its thread's
-// channel carries the replies of a thread and their deletions
-// (bus.Bus.ThreadChannel).
+// ids, oldest first) is path, for a status that keeps no thread of its
+// own (one that answers none, or was written before threads were kept):
+// the id of its conversation's first status, or, more than MaxAncestors
+// levels down, of the farthest ancestor it keeps. A thread's channel
+// carries its replies and their deletions (bus.Bus.ThreadChannel).
 func ThreadOf(id int64, path string) int64 {
 	if path == "" {
 		return id
@@ -226,8 +257,8 @@ func ThreadOf(id int64, path string) int64 {
 
 // threadOfDeleted is the thread on whose channel the deletion of status id
 // is told, its hash read as v (replyFields), or 0 for none: a repost entry
-// is in no thread, and a reply whose path is not known (its hash gone
-// before a redo, or taken back from its job) is not told.
+// is in no thread, and a reply whose place is not known (its hash gone
+// before a redo) is not told.
 func threadOfDeleted(id int64, v []any) int64 {
 	str := func(i int) string { s, _ := v[i].(string); return s }
 	switch {
@@ -235,7 +266,11 @@ func threadOfDeleted(id int64, v []any) int64 {
 		return 0
 	case str(1) == "":
 		return id
-	case str(4) == "":
+	}
+	if thread, err := strconv.ParseInt(str(6), 10, 64); err == nil && thread > 0 {
+		return thread
+	}
+	if str(4) == "" {
 		return 0
 	}
 	return ThreadOf(id, str(4))

@@ -105,13 +105,13 @@ func (s *Service) Reply(ctx context.Context, uid, replyTo int64, message string)
 // author's profile and home timelines and post count, and the global
 // timeline, which it publishes on the global channel for the streams that
 // watch it (a reply on its thread's channel too); and its conversation (queueConversation): a reply's place in
-// its thread, path its path (see childPath), and the notifications. Each
+// its thread, at its place there (see childPlace), and the notifications. Each
 // write is idempotent, so the post job of an instance that died part way
 // redoes them all (see postPass and redoPost); the global frame goes again
 // then, and clients drop it by id.
-func (s *Service) writePost(ctx context.Context, st Status, path string, payload []byte) error {
+func (s *Service) writePost(ctx context.Context, st Status, at place, payload []byte) error {
 	pipe := s.rdb.Pipeline()
-	if err := s.queueWritePost(ctx, pipe, st, path, payload); err != nil {
+	if err := s.queueWritePost(ctx, pipe, st, at, payload); err != nil {
 		return err
 	}
 	_, err := pipe.Exec(ctx)
@@ -119,7 +119,7 @@ func (s *Service) writePost(ctx context.Context, st Status, path string, payload
 }
 
 // queueWritePost queues writePost's writes on pipe.
-func (s *Service) queueWritePost(ctx context.Context, pipe redis.Pipeliner, st Status, path string, payload []byte) error {
+func (s *Service) queueWritePost(ctx context.Context, pipe redis.Pipeliner, st Status, at place, payload []byte) error {
 	k := s.keys
 	z := redis.Z{Score: float64(st.ID), Member: st.ID}
 	global, err := json.Marshal(protocol.GlobalStatus{Type: protocol.TypeGlobalStatus, Status: st})
@@ -129,7 +129,7 @@ func (s *Service) queueWritePost(ctx context.Context, pipe redis.Pipeliner, st S
 	fields := []any{"id", st.ID, "uid", st.UID, "login", st.Login,
 		"name", st.Name, "message", st.Message, "posted", st.Posted.UnixMilli()}
 	if r := st.ReplyTo; r != nil {
-		fields = append(fields, "reply_to", r.ID, "reply_uid", r.UID, "reply_login", r.Login, "path", path)
+		fields = append(fields, "reply_to", r.ID, "reply_uid", r.UID, "reply_login", r.Login, "path", at.path, "thread", at.thread)
 	}
 	if len(st.Mentions) > 0 {
 		fields = append(fields, "mentions", formatMentions(st.Mentions))
@@ -144,24 +144,23 @@ func (s *Service) queueWritePost(ctx context.Context, pipe redis.Pipeliner, st S
 		s.bus.Queue(ctx, pipe, s.bus.GlobalChannel(), global)
 	}
 	if st.ReplyTo != nil && st.RepostOf == nil {
-		thread := ThreadOf(st.ID, path)
-		told, err := json.Marshal(protocol.ThreadStatus{Type: protocol.TypeThreadStatus, Thread: thread, Status: st})
+		told, err := json.Marshal(protocol.ThreadStatus{Type: protocol.TypeThreadStatus, Thread: at.thread, Status: st})
 		if err != nil {
 			return err
 		}
-		s.bus.Queue(ctx, pipe, s.bus.ThreadChannel(thread), told)
+		s.bus.Queue(ctx, pipe, s.bus.ThreadChannel(at.thread), told)
 	}
 	return nil
 }
 
 // redoPost does a post's writePost again, for a job whose maker died: a
-// reply's path is read again from its parent.
+// reply's place is read again (replyPlace).
 func (s *Service) redoPost(ctx context.Context, st Status, payload []byte) error {
-	path, err := s.replyPath(ctx, st)
+	at, err := s.replyPlace(ctx, st)
 	if err != nil {
 		return err
 	}
-	return s.writePost(ctx, st, path, payload)
+	return s.writePost(ctx, st, at, payload)
 }
 
 // errDeletedMeanwhile is rewriteUnlessDeleted's answer for a status
@@ -218,14 +217,15 @@ func (s *Service) rewriteUnlessDeleted(ctx context.Context, j job, st Status, pa
 // its claim and notification, as its drop_reactions job takes them.
 // Idempotent.
 func (s *Service) unwritePost(ctx context.Context, st Status) error {
-	reply := []any{itoa(st.UID), nil, nil, formatMentions(st.Mentions), nil, nil}
+	reply := []any{itoa(st.UID), nil, nil, formatMentions(st.Mentions), nil, nil, nil}
 	if r := st.ReplyTo; r != nil {
-		// Its path, read again from its parent, names the thread told.
-		path, err := s.replyPath(ctx, st)
+		// Its place, read again as the redo read it, names the thread
+		// told.
+		at, err := s.replyPlace(ctx, st)
 		if err != nil {
 			return err
 		}
-		reply[1], reply[2], reply[4] = itoa(r.ID), itoa(r.UID), path
+		reply[1], reply[2], reply[6] = itoa(r.ID), itoa(r.UID), itoa(at.thread)
 	}
 	if o := st.RepostOf; o != nil {
 		reply[5] = itoa(o.ID)

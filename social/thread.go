@@ -38,12 +38,12 @@ type Thread struct {
 // It costs one round trip for the status, one a level, and one for the
 // statuses, whatever the thread's size.
 func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
-	path, orig, err := s.threadHead(ctx, id)
+	path, thread, orig, err := s.threadHead(ctx, id)
 	if err == nil && orig != 0 {
 		// A repost's thread is its original's; an original is never a
 		// repost, so one hop ends it.
 		id = orig
-		if path, orig, err = s.threadHead(ctx, id); err == nil && orig != 0 {
+		if path, thread, orig, err = s.threadHead(ctx, id); err == nil && orig != 0 {
 			err = ErrStatusNotFound
 		}
 	}
@@ -71,7 +71,10 @@ func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
 	if err != nil {
 		return Thread{}, fmt.Errorf("thread of %d: %w", id, err)
 	}
-	t := Thread{ID: ThreadOf(id, path)}
+	if thread == 0 {
+		thread = ThreadOf(id, path)
+	}
+	t := Thread{ID: thread}
 	for _, st := range sts {
 		if st.ID < id {
 			t.Ancestors = append(t.Ancestors, st)
@@ -88,24 +91,27 @@ func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
 	return t, nil
 }
 
-// threadHead reads what Context starts from: status id's path, and the
-// original it reposts (0 for none). A status that is not there, or hidden,
-// is ErrStatusNotFound.
-func (s *Service) threadHead(ctx context.Context, id int64) (path string, orig int64, err error) {
-	v, err := s.rdb.HMGet(ctx, s.keys.status(id), "id", "path", "repost_of", "hidden").Result()
+// threadHead reads what Context starts from: status id's path and thread
+// (0: none kept), and the original it reposts (0 for none). A status that
+// is not there, or hidden, is ErrStatusNotFound.
+func (s *Service) threadHead(ctx context.Context, id int64) (path string, thread, orig int64, err error) {
+	v, err := s.rdb.HMGet(ctx, s.keys.status(id), "id", "path", "repost_of", "hidden", "thread").Result()
 	if err != nil {
-		return "", 0, fmt.Errorf("thread of %d: %w", id, err)
+		return "", 0, 0, fmt.Errorf("thread of %d: %w", id, err)
 	}
 	if sid, _ := v[0].(string); sid == "" || v[3] != nil {
-		return "", 0, ErrStatusNotFound
+		return "", 0, 0, ErrStatusNotFound
 	}
 	path, _ = v[1].(string)
 	if o, _ := v[2].(string); o != "" {
 		if orig, err = strconv.ParseInt(o, 10, 64); err != nil || orig <= 0 {
-			return "", 0, ErrStatusNotFound
+			return "", 0, 0, ErrStatusNotFound
 		}
 	}
-	return path, orig, nil
+	if t, _ := v[4].(string); t != "" {
+		thread, _ = strconv.ParseInt(t, 10, 64)
+	}
+	return path, thread, orig, nil
 }
 
 // descendants reads the replies below root, level by level, one pipeline a

@@ -1,6 +1,7 @@
 package social
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -114,5 +115,61 @@ func TestThreadOf(t *testing.T) {
 	}
 	if got, want := ThreadOf(1000, long), int64(6); got != want {
 		t.Errorf("a reply %d levels down is in thread %d, want %d", MaxAncestors+5, got, want)
+	}
+}
+
+// A reply keeps its thread however deep it is: past MaxAncestors levels,
+// where its path no longer reaches the first status, its context still
+// names it, and its replies are told on its channel. A redo of a reply
+// whose parent was deleted meanwhile keeps the thread it was written in.
+func TestThreadKeptDeepAndThroughRedo(t *testing.T) {
+	t.Parallel()
+	s, rdb := newService(t, Options{})
+	ctx := ctxT(t)
+	ada := signUp(t, s, "ada")
+	root := post(t, s, ada.ID, "a long thread")
+	last := root
+	var mid Status
+	for i := range MaxAncestors + 5 {
+		last = reply(t, s, ada.ID, last.ID, fmt.Sprint("level ", i+1))
+		if i == 2 {
+			mid = last
+		}
+	}
+	sub := listen(t, s, rdb, s.bus.ThreadChannel(root.ID))
+	deepest := reply(t, s, ada.ID, last.ID, "deepest")
+	th, err := s.Context(ctx, deepest.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.ID != root.ID || len(th.Ancestors) != MaxAncestors {
+		t.Errorf("a reply %d levels down names thread %d with %d ancestors, want %d with %d",
+			MaxAncestors+6, th.ID, len(th.Ancestors), root.ID, MaxAncestors)
+	}
+
+	// Its parent deleted, a redo of mid's reply writes it where it was.
+	below := reply(t, s, ada.ID, mid.ID, "below mid")
+	if err := s.DeleteStatus(ctx, ada.ID, mid.ID); err != nil {
+		t.Fatal(err)
+	}
+	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: below})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.redoPost(ctx, below, payload); err != nil {
+		t.Fatal(err)
+	}
+	if th, err := s.Context(ctx, below.ID); err != nil || th.ID != root.ID {
+		t.Errorf("after a redo, the context of a reply to a deleted status names thread %d (%v), want %d", th.ID, err, root.ID)
+	}
+	waitJobsDone(t, s)
+	var told []int64
+	for _, ev := range eventsSoFar(t, sub)[s.bus.ThreadChannel(root.ID)] {
+		if ev.Type == protocol.TypeThreadStatus {
+			told = append(told, ev.Status.ID)
+		}
+	}
+	if want := []int64{deepest.ID, below.ID, below.ID}; !slices.Equal(told, want) {
+		t.Errorf("the thread's channel told replies %v, want %v (the redo's again)", told, want)
 	}
 }

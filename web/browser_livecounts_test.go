@@ -1,12 +1,16 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
 
 	"chorus/social"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 )
 
 // threadAuthors is a check that the thread on a status's page shows, in
@@ -438,4 +442,60 @@ func TestBrowserLiveThreadReplies(t *testing.T) {
 	p.waitUntil("ada's own reply once, under bob's", stepTimeout, threadAuthors("ada bob ada carol bob"))
 	erin.reply(th.fromBob.ID, "And I")
 	p.waitUntil("erin's next reply after ada's", stepTimeout, threadAuthors("ada bob ada erin carol bob"))
+}
+
+// socketTap makes the tab's next page record its WebSockets in
+// window.tapped, and drop each message whose text holds window.tapDrop
+// while that is set: frames the page never gets, as over a gap.
+func socketTap(p *tab) {
+	p.tb.Helper()
+	const source = `(() => {
+		const Native = window.WebSocket;
+		window.tapped = [];
+		window.tapDrop = '';
+		window.WebSocket = class extends Native {
+			constructor(...args) {
+				super(...args);
+				window.tapped.push(this);
+			}
+			get onmessage() { return super.onmessage; }
+			set onmessage(f) {
+				super.onmessage = f && ((ev) => {
+					if (window.tapDrop && String(ev.data).includes(window.tapDrop)) return;
+					f.call(this, ev);
+				});
+			}
+		};
+	})()`
+	p.do("tap the sockets", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: source})
+		return err
+	}))
+}
+
+// A reply deleted while the page's watch was down (its frame never came)
+// leaves at the next watching frame's reading of the thread, which finds
+// it no more among its parent's replies; the rest stays.
+func TestBrowserLiveThreadDeletedUnheard(t *testing.T) {
+	t.Parallel()
+	th := openThread(t, "ada")
+	p := th.p
+	socketTap(p)
+	p.open(fmt.Sprintf("/s/%d", th.root.ID))
+	p.waitLive()
+	p.waitVisible(`[data-testid="status-page"][data-live="true"]`)
+	erin := th.in.signUpAs(t, "erin", "Erin Ada")
+	fromErin := erin.reply(th.fromCarol.ID, "I will")
+	p.waitUntil("erin's reply under carol's", stepTimeout, threadAuthors("ada bob carol bob erin"))
+
+	eval[string](p, `window.tapDrop = 'thread_status_deleted'`)
+	erin.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", fromErin.ID), nil, nil)
+	// A reply after the deletion comes after its frame, dropped: the
+	// deleted one is still shown.
+	erin.reply(th.fromBob.ID, "And I")
+	p.waitUntil("erin's next reply, the deleted one kept", stepTimeout, threadAuthors("ada bob erin carol bob erin"))
+
+	eval[string](p, `window.tapDrop = ''`)
+	eval[bool](p, `(window.tapped.forEach((ws) => ws.close()), true)`)
+	p.waitUntil("the deleted reply gone after the stream came back", stepTimeout, threadAuthors("ada bob erin carol bob"))
 }

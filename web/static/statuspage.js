@@ -18,6 +18,7 @@ import { timeEl, exactTime, parseTime } from './time.js';
 import { learnName } from './names.js';
 import { heading } from './page.js';
 import { statusEl, parentGone } from './status.js';
+import { replyAdded, countsChanged } from './actions.js';
 
 function authorCard(user) {
   return h('a', { class: 'card author-card', href: profileHref(user.login), dataset: { testid: 'status-page-author' } },
@@ -54,7 +55,11 @@ export function statusView(ctx, id) {
 
   // item renders one post of the thread at depth (0: the status and what
   // it answers).
-  const item = (s, depth) => statusEl(s, { ctx, onDelete: ctx.deleteStatus, onReplied: placeReply, depth, inThread: true });
+  const item = (s, depth) => {
+    const li = statusEl(s, { ctx, onDelete: ctx.deleteStatus, onReplied: placeReply, depth, inThread: true });
+    if (s.reply_to) li.dataset.replyTo = String(s.reply_to.id);
+    return li;
+  };
 
   const rowOf = (id) => thread && thread.querySelector(`:scope > [data-testid="status"][data-id="${Number(id)}"]`);
 
@@ -151,17 +156,45 @@ export function statusView(ctx, id) {
     if (watched && ctx.stream && ctx.stream.live()) ctx.stream.send({ type: 'watch', timeline: 'thread', thread: watched });
   };
 
-  // reread reads the context again, once the watch is live, for the
-  // replies posted before it: those not shown yet go in place, as if told
-  // live.
+  // reread reads the context again, once the watch is live, for what
+  // changed while it was not: replies not shown yet go in place, as if
+  // told live, and a reply shown before the read that a status's replies,
+  // all read, leave out was deleted (or hidden) meanwhile, and leaves. The
+  // status itself is read beside the context for its replies count.
   const reread = () => {
     if (rereading) rereading.abort();
     const again = new AbortController();
     rereading = again;
-    abort.signal.addEventListener('abort', () => again.abort(), { once: true });
-    api('GET', `/statuses/${encodeURIComponent(id)}/context`, undefined, { signal: again.signal }).then((c) => {
-      if (again.signal.aborted) return;
-      for (const d of c.descendants || []) if (d.reply_to) liveReply(d);
+    const signal = AbortSignal.any([abort.signal, again.signal]);
+    const before = thread ? [...thread.querySelectorAll(':scope > .is-reply[data-testid="status"]')] : [];
+    Promise.all([
+      api('GET', `/statuses/${encodeURIComponent(id)}/context`, undefined, { signal }),
+      api('GET', `/statuses/${encodeURIComponent(id)}`, undefined, { signal }),
+    ]).then(([c, res]) => {
+      if (signal.aborted) return;
+      const descendants = c.descendants || [];
+      for (const d of descendants) {
+        if (!d.reply_to || rowOf(d.id)) continue;
+        liveReply(d);
+        // Counted on what it answers as if told live (once, however told).
+        replyAdded(d.reply_to.id, { id: d.id });
+      }
+      const replies = new Map([[Number(res.status.id), Number(res.status.replies) || 0]]);
+      const read = new Map(); // a status's id -> its replies read
+      for (const d of descendants) {
+        replies.set(Number(d.id), Number(d.replies) || 0);
+        const p = Number(d.reply_to && d.reply_to.id);
+        if (!read.has(p)) read.set(p, new Set());
+        read.get(p).add(Number(d.id));
+      }
+      for (const li of before) {
+        const p = Number(li.dataset.replyTo);
+        const got = read.get(p) || new Set();
+        if (replies.has(p) && got.size >= replies.get(p) && !got.has(Number(li.dataset.id)) && li.isConnected) {
+          li.remove();
+          countsChanged(p);
+        }
+      }
       if (thread) thread.dataset.live = 'true'; // for tests: the page is fed by the stream
     }, (err) => {
       if (!isAbort(err)) console.warn('thread re-read:', err.message);
