@@ -345,8 +345,8 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 // conversation (queueUnconversation), then the status hash (from then on every read leaves it out, and a copy or a
 // fan-out pass that raced it takes it out again), then the author's
 // timelines and post count, the global timeline (publishing the deletion
-// on the global channel, and on its thread's: threadOfDeleted) and the
-// pulled statuses. Idempotent, as writePost.
+// on the global channel; on its thread's, threadOfDeleted, with the
+// conversation) and the pulled statuses. Idempotent, as writePost.
 func (s *Service) writeDelete(ctx context.Context, uid, id int64, payload []byte) error {
 	// The conversation first, while the hash still says what it was: a
 	// redo after the hash is gone finds it undone already.
@@ -380,6 +380,12 @@ func (s *Service) unwriteStatus(ctx context.Context, uid, id int64, payload []by
 	if r, _ := reply[0].(string); r != "" {
 		pipe := s.rdb.Pipeline()
 		s.queueUnconversation(ctx, pipe, id, reply)
+		// Told while the hash that names the thread is there: a redo
+		// after it is gone, which would not know the thread, finds the
+		// deletion told already.
+		if thread != 0 {
+			s.bus.Queue(ctx, pipe, s.bus.ThreadChannel(thread), threadTold)
+		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
 		}
@@ -392,9 +398,6 @@ func (s *Service) unwriteStatus(ctx context.Context, uid, id int64, payload []by
 		id, s.bus.Command(), s.bus.UserChannel(uid), payload)
 	pipe.ZRem(ctx, k.global(), id)
 	s.bus.Queue(ctx, pipe, s.bus.GlobalChannel(), global)
-	if thread != 0 {
-		s.bus.Queue(ctx, pipe, s.bus.ThreadChannel(thread), threadTold)
-	}
 	pipe.ZRem(ctx, k.pulledStatuses(), pulledMember(id, uid))
 	_, err = pipe.Exec(ctx)
 	return err

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"chorus/protocol"
 )
@@ -171,5 +172,35 @@ func TestThreadKeptDeepAndThroughRedo(t *testing.T) {
 	}
 	if want := []int64{deepest.ID, below.ID, below.ID}; !slices.Equal(told, want) {
 		t.Errorf("the thread's channel told replies %v, want %v (the redo's again)", told, want)
+	}
+}
+
+// A reply's deletion whose last round trip fails, after the status's hash
+// is gone, is finished by its job, which can no longer read the thread:
+// the thread was told already, with the conversation's undoing.
+func TestThreadToldThoughTheDeletionIsLeftToItsJob(t *testing.T) {
+	t.Parallel()
+	s, h := failingService(t, Options{JobClaimIdle: 200 * time.Millisecond}, nil)
+	ctx := ctxT(t)
+	ada, bob := signUp(t, s, "ada"), signUp(t, s, "bob")
+	root := post(t, s, ada.ID, "a thread")
+	answer := reply(t, s, bob.ID, root.ID, "an answer")
+	sub := listen(t, s, s.rdb, s.bus.ThreadChannel(root.ID))
+	h.set(anyOf("zrem " + s.keys.global()))
+	h.failing(t, "the deletion's last round trip", func() error { return s.DeleteStatus(ctx, bob.ID, answer.ID) })
+	if n := s.rdb.Exists(ctx, s.keys.status(answer.ID)).Val(); n != 0 {
+		t.Fatal("the status's hash is still there: the failure came before it was deleted")
+	}
+	startWorker(t, s, "heir")
+	waitJobsDone(t, s)
+	if ids := zsetIDs(t, s, s.keys.global()); slices.Contains(ids, answer.ID) {
+		t.Fatalf("the global timeline still holds %d: the job did not finish the deletion", answer.ID)
+	}
+	var told []string
+	for _, ev := range eventsSoFar(t, sub)[s.bus.ThreadChannel(root.ID)] {
+		told = append(told, fmt.Sprintf("%s %d", ev.Type, ev.ID))
+	}
+	if want := []string{fmt.Sprintf("thread_status_deleted %d", answer.ID)}; !slices.Equal(told, want) {
+		t.Errorf("the thread's channel told %q, want %q", told, want)
 	}
 }
