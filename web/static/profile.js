@@ -39,7 +39,8 @@ function countLink(href, n, one, many, testid) {
 // It returns the button and show(following), which sets what it says.
 function followButton(ctx, user, signal, error, setCounts, refresh) {
   let state = null; // null while unknown
-  let changes = 0; // presses that changed, or may be changing, the follow
+  let presses = 0; // presses that changed the follow, or are changing it
+  let busy = false; // while one is
   const btn = h('button', { type: 'button', class: 'btn btn-primary', disabled: true, dataset: { testid: 'follow-button' } }, 'Follow');
   const show = (v) => {
     state = v;
@@ -57,7 +58,8 @@ function followButton(ctx, user, signal, error, setCounts, refresh) {
   // A press before it knows whether you follow them, or while a change is
   // under way, is ignored.
   const toggle = oneAtATime(btn, async () => {
-    changes++;
+    presses++;
+    busy = true;
     error.hidden = true;
     const path = `/following/${encodeURIComponent(user.login)}`;
     try {
@@ -77,21 +79,23 @@ function followButton(ctx, user, signal, error, setCounts, refresh) {
       error.textContent = err.message;
       error.hidden = false;
     } finally {
-      changes++;
+      busy = false;
     }
   });
   btn.addEventListener('click', () => {
     if (state !== null) toggle();
   });
-  // sync takes u, the user as read when changes was asked: what it says
-  // of the follow stands unless a press began since (a block of yours, or
-  // of you, ended it elsewhere, say).
+  // stamp is taken as the user is asked for: null while a press is under
+  // way. sync takes u, the user as read then: what it says of the follow
+  // stands unless a press was under way or began since (a block of yours,
+  // or of you, ended it elsewhere, say).
+  const stamp = () => (busy ? null : presses);
   const sync = (u, asked) => {
-    if (state === null || asked !== changes || changes % 2 === 1 || typeof u.you_follow !== 'boolean') return;
+    if (state === null || busy || asked !== presses || typeof u.you_follow !== 'boolean') return;
     user.follows_you = u.follows_you === true;
     show(u.you_follow);
   };
-  return { btn, show, sync, changes: () => changes };
+  return { btn, show, sync, stamp };
 }
 
 function presenceLine(user) {
@@ -119,7 +123,7 @@ function profileCard(ctx, user, signal, onRelation) {
   // refresh reads the counts again, and whether you follow them: a
   // friendship ended elsewhere (a block) changes both.
   const refresh = () => {
-    const asked = follow ? follow.changes() : 0;
+    const asked = follow ? follow.stamp() : 0;
     return api('GET', userPath(user.login), undefined, { signal }).then((res) => {
       setCounts(res.user);
       if (follow) follow.sync(res.user, asked);

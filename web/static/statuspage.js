@@ -191,7 +191,9 @@ export function statusView(ctx, id) {
         const p = Number(li.dataset.replyTo);
         const got = read.get(p) || new Set();
         if (replies.has(p) && got.size >= replies.get(p) && !got.has(Number(li.dataset.id)) && li.isConnected) {
-          li.remove();
+          // Gone from every page, as a status found deleted: its replies
+          // now answer a deleted post.
+          ctx.removeStatus(Number(li.dataset.id));
           countsChanged(p);
         }
       }
