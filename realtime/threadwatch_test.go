@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"chorus/internal/redistest"
 	"chorus/internal/testio"
 	"chorus/protocol"
 )
@@ -192,4 +193,25 @@ func TestThreadWatchRefused(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// When the pub/sub connection is lost and made again, a thread's watcher
+// may have missed frames: it is told its watch is live again, the cue to
+// read the thread again.
+func TestThreadWatchAfterPubSubReconnect(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.ClientOf(t, redistest.Start(t).URL)
+	e := newEnv(t, envOptions{rdb: rdb})
+	u := e.signUp("trewatcher")
+	s := e.connect(u)
+	s.send(map[string]any{"type": protocol.TypeWatch, "timeline": protocol.TimelineThread, "thread": 41})
+	if f := s.next(10 * time.Second); f.Type != protocol.TypeWatching || f.Thread != 41 {
+		t.Fatalf("the answer to a watch is %+v, want watching thread 41", f)
+	}
+	if err := rdb.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.next(15 * time.Second); f.Type != protocol.TypeWatching || f.Thread != 41 {
+		t.Fatalf("after the pub/sub connection came back the stream got %+v, want watching thread 41", f)
+	}
 }
