@@ -16,6 +16,7 @@ func TestWireShapes(t *testing.T) {
 	ref := `{"id":7,"login":"ada","name":"Ada"}`
 	yes, no := true, false
 	after := json.RawMessage("41")
+	thread := json.RawMessage("17")
 	for _, c := range []struct {
 		name  string
 		value any
@@ -49,8 +50,15 @@ func TestWireShapes(t *testing.T) {
 			`{"type":"error","code":"unknown_type","message":"Unknown."}`},
 		{"watching", Watching{Type: TypeWatching, Timeline: TimelineGlobal}, `{"type":"watching","timeline":"global"}`},
 		{"global status deleted", GlobalStatusDeleted{Type: TypeGlobalStatusDeleted, ID: 42}, `{"type":"global_status_deleted","id":42}`},
+		{"watching a thread", Watching{Type: TypeWatching, Timeline: TimelineThread, Thread: 17},
+			`{"type":"watching","timeline":"thread","thread":17}`},
+		{"thread status deleted", ThreadStatusDeleted{Type: TypeThreadStatusDeleted, Thread: 17, ID: 42, ReplyTo: 40},
+			`{"type":"thread_status_deleted","thread":17,"id":42,"reply_to":40}`},
+		{"thread's first status deleted", ThreadStatusDeleted{Type: TypeThreadStatusDeleted, Thread: 17, ID: 17},
+			`{"type":"thread_status_deleted","thread":17,"id":17}`},
 		{"resume", ClientFrame{Type: TypeResume, After: &after}, `{"type":"resume","after":41}`},
 		{"watch", ClientFrame{Type: TypeWatch, Timeline: TimelineGlobal}, `{"type":"watch","timeline":"global"}`},
+		{"watch a thread", ClientFrame{Type: TypeWatch, Timeline: TimelineThread, Thread: &thread}, `{"type":"watch","timeline":"thread","thread":17}`},
 		{"heartbeat", ClientFrame{Type: TypeHeartbeat}, `{"type":"heartbeat"}`},
 		{"session ended", Internal{Type: TypeSessionEnded, Session: "s1"}, `{"type":"session_ended","session":"s1"}`},
 		{"user created", Internal{Type: TypeUserCreated}, `{"type":"user_created"}`},
