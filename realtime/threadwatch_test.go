@@ -114,12 +114,7 @@ func TestThreadWatch(t *testing.T) {
 		if n := numsub(elsewhere.ID); n != 0 {
 			return fmt.Sprintf("after its watchers closed, the other thread's channel has %d subscribers, want 0", n)
 		}
-		other.hub.mu.RLock()
-		defer other.hub.mu.RUnlock()
-		if len(other.hub.threads) != 0 || len(other.hub.threadOf) != 0 {
-			return fmt.Sprintf("the hub holds %d watched threads and %d watches, want none", len(other.hub.threads), len(other.hub.threadOf))
-		}
-		return ""
+		return threadWatchesLeft(other.hub)
 	})
 }
 
@@ -173,11 +168,8 @@ func TestThreadWatchRefused(t *testing.T) {
 	}
 	// Each error came as its frame was handled: the unwatch that names no
 	// thread too, and none of them watches.
-	e.hub.mu.RLock()
-	held := len(e.hub.threads) + len(e.hub.threadOf)
-	e.hub.mu.RUnlock()
-	if held != 0 {
-		t.Errorf("after refused watches the hub holds %d thread watches, want none", held)
+	if left := threadWatchesLeft(e.hub); left != "" {
+		t.Errorf("after refused watches, %s", left)
 	}
 	// The stream still serves: a watch then is answered by watching alone.
 	s.send(map[string]any{"type": protocol.TypeWatch, "timeline": protocol.TimelineThread, "thread": 9})
@@ -185,14 +177,7 @@ func TestThreadWatchRefused(t *testing.T) {
 		t.Fatalf("after the refused frames, a watch was answered %v, want watching thread 9", f)
 	}
 	s.send(map[string]any{"type": protocol.TypeUnwatch, "timeline": protocol.TimelineThread, "thread": 9})
-	testio.Eventually(t, 10*time.Second, func() string {
-		e.hub.mu.RLock()
-		defer e.hub.mu.RUnlock()
-		if len(e.hub.threads) != 0 || len(e.hub.threadOf) != 0 {
-			return fmt.Sprintf("the hub holds %d watched threads and %d watches, want none", len(e.hub.threads), len(e.hub.threadOf))
-		}
-		return ""
-	})
+	testio.Eventually(t, 10*time.Second, func() string { return threadWatchesLeft(e.hub) })
 }
 
 // When the pub/sub connection is lost and made again, a thread's watcher
@@ -214,4 +199,14 @@ func TestThreadWatchAfterPubSubReconnect(t *testing.T) {
 	if f := s.next(15 * time.Second); f.Type != protocol.TypeWatching || f.Thread != 41 {
 		t.Fatalf("after the pub/sub connection came back the stream got %+v, want watching thread 41", f)
 	}
+}
+
+// threadWatchesLeft says what thread watches h holds, "" for none.
+func threadWatchesLeft(h *Hub) string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if len(h.threads) != 0 || len(h.threadOf) != 0 {
+		return fmt.Sprintf("the hub holds %d watched threads and %d watches, want none", len(h.threads), len(h.threadOf))
+	}
+	return ""
 }

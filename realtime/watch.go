@@ -47,7 +47,7 @@ func (h *Hub) watch(c *conn, on bool) {
 	switch {
 	case on:
 		h.watchers[c] = u
-		if _, lost := h.lost[h.global]; h.live[h.global] && !lost {
+		if h.watchLive(h.global) {
 			c.enqueue(outgoing{frame: watchingGlobalFrame})
 		}
 	case was:
@@ -87,13 +87,16 @@ func (h *Hub) watchThread(c *conn, thread int64, on bool) {
 		return
 	}
 	var changed []string
-	if w := h.threadOf[c]; w != nil && (on && w.channel != channel || !on && (channel == "" || w.channel == channel)) {
+	w := h.threadOf[c]
+	replaced := w != nil && on && w.channel != channel
+	stopped := w != nil && !on && (channel == "" || w.channel == channel)
+	if replaced || stopped {
 		if ch, last := h.unwatchThread(c, w); last {
 			changed = append(changed, ch)
 		}
+		w = nil
 	}
 	if on {
-		w := h.threadOf[c]
 		if w == nil {
 			w = &threadWatch{channel: channel, watching: watchingThreadFrame(thread)}
 			h.threadOf[c] = w
@@ -105,7 +108,7 @@ func (h *Hub) watchThread(c *conn, thread int64, on bool) {
 			}
 			watchers[c] = u
 		}
-		if _, lost := h.lost[channel]; h.live[channel] && !lost {
+		if h.watchLive(channel) {
 			c.enqueue(outgoing{frame: w.watching})
 		}
 	}
@@ -198,18 +201,21 @@ func (h *Hub) forwardWatched(channel string, payload []byte) {
 // yet tells its watchers once it is (watchConfirmed). Called with h.mu
 // held.
 func (h *Hub) watchesTold(u *local) {
-	live := func(channel string) bool {
-		_, lost := h.lost[channel]
-		return h.live[channel] && !lost
-	}
 	for c := range u.conns {
-		if _, watching := h.watchers[c]; watching && live(h.global) {
+		if _, watching := h.watchers[c]; watching && h.watchLive(h.global) {
 			c.enqueue(outgoing{frame: watchingGlobalFrame})
 		}
-		if w := h.threadOf[c]; w != nil && live(w.channel) {
+		if w := h.threadOf[c]; w != nil && h.watchLive(w.channel) {
 			c.enqueue(outgoing{frame: w.watching})
 		}
 	}
+}
+
+// watchLive reports whether a watched channel's subscription is live now:
+// confirmed, and not lost since. Called with h.mu held.
+func (h *Hub) watchLive(channel string) bool {
+	_, lost := h.lost[channel]
+	return h.live[channel] && !lost
 }
 
 // hiddenUpdate is a change of whom a stream's user may not see, queued as

@@ -37,14 +37,21 @@ type place struct {
 	thread int64
 }
 
-// childPlace is the place of a reply to id, whose own path and thread are
-// path and thread (0: not kept, a status written before threads were, or
-// one that answers none: its path tells).
-func childPlace(path string, thread, id int64) place {
-	if thread == 0 {
-		thread = ThreadOf(id, path)
+// childPlace is the place of a reply to id, whose hash reads path and
+// thread ("thread", as keptThread reads it).
+func childPlace(path, thread string, id int64) place {
+	return place{path: childPath(path, id), thread: keptThread(id, path, thread)}
+}
+
+// keptThread is the thread of status id, whose hash reads path and thread:
+// the thread it keeps, or, for one that keeps none (it answers none, or
+// was written before threads were kept), the thread its path tells
+// (ThreadOf).
+func keptThread(id int64, path, thread string) int64 {
+	if t, err := strconv.ParseInt(thread, 10, 64); err == nil && t > 0 {
+		return t
 	}
-	return place{path: childPath(path, id), thread: thread}
+	return ThreadOf(id, path)
 }
 
 // mentionCandidates returns the logins @mentioned in message, in order,
@@ -144,10 +151,9 @@ func (s *Service) parentOf(ctx context.Context, replyTo int64, v []any) (parent,
 			continue
 		}
 		uid, _ := strconv.ParseInt(str(1), 10, 64)
-		thread, _ := strconv.ParseInt(str(6), 10, 64)
 		return parent{
 			ref: protocol.StatusRef{ID: replyTo, UID: uid, Login: str(2)},
-			at:  childPlace(str(3), thread, replyTo),
+			at:  childPlace(str(3), str(6), replyTo),
 		}, nil
 	}
 }
@@ -182,14 +188,9 @@ func (s *Service) replyPlace(ctx context.Context, st Status) (place, error) {
 	}
 	str := func(v []any, i int) string { s, _ := v[i].(string); return s }
 	if path := str(own.Val(), 0); path != "" {
-		thread, _ := strconv.ParseInt(str(own.Val(), 1), 10, 64)
-		if thread == 0 {
-			thread = ThreadOf(st.ID, path)
-		}
-		return place{path: path, thread: thread}, nil
+		return place{path: path, thread: keptThread(st.ID, path, str(own.Val(), 1))}, nil
 	}
-	thread, _ := strconv.ParseInt(str(parent.Val(), 1), 10, 64)
-	return childPlace(str(parent.Val(), 0), thread, st.ReplyTo.ID), nil
+	return childPlace(str(parent.Val(), 0), str(parent.Val(), 1), st.ReplyTo.ID), nil
 }
 
 // queueConversation queues on pipe what a new status st adds to its
@@ -257,23 +258,14 @@ func ThreadOf(id int64, path string) int64 {
 
 // threadOfDeleted is the thread on whose channel the deletion of status id
 // is told, its hash read as v (replyFields), or 0 for none: a repost entry
-// is in no thread, and a reply whose place is not known (its hash gone
-// before a redo) is not told.
+// is in no thread, and a status whose hash is gone (before a redo) is not
+// told.
 func threadOfDeleted(id int64, v []any) int64 {
 	str := func(i int) string { s, _ := v[i].(string); return s }
-	switch {
-	case str(0) == "", str(5) != "":
-		return 0
-	case str(1) == "":
-		return id
-	}
-	if thread, err := strconv.ParseInt(str(6), 10, 64); err == nil && thread > 0 {
-		return thread
-	}
-	if str(4) == "" {
+	if str(0) == "" || str(5) != "" {
 		return 0
 	}
-	return ThreadOf(id, str(4))
+	return keptThread(id, str(4), str(6))
 }
 
 // answeredOnly is, for a reply to someone else, whose followers alone (and

@@ -101,11 +101,12 @@ func (s *Service) Reply(ctx context.Context, uid, replyTo int64, message string)
 	return s.post(ctx, postInput{uid: uid, replyTo: replyTo, message: message})
 }
 
-// writePost writes a status where its author owns it: the status hash, the
-// author's profile and home timelines and post count, and the global
-// timeline, which it publishes on the global channel for the streams that
-// watch it (a reply on its thread's channel too); and its conversation (queueConversation): a reply's place in
-// its thread, at its place there (see childPlace), and the notifications. Each
+// writePost writes a status where its author owns it: the status hash
+// (a reply's with its place, at: childPlace), the author's profile and
+// home timelines and post count, and the global timeline, which it
+// publishes on the global channel for the streams that watch it (a reply
+// on its thread's channel too); and its conversation (queueConversation):
+// a reply's place among its parent's replies, and the notifications. Each
 // write is idempotent, so the post job of an instance that died part way
 // redoes them all (see postPass and redoPost); the global frame goes again
 // then, and clients drop it by id.

@@ -23,7 +23,7 @@ const (
 // own replies, oldest first). A deleted ancestor is left out; its replies
 // stay, answering a deleted status.
 type Thread struct {
-	// ID is the thread's (ThreadOf): the status whose channel tells its
+	// ID is the thread's (keptThread): the status whose channel tells its
 	// new replies and deletions to the streams that watch it.
 	ID          int64
 	Ancestors   []Status
@@ -71,10 +71,7 @@ func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
 	if err != nil {
 		return Thread{}, fmt.Errorf("thread of %d: %w", id, err)
 	}
-	if thread == 0 {
-		thread = ThreadOf(id, path)
-	}
-	t := Thread{ID: thread}
+	t := Thread{ID: keptThread(id, path, thread)}
 	for _, st := range sts {
 		if st.ID < id {
 			t.Ancestors = append(t.Ancestors, st)
@@ -92,25 +89,23 @@ func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
 }
 
 // threadHead reads what Context starts from: status id's path and thread
-// (0: none kept), and the original it reposts (0 for none). A status that
-// is not there, or hidden, is ErrStatusNotFound.
-func (s *Service) threadHead(ctx context.Context, id int64) (path string, thread, orig int64, err error) {
+// (its hash's fields: keptThread), and the original it reposts (0 for
+// none). A status that is not there, or hidden, is ErrStatusNotFound.
+func (s *Service) threadHead(ctx context.Context, id int64) (path, thread string, orig int64, err error) {
 	v, err := s.rdb.HMGet(ctx, s.keys.status(id), "id", "path", "repost_of", "hidden", "thread").Result()
 	if err != nil {
-		return "", 0, 0, fmt.Errorf("thread of %d: %w", id, err)
+		return "", "", 0, fmt.Errorf("thread of %d: %w", id, err)
 	}
 	if sid, _ := v[0].(string); sid == "" || v[3] != nil {
-		return "", 0, 0, ErrStatusNotFound
+		return "", "", 0, ErrStatusNotFound
 	}
 	path, _ = v[1].(string)
 	if o, _ := v[2].(string); o != "" {
 		if orig, err = strconv.ParseInt(o, 10, 64); err != nil || orig <= 0 {
-			return "", 0, 0, ErrStatusNotFound
+			return "", "", 0, ErrStatusNotFound
 		}
 	}
-	if t, _ := v[4].(string); t != "" {
-		thread, _ = strconv.ParseInt(t, 10, 64)
-	}
+	thread, _ = v[4].(string)
 	return path, thread, orig, nil
 }
 

@@ -172,20 +172,18 @@ export function statusView(ctx, id) {
       api('GET', `/statuses/${encodeURIComponent(id)}`, undefined, { signal }),
     ]).then(([c, res]) => {
       if (signal.aborted) return;
-      const descendants = c.descendants || [];
-      for (const d of descendants) {
-        if (!d.reply_to || rowOf(d.id)) continue;
-        liveReply(d);
-        // Counted on what it answers as if told live (once, however told).
-        replyAdded(d.reply_to.id, { id: d.id });
-      }
       const replies = new Map([[Number(res.status.id), Number(res.status.replies) || 0]]);
       const read = new Map(); // a status's id -> its replies read
-      for (const d of descendants) {
+      for (const d of c.descendants || []) {
+        if (!d.reply_to) continue;
+        const p = Number(d.reply_to.id);
         replies.set(Number(d.id), Number(d.replies) || 0);
-        const p = Number(d.reply_to && d.reply_to.id);
         if (!read.has(p)) read.set(p, new Set());
         read.get(p).add(Number(d.id));
+        if (rowOf(d.id)) continue;
+        liveReply(d);
+        // Counted on what it answers as if told live (once, however told).
+        replyAdded(p, { id: d.id });
       }
       for (const li of before) {
         const p = Number(li.dataset.replyTo);
