@@ -186,8 +186,8 @@ func TestBrowserThreadReplyPage(t *testing.T) {
 // On ada's post's page, erin's reply to carol's comes under it and bob's
 // to erin's under that, each counted on what it answers. After the stream
 // drops a while, a reply posted and one deleted meanwhile are in and out,
-// and counted so. erin deletes hers: bob's answer to it stays, saying it
-// answers a deleted post, and carol's reply counts it out.
+// and counted so. erin deletes hers: bob's answer to it goes with it, as
+// a reload leaves it out, and carol's reply counts it out.
 func TestBrowserThreadRepliesNestAndCount(t *testing.T) {
 	t.Parallel()
 	w := openTalkTapped(t)
@@ -213,10 +213,31 @@ func TestBrowserThreadRepliesNestAndCount(t *testing.T) {
 
 	eval[string](p, `window.tapDrop = ''`)
 	w.erin.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", fromErin.ID), nil, nil)
-	p.waitUntil("erin's reply gone, bob's answer kept", stepTimeout, threadIs("ada* bob:1 erin:2 carol:1 bob:3"))
-	p.waitUntil("bob's answer says what it answers is gone", stepTimeout,
-		answersDeleted(testID("status-page", fmt.Sprintf(` > [data-id="%d"]`, toErin.ID))))
+	p.waitUntil("erin's reply gone, bob's answer to it too", stepTimeout, threadIs("ada* bob:1 erin:2 carol:1"))
 	p.waitUntil("carol's reply counts none", stepTimeout, repliesCounted(w.fromCarol.ID, 0))
+	p.open(fmt.Sprintf("/s/%d", w.root.ID))
+	waitThreadLive(p, "ada* bob:1 erin:2 carol:1")
+	// bob's answer, on its own page, says what it answered is gone.
+	openLive(p, toErin.ID, "ada^ carol^ bob*")
+	p.waitUntil("bob's answer says what it answers is gone", stepTimeout, answersDeleted(testID("status-page", " .is-focus")))
+}
+
+// carol deletes her reply while the stream of ada's page is down, and the
+// deletion's frame never comes: once the stream is back, the page's
+// reading of the thread finds carol's reply gone from ada's post's
+// replies, and it leaves with bob's answer to it, as a reload shows.
+func TestBrowserThreadDeletedUnheardTakesItsReplies(t *testing.T) {
+	t.Parallel()
+	w := openTalkTapped(t)
+	p := w.p
+	eval[string](p, `window.tapDrop = 'thread_status'`)
+	w.carol.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", w.fromCarol.ID), nil, nil)
+	eval[bool](p, `(window.tapped.forEach((ws) => ws.close()), true)`)
+	p.waitUntil("carol's reply and bob's answer to it gone once the stream is back", stepTimeout, threadIs("ada* bob:1"))
+	p.waitUntil("ada's post counts one reply", stepTimeout, repliesCounted(w.root.ID, 1))
+	eval[string](p, `window.tapDrop = ''`)
+	p.open(fmt.Sprintf("/s/%d", w.root.ID))
+	waitThreadLive(p, "ada* bob:1")
 }
 
 // On erin's reply's page, bob deletes the post it answers: that leaves

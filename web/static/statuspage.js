@@ -6,10 +6,11 @@
 // told live (its status frame, or your notification of it). Signed in, with
 // the stream open, the page watches its thread (the context names it):
 // every reply posted in it comes as a `thread_status` frame, and each
-// deletion as `thread_status_deleted`, and each `watching` frame (after
-// the watch, and again after the server's subscription came back) has it
-// read the context again for the replies it missed. Someone you block or
-// mute leaves the thread. Open to visitors who are signed out.
+// deletion as `thread_status_deleted` (a deleted reply takes the replies
+// under it along, as a reload leaves them out), and each `watching` frame
+// (after the watch, and again after the server's subscription came back)
+// has it read the context again for the replies it missed. Someone you
+// block or mute leaves the thread. Open to visitors who are signed out.
 
 import { h, avatar, loginEl, sameLogin } from './dom.js';
 import { api, isAbort, userPath } from './api.js';
@@ -258,9 +259,17 @@ export function statusView(ctx, id) {
       gone('This post was deleted.');
       return;
     }
-    // Another post of the thread: it leaves, its replies stay.
-    const li = thread && thread.querySelector(`:scope > [data-id="${Number(deletedId)}"]`);
-    if (li) li.remove();
+    // Another post of the thread: it leaves. A reply's own replies go
+    // with it, as a reload leaves them out (the context reads down from
+    // the status through the replies there are); a deleted post above the
+    // status leaves its replies, the status among them, in place.
+    const li = rowOf(deletedId);
+    if (!li) return;
+    if (li.classList.contains('is-reply')) {
+      const depth = depthOf(li);
+      for (let next = li.nextElementSibling; next && depthOf(next) > depth; next = li.nextElementSibling) next.remove();
+    }
+    li.remove();
   };
   // A reply told live to a post of the thread takes its place there, the
   // focus staying where it is. Before the context is shown, the replies
