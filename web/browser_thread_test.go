@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"chorus/social"
 
@@ -181,6 +182,17 @@ func TestBrowserThreadReplyPage(t *testing.T) {
 	erin.reply(w.toCarol, "To bob's answer again")
 	p.waitUntil("the last reply, after erin's first to bob's answer, and no other", stepTimeout,
 		threadIs("ada^ carol* bob:1 erin:2 erin:2 erin:1"))
+
+	// Fed by the stream, the page does not read the thread again as a
+	// visitor's does, even shown anew.
+	reads := `performance.getEntriesByType('resource').filter((e) => e.name.includes('/context')).length`
+	before := eval[int](p, reads)
+	eval[bool](p, `(document.dispatchEvent(new Event('visibilitychange')), true)`)
+	erin.reply(w.fromCarol.ID, "To carol again")
+	p.waitUntil("the reply live", stepTimeout, threadIs("ada^ carol* bob:1 erin:2 erin:2 erin:1 erin:1"))
+	if after := eval[int](p, reads); after != before {
+		t.Errorf("the live page read its thread %d times more, want none", after-before)
+	}
 }
 
 // On ada's post's page, erin's reply to carol's comes under it and bob's
@@ -515,4 +527,36 @@ func TestBrowserThreadOverEvents(t *testing.T) {
 	openLive(p, other.ID, "bob*")
 	w.erin.reply(other.ID, "I shall")
 	p.waitUntil("a reply to the other thread live", stepTimeout, threadIs("bob* erin:1"))
+}
+
+// A visitor's thread page has no stream to tell it: it reads the thread
+// again every 15 s while shown, and at once when the tab is shown again.
+// What was posted and deleted meanwhile comes in and goes, counted, and
+// the status's deletion is said in its place.
+func TestBrowserThreadVisitorReadsAgain(t *testing.T) {
+	t.Parallel()
+	w := openTalk(t)
+	v := w.br.newTab(t, "visitor", w.in.srv.URL)
+	v.open(fmt.Sprintf("/s/%d", w.root.ID))
+	v.waitUntil("the thread for a visitor", stepTimeout, threadIs("ada* bob:1 carol:1 bob:2"))
+
+	fromErin := w.erin.reply(w.fromCarol.ID, "I will")
+	w.bob.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", w.toCarol), nil, nil)
+	shown := `(document.dispatchEvent(new Event('visibilitychange')), true)`
+	eval[bool](v, shown)
+	v.waitUntil("erin's reply in, bob's answer to carol out", stepTimeout, threadIs("ada* bob:1 carol:1 erin:2"))
+	v.waitUntil("carol's reply counts erin's alone", stepTimeout, repliesCounted(w.fromCarol.ID, 1))
+
+	// Left alone, the page reads the thread again within 15 s: a few
+	// intervals, for a slow machine.
+	w.bob.reply(fromErin.ID, "Will you?")
+	v.waitUntil("bob's answer to erin in, unasked", 4*15*time.Second, threadIs("ada* bob:1 carol:1 erin:2 bob:3"))
+	if eval[bool](v, pageLive+` === ''`) {
+		t.Error("a visitor's page says it is fed by the stream")
+	}
+
+	w.ada.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", w.root.ID), nil, nil)
+	eval[bool](v, shown)
+	v.waitUntil("the page says the post was deleted", stepTimeout,
+		`(document.querySelector('[data-testid="status-gone"]')?.textContent ?? 'nothing') === 'This post was deleted.' ? '' : 'not said'`)
 }

@@ -10,8 +10,8 @@ import { api, query } from './api.js';
 import { Timeline } from './timeline.js';
 
 const PAGE = 30;
-// How often a timeline the stream does not feed (global, a list) asks for
-// what is new while it is shown.
+// How often a page the stream does not feed (global, a list, a thread)
+// asks for what is new while it is shown.
 const POLL_MS = 15000;
 
 /** heading is a page's h1, focused (without a tab stop) when the route changes. */
@@ -37,19 +37,24 @@ export function statusTimeline(ctx, { label, path, empty, newer = false, onLoade
 }
 
 /**
- * pollNewer has tl ask for newer statuses every 15 s while the page is
- * visible, and at once when it becomes visible again, except while
- * paused() says the stream brings them; it returns what stops it.
+ * poll calls read every 15 s while the page is visible, and at once when
+ * it becomes visible again, except while paused() says the stream brings
+ * what it would read; it returns what stops it.
  */
-export function pollNewer(tl, paused = () => false) {
-  const poll = () => {
-    if (!document.hidden && !paused()) tl.loadNewer();
+export function poll(read, paused = () => false) {
+  const tick = () => {
+    if (!document.hidden && !paused()) read();
   };
-  const timer = setInterval(poll, POLL_MS);
+  const timer = setInterval(tick, POLL_MS);
   // Back to a tab that was hidden: catch up now rather than in up to 15 s.
-  document.addEventListener('visibilitychange', poll);
+  document.addEventListener('visibilitychange', tick);
   return () => {
     clearInterval(timer);
-    document.removeEventListener('visibilitychange', poll);
+    document.removeEventListener('visibilitychange', tick);
   };
+}
+
+/** pollNewer has tl ask for newer statuses as poll says. */
+export function pollNewer(tl, paused = () => false) {
+  return poll(() => tl.loadNewer(), paused);
 }

@@ -9,15 +9,17 @@
 // deletion as `thread_status_deleted` (a deleted reply takes the replies
 // under it along, as a reload leaves them out), and each `watching` frame
 // (after the watch, and again after the server's subscription came back)
-// has it read the context again for the replies it missed. Someone you
-// block or mute leaves the thread. Open to visitors who are signed out.
+// has it read the context again for the replies it missed. Otherwise (a
+// visitor, the stream down) it reads the context again every 15 s while
+// shown. Someone you block or mute leaves the thread. Open to visitors who
+// are signed out.
 
 import { h, avatar, loginEl, sameLogin } from './dom.js';
 import { api, isAbort, userPath } from './api.js';
 import { profileHref, statusHref, navigate } from './router.js';
 import { timeEl, exactTime, parseTime } from './time.js';
 import { learnName } from './names.js';
-import { heading } from './page.js';
+import { heading, poll } from './page.js';
 import { statusEl, parentGone } from './status.js';
 import { replyAdded, countsChanged } from './actions.js';
 
@@ -43,9 +45,12 @@ export function statusView(ctx, id) {
   let live = false; // the replies read are shown: those told live go in place
   const early = []; // replies told live before then
   let watched = 0; // the thread watched, as the context named it (0: none)
+  let watching = false; // this connection's watch of it is answered
   let rereading = null; // the AbortController of a read of the context under way
 
+  // gone says the status is no more to be seen, in place of its thread.
   const gone = (text) => {
+    thread = null;
     body.replaceChildren(h('div', { class: 'card' },
       h('p', { class: 'empty-title', dataset: { testid: 'status-gone' } }, text),
       shown && h('p', { class: 'muted' }, h('a', { href: profileHref(shown.login) }, 'See more from ', h('span', { class: 'login' }, shown.login)), '.'),
@@ -153,6 +158,7 @@ export function statusView(ctx, id) {
   // watch asks the stream for the thread's changes, once its context
   // named it; a new connection watches nothing, so each one asks again.
   const watch = () => {
+    watching = false;
     if (thread) delete thread.dataset.live;
     if (watched && ctx.stream && ctx.stream.live()) ctx.stream.send({ type: 'watch', timeline: 'thread', thread: watched });
   };
@@ -161,8 +167,9 @@ export function statusView(ctx, id) {
   // changed while it was not: replies not shown yet go in place, as if
   // told live, and a reply shown before the read that a status's replies,
   // all read, leave out was deleted (or hidden) meanwhile, and leaves. The
-  // status itself is read beside the context for its replies count.
-  const reread = () => {
+  // status itself is read beside the context for its replies count. fed:
+  // the stream's watch tells what comes after the read.
+  const reread = (fed) => {
     if (rereading) rereading.abort();
     const again = new AbortController();
     rereading = again;
@@ -196,9 +203,11 @@ export function statusView(ctx, id) {
           countsChanged(p);
         }
       }
-      if (thread) thread.dataset.live = 'true'; // for tests: the page is fed by the stream
+      if (thread && fed) thread.dataset.live = 'true'; // for tests: the page is fed by the stream
     }, (err) => {
-      if (!isAbort(err)) console.warn('thread re-read:', err.message);
+      if (isAbort(err)) return;
+      if (err.status === 404 && thread) gone('This post was deleted.');
+      else console.warn('thread re-read:', err.message);
     }).finally(() => {
       if (rereading === again) rereading = null;
     });
@@ -228,7 +237,7 @@ export function statusView(ctx, id) {
     h1.textContent = `Post by @${s.login}`;
     document.title = `@${s.login}: “${String(s.message).slice(0, 60)}” · Chorus`;
     const context = api('GET', `/statuses/${encodeURIComponent(id)}/context`, undefined, { signal: abort.signal }).then((c) => {
-      if (thread.isConnected || thread.parentNode) showContext(s, c);
+      if (thread) showContext(s, c);
       goLive();
       watched = Number(c.thread) || 0;
       watch();
@@ -276,7 +285,10 @@ export function statusView(ctx, id) {
   // it reads hold it.
   view.onFrame = (frame) => {
     if (frame.type === 'watching') {
-      if (frame.timeline === 'thread' && watched && Number(frame.thread) === watched) reread();
+      if (frame.timeline === 'thread' && watched && Number(frame.thread) === watched) {
+        watching = true;
+        reread(true);
+      }
       return;
     }
     let s = null;
@@ -301,8 +313,14 @@ export function statusView(ctx, id) {
       if (sameLogin(li.dataset.author, login) || sameLogin(li.dataset.login, login)) li.remove();
     }
   };
+  // Not fed by the stream, the page reads the thread again now and then,
+  // once it shows it.
+  const stopPolling = poll(() => {
+    if (live && thread) reread(false);
+  }, () => watching && !!ctx.stream && ctx.stream.live());
   view.onReady = watch; // a new connection watches nothing yet
   view.destroy = () => {
+    stopPolling();
     abort.abort();
     if (watched && ctx.stream && ctx.stream.live()) ctx.stream.send({ type: 'unwatch', timeline: 'thread', thread: watched });
   };
