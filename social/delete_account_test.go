@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"chorus/protocol"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The deletion job walks every part of an account: run pass by pass, it
@@ -592,5 +594,74 @@ func TestSignInRacingDeletionWritesNothing(t *testing.T) {
 		if n := rdb.Exists(ctx, key).Val(); n != 0 {
 			t.Errorf("%s is left after the deletion (ttl %v)", key, rdb.PTTL(ctx, key).Val())
 		}
+	}
+}
+
+// A list made as its owner's account is deleted is not left behind, with
+// the owner's id and the list's name, once the deletion is done: the
+// owner's side refuses an account marked for deletion, and a list whose
+// owner's side ran just before the mark, its hash written after the
+// deletion's job went past the lists, is taken back by its own request.
+func TestListMadeDuringAccountDeletion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// delete deletes the account of uid as CreateList runs.
+		delete func(t *testing.T, s *Service, rdb redis.UniversalClient, uid int64, create func() error) error
+	}{
+		{"marked before", func(t *testing.T, s *Service, _ redis.UniversalClient, uid int64, create func() error) error {
+			ctx := ctxT(t)
+			if err := s.DeleteAccount(ctx, uid, leaverPassword, ""); err != nil {
+				t.Fatal(err)
+			}
+			// The job up to the part after its lists.
+			key := s.keys.job(deleteAccountJobID(uid))
+			for {
+				j, ok, err := s.readJob(ctx, key)
+				if err != nil || !ok {
+					t.Fatalf("the deletion's job: %v %v", ok, err)
+				}
+				if j.part == deleteBlocks {
+					break
+				}
+				if _, err := s.pass(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return create()
+		}},
+		{"marked between the owner's side and the list's", func(t *testing.T, s *Service, rdb redis.UniversalClient, uid int64, create func() error) error {
+			rdb.AddHook(&runAfter{script: listCreateScript, do: func() {
+				if err := s.DeleteAccount(ctxT(t), uid, leaverPassword, ""); err != nil {
+					t.Fatal(err)
+				}
+				runJobIfQueued(t, s, s.keys.job(deleteAccountJobID(uid)))
+			}})
+			return create()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, rdb := newService(t, Options{})
+			ctx := ctxT(t)
+			ada := signUpLeaver(t, s, "ada")
+			err := tc.delete(t, s, rdb, ada.ID, func() error {
+				_, err := s.CreateList(ctx, ada.ID, "made while leaving")
+				return err
+			})
+			if !errors.Is(err, ErrUserNotFound) {
+				t.Errorf("CreateList: %v, want ErrUserNotFound", err)
+			}
+			runJobIfQueued(t, s, s.keys.job(deleteAccountJobID(ada.ID)))
+			id, err := rdb.Get(ctx, s.keys.listSeq()).Int64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []string{s.keys.list(id), s.keys.listsOut(ada.ID)} {
+				if n, err := rdb.Exists(ctx, key).Result(); err != nil || n != 0 {
+					t.Errorf("%s outlives the deletion (%d, %v)", key, n, err)
+				}
+			}
+		})
 	}
 }

@@ -7,9 +7,9 @@
 -- ARGV[1] list id
 -- ARGV[2] created, unix ms
 -- ARGV[3] most lists one user may own
--- Returns 1 when the place was taken, -1 when the owner does not exist, -2
--- when they own the most lists already.
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- Returns 1 when the place was taken, -1 when the owner does not exist or
+-- is being deleted, -2 when they own the most lists already.
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'deleted') == 1 then
   return -1
 end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then

@@ -70,9 +70,11 @@ func ValidateListName(name string) (string, error) {
 // added to it, so no job reaches it; it holds one of the owner's
 // MaxListsPerUser places until Lists, a minute on, gives it back. (The hash
 // first would instead leave, after a crash, a list in no one's list:out
-// that anyone may read by its id, and
-// after a refusal a list that was there for a moment.) A retry makes a new
-// list: a create has no key of its own to be idempotent by.
+// that anyone may read by its id, and after a refusal a list that was
+// there for a moment.) The script refuses an owner being deleted; one whose
+// deletion began after it ran is read again once the hash is written, and
+// the list taken back. A retry makes a new list: a create has no key of
+// its own to be idempotent by.
 func (s *Service) CreateList(ctx context.Context, owner int64, name string) (List, error) {
 	name, err := ValidateListName(name)
 	if err != nil {
@@ -106,6 +108,20 @@ func (s *Service) CreateList(ctx context.Context, owner int64, name string) (Lis
 	if err := s.rdb.HSet(ctx, k.list(l.ID), "id", l.ID, "owner", owner, "name", name,
 		"created", l.Created.UnixMilli(), "members", 0).Err(); err != nil {
 		return List{}, fmt.Errorf("create list for %d: %w", owner, err)
+	}
+	// The owner's deletion may have begun since the script looked, and its
+	// job have passed their lists before the hash came: then no one else
+	// will delete it. A deletion marked after this read runs its lists step
+	// after it, and finds the list there.
+	left, err := s.rdb.HMGet(ctx, k.user(owner), "id", "deleted").Result()
+	if err != nil {
+		return List{}, fmt.Errorf("create list for %d: %w", owner, err)
+	}
+	if left[0] == nil || left[1] != nil {
+		if err := s.DeleteList(ctx, owner, l.ID); err != nil && !errors.Is(err, ErrListNotFound) {
+			return List{}, fmt.Errorf("create list for %d, taken back: %w", owner, err)
+		}
+		return List{}, ErrUserNotFound
 	}
 	return l, nil
 }
