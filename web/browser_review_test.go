@@ -512,3 +512,51 @@ func TestBrowserLastingRefusalBacksOff(t *testing.T) {
 		t.Error("the page signed out")
 	}
 }
+
+// homeBadgeIs is a check that the header's Home link counts n new posts.
+func homeBadgeIs(n int) string {
+	return `(() => {
+		const b = document.querySelector('#nav a[data-route="home"] .nav-badge');
+		if (!b) return 'no badge';
+		const got = b.hidden ? 0 : parseInt(b.textContent, 10);
+		return got === ` + fmt.Sprint(n) + ` ? '' : 'Home counts ' + (b.hidden ? 'none' : b.textContent);
+	})()`
+}
+
+// ada, on the global page, sees Home count bob's new posts; bob deletes
+// one, then one posted and deleted before it was counted: Home counts
+// what is still new in her feed. After she looked at Home, the deletion
+// of a post counted before takes nothing off the next count.
+func TestBrowserHomeBadgeForgetsDeletedPosts(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	ada.follow("bob")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.waitLive()
+	p.goTo("/global")
+	first := bob.post("Posted in haste")
+	second := bob.post("Posted with care")
+	p.waitUntil("Home counts bob's posts", stepTimeout, homeBadgeIs(2))
+	bob.deleteStatus(first.ID)
+	p.waitUntil("Home counts one once the first is deleted", stepTimeout, homeBadgeIs(1))
+	third := bob.post("Posted and taken back")
+	bob.deleteStatus(third.ID)
+	bob.post("Posted to stay")
+	p.waitUntil("Home counts the second and the fourth", stepTimeout, homeBadgeIs(2))
+
+	p.goTo("/")
+	p.waitUntil("Home counts nothing once looked at", stepTimeout, homeBadgeIs(0))
+	p.goTo("/global")
+	fifth := bob.post("Posted after a look")
+	p.waitUntil("Home counts the fifth", stepTimeout, homeBadgeIs(1))
+	bob.deleteStatus(second.ID)
+	bob.post("Posted last")
+	p.waitUntil("Home counts the fifth and the last", stepTimeout, homeBadgeIs(2))
+	bob.deleteStatus(fifth.ID)
+	p.waitUntil("Home counts the last", stepTimeout, homeBadgeIs(1))
+}

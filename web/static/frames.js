@@ -30,6 +30,7 @@ export class Frames {
     this.app = app;
     this.newBatch = [];
     this.batchTimer = 0;
+    this.counted = new Set(); // ids of the arrivals the Home link counts
     this.noted = new Map(); // notification id -> the status whose counts it changed
   }
 
@@ -74,6 +75,7 @@ export class Frames {
       }
       case 'status_deleted':
         this.app.removeStatus(frame.id);
+        this.unnoteNew(frame.id);
         // A reply's names what it answered, whose replies went down by one.
         if (frame.reply_to) countsChanged(frame.reply_to);
         // Yours (deleted on another device, say), it took its likes' and
@@ -215,14 +217,26 @@ export class Frames {
       if (this.session.closed) return;
       const batch = this.newBatch;
       this.newBatch = [];
+      if (!batch.length) return; // deleted before they were told
       const route = this.app.route();
       if (route && route.name === 'home') {
         const s = batch[0];
         announce(batch.length === 1 ? `New post from ${s.login}: ${String(s.message).slice(0, 140)}` : `${batch.length} new posts`);
       } else {
+        // Nothing counted: what was counted before has been seen since.
+        if (!this.session.unseen) this.counted.clear();
+        for (const s of batch) this.counted.add(Number(s.id));
         this.session.setUnseen(this.session.unseen + batch.length);
       }
     }, BATCH_MS);
+  }
+
+  // unnoteNew takes a deleted status out of the arrivals not told yet, or
+  // out of the Home link's count: nothing new waits there for it.
+  unnoteNew(id) {
+    const n = Number(id);
+    this.newBatch = this.newBatch.filter((s) => Number(s.id) !== n);
+    if (this.counted.delete(n) && this.session.unseen > 0) this.session.setUnseen(this.session.unseen - 1);
   }
 
   /** close drops arrivals not yet announced. */
@@ -230,5 +244,6 @@ export class Frames {
     clearTimeout(this.batchTimer);
     this.batchTimer = 0;
     this.newBatch = [];
+    this.counted.clear();
   }
 }
