@@ -185,3 +185,29 @@ func TestBrowserSettingsBlocksReadOn(t *testing.T) {
 	}
 	p.waitUntil("the block left read on", stepTimeout, usersListed("blocks", "u00"))
 }
+
+// bob has his friend ada's profile open when she takes a new name: the
+// page's heading and title show it without a reload, as his sidebar does.
+func TestBrowserFriendRenamedOnOpenProfile(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Byron")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	befriend(ada, bob)
+
+	br := newBrowser(t)
+	p := br.newTab(t, "bob", in.srv.URL)
+	p.signInUI("bob", "password-bob")
+	p.waitLive()
+	p.goTo("/u/ada")
+	named := func(name string) string {
+		return `(() => {
+			const got = document.querySelector('.profile-name')?.textContent;
+			return got === ` + js(name) + ` && document.title.startsWith(` + js(name+" (@ada)") + `) ? '' : 'heading ' + got + ', title ' + document.title;
+		})()`
+	}
+	p.waitUntil("ada's profile", stepTimeout, named("Ada Byron"))
+
+	ada.must(http.StatusOK, "PATCH", "/api/v1/me", map[string]string{"name": "Ada Lovelace"}, nil)
+	p.waitUntil("the open profile renamed, live", stepTimeout, named("Ada Lovelace"))
+}

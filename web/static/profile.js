@@ -178,12 +178,19 @@ function profileCard(ctx, user, signal, onRelation) {
       user.posts = Math.max(0, (Number(user.posts) || 0) + delta);
       posts.set(user.posts);
     },
+    // renamed shows the new name user took (a `profile` frame).
+    renamed: (u) => {
+      user.name = u.name;
+      h1.textContent = user.name || user.login;
+    },
     presence: (frame) => {
       if (self) return;
       presence.replaceChildren(presenceLine({ online: frame.online === true, last_seen: frame.last_seen ?? null }) || '');
     },
   };
 }
+
+const profileTitle = (u) => `${u.name || u.login} (@${u.login}) · Chorus`;
 
 /** profileView: a user's card and their statuses. */
 export function profileView(ctx, login) {
@@ -224,7 +231,7 @@ export function profileView(ctx, login) {
     const hadFocus = document.activeElement === h1;
     top.replaceChildren(card.el);
     view.heading = card.heading;
-    document.title = `${res.user.name || res.user.login} (@${res.user.login}) · Chorus`;
+    document.title = profileTitle(res.user);
     if (hadFocus) card.heading.focus();
   }, (err) => {
     if (isAbort(err)) return;
@@ -235,14 +242,18 @@ export function profileView(ctx, login) {
   });
 
   const mine = () => ctx.me() && sameLogin(ctx.me().login, login);
-  // Live: their statuses as the stream brings them, and counts that follow
-  // the friendships the stream reports.
+  // Live: their statuses as the stream brings them, their new name (yours,
+  // or a friend's), and counts that follow the friendships the stream
+  // reports.
   view.onFrame = (frame) => {
     if (!card) return;
     if (frame.type === 'status' && frame.status && sameLogin(frame.status.login, login)) {
       if (tl.add(frame.status)) card.posted(+1);
     } else if (frame.type === 'presence' && frame.user && sameLogin(frame.user.login, login)) {
       card.presence(frame);
+    } else if (frame.type === 'profile' && frame.user && sameLogin(frame.user.login, login)) {
+      card.renamed(frame.user);
+      document.title = profileTitle(frame.user);
     }
   };
   // Called before the status leaves the timeline, so it can still be counted.
