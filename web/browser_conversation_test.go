@@ -277,7 +277,7 @@ func TestBrowserThreadReply(t *testing.T) {
 	})()`)
 
 	// The root deleted, bob's reply answers a deleted post.
-	ada.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", root.ID), nil, nil)
+	ada.deleteStatus(root.ID)
 	p.open(fmt.Sprintf("/s/%d", mid.ID))
 	p.waitUntil("a reply to a deleted post", stepTimeout, `(() => {
 		const r = document.querySelector('[data-testid="status-page"] .is-focus [data-testid="status-reply"]');

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"fmt"
-	"net/http"
 	"testing"
 
 	"chorus/social"
@@ -38,7 +37,7 @@ func TestBrowserGlobalLive(t *testing.T) {
 	if after := eval[int](alice, reads); after != before {
 		t.Errorf("the page read the global timeline %d times while the post arrived, want none", after-before)
 	}
-	bob.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", st.ID), nil, nil)
+	bob.deleteStatus(st.ID)
 	alice.waitUntil("bob's deleted post gone", stepTimeout, fmt.Sprintf(
 		`document.querySelector('[data-testid="timeline"] [data-id="%d"]') ? 'still shown' : ''`, st.ID))
 	if after := eval[int](alice, reads); after != before {

@@ -135,7 +135,7 @@ func TestBrowserLiveCountsWithoutTheReply(t *testing.T) {
 	global.waitUntil("ada's post, bob's answer counted", stepTimeout, actionIs("timeline", post.ID, "reply", "Reply, 1 reply", ""))
 	global.waitLive()
 
-	bob.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", first.ID), nil, nil)
+	bob.deleteStatus(first.ID)
 	home.waitUntil("bob's deleted answer counted out", stepTimeout, actionIs("feed", post.ID, "reply", "Reply, 0 replies", ""))
 	global.waitUntil("and on the global timeline", stepTimeout, actionIs("timeline", post.ID, "reply", "Reply, 0 replies", ""))
 	second := bob.reply(post.ID, "The analytical engine")
@@ -253,7 +253,7 @@ func TestBrowserLiveReplyDeletedElsewhere(t *testing.T) {
 		tc.p.waitUntil("bob's reply counted", stepTimeout, actionIs(tc.list, post.ID, "reply", "Reply, 1 reply", ""))
 	}
 	home.waitUntil("bob's reply in carol's feed", stepTimeout, statusIn("feed", reply.Message))
-	bob.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", reply.ID), nil, nil)
+	bob.deleteStatus(reply.ID)
 	for _, tc := range tabs {
 		tc.p.waitUntil("bob's deleted reply counted out", stepTimeout, actionIs(tc.list, post.ID, "reply", "Reply, 0 replies", ""))
 	}
@@ -436,7 +436,7 @@ func TestBrowserLiveThreadReplies(t *testing.T) {
 	erin := th.in.signUpAs(t, "erin", "Erin Ada")
 	fromErin := erin.reply(th.fromCarol.ID, "I will")
 	p.waitUntil("erin's reply under carol's, after bob's", stepTimeout, threadAuthors("ada bob carol bob erin"))
-	erin.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", fromErin.ID), nil, nil)
+	erin.deleteStatus(fromErin.ID)
 	p.waitUntil("erin's reply gone", stepTimeout, threadAuthors("ada bob carol bob"))
 	th.ada.reply(th.fromBob.ID, "Then I shall")
 	p.waitUntil("ada's own reply once, under bob's", stepTimeout, threadAuthors("ada bob ada carol bob"))
@@ -489,7 +489,7 @@ func TestBrowserLiveThreadDeletedUnheard(t *testing.T) {
 	p.waitUntil("erin's reply under carol's", stepTimeout, threadAuthors("ada bob carol bob erin"))
 
 	eval[string](p, `window.tapDrop = 'thread_status_deleted'`)
-	erin.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", fromErin.ID), nil, nil)
+	erin.deleteStatus(fromErin.ID)
 	// A reply after the deletion comes after its frame, dropped: the
 	// deleted one is still shown.
 	erin.reply(th.fromBob.ID, "And I")

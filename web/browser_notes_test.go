@@ -28,7 +28,7 @@ func TestBrowserNotificationsGoWithTheirCause(t *testing.T) {
 	bob.like(here.ID)
 	p.waitUntil("two likes unread", stepTimeout, badgeIs(2))
 
-	ada.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", there.ID), nil, nil)
+	ada.deleteStatus(there.ID)
 	p.waitUntil("one like's notification gone, its post deleted elsewhere", stepTimeout, badgeIs(1))
 	// A page loaded afresh: nothing asked of the count before is pending.
 	p.open("/")
@@ -40,7 +40,7 @@ func TestBrowserNotificationsGoWithTheirCause(t *testing.T) {
 	bob.like(shown.ID)
 	p.goTo("/notifications")
 	p.waitUntil("the like listed", stepTimeout, notesAre("Bob Babbage liked your post|true"))
-	ada.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", shown.ID), nil, nil)
+	ada.deleteStatus(shown.ID)
 	p.waitUntil("the like unlisted, its post deleted", 3*stepTimeout, notesAre())
 }
 

@@ -177,7 +177,7 @@ func TestBrowserThreadReplyPage(t *testing.T) {
 	p.waitUntil("ada's post counts erin's reply", stepTimeout, repliesCounted(w.root.ID, 3))
 
 	erin.reply(toBob.ID, "To bob again")
-	erin.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", toAda.ID), nil, nil)
+	erin.deleteStatus(toAda.ID)
 	p.waitUntil("ada's post counts erin's reply out", stepTimeout, repliesCounted(w.root.ID, 2))
 	erin.reply(w.toCarol, "To bob's answer again")
 	p.waitUntil("the last reply, after erin's first to bob's answer, and no other", stepTimeout,
@@ -216,7 +216,7 @@ func TestBrowserThreadRepliesNestAndCount(t *testing.T) {
 	// now on, and its sockets close, to be opened anew.
 	eval[string](p, `window.tapDrop = 'thread_status'`)
 	w.erin.reply(w.fromBob.ID, "While down")
-	w.bob.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", w.toCarol), nil, nil)
+	w.bob.deleteStatus(w.toCarol)
 	eval[bool](p, `(window.tapped.forEach((ws) => ws.close()), true)`)
 	p.waitUntil("once the stream is back, the reply posted meanwhile in, the one deleted out", stepTimeout,
 		threadIs("ada* bob:1 erin:2 carol:1 erin:2 bob:3"))
@@ -224,7 +224,7 @@ func TestBrowserThreadRepliesNestAndCount(t *testing.T) {
 	p.waitUntil("carol's reply counts bob's out", stepTimeout, repliesCounted(w.fromCarol.ID, 1))
 
 	eval[string](p, `window.tapDrop = ''`)
-	w.erin.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", fromErin.ID), nil, nil)
+	w.erin.deleteStatus(fromErin.ID)
 	p.waitUntil("erin's reply gone, bob's answer to it too", stepTimeout, threadIs("ada* bob:1 erin:2 carol:1"))
 	p.waitUntil("carol's reply counts none", stepTimeout, repliesCounted(w.fromCarol.ID, 0))
 	p.open(fmt.Sprintf("/s/%d", w.root.ID))
@@ -243,7 +243,7 @@ func TestBrowserThreadDeletedUnheardTakesItsReplies(t *testing.T) {
 	w := openTalkTapped(t)
 	p := w.p
 	eval[string](p, `window.tapDrop = 'thread_status'`)
-	w.carol.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", w.fromCarol.ID), nil, nil)
+	w.carol.deleteStatus(w.fromCarol.ID)
 	eval[bool](p, `(window.tapped.forEach((ws) => ws.close()), true)`)
 	p.waitUntil("carol's reply and bob's answer to it gone once the stream is back", stepTimeout, threadIs("ada* bob:1"))
 	p.waitUntil("ada's post counts one reply", stepTimeout, repliesCounted(w.root.ID, 1))
@@ -262,13 +262,13 @@ func TestBrowserThreadPostDeleted(t *testing.T) {
 	fromErin := w.erin.reply(w.toCarol, "I will")
 	openLive(p, fromErin.ID, "ada^ carol^ bob^ erin*")
 
-	w.bob.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", w.toCarol), nil, nil)
+	w.bob.deleteStatus(w.toCarol)
 	p.waitUntil("bob's post gone from above", stepTimeout, threadIs("ada^ carol^ erin*"))
 	p.waitUntil("erin's says what it answers is gone", stepTimeout, answersDeleted(testID("status-page", " .is-focus")))
 	w.carol.reply(fromErin.ID, "Will you?")
 	p.waitUntil("carol's reply to erin's", stepTimeout, threadIs("ada^ carol^ erin* carol:1"))
 
-	w.erin.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", fromErin.ID), nil, nil)
+	w.erin.deleteStatus(fromErin.ID)
 	p.waitUntil("the page says the post was deleted", stepTimeout,
 		`(document.querySelector('[data-testid="status-gone"]')?.textContent ?? 'nothing') === 'This post was deleted.' ? '' : 'not said'`)
 }
@@ -541,7 +541,7 @@ func TestBrowserThreadVisitorReadsAgain(t *testing.T) {
 	v.waitUntil("the thread for a visitor", stepTimeout, threadIs("ada* bob:1 carol:1 bob:2"))
 
 	fromErin := w.erin.reply(w.fromCarol.ID, "I will")
-	w.bob.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", w.toCarol), nil, nil)
+	w.bob.deleteStatus(w.toCarol)
 	shown := `(document.dispatchEvent(new Event('visibilitychange')), true)`
 	eval[bool](v, shown)
 	v.waitUntil("erin's reply in, bob's answer to carol out", stepTimeout, threadIs("ada* bob:1 carol:1 erin:2"))
@@ -555,7 +555,7 @@ func TestBrowserThreadVisitorReadsAgain(t *testing.T) {
 		t.Error("a visitor's page says it is fed by the stream")
 	}
 
-	w.ada.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", w.root.ID), nil, nil)
+	w.ada.deleteStatus(w.root.ID)
 	eval[bool](v, shown)
 	v.waitUntil("the page says the post was deleted", stepTimeout,
 		`(document.querySelector('[data-testid="status-gone"]')?.textContent ?? 'nothing') === 'This post was deleted.' ? '' : 'not said'`)

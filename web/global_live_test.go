@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -78,7 +77,7 @@ func TestGlobalWatchAcrossInstances(t *testing.T) {
 	if got := globalFrames(upToPing(bs)); len(got) != 0 {
 		t.Errorf("a stream that does not watch got %q, want nothing", got)
 	}
-	poster.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", st.ID), nil, nil)
+	poster.deleteStatus(st.ID)
 	if f := ws.nextOf(protocol.TypeGlobalStatusDeleted, 10*time.Second); f.ID != st.ID {
 		t.Fatalf("global_status_deleted of %d, want %d", f.ID, st.ID)
 	}

@@ -318,6 +318,12 @@ func (c *client) post(message string) statusJSON {
 	return out.Status
 }
 
+// deleteStatus deletes status id, which must be c's.
+func (c *client) deleteStatus(id int64) {
+	c.tb.Helper()
+	c.must(http.StatusNoContent, "DELETE", "/api/v1/statuses/"+strconv.FormatInt(id, 10), nil, nil)
+}
+
 func (c *client) timeline(path string) pageJSON {
 	c.tb.Helper()
 	var out pageJSON

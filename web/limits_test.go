@@ -741,7 +741,7 @@ func TestPasswordAndActionLimits(t *testing.T) {
 	ada.must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": "kept"}, &st)
 	kept := st.Status.ID
 	ada.must(http.StatusCreated, "POST", "/api/v1/statuses", map[string]string{"message": "deleted"}, &st)
-	ada.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", st.Status.ID), nil, nil)
+	ada.deleteStatus(st.Status.ID)
 	if res := ada.do("PUT", "/api/v1/admin/suspensions/bob", nil); res.Status != http.StatusForbidden {
 		t.Fatalf("a suspension by a user no admin: %d %s, want 403", res.Status, res.Body)
 	}

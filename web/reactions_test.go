@@ -104,7 +104,7 @@ func TestLikesAndReposts(t *testing.T) {
 	}
 
 	// Deleting the original: every action on it is 404, and its reposts go.
-	alice.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", st.ID), nil, nil)
+	alice.deleteStatus(st.ID)
 	for _, what := range []string{"like", "repost"} {
 		for _, method := range []string{"PUT", "DELETE"} {
 			res := bob.do(method, fmt.Sprintf("/api/v1/statuses/%d/%s", st.ID, what), nil)

@@ -89,7 +89,7 @@ func TestRepliesAndContext(t *testing.T) {
 			t.Errorf("GET %s = %d %s, want 404", path, res.Status, res.Body)
 		}
 	}
-	alice.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", root.ID), nil, nil)
+	alice.deleteStatus(root.ID)
 	res := bob.do("POST", "/api/v1/statuses", map[string]any{"message": "late", "reply_to": root.ID})
 	if res.Status != http.StatusNotFound || !strings.Contains(string(res.Body), "deleted") {
 		t.Errorf("reply to a deleted status = %d %s, want 404 saying so", res.Status, res.Body)

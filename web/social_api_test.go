@@ -242,7 +242,7 @@ func TestDeleteCleansEveryFollower(t *testing.T) {
 	if res.Status != http.StatusForbidden || res.errorCode(t) != "not_owner" {
 		t.Fatalf("delete by another: %d %s", res.Status, res.Body)
 	}
-	author.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", gone.ID), nil, nil)
+	author.deleteStatus(gone.ID)
 	// Gone from every read at once.
 	if res := other.do("GET", fmt.Sprintf("/api/v1/statuses/%d", gone.ID), nil); res.Status != http.StatusNotFound {
 		t.Fatalf("GET deleted status: %d", res.Status)
@@ -308,7 +308,7 @@ func TestTimelineCursors(t *testing.T) {
 	}
 	// A deleted status in the middle of a page is skipped, and the page is
 	// still full.
-	a.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", newest[1]), nil, nil)
+	a.deleteStatus(newest[1])
 	p = a.timeline("/api/v1/timelines/home?limit=3")
 	if want := []int64{newest[0], newest[2], newest[3]}; !slices.Equal(ids(p.Statuses), want) {
 		t.Fatalf("after delete = %v, want %v", ids(p.Statuses), want)

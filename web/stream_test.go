@@ -87,7 +87,7 @@ func TestStreamReadyAndLiveAcrossInstances(t *testing.T) {
 		t.Fatalf("alice's own stream got %+v", own)
 	}
 
-	alice.must(http.StatusNoContent, "DELETE", fmt.Sprintf("/api/v1/statuses/%d", st.ID), nil, nil)
+	alice.deleteStatus(st.ID)
 	if del := bs.nextOf("status_deleted", 2*time.Second); del.ID != st.ID {
 		t.Fatalf("bob got deletion of %d, want %d", del.ID, st.ID)
 	}
