@@ -376,7 +376,7 @@ func (s *Service) syncFollowee(ctx context.Context, uid, other int64, score stri
 			// none, and a retry of one cut short finds it stored with the
 			// follower.
 			keys := []string{k.followers(other), k.following(other), k.friends(other), k.user(other), k.followedNotice(other, uid),
-				k.blocks(other), k.blockedBy(other)}
+				k.blocks(other), k.blockedBy(other), k.mutes(other)}
 			args := []any{uid, score, n.now, s.bus.Command(), s.bus.UserChannel(other), n.plain, n.back,
 				int64(followedNoticeTTL / time.Second)}
 			if noteKeys, noteArgs, ok := s.notifyCall(followedNote(uid, other, n)); ok {

@@ -6,7 +6,8 @@
 -- (the notice key, set with NX and a TTL), so following and unfollowing
 -- again and again sends one frame; none while either blocks the other (a
 -- block written since the follower's side checked it ends this follow
--- next, and its frame must not reach the one who blocks).
+-- next, and its frame must not reach the one who blocks), nor while the
+-- followee mutes the follower (whose notifications they are not told).
 --
 -- A follower just added is also stored as a followed notification, by
 -- notify (notify.lua's text, which follow.go puts ahead of this one as a
@@ -22,6 +23,7 @@
 -- KEYS[5] the notice key of this follower to this followee
 -- KEYS[6] the followee's blocks
 -- KEYS[7] the followee's blocked_by
+-- KEYS[8] the followee's mutes
 -- ARGV[1] follower uid
 -- ARGV[2] the follow's score, as the follower's side holds it
 -- ARGV[3] now, unix ms (friend-since score)
@@ -30,7 +32,7 @@
 -- ARGV[6] the followed frame when the followee does not follow the follower
 -- ARGV[7] the followed frame when they do
 -- ARGV[8] how long a notice stands, in seconds
--- KEYS[8..15], ARGV[9..16] notify.lua's keys and arguments for the
+-- KEYS[9..16], ARGV[9..16] notify.lua's keys and arguments for the
 -- followed notification (none: no notification)
 -- Returns {1 when this added the follower, the follower count, 1 when this
 -- made the two friends}, or {-1, 0, 0} when the followee is gone or being
@@ -55,16 +57,16 @@ if followsBack then
   made = redis.call('ZADD', KEYS[3], 'NX', ARGV[3], ARGV[1])
 end
 if added == 1 and not redis.call('ZSCORE', KEYS[6], ARGV[1]) and not redis.call('ZSCORE', KEYS[7], ARGV[1])
-    and redis.call('SET', KEYS[5], 1, 'NX', 'EX', ARGV[8]) then
+    and not redis.call('ZSCORE', KEYS[8], ARGV[1]) and redis.call('SET', KEYS[5], 1, 'NX', 'EX', ARGV[8]) then
   local frame = ARGV[6]
   if followsBack then
     frame = ARGV[7]
   end
   redis.call(ARGV[4], ARGV[5], frame)
 end
-if added == 1 and #KEYS > 7 then
+if added == 1 and #KEYS > 8 then
   local keys, argv = {}, {}
-  for i = 8, #KEYS do
+  for i = 9, #KEYS do
     keys[#keys + 1] = KEYS[i]
   end
   for i = 9, #ARGV do

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -433,5 +434,30 @@ func TestLikeAndRepostOfAMutedAuthorRefused(t *testing.T) {
 	bob.must(http.StatusOK, "GET", "/api/v1/notifications/unread", nil, &unread)
 	if unread.Count != 0 {
 		t.Errorf("bob has %d unread notifications, want none", unread.Count)
+	}
+}
+
+// A follow by someone you mute is neither stored as a notification nor
+// told live: no `followed` frame about them reaches your streams, while
+// one about a follower you do not mute, following after, does. The
+// follow itself stands and is counted.
+func TestMutedFollowerNotTold(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada, bob, carol := in.signUp(t, "ada"), in.signUp(t, "bob"), in.signUp(t, "carol")
+	ada.must(http.StatusNoContent, "PUT", "/api/v1/mutes/bob", nil, nil)
+	s := ada.connect()
+	bob.follow("ada")
+	carol.follow("ada")
+	f := s.nextOf("followed", 10*time.Second)
+	var who struct{ Login string }
+	if err := json.Unmarshal(f.User, &who); err != nil || who.Login != "carol" {
+		t.Fatalf("the first followed frame is about %s (%v), want carol", f.User, err)
+	}
+	if c := ada.counts("ada"); c.followers != 2 {
+		t.Errorf("ada has %d followers, want 2", c.followers)
+	}
+	if n := ada.unread(); n.Count != 1 {
+		t.Errorf("ada has %d unread notifications, want carol's alone", n.Count)
 	}
 }
