@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -125,4 +126,108 @@ func TestBrowserBlockedOnAnOpenProfile(t *testing.T) {
 	p.open("/u/ada")
 	empty := `document.querySelector(` + js(testID("profile-empty")) + `)`
 	p.waitUntil("no post to show", stepTimeout, empty+`?.textContent === 'No posts to show.' && !`+empty+`.hidden ? '' : 'says ' + `+empty+`?.textContent`)
+}
+
+// ada mutes cat, whom she follows, from the "…" menu of cat's post: the
+// post leaves her feed. She unmutes cat in Settings and goes Home: cat's
+// post is back, without a reload, as the server's home timeline has it.
+func TestBrowserUnmuteInSettingsBringsPostsHome(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	cat := in.signUpAs(t, "cat", "Cat Herder")
+	ada.follow("cat")
+	st := cat.post("cat one")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.waitLive()
+	p.waitUntil("cat's post in the feed", stepTimeout, statusIn("feed", "cat one"))
+	item := testID("feed", fmt.Sprintf(` > [data-id="%d"] `, st.ID))
+	p.click(item + testID("status-menu"))
+	p.click(item + testID("mute"))
+	p.click(item + testID("mute-confirm"))
+	p.waitUntil("cat's post gone", stepTimeout, `document.querySelector('[data-testid="feed"] [data-author="cat"]') ? 'still shown' : ''`)
+
+	p.goTo("/settings")
+	p.waitUntil("the mute listed", stepTimeout, usersListed("mutes", "cat"))
+	p.click(testID("settings-mutes", ` [data-login="cat"] [data-testid="settings-mutes-undo"]`))
+	p.waitUntil("cat unmuted", stepTimeout, usersListed("mutes", ""))
+	if got := ids(ada.timeline("/api/v1/timelines/home").Statuses); len(got) != 1 || got[0] != st.ID {
+		t.Fatalf("ada's home timeline on the server after the unmute: %v, want [%d]", got, st.ID)
+	}
+	p.click(`#nav a[data-route="home"]`)
+	p.waitUntil("at home", stepTimeout, `location.pathname === '/' ? '' : 'at ' + location.pathname`)
+	p.waitUntil("cat's post back in the feed", stepTimeout, statusIn("feed", "cat one"))
+}
+
+// ada has her feed open when she unmutes cat on another device: cat's
+// post, left out of the feed while the mute stood, shows at once.
+func TestBrowserUnmuteElsewhereShowsPostsInOpenFeed(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	cat := in.signUpAs(t, "cat", "Cat Herder")
+	ada.follow("cat")
+	cat.post("cat one")
+	ada.post("ada one")
+	ada.must(http.StatusNoContent, "PUT", "/api/v1/mutes/cat", nil, nil)
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.waitLive()
+	p.waitUntil("ada's post in the feed", stepTimeout, statusIn("feed", "ada one"))
+	p.waitUntil("cat's post left out", stepTimeout, `document.querySelector('[data-testid="feed"] [data-author="cat"]') ? 'shown' : ''`)
+
+	ada.must(http.StatusNoContent, "DELETE", "/api/v1/mutes/cat", nil, nil)
+	p.waitUntil("cat's post in the feed, live", stepTimeout, statusIn("feed", "cat one"))
+	p.waitUntil("ada's post still there", stepTimeout, statusIn("feed", "ada one"))
+}
+
+// bob, whom ada follows, reposted cat's post. ada blocks cat from cat's
+// profile: the repost leaves her feed. She unblocks cat from the same
+// menu and goes Home: bob's repost of cat's post is back (the unblock
+// restores no follow, but lets cat's posts in again).
+func TestBrowserUnblockOnProfileBringsRepostsHome(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	cat := in.signUpAs(t, "cat", "Cat Herder")
+	ada.follow("bob")
+	st := cat.post("cat one")
+	bob.must(http.StatusOK, "PUT", fmt.Sprintf("/api/v1/statuses/%d/repost", st.ID), nil, nil)
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.waitLive()
+	p.waitUntil("bob's repost in the feed", stepTimeout, statusIn("feed", "cat one"))
+
+	p.goTo("/u/cat")
+	p.waitVisible(testID("profile-menu"))
+	p.click(testID("profile-menu"))
+	p.click(testID("profile-menu-items") + " " + testID("block"))
+	p.click(testID("profile-menu-items") + " " + testID("block-confirm"))
+	p.waitVisible(testID("profile-menu-items") + " " + testID("unblock"))
+	p.click(`#nav a[data-route="home"]`)
+	p.waitUntil("at home", stepTimeout, `location.pathname === '/' ? '' : 'at ' + location.pathname`)
+	p.waitUntil("the repost gone", stepTimeout, `document.querySelector('[data-testid="feed"] [data-author="cat"]') ? 'still shown' : ''`)
+
+	p.goTo("/u/cat")
+	p.waitVisible(testID("profile-menu"))
+	p.click(testID("profile-menu"))
+	p.click(testID("profile-menu-items") + " " + testID("unblock"))
+	p.waitVisible(testID("profile-menu-items") + " " + testID("block"))
+	testio.Eventually(t, 5*time.Second, func() string {
+		if u := ada.user("cat"); u.Blocking != nil && !*u.Blocking {
+			return ""
+		}
+		return "ada still blocks cat"
+	})
+	p.click(`#nav a[data-route="home"]`)
+	p.waitUntil("at home", stepTimeout, `location.pathname === '/' ? '' : 'at ' + location.pathname`)
+	p.waitUntil("bob's repost back in the feed", stepTimeout, statusIn("feed", "cat one"))
 }

@@ -37,13 +37,14 @@ const ctx = {
   timelines: new Set(), // every Timeline shown or kept, for deletions
   homeFeed: null,
   stream: null, // signed in: {live(), send(frame)} of the session's stream
-  homeStale: false, // set after a follow: reload the feed on the next visit
+  homeStale: false, // set after a follow, an unmute, an unblock: reload the feed on the next visit
   draft: '', // the composer's text, kept across pages
   liveAgain: new Set(), // called each time the connection turns live, after a break too
   deleteStatus,
   removeStatus, // a status found gone (a 404): it leaves the page, as a deleted one
   followChanged,
   hideAuthor,
+  showAuthor,
   signedIn,
   signInLink,
   askSignIn,
@@ -289,6 +290,18 @@ function hideAuthor(login, blocked) {
   for (const tl of ctx.timelines) tl.removeWhere((l) => sameLogin(l, login), { reposted: true });
   if (view && view.onHidden) view.onHidden(login);
   if (blocked) followChanged(login, false);
+}
+
+// showAuthor: you took back a block or mute: the server shows the
+// person's statuses again, and anyone's reposts of them, which no frame
+// brings back. The home feed, kept between visits, reads its first page
+// again: now if shown, else the next time it is. No other timeline is
+// kept: each reads afresh with its page, and the person's profile reads
+// theirs again as its menu changes (profile.js).
+function showAuthor() {
+  if (!ctx.homeFeed) return;
+  if (ctx.homeFeed.el.isConnected) ctx.homeFeed.reload();
+  else ctx.homeStale = true;
 }
 
 // deleteStatus deletes a status of yours; it rejects with the error to show.

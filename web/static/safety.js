@@ -2,8 +2,9 @@
 // else's post and of a profile. Blocking, muting and reporting ask first;
 // taking a block or mute back does not. After either, the person's posts
 // leave every timeline on the page (the server leaves them out of every
-// later read), and every profile menu of theirs on the page says so; on
-// the user's other devices too, as the stream tells them.
+// later read); taken back, the home feed reads them again. Every profile
+// menu of theirs on the page says so; on the user's other devices too, as
+// the stream tells them.
 
 import { h, announce, toast, confirmControls, limitChars, sameLogin, Registry, oneAtATime } from './dom.js';
 import { api } from './api.js';
@@ -17,14 +18,29 @@ export async function setRelation(ctx, kind, login, on) {
   relationChanged(ctx, kind, login, on);
 }
 
+// The blocks and mutes taken back as last told, "uid kind login": told
+// twice (by the answer, then by the frame), one has the home feed read
+// again once. Made again, it is forgotten, so that the next taking back
+// counts.
+const takenBack = new Set();
+
 /**
  * relationChanged shows a block or mute of login made (on) or taken back,
  * here or on another device (the stream's `relation` frame): made, their
- * posts leave the page; either way, their profile menus say so. Told
- * twice (by the answer, then by the frame), it changes nothing more.
+ * posts leave the page; taken back, the server shows them again, which no
+ * frame brings, so the home feed reads them again (showAuthor); either
+ * way, their profile menus say so. Told twice (by the answer, then by the
+ * frame), it changes nothing more.
  */
 export function relationChanged(ctx, kind, login, on) {
-  if (on) ctx.hideAuthor(login, kind === 'blocks');
+  const key = `${ctx.me() ? ctx.me().id : ''} ${kind} ${login.toLowerCase()}`;
+  if (on) {
+    takenBack.delete(key);
+    ctx.hideAuthor(login, kind === 'blocks');
+  } else if (!takenBack.has(key)) {
+    takenBack.add(key);
+    ctx.showAuthor();
+  }
   for (const p of profiles.live()) {
     if (sameLogin(p.login, login)) p.set(kind, on);
   }
