@@ -247,3 +247,75 @@ func TestBrowserFocusClearOfTheBars(t *testing.T) {
 		t.Errorf("focused controls under a bar:\n%s", strings.Join(faults, "\n"))
 	}
 }
+
+// headerClear is a check that, in the site header, the visible nav links,
+// the connection dot, the signed-in login and Sign out each show whole
+// and none overlaps another.
+const headerClear = `(() => {
+	const parts = [
+		...[...document.querySelectorAll('#nav a')].filter((a) => a.offsetParent).map((a) => ['link ' + a.textContent, a]),
+		['conn dot', document.querySelector('.conn-dot')],
+		['login', document.querySelector('[data-testid="me"]')],
+		['sign out', document.querySelector('[data-testid="signout"]')],
+	];
+	const boxes = [];
+	const bad = [];
+	for (const [name, el] of parts) {
+		if (!el) return 'no ' + name;
+		const r = el.getBoundingClientRect();
+		if (r.width < 1 || r.height < 1) bad.push(name + ' not shown (' + r.width.toFixed(1) + 'x' + r.height.toFixed(1) + ')');
+		else if (el.scrollWidth > el.clientWidth + 1 && name !== 'login') bad.push(name + ' cut short');
+		else boxes.push([name, r]);
+	}
+	for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+		const [a, ra] = boxes[i], [b, rb] = boxes[j];
+		if (ra.left < rb.right - 0.5 && rb.left < ra.right - 0.5 && ra.top < rb.bottom - 0.5 && rb.top < ra.bottom - 0.5)
+			bad.push(a + ' (' + ra.left.toFixed(1) + '..' + ra.right.toFixed(1) + ') overlaps ' + b + ' (' + rb.left.toFixed(1) + '..' + rb.right.toFixed(1) + ')');
+	}
+	const de = document.documentElement;
+	if (de.scrollWidth > de.clientWidth) bad.push('the page scrolls sideways: ' + de.scrollWidth + ' > ' + de.clientWidth);
+	return bad.join('; ');
+})()`
+
+// sessionOnBrandLine is whether the signed-in session shares the brand's
+// line in the header, rather than taking a line of its own.
+const sessionOnBrandLine = `(() => {
+	const brand = document.querySelector('.brand').getBoundingClientRect();
+	const session = document.querySelector('#session').getBoundingClientRect();
+	return session.top < brand.bottom && brand.top < session.bottom;
+})()`
+
+// On a phone, 390 or 320 px wide, an admin's header holds Lists,
+// Moderation, the connection dot, their login and Sign out, each whole
+// and none drawn over another, as a member's does: the extra Moderation
+// link does not put the dot over it or squeeze the login away. Where the
+// line is too short for them all, the dot, login and Sign out take the
+// line below; a member's header at 390 px keeps to one line.
+func TestBrowserPhoneAdminHeader(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{Admins: []string{"root"}}).start()
+	in.signUpAs(t, "root", "Root Admin")
+	in.signUpAs(t, "bob", "Bob Babbage")
+
+	br := newBrowser(t)
+	for _, login := range []string{"root", "bob"} {
+		p := br.newTab(t, login, in.srv.URL)
+		p.viewport(390, 844, true)
+		p.signInUI(login, "password-"+login)
+		p.waitLive()
+		if login == "root" {
+			p.waitVisible(`#nav a[data-route="admin"]`)
+		}
+		for _, width := range []int64{390, 320} {
+			p.viewport(width, 700, true)
+			p.waitUntil(fmt.Sprintf("%s's header clear at %d px", login, width), stepTimeout, headerClear)
+			if login == "bob" && width == 390 && !eval[bool](p, sessionOnBrandLine) {
+				t.Errorf("a member's header at 390 px takes two lines")
+			}
+			for _, scheme := range []string{"light", "dark"} {
+				p.colorScheme(scheme)
+				p.keep(fmt.Sprintf("header-%d-%s", width, scheme))
+			}
+		}
+	}
+}

@@ -105,3 +105,34 @@ func TestBrowserLists(t *testing.T) {
 		t.Fatalf("the deleted list answers %d", res.Status)
 	}
 }
+
+// The Lists page tells ada what a list may hold, and it is what the
+// server allows: people she follows. It promises nothing the server
+// refuses: adding bob, whom she does not follow, is refused on the list's
+// page, and told that only those she follows may be put in a list.
+func TestBrowserListsIntroMatchesRule(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	in.signUpAs(t, "ada", "Ada Lovelace")
+	in.signUpAs(t, "bob", "Bob Babbage")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	p.signInUI("ada", "password-ada")
+	p.goTo("/lists")
+	p.typeInto(testID("list-create-input"), "Engines")
+	p.click(testID("list-create-submit"))
+	p.waitUntil("the list made", stepTimeout, listRowsSay("Engines"))
+	intro := eval[string](p, `document.querySelector('main .page-head .muted')?.textContent ?? ''`)
+	if !contains(intro, "people you follow") || contains(intro, "whether or not you follow") {
+		t.Errorf("the Lists page says %q: it should say a list holds people you follow, as the server has it", intro)
+	}
+	p.click(testID("list-row") + ` a.list-link`)
+	p.waitVisible(testID("list-add-input"))
+	p.typeInto(testID("list-add-input"), "bob")
+	p.click(testID("list-add-submit"))
+	p.waitUntil("adding bob, not followed, refused", stepTimeout, `(() => {
+		const e = document.querySelector('[data-testid="list-add-error"]:not([hidden])');
+		return e && e.textContent.includes('follow') ? '' : 'error: ' + e?.textContent;
+	})()`)
+}

@@ -71,7 +71,7 @@ function nameForm({ label, button, value = '', maxlength = MAX_NAME, placeholder
 /** listsView: the signed-in user's lists, and the form that makes one. */
 export function listsView(ctx) {
   const h1 = heading('Lists');
-  const intro = h('p', { class: 'muted' }, 'Lists gather people whose posts you want to read together, whether or not you follow them.');
+  const intro = h('p', { class: 'muted' }, 'Lists gather people you follow whose posts you want to read together.');
   const head = h('div', { class: 'page-head' }, h('div', {}, h1, intro));
   if (!ctx.me()) {
     const el = h('div', { class: 'view' }, head,
