@@ -260,8 +260,7 @@ func TestBrowserModerationLoadsMore(t *testing.T) {
 	}
 
 	br := newBrowser(t)
-	r := br.newTab(t, "root", in.srv.URL)
-	r.signInUI("root", "password-root")
+	r := br.signedInTab(t, in.srv.URL, "root")
 	r.goTo("/admin")
 	rows := func(list, row string, want int) string {
 		return `(() => {

@@ -55,8 +55,7 @@ func TestBrowserComposerEscapeClosesSuggestionsOnly(t *testing.T) {
 	post := ada.post("The engine weaves algebraic patterns")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitUntil("ada's post in her feed", stepTimeout, statusIn("feed", post.Message))
 
 	item := testID("feed", fmt.Sprintf(` [data-id="%d"] `, post.ID))
@@ -191,8 +190,7 @@ func TestBrowserNoticeSuspended(t *testing.T) {
 	in.signUpAs(t, "ada", "Ada Lovelace")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitLive()
 	root.must(http.StatusNoContent, "PUT", "/api/v1/admin/suspensions/ada", nil, nil)
 	p.waitUntil("the suspension told", stepTimeout, `(() => {
@@ -221,8 +219,7 @@ func TestBrowserNoticeBigUnreadCount(t *testing.T) {
 	}
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", srv.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, srv.srv.URL, "ada")
 	want := fmt.Sprintf("Notifications, %d unread", n)
 	p.waitUntil("the bell shows 99+", stepTimeout, `(() => {
 		const b = document.querySelector('[data-testid="notes-button"]');

@@ -41,8 +41,7 @@ func TestBrowserConfirmDeleteInlineReply(t *testing.T) {
 	bob.post("hello from bob")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitUntil("bob's post in the feed", stepTimeout, statusIn("feed", "hello from bob"))
 	p.waitLive()
 	parent := testID("feed", ` > [data-id="`+p.statusID("feed", "hello from bob")+`"]`)
@@ -88,8 +87,7 @@ func TestBrowserConfirmKeepsFocus(t *testing.T) {
 	ada.post("ada two")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	for _, m := range []string{"ada one", "bob one", "cat one", "ada two"} {
 		p.waitUntil(m+" in the feed", stepTimeout, statusIn("feed", m))
 	}
@@ -126,8 +124,7 @@ func TestBrowserConfirmProfileFollowsMute(t *testing.T) {
 	cat.post("cat two")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo("/u/cat")
 	p.waitUntil("cat's posts", stepTimeout, statusIn("timeline", "cat two"))
 	p.waitVisible(testID("profile-menu"))
@@ -194,8 +191,7 @@ func TestBrowserReportFromPost(t *testing.T) {
 	st := bob.post("buy cheap watches")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitUntil("bob's post in the feed", stepTimeout, statusIn("feed", "buy cheap watches"))
 	item := testID("feed", ` > [data-id="`+strconv.FormatInt(st.ID, 10)+`"] `)
 	p.enterOn(item + testID("status-menu"))
@@ -245,8 +241,7 @@ func TestBrowserReportFromProfile(t *testing.T) {
 	in.signUpAs(t, "bob", "Bob Babbage")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo("/u/bob")
 	menu := testID("profile-menu-items") + " "
 	p.waitVisible(testID("profile-menu"))

@@ -64,8 +64,7 @@ func TestBrowserActionRow(t *testing.T) {
 	post := ada.post("The engine weaves algebraic patterns")
 
 	br := newBrowser(t)
-	b := br.newTab(t, "bob", in.srv.URL)
-	b.signInUI("bob", "password-bob")
+	b := br.signedInTab(t, in.srv.URL, "bob")
 	b.waitUntil("ada's post in bob's feed", stepTimeout, statusIn("feed", post.Message))
 	b.waitUntil("no likes yet", stepTimeout, actionIs("feed", post.ID, "like", "Like, 0 likes", "false"))
 	b.waitUntil("no reposts yet", stepTimeout, actionIs("feed", post.ID, "repost", "Repost, 0 reposts", "false"))
@@ -77,8 +76,7 @@ func TestBrowserActionRow(t *testing.T) {
 	b.keep("actions-1280-light")
 
 	// ada sees bob's like and repost, not as hers; she likes too.
-	a := br.newTab(t, "ada", in.srv.URL)
-	a.signInUI("ada", "password-ada")
+	a := br.signedInTab(t, in.srv.URL, "ada")
 	a.goTo(fmt.Sprintf("/s/%d", post.ID))
 	a.waitUntil("bob's like, counted for ada", stepTimeout, actionIs("status-page", post.ID, "like", "Like, 1 like", "false"))
 	a.waitUntil("bob's repost, counted for ada", stepTimeout, actionIs("status-page", post.ID, "repost", "Repost, 1 repost", "false"))
@@ -115,8 +113,7 @@ func TestBrowserActionRow(t *testing.T) {
 	})()`)
 
 	// carol follows bob, not ada: bob's repost brings ada's post to her.
-	c := br.newTab(t, "carol", in.srv.URL)
-	c.signInUI("carol", "password-carol")
+	c := br.signedInTab(t, in.srv.URL, "carol")
 	c.waitUntil("the repost in carol's feed", stepTimeout, `(() => {
 		const li = document.querySelector('[data-testid="feed"] [data-original="`+fmt.Sprint(post.ID)+`"]');
 		if (!li) return 'no repost of ada\'s post';
@@ -155,8 +152,7 @@ func TestBrowserActionRefused(t *testing.T) {
 	post := ada.post("Refuse me if you can")
 
 	br := newBrowser(t)
-	b := br.newTab(t, "bob", in.srv.URL)
-	b.signInUI("bob", "password-bob")
+	b := br.signedInTab(t, in.srv.URL, "bob")
 	b.goTo(fmt.Sprintf("/s/%d", post.ID))
 	b.waitUntil("the post", stepTimeout, actionIs("status-page", post.ID, "like", "Like, 0 likes", "false"))
 	b.click(actionSel("status-page", post.ID, "like"))
@@ -196,8 +192,7 @@ func TestBrowserThreadReply(t *testing.T) {
 	aside := ada.reply(root.ID, "A word to @nobody_here about the budget")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo(fmt.Sprintf("/s/%d", mid.ID))
 	order := `[...document.querySelectorAll('[data-testid="status-page"] > [data-testid="status"]')]
 		.map((li) => li.dataset.id + ':' + (li.dataset.depth ?? '0') + (li.classList.contains('is-focus') ? '*' : '')).join(' ')`
@@ -337,8 +332,7 @@ func TestBrowserNotificationsPage(t *testing.T) {
 	post := ada.post("Notes on the analytical engine")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitLive()
 	other := br.newTab(t, "ada-phone", in.srv.URL)
 	other.viewport(360, 780, true)
@@ -480,8 +474,7 @@ func TestBrowserNotificationsPaged(t *testing.T) {
 	}
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitUntil("32 unread", stepTimeout, badgeIs(32))
 	p.goTo("/notifications")
 	count := func(n int) string {
@@ -512,8 +505,7 @@ func TestBrowserMentionPickKeptWhenListComesAgain(t *testing.T) {
 	in.signUp(t, "carla")
 	in.signUp(t, "carol")
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	box := testID("composer-input")
 	p.waitVisible(box)
 	p.typeInto(box, "hi @ca")

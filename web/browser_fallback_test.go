@@ -176,8 +176,7 @@ func TestBrowserStreamEventsWhenWebSocketsFail(t *testing.T) {
 	proxy := newWSBlocker(t, in.srv.URL, refuseWebSockets)
 
 	br := newBrowser(t)
-	p := br.newTab(t, "alice", proxy.srv.URL)
-	p.signInUI("alice", "password-alice")
+	p := br.signedInTab(t, proxy.srv.URL, "alice")
 	p.waitTransport("events", 20*time.Second)
 	st := bob.post("Bob, through a proxy that refuses WebSockets")
 	p.waitUntil("bob's post arrives live", 20*time.Second, statusIn("feed", st.Message))

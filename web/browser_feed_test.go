@@ -110,8 +110,7 @@ func TestBrowserKeyboard(t *testing.T) {
 	third := dora.post("Third")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "dora", in.srv.URL)
-	p.signInUI("dora", "password-dora")
+	p := br.signedInTab(t, in.srv.URL, "dora")
 	p.waitUntil("the feed", stepTimeout, statusIn("feed", "First, with a link: https://example.com/map"))
 
 	focused := func(want string) string {

@@ -184,6 +184,15 @@ func (b *browser) newTab(tb testing.TB, name, base string) *tab {
 	return p
 }
 
+// signedInTab is a new tab named login on base, signed in through the
+// sign-in form as login, whose password is "password-" + login.
+func (b *browser) signedInTab(tb testing.TB, base, login string) *tab {
+	tb.Helper()
+	p := b.newTab(tb, login, base)
+	p.signInUI(login, "password-"+login)
+	return p
+}
+
 func (p *tab) note(format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -163,8 +163,7 @@ func TestBrowserShortLoginWhole(t *testing.T) {
 	first := author.post(message)
 
 	br := newBrowser(t)
-	p := br.newTab(t, "bob", srv.srv.URL)
-	p.signInUI("bob", "password-bob")
+	p := br.signedInTab(t, srv.srv.URL, "bob")
 	// scrollWidth and clientWidth round to whole pixels, and a login a
 	// fraction of a pixel too wide for its box already shows as "@b…": so
 	// the box is measured against the login's own width, unbounded.

@@ -117,8 +117,7 @@ func TestBrowserListsIntroMatchesRule(t *testing.T) {
 	in.signUpAs(t, "bob", "Bob Babbage")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo("/lists")
 	p.typeInto(testID("list-create-input"), "Engines")
 	p.click(testID("list-create-submit"))

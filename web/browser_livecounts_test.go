@@ -275,8 +275,7 @@ func TestBrowserLiveSuspendedPostLeaves(t *testing.T) {
 	post := bob.post("Cheap watches today")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitUntil("bob's post in the feed", stepTimeout, statusIn("feed", post.Message))
 	root.must(http.StatusNoContent, "PUT", "/api/v1/admin/suspensions/bob", nil, nil)
 	p.click(actionSel("feed", post.ID, "like"))
@@ -337,8 +336,7 @@ func TestBrowserLiveRereadsBudgeted(t *testing.T) {
 	}
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitUntil("the marker in the feed", stepTimeout, statusIn("feed", marker.Message))
 	p.waitUntil("the last note in the feed", stepTimeout, statusIn("feed", fmt.Sprintf("Note %02d", burst-1)))
 	p.waitLive()
@@ -392,8 +390,7 @@ func TestBrowserLiveLikeFrameNeverLowers(t *testing.T) {
 	post := ada.post("Counting engines")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo(fmt.Sprintf("/s/%d", post.ID))
 	p.waitUntil("the post, nothing counted", stepTimeout, actionIs("status-page", post.ID, "like", "Like, 0 likes", "false"))
 	p.waitLive()

@@ -21,8 +21,7 @@ func TestBrowserNotificationsGoWithTheirCause(t *testing.T) {
 	shown := ada.post("deleted while shown")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", one.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, one.srv.URL, "ada")
 	p.waitLive()
 	bob.like(there.ID)
 	bob.like(here.ID)
@@ -58,8 +57,7 @@ func TestBrowserBlockAndMuteTakeNotificationsOut(t *testing.T) {
 	first, second := ada.post("liked first"), ada.post("liked second")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", one.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, one.srv.URL, "ada")
 	p.waitLive()
 	carol.like(first.ID)
 	carol.like(second.ID)

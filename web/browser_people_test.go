@@ -104,8 +104,7 @@ func TestBrowserPeopleFollowBack(t *testing.T) {
 	bob.follow("ada")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo("/u/ada/followers")
 	btn := followToggle(`[data-testid="user-list"]`, "bob")
 	p.waitUntil("Follow back for bob", stepTimeout, buttonSays(btn, "Follow back"))
@@ -150,8 +149,7 @@ func TestBrowserPeopleSuggestions(t *testing.T) {
 	carol.follow("ada")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	reason := func(login, want string) string {
 		return `(() => {
 			const r = document.querySelector('[data-testid="suggestion"][data-login="` + login + `"] [data-testid="suggestion-reason"]');
@@ -198,8 +196,7 @@ func TestBrowserPeopleNotifications(t *testing.T) {
 	bob := in.signUpAs(t, "bob", "Bob Babbage")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitLive()
 	bell := testID("notes-button")
 	if got := eval[string](p, `document.querySelector('[data-testid="notes-button"]').dataset.unread`); got != "0" {

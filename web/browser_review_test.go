@@ -74,8 +74,7 @@ func TestBrowserMuteFromRepostHidesReposts(t *testing.T) {
 	dan.react("PUT", "repost", second.ID)
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	reposts := fmt.Sprintf(`document.querySelectorAll('[data-testid="feed"] [data-original="%d"], [data-testid="feed"] [data-original="%d"]').length`, first.ID, second.ID)
 	p.waitUntil("both reposts in the feed", stepTimeout, `(() => {
 		const n = `+reposts+`;
@@ -110,8 +109,7 @@ func TestBrowserBusyFeedCountsArrivals(t *testing.T) {
 	ada.follow("bob")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitLive()
 	p.goTo("/u/bob")
 
@@ -158,8 +156,7 @@ func TestBrowserLiveTimelineCapped(t *testing.T) {
 	ada.follow("bob")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitLive()
 	p.waitUntil("the empty feed", stepTimeout, `document.querySelector('.view-home .empty:not([hidden])') ? '' : 'not empty yet'`)
 
@@ -205,8 +202,7 @@ func TestBrowserFloodedStreamStaysSignedIn(t *testing.T) {
 	in.signUpAs(t, "ada", "Ada Lovelace")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitLive()
 	eval[bool](p, `(() => {
 		window.reviewStates = [];
@@ -291,8 +287,7 @@ func TestBrowserNotificationFramesCoalesced(t *testing.T) {
 	post := ada.post("Notes on the analytical engine")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitLive()
 	eval[bool](p, `(performance.setResourceTimingBufferSize(5000), true)`)
 
@@ -382,8 +377,7 @@ func TestBrowserNamesCountCharacters(t *testing.T) {
 	full, over := strings.Repeat("🎻", 64), strings.Repeat("🎻", 65)
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo("/settings")
 	p.waitVisible(testID("settings-name"))
 	eval[bool](p, `(document.querySelector('[data-testid="settings-name"]').value = '', true)`)
@@ -426,8 +420,7 @@ func TestBrowserNotificationShowsLogin(t *testing.T) {
 	mallory.follow("ada")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo("/notifications")
 	p.waitUntil("the follow, with mallory's login", stepTimeout, `(() => {
 		const li = document.querySelector('[data-testid="note"][data-type="followed"]');
@@ -535,8 +528,7 @@ func TestBrowserHomeBadgeForgetsDeletedPosts(t *testing.T) {
 	ada.follow("bob")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitLive()
 	p.goTo("/global")
 	first := bob.post("Posted in haste")

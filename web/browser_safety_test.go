@@ -24,8 +24,7 @@ func TestBrowserBlockFromPostMenu(t *testing.T) {
 	bob.post("hello from bob")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", one.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, one.srv.URL, "ada")
 	p.waitUntil("bob's post in the feed", stepTimeout, statusIn("feed", "hello from bob"))
 	id := p.statusID("feed", "hello from bob")
 	item := testID("feed", ` [data-id="`+id+`"] `)
@@ -73,8 +72,7 @@ func TestBrowserLinksIntoTheAPIStayText(t *testing.T) {
 	mal.must(http.StatusOK, "PATCH", "/api/v1/me", map[string]string{"bio": bio}, nil)
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitUntil("mallory's status", stepTimeout, statusIn("feed", message))
 	links := func(sel string) string {
 		return `[...document.querySelector(` + js(sel) + `).querySelectorAll('a')].map((a) => a.href).join(' ')`
@@ -114,8 +112,7 @@ func TestBrowserBlockedOnAnOpenProfile(t *testing.T) {
 	ada.post("Not for bob's eyes, soon")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "bob", srv.srv.URL)
-	p.signInUI("bob", "password-bob")
+	p := br.signedInTab(t, srv.srv.URL, "bob")
 	p.goTo("/u/ada")
 	button := `document.querySelector(` + js(testID("follow-button")) + `)?.textContent`
 	p.waitUntil("Unfollow offered", stepTimeout, button+` === 'Unfollow' ? '' : 'says ' + `+button)
@@ -140,8 +137,7 @@ func TestBrowserUnmuteInSettingsBringsPostsHome(t *testing.T) {
 	st := cat.post("cat one")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitLive()
 	p.waitUntil("cat's post in the feed", stepTimeout, statusIn("feed", "cat one"))
 	item := testID("feed", fmt.Sprintf(` > [data-id="%d"] `, st.ID))
@@ -175,8 +171,7 @@ func TestBrowserUnmuteElsewhereShowsPostsInOpenFeed(t *testing.T) {
 	ada.must(http.StatusNoContent, "PUT", "/api/v1/mutes/cat", nil, nil)
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitLive()
 	p.waitUntil("ada's post in the feed", stepTimeout, statusIn("feed", "ada one"))
 	p.waitUntil("cat's post left out", stepTimeout, `document.querySelector('[data-testid="feed"] [data-author="cat"]') ? 'shown' : ''`)
@@ -201,8 +196,7 @@ func TestBrowserUnblockOnProfileBringsRepostsHome(t *testing.T) {
 	bob.must(http.StatusOK, "PUT", fmt.Sprintf("/api/v1/statuses/%d/repost", st.ID), nil, nil)
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitLive()
 	p.waitUntil("bob's repost in the feed", stepTimeout, statusIn("feed", "cat one"))
 

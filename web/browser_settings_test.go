@@ -121,8 +121,7 @@ func TestBrowserSettingsListsBlocksAndMutes(t *testing.T) {
 	}
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo("/settings")
 	p.waitUntil("both blocks, newest first", stepTimeout, usersListed("blocks", "carol bob"))
 	p.waitUntil("the mute", stepTimeout, usersListed("mutes", "dan"))
@@ -174,8 +173,7 @@ func TestBrowserSettingsBlocksReadOn(t *testing.T) {
 		logins = append(logins, login)
 	}
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo("/settings")
 	rows := `document.querySelectorAll(` + js(testID("settings-blocks", ` [data-testid="user"]`)) + `).length`
 	p.waitUntil("a page of 30", stepTimeout, rows+` === 30 ? '' : 'rows: ' + `+rows)
@@ -196,8 +194,7 @@ func TestBrowserFriendRenamedOnOpenProfile(t *testing.T) {
 	befriend(ada, bob)
 
 	br := newBrowser(t)
-	p := br.newTab(t, "bob", in.srv.URL)
-	p.signInUI("bob", "password-bob")
+	p := br.signedInTab(t, in.srv.URL, "bob")
 	p.waitLive()
 	p.goTo("/u/ada")
 	named := func(name string) string {

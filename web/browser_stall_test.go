@@ -41,8 +41,7 @@ func TestBrowserRedisStall(t *testing.T) {
 	in.signUp(t, "erin")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "erin", in.srv.URL)
-	p.signInUI("erin", "password-erin")
+	p := br.signedInTab(t, in.srv.URL, "erin")
 	p.waitLive()
 	// The feed's first page is in, and with it the resume the client sends
 	// then: a resume the server is reading when Redis stops holds the

@@ -60,8 +60,7 @@ func TestBrowserWalkFixSearchTakenBack(t *testing.T) {
 	in.signUpAs(t, "anne", "Anne")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "zed", in.srv.URL)
-	p.signInUI("zed", "password-zed")
+	p := br.signedInTab(t, in.srv.URL, "zed")
 	p.goTo("/search")
 	box := testID("search-input")
 	p.waitVisible(box)
@@ -100,8 +99,7 @@ func TestBrowserWalkFixBusyButtonsKeepFocus(t *testing.T) {
 	bob := in.signUpAs(t, "bob", "Bob Babbage")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "bob", in.srv.URL)
-	p.signInUI("bob", "password-bob")
+	p := br.signedInTab(t, in.srv.URL, "bob")
 
 	// Follow on a profile.
 	p.goTo("/u/ada")
@@ -189,8 +187,7 @@ func TestBrowserWalkFixListRemoveThenLoadMore(t *testing.T) {
 	}
 
 	br := newBrowser(t)
-	p := br.newTab(t, "own", in.srv.URL)
-	p.signInUI("own", "password-own")
+	p := br.signedInTab(t, in.srv.URL, "own")
 	p.goTo(fmt.Sprintf("/lists/%d", made.List.ID))
 	shown := `[...document.querySelectorAll('[data-testid="list-members"] [data-testid="user"]')].map((li) => li.dataset.login)`
 	p.waitUntil("the first page of members", stepTimeout, `(() => {
@@ -226,8 +223,7 @@ func TestBrowserWalkFixRenameErrorCleared(t *testing.T) {
 	in.signUpAs(t, "bob", "Bob Babbage")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "bob", in.srv.URL)
-	p.signInUI("bob", "password-bob")
+	p := br.signedInTab(t, in.srv.URL, "bob")
 	p.goTo("/lists")
 	p.waitVisible(testID("list-create-input"))
 	p.typeInto(testID("list-create-input"), "Engines")
@@ -268,8 +264,7 @@ func TestBrowserWalkFixEscapeWhileReporting(t *testing.T) {
 	in.signUpAs(t, "bob", "Bob Babbage")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo("/u/bob")
 	p.waitVisible(testID("profile-menu"))
 	p.click(testID("profile-menu"))
@@ -324,8 +319,7 @@ func TestBrowserWalkFixEnterAfterDelete(t *testing.T) {
 	newer := ada.post("the newer post")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.waitUntil("both posts in the feed", stepTimeout, statusIn("feed", "the newer post"))
 	p.waitUntil("both posts in the feed", stepTimeout, statusIn("feed", "the older post"))
 	olderID, newerID := fmt.Sprint(older.ID), fmt.Sprint(newer.ID)
@@ -376,8 +370,7 @@ func TestBrowserWalkFixExportCutShort(t *testing.T) {
 	in.signUpAs(t, "ada", "Ada Lovelace")
 
 	br := newBrowser(t)
-	p := br.newTab(t, "ada", in.srv.URL)
-	p.signInUI("ada", "password-ada")
+	p := br.signedInTab(t, in.srv.URL, "ada")
 	p.goTo("/settings")
 	link := testID("settings-export")
 	note := testID("settings-export-note")
