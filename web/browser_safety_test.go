@@ -3,6 +3,7 @@ package web_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,8 +58,10 @@ func TestBrowserBlockFromPostMenu(t *testing.T) {
 
 // A link a user writes into this site's API (an export of the reader's
 // account, whose click would spend one of their exports) is shown as text,
-// in a status and in a bio, written plainly or with its path escaped, while
-// a link elsewhere stays a link. And the client runs with Trusted Types
+// in a status and in a bio, written plainly or with its path escaped, or
+// with the other scheme or another port of this host (which a redirect to
+// https, or HSTS, would bring to the API all the same), while a link
+// elsewhere stays a link. And the client runs with Trusted Types
 // enforced: a string given to innerHTML throws.
 func TestBrowserLinksIntoTheAPIStayText(t *testing.T) {
 	t.Parallel()
@@ -66,7 +69,9 @@ func TestBrowserLinksIntoTheAPIStayText(t *testing.T) {
 	mal := in.signUp(t, "mallory")
 	ada := in.signUp(t, "ada")
 	ada.follow("mallory")
-	message := "free stuff: " + in.srv.URL + "/api/v1/me/export and https://example.com/fine"
+	host := strings.TrimPrefix(in.srv.URL, "http://")
+	message := "free stuff: " + in.srv.URL + "/api/v1/me/export and https://" + host + "/api/v1/me/export and http://" +
+		strings.Split(host, ":")[0] + ":1/api/v1/me and https://example.com/fine"
 	mal.post(message)
 	bio := "see " + in.srv.URL + "/%61pi/v1/me/export or https://example.com/me"
 	mal.must(http.StatusOK, "PATCH", "/api/v1/me", map[string]string{"bio": bio}, nil)

@@ -36,7 +36,9 @@ function safeHref(v) {
 /**
  * linkable says whether an http(s) URL a user wrote may be shown as a
  * link: not one into this site's API, which a reader's click would call
- * with their session (an export of their account, say).
+ * with their session (an export of their account, say). This site is its
+ * host under either scheme and any port: a redirect to https, or HSTS,
+ * brings an http link to the API all the same.
  */
 export function linkable(href) {
   let url;
@@ -45,7 +47,7 @@ export function linkable(href) {
   } catch {
     return false;
   }
-  if (url.origin !== location.origin) return true;
+  if (url.hostname !== location.hostname) return true;
   let path = url.pathname;
   try {
     path = decodeURIComponent(path);
