@@ -552,3 +552,25 @@ func TestBrowserHomeBadgeForgetsDeletedPosts(t *testing.T) {
 	bob.deleteStatus(fifth.ID)
 	p.waitUntil("Home counts the last", stepTimeout, homeBadgeIs(1))
 }
+
+// ada opens Chorus at bob's profile (a shared link, a reload there), so
+// her home feed has not been read in this page: bob's new posts are
+// counted on the Home link all the same, once each, and Home shows them.
+func TestBrowserHomeBadgeCountsBeforeHomeIsShown(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	in.signUpAs(t, "ada", "Ada Lovelace").follow("bob")
+
+	br := newBrowser(t)
+	p := br.signedInTab(t, in.srv.URL, "ada")
+	p.open("/u/bob")
+	p.waitLive()
+	for i := range 3 {
+		bob.post(fmt.Sprintf("bob's new post %d", i))
+	}
+	p.waitUntil("Home counts bob's posts", stepTimeout, homeBadgeIs(3))
+	p.goTo("/")
+	p.waitUntil("bob's posts in the feed", stepTimeout, statusIn("feed", "bob's new post 2"))
+	p.waitUntil("Home counts nothing once looked at", stepTimeout, homeBadgeIs(0))
+}

@@ -68,8 +68,12 @@ export class Frames {
       case 'status': {
         const s = frame.status;
         if (!s) return;
-        const added = this.app.ctx.homeFeed.add(s, { complete: true });
-        if (added && s.uid !== session.me.id) this.noteNew(s);
+        const feed = this.app.ctx.homeFeed;
+        const added = feed.add(s, { complete: true });
+        // A feed not read yet (Home not shown since the page opened) holds
+        // nothing to add to, but what comes is new to its reader all the
+        // same: the Home link counts it.
+        if ((added || !feed.loaded) && s.uid !== session.me.id) this.noteNew(s);
         if (s.reply_to && !s.repost_of) replyAdded(s.reply_to.id, { id: s.id });
         break;
       }
@@ -210,6 +214,8 @@ export class Frames {
   // arrival: put off by each, it would never end on a feed busier than one
   // post per BATCH_MS.
   noteNew(status) {
+    const id = Number(status.id);
+    if (this.counted.has(id) || this.newBatch.some((s) => Number(s.id) === id)) return; // told twice (a resume)
     this.newBatch.push(status);
     if (this.batchTimer) return;
     this.batchTimer = setTimeout(() => {
