@@ -74,6 +74,9 @@ type StatusDeleted struct {
 	Type    string `json:"type"` // TypeStatusDeleted
 	ID      int64  `json:"id"`
 	ReplyTo int64  `json:"reply_to,omitempty"`
+	// UID is the author's, on a deletion by its author; none on a status
+	// that left a timeline without being deleted.
+	UID int64 `json:"uid,omitempty"`
 }
 
 // PresenceFrame: a friend came online or went offline, or a follow has just

@@ -36,6 +36,8 @@ func TestWireShapes(t *testing.T) {
 			`{"type":"status","status":{"id":43,"uid":7,"login":"ada","message":"@bob yes","posted":"2030-01-02T03:04:05.006Z",` +
 				`"reply_to":{"id":41,"uid":8,"login":"bob"},"mentions":[{"uid":8,"login":"bob"}],"replies":0,"likes":0,"reposts":0}}`},
 		{"status deleted", StatusDeleted{Type: TypeStatusDeleted, ID: 42}, `{"type":"status_deleted","id":42}`},
+		{"status deleted by its author", StatusDeleted{Type: TypeStatusDeleted, ID: 43, ReplyTo: 42, UID: 7},
+			`{"type":"status_deleted","id":43,"reply_to":42,"uid":7}`},
 		{"presence", PresenceFrame{Type: TypePresence, User: ada.Ref(), Online: true, LastSeen: &at},
 			`{"type":"presence","user":` + ref + `,"online":true,"last_seen":"2030-01-02T03:04:05.006Z"}`},
 		{"presence of someone never seen", PresenceFrame{Type: TypePresence, User: ada.Ref()},

@@ -297,7 +297,7 @@ func (s *Service) DeleteStatus(ctx context.Context, uid, id int64) error {
 	// A reply's deletion names the status it answered, whose replies
 	// count went down: a client showing that status reads it again.
 	parent, _ := replyTo.Int64()
-	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: id, ReplyTo: parent})
+	payload, err := json.Marshal(protocol.StatusDeleted{Type: protocol.TypeStatusDeleted, ID: id, ReplyTo: parent, UID: uid})
 	if err != nil {
 		return fmt.Errorf("delete status %d: %w", id, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"chorus/social"
 )
@@ -84,4 +85,47 @@ func TestBrowserBlockAndMuteTakeNotificationsOut(t *testing.T) {
 	p.waitUntil("eve's like listed", stepTimeout, notesAre("Eve Moneypenny liked your post|true"))
 	ada.must(http.StatusNoContent, "PUT", "/api/v1/blocks/eve", nil, nil)
 	p.waitUntil("eve's like unlisted, eve blocked elsewhere", stepTimeout, notesAre())
+}
+
+// ada has an unread notification (carol liked her post) when bob, whom
+// she follows, deletes posts of his: none of them could take a
+// notification of hers with it, and her tab does not ask for her unread
+// count. She deletes her liked post on another device: the like's
+// notification went with it, no frame telling it, and her bell says so.
+func TestBrowserUnreadAskedForOwnDeletionsAlone(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	carol := in.signUpAs(t, "carol", "Carol Shaw")
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	ada.follow("bob")
+	mine := ada.post("ada's post")
+	carol.like(mine.ID)
+	var posts []statusJSON
+	for i := range 5 {
+		posts = append(posts, bob.post(fmt.Sprintf("bob's post %d", i)))
+	}
+
+	br := newBrowser(t)
+	p := br.signedInTab(t, in.srv.URL, "ada")
+	p.waitLive()
+	unread := func(n int) string {
+		return fmt.Sprintf(`document.querySelector('[data-testid="notes-button"]')?.dataset.unread === '%d' ? '' : 'unread ' + document.querySelector('[data-testid="notes-button"]')?.dataset.unread`, n)
+	}
+	p.waitUntil("one unread", stepTimeout, unread(1))
+	p.waitUntil("bob's posts in the feed", stepTimeout, statusIn("feed", "bob's post 4"))
+	const asked = `performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/v1/notifications/unread')).length`
+	before := eval[int](p, asked)
+	for _, s := range posts {
+		bob.deleteStatus(s.ID)
+	}
+	p.waitUntil("bob's posts gone", stepTimeout, `document.querySelector('[data-testid="feed"] [data-login="bob"]') ? 'still shown' : ''`)
+	// A read asked for them would start as their frames come: give it
+	// time to show.
+	time.Sleep(3 * time.Second)
+	if after := eval[int](p, asked); after != before {
+		t.Errorf("bob's deletions had ada's tab ask her unread count %d times, want none", after-before)
+	}
+	ada.deleteStatus(mine.ID)
+	p.waitUntil("no unread once her liked post is deleted", stepTimeout, unread(0))
 }

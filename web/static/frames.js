@@ -83,8 +83,9 @@ export class Frames {
         // A reply's names what it answered, whose replies went down by one.
         if (frame.reply_to) countsChanged(frame.reply_to);
         // Yours (deleted on another device, say), it took its likes' and
-        // reposts' notifications with it, with no frame.
-        session.notes.changed();
+        // reposts' notifications with it, with no frame; anyone else's
+        // took none of yours.
+        if (frame.uid === session.me.id) session.notes.changed();
         break;
       case 'presence': {
         const made = session.friendsKnown && frame.user && !session.sidebar.has(frame.user.login);
