@@ -51,6 +51,8 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 	claim := pipe.ZScore(ctx, k.reposts(orig.ID), itoa(uid))
 	inLists := pipe.ZCard(ctx, k.listsIn(uid))
 	pulled := pipe.ZScore(ctx, k.pulledAuthors(), itoa(uid))
+	replies, likes := pipe.ZCard(ctx, k.replies(orig.ID)), pipe.ZCard(ctx, k.likes(orig.ID))
+	reposts := pipe.ZCard(ctx, k.reposts(orig.ID))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Status{}, fmt.Errorf("repost %d: %w", id, err)
 	}
@@ -68,9 +70,14 @@ func (s *Service) Repost(ctx context.Context, uid, id int64) (Status, error) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return Status{}, fmt.Errorf("repost %d: %w", id, err)
 	}
+	// The entry's frame shows the original's counts as they stand, this
+	// repost among them: writeRepost's claim counts it, and a claim lost
+	// sends no frame.
+	shown := orig
+	shown.Replies, shown.Likes, shown.Reposts = replies.Val(), likes.Val(), reposts.Val()+1
 	entry := Status{
 		ID: eid.Val(), UID: uid, Login: login, Name: name, Mentions: []protocol.Mention{},
-		Posted: now.Val().UTC().Truncate(time.Millisecond), RepostOf: &orig,
+		Posted: now.Val().UTC().Truncate(time.Millisecond), RepostOf: &shown,
 	}
 	payload, err := json.Marshal(protocol.StatusFrame{Type: protocol.TypeStatus, Status: entry})
 	if err != nil {

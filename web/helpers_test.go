@@ -272,6 +272,9 @@ type statusJSON struct {
 	Posted  time.Time `json:"posted"`
 	// RepostOf is a repost entry's original.
 	RepostOf *statusJSON `json:"repost_of"`
+	Replies  int64       `json:"replies"`
+	Likes    int64       `json:"likes"`
+	Reposts  int64       `json:"reposts"`
 }
 
 type pageJSON struct {

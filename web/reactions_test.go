@@ -193,7 +193,8 @@ func TestReactionLimit(t *testing.T) {
 }
 
 // A repost reaches a connected follower as a status frame carrying the
-// original, live and in a resume's catch-up alike.
+// original, live and in a resume's catch-up alike, the live one with the
+// original's counts as they stand, the repost among them.
 func TestStreamCarriesReposts(t *testing.T) {
 	t.Parallel()
 	in := newEnv(t, social.Options{})
@@ -211,10 +212,17 @@ func TestStreamCarriesReposts(t *testing.T) {
 		t.Fatalf("the resume sent %+v, want bob's repost carrying %d", caught.Status, first.ID)
 	}
 	second := alice.post("second original")
+	carol := one.signUp(t, "carol")
+	carol.like(second.ID)
+	carol.react("PUT", "repost", second.ID)
+	carol.reply(second.ID, "a reply")
 	bob.react("PUT", "repost", second.ID)
 	live := s.nextOf("status", 5*time.Second)
 	if live.Status == nil || live.Status.RepostOf == nil || live.Status.RepostOf.ID != second.ID ||
 		live.Status.RepostOf.Message != second.Message {
 		t.Fatalf("the live frame was %+v, want bob's repost carrying %d", live.Status, second.ID)
+	}
+	if o := live.Status.RepostOf; o.Replies != 1 || o.Likes != 1 || o.Reposts != 2 {
+		t.Errorf("the live frame's original counts %d replies, %d likes, %d reposts, want 1, 1, 2", o.Replies, o.Likes, o.Reposts)
 	}
 }
