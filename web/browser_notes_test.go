@@ -44,6 +44,137 @@ func TestBrowserNotificationsGoWithTheirCause(t *testing.T) {
 	p.waitUntil("the like unlisted, its post deleted", 3*stepTimeout, notesAre())
 }
 
+// A notification arriving on the notifications page, or one taken back,
+// changes its own row only: the rows around it stay the same rows, and a
+// reader who tabbed to one (with the keyboard, or a screen reader) stays
+// on it, not thrown back to the page's start. A like of the post the
+// newest row is about joins that row ("Carol Shaw and Bob Babbage liked
+// your post"); and when the row the reader is on is itself taken back,
+// the focus goes to the next row.
+func TestBrowserNotificationsArriveAroundTheReader(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{})
+	one := in.start()
+	ada := one.signUpAs(t, "ada", "Ada Lovelace")
+	bob := one.signUpAs(t, "bob", "Bob Babbage")
+	carol := one.signUpAs(t, "carol", "Carol Shaw")
+	var posts []statusJSON
+	for i := range 6 {
+		posts = append(posts, ada.post(fmt.Sprintf("ada's post %d", i)))
+	}
+	for _, s := range posts[:5] {
+		bob.like(s.ID)
+	}
+
+	br := newBrowser(t)
+	p := br.signedInTab(t, one.srv.URL, "ada")
+	p.waitLive()
+	p.goTo("/notifications")
+	p.waitUntil("bob's five likes listed", stepTimeout, rowsAre("4+ 3+ 2+ 1+ 0+"))
+	// The rows as they are now, marked to be told apart from any made
+	// again; and the focus on the second's sender, as tabbing puts it.
+	eval[bool](p, `(() => {
+		const rows = document.querySelectorAll('[data-testid="notes-list"] [data-testid="note"]');
+		for (const li of rows) li.shownFirst = true;
+		const who = rows[1].querySelector('a.note-who');
+		who.focusedFirst = true;
+		who.focus();
+		return true;
+	})()`)
+	p.waitUntil("the reader on the second row", stepTimeout, rowsAre("4 3@ 2 1 0"))
+	stillFocused := func(when string) {
+		t.Helper()
+		if !eval[bool](p, `document.activeElement.focusedFirst === true`) {
+			t.Errorf("%s: the focus left the link it was on, for %s", when,
+				eval[string](p, `document.activeElement === document.body ? 'the page' : document.activeElement.outerHTML`))
+		}
+	}
+
+	bob.like(posts[5].ID)
+	p.waitUntil("a like arrived above, the rows below kept", stepTimeout, rowsAre("5+ 4 3@ 2 1 0"))
+	stillFocused("a like arrived")
+
+	bob.react("DELETE", "like", posts[0].ID)
+	p.waitUntil("the oldest like taken back, the others kept", stepTimeout, rowsAre("5+ 4 3@ 2 1"))
+	stillFocused("a like was taken back")
+
+	carol.like(posts[5].ID)
+	p.waitUntil("carol's like joined bob's of the same post", stepTimeout, rowsAre("5×2+ 4 3@ 2 1"))
+	stillFocused("a like joined a group")
+
+	bob.react("DELETE", "like", posts[3].ID)
+	p.waitUntil("the reader's row taken back, the focus on the next", stepTimeout, rowsAre("5×2+ 4 2@ 1"))
+	if got := eval[string](p, `document.activeElement.className`); got != "note-who" {
+		t.Errorf("with the reader's row gone, the focus is on %q, not the next row's sender", got)
+	}
+}
+
+// rowsAre is a check that the notifications page lists, newest first, the
+// rows want says, each as the number of ada's post it is about, then
+// "×N" for a group of N, "+" for a row not marked shownFirst (made since
+// the test marked them), and "@" for the row holding the focus.
+func rowsAre(want string) string {
+	return `(() => {
+		const got = [...document.querySelectorAll('[data-testid="notes-list"] [data-testid="note"]')].map((li) =>
+			li.querySelector('[data-testid="note-status"]').textContent.replace("ada's post ", '') +
+			(li.dataset.count === '1' ? '' : '×' + li.dataset.count) +
+			(li.shownFirst ? '' : '+') +
+			(li.contains(document.activeElement) ? '@' : '')).join(' ');
+		const on = document.activeElement === document.body ? 'the page' : document.activeElement.className;
+		return got === ` + js(want) + ` ? '' : 'rows ' + got + ', the focus on ' + on;
+	})()`
+}
+
+// A notifications page left open does not grow without end: past 300
+// notifications held, one arriving pushes the oldest out, and "Load more"
+// brings them back.
+func TestBrowserNotificationsPageKeepsTheNewest(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{})
+	one := in.start()
+	one.signUpAs(t, "ada", "Ada Lovelace")
+	bob := one.signUpAs(t, "bob", "Bob Babbage")
+	const most = 300 // notifications.js's MAX_SHOWN
+	for i := range most + 1 {
+		bob.post(fmt.Sprintf("@ada note %d", i))
+	}
+
+	br := newBrowser(t)
+	p := br.signedInTab(t, one.srv.URL, "ada")
+	p.waitLive()
+	p.goTo("/notifications")
+	for shown := 30; ; shown = min(shown+30, most+1) {
+		p.waitUntil(fmt.Sprintf("paged to %d", shown), stepTimeout, notesPaged(shown, fmt.Sprintf("@ada note %d", most+1-shown), shown == most+1))
+		if shown == most+1 {
+			break
+		}
+		p.click(testID("notes-more"))
+	}
+
+	bob.post(fmt.Sprintf("@ada note %d", most+1))
+	p.waitUntil("the newest in, the two oldest out", stepTimeout, notesPaged(most, "@ada note 2", false))
+	if got := eval[string](p, `document.querySelector('[data-testid="note-status"]').textContent`); got != fmt.Sprintf("@ada note %d", most+1) {
+		t.Errorf("the newest row is about %q", got)
+	}
+	p.click(testID("notes-more"))
+	p.waitUntil("the two oldest paged back", stepTimeout, notesPaged(most+2, "@ada note 0", true))
+}
+
+// notesPaged is a check that the notifications page lists n rows, the
+// last about the status ending with last, and either says it has all
+// (end) or offers "Load more".
+func notesPaged(n int, last string, end bool) string {
+	return fmt.Sprintf(`(() => {
+		const rows = document.querySelectorAll('[data-testid="notes-list"] [data-testid="note"]');
+		const more = document.querySelector('[data-testid="notes-more"]');
+		const said = document.querySelector('[data-testid="notes-note"]').textContent;
+		const oldest = rows.length ? rows[rows.length - 1].querySelector('[data-testid="note-status"]').textContent : '';
+		const got = rows.length + ' rows, the last ' + oldest + (more.hidden ? '' : ', ' + more.textContent) + (said ? ', ' + said : '');
+		const ok = rows.length === %d && oldest === %s && (%t ? more.hidden && said === 'That is all.' : !more.hidden && more.textContent === 'Load more' && said === '');
+		return ok ? '' : got;
+	})()`, n, js(last), end)
+}
+
 // A block or a mute takes the other's notifications out with one
 // notifications_removed frame: the bell counts them no more, made here or
 // on another device, and the notifications page drops them as it shows.

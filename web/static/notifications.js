@@ -7,7 +7,9 @@
 // device. The page (/notifications) pages through GET /notifications,
 // groups adjacent likes and reposts of one post ("Ada and 3 others liked
 // your post"), marks those newer than the server's read marker, and then
-// moves the marker to the newest.
+// moves the marker to the newest. Live arrivals and removals change only
+// the rows they touch, and past MAX_SHOWN an arrival pushes the oldest
+// out, to be paged back.
 
 import { h, avatar, announce, plural, loginEl } from './dom.js';
 import { api, isAbort, query } from './api.js';
@@ -19,6 +21,11 @@ import { heading } from './page.js';
 import { badgeText } from './header.js';
 
 const PAGE = 30;
+// Past this many notifications held, a live arrival drops the oldest (as
+// the timeline's MAX_SHOWN does): a page left open for days would
+// otherwise hold, and group on every frame, each one come meanwhile.
+// "Load more" brings the dropped ones back.
+const MAX_SHOWN = 300;
 // The least time between two asks of the unread count, and between two
 // moves of the read marker: another user's like and unlike over and over
 // sends a frame each, which must not spend this user's read limit.
@@ -265,10 +272,96 @@ export function notificationsView(ctx, notes) {
   let nextBefore = null;
   let loading = false;
 
+  // shown holds each row by its key (its notifications' ids, and whether
+  // it is marked unread), and groupOf each row's group: render makes rows
+  // only for the groups new or changed and leaves the others in place. A
+  // list built anew on each frame would drop a keyboard or screen reader
+  // user's focus to the page's start at every arrival, and make every row
+  // again for one.
+  let shown = new Map();
+  const groupOf = new WeakMap();
+  const keyOf = (g) => g.map((x) => x.id).join(',') + (g.some((x) => Number(x.id) > lastRead) ? '*' : '');
+
   const render = () => {
-    list.replaceChildren(...groups(items).map((g) => groupEl(g, lastRead)));
+    const old = [...list.children];
+    const active = list.contains(document.activeElement) ? document.activeElement : null;
+    const next = new Map();
+    const made = new Map(); // notification id → the row made for it this time
+    const rows = groups(items).map((g) => {
+      const key = keyOf(g);
+      let li = shown.get(key);
+      if (!li) {
+        li = groupEl(g, lastRead);
+        groupOf.set(li, g);
+        for (const x of g) made.set(Number(x.id), li);
+      }
+      next.set(key, li);
+      return li;
+    });
+    shown = next;
+    // What stays keeps its order (notifications are only ever added at
+    // either end or taken out), so the rows kept are not moved, which
+    // would blur them: the new ones go in between.
+    const keep = new Set(rows);
+    for (const li of old) if (!keep.has(li)) li.remove();
+    let at = list.firstElementChild;
+    for (const li of rows) {
+      if (li === at) at = at.nextElementSibling;
+      else list.insertBefore(li, at);
+    }
     list.hidden = items.length === 0;
     empty.hidden = items.length > 0 || loading;
+    if (active && !active.isConnected) refocus(active, old, made);
+  };
+
+  // refocus puts the focus, lost with the row that held it, on that row
+  // made again (merged into a group, or its mark gone), else on the
+  // nearest row left, the next first, at the same spot in it (the same
+  // kind of link); else on the list, or the heading when nothing is left.
+  const refocus = (active, old, made) => {
+    const heir = (li) => {
+      if (li.isConnected) return li;
+      for (const x of groupOf.get(li) || []) {
+        const again = made.get(Number(x.id));
+        if (again) return again;
+      }
+      return null;
+    };
+    const i = old.findIndex((li) => li.contains(active));
+    let to = i < 0 ? null : heir(old[i]);
+    for (let j = i + 1; !to && i >= 0 && j < old.length; j++) to = heir(old[j]);
+    for (let j = i - 1; !to && j >= 0; j--) to = heir(old[j]);
+    if (to) {
+      const like = (root) => [...root.querySelectorAll('a[href], button')]
+        .filter((x) => x.className === active.className);
+      const from = i < 0 ? [] : like(old[i]);
+      const there = like(to);
+      const spot = there[Math.min(Math.max(from.indexOf(active), 0), there.length - 1)] ||
+        to.querySelector('a[href], button');
+      if (spot) {
+        spot.focus();
+        return;
+      }
+    }
+    if (!list.hidden) {
+      list.tabIndex = -1;
+      list.focus();
+    } else {
+      h1.focus();
+    }
+  };
+
+  // trim drops the oldest past MAX_SHOWN, after live arrivals, and moves
+  // the paging cursor to the oldest kept, so that "Load more" goes on
+  // from there. Not while a page is under way: it would land past a hole;
+  // the next arrival trims.
+  const trim = () => {
+    if (items.length <= MAX_SHOWN || loading) return;
+    items = items.slice(0, MAX_SHOWN);
+    nextBefore = Number(items[items.length - 1].id);
+    note.textContent = '';
+    more.textContent = 'Load more';
+    more.hidden = false;
   };
 
   // markRead moves the server's marker to the newest shown, once visible,
@@ -359,6 +452,7 @@ export function notificationsView(ctx, notes) {
       const kept = items.filter((x) => Number(x.id) < reach || held.has(Number(x.id)));
       if (fresh.length === 0 && kept.length === items.length) return;
       items = fresh.concat(kept);
+      trim();
       render();
       if (fresh.length) markRead();
     } catch (err) {
@@ -382,6 +476,7 @@ export function notificationsView(ctx, notes) {
         const n = frame.notification;
         if (goneStatus(n) || items.some((x) => Number(x.id) === Number(n.id))) return;
         items.unshift(n);
+        trim();
         render();
         announce(describe([n]));
         markRead();
