@@ -172,6 +172,12 @@ func TestThreadContextBounded(t *testing.T) {
 		t.Fatalf("a status with %d replies has %d descendants in its context, want %d",
 			MaxDescendants+20, len(th.Descendants), MaxDescendants)
 	}
+	// The status's replies read in part, and those read, at the bound,
+	// whose own replies were not read, whether they have some or not.
+	if want := append([]int64{root.ID}, statusIDs(th.Descendants)...); !slices.Equal(th.More, want) {
+		t.Errorf("the context names %d statuses as read in part (%v...), want the status and its %d descendants",
+			len(th.More), th.More[:min(3, len(th.More))], MaxDescendants)
+	}
 	last := root
 	var chain []int64
 	for i := range MaxAncestors + 5 {
@@ -186,6 +192,52 @@ func TestThreadContextBounded(t *testing.T) {
 	if got := statusIDs(th.Ancestors); !slices.Equal(got, want) {
 		t.Fatalf("ancestors of a reply %d deep: %d of them (%v...), want the nearest %d",
 			len(chain), len(got), got[:min(3, len(got))], MaxAncestors)
+	}
+}
+
+// A context names the statuses whose replies its bounds left unread, and
+// only those: one with a reply more than a status below the first level
+// may give, not one with just that many, nor one whose replies were all
+// read; and, at the depth bound, the statuses whose replies were not read
+// at all.
+func TestThreadContextNamesWhatItCut(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t, Options{})
+	a := signUp(t, s, "alice")
+	root := post(t, s, a.ID, "root")
+	over, full, few := reply(t, s, a.ID, root.ID, "over"), reply(t, s, a.ID, root.ID, "full"), reply(t, s, a.ID, root.ID, "few")
+	for i := range maxRepliesPerStatus + 1 {
+		reply(t, s, a.ID, over.ID, fmt.Sprint("over ", i))
+		if i < maxRepliesPerStatus {
+			reply(t, s, a.ID, full.ID, fmt.Sprint("full ", i))
+		}
+	}
+	reply(t, s, a.ID, few.ID, "few 0")
+	th, err := s.Context(ctxT(t), root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3 + 2*maxRepliesPerStatus + 1; len(th.Descendants) != want {
+		t.Fatalf("%d descendants, want %d", len(th.Descendants), want)
+	}
+	if !slices.Equal(th.More, []int64{over.ID}) {
+		t.Errorf("the context names %v as read in part, want %d alone", th.More, over.ID)
+	}
+
+	deep := post(t, s, a.ID, "deep")
+	chain := []int64{deep.ID}
+	for i := range maxThreadDepth + 2 {
+		chain = append(chain, reply(t, s, a.ID, chain[len(chain)-1], fmt.Sprint("level ", i+1)).ID)
+	}
+	th, err = s.Context(ctxT(t), deep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(th.Descendants) != maxThreadDepth {
+		t.Fatalf("%d descendants, want %d levels", len(th.Descendants), maxThreadDepth)
+	}
+	if want := []int64{chain[maxThreadDepth]}; !slices.Equal(th.More, want) {
+		t.Errorf("the context names %v as read in part, want %v, the last level read", th.More, want)
 	}
 }
 

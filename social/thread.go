@@ -28,6 +28,13 @@ type Thread struct {
 	ID          int64
 	Ancestors   []Status
 	Descendants []Status
+	// More holds the statuses, the status itself or descendants, whose
+	// replies the bounds left unread, some or all: their own contexts
+	// read more. The last statuses read, where a bound stopped the walk,
+	// are named whether they have replies or not. A status's replies
+	// count beyond the replies shown under it counts, elsewhere, replies
+	// hidden from the reader.
+	More []int64
 }
 
 // Context reads the thread around status id (a repost: its original's):
@@ -54,7 +61,7 @@ func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
 	if path != "" {
 		ancestors = parseIDs(strings.Split(path, ","))
 	}
-	children, err := s.descendants(ctx, id)
+	children, more, err := s.descendants(ctx, id)
 	if err != nil {
 		return Thread{}, fmt.Errorf("thread of %d: %w", id, err)
 	}
@@ -71,7 +78,7 @@ func (s *Service) Context(ctx context.Context, id int64) (Thread, error) {
 	if err != nil {
 		return Thread{}, fmt.Errorf("thread of %d: %w", id, err)
 	}
-	t := Thread{ID: keptThread(id, path, thread)}
+	t := Thread{ID: keptThread(id, path, thread), More: more}
 	for _, st := range sts {
 		if st.ID < id {
 			t.Ancestors = append(t.Ancestors, st)
@@ -111,9 +118,10 @@ func (s *Service) threadHead(ctx context.Context, id int64) (path, thread string
 
 // descendants reads the replies below root, level by level, one pipeline a
 // level: each status's replies, oldest first, as the bounds of Context
-// allow.
-func (s *Service) descendants(ctx context.Context, root int64) (map[int64][]int64, error) {
-	children := map[int64][]int64{}
+// allow, and the statuses whose replies the bounds left unread (one reply
+// more than a status may give is asked, to tell).
+func (s *Service) descendants(ctx context.Context, root int64) (children map[int64][]int64, more []int64, err error) {
+	children = map[int64][]int64{}
 	frontier := []int64{root}
 	total := 0
 	for depth := 0; len(frontier) > 0 && total < MaxDescendants && depth < maxThreadDepth; depth++ {
@@ -124,23 +132,33 @@ func (s *Service) descendants(ctx context.Context, root int64) (map[int64][]int6
 		pipe := s.rdb.Pipeline()
 		cmds := make([]*redis.StringSliceCmd, len(frontier))
 		for i, p := range frontier {
-			cmds[i] = pipe.ZRange(ctx, s.keys.replies(p), 0, int64(each-1))
+			cmds[i] = pipe.ZRange(ctx, s.keys.replies(p), 0, int64(each))
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, err
+			return nil, nil, err
 		}
 		var next []int64
 		for i, p := range frontier {
-			for _, c := range parseIDs(cmds[i].Val()) {
+			ids := parseIDs(cmds[i].Val())
+			cut := len(ids) > each
+			for _, c := range ids[:min(len(ids), each)] {
 				if total == MaxDescendants {
+					cut = true
 					break
 				}
 				children[p] = append(children[p], c)
 				next = append(next, c)
 				total++
 			}
+			if cut {
+				more = append(more, p)
+			}
 		}
 		frontier = next
 	}
-	return children, nil
+	// Stopped at a bound: the replies of the statuses read last are not.
+	if total == MaxDescendants || len(frontier) > 0 {
+		more = append(more, frontier...)
+	}
+	return children, more, nil
 }

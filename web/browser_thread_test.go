@@ -560,3 +560,24 @@ func TestBrowserThreadVisitorReadsAgain(t *testing.T) {
 	v.waitUntil("the page says the post was deleted", stepTimeout,
 		`(document.querySelector('[data-testid="status-gone"]')?.textContent ?? 'nothing') === 'This post was deleted.' ? '' : 'not said'`)
 }
+
+// A thread's page links to a post's own page for its replies where the
+// context left some unread (more than 50 under a reply), and nowhere
+// else: a reply by someone ada mutes, counted on her post but never shown
+// to her, makes no link to replies no page would show her.
+func TestBrowserThreadMoreRepliesWhereCut(t *testing.T) {
+	t.Parallel()
+	w := openTalk(t)
+	p := w.p
+	w.ada.must(http.StatusNoContent, "PUT", "/api/v1/mutes/erin", nil, nil)
+	w.erin.reply(w.root.ID, "Muted, and counted")
+	for i := range 51 {
+		w.carol.reply(w.fromBob.ID, fmt.Sprintf("To bob, %d", i))
+	}
+	p.open(fmt.Sprintf("/s/%d", w.root.ID))
+	p.waitUntil("the thread read", stepTimeout, `document.querySelectorAll('[data-testid="status-page"] > [data-testid="status"]').length === 54 ? '' : 'not yet'`)
+	links := `[...document.querySelectorAll('[data-testid="thread-more"]')].map((li) => li.textContent + ' ' + li.querySelector('a').getAttribute('href')).join('; ')`
+	if got, want := eval[string](p, links), fmt.Sprintf("1 more reply to bob /s/%d", w.fromBob.ID); got != want {
+		t.Errorf("the links to more replies: %q, want %q", got, want)
+	}
+}

@@ -53,9 +53,11 @@ func TestRepliesAndContext(t *testing.T) {
 		Thread      int64       `json:"thread"`
 		Ancestors   []replyJSON `json:"ancestors"`
 		Descendants []replyJSON `json:"descendants"`
+		MoreReplies []int64     `json:"more_replies"`
 	}
 	in.anon(t).must(http.StatusOK, "GET", fmt.Sprintf("/api/v1/statuses/%d/context", r.ID), nil, &ctx)
-	if len(ctx.Ancestors) != 1 || ctx.Ancestors[0].ID != root.ID || len(ctx.Descendants) != 0 || ctx.Thread != root.ID {
+	if len(ctx.Ancestors) != 1 || ctx.Ancestors[0].ID != root.ID || len(ctx.Descendants) != 0 || ctx.Thread != root.ID ||
+		ctx.MoreReplies == nil || len(ctx.MoreReplies) != 0 {
 		t.Fatalf("context of the reply = %+v", ctx)
 	}
 	ctx.Thread = 0

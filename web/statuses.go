@@ -216,9 +216,26 @@ func (s *Server) statusContext(w http.ResponseWriter, r *http.Request) {
 	for n < len(all) && ancestor[all[n].ID] {
 		n++
 	}
+	// Of the statuses whose replies the context did not read whole, those
+	// the viewer sees that have some: the status itself (a repost's
+	// original) and the descendants decoration kept, with replies.
+	left := make(map[int64]bool, len(t.Descendants))
+	for _, d := range t.Descendants {
+		left[d.ID] = true // out, unless shown with replies
+	}
+	for _, d := range all[n:] {
+		left[d.ID] = d.Replies == 0
+	}
+	more := []int64{}
+	for _, m := range t.More {
+		if !left[m] {
+			more = append(more, m)
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"thread":      t.ID,
-		"ancestors":   all[:n],
-		"descendants": all[n:],
+		"thread":       t.ID,
+		"ancestors":    all[:n],
+		"descendants":  all[n:],
+		"more_replies": more,
 	})
 }

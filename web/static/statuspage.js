@@ -126,8 +126,12 @@ export function statusView(ctx, id) {
       last.after(li);
       last = li;
     }
-    // The context reads a bounded part of a big thread: a post with more
-    // replies than shown under it links to its own thread for the rest.
+    // The context reads a bounded part of a big thread: a post whose
+    // replies it did not read whole (more_replies), with more replies than
+    // shown under it, links to its own thread for the rest. Elsewhere the
+    // replies counted and not shown are hidden from the reader (a block, a
+    // mute, a suspension), and no page shows them.
+    const cut = new Set((ctxRes.more_replies || []).map(Number));
     const children = new Map();
     for (const d of descendants) {
       const p = d.reply_to && Number(d.reply_to.id);
@@ -135,7 +139,7 @@ export function statusView(ctx, id) {
     }
     for (const st of [s, ...descendants]) {
       const more = (Number(st.replies) || 0) - (children.get(Number(st.id)) || 0);
-      if (more <= 0) continue;
+      if (more <= 0 || !cut.has(Number(st.id))) continue;
       const li = thread.querySelector(`:scope > [data-id="${Number(st.id)}"]`);
       const depth = depthOf(li) + 1;
       let after = li;
