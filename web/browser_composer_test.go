@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"chorus/internal/testio"
 	"chorus/social"
 	"chorus/web"
 
@@ -77,6 +82,76 @@ func TestBrowserComposerEscapeClosesSuggestionsOnly(t *testing.T) {
 	p.waitUntil("suggestions for @ca in the composer", stepTimeout, mentionListOpen(composer, "carol"))
 	p.press(kb.Escape)
 	p.waitUntil("the composer's suggestions closed", stepTimeout, mentionListClosed(composer, "hi @ca"))
+}
+
+// slowSearch is a proxy in front of a server that holds each people search
+// (GET /api/v1/users?q=...) for delay before passing it on, counting those
+// that came and those answered or given up by the browser.
+type slowSearch struct {
+	srv           *httptest.Server
+	asked, closed atomic.Int64
+}
+
+func newSlowSearch(tb testing.TB, target string, delay time.Duration) *slowSearch {
+	tb.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &slowSearch{}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.FlushInterval = -1
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/users" || !r.URL.Query().Has("q") {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		s.asked.Add(1)
+		defer s.closed.Add(1)
+		select {
+		case <-time.After(delay):
+			proxy.ServeHTTP(w, r)
+		case <-r.Context().Done(): // the browser gave up on it
+		}
+	}))
+	tb.Cleanup(s.srv.Close)
+	return s
+}
+
+// Someone who types "@bo" and leaves the box before the people search
+// answers (a slow network) does not get the suggestions opened under a box
+// they are no longer typing in: the list stays closed, the box not
+// expanded, once the answer is due.
+func TestBrowserComposerMentionListStaysClosedAfterBlur(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	in.signUpAs(t, "bob", "Bob Babbage")
+	in.signUpAs(t, "ada", "Ada Lovelace")
+	slow := newSlowSearch(t, in.srv.URL, 1500*time.Millisecond)
+
+	br := newBrowser(t)
+	p := br.signedInTab(t, slow.srv.URL, "ada")
+	box := testID("composer-input")
+	p.waitVisible(box)
+	p.typeInto(box, "hi @bo")
+	testio.Eventually(t, stepTimeout, func() string {
+		if slow.asked.Load() == 0 {
+			return "no people search asked"
+		}
+		return ""
+	})
+	// The search is on its way and held: the box loses the focus.
+	eval[chromedp.Void](p, `void document.querySelector(`+js(box)+`).blur()`)
+	testio.Eventually(t, stepTimeout, func() string {
+		if slow.closed.Load() < slow.asked.Load() {
+			return "the people search not answered yet"
+		}
+		return ""
+	})
+	time.Sleep(500 * time.Millisecond) // the answer's way into the page
+	if why := eval[string](p, mentionListClosed(box, "hi @bo")); why != "" {
+		t.Errorf("after the box lost the focus, its lookup answered: %s", why)
+	}
 }
 
 // A suggestion with a 64-character name of one word, and a 32-character

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"chorus/social"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -317,4 +319,49 @@ func TestBrowserPhoneAdminHeader(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Signing out and in again, the friends panel's Away group and "Who to
+// follow" still open beside the feed and close on a phone as the window's
+// width changes, and the panels of the sessions signed out of are let go:
+// after three sign-ins the page listens to the width as often as after one.
+func TestBrowserLayoutPanelsFollowWidthAcrossSignIns(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	in.signUpAs(t, "ada", "Ada Lovelace")
+
+	br := newBrowser(t)
+	p := br.newTab(t, "ada", in.srv.URL)
+	// Count the listeners on media queries, from before the page's scripts.
+	p.do("count media listeners", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+			window.mediaListeners = 0;
+			const add = EventTarget.prototype.addEventListener, remove = EventTarget.prototype.removeEventListener;
+			MediaQueryList.prototype.addEventListener = function (...a) { window.mediaListeners++; return add.apply(this, a); };
+			MediaQueryList.prototype.removeEventListener = function (...a) { window.mediaListeners--; return remove.apply(this, a); };
+		})()`})
+		return err
+	}))
+	p.signInUI("ada", "password-ada")
+	p.waitUntil("the friends panel", stepTimeout, `document.querySelector('details.away-group') ? '' : 'not yet'`)
+	first := eval[int](p, `window.mediaListeners`)
+	for range 2 {
+		p.click(testID("signout"))
+		p.waitVisible(testID("signin-form"))
+		p.signInOn("ada", "password-ada")
+		p.waitUntil("signed in again", stepTimeout, `document.querySelector('[data-testid="me"]') && document.querySelector('details.away-group') ? '' : 'not yet'`)
+	}
+	if last := eval[int](p, `window.mediaListeners`); last != first {
+		t.Errorf("media query listeners: %d after the first sign-in, %d after the third", first, last)
+	}
+
+	groups := `[...document.querySelectorAll('details.away-group, details.suggest-group')]`
+	p.viewport(375, 740, true)
+	p.waitUntil("the groups closed on a phone", stepTimeout, groups+`.filter((d) => d.open).map((d) => d.className).join(' ') || ''`)
+	p.viewport(1280, 800, false)
+	p.waitUntil("the groups open beside the feed", stepTimeout, `(() => {
+		const g = `+groups+`;
+		if (g.length !== 2) return g.length + ' groups in the page';
+		return g.filter((d) => !d.open).map((d) => d.className + ' closed').join(' ');
+	})()`)
 }

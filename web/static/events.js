@@ -26,12 +26,16 @@ const FRAME_TYPES = [
 /** READY_WAIT_MS: how long a dial may go without its `ready` before it counts as failed. */
 const READY_WAIT_MS = 5000;
 
-// How long a client on events waits before trying a WebSocket again.
+// How long a client on events waits, on average, before trying a WebSocket
+// again: each wait is drawn from half to one and a half times this, so that
+// clients moved to events together (a network change) do not all come back
+// at the same instant.
 let webSocketRetryMs = 120000;
 
 /**
- * setWebSocketRetry sets how long a client on events waits before trying a
- * WebSocket again (from its next dial); for a page that knows its network.
+ * setWebSocketRetry sets how long a client on events waits, on average,
+ * before trying a WebSocket again (from its next dial); for a page that
+ * knows its network.
  */
 export function setWebSocketRetry(ms) {
   if (Number.isFinite(ms) && ms > 0) webSocketRetryMs = ms;
@@ -138,6 +142,8 @@ export class Transport {
     this.watchdog = 0;
     this.retryTimer = 0;
     this.probe = null; // a WebSocket trying its luck beside the live events
+    this.checks = 0; // reachability checks asked so far (checkReachable)
+    this.asking = 0; // the one whose answer still counts, 0 when none does
   }
 
   /** dial opens a socket of the current mode. */
@@ -153,6 +159,7 @@ export class Transport {
   /** ready: ws, the Stream's socket, brought its `ready`. */
   ready(ws) {
     clearTimeout(this.watchdog);
+    this.asking = 0;
     if (ws instanceof EventSocket) {
       this.planRetry();
     } else {
@@ -193,12 +200,45 @@ export class Transport {
       return;
     }
     this.failures++;
-    // One failed dial is enough on a page that never had a WebSocket; one
-    // that had needs two in a row (a server restarting is not a proxy).
-    if (this.failures >= (this.everLive ? 2 : 1)) {
+    // One failed dial is enough on a page that never had a WebSocket.
+    if (!this.everLive) {
       this.mode = 'events';
       this.failures = 0;
+      return;
     }
+    // One that had needs two in a row, and a server that answers: a
+    // WebSocket that worked on this page and fails now is most often the
+    // server restarting, whose events fail too. Were those dials counted,
+    // every client of a restart of a second or more would come back on
+    // events, and all of them try a WebSocket again, and resume, together.
+    if (this.failures >= 2) {
+      this.failures = 0;
+      this.checkReachable();
+    }
+  }
+
+  /**
+   * checkReachable asks the server, with a HEAD of the event stream (which
+   * opens nothing, costs Redis nothing and counts toward no limit), whether
+   * it answers at all: if it does, the WebSocket's way is what fails, and
+   * the next dial goes to events; if it does not (no answer, or a 5xx of a
+   * proxy in front of an instance that is down), the WebSocket stays, to be
+   * dialled again after the backoff. A dial made before the answer is a
+   * WebSocket still.
+   */
+  checkReachable() {
+    const serial = ++this.checks;
+    this.asking = serial;
+    fetch(eventsURL(), {
+      method: 'HEAD',
+      headers: { Accept: 'text/event-stream' },
+      cache: 'no-store',
+      signal: AbortSignal.timeout(READY_WAIT_MS),
+    }).then((res) => res.status < 500, () => false).then((answers) => {
+      if (this.asking !== serial || this.stream.stopped) return; // a dial has brought its `ready` since
+      this.asking = 0;
+      if (answers && this.mode === 'websocket') this.mode = 'events';
+    });
   }
 
   /**
@@ -212,7 +252,7 @@ export class Transport {
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       this.tryWebSocket();
-    }, webSocketRetryMs);
+    }, Math.round(webSocketRetryMs * (0.5 + Math.random())));
   }
 
   /**
@@ -262,6 +302,7 @@ export class Transport {
   /** stop ends whatever the transport holds open. */
   stop() {
     clearTimeout(this.watchdog);
+    this.asking = 0;
     clearTimeout(this.retryTimer);
     this.retryTimer = null;
     if (this.probe) {

@@ -103,7 +103,9 @@ export function mentionAutocomplete(input) {
     inFlight = ctl;
     try {
       const res = await api('GET', '/users' + query({ q: t.term, limit: LIMIT }), undefined, { signal: ctl.signal });
-      if (inFlight !== ctl) return;
+      // An answer for a box left meanwhile opens nothing under it (the
+      // blur aborts the lookup; this covers an answer already on its way).
+      if (inFlight !== ctl || document.activeElement !== input) return;
       show(res.users || []);
     } catch (err) {
       if (!isAbort(err)) close(); // suggestions are a help: a failure only hides them
@@ -124,6 +126,9 @@ export function mentionAutocomplete(input) {
   input.addEventListener('click', onInput); // the caret moved
   input.addEventListener('blur', () => {
     clearTimeout(timer);
+    // A lookup still out would open the list again when it answers.
+    if (inFlight) inFlight.abort();
+    inFlight = null;
     close();
   });
   input.addEventListener('keydown', (ev) => {

@@ -33,6 +33,9 @@ export function nameOf(login) {
   const k = key(login);
   if (known.has(k)) return Promise.resolve(known.get(k));
   if (!asked.has(k)) {
+    // Bounded as known is: a long session meets more authors than it
+    // should remember (one still being asked for resolves all the same).
+    if (asked.size >= MAX_KNOWN) asked.clear();
     asked.set(k, new Promise((resolve) => {
       queue.push({ login, resolve });
       pump();

@@ -16,6 +16,16 @@ function byLastSeen(a, b) {
   return tb - ta || byName(a, b);
 }
 
+// Beside the feed or above it (a phone): the Away group opens or closes
+// with the width. One listener for the page, which finds the panel shown
+// when the width changes, not one per panel: session.js drops a signed-out
+// session's panel without telling it, and a listener of its own would keep
+// it alive for the life of the page, one more for each sign-in.
+const wide = window.matchMedia('(min-width: 821px)');
+wide.addEventListener('change', () => {
+  for (const group of document.querySelectorAll('details.away-group')) group.open = wide.matches;
+});
+
 /** Sidebar renders the friends panel; session.js feeds it lists, frames.js frames. */
 export class Sidebar {
   constructor() {
@@ -35,9 +45,7 @@ export class Sidebar {
         h('h3', { class: 'group-heading', id: 'away-heading' }, 'Away'), ' ', this.awayCount),
       this.awayList,
     );
-    const wide = window.matchMedia('(min-width: 821px)');
     this.awayGroup.open = wide.matches;
-    wide.addEventListener('change', () => { this.awayGroup.open = wide.matches; });
     this.hint = h('p', { class: 'muted small', hidden: true },
       'Friends are people you follow who follow you back. ',
       h('a', { href: '/search' }, 'Find people'), ' by name, or on the ', h('a', { href: '/global' }, 'global timeline'), '.');

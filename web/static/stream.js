@@ -70,6 +70,10 @@ export class Stream {
     this.ws = null;
     this.stopped = true;
     this.attempt = 0;
+    // Dials in a row that brought no `ready`: counted apart from attempt,
+    // which the drop of a live connection has already raised by the time
+    // the first redial fails.
+    this.failedDials = 0;
     this.retryTimer = 0;
     this.retryAt = 0;
     this.state = 'offline';
@@ -84,6 +88,7 @@ export class Stream {
     if (!this.stopped) return;
     this.stopped = false;
     this.attempt = 0;
+    this.failedDials = 0;
     window.addEventListener('online', this.onOnline);
     window.addEventListener('offline', this.onOffline);
     this.connect();
@@ -172,6 +177,7 @@ export class Stream {
       }
       if (frame.type === 'ready') {
         readyAt = Date.now();
+        this.failedDials = 0;
         this.transport.ready(ws);
         this.setState('live');
         this.h.onReady(frame);
@@ -217,7 +223,8 @@ export class Stream {
   // CHECK_EVERY-th after it, not on each (a refusal that lasts would have
   // every client ask every few seconds). check: ask this time regardless.
   scheduleRetry(neverReady, check = false) {
-    const ask = check || (neverReady && this.attempt % CHECK_EVERY === 0);
+    const ask = check || (neverReady && this.failedDials % CHECK_EVERY === 0);
+    if (neverReady) this.failedDials++;
     const delay = backoffDelay(this.attempt);
     this.attempt++;
     this.scheduleIn(delay);

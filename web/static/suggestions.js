@@ -23,6 +23,15 @@ export function reasonText(u) {
   return 'Popular';
 }
 
+// Open beside the feed, closed on a phone: one listener for the page, which
+// finds the panel shown when the width changes, not one per panel, which
+// would keep each signed-out session's panel alive (session.js drops it
+// without telling it).
+const wide = window.matchMedia('(min-width: 821px)');
+wide.addEventListener('change', () => {
+  for (const group of document.querySelectorAll('details.suggest-group')) group.open = wide.matches;
+});
+
 /** Suggestions is the sidebar's "Who to follow" panel. */
 export class Suggestions {
   constructor(ctx) {
@@ -34,9 +43,7 @@ export class Suggestions {
     this.group = h('details', { class: 'suggest-group' },
       h('summary', { class: 'group-summary' }, h('h2', { class: 'panel-heading', id: 'suggest-heading' }, 'Who to follow')),
       this.list, this.note);
-    const wide = window.matchMedia('(min-width: 821px)');
     this.group.open = wide.matches;
-    wide.addEventListener('change', () => { this.group.open = wide.matches; });
     this.el = h('section', { class: 'panel suggestions', dataset: { testid: 'suggestions' }, 'aria-labelledby': 'suggest-heading', hidden: true }, this.group);
   }
 
