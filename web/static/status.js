@@ -90,17 +90,13 @@ export function authorName(login, name) {
   return el;
 }
 
-// The statuses known to be deleted, so that a reply to one says so.
-const gone = new Set();
-
 /**
  * parentGone notes that status id is deleted: every reply to it shown in
  * roots (and any rendered later) says it answers a deleted post.
  */
 export function parentGone(id, roots = [document]) {
   const n = Number(id);
-  gone.add(n);
-  parentExists.set(n, false);
+  remember(n, false);
   for (const root of roots) {
     for (const p of root.querySelectorAll(`[data-testid="status-reply"][data-reply-to="${n}"]`)) {
       p.replaceChildren(...replyWords(null));
@@ -121,7 +117,17 @@ function replyWords(ref) {
 // CHECKS_PER_MINUTE a minute, well inside the read limit; a thread page
 // knows from its context instead.
 const CHECKS_PER_MINUTE = 10;
-const parentExists = new Map(); // id -> true, or false once found deleted
+// What is known of the statuses replies answer: id -> true, or false once
+// found deleted (so that a reply to one says so), the newest MAX_KNOWN
+// kept: a tab open for days hears of every deletion in its timelines.
+const MAX_KNOWN = 2000;
+const parentExists = new Map();
+
+function remember(id, exists) {
+  parentExists.delete(id);
+  parentExists.set(id, exists);
+  if (parentExists.size > MAX_KNOWN) parentExists.delete(parentExists.keys().next().value);
+}
 const checkQueue = [];
 let checking = false;
 let checksLeft = CHECKS_PER_MINUTE;
@@ -153,7 +159,7 @@ async function checkParents() {
       const id = checkQueue[0];
       // A parent shown on the page exists; no need to ask.
       if (parentExists.has(id) || document.querySelector(`[data-testid="status"][data-id="${id}"]`)) {
-        parentExists.set(id, parentExists.get(id) ?? true);
+        remember(id, parentExists.get(id) ?? true);
         checkQueue.shift();
         continue;
       }
@@ -170,12 +176,9 @@ async function checkParents() {
       checkQueue.shift();
       try {
         await api('GET', `/statuses/${encodeURIComponent(id)}`);
-        parentExists.set(id, true);
+        remember(id, true);
       } catch (err) {
-        if (err.status === 404) {
-          parentExists.set(id, false);
-          parentGone(id);
-        }
+        if (err.status === 404) parentGone(id);
       }
     }
   } finally {
@@ -190,7 +193,7 @@ async function checkParents() {
 function replyLine(status, check) {
   const ref = status.reply_to;
   if (!ref || !ref.id) return null;
-  const isGone = gone.has(Number(ref.id));
+  const isGone = parentExists.get(Number(ref.id)) === false;
   const line = h('p', { class: 'status-reply muted small', dataset: { testid: 'status-reply', replyTo: String(ref.id) } },
     ...replyWords(isGone ? null : ref));
   if (check && !isGone) watchParent(line);

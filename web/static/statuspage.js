@@ -34,6 +34,9 @@ function authorCard(user) {
   );
 }
 
+// The most replies told live that a page keeps while its thread is read.
+const MAX_EARLY = 200;
+
 /** statusView shows status `id` in its thread. */
 export function statusView(ctx, id) {
   const abort = new AbortController();
@@ -43,7 +46,7 @@ export function statusView(ctx, id) {
   let shown = null; // the status once loaded
   let thread = null; // the <ol> of the thread
   let live = false; // the replies read are shown: those told live go in place
-  const early = []; // replies told live before then
+  const early = []; // replies told live before then, once the status is shown
   let watched = 0; // the thread watched, as the context named it (0: none)
   let watching = false; // this connection's watch of it is answered
   let rereading = null; // the AbortController of a read of the context under way
@@ -301,7 +304,9 @@ export function statusView(ctx, id) {
     else if (frame.type === 'notification' && frame.notification && ['replied', 'mentioned'].includes(frame.notification.type)) s = frame.notification.status;
     if (!s || s.repost_of || !s.reply_to) return;
     if (live) liveReply(s);
-    else early.push(s);
+    // Before the status is shown, the context read after it holds what
+    // came; a page that never shows it (not found) keeps nothing.
+    else if (shown && early.length < MAX_EARLY) early.push(s);
   };
 
   // You blocked or muted login: their posts leave the thread (replies to
