@@ -230,3 +230,35 @@ func TestBrowserUnblockOnProfileBringsRepostsHome(t *testing.T) {
 	p.waitUntil("at home", stepTimeout, `location.pathname === '/' ? '' : 'at ' + location.pathname`)
 	p.waitUntil("bob's repost back in the feed", stepTimeout, statusIn("feed", "cat one"))
 }
+
+// A keyboard user opens a post's "…" menu with Enter on its button, where
+// the focus stays, and closes it with Escape there, as from within it.
+func TestBrowserEscapeClosesPostMenu(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	ada.follow("bob")
+	st := bob.post("a post by bob")
+
+	br := newBrowser(t)
+	p := br.signedInTab(t, in.srv.URL, "ada")
+	p.waitUntil("the post", stepTimeout, statusIn("feed", st.Message))
+	item := testID("feed", fmt.Sprintf(` [data-testid="status"][data-id="%d"] `, st.ID))
+	closed := `(() => {
+		const items = document.querySelector(` + js(item+testID("status-menu-items")) + `);
+		const btn = document.querySelector(` + js(item+testID("status-menu")) + `);
+		if (!items.hidden) return 'the menu open, aria-expanded ' + btn.getAttribute('aria-expanded');
+		return document.activeElement === btn ? '' : 'the focus elsewhere';
+	})()`
+	for _, from := range []string{"the button", "the menu"} {
+		eval[bool](p, `(document.querySelector(`+js(item+testID("status-menu"))+`).focus(), true)`)
+		p.press("\r")
+		p.waitVisible(item + testID("status-menu-items"))
+		if from == "the menu" {
+			eval[bool](p, `(document.querySelector(`+js(item+testID("status-menu-items")+" button")+`).focus(), true)`)
+		}
+		p.press("\u001b")
+		p.waitUntil("Escape from "+from+" closes the menu", stepTimeout, closed)
+	}
+}

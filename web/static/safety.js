@@ -128,13 +128,17 @@ function menu(label, testid, ...children) {
     items.hidden = !items.hidden;
     open.setAttribute('aria-expanded', String(!items.hidden));
   });
-  items.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Escape') {
-      items.hidden = true;
-      open.setAttribute('aria-expanded', 'false');
-      open.focus();
-    }
-  });
+  // Escape closes it, from within or from the button itself (where a
+  // click, or Enter, leaves the focus), the focus on the button.
+  const close = (ev) => {
+    if (ev.key !== 'Escape' || items.hidden) return;
+    ev.preventDefault();
+    items.hidden = true;
+    open.setAttribute('aria-expanded', 'false');
+    open.focus();
+  };
+  items.addEventListener('keydown', close);
+  open.addEventListener('keydown', close);
   return { open, items };
 }
 
