@@ -233,3 +233,28 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// ada, on Home, follows carol from the sidebar's suggestions: carol's
+// posts, which the follow brought into ada's home timeline, show in the
+// feed there and then, not at the next visit, and carol leaves the
+// suggestions.
+func TestBrowserFollowFromSuggestionsFillsTheFeed(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Lovelock")
+	carol := in.signUpAs(t, "carol", "Carol Cook")
+	bob.follow("carol")
+	ada.follow("bob")
+	bob.post("Bob's post")
+	st := carol.post("Carol's post")
+
+	br := newBrowser(t)
+	p := br.signedInTab(t, in.srv.URL, "ada")
+	p.waitUntil("bob's post in the feed", stepTimeout, statusIn("feed", "Bob's post"))
+	suggested := `[data-testid="suggestion"][data-login="carol"]`
+	p.waitVisible(suggested)
+	p.click(suggested + ` [data-testid="follow-toggle"]`)
+	p.waitUntil("carol's post in the feed", stepTimeout, statusIn("feed", st.Message))
+	p.waitUntil("carol no longer suggested", stepTimeout, `document.querySelector(`+js(suggested)+`) ? 'still suggested' : ''`)
+}

@@ -44,7 +44,7 @@ const ctx = {
   removeStatus, // a status found gone (a 404): it leaves the page, as a deleted one
   followChanged,
   hideAuthor,
-  showAuthor,
+  homeChanged,
   signedIn,
   signInLink,
   askSignIn,
@@ -292,13 +292,14 @@ function hideAuthor(login, blocked) {
   if (blocked) followChanged(login, false);
 }
 
-// showAuthor: you took back a block or mute: the server shows the
-// person's statuses again, and anyone's reposts of them, which no frame
-// brings back. The home feed, kept between visits, reads its first page
-// again: now if shown, else the next time it is. No other timeline is
-// kept: each reads afresh with its page, and the person's profile reads
-// theirs again as its menu changes (profile.js).
-function showAuthor() {
+// homeChanged: your home timeline changed in a way no frame tells: a
+// follow brought the person's latest statuses in, or a block or mute taken
+// back shows theirs again, and anyone's reposts of them. The home feed,
+// kept between visits, reads its first page again: now if shown, else the
+// next time it is. No other timeline is kept: each reads afresh with its
+// page, and the person's profile reads theirs again as its menu changes
+// (profile.js).
+function homeChanged() {
   if (!ctx.homeFeed) return;
   if (ctx.homeFeed.el.isConnected) ctx.homeFeed.reload();
   else ctx.homeStale = true;

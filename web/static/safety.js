@@ -28,7 +28,7 @@ const takenBack = new Set();
  * relationChanged shows a block or mute of login made (on) or taken back,
  * here or on another device (the stream's `relation` frame): made, their
  * posts leave the page; taken back, the server shows them again, which no
- * frame brings, so the home feed reads them again (showAuthor); either
+ * frame brings, so the home feed reads them again (homeChanged); either
  * way, their profile menus say so. Told twice (by the answer, then by the
  * frame), it changes nothing more.
  */
@@ -39,7 +39,7 @@ export function relationChanged(ctx, kind, login, on) {
     ctx.hideAuthor(login, kind === 'blocks');
   } else if (!takenBack.has(key)) {
     takenBack.add(key);
-    ctx.showAuthor();
+    ctx.homeChanged();
   }
   for (const p of profiles.live()) {
     if (sameLogin(p.login, login)) p.set(kind, on);

@@ -170,7 +170,7 @@ export class Session {
   followChanged(login, following) {
     const { ctx } = this.app;
     if (following) {
-      ctx.homeStale = true; // the server backfilled their latest posts
+      ctx.homeChanged(); // the server backfilled their latest posts
     } else {
       ctx.homeFeed.removeWhere((l) => sameLogin(l, login));
     }
