@@ -39,6 +39,10 @@ var (
 type NotificationPage struct {
 	Notifications []Notification
 	NextBefore    *int64
+	// UpTo is the newest notification the page read, shown or left out
+	// (a suspended sender's): a reader shown the page has read up to it.
+	// Nil for a page that read none.
+	UpTo *int64
 }
 
 // record is a stored notification as notify.lua writes it: the cause
@@ -101,6 +105,7 @@ func (s *Service) Notifications(ctx context.Context, uid, before int64, limit in
 	if len(ids) == 0 {
 		return page, nil
 	}
+	page.UpTo = &ids[0]
 	recs, err := s.records(ctx, uid, ids)
 	if err != nil {
 		return NotificationPage{}, fmt.Errorf("notifications of %d: %w", uid, err)

@@ -260,3 +260,48 @@ func TestBrowserUnreadAskedForOwnDeletionsAlone(t *testing.T) {
 	ada.deleteStatus(mine.ID)
 	p.waitUntil("no unread once her liked post is deleted", stepTimeout, unread(0))
 }
+
+// carol followed ada, then bob liked her post and followed her, and was
+// suspended: his notifications are left out of ada's page, and counted
+// on her bell until she opens the page, which reads them with the rest
+// and clears the bell, after a reload too. With nothing else to show, the
+// page does the same.
+func TestBrowserNotificationsOfTheSuspendedRead(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{Admins: []string{"root"}}).start()
+	ada := in.signUpAs(t, "ada", "Ada Lovelace")
+	bob := in.signUpAs(t, "bob", "Bob Spammer")
+	carol := in.signUpAs(t, "carol", "Carol Cook")
+	root := in.signUpAs(t, "root", "Root Admin")
+	st := ada.post("Ada's thoughts on engines")
+	carol.follow("ada")
+	bob.like(st.ID)
+	bob.follow("ada")
+	root.must(http.StatusNoContent, "PUT", "/api/v1/admin/suspensions/bob", nil, nil)
+
+	unread := func(n int) string {
+		return fmt.Sprintf(`document.querySelector('[data-testid="notes-button"]')?.dataset.unread === '%d' ? '' : 'unread ' + document.querySelector('[data-testid="notes-button"]')?.dataset.unread`, n)
+	}
+	br := newBrowser(t)
+	p := br.signedInTab(t, in.srv.URL, "ada")
+	p.waitLive()
+	p.waitUntil("bob's two counted with carol's", stepTimeout, unread(3))
+	p.goTo("/notifications")
+	p.waitUntil("carol's follow alone shown", stepTimeout, `document.querySelectorAll('[data-testid="note"]').length === 1 ? '' : 'notes: ' + document.querySelectorAll('[data-testid="note"]').length`)
+	p.waitUntil("nothing unread once the page is shown", stepTimeout, unread(0))
+	p.open("/")
+	p.waitLive()
+	p.waitUntil("nothing unread after a reload", stepTimeout, unread(0))
+
+	// Nothing to show: bob likes and follows erin, and is suspended again.
+	root.must(http.StatusNoContent, "DELETE", "/api/v1/admin/suspensions/bob", nil, nil)
+	erin := in.signUpAs(t, "erin", "Erin Noether")
+	bob = in.signIn(t, "bob") // the suspension ended his sessions
+	bob.like(erin.post("Erin's post").ID)
+	root.must(http.StatusNoContent, "PUT", "/api/v1/admin/suspensions/bob", nil, nil)
+	e := br.signedInTab(t, in.srv.URL, "erin")
+	e.waitLive()
+	e.waitUntil("bob's like counted", stepTimeout, unread(1))
+	e.goTo("/notifications")
+	e.waitUntil("nothing unread once the empty page is shown", stepTimeout, unread(0))
+}

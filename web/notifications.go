@@ -12,6 +12,7 @@ import (
 type notificationPage struct {
 	Notifications []notificationView `json:"notifications"`
 	NextBefore    *int64             `json:"next_before"`
+	UpTo          *int64             `json:"up_to"`
 }
 
 // notificationView is a notification as a page shows it: its sender as
@@ -52,7 +53,7 @@ func (s *Server) notifications(w http.ResponseWriter, r *http.Request) {
 	for i, n := range page.Notifications {
 		out[i] = notificationView{Notification: n, From: views[i]}
 	}
-	writeJSON(w, http.StatusOK, notificationPage{Notifications: out, NextBefore: page.NextBefore})
+	writeJSON(w, http.StatusOK, notificationPage{Notifications: out, NextBefore: page.NextBefore, UpTo: page.UpTo})
 }
 
 // unreadNotifications answers how many of the viewer's notifications are

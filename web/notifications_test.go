@@ -23,6 +23,7 @@ type notificationJSON struct {
 type notificationPageJSON struct {
 	Notifications []notificationJSON `json:"notifications"`
 	NextBefore    *int64             `json:"next_before"`
+	UpTo          *int64             `json:"up_to"`
 }
 
 type unreadJSON struct {

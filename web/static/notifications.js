@@ -269,6 +269,7 @@ export function notificationsView(ctx, notes) {
   let items = []; // newest first
   let lastRead = 0; // the marker when the page opened: what it marks unread
   let sentUpTo = 0; // the highest up_to this page sent
+  let readTo = 0; // the newest notification a page read, shown or left out: read once shown
   let nextBefore = null;
   let loading = false;
 
@@ -370,7 +371,7 @@ export function notificationsView(ctx, notes) {
   // which the page's abort then does not cancel.
   let leaving = false;
   const marking = coalesced(async () => {
-    const newest = items.length ? Number(items[0].id) : 0;
+    const newest = Math.max(items.length ? Number(items[0].id) : 0, readTo);
     if (document.hidden || newest <= sentUpTo) return;
     sentUpTo = newest;
     notes.seen(newest);
@@ -402,6 +403,7 @@ export function notificationsView(ctx, notes) {
     note.textContent = before ? 'Loading older notifications…' : 'Loading…';
     try {
       const page = await api('GET', '/notifications' + query({ limit: PAGE, before }), undefined, { signal: abort.signal });
+      readTo = Math.max(readTo, Number(page.up_to) || 0);
       const have = new Set(items.map((x) => Number(x.id)));
       items = items.concat((page.notifications || []).filter((x) => x.from && !have.has(Number(x.id)) && !goneStatus(x)));
       nextBefore = page.next_before ?? null;
