@@ -18,6 +18,8 @@ import { relationChanged } from './safety.js';
 // Arrivals this close together (a resume can bring dozens at once) make
 // one announcement.
 const BATCH_MS = 800;
+// The most arrivals counted on the Home link that a deletion can take off.
+const MAX_COUNTED = 1000;
 
 // How many notifications' statuses are remembered, for the counts to read
 // again when one is taken back (an unlike): the newest told live.
@@ -233,6 +235,12 @@ export class Frames {
         // Nothing counted: what was counted before has been seen since.
         if (!this.session.unseen) this.counted.clear();
         for (const s of batch) this.counted.add(Number(s.id));
+        // Home never looked at on a busy feed: the newest are kept, those
+        // older leave the count as it stands if deleted.
+        for (const old of this.counted) {
+          if (this.counted.size <= MAX_COUNTED) break;
+          this.counted.delete(old);
+        }
         this.session.setUnseen(this.session.unseen + batch.length);
       }
     }, BATCH_MS);
