@@ -260,6 +260,11 @@ export function profileView(ctx, login) {
   view.onDeleted = (id) => {
     if (card && tl.has(id)) card.posted(-1);
   };
+  // After the stream's break: the counts, and whether you follow them
+  // (a follow made on another device), as they are now.
+  view.recheck = () => {
+    if (card) card.refresh();
+  };
   view.onFollows = (user) => {
     if (!card || !(mine() || sameLogin(user.login, login))) return;
     clearTimeout(refreshTimer);

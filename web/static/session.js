@@ -38,6 +38,7 @@ export class Session {
     this.me = user;
     this.closed = false;
     this.unseen = 0;
+    this.recheckOnShow = null; // a recheck waiting for the tab to be shown
     this.friendsTimer = 0;
     this.friendsKnown = false; // GET /friends answered once: unknown friends are new ones
     this.countsAt = 0;
@@ -78,11 +79,16 @@ export class Session {
 
     const sidebar = this.sidebar;
     let wasLive = false;
+    let everLive = false;
     const health = new Health((v) => {
       header.setConn(v);
       const live = v.state === 'live';
       sidebar.setLive(live);
-      if (live && !wasLive) ctx.liveAgain.forEach((f) => f());
+      if (live && !wasLive) {
+        if (everLive) this.recheck();
+        everLive = true;
+        ctx.liveAgain.forEach((f) => f());
+      }
       wasLive = live;
     });
     this.health = health;
@@ -105,6 +111,36 @@ export class Session {
     };
   }
 
+  /**
+   * recheck reads again, once the stream is back after a break, what the
+   * page shows and no resume replays (a deletion, a like or a follow made
+   * on another device): the first page of each timeline shown (of the kept
+   * home feed, off-screen, when next shown), and what the page itself
+   * reads (view.recheck: a profile's counts). A hidden tab waits until it
+   * is shown, so that a server's restart is not read again by every tab.
+   */
+  recheck() {
+    if (this.closed) return;
+    if (document.hidden) {
+      if (this.recheckOnShow) return;
+      this.recheckOnShow = () => {
+        if (document.hidden) return;
+        document.removeEventListener('visibilitychange', this.recheckOnShow);
+        this.recheckOnShow = null;
+        this.recheck();
+      };
+      document.addEventListener('visibilitychange', this.recheckOnShow);
+      return;
+    }
+    const { ctx } = this.app;
+    for (const tl of ctx.timelines) {
+      if (tl.el.isConnected) tl.recheck();
+      else if (tl === ctx.homeFeed) ctx.homeStale = true;
+    }
+    const view = this.app.view();
+    if (view && view.recheck) view.recheck();
+  }
+
   /** start opens the stream and reads the friends, the counts and the suggestions. */
   start() {
     this.stream.start();
@@ -123,6 +159,7 @@ export class Session {
   close() {
     const { ctx, header, aside } = this.app;
     this.closed = true;
+    if (this.recheckOnShow) document.removeEventListener('visibilitychange', this.recheckOnShow);
     this.health.stop();
     this.stream.stop();
     this.notes.destroy();

@@ -7,6 +7,7 @@
 
 import { h, announce } from './dom.js';
 import { statusEl } from './status.js';
+import { statusChanged } from './actions.js';
 import { isAbort } from './api.js';
 
 // Past this many waiting arrivals, stop holding them: the button reloads.
@@ -46,6 +47,7 @@ export class Timeline {
     this.failed = false;
     this.abort = null;
     this.newer = null; // the AbortController of a loadNewer under way
+    this.checking = null; // the AbortController of a recheck under way
 
     this.list = h('ol', { class: 'timeline', 'aria-label': opts.label, dataset: { testid: opts.testid } });
     this.empty = h('div', { class: 'empty', hidden: true }, opts.empty);
@@ -184,6 +186,43 @@ export class Timeline {
       if (!isAbort(err)) console.warn('newer posts:', err.message);
     } finally {
       if (this.newer === abort) this.newer = null;
+    }
+  }
+
+  /**
+   * recheck reads the newest page again, after the stream's break, for
+   * what no resume replays: an entry within the page's reach that it no
+   * longer holds was deleted, or hidden, meanwhile, and leaves; one it
+   * holds that is not shown (a follow made on another device brought it)
+   * comes in; and each shown takes its counts and your likes and reposts
+   * as they are now. Entries older than the page stay as they were.
+   */
+  async recheck() {
+    if (!this.loaded || this.loading || this.checking) return;
+    const abort = new AbortController();
+    this.checking = abort;
+    try {
+      const page = await this.opts.fetchPage(null, abort.signal);
+      if (abort.signal.aborted || this.loading) return;
+      const statuses = page.statuses || [];
+      const ids = statuses.map((s) => Number(s.id));
+      const held = new Set(ids);
+      // Newer than the page: arrived since it was read. Older: past it,
+      // unless the page is the whole timeline.
+      const top = ids.length ? Math.max(...ids) : Infinity;
+      const bottom = page.next_before == null ? -Infinity : (ids.length ? Math.min(...ids) : Infinity);
+      for (const id of [...this.byId.keys()]) {
+        if (id <= top && id >= bottom && !held.has(id)) this.remove(id);
+      }
+      for (const s of statuses) {
+        if (this.byId.has(Number(s.id))) statusChanged(s.repost_of || s);
+        else this.add(s);
+      }
+      this.updateEmpty();
+    } catch (err) {
+      if (!isAbort(err)) console.warn('timeline re-read:', err.message);
+    } finally {
+      if (this.checking === abort) this.checking = null;
     }
   }
 
@@ -398,6 +437,7 @@ export class Timeline {
     delete this.el.dataset.kept; // nothing shows it again: its rows may go (actions.js)
     if (this.abort) this.abort.abort();
     if (this.newer) this.newer.abort();
+    if (this.checking) this.checking.abort();
     if (this.observer) this.observer.disconnect();
     window.removeEventListener('scroll', this.onScroll);
   }
