@@ -303,12 +303,18 @@ func TestRegisteredTogetherAnnouncedOnce(t *testing.T) {
 // Connections that close while the instance registers all of its own again
 // (after a lost lease) end up unregistered, and those that stay end up
 // registered: the registration holds no lock over the Disconnects, and
-// disconnects again, after it, the connections that closed meanwhile.
+// disconnects again, after it, the connections that closed meanwhile. A
+// registration that outlasts its deadline (registerCallTimeout per call; a
+// busy machine can make that) is made again at the next tick, whose retried
+// disconnects take out what it registered of the closed ones, as the hub's
+// ticks would.
 func TestDisconnectsDuringRegistrationAgain(t *testing.T) {
 	t.Parallel()
 	onBackends(t, func(t *testing.T, e env) {
 		tr := e.tracker(t, Options{})
-		ctx := ctxT(t)
+		// Registering 5,000 connections, twice, and announcing them: tens of
+		// seconds under the race detector on a busy machine.
+		ctx := ctxLong(t)
 		k := e.keys()
 		const users = 5 * MaxBeatsPerCall // several register calls
 		var all []Beat
@@ -340,17 +346,45 @@ func TestDisconnectsDuringRegistrationAgain(t *testing.T) {
 		waitFor(t, 10*time.Second, "the registration under way", func() bool {
 			return e.rdb.SCard(ctx, k.instanceConns(tr.id)).Val() > 0
 		})
-		for _, c := range all {
-			if c.UID%2 == 0 {
-				wg.Go(func() {
+		// By a few streams at a time, fewer than the client's pool serves
+		// at once (10 per CPU): thousands waiting on its connections at
+		// once would outwait its pool timeout on a busy machine.
+		closing := make(chan Beat)
+		for range 8 {
+			wg.Go(func() {
+				for c := range closing {
 					if _, err := tr.Disconnect(ctx, c.UID, c.ConnID); err != nil {
 						t.Error(err)
 					}
-				})
+				}
+			})
+		}
+		for _, c := range all {
+			if c.UID%2 == 0 {
+				closing <- c
 			}
 		}
+		close(closing)
 		wg.Wait()
 		tr.registeredAgain()
+		// The next ticks, while the registration is still due or closed
+		// connections wait to be disconnected again.
+		for tick := 0; ; tick++ {
+			tr.mu.Lock()
+			pending := len(tr.leaving)
+			tr.mu.Unlock()
+			if tr.again.Load() == 0 && pending == 0 {
+				break
+			}
+			if tick == 20 {
+				t.Fatalf("still due after %d ticks: registration %d, %d disconnects", tick, tr.again.Load(), pending)
+			}
+			t.Logf("tick %d: the registration was not done (%d disconnects to retry)", tick+1, pending)
+			if err := tr.Heartbeats(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			tr.registeredAgain()
+		}
 		connected, err := e.rdb.ZRange(ctx, k.connected(), 0, -1).Result()
 		if err != nil {
 			t.Fatal(err)

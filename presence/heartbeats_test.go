@@ -31,7 +31,10 @@ func TestEmbeddedHeartbeats(t *testing.T) {
 func heartbeats(t *testing.T, e env) {
 	const w = 2 * time.Second
 	tr := e.tracker(t, Options{Window: w})
-	ctx := ctxT(t)
+	// Registering the 2,001 connections below takes the embedded store
+	// (scripts run in Go, every command under the race detector) some 10 s
+	// on a quiet machine, and minutes on a busy one: no deadline of ours.
+	ctx := ctxLong(t)
 	const watcher, back, twoConns, steady, fresh = 1, 2, 3, 4, 5
 	for _, u := range []int64{back, twoConns, steady, fresh} {
 		e.befriend(t, watcher, u)

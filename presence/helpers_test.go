@@ -170,6 +170,22 @@ func ctxT(tb testing.TB) context.Context {
 	return ctx
 }
 
+// ctxLong is ctxT for a test whose work takes time that grows with the
+// machine's load rather than with a bug (thousands of connections
+// registered, scripts run in Go by the embedded store, all under the race
+// detector): it ends with the test binary's own deadline (go test -timeout),
+// which reports a hang with every goroutine's stack, not at a guess of how
+// slow a busy machine may be.
+func ctxLong(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	if d, ok := t.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(context.Background(), d)
+	}
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // nextEvent returns the next presence event on ch, failing after within.
 func nextEvent(tb testing.TB, ch <-chan *redis.Message, within time.Duration) protocol.PresenceFrame {
 	tb.Helper()
