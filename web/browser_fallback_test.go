@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -311,9 +312,17 @@ func TestBrowserStreamStaysOnWebSocketThroughRestart(t *testing.T) {
 
 	m := proxy.mark()
 	proxy.cut(outageDown)
-	// Long enough for three dials and more (waits of 0.5, 1 and 2 s at
-	// most), where the client used to go over after the second.
-	time.Sleep(5 * time.Second)
+	// Down until the client dialled three times, where it used to go over
+	// to events after the second (or until it went over).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		seen := proxy.since(m)
+		if slices.Contains(seen, "events") || len(slices.DeleteFunc(seen, func(k string) bool { return k != "websocket" })) >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client's dials while the server was down: %s", strings.Join(seen, " "))
+		}
+	}
 	proxy.cut(outagePass)
 	p.waitTransport("websocket", 30*time.Second)
 	seen := proxy.since(m)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"chorus/social"
 
@@ -182,4 +183,34 @@ func TestBrowserGapOtherDevice(t *testing.T) {
 	})()`)
 	phone.goTo("/")
 	phone.waitUntil("carol's post on the phone's Home", stepTimeout, statusIn("feed", "Carol speaks"))
+}
+
+// A failed API call (a proxy's 503) with the stream open all along is no
+// break: the page reads nothing again once the next call answers.
+func TestBrowserGapNotForAFailedCall(t *testing.T) {
+	t.Parallel()
+	in := newEnv(t, social.Options{}).start()
+	bob := in.signUpAs(t, "bob", "Bob Babbage")
+	in.signUpAs(t, "ada", "Ada Lovelace").follow("bob")
+	bob.post("bob's post")
+
+	p := newBrowser(t).signedInTab(t, in.srv.URL, "ada")
+	p.waitLive()
+	p.waitUntil("bob's post in the feed", stepTimeout, statusIn("feed", "bob's post"))
+	const reads = `performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/v1/timelines/home')).length`
+	before := eval[int](p, reads)
+	eval[bool](p, `(() => {
+		const real = window.fetch;
+		window.fetch = (u, o) => String(u).includes('/api/v1/failing') ? Promise.resolve(new Response('{}', { status: 503 })) : real(u, o);
+		import('/static/api.js').then((m) => m.api('GET', '/failing').catch(() => {}).then(() => m.api('GET', '/me')).then(() => { window.answeredAgain = true; }));
+		return true;
+	})()`)
+	p.waitUntil("a call answered after the failed one", stepTimeout, `window.answeredAgain ? '' : 'not yet'`)
+	p.waitLive()
+	// A read again would be asked as the page turned live: give it time
+	// to show.
+	time.Sleep(3 * time.Second)
+	if after := eval[int](p, reads); after != before {
+		t.Errorf("the stream never broke, yet the home feed was read again %d times after one failed call", after-before)
+	}
 }

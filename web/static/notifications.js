@@ -443,20 +443,25 @@ export function notificationsView(ctx, notes) {
   // shows within that page's reach but the server no longer holds (taken
   // back meanwhile) goes.
   const catchUp = async () => {
-    if (loading || items.length === 0) return;
+    if (loading) return;
     try {
       const page = await api('GET', '/notifications' + query({ limit: PAGE }), undefined, { signal: abort.signal });
+      // What the page read, shown or left out (a suspended sender's), is
+      // read with it, as at the page's first load.
+      const unshown = Number(page.up_to) > readTo;
+      readTo = Math.max(readTo, Number(page.up_to) || 0);
       const got = (page.notifications || []).filter((x) => x.from);
       const held = new Set(got.map((x) => Number(x.id)));
       const reach = page.next_before == null || got.length === 0 ? -Infinity : Number(got[got.length - 1].id);
-      const top = Number(items[0].id);
+      const top = items.length ? Number(items[0].id) : 0;
       const fresh = got.filter((x) => Number(x.id) > top && !goneStatus(x));
       const kept = items.filter((x) => Number(x.id) < reach || held.has(Number(x.id)));
-      if (fresh.length === 0 && kept.length === items.length) return;
-      items = fresh.concat(kept);
-      trim();
-      render();
-      if (fresh.length) markRead();
+      if (fresh.length || kept.length !== items.length) {
+        items = fresh.concat(kept);
+        trim();
+        render();
+      }
+      if (fresh.length || unshown) markRead();
     } catch (err) {
       if (!isAbort(err)) console.warn('notifications:', err.message);
     }

@@ -79,24 +79,26 @@ export class Session {
 
     const sidebar = this.sidebar;
     let wasLive = false;
-    let everLive = false;
     const health = new Health((v) => {
       header.setConn(v);
       const live = v.state === 'live';
       sidebar.setLive(live);
-      if (live && !wasLive) {
-        if (everLive) this.recheck();
-        everLive = true;
-        ctx.liveAgain.forEach((f) => f());
-      }
+      if (live && !wasLive) ctx.liveAgain.forEach((f) => f());
       wasLive = live;
     });
     this.health = health;
     setHealthHandler((ok) => health.setApi(ok));
 
     this.frames = new Frames(this, app);
+    let readies = 0;
     this.stream = new Stream({
-      onReady: (frame) => this.frames.ready(frame),
+      onReady: (frame) => {
+        this.frames.ready(frame);
+        // A stream back after a break, not the first: what no resume
+        // replays is read again. (A failed API call that leaves the stream
+        // open is no break.)
+        if (readies++ > 0) this.recheck();
+      },
       onFrame: (frame) => this.frames.dispatch(frame),
       onState: (state, info) => health.setStream(state, info),
       resumeAfter: () => ctx.homeFeed.maxId,

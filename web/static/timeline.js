@@ -78,6 +78,7 @@ export class Timeline {
   async load() {
     if (this.abort) this.abort.abort();
     if (this.newer) this.newer.abort();
+    if (this.checking) this.checking.abort(); // its page would be older than this one
     const abort = new AbortController();
     this.abort = abort;
     this.loading = true;
@@ -211,11 +212,13 @@ export class Timeline {
       // unless the page is the whole timeline.
       const top = ids.length ? Math.max(...ids) : Infinity;
       const bottom = page.next_before == null ? -Infinity : (ids.length ? Math.min(...ids) : Infinity);
-      for (const id of [...this.byId.keys()]) {
+      for (const id of [...this.byId.keys(), ...this.waiting.keys()]) {
         if (id <= top && id >= bottom && !held.has(id)) this.remove(id);
       }
       for (const s of statuses) {
-        if (this.byId.has(Number(s.id))) statusChanged(s.repost_of || s);
+        const id = Number(s.id);
+        if (this.waiting.has(id)) this.waiting.set(id, s); // shown later as it is now
+        else if (this.byId.has(id)) statusChanged(s.repost_of || s);
         else this.add(s);
       }
       this.updateEmpty();
