@@ -70,8 +70,9 @@ func TestNotificationsAPI(t *testing.T) {
 		t.Fatalf("unread %+v, want 3 and none read", got)
 	}
 	page := ann.notifications("?limit=2")
-	if got := notificationIDs(page.Notifications); !slices.Equal(got, []int64{3, 2}) || page.NextBefore == nil || *page.NextBefore != 2 {
-		t.Fatalf("first page %v, next %v; want [3 2], 2", got, page.NextBefore)
+	if got := notificationIDs(page.Notifications); !slices.Equal(got, []int64{3, 2}) || page.NextBefore == nil || *page.NextBefore != 2 ||
+		page.UpTo == nil || *page.UpTo != 3 {
+		t.Fatalf("first page %v, next %v, up to %v; want [3 2], 2, 3", got, page.NextBefore, page.UpTo)
 	}
 	n := page.Notifications[0]
 	if n.Type != "followed" || n.From.Login != "fan2" || n.From.Following != 1 || n.Status != nil || n.Created.IsZero() {
@@ -110,8 +111,8 @@ func TestNotificationsAPI(t *testing.T) {
 		t.Fatalf("unread %+v after the unread one was taken back, want 0", got)
 	}
 	// Each user reads their own.
-	if got := followers[0].notifications("").Notifications; len(got) != 0 {
-		t.Fatalf("fan0 reads %+v, want none", got)
+	if got := followers[0].notifications(""); len(got.Notifications) != 0 || got.UpTo != nil {
+		t.Fatalf("fan0 reads %+v, up to %v, want none", got.Notifications, got.UpTo)
 	}
 }
 
